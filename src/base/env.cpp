@@ -1,0 +1,40 @@
+#include "base/env.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace parallm {
+namespace {
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  return (end != nullptr && *end == '\0') ? static_cast<int>(x) : fallback;
+}
+
+// First variable that is set wins: Open MPI, then Slurm, then torchrun.
+int first_int(std::initializer_list<const char*> names, int fallback) {
+  for (const char* n : names) {
+    int v = env_int(n, -1);
+    if (v >= 0) return v;
+  }
+  return fallback;
+}
+
+}  // namespace
+
+LaunchEnv read_launch_env() {
+  LaunchEnv e;
+  e.rank = first_int({"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "RANK"}, 0);
+  e.world_size = first_int({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "WORLD_SIZE"}, 1);
+  e.local_rank = first_int({"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"}, 0);
+  e.num_threads = env_int("OMP_NUM_THREADS", 0);
+  e.stdout_is_tty = isatty(STDOUT_FILENO) != 0;
+  e.stderr_is_tty = isatty(STDERR_FILENO) != 0;
+  return e;
+}
+
+}  // namespace parallm

@@ -1,0 +1,19 @@
+// The one place that reads the process environment (DESIGN principle 3).
+// Everything else receives a LaunchEnv value.
+#pragma once
+#include <string>
+
+namespace parallm {
+
+struct LaunchEnv {
+  int rank = 0;         // global rank from mpirun (OMPI_COMM_WORLD_RANK) or srun (SLURM_PROCID)
+  int world_size = 1;
+  int local_rank = 0;
+  int num_threads = 0;  // OMP_NUM_THREADS, 0 when unset
+  bool stdout_is_tty = false;
+  bool stderr_is_tty = false;
+};
+
+LaunchEnv read_launch_env();
+
+}  // namespace parallm

@@ -1,0 +1,35 @@
+// Causal self-attention with grouped-query heads, flash-attention style: the
+// forward keeps only the output and the per-row log-sum-exp of the scores;
+// the backward recomputes the probabilities. No (B, H, Tq, Tk) tensor outlives
+// a call (per-(b, h) tiles live in a thread-local workspace).
+// Keys may come from other positions than queries (ring attention, KV cache):
+// key j is visible to query i iff k_pos0 + j <= q_pos0 + i (when causal).
+#pragma once
+#include <cstdint>
+
+namespace parallm::cpu {
+
+struct AttnDims {
+  int64_t B;
+  int64_t Tq;
+  int64_t Tk;
+  int64_t Hq;   // query heads
+  int64_t Hkv;  // key/value heads; Hq % Hkv == 0, query head h uses kv head h / (Hq / Hkv)
+  int64_t D;    // head dim
+  int64_t q_pos0 = 0;
+  int64_t k_pos0 = 0;
+  bool causal = true;
+};
+
+// q: (B, Tq, Hq, D); k, v: (B, Tk, Hkv, D); out: (B, Tq, Hq, D); lse: (B, Hq, Tq).
+// scale multiplies q.k (normally 1/sqrt(D)). Rows with no visible key get out=0, lse=-inf.
+template <class T>
+void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttnDims& d,
+                       double scale);
+
+// dq, dk, dv accumulate (+=). Needs out and lse from the forward.
+template <class T>
+void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v,
+                        const T* out, const T* lse, const AttnDims& d, double scale);
+
+}  // namespace parallm::cpu
