@@ -1,3 +1,33 @@
-// parallm command-line entry: dispatches to one file per subcommand.
-#include <cstdio>
-int main() { std::puts("parallm"); return 0; }
+// parallm command-line entry: parses the subcommand and hands over to one
+// file per subcommand (cli/*_command.cpp). Errors print once, exit non-zero.
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "base/error.h"
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"parallm: train and run transformer language models"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "parallm 0.1");
+  parallm::cli::CommandRegistry reg;
+  parallm::cli::add_train_command(app, reg);
+  parallm::cli::add_eval_command(app, reg);
+  parallm::cli::add_tokenize_command(app, reg);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& [sub, run] : reg.actions)
+      if (sub->parsed()) return run();
+  } catch (const parallm::Error& e) {
+    fmt::print(stderr, "parallm: error: {}\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "parallm: internal error: {}\n", e.what());
+    return 2;
+  }
+  return 0;
+}

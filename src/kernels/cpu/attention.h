@@ -32,4 +32,17 @@ template <class T>
 void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v,
                         const T* out, const T* lse, const AttnDims& d, double scale);
 
+// How the backward shares work between threads. kByKvHead: one task per
+// (b, kv head) owns its dk/dv rows and its query heads' dq rows (5 GEMMs per
+// tile). kTwoPass: dk/dv by (b, kv head, key block), then dq by (b, head,
+// query block); recomputes 2 of the 5 GEMMs but keeps every thread busy when
+// B * Hkv is small. kAuto picks by shape and thread count. Both are
+// deterministic and race-free; they agree to rounding.
+enum class AttnBwdSplit { kAuto, kByKvHead, kTwoPass };
+
+template <class T>
+void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k,
+                              const T* v, const T* out, const T* lse, const AttnDims& d,
+                              double scale, AttnBwdSplit split);
+
 }  // namespace parallm::cpu

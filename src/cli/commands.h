@@ -1,0 +1,21 @@
+// Each subcommand registers its options and an action; main runs the action
+// of the parsed subcommand. No logic lives in cli/: it only wires flags to
+// library calls.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <utility>
+#include <vector>
+
+namespace parallm::cli {
+
+struct CommandRegistry {
+  std::vector<std::pair<CLI::App*, std::function<int()>>> actions;
+};
+
+void add_train_command(CLI::App& app, CommandRegistry& reg);
+void add_eval_command(CLI::App& app, CommandRegistry& reg);
+void add_tokenize_command(CLI::App& app, CommandRegistry& reg);
+
+}  // namespace parallm::cli

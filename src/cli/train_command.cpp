@@ -1,0 +1,70 @@
+// `parallm train --config FILE.toml [overrides]`: flags override the file
+// (Megatron's names where one exists), then the job runs.
+#include <iostream>
+#include <memory>
+
+#include "base/env.h"
+#include "base/error.h"
+#include "cli/commands.h"
+#include "model/config.h"
+#include "train/train_job.h"
+
+namespace parallm::cli {
+
+namespace {
+struct TrainFlags {
+  std::string config, preset;
+  TrainJobOptions job;
+  TrainConfig t;  // flag targets; copied over the file's values when given
+  std::vector<std::pair<CLI::Option*, std::function<void(TrainConfig&)>>> overrides;
+};
+
+template <class T>
+void flag(CLI::App* sub, TrainFlags& f, const std::string& names, T TrainConfig::*member,
+          const std::string& help) {
+  CLI::Option* o = sub->add_option(names, f.t.*member, help);
+  f.overrides.emplace_back(o, [&f, member](TrainConfig& dst) { dst.*member = f.t.*member; });
+}
+}  // namespace
+
+void add_train_command(CLI::App& app, CommandRegistry& reg) {
+  auto f = std::make_shared<TrainFlags>();
+  CLI::App* sub = app.add_subcommand("train", "train a model");
+  sub->add_option("--config", f->config, "run file (TOML with [model], [data], [train])");
+  sub->add_option("--model", f->preset, "model preset when no config is given (e.g. gpt2-tiny)");
+  flag(sub, *f, "--init-from", &TrainConfig::init_from, "start from a Hugging Face directory");
+  flag(sub, *f, "--data", &TrainConfig::train_files, "training token shards");
+  flag(sub, *f, "--val-data", &TrainConfig::val_files, "validation token shards");
+  flag(sub, *f, "--steps,--train-iters", &TrainConfig::steps, "optimizer steps");
+  flag(sub, *f, "--micro-batch-size", &TrainConfig::micro_batch_size, "sequences per micro-batch");
+  flag(sub, *f, "--global-batch-size", &TrainConfig::global_batch_size,
+       "sequences per optimizer step (gradient accumulation when larger than the micro-batch)");
+  flag(sub, *f, "--seq-len,--seq-length", &TrainConfig::seq_len, "tokens per sequence");
+  flag(sub, *f, "--lr", &TrainConfig::lr, "peak learning rate");
+  flag(sub, *f, "--warmup", &TrainConfig::warmup, "linear warmup steps");
+  flag(sub, *f, "--min-lr-ratio", &TrainConfig::min_lr_ratio, "final lr as a fraction of --lr");
+  flag(sub, *f, "--weight-decay", &TrainConfig::weight_decay, "AdamW decoupled weight decay");
+  flag(sub, *f, "--clip-grad", &TrainConfig::clip_grad, "global gradient-norm clip (0: off)");
+  flag(sub, *f, "--seed", &TrainConfig::seed, "seed for initialisation and data order");
+  flag(sub, *f, "--log-interval", &TrainConfig::log_interval, "steps between log lines");
+  flag(sub, *f, "--eval-interval", &TrainConfig::eval_interval, "steps between validations");
+  flag(sub, *f, "--metrics", &TrainConfig::metrics_path, "JSONL metrics file");
+  flag(sub, *f, "--save", &TrainConfig::save_dir, "save a Hugging Face directory at the end");
+  sub->add_option("--save-dtype", f->job.save_dtype, "F32 or BF16");
+  sub->add_option("--threads", f->job.threads, "CPU threads (default: OMP_NUM_THREADS or all)");
+
+  reg.actions.emplace_back(sub, [f]() {
+    PX_CHECK(f->config.empty() || f->preset.empty(), "give --config or --model, not both");
+    if (!f->config.empty()) {
+      f->job.run = load_run_config(f->config);
+    } else {
+      f->job.run.model = model_preset(f->preset.empty() ? "gpt2-tiny" : f->preset);
+    }
+    for (auto& [opt, apply] : f->overrides)
+      if (opt->count() > 0) apply(f->job.run.train);
+    run_train_job(f->job, read_launch_env(), std::cerr);
+    return 0;
+  });
+}
+
+}  // namespace parallm::cli

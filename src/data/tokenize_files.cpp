@@ -1,0 +1,83 @@
+// tokenize_files: read every input first (so a bad one aborts before any
+// write), encode with the ByteTokenizer, split off the val tail, then write
+// the two shards; a failed val write removes the train shard it follows.
+#include "data/tokenize_files.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <span>
+#include <sstream>
+
+#include "base/error.h"
+#include "data/byte_tokenizer.h"
+#include "data/token_shard.h"
+
+namespace parallm {
+
+namespace {
+
+std::string read_text_file(const std::string& path) {
+  std::error_code ec;
+  PX_CHECK(!std::filesystem::is_directory(path, ec),
+           "cannot read input text file {}: it is a directory", path);
+  std::ifstream in(path, std::ios::binary);
+  PX_CHECK(in.good(), "cannot read input text file {}: {}", path, std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  // rdbuf on an empty file sets failbit on ss; only a read error on in counts.
+  PX_CHECK(!in.bad(), "error while reading input text file {}", path);
+  return std::move(ss).str();
+}
+
+}  // namespace
+
+TokenizeSummary tokenize_files(const std::vector<std::string>& inputs,
+                               const std::string& out_prefix, double val_fraction) {
+  PX_CHECK(!inputs.empty(), "tokenize: no input files given");
+  PX_CHECK(val_fraction >= 0.0 && val_fraction < 1.0,
+           "tokenize: val_fraction must be in [0, 1) (got {})", val_fraction);
+  PX_CHECK(!out_prefix.empty(), "tokenize: output prefix is empty");
+
+  std::vector<std::string> docs;
+  docs.reserve(inputs.size());
+  TokenizeSummary sum;
+  for (const std::string& path : inputs) {
+    docs.push_back(read_text_file(path));
+    sum.input_bytes += static_cast<int64_t>(docs.back().size());
+  }
+  sum.documents = static_cast<int64_t>(docs.size());
+  std::vector<int32_t> tokens = ByteTokenizer::encode_documents(docs);
+  docs = {};  // free the text before writing
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  PX_CHECK(n > 0, "tokenize: the input files contain no text");
+
+  int64_t n_val = 0;
+  if (val_fraction > 0.0) {
+    PX_CHECK(n >= 2, "tokenize: {} token is too few to split into train and val", n);
+    n_val = std::clamp<int64_t>(std::llround(val_fraction * static_cast<double>(n)), 1, n - 1);
+  }
+  const int64_t n_train = n - n_val;
+  std::span<const int32_t> all(tokens);
+
+  sum.train_path = out_prefix + "_train.bin";
+  sum.train_tokens = n_train;
+  write_token_shard(sum.train_path, all.first(static_cast<size_t>(n_train)));
+  if (n_val > 0) {
+    sum.val_path = out_prefix + "_val.bin";
+    sum.val_tokens = n_val;
+    try {
+      write_token_shard(sum.val_path, all.last(static_cast<size_t>(n_val)));
+    } catch (...) {
+      std::remove(sum.train_path.c_str());  // keep "all or nothing" for the pair
+      throw;
+    }
+  }
+  return sum;
+}
+
+}  // namespace parallm

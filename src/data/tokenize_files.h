@@ -1,0 +1,28 @@
+// tokenize_files: text files -> llm.c train/val token shards with the built-in
+// ByteTokenizer. Each file is one document; documents are joined by the
+// end-of-text token (d0 EOT d1 ...). The val shard is the tail of the stream.
+// Invariant: every input is read before anything is written, so a missing or
+// unreadable input leaves no output; each shard is written atomically.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace parallm {
+
+struct TokenizeSummary {
+  std::string train_path;  // <out_prefix>_train.bin
+  std::string val_path;    // <out_prefix>_val.bin, or "" when val_fraction == 0
+  int64_t train_tokens = 0;
+  int64_t val_tokens = 0;
+  int64_t documents = 0;   // input files
+  int64_t input_bytes = 0;
+};
+
+// val_fraction in [0, 1): the last round(val_fraction * N) tokens (at least 1
+// when val_fraction > 0) go to the val shard; the train shard keeps at least 1.
+// With 0, no val file is written (an old one is left alone). Prints nothing.
+TokenizeSummary tokenize_files(const std::vector<std::string>& inputs,
+                               const std::string& out_prefix, double val_fraction);
+
+}  // namespace parallm

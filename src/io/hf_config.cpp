@@ -1,0 +1,145 @@
+#include "io/hf_config.h"
+
+#include <fstream>
+
+#include "base/error.h"
+
+namespace parallm {
+
+nlohmann::json hf_config_json(const ModelConfig& c, const std::string& torch_dtype) {
+  nlohmann::json j;
+  if (c.arch == Arch::GPT2) {
+    j = {{"architectures", {"GPT2LMHeadModel"}},
+         {"model_type", "gpt2"},
+         {"vocab_size", c.vocab_size},
+         {"n_embd", c.hidden},
+         {"n_layer", c.n_layers},
+         {"n_head", c.n_heads},
+         {"n_positions", c.max_positions},
+         {"n_ctx", c.max_positions},
+         {"n_inner", c.intermediate},
+         {"layer_norm_epsilon", c.norm_eps},
+         {"activation_function", "gelu_new"},
+         {"initializer_range", c.init_std},
+         {"tie_word_embeddings", true}};
+  } else {
+    j = {{"architectures", {"LlamaForCausalLM"}},
+         {"model_type", "llama"},
+         {"vocab_size", c.vocab_size},
+         {"hidden_size", c.hidden},
+         {"intermediate_size", c.intermediate},
+         {"num_hidden_layers", c.n_layers},
+         {"num_attention_heads", c.n_heads},
+         {"num_key_value_heads", c.n_kv_heads},
+         {"head_dim", c.head_dim},
+         {"max_position_embeddings", c.max_positions},
+         {"rms_norm_eps", c.norm_eps},
+         {"rope_theta", c.rope_theta},
+         {"rope_scaling", nullptr},
+         {"hidden_act", "silu"},
+         {"attention_bias", false},
+         {"mlp_bias", false},
+         {"initializer_range", c.init_std},
+         {"tie_word_embeddings", c.tie_embeddings}};
+  }
+  j["torch_dtype"] = torch_dtype;
+  return j;
+}
+
+namespace {
+
+class Fields {
+ public:
+  Fields(const nlohmann::json& j, const std::string& src) : j_(j), src_(src) {}
+  template <class T>
+  T need(const char* key) const {
+    PX_CHECK(j_.contains(key) && !j_[key].is_null(), "{}: missing required field '{}'", src_, key);
+    return as<T>(key);
+  }
+  template <class T>
+  T opt(const char* key, T fallback) const {
+    return j_.contains(key) && !j_[key].is_null() ? as<T>(key) : fallback;
+  }
+
+ private:
+  template <class T>
+  T as(const char* key) const {
+    try {
+      return j_[key].get<T>();
+    } catch (const nlohmann::json::exception&) {
+      PX_FAIL("{}: field '{}' has the wrong type ({})", src_, key, j_[key].dump());
+    }
+  }
+  const nlohmann::json& j_;
+  const std::string& src_;
+};
+
+}  // namespace
+
+ModelConfig model_config_from_hf(const nlohmann::json& j, const std::string& src) {
+  PX_CHECK(j.is_object(), "{}: config must be a JSON object", src);
+  Fields f(j, src);
+  std::string type = f.opt<std::string>("model_type", "");
+  ModelConfig c;
+  if (type == "gpt2") {
+    c.arch = Arch::GPT2;
+    c.vocab_size = f.need<int64_t>("vocab_size");
+    c.hidden = f.need<int64_t>("n_embd");
+    c.n_layers = f.need<int64_t>("n_layer");
+    c.n_heads = f.need<int64_t>("n_head");
+    c.n_kv_heads = c.n_heads;
+    c.max_positions = f.need<int64_t>("n_positions");
+    c.intermediate = f.opt<int64_t>("n_inner", 4 * c.hidden);
+    c.norm_eps = f.opt<double>("layer_norm_epsilon", 1e-5);
+    c.tie_embeddings = true;
+    std::string act = f.opt<std::string>("activation_function", "gelu_new");
+    PX_CHECK(act == "gelu_new" || act == "gelu_pytorch_tanh",
+             "{}: activation_function '{}' is not supported (parallm's GPT-2 uses gelu_new)", src,
+             act);
+    PX_CHECK(c.n_heads > 0, "{}: n_head must be positive, got {}", src, c.n_heads);
+    c.head_dim = c.hidden / c.n_heads;
+  } else if (type == "llama" || type == "mistral") {
+    c.arch = Arch::LLaMA;
+    c.vocab_size = f.need<int64_t>("vocab_size");
+    c.hidden = f.need<int64_t>("hidden_size");
+    c.intermediate = f.need<int64_t>("intermediate_size");
+    c.n_layers = f.need<int64_t>("num_hidden_layers");
+    c.n_heads = f.need<int64_t>("num_attention_heads");
+    PX_CHECK(c.n_heads > 0, "{}: num_attention_heads must be positive, got {}", src, c.n_heads);
+    c.n_kv_heads = f.opt<int64_t>("num_key_value_heads", c.n_heads);
+    c.head_dim = f.opt<int64_t>("head_dim", c.hidden / c.n_heads);
+    c.max_positions = f.opt<int64_t>("max_position_embeddings", 2048);
+    c.norm_eps = f.opt<double>("rms_norm_eps", 1e-6);
+    c.rope_theta = f.opt<double>("rope_theta", 10000.0);
+    c.tie_embeddings = f.opt<bool>("tie_word_embeddings", false);
+    std::string act = f.opt<std::string>("hidden_act", "silu");
+    PX_CHECK(act == "silu", "{}: hidden_act '{}' is not supported (LLaMA uses silu)", src, act);
+    PX_CHECK(!j.contains("rope_scaling") || j["rope_scaling"].is_null(),
+             "{}: rope_scaling {} is not supported", src, j["rope_scaling"].dump());
+    PX_CHECK(!f.opt<bool>("attention_bias", false) && !f.opt<bool>("mlp_bias", false),
+             "{}: attention_bias / mlp_bias are not supported for llama", src);
+  } else {
+    PX_FAIL("{}: model_type '{}' is not supported (expected 'gpt2' or 'llama')", src, type);
+  }
+  c.init_std = f.opt<double>("initializer_range", 0.02);
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    PX_FAIL("{}: {}", src, e.what());
+  }
+  return c;
+}
+
+ModelConfig read_hf_config(const std::string& path) {
+  std::ifstream in(path);
+  PX_CHECK(in.good(), "cannot read '{}'", path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    PX_FAIL("{}: malformed JSON: {}", path, e.what());
+  }
+  return model_config_from_hf(j, path);
+}
+
+}  // namespace parallm

@@ -1,0 +1,117 @@
+#include "io/hf_layout.h"
+
+#include "base/error.h"
+
+namespace parallm {
+
+std::vector<HfTensor> hf_layout(const ModelConfig& c) {
+  std::vector<HfTensor> out;
+  auto add = [&](std::string hf, std::vector<int64_t> shape, std::vector<std::string> parts,
+                 bool transpose = false) {
+    out.push_back({std::move(hf), std::move(shape), std::move(parts), transpose});
+  };
+  const int64_t C = c.hidden, I = c.intermediate, V = c.vocab_size;
+  if (c.arch == Arch::GPT2) {
+    add("transformer.wte.weight", {V, C}, {"embed.weight"});
+    add("transformer.wpe.weight", {c.max_positions, C}, {"pos_embed.weight"});
+    for (int64_t l = 0; l < c.n_layers; ++l) {
+      std::string h = "transformer.h." + std::to_string(l) + ".";
+      std::string p = "layers." + std::to_string(l) + ".";
+      add(h + "ln_1.weight", {C}, {p + "norm1.weight"});
+      add(h + "ln_1.bias", {C}, {p + "norm1.bias"});
+      add(h + "attn.c_attn.weight", {C, 3 * C},
+          {p + "attn.q.weight", p + "attn.k.weight", p + "attn.v.weight"}, true);
+      add(h + "attn.c_attn.bias", {3 * C},
+          {p + "attn.q.bias", p + "attn.k.bias", p + "attn.v.bias"});
+      add(h + "attn.c_proj.weight", {C, C}, {p + "attn.o.weight"}, true);
+      add(h + "attn.c_proj.bias", {C}, {p + "attn.o.bias"});
+      add(h + "ln_2.weight", {C}, {p + "norm2.weight"});
+      add(h + "ln_2.bias", {C}, {p + "norm2.bias"});
+      add(h + "mlp.c_fc.weight", {C, I}, {p + "mlp.fc.weight"}, true);
+      add(h + "mlp.c_fc.bias", {I}, {p + "mlp.fc.bias"});
+      add(h + "mlp.c_proj.weight", {I, C}, {p + "mlp.proj.weight"}, true);
+      add(h + "mlp.c_proj.bias", {C}, {p + "mlp.proj.bias"});
+    }
+    add("transformer.ln_f.weight", {C}, {"final_norm.weight"});
+    add("transformer.ln_f.bias", {C}, {"final_norm.bias"});
+  } else {
+    const int64_t Q = c.q_dim(), K = c.kv_dim();
+    add("model.embed_tokens.weight", {V, C}, {"embed.weight"});
+    for (int64_t l = 0; l < c.n_layers; ++l) {
+      std::string h = "model.layers." + std::to_string(l) + ".";
+      std::string p = "layers." + std::to_string(l) + ".";
+      add(h + "input_layernorm.weight", {C}, {p + "norm1.weight"});
+      add(h + "self_attn.q_proj.weight", {Q, C}, {p + "attn.q.weight"});
+      add(h + "self_attn.k_proj.weight", {K, C}, {p + "attn.k.weight"});
+      add(h + "self_attn.v_proj.weight", {K, C}, {p + "attn.v.weight"});
+      add(h + "self_attn.o_proj.weight", {C, Q}, {p + "attn.o.weight"});
+      add(h + "post_attention_layernorm.weight", {C}, {p + "norm2.weight"});
+      add(h + "mlp.gate_proj.weight", {I, C}, {p + "mlp.gate.weight"});
+      add(h + "mlp.up_proj.weight", {I, C}, {p + "mlp.up.weight"});
+      add(h + "mlp.down_proj.weight", {C, I}, {p + "mlp.down.weight"});
+    }
+    add("model.norm.weight", {C}, {"final_norm.weight"});
+    if (!c.tie_embeddings) add("lm_head.weight", {V, C}, {"lm_head.weight"});
+  }
+  return out;
+}
+
+bool hf_ignorable(const ModelConfig& c, const std::string& name) {
+  auto ends_with = [&](const char* s) {
+    std::string_view n(name), suf(s);
+    return n.size() >= suf.size() && n.substr(n.size() - suf.size()) == suf;
+  };
+  if (c.arch == Arch::GPT2)
+    return ends_with(".attn.bias") || ends_with(".attn.masked_bias") || name == "lm_head.weight";
+  return ends_with("rotary_emb.inv_freq") || (c.tie_embeddings && name == "lm_head.weight");
+}
+
+std::string hf_canonical_name(const ModelConfig& c, const std::string& name) {
+  if (c.arch == Arch::GPT2 && name.rfind("transformer.", 0) != 0 && name != "lm_head.weight")
+    return "transformer." + name;
+  return name;
+}
+
+namespace {
+
+// Visits the concatenation of t.parts in row-major order of the internal
+// (untransposed) layout, calling f(part pointer, rows, cols, row offset).
+template <class F>
+void for_each_part(const ParameterSet& ps, const HfTensor& t, bool grads, F&& f) {
+  int64_t row0 = 0;
+  for (const auto& name : t.parts) {
+    int i = ps.find(name);
+    PX_CHECK(i >= 0, "internal parameter '{}' (for HF tensor '{}') does not exist", name, t.name);
+    const auto& shape = ps.spec(i).shape;
+    int64_t rows = shape[0];
+    int64_t cols = shape.size() > 1 ? shape[1] : 1;
+    float* p = grads ? ps.grad({i}) : ps.value({i});
+    f(p, rows, cols, row0);
+    row0 += rows;
+  }
+}
+
+}  // namespace
+
+void gather_hf_tensor(const ParameterSet& ps, const HfTensor& t, bool grads, float* dst) {
+  int64_t total_rows = t.transpose ? t.shape[1] : t.shape[0];
+  for_each_part(ps, t, grads, [&](float* p, int64_t rows, int64_t cols, int64_t row0) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < cols; ++k) {
+        float v = p[r * cols + k];
+        if (t.transpose) dst[k * total_rows + row0 + r] = v;
+        else dst[(row0 + r) * cols + k] = v;
+      }
+  });
+}
+
+void scatter_hf_tensor(const ParameterSet& ps, const HfTensor& t, const float* src) {
+  int64_t total_rows = t.transpose ? t.shape[1] : t.shape[0];
+  for_each_part(ps, t, false, [&](float* p, int64_t rows, int64_t cols, int64_t row0) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < cols; ++k)
+        p[r * cols + k] = t.transpose ? src[k * total_rows + row0 + r] : src[(row0 + r) * cols + k];
+  });
+}
+
+}  // namespace parallm

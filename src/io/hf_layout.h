@@ -1,0 +1,35 @@
+// The map between parallm's internal parameters and Hugging Face tensors
+// (GPT2LMHeadModel, LlamaForCausalLM). An HF tensor is one or more internal
+// tensors concatenated along dim 0, optionally transposed: GPT-2's Conv1D
+// weights are stored (in, out) and its c_attn fuses q, k and v. LLaMA needs
+// no permutation: parallm's rotary embedding uses HF's rotate-half order.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "model/parameters.h"
+
+namespace parallm {
+
+struct HfTensor {
+  std::string name;                 // HF name
+  std::vector<int64_t> shape;       // HF shape
+  std::vector<std::string> parts;   // internal names, concatenated along dim 0
+  bool transpose = false;           // HF holds the transpose of the concatenation
+};
+
+std::vector<HfTensor> hf_layout(const ModelConfig& cfg);
+// HF names that may appear in a checkpoint and carry no parameters (GPT-2's
+// attention mask buffers, a tied lm_head copy).
+bool hf_ignorable(const ModelConfig& cfg, const std::string& name);
+// GPT-2 checkpoints exist with and without the "transformer." prefix.
+std::string hf_canonical_name(const ModelConfig& cfg, const std::string& name);
+
+// Assembles the HF tensor t from the parameter values (or gradients) into dst.
+void gather_hf_tensor(const ParameterSet& ps, const HfTensor& t, bool grads, float* dst);
+// Scatters HF data src into the parameter values.
+void scatter_hf_tensor(const ParameterSet& ps, const HfTensor& t, const float* src);
+
+}  // namespace parallm

@@ -1,0 +1,20 @@
+// Hugging Face model directories: config.json + model.safetensors, written
+// atomically (a directory is complete or absent) and read with validation of
+// names, shapes and dtypes against the config.
+#pragma once
+#include <string>
+
+#include "model/transformer.h"
+
+namespace parallm {
+
+// dtype: F32 or BF16 storage.
+void save_hf_model(const std::string& dir, const Transformer& model, DType dtype);
+// Reads dir/config.json.
+ModelConfig read_hf_model_config(const std::string& dir);
+// Loads dir/model.safetensors (or a sharded model.safetensors.index.json)
+// into model's parameters; every expected tensor must be present with the
+// right shape, and unexpected tensors are errors.
+void load_hf_weights(const std::string& dir, Transformer& model);
+
+}  // namespace parallm

@@ -1,0 +1,353 @@
+// Flash-style attention on CPU (see attention.h). Work is cut into tiles of
+// (batch, query head, block of kQueryBlock query rows) x (visible keys); each
+// tile's scores are computed by BLAS GEMMs into a per-thread workspace that
+// dies with the call. Keys in every query row's future are never computed.
+// Invariant: every output element is written by exactly one task, in an order
+// fixed by the shapes, so results never depend on thread scheduling.
+#include "kernels/cpu/attention.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "base/error.h"
+
+namespace parallm::cpu {
+namespace {
+
+// 64 rows keep a tile's GEMMs efficient while wasting little on the causal
+// diagonal (about (1 + 1/nblocks)/2 of the full square is computed).
+constexpr int64_t kQueryBlock = 64;
+// Key block of the two-pass backward's dk/dv pass.
+constexpr int64_t kKeyBlock = 64;
+// Below this many multiply-adds (~20 us) a call runs on one thread: forking
+// costs more than it saves, and far more when the cores are oversubscribed.
+constexpr double kMinParallelFlops = 1e6;
+
+bool worth_parallel(const AttnDims& d) {
+  return static_cast<double>(d.B) * d.Hq * d.Tq * d.Tk * d.D >= kMinParallelFlops;
+}
+
+// Our tiles already run in parallel under OpenMP; OpenBLAS's own thread pool
+// would oversubscribe the cores (measured 2.7x slower on 2 cores), so BLAS is
+// single-threaded for the duration of a call and restored afterwards.
+class SingleThreadedBlas {
+ public:
+  SingleThreadedBlas() : prev_(openblas_get_num_threads()) {
+    if (prev_ != 1) openblas_set_num_threads(1);
+  }
+  ~SingleThreadedBlas() {
+    if (prev_ != 1) openblas_set_num_threads(prev_);
+  }
+  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+
+ private:
+  int prev_;
+};
+
+// Row-major C = alpha * op(A) * op(B) + beta * C.
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N,
+              K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
+          int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N,
+              K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+// exp without calls or branches so that the softmax loops vectorise (libm's
+// expf does not without -ffast-math, and would then cost more than the GEMMs).
+// x = n ln2 + r with |r| <= ln2/2; e^r by its degree-6 Taylor polynomial
+// (truncation ~1.2e-7 relative); 2^n built in the exponent bits. Inputs are
+// clamped to [-87, 88], so results below ~1e-38 come out as ~1e-38, not 0;
+// callers write exact zeros for masked keys.
+inline float exp_approx(float x) {
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kLn2Hi = 0.693359375f;  // few mantissa bits: n * kLn2Hi is exact
+  constexpr float kLn2Lo = -2.12194440e-4f;
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  x = x < -87.0f ? -87.0f : x;
+  x = x > 88.0f ? 88.0f : x;
+  const float n = (x * kLog2e + kRound) - kRound;
+  const float r = (x - n * kLn2Hi) - n * kLn2Lo;
+  float p = 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  return p * std::bit_cast<float>(bits);
+}
+inline double exp_approx(double x) { return std::exp(x); }
+
+// The row loops live in their own non-inlined functions: inlined into the
+// OpenMP-outlined task loop, GCC 12 left them scalar (measured: the softmax
+// then cost as much as the GEMMs).
+
+// row[0, c) <- exp(row - max); returns {max, sum} (sum in double).
+template <class T>
+[[gnu::noinline]] std::pair<T, double> exp_shifted_row(T* row, int64_t c) {
+  T m = row[0];
+#pragma omp simd reduction(max : m)
+  for (int64_t j = 0; j < c; ++j) m = row[j] > m ? row[j] : m;
+#pragma omp simd
+  for (int64_t j = 0; j < c; ++j) row[j] = exp_approx(row[j] - m);
+  double sum = 0.0;  // a separate loop: fused with the exp, GCC 12 does not vectorise it
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < c; ++j) sum += row[j];
+  return {m, sum};
+}
+
+// p[0, c) <- exp(s - lse); ds[0, c) <- p * (dp - di), in place over (s, dp).
+template <class T>
+[[gnu::noinline]] void softmax_grad_row(T* s, T* dp, int64_t c, T lse, T di) {
+#pragma omp simd
+  for (int64_t j = 0; j < c; ++j) {
+    const T p = exp_approx(s[j] - lse);
+    s[j] = p;
+    dp[j] = p * (dp[j] - di);
+  }
+}
+
+// Shapes, strides and the causal rule shared by forward and backward.
+struct Layout {
+  explicit Layout(const AttnDims& dims) : d(dims) {
+    PX_CHECK(d.B >= 0 && d.Tq >= 0 && d.Tk >= 0 && d.D > 0,
+             "attention: bad dims B={} Tq={} Tk={} D={}", d.B, d.Tq, d.Tk, d.D);
+    PX_CHECK(d.Hkv > 0 && d.Hq > 0 && d.Hq % d.Hkv == 0,
+             "attention: query heads ({}) must be a positive multiple of kv heads ({})", d.Hq,
+             d.Hkv);
+    group = d.Hq / d.Hkv;
+    ldq = d.Hq * d.D;
+    ldk = d.Hkv * d.D;
+    nqb = (d.Tq + kQueryBlock - 1) / kQueryBlock;
+  }
+  // Keys 0 .. visible(i)-1 are visible to query i (keys after are masked).
+  int64_t visible(int64_t i) const {
+    if (!d.causal) return d.Tk;
+    return std::clamp<int64_t>(d.q_pos0 + i - d.k_pos0 + 1, 0, d.Tk);
+  }
+  int64_t q_off(int64_t b, int64_t i, int64_t h) const { return ((b * d.Tq + i) * d.Hq + h) * d.D; }
+  int64_t k_off(int64_t b, int64_t j, int64_t g) const {
+    return ((b * d.Tk + j) * d.Hkv + g) * d.D;
+  }
+  int64_t lse_off(int64_t b, int64_t h, int64_t i) const { return (b * d.Hq + h) * d.Tq + i; }
+
+  const AttnDims& d;
+  int64_t group, ldq, ldk, nqb;
+};
+
+// One forward tile: query rows [i0, i1) of head h in batch b, all visible keys.
+// s: nq * Tk scratch; inv: nq scratch.
+template <class T>
+void forward_tile(T* out, T* lse, const T* q, const T* k, const T* v, const Layout& L,
+                  double scale, int64_t b, int64_t h, int64_t i0, int64_t i1, T* s, double* inv) {
+  const int64_t nq = i1 - i0, D = L.d.D, g = h / L.group;
+  const int64_t kn = L.visible(i1 - 1);  // visible() grows with i: the last row sees most
+  T* o = out + L.q_off(b, i0, h);
+  T* l = lse + L.lse_off(b, h, i0);
+  if (kn == 0) {
+    for (int64_t r = 0; r < nq; ++r) {
+      std::fill_n(o + r * L.ldq, D, T(0));
+      l[r] = -std::numeric_limits<T>::infinity();
+    }
+    return;
+  }
+  gemm(false, true, nq, kn, D, T(scale), q + L.q_off(b, i0, h), L.ldq, k + L.k_off(b, 0, g), L.ldk,
+       T(0), s, kn);
+  for (int64_t r = 0; r < nq; ++r) {
+    T* row = s + r * kn;
+    const int64_t c = L.visible(i0 + r);
+    if (c == 0) {
+      std::fill_n(row, kn, T(0));
+      inv[r] = 0.0;
+      l[r] = -std::numeric_limits<T>::infinity();
+      continue;
+    }
+    const auto [m, sum] = exp_shifted_row(row, c);
+    std::fill(row + c, row + kn, T(0));
+    inv[r] = 1.0 / sum;
+    l[r] = static_cast<T>(static_cast<double>(m) + std::log(sum));
+  }
+  gemm(false, false, nq, D, kn, T(1), s, kn, v + L.k_off(b, 0, g), L.ldk, T(0), o, L.ldq);
+  for (int64_t r = 0; r < nq; ++r) {
+    const T f = static_cast<T>(inv[r]);
+    T* orow = o + r * L.ldq;
+    for (int64_t e = 0; e < D; ++e) orow[e] *= f;
+  }
+}
+
+template <class T>
+struct BwdArgs {
+  T *dq, *dk, *dv;
+  const T *dout, *q, *k, *v, *out, *lse;
+  double scale;
+};
+
+// One backward tile: query rows [i0, i1) of head h, keys [j0, j1). Recomputes
+// P, forms dS = P * (dP - Di) and accumulates the requested gradients.
+// s, dp: nq * (j1 - j0) scratch each.
+template <class T>
+void backward_tile(const BwdArgs<T>& a, const Layout& L, int64_t b, int64_t h, int64_t i0,
+                   int64_t i1, int64_t j0, int64_t j1, bool want_dq, bool want_dkv, T* s, T* dp) {
+  const int64_t nq = i1 - i0, kn = j1 - j0, D = L.d.D, g = h / L.group;
+  const T* qb = a.q + L.q_off(b, i0, h);
+  const T* dob = a.dout + L.q_off(b, i0, h);
+  const T* ob = a.out + L.q_off(b, i0, h);
+  const T* kb = a.k + L.k_off(b, j0, g);
+  const T* vb = a.v + L.k_off(b, j0, g);
+  const T* l = a.lse + L.lse_off(b, h, i0);
+  gemm(false, true, nq, kn, D, T(a.scale), qb, L.ldq, kb, L.ldk, T(0), s, kn);
+  gemm(false, true, nq, kn, D, T(1), dob, L.ldq, vb, L.ldk, T(0), dp, kn);
+  for (int64_t r = 0; r < nq; ++r) {
+    T* prow = s + r * kn;
+    T* dsrow = dp + r * kn;
+    const int64_t c = std::clamp<int64_t>(L.visible(i0 + r) - j0, 0, kn);
+    const T lr = l[r];
+    if (c == 0 || lr == -std::numeric_limits<T>::infinity()) {  // no visible key: no gradient
+      std::fill_n(prow, kn, T(0));
+      std::fill_n(dsrow, kn, T(0));
+      continue;
+    }
+    double di = 0.0;  // Di = rowsum(dout * out) = sum_j P dP
+    const T* dorow = dob + r * L.ldq;
+    const T* orow = ob + r * L.ldq;
+#pragma omp simd reduction(+ : di)
+    for (int64_t e = 0; e < D; ++e) di += static_cast<double>(dorow[e]) * orow[e];
+    softmax_grad_row(prow, dsrow, c, lr, static_cast<T>(di));
+    std::fill(prow + c, prow + kn, T(0));
+    std::fill(dsrow + c, dsrow + kn, T(0));
+  }
+  if (want_dkv) {
+    gemm(true, false, kn, D, nq, T(1), s, kn, dob, L.ldq, T(1), a.dv + L.k_off(b, j0, g), L.ldk);
+    gemm(true, false, kn, D, nq, T(a.scale), dp, kn, qb, L.ldq, T(1), a.dk + L.k_off(b, j0, g),
+         L.ldk);
+  }
+  if (want_dq) {
+    gemm(false, false, nq, D, kn, T(a.scale), dp, kn, kb, L.ldk, T(1), a.dq + L.q_off(b, i0, h),
+         L.ldq);
+  }
+}
+
+}  // namespace
+
+template <class T>
+void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttnDims& d,
+                       double scale) {
+  const Layout L(d);
+  if (d.B == 0 || d.Tq == 0) return;
+  const int64_t ntasks = d.B * d.Hq * L.nqb;
+  const bool parallel = worth_parallel(d);
+  SingleThreadedBlas blas_guard;
+#pragma omp parallel if (parallel)
+  {
+    std::vector<T> s(static_cast<size_t>(kQueryBlock * std::max<int64_t>(d.Tk, 1)));
+    std::vector<double> inv(kQueryBlock);
+    // Later query blocks see more keys; dynamic scheduling evens the load.
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < ntasks; ++t) {
+      const int64_t qb = t % L.nqb, h = (t / L.nqb) % d.Hq, b = t / (L.nqb * d.Hq);
+      const int64_t i0 = qb * kQueryBlock, i1 = std::min(d.Tq, i0 + kQueryBlock);
+      forward_tile(out, lse, q, k, v, L, scale, b, h, i0, i1, s.data(), inv.data());
+    }
+  }
+}
+
+template <class T>
+void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k,
+                              const T* v, const T* out, const T* lse, const AttnDims& d,
+                              double scale, AttnBwdSplit split) {
+  const Layout L(d);
+  if (d.B == 0 || d.Tq == 0 || d.Tk == 0) return;
+  const BwdArgs<T> a{dq, dk, dv, dout, q, k, v, out, lse, scale};
+  const bool parallel = worth_parallel(d);
+  if (split == AttnBwdSplit::kAuto) {
+    // Two tasks per thread balance well enough; below that the extra GEMMs of
+    // the two-pass split cost less than idle threads.
+    const int64_t nthreads = parallel ? omp_get_max_threads() : 1;
+    split = (nthreads == 1 || d.B * d.Hkv >= 2 * nthreads) ? AttnBwdSplit::kByKvHead
+                                                            : AttnBwdSplit::kTwoPass;
+  }
+  const size_t ws = static_cast<size_t>(kQueryBlock * d.Tk);
+  SingleThreadedBlas blas_guard;
+  if (split == AttnBwdSplit::kByKvHead) {
+    // A task owns dk/dv of (b, g) and dq of the group's query heads; it visits
+    // heads and query blocks in a fixed order, so sums are deterministic.
+    const int64_t ntasks = d.B * d.Hkv;
+#pragma omp parallel if (parallel)
+    {
+      std::vector<T> s(ws), dp(ws);
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t t = 0; t < ntasks; ++t) {
+        const int64_t g = t % d.Hkv, b = t / d.Hkv;
+        for (int64_t h = g * L.group; h < (g + 1) * L.group; ++h) {
+          for (int64_t qb = 0; qb < L.nqb; ++qb) {
+            const int64_t i0 = qb * kQueryBlock, i1 = std::min(d.Tq, i0 + kQueryBlock);
+            const int64_t kn = L.visible(i1 - 1);
+            if (kn > 0) backward_tile(a, L, b, h, i0, i1, 0, kn, true, true, s.data(), dp.data());
+          }
+        }
+      }
+    }
+    return;
+  }
+  const int64_t nkb = (d.Tk + kKeyBlock - 1) / kKeyBlock;
+  const int64_t ntasks_kv = d.B * d.Hkv * nkb, ntasks_q = d.B * d.Hq * L.nqb;
+#pragma omp parallel if (parallel)
+  {
+    std::vector<T> s(ws), dp(ws);
+    // Pass 1: dk, dv of key block [j0, j1) of (b, g), from every query head of
+    // the group. Pass 2 writes only dq, so threads may start it without a barrier.
+#pragma omp for schedule(dynamic, 1) nowait
+    for (int64_t t = 0; t < ntasks_kv; ++t) {
+      const int64_t kb = t % nkb, g = (t / nkb) % d.Hkv, b = t / (nkb * d.Hkv);
+      const int64_t j0 = kb * kKeyBlock, j1 = std::min(d.Tk, j0 + kKeyBlock);
+      for (int64_t h = g * L.group; h < (g + 1) * L.group; ++h) {
+        for (int64_t qb = 0; qb < L.nqb; ++qb) {
+          const int64_t i0 = qb * kQueryBlock, i1 = std::min(d.Tq, i0 + kQueryBlock);
+          const int64_t kend = std::min(j1, L.visible(i1 - 1));
+          if (kend > j0) backward_tile(a, L, b, h, i0, i1, j0, kend, false, true, s.data(), dp.data());
+        }
+      }
+    }
+    // Pass 2: dq of query block (b, h, qb) over all its keys.
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < ntasks_q; ++t) {
+      const int64_t qb = t % L.nqb, h = (t / L.nqb) % d.Hq, b = t / (L.nqb * d.Hq);
+      const int64_t i0 = qb * kQueryBlock, i1 = std::min(d.Tq, i0 + kQueryBlock);
+      const int64_t kn = L.visible(i1 - 1);
+      if (kn > 0) backward_tile(a, L, b, h, i0, i1, 0, kn, true, false, s.data(), dp.data());
+    }
+  }
+}
+
+template <class T>
+void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v,
+                        const T* out, const T* lse, const AttnDims& d, double scale) {
+  attention_backward_split(dq, dk, dv, dout, q, k, v, out, lse, d, scale, AttnBwdSplit::kAuto);
+}
+
+#define PARALLM_INSTANTIATE_ATTENTION(T)                                                          \
+  template void attention_forward<T>(T*, T*, const T*, const T*, const T*, const AttnDims&,       \
+                                     double);                                                     \
+  template void attention_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,         \
+                                      const T*, const T*, const AttnDims&, double);               \
+  template void attention_backward_split<T>(T*, T*, T*, const T*, const T*, const T*, const T*,   \
+                                            const T*, const T*, const AttnDims&, double,          \
+                                            AttnBwdSplit);
+PARALLM_INSTANTIATE_ATTENTION(float)
+PARALLM_INSTANTIATE_ATTENTION(double)
+#undef PARALLM_INSTANTIATE_ATTENTION
+
+}  // namespace parallm::cpu

@@ -1,0 +1,86 @@
+#include "model/config.h"
+
+#include "base/error.h"
+
+namespace parallm {
+
+std::string arch_name(Arch a) { return a == Arch::GPT2 ? "gpt2" : "llama"; }
+
+Arch arch_from_name(const std::string& s) {
+  if (s == "gpt2") return Arch::GPT2;
+  if (s == "llama") return Arch::LLaMA;
+  PX_FAIL("unknown model arch '{}' (expected 'gpt2' or 'llama')", s);
+}
+
+void ModelConfig::validate() const {
+  PX_CHECK(vocab_size > 0 && hidden > 0 && n_layers > 0 && n_heads > 0 && n_kv_heads > 0 &&
+               head_dim > 0 && intermediate > 0 && max_positions > 0,
+           "model sizes must be positive (vocab_size {}, hidden {}, n_layers {}, n_heads {}, "
+           "n_kv_heads {}, head_dim {}, intermediate {}, max_positions {})",
+           vocab_size, hidden, n_layers, n_heads, n_kv_heads, head_dim, intermediate,
+           max_positions);
+  PX_CHECK(n_heads % n_kv_heads == 0,
+           "num_attention_heads ({}) is not divisible by num_key_value_heads ({})", n_heads,
+           n_kv_heads);
+  if (arch == Arch::GPT2) {
+    PX_CHECK(n_kv_heads == n_heads, "gpt2 has no grouped-query attention (n_heads {}, n_kv_heads {})",
+             n_heads, n_kv_heads);
+    PX_CHECK(q_dim() == hidden, "gpt2 needs n_heads * head_dim ({} * {}) == hidden ({})", n_heads,
+             head_dim, hidden);
+  } else {
+    PX_CHECK(head_dim % 2 == 0, "rotary embeddings need an even head_dim, got {}", head_dim);
+  }
+  PX_CHECK(norm_eps > 0, "norm_eps must be positive, got {}", norm_eps);
+}
+
+int64_t ModelConfig::num_parameters() const {
+  int64_t C = hidden, I = intermediate;
+  int64_t n = vocab_size * C;                     // token embedding
+  if (uses_learned_positions()) n += max_positions * C;
+  int64_t per = C * q_dim() + 2 * C * kv_dim() + q_dim() * C;  // q, k, v, o
+  per += uses_swiglu() ? 3 * C * I : 2 * C * I;
+  int64_t norms = uses_layernorm() ? 2 * C : C;
+  per += 2 * norms;
+  if (uses_bias()) per += q_dim() + 2 * kv_dim() + C + I + C;
+  n += n_layers * per + norms;
+  if (!tie_embeddings) n += vocab_size * C;
+  return n;
+}
+
+ModelConfig model_preset(const std::string& name) {
+  ModelConfig c;
+  if (name == "gpt2-124m") return c;
+  if (name == "gpt2-124m-padded") {  // llm.c's padded vocabulary
+    c.vocab_size = 50304;
+    return c;
+  }
+  if (name == "gpt2-tiny") {  // the bundled demo: byte-level vocabulary
+    c.vocab_size = 320;
+    c.hidden = 192;
+    c.n_layers = 4;
+    c.n_heads = 6;
+    c.n_kv_heads = 6;
+    c.head_dim = 32;
+    c.intermediate = 768;
+    c.max_positions = 256;
+    return c;
+  }
+  if (name == "llama-tiny") {
+    c.arch = Arch::LLaMA;
+    c.vocab_size = 320;
+    c.hidden = 192;
+    c.n_layers = 4;
+    c.n_heads = 6;
+    c.n_kv_heads = 2;
+    c.head_dim = 32;
+    c.intermediate = 512;
+    c.max_positions = 256;
+    c.norm_eps = 1e-6;
+    c.tie_embeddings = false;
+    return c;
+  }
+  PX_FAIL("unknown model preset '{}' (known: gpt2-124m, gpt2-124m-padded, gpt2-tiny, llama-tiny)",
+          name);
+}
+
+}  // namespace parallm

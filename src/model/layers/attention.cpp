@@ -1,0 +1,74 @@
+#include "model/layers/attention.h"
+
+#include <cmath>
+
+#include "kernels/cpu/rope.h"
+
+namespace parallm {
+
+Attention::Attention(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg,
+                     double proj_std)
+    : n_heads_(cfg.n_heads),
+      n_kv_heads_(cfg.n_kv_heads),
+      head_dim_(cfg.head_dim),
+      rope_(!cfg.uses_learned_positions()),
+      rope_theta_(cfg.rope_theta) {
+  bool bias = cfg.uses_bias();
+  q_ = Linear(ps, prefix + ".q", cfg.hidden, cfg.q_dim(), bias, cfg.init_std);
+  k_ = Linear(ps, prefix + ".k", cfg.hidden, cfg.kv_dim(), bias, cfg.init_std);
+  v_ = Linear(ps, prefix + ".v", cfg.hidden, cfg.kv_dim(), bias, cfg.init_std);
+  o_ = Linear(ps, prefix + ".o", cfg.q_dim(), cfg.hidden, bias, proj_std);
+}
+
+cpu::AttnDims Attention::dims(const LayerContext& c) const {
+  cpu::AttnDims d{.B = c.B, .Tq = c.T, .Tk = c.T, .Hq = n_heads_, .Hkv = n_kv_heads_,
+                  .D = head_dim_};
+  d.q_pos0 = c.positions[0];
+  d.k_pos0 = c.positions[0];
+  return d;
+}
+
+Attention::Saved Attention::forward(const LayerContext& c, float* out, const float* inp) const {
+  Saved s;
+  s.q = c.activation({c.B, c.T, q_.out()});
+  s.k = c.activation({c.B, c.T, k_.out()});
+  s.v = c.activation({c.B, c.T, v_.out()});
+  q_.forward(c, s.q.data<float>(), inp);
+  k_.forward(c, s.k.data<float>(), inp);
+  v_.forward(c, s.v.data<float>(), inp);
+  if (rope_) {
+    cpu::rope_forward(s.q.data<float>(), c.positions, c.B, c.T, n_heads_, head_dim_, rope_theta_);
+    cpu::rope_forward(s.k.data<float>(), c.positions, c.B, c.T, n_kv_heads_, head_dim_,
+                      rope_theta_);
+  }
+  s.att = c.activation({c.B, c.T, q_.out()});
+  s.lse = c.activation({c.B, n_heads_, c.T});
+  cpu::attention_forward(s.att.data<float>(), s.lse.data<float>(), s.q.data<float>(),
+                         s.k.data<float>(), s.v.data<float>(), dims(c),
+                         1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  o_.forward(c, out, s.att.data<float>());
+  return s;
+}
+
+void Attention::backward(const LayerContext& c, float* dinp, const float* dout, const float* inp,
+                         const Saved& s) const {
+  Tensor datt = c.workspace({c.N(), q_.out()});
+  o_.backward(c, datt.data<float>(), dout, s.att.data<float>());
+  Tensor dq = c.workspace({c.N(), q_.out()});
+  Tensor dk = c.workspace({c.N(), k_.out()});
+  Tensor dv = c.workspace({c.N(), v_.out()});
+  cpu::attention_backward(dq.data<float>(), dk.data<float>(), dv.data<float>(), datt.data<float>(),
+                          s.q.data<float>(), s.k.data<float>(), s.v.data<float>(),
+                          s.att.data<float>(), s.lse.data<float>(), dims(c),
+                          1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  if (rope_) {
+    cpu::rope_backward(dq.data<float>(), c.positions, c.B, c.T, n_heads_, head_dim_, rope_theta_);
+    cpu::rope_backward(dk.data<float>(), c.positions, c.B, c.T, n_kv_heads_, head_dim_,
+                       rope_theta_);
+  }
+  q_.backward(c, dinp, dq.data<float>(), inp);
+  k_.backward(c, dinp, dk.data<float>(), inp);
+  v_.backward(c, dinp, dv.data<float>(), inp);
+}
+
+}  // namespace parallm

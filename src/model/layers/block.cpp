@@ -1,0 +1,52 @@
+#include "model/layers/block.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cpu/activation.h"
+
+namespace parallm {
+
+Block::Block(ParameterSet& ps, int layer, const ModelConfig& cfg) : C_(cfg.hidden) {
+  const std::string p = "layers." + std::to_string(layer);
+  // GPT-2 scales the residual projections by 1/sqrt(2 * n_layers).
+  double proj_std = cfg.init_std / std::sqrt(2.0 * static_cast<double>(cfg.n_layers));
+  norm1_ = Norm(ps, p + ".norm1", cfg.hidden, cfg.uses_layernorm(), cfg.norm_eps);
+  attn_ = Attention(ps, p + ".attn", cfg, proj_std);
+  norm2_ = Norm(ps, p + ".norm2", cfg.hidden, cfg.uses_layernorm(), cfg.norm_eps);
+  mlp_ = Mlp(ps, p + ".mlp", cfg, proj_std);
+}
+
+Block::Saved Block::forward(const LayerContext& c, float* out, const float* inp) const {
+  const int64_t n = c.N() * C_;
+  Saved s;
+  s.norm1 = norm1_.forward(c, inp);
+  s.mid = c.activation({c.N(), C_});
+  float* mid = s.mid.data<float>();
+  s.attn = attn_.forward(c, mid, s.norm1.out.data<float>());
+  cpu::add_inplace(mid, inp, n);
+  s.norm2 = norm2_.forward(c, mid);
+  s.mlp = mlp_.forward(c, out, s.norm2.out.data<float>());
+  cpu::add_inplace(out, mid, n);
+  return s;
+}
+
+void Block::backward(const LayerContext& c, float* dinp, const float* dout, const float* inp,
+                     const Saved& s) const {
+  const int64_t n = c.N() * C_;
+  // d mid = dout (residual) + norm2 path.
+  Tensor dmid = c.workspace({c.N(), C_});
+  std::memcpy(dmid.data<float>(), dout, static_cast<size_t>(n) * sizeof(float));
+  {
+    Tensor dnorm2 = c.workspace({c.N(), C_});
+    mlp_.backward(c, dnorm2.data<float>(), dout, s.norm2.out.data<float>(), s.mlp);
+    norm2_.backward(c, dmid.data<float>(), dnorm2.data<float>(), s.mid.data<float>(), s.norm2);
+  }
+  // d inp += d mid (residual) + norm1 path.
+  cpu::add_inplace(dinp, dmid.data<float>(), n);
+  Tensor dnorm1 = c.workspace({c.N(), C_});
+  attn_.backward(c, dnorm1.data<float>(), dmid.data<float>(), s.norm1.out.data<float>(), s.attn);
+  norm1_.backward(c, dinp, dnorm1.data<float>(), inp, s.norm1);
+}
+
+}  // namespace parallm

@@ -1,0 +1,37 @@
+// One pre-norm transformer block: x + attn(norm1(x)), then + mlp(norm2(.)).
+// The block's input is owned by the caller (it is the previous block's
+// output); everything else the backward needs is in Saved.
+#pragma once
+#include <string>
+
+#include "model/layers/attention.h"
+#include "model/layers/mlp.h"
+#include "model/layers/norm.h"
+
+namespace parallm {
+
+class Block {
+ public:
+  struct Saved {
+    Norm::Saved norm1;
+    Attention::Saved attn;
+    Tensor mid;  // (N, C): x + attn(norm1(x)), the input of norm2
+    Norm::Saved norm2;
+    Mlp::Saved mlp;
+  };
+  Block() = default;
+  Block(ParameterSet& ps, int layer, const ModelConfig& cfg);
+  // out (N, C) = block(inp); out may not alias inp.
+  Saved forward(const LayerContext& c, float* out, const float* inp) const;
+  // dinp (N, C) += d loss / d inp, given dout = d loss / d out.
+  void backward(const LayerContext& c, float* dinp, const float* dout, const float* inp,
+                const Saved& s) const;
+
+ private:
+  int64_t C_ = 0;
+  Norm norm1_, norm2_;
+  Attention attn_;
+  Mlp mlp_;
+};
+
+}  // namespace parallm

@@ -1,0 +1,24 @@
+// What every layer's forward and backward receive: the allocator to take
+// activation/workspace buffers from, the batch geometry, and global token
+// positions (so sequence/context shards can rotate and mask by true position).
+#pragma once
+#include <cstdint>
+
+#include "model/parameters.h"
+#include "tensor/tensor.h"
+
+namespace parallm {
+
+struct LayerContext {
+  Allocator& alloc;
+  const ParameterSet& params;
+  int64_t B;                  // micro-batch rows
+  int64_t T;                  // tokens per row held by this rank
+  const int64_t* positions;   // (T) global positions of this rank's tokens
+  int64_t N() const { return B * T; }
+
+  Tensor activation(Shape s) const { return Tensor::zeros(alloc, std::move(s), DType::F32, MemTag::Activation); }
+  Tensor workspace(Shape s) const { return Tensor::zeros(alloc, std::move(s), DType::F32, MemTag::Workspace); }
+};
+
+}  // namespace parallm

@@ -1,0 +1,43 @@
+#include "model/layers/norm.h"
+
+#include "kernels/cpu/norm.h"
+
+namespace parallm {
+
+Norm::Norm(ParameterSet& ps, const std::string& name, int64_t C, bool layernorm, double eps)
+    : C_(C), layernorm_(layernorm), eps_(eps) {
+  w_ = ps.add({.name = name + ".weight", .shape = {C}, .init = InitKind::Ones,
+               .weight_decay = false});
+  if (layernorm)
+    b_ = ps.add({.name = name + ".bias", .shape = {C}, .init = InitKind::Zeros,
+                 .weight_decay = false});
+}
+
+Norm::Saved Norm::forward(const LayerContext& c, const float* inp) const {
+  Saved s;
+  s.out = c.activation({c.N(), C_});
+  s.rstd = c.activation({c.N()});
+  if (layernorm_) {
+    s.mean = c.activation({c.N()});
+    cpu::layernorm_forward(s.out.data<float>(), s.mean.data<float>(), s.rstd.data<float>(), inp,
+                           c.params.value(w_), c.params.value(b_), c.N(), C_, eps_);
+  } else {
+    cpu::rmsnorm_forward(s.out.data<float>(), s.rstd.data<float>(), inp, c.params.value(w_),
+                         c.N(), C_, eps_);
+  }
+  return s;
+}
+
+void Norm::backward(const LayerContext& c, float* dinp, const float* dout, const float* inp,
+                    const Saved& s) const {
+  if (layernorm_) {
+    cpu::layernorm_backward(dinp, c.params.grad(w_), c.params.grad(b_), dout, inp,
+                            c.params.value(w_), s.mean.data<float>(), s.rstd.data<float>(), c.N(),
+                            C_);
+  } else {
+    cpu::rmsnorm_backward(dinp, c.params.grad(w_), dout, inp, c.params.value(w_),
+                          s.rstd.data<float>(), c.N(), C_);
+  }
+}
+
+}  // namespace parallm

@@ -1,0 +1,82 @@
+#include "model/parameters.h"
+
+#include "base/rng.h"
+
+namespace parallm {
+
+namespace {
+int64_t product(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+}  // namespace
+
+ParamRef ParameterSet::add(ParamSpec spec) {
+  PX_CHECK(!allocated(), "parameter '{}' registered after allocation", spec.name);
+  PX_CHECK(find(spec.name) < 0, "parameter '{}' registered twice", spec.name);
+  if (spec.global_shape.empty()) spec.global_shape = spec.shape;
+  PX_CHECK(spec.global_shape.size() == spec.shape.size(), "parameter '{}': rank mismatch",
+           spec.name);
+  offsets_.push_back(total_);
+  // Pad each tensor to 16 floats so every parameter starts 64-byte aligned.
+  total_ += (product(spec.shape) + 15) / 16 * 16;
+  specs_.push_back(std::move(spec));
+  return ParamRef{static_cast<int>(specs_.size()) - 1};
+}
+
+void ParameterSet::allocate(Allocator& alloc) {
+  values_ = Tensor::zeros(alloc, {total_}, DType::F32, MemTag::Parameter);
+  grads_ = Tensor::zeros(alloc, {total_}, DType::F32, MemTag::Gradient);
+}
+
+int64_t ParameterSet::numel(int i) const { return product(specs_[i].shape); }
+
+Tensor ParameterSet::value_tensor(int i) const {
+  return values_.flat_range(offsets_[i], numel(i)).view(Shape(specs_[i].shape));
+}
+
+Tensor ParameterSet::grad_tensor(int i) const {
+  return grads_.flat_range(offsets_[i], numel(i)).view(Shape(specs_[i].shape));
+}
+
+int ParameterSet::find(const std::string& name) const {
+  for (int i = 0; i < size(); ++i)
+    if (specs_[i].name == name) return i;
+  return -1;
+}
+
+void ParameterSet::init_random(uint64_t seed) const {
+  PX_CHECK(allocated(), "init_random before allocate");
+  for (int i = 0; i < size(); ++i) {
+    const ParamSpec& s = specs_[i];
+    float* v = values_.data<float>() + offsets_[i];
+    int64_t n = numel(i);
+    if (s.init != InitKind::Normal) {
+      float fill = s.init == InitKind::Ones ? 1.0f : 0.0f;
+      for (int64_t j = 0; j < n; ++j) v[j] = fill;
+      continue;
+    }
+    uint64_t key = stream_key(seed, s.name);
+    // Map each local element to its global row-major index so any shard of
+    // the tensor draws exactly the values of the unsharded tensor.
+    const size_t rank = s.shape.size();
+    std::vector<int64_t> idx(rank, 0);
+#pragma omp parallel for schedule(static) firstprivate(idx)
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t rem = j;
+      for (size_t d = rank; d-- > 0;) {
+        idx[d] = rem % s.shape[d];
+        rem /= s.shape[d];
+      }
+      int64_t g = 0;
+      for (size_t d = 0; d < rank; ++d) {
+        int64_t coord = idx[d] + (static_cast<int>(d) == s.shard_dim ? s.shard_begin : 0);
+        g = g * s.global_shape[d] + coord;
+      }
+      v[j] = static_cast<float>(s.init_std * normal_at(key, static_cast<uint64_t>(g)));
+    }
+  }
+}
+
+}  // namespace parallm

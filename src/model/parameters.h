@@ -1,0 +1,65 @@
+// ParameterSet: every trainable tensor of a model, laid out in one flat fp32
+// buffer (tag parameter) with a parallel flat gradient buffer (tag gradient),
+// so data parallelism and the optimizer can work on contiguous ranges.
+// Each entry records its global shape and the slice it holds, and is
+// initialised from a counter-based RNG keyed by (seed, name, global element
+// index): a shard holds exactly the slice of the full tensor (principle 1).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace parallm {
+
+enum class InitKind { Normal, Ones, Zeros };
+
+struct ParamSpec {
+  std::string name;                  // internal name, e.g. "layers.0.attn.q.weight"
+  std::vector<int64_t> shape;        // local shape
+  std::vector<int64_t> global_shape; // full tensor shape (== shape when unsharded)
+  int shard_dim = -1;                // dimension split across ranks, -1 for none
+  int64_t shard_begin = 0;           // first global index along shard_dim
+  InitKind init = InitKind::Normal;
+  double init_std = 0.02;
+  bool weight_decay = true;          // false for norms and biases
+};
+
+struct ParamRef {
+  int index = -1;
+};
+
+class ParameterSet {
+ public:
+  // Registration happens before allocate(); refs stay valid afterwards.
+  ParamRef add(ParamSpec spec);
+  void allocate(Allocator& alloc);
+  bool allocated() const { return values_.defined(); }
+
+  float* value(ParamRef r) const { return values_.data<float>() + offsets_[r.index]; }
+  float* grad(ParamRef r) const { return grads_.data<float>() + offsets_[r.index]; }
+  Tensor value_tensor(int i) const;
+  Tensor grad_tensor(int i) const;
+
+  int size() const { return static_cast<int>(specs_.size()); }
+  const ParamSpec& spec(int i) const { return specs_[i]; }
+  int64_t offset(int i) const { return offsets_[i]; }
+  int64_t numel(int i) const;
+  int find(const std::string& name) const;  // -1 when absent
+  int64_t total_numel() const { return total_; }
+
+  const Tensor& flat_values() const { return values_; }
+  const Tensor& flat_grads() const { return grads_; }
+  void zero_grads() const { grads_.zero_(); }
+  void init_random(uint64_t seed) const;
+
+ private:
+  std::vector<ParamSpec> specs_;
+  std::vector<int64_t> offsets_;
+  int64_t total_ = 0;
+  Tensor values_;
+  Tensor grads_;
+};
+
+}  // namespace parallm

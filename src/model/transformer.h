@@ -1,0 +1,49 @@
+// Transformer: embedding -> blocks -> final norm -> fused LM head + loss, for
+// the GPT-2 and LLaMA families. Owns its ParameterSet. The training entry
+// point runs forward and backward for one micro-batch and accumulates
+// gradients of grad_scale * (sum of token losses); the caller picks
+// grad_scale (1 / global token count) so any layout sums to the same value.
+#pragma once
+#include <vector>
+
+#include "model/config.h"
+#include "model/layers/block.h"
+#include "model/layers/embedding.h"
+#include "model/layers/lm_head.h"
+
+namespace parallm {
+
+class Transformer {
+ public:
+  Transformer(const ModelConfig& cfg, Allocator& alloc);
+  const ModelConfig& config() const { return cfg_; }
+  ParameterSet& params() { return params_; }
+  const ParameterSet& params() const { return params_; }
+
+  // inputs, targets: (B, T) int32. Gradients accumulate into params().grads.
+  LossSum forward_backward(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T,
+                           double grad_scale);
+  LossSum forward_loss(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T);
+  // Full logits (B, T, V), for inference and reference tests.
+  Tensor logits(const int32_t* inputs, int64_t B, int64_t T);
+
+ private:
+  struct Forward {
+    std::vector<Tensor> xs;  // xs[l]: input of block l; xs[L]: input of the final norm
+    std::vector<Block::Saved> blocks;
+    Norm::Saved final_norm;
+  };
+  LayerContext context(int64_t B, int64_t T, const std::vector<int64_t>& pos);
+  Forward run_forward(const LayerContext& c, const int32_t* inputs);
+  void check_batch(const int32_t* inputs, int64_t B, int64_t T) const;
+
+  ModelConfig cfg_;
+  Allocator& alloc_;
+  ParameterSet params_;
+  Embedding embed_;
+  std::vector<Block> blocks_;
+  Norm final_norm_;
+  LmHead head_;
+};
+
+}  // namespace parallm

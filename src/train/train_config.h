@@ -1,0 +1,50 @@
+// TrainConfig: everything a training run needs besides the model shape, read
+// once from a TOML file ([model], [data], [train] tables) and then overridden
+// by command-line flags. validate() checks every constraint before any
+// allocation and names the values.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+
+namespace parallm {
+
+struct TrainConfig {
+  std::vector<std::string> train_files;
+  std::vector<std::string> val_files;
+  std::string init_from;  // HF directory; empty = random init from seed
+  int64_t steps = 100;
+  int64_t micro_batch_size = 4;
+  int64_t global_batch_size = 4;
+  int64_t seq_len = 128;
+  double lr = 1e-3;
+  int64_t warmup = 10;
+  double min_lr_ratio = 0.1;
+  double weight_decay = 0.1;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double clip_grad = 1.0;
+  uint64_t seed = 1234;
+  bool shuffle = true;
+  int64_t log_interval = 10;
+  int64_t eval_interval = 0;  // 0: evaluate only at the end (when val files exist)
+  int64_t eval_batches = 8;
+  std::string metrics_path;
+  std::string save_dir;
+
+  int64_t grad_accum_steps() const { return global_batch_size / micro_batch_size; }
+  void validate(const ModelConfig& m) const;
+};
+
+struct RunConfig {
+  ModelConfig model;
+  TrainConfig train;
+};
+
+// Reads a TOML run file. Unknown keys are errors (they are usually typos).
+RunConfig load_run_config(const std::string& path);
+
+}  // namespace parallm

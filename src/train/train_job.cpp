@@ -1,0 +1,71 @@
+#include "train/train_job.h"
+
+#include <fmt/ostream.h>
+
+#include <cmath>
+#include <iostream>
+
+#include "io/hf_model.h"
+#include "kernels/cpu/threads.h"
+#include "plan/flops.h"
+#include "train/trainer.h"
+
+namespace parallm {
+
+double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ostream& log) {
+  RunConfig rc = opts.run;
+  if (!rc.train.init_from.empty()) rc.model = read_hf_model_config(rc.train.init_from);
+  rc.train.validate(rc.model);
+  auto save_dtype = dtype_from_name(opts.save_dtype);
+  PX_CHECK(save_dtype == DType::F32 || save_dtype == DType::BF16,
+           "--save-dtype must be F32 or BF16, got '{}'", opts.save_dtype);
+  cpu::set_num_threads(opts.threads);
+
+  Allocator alloc;
+  Transformer model(rc.model, alloc);
+  if (rc.train.init_from.empty()) {
+    model.params().init_random(rc.train.seed);
+  } else {
+    load_hf_weights(rc.train.init_from, model);
+  }
+  double peak = measure_gemm_peak_flops();
+  Trainer trainer(model, rc.train, alloc, peak);
+  fmt::print(log,
+             "parallm: {} model, {:.2f}M parameters, {} layers, hidden {}, vocab {}; "
+             "{} steps of {} x {} tokens (micro-batch {}, accumulation {}), {} threads, "
+             "GEMM peak {:.1f} GFLOP/s\n",
+             arch_name(rc.model.arch), rc.model.num_parameters() / 1e6, rc.model.n_layers,
+             rc.model.hidden, rc.model.vocab_size, rc.train.steps, rc.train.global_batch_size,
+             rc.train.seq_len, rc.train.micro_batch_size, rc.train.grad_accum_steps(),
+             cpu::num_threads(), peak / 1e9);
+
+  double first_loss = 0.0, last_loss = 0.0;
+  const bool tty = env.stderr_is_tty && &log == &std::cerr;
+  trainer.run([&](const StepStats& s) {
+    if (s.step == 0) first_loss = s.loss;
+    last_loss = s.loss;
+    bool last = s.step + 1 == rc.train.steps;
+    std::string line = fmt::format(
+        "step {:>5}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} ms | {:.0f} tok/s | "
+        "MFU {:.1f}%",
+        s.step + 1, rc.train.steps, s.loss, s.lr, s.grad_norm, s.step_seconds * 1e3,
+        s.tokens_per_s, s.mfu * 100);
+    if (tty) {
+      fmt::print(log, "\r{}\x1b[K", line);
+      if (last) fmt::print(log, "\n");
+    } else if (s.step % rc.train.log_interval == 0 || last) {
+      fmt::print(log, "{}\n", line);
+    }
+    log.flush();
+  });
+  double val = trainer.evaluate();
+  fmt::print(log, "done: loss {:.4f} -> {:.4f}{}\n", first_loss, last_loss,
+             std::isnan(val) ? std::string() : fmt::format(", validation loss {:.4f}", val));
+  if (!rc.train.save_dir.empty()) {
+    save_hf_model(rc.train.save_dir, model, *save_dtype);
+    fmt::print(log, "saved {} ({})\n", rc.train.save_dir, opts.save_dtype);
+  }
+  return last_loss;
+}
+
+}  // namespace parallm

@@ -1,0 +1,95 @@
+#include "train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <vector>
+
+#include "optim/grad_clip.h"
+#include "plan/flops.h"
+
+namespace parallm {
+
+Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, double peak_flops)
+    : model_(model),
+      cfg_(cfg),
+      alloc_(alloc),
+      peak_flops_(peak_flops),
+      flops_per_token_(training_flops_per_token(model.config(), cfg.seq_len)),
+      train_data_(cfg.train_files, cfg.seq_len, cfg.seed, cfg.shuffle),
+      opt_(model.params(), AdamWConfig{cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay}, alloc),
+      sched_{cfg.lr, cfg.warmup, cfg.steps, cfg.min_lr_ratio} {
+  cfg_.validate(model.config());
+  train_data_.validate_vocab(model.config().vocab_size);
+  if (!cfg_.val_files.empty()) {
+    val_data_ = std::make_unique<DataLoader>(cfg_.val_files, cfg_.seq_len, cfg_.seed, false);
+    val_data_->validate_vocab(model.config().vocab_size);
+  }
+  if (!cfg_.metrics_path.empty()) metrics_ = MetricsWriter(cfg_.metrics_path);
+}
+
+StepStats Trainer::train_step(int64_t step) {
+  auto t0 = std::chrono::steady_clock::now();
+  alloc_.reset_peaks();
+  const int64_t B = cfg_.micro_batch_size, T = cfg_.seq_len;
+  const int64_t accum = cfg_.grad_accum_steps();
+  const double tokens = static_cast<double>(cfg_.global_batch_size * T);
+  std::vector<int32_t> in(B * T), tg(B * T);
+
+  model_.params().zero_grads();
+  double loss_sum = 0.0;
+  for (int64_t m = 0; m < accum; ++m) {
+    train_data_.fill_batch(step * cfg_.global_batch_size + m * B, B, in.data(), tg.data());
+    loss_sum += model_.forward_backward(in.data(), tg.data(), B, T, 1.0 / tokens).sum;
+  }
+  StepStats s;
+  s.step = step;
+  s.loss = loss_sum / tokens;
+  s.grad_norm = std::sqrt(grad_sum_squares(model_.params()));
+  PX_CHECK(std::isfinite(s.loss) && std::isfinite(s.grad_norm),
+           "step {}: non-finite loss ({}) or gradient norm ({})", step, s.loss, s.grad_norm);
+  clip_grads(model_.params(), s.grad_norm, cfg_.clip_grad);
+  s.lr = sched_.at(step);
+  opt_.step(model_.params(), s.lr);
+
+  s.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  s.tokens_per_s = tokens / s.step_seconds;
+  s.tflops = s.tokens_per_s * flops_per_token_ / 1e12;
+  s.mfu = peak_flops_ > 0 ? s.tokens_per_s * flops_per_token_ / peak_flops_ : 0.0;
+  return s;
+}
+
+double Trainer::evaluate() {
+  if (!val_data_) return NAN;
+  const int64_t B = cfg_.micro_batch_size, T = cfg_.seq_len;
+  std::vector<int32_t> in(B * T), tg(B * T);
+  LossSum total;
+  for (int64_t i = 0; i < cfg_.eval_batches; ++i) {
+    val_data_->fill_batch(i * B, B, in.data(), tg.data());
+    LossSum l = model_.forward_loss(in.data(), tg.data(), B, T);
+    total.sum += l.sum;
+    total.count += l.count;
+  }
+  return total.sum / static_cast<double>(std::max<int64_t>(total.count, 1));
+}
+
+void Trainer::run(const std::function<void(const StepStats&)>& on_step) {
+  for (int64_t step = 0; step < cfg_.steps; ++step) {
+    StepStats s = train_step(step);
+    nlohmann::json rec = {{"step", s.step},
+                          {"loss", s.loss},
+                          {"lr", s.lr},
+                          {"grad_norm", s.grad_norm},
+                          {"step_ms", s.step_seconds * 1e3},
+                          {"tokens_per_s", s.tokens_per_s},
+                          {"tflops", s.tflops},
+                          {"mfu", s.mfu},
+                          {"memory", memory_json(alloc_.stats())}};
+    bool last = step + 1 == cfg_.steps;
+    if (val_data_ && ((cfg_.eval_interval > 0 && (step + 1) % cfg_.eval_interval == 0) || last))
+      rec["val_loss"] = evaluate();
+    metrics_.write(rec);
+    if (on_step) on_step(s);
+  }
+}
+
+}  // namespace parallm

@@ -1,0 +1,340 @@
+// Tests of the flash-style CPU attention (kernels/cpu/attention.h) against a
+// naive double reference that materialises the scores, against central finite
+// differences of L = sum(out * R), and for the key-block split that ring
+// attention relies on: partial results merged by their lse equal the whole.
+#include "kernels/cpu/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "base/error.h"
+#include "base/rng.h"
+
+namespace parallm::cpu {
+namespace {
+
+using Vec = std::vector<double>;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+Vec random_vec(int64_t n, std::string_view name, double amp = 1.0) {
+  const uint64_t key = stream_key(7, name);
+  Vec x(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) x[i] = amp * normal_at(key, static_cast<uint64_t>(i));
+  return x;
+}
+
+int64_t q_numel(const AttnDims& d) { return d.B * d.Tq * d.Hq * d.D; }
+int64_t k_numel(const AttnDims& d) { return d.B * d.Tk * d.Hkv * d.D; }
+
+bool visible(const AttnDims& d, int64_t i, int64_t j) {
+  return !d.causal || d.k_pos0 + j <= d.q_pos0 + i;
+}
+
+struct Inputs {
+  explicit Inputs(const AttnDims& dims, double amp = 1.0)
+      : d(dims),
+        q(random_vec(q_numel(d), "q", amp)),
+        k(random_vec(k_numel(d), "k", amp)),
+        v(random_vec(k_numel(d), "v")),
+        r(random_vec(q_numel(d), "r")),
+        scale(1.0 / std::sqrt(static_cast<double>(d.D))) {}
+  AttnDims d;
+  Vec q, k, v, r;  // r: the loss weights, L = sum(out * r), so dout = r
+  double scale;
+};
+
+// Materialised reference: out, lse, and (when wanted) gradients of sum(out * r).
+struct Reference {
+  Vec out, lse, dq, dk, dv;
+};
+
+Reference reference(const Inputs& in) {
+  const AttnDims& d = in.d;
+  const int64_t g = d.Hq / d.Hkv;
+  Reference ref{Vec(q_numel(d)), Vec(d.B * d.Hq * d.Tq), Vec(q_numel(d)), Vec(k_numel(d)),
+                Vec(k_numel(d))};
+  auto qi = [&](int64_t b, int64_t t, int64_t h) { return ((b * d.Tq + t) * d.Hq + h) * d.D; };
+  auto ki = [&](int64_t b, int64_t t, int64_t h) { return ((b * d.Tk + t) * d.Hkv + h) * d.D; };
+  for (int64_t b = 0; b < d.B; ++b) {
+    for (int64_t h = 0; h < d.Hq; ++h) {
+      const int64_t hk = h / g;
+      for (int64_t i = 0; i < d.Tq; ++i) {
+        Vec p(d.Tk, 0.0), dp(d.Tk, 0.0);
+        double m = -kInf;
+        for (int64_t j = 0; j < d.Tk; ++j) {
+          if (!visible(d, i, j)) continue;
+          double s = 0;
+          for (int64_t e = 0; e < d.D; ++e) s += in.q[qi(b, i, h) + e] * in.k[ki(b, j, hk) + e];
+          p[j] = s * in.scale;
+          m = std::max(m, p[j]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < d.Tk; ++j) sum += visible(d, i, j) ? std::exp(p[j] - m) : 0.0;
+        ref.lse[(b * d.Hq + h) * d.Tq + i] = sum > 0 ? m + std::log(sum) : -kInf;
+        if (sum == 0) continue;  // out row stays 0, no gradient
+        for (int64_t j = 0; j < d.Tk; ++j) p[j] = visible(d, i, j) ? std::exp(p[j] - m) / sum : 0;
+        double di = 0;
+        for (int64_t j = 0; j < d.Tk; ++j) {
+          for (int64_t e = 0; e < d.D; ++e) {
+            ref.out[qi(b, i, h) + e] += p[j] * in.v[ki(b, j, hk) + e];
+            dp[j] += in.r[qi(b, i, h) + e] * in.v[ki(b, j, hk) + e];
+          }
+          di += p[j] * dp[j];
+        }
+        for (int64_t j = 0; j < d.Tk; ++j) {
+          const double ds = p[j] * (dp[j] - di) * in.scale;
+          for (int64_t e = 0; e < d.D; ++e) {
+            ref.dq[qi(b, i, h) + e] += ds * in.k[ki(b, j, hk) + e];
+            ref.dk[ki(b, j, hk) + e] += ds * in.q[qi(b, i, h) + e];
+            ref.dv[ki(b, j, hk) + e] += p[j] * in.r[qi(b, i, h) + e];
+          }
+        }
+      }
+    }
+  }
+  return ref;
+}
+
+template <class T>
+std::vector<T> cast(const Vec& x) {
+  return std::vector<T>(x.begin(), x.end());
+}
+
+template <class T>
+struct Result {
+  std::vector<T> out, lse, dq, dk, dv;
+};
+
+// Runs the kernels in precision T; gradients start from 0.5 to check that they accumulate.
+template <class T>
+Result<T> run(const Inputs& in, bool with_backward, AttnBwdSplit split = AttnBwdSplit::kAuto) {
+  const AttnDims& d = in.d;
+  const auto q = cast<T>(in.q), k = cast<T>(in.k), v = cast<T>(in.v), r = cast<T>(in.r);
+  Result<T> res{std::vector<T>(q_numel(d), T(7)), std::vector<T>(d.B * d.Hq * d.Tq, T(7)), {}, {},
+                {}};
+  attention_forward(res.out.data(), res.lse.data(), q.data(), k.data(), v.data(), d, in.scale);
+  if (with_backward) {
+    res.dq.assign(q_numel(d), T(0.5));
+    res.dk.assign(k_numel(d), T(0.5));
+    res.dv.assign(k_numel(d), T(0.5));
+    attention_backward_split(res.dq.data(), res.dk.data(), res.dv.data(), r.data(), q.data(),
+                             k.data(), v.data(), res.out.data(), res.lse.data(), d, in.scale,
+                             split);
+    for (auto* g : {&res.dq, &res.dk, &res.dv})
+      for (T& x : *g) x -= T(0.5);
+  }
+  return res;
+}
+
+template <class T>
+void expect_near(const std::vector<T>& got, const Vec& want, double tol, const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isinf(want[i])) {
+      EXPECT_EQ(static_cast<double>(got[i]), want[i]) << what << "[" << i << "]";
+    } else {
+      EXPECT_NEAR(static_cast<double>(got[i]), want[i], tol * (1.0 + std::abs(want[i])))
+          << what << "[" << i << "]";
+    }
+  }
+}
+
+template <class T>
+void expect_matches_reference(const Inputs& in, double tol, AttnBwdSplit split) {
+  const Reference ref = reference(in);
+  const Result<T> res = run<T>(in, true, split);
+  expect_near(res.out, ref.out, tol, "out");
+  expect_near(res.lse, ref.lse, tol, "lse");
+  expect_near(res.dq, ref.dq, tol, "dq");
+  expect_near(res.dk, ref.dk, tol, "dk");
+  expect_near(res.dv, ref.dv, tol, "dv");
+}
+
+// Shapes: odd sizes; GQA and plain MHA; sequences crossing the 64-row block.
+const AttnDims kShapes[] = {
+    {.B = 2, .Tq = 7, .Tk = 7, .Hq = 6, .Hkv = 2, .D = 5},
+    {.B = 2, .Tq = 7, .Tk = 7, .Hq = 3, .Hkv = 3, .D = 5},
+    {.B = 2, .Tq = 100, .Tk = 100, .Hq = 4, .Hkv = 1, .D = 16},
+    {.B = 2, .Tq = 131, .Tk = 131, .Hq = 2, .Hkv = 2, .D = 16},
+};
+
+TEST(Attention, MatchesReferenceInDouble) {
+  for (const AttnDims& d : kShapes) {
+    for (auto split : {AttnBwdSplit::kByKvHead, AttnBwdSplit::kTwoPass}) {
+      SCOPED_TRACE(testing::Message() << "T=" << d.Tq << " Hq=" << d.Hq << " Hkv=" << d.Hkv
+                                      << " split=" << static_cast<int>(split));
+      expect_matches_reference<double>(Inputs(d), 1e-11, split);
+    }
+  }
+}
+
+TEST(Attention, FloatAgreesWithReference) {
+  for (const AttnDims& d : kShapes) {
+    for (auto split : {AttnBwdSplit::kByKvHead, AttnBwdSplit::kTwoPass}) {
+      SCOPED_TRACE(testing::Message() << "T=" << d.Tq << " split=" << static_cast<int>(split));
+      expect_matches_reference<float>(Inputs(d), 2e-5, split);
+    }
+  }
+}
+
+// Every gradient element of the double kernel against central differences of L = sum(out * r).
+TEST(Attention, GradientsMatchFiniteDifferences) {
+  const AttnDims shapes[] = {
+      {.B = 2, .Tq = 7, .Tk = 7, .Hq = 6, .Hkv = 2, .D = 5},
+      {.B = 1, .Tq = 3, .Tk = 6, .Hq = 2, .Hkv = 1, .D = 3, .q_pos0 = 4, .k_pos0 = 1},
+  };
+  for (const AttnDims& d : shapes) {
+    Inputs in(d, 1.5);  // larger scores: a less uniform softmax
+    const Result<double> res = run<double>(in, true);
+    auto loss = [&]() {
+      const Result<double> f = run<double>(in, false);
+      double l = 0;
+      for (size_t i = 0; i < f.out.size(); ++i) l += f.out[i] * in.r[i];
+      return l;
+    };
+    const double h = 1e-5;
+    auto check = [&](Vec& x, const std::vector<double>& grad, const char* what) {
+      for (size_t i = 0; i < x.size(); ++i) {
+        const double x0 = x[i];
+        x[i] = x0 + h;
+        const double lp = loss();
+        x[i] = x0 - h;
+        const double lm = loss();
+        x[i] = x0;
+        const double fd = (lp - lm) / (2 * h);
+        EXPECT_NEAR(grad[i], fd, 1e-6 * (1.0 + std::abs(fd))) << what << "[" << i << "]";
+      }
+    };
+    check(in.q, res.dq, "dq");
+    check(in.k, res.dk, "dk");
+    check(in.v, res.dv, "dv");
+  }
+}
+
+TEST(Attention, OffsetsAndNonCausal) {
+  const AttnDims shapes[] = {
+      // KV cache: one new token at position 8 sees all 9 cached keys.
+      {.B = 2, .Tq = 1, .Tk = 9, .Hq = 4, .Hkv = 2, .D = 6, .q_pos0 = 8},
+      // Queries 4..8 against keys 0..8: a rectangle with a partial diagonal.
+      {.B = 1, .Tq = 5, .Tk = 9, .Hq = 2, .Hkv = 1, .D = 4, .q_pos0 = 4},
+      // Keys start after some queries: those rows see nothing.
+      {.B = 1, .Tq = 6, .Tk = 4, .Hq = 2, .Hkv = 2, .D = 3, .q_pos0 = 0, .k_pos0 = 3},
+      // Ring step with the key block entirely in the past: fully visible.
+      {.B = 1, .Tq = 5, .Tk = 5, .Hq = 3, .Hkv = 1, .D = 4, .q_pos0 = 10, .k_pos0 = 0},
+      {.B = 2, .Tq = 5, .Tk = 8, .Hq = 4, .Hkv = 2, .D = 3, .causal = false},
+      {.B = 1, .Tq = 67, .Tk = 90, .Hq = 2, .Hkv = 1, .D = 4, .q_pos0 = 30, .k_pos0 = 5},
+  };
+  for (const AttnDims& d : shapes) {
+    for (auto split : {AttnBwdSplit::kByKvHead, AttnBwdSplit::kTwoPass}) {
+      SCOPED_TRACE(testing::Message() << "Tq=" << d.Tq << " Tk=" << d.Tk << " q_pos0=" << d.q_pos0
+                                      << " k_pos0=" << d.k_pos0 << " causal=" << d.causal);
+      expect_matches_reference<double>(Inputs(d), 1e-11, split);
+    }
+  }
+}
+
+TEST(Attention, KvCacheTokenEqualsLastRowOfFullAttention) {
+  const AttnDims full{.B = 1, .Tq = 9, .Tk = 9, .Hq = 4, .Hkv = 2, .D = 6};
+  const Inputs in_full(full);
+  Inputs in_last(AttnDims{.B = 1, .Tq = 1, .Tk = 9, .Hq = 4, .Hkv = 2, .D = 6, .q_pos0 = 8});
+  const int64_t row = full.Hq * full.D;
+  in_last.q.assign(in_full.q.end() - row, in_full.q.end());
+  in_last.k = in_full.k;
+  in_last.v = in_full.v;
+  const Result<double> a = run<double>(in_full, false), b = run<double>(in_last, false);
+  for (int64_t e = 0; e < row; ++e) EXPECT_NEAR(b.out[e], a.out[8 * row + e], 1e-13);
+  for (int64_t h = 0; h < full.Hq; ++h) EXPECT_NEAR(b.lse[h], a.lse[h * 9 + 8], 1e-13);
+}
+
+TEST(Attention, FutureKeyBlockGivesZeroOutputAndNoGradient) {
+  for (auto split : {AttnBwdSplit::kByKvHead, AttnBwdSplit::kTwoPass}) {
+    const Inputs in(AttnDims{.B = 2, .Tq = 4, .Tk = 4, .Hq = 2, .Hkv = 1, .D = 3, .q_pos0 = 0,
+                             .k_pos0 = 4});
+    const Result<float> res = run<float>(in, true, split);
+    for (float x : res.out) EXPECT_EQ(x, 0.0f);
+    for (float x : res.lse) EXPECT_EQ(x, -std::numeric_limits<float>::infinity());
+    for (const auto* g : {&res.dq, &res.dk, &res.dv})
+      for (float x : *g) EXPECT_EQ(x, 0.0f);
+  }
+}
+
+// Ring attention: keys split in two blocks (the second partly in the future);
+// merging the partial outputs by their lse gives the full forward, and each
+// block's backward, fed the merged out and lse, adds up to the full backward.
+TEST(Attention, KeyBlocksMergeByLse) {
+  const AttnDims dfull{.B = 2, .Tq = 9, .Tk = 9, .Hq = 4, .Hkv = 2, .D = 5, .q_pos0 = 0};
+  const Inputs full(dfull);
+  const Reference ref = reference(full);
+  const int64_t split = 4, kw = dfull.Hkv * dfull.D;
+  Inputs part[2] = {Inputs(dfull), Inputs(dfull)};
+  for (int p = 0; p < 2; ++p) {
+    part[p].d.Tk = p == 0 ? split : dfull.Tk - split;
+    part[p].d.k_pos0 = p == 0 ? 0 : split;
+    const int64_t j0 = p == 0 ? 0 : split;
+    part[p].k.clear();
+    part[p].v.clear();
+    for (int64_t b = 0; b < dfull.B; ++b) {
+      const int64_t first = (b * dfull.Tk + j0) * kw, last = first + part[p].d.Tk * kw;
+      part[p].k.insert(part[p].k.end(), full.k.begin() + first, full.k.begin() + last);
+      part[p].v.insert(part[p].v.end(), full.v.begin() + first, full.v.begin() + last);
+    }
+  }
+  const Result<double> r0 = run<double>(part[0], false), r1 = run<double>(part[1], false);
+  Vec out(ref.out.size()), lse(ref.lse.size());
+  const int64_t D = dfull.D;
+  for (int64_t b = 0; b < dfull.B; ++b) {
+    for (int64_t h = 0; h < dfull.Hq; ++h) {
+      for (int64_t i = 0; i < dfull.Tq; ++i) {
+        const int64_t li = (b * dfull.Hq + h) * dfull.Tq + i;
+        const double l0 = r0.lse[li], l1 = r1.lse[li];
+        const double m = std::max(l0, l1);
+        lse[li] = m + std::log(std::exp(l0 - m) + std::exp(l1 - m));
+        const int64_t oi = ((b * dfull.Tq + i) * dfull.Hq + h) * D;
+        for (int64_t e = 0; e < D; ++e)
+          out[oi + e] = std::exp(l0 - lse[li]) * r0.out[oi + e] +
+                        std::exp(l1 - lse[li]) * r1.out[oi + e];
+      }
+    }
+  }
+  expect_near(out, ref.out, 1e-12, "merged out");
+  expect_near(lse, ref.lse, 1e-12, "merged lse");
+
+  Vec dq(ref.dq.size(), 0.0), dk(ref.dk.size(), 0.0), dv(ref.dv.size(), 0.0);
+  for (int p = 0; p < 2; ++p) {
+    Vec dkp(k_numel(part[p].d), 0.0), dvp(k_numel(part[p].d), 0.0);
+    attention_backward(dq.data(), dkp.data(), dvp.data(), full.r.data(), full.q.data(),
+                       part[p].k.data(), part[p].v.data(), out.data(), lse.data(), part[p].d,
+                       full.scale);
+    for (int64_t b = 0; b < dfull.B; ++b) {  // put this block's keys back in place
+      const int64_t j0 = p == 0 ? 0 : split, n = part[p].d.Tk * kw;
+      std::copy_n(dkp.begin() + b * n, n, dk.begin() + (b * dfull.Tk + j0) * kw);
+      std::copy_n(dvp.begin() + b * n, n, dv.begin() + (b * dfull.Tk + j0) * kw);
+    }
+  }
+  expect_near(dq, ref.dq, 1e-11, "ring dq");
+  expect_near(dk, ref.dk, 1e-11, "ring dk");
+  expect_near(dv, ref.dv, 1e-11, "ring dv");
+}
+
+TEST(Attention, BackwardIsDeterministic) {
+  const Inputs in(AttnDims{.B = 1, .Tq = 150, .Tk = 150, .Hq = 4, .Hkv = 2, .D = 8});
+  for (auto split : {AttnBwdSplit::kByKvHead, AttnBwdSplit::kTwoPass}) {
+    const Result<float> a = run<float>(in, true, split), b = run<float>(in, true, split);
+    EXPECT_EQ(a.dq, b.dq);
+    EXPECT_EQ(a.dk, b.dk);
+    EXPECT_EQ(a.dv, b.dv);
+  }
+}
+
+TEST(Attention, RejectsBadHeads) {
+  const AttnDims d{.B = 1, .Tq = 2, .Tk = 2, .Hq = 3, .Hkv = 2, .D = 4};
+  std::vector<float> x(64), lse(8);
+  EXPECT_THROW(attention_forward(x.data(), lse.data(), x.data(), x.data(), x.data(), d, 0.5),
+               Error);
+}
+
+}  // namespace
+}  // namespace parallm::cpu
