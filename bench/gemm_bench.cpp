@@ -6,6 +6,7 @@
 // Each cell is the best time over rounds x repetitions (other work on the 2-core
 // machine only ever slows a run down). Output: a Markdown table per thread count.
 #include <cblas.h>
+#include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -288,10 +289,12 @@ int main(int argc, char** argv) {
     for (const Shape& s : shapes) {
       Row r = measure(s, opt);
       double best_dnnl = opt.openblas_only ? r.gf_blas : std::max(r.gf_sgemm, r.gf_mm);
-      std::printf("| %s | %s%s | %lldx%lldx%lld | %.1f | %.1f | %.1f | %.1f | %.2f |\n",
+      auto cell = [](double g) { return g > 0 ? fmt::format("{:.1f}", g) : std::string("-"); };
+      std::printf("| %s | %s%s | %lldx%lldx%lld | %s | %s | %s | %s | %.2f |\n",
                   s.name.c_str(), s.trans_a ? "T" : "N", s.trans_b ? "T" : "N",
-                  (long long)s.m, (long long)s.n, (long long)s.k, r.gf_blas, r.gf_sgemm,
-                  r.gf_mm, r.gf_bf16, best_dnnl / r.gf_blas);
+                  (long long)s.m, (long long)s.n, (long long)s.k, cell(r.gf_blas).c_str(),
+                  cell(r.gf_sgemm).c_str(), cell(r.gf_mm).c_str(), cell(r.gf_bf16).c_str(),
+                  best_dnnl / r.gf_blas);
       std::fflush(stdout);
       for (double g : {r.gf_blas, r.gf_sgemm, r.gf_mm}) {
         if (g > peak) {

@@ -23,7 +23,8 @@ void write_dir_atomically(const std::string& dir, const std::function<void(const
   if (target.filename().empty()) target = target.parent_path();
   fs::path tmp = target;
   tmp += ".tmp." + std::to_string(getpid());
-  fs::remove_all(tmp);
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
   try {
     if (!target.parent_path().empty()) fs::create_directories(target.parent_path());
     fs::create_directories(tmp);
@@ -38,10 +39,10 @@ void write_dir_atomically(const std::string& dir, const std::function<void(const
       fs::rename(tmp, target);
     }
   } catch (const fs::filesystem_error& e) {
-    fs::remove_all(tmp);
+    fs::remove_all(tmp, ec);
     PX_FAIL("cannot write model directory '{}': {}", dir, e.what());
   } catch (...) {
-    fs::remove_all(tmp);
+    fs::remove_all(tmp, ec);
     throw;
   }
 }
