@@ -64,12 +64,20 @@ Reading reading_of(GroupKind kind, const GridSizes& s) {
   PX_FAIL("group kind '{}' has no axis reading", group_kind_name(kind));
 }
 
+constexpr long long kMaxWorld = 2147483647;
+
+// The world implied by the sizes. A non-positive product means some size is
+// below 1, which check_grid_sizes reports by itself, so 1 stands in for it.
+int implied_world(const GridSizes& s) {
+  const long long p = s.product();
+  PX_CHECK(p <= kMaxWorld, "tp ({}) x cp ({}) x dp ({}) x pp ({}) = {} exceeds the largest world size ({})",
+           s.tp, s.cp, s.dp, s.pp, p, kMaxWorld);
+  return p > 0 ? static_cast<int>(p) : 1;
+}
+
 }  // namespace
 
-RankGrid::RankGrid(const GridSizes& sizes)
-    : RankGrid(sizes, sizes.product() > 0 && sizes.product() <= (1LL << 31) - 1
-                          ? static_cast<int>(sizes.product())
-                          : -1) {}
+RankGrid::RankGrid(const GridSizes& sizes) : RankGrid(sizes, implied_world(sizes)) {}
 
 RankGrid::RankGrid(const GridSizes& sizes, int world_size) : sizes_(sizes), world_size_(world_size) {
   check_grid_sizes(sizes, world_size);

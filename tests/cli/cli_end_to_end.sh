@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# End-to-end CLI checks: tokenize -> train (with accumulation) -> save -> eval,
+# and bad inputs that must fail with one clear message and write nothing.
+# Usage: cli_end_to_end.sh PATH_TO_PARALLM
+set -u
+bin="$1"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# expect_error "substring" command...: non-zero exit and the message on stderr.
+expect_error() {
+  local want="$1"; shift
+  local err
+  if err=$("$@" 2>&1 >/dev/null); then fail "'$*' succeeded, expected: $want"; fi
+  echo "$err" | grep -qF -- "$want" || fail "'$*' said: $err -- expected: $want"
+  [ "$(echo "$err" | grep -c 'error')" -eq 1 ] || fail "more than one error line: $err"
+}
+
+for i in 1 2 3; do
+  yes "Document $i: the cat sat on the mat and the dog sat on the log." | head -n 300 > "$work/doc$i.txt"
+done
+"$bin" tokenize "$work"/doc*.txt --out "$work/data" --val-fraction 0.1 >/dev/null || fail "tokenize"
+[ -f "$work/data_train.bin" ] && [ -f "$work/data_val.bin" ] || fail "no shards"
+
+"$bin" train --model gpt2-tiny --data "$work/data_train.bin" --val-data "$work/data_val.bin" \
+  --steps 12 --micro-batch-size 2 --global-batch-size 4 --seq-len 32 --lr 3e-3 --warmup 2 \
+  --metrics "$work/m.jsonl" --save "$work/model" --threads 1 2>"$work/train.log" || { cat "$work/train.log"; fail "train"; }
+[ "$(wc -l < "$work/m.jsonl")" -eq 12 ] || fail "metrics lines"
+for key in step loss lr grad_norm tokens_per_s mfu memory val_loss; do
+  tail -n 1 "$work/m.jsonl" | grep -q "\"$key\"" || fail "metrics lack $key"
+done
+[ -f "$work/model/config.json" ] && [ -f "$work/model/model.safetensors" ] || fail "no saved model"
+out=$("$bin" eval --model "$work/model" --data "$work/data_val.bin" --seq-len 32 \
+  --micro-batch-size 2 --batches 2 --threads 1) || fail "eval"
+echo "$out" | grep -q '^{"batches":2,"loss":[0-9.]*,"tokens":128}$' || fail "eval output: $out"
+
+# Resuming from the saved HF directory works and its first loss is the eval loss region.
+"$bin" train --init-from "$work/model" --data "$work/data_train.bin" --steps 1 \
+  --micro-batch-size 2 --global-batch-size 2 --seq-len 32 --threads 1 2>/dev/null || fail "init-from"
+
+# Bad inputs.
+expect_error "config file '$work/none.toml' does not exist" "$bin" train --config "$work/none.toml"
+printf '[train]\nsteps = 3\nlr = "fast"\n' > "$work/bad.toml"
+expect_error "[train] lr must be a number" "$bin" train --config "$work/bad.toml"
+expect_error "global batch size (3) is not divisible by micro batch size (2)" \
+  "$bin" train --model gpt2-tiny --data "$work/data_train.bin" --micro-batch-size 2 \
+  --global-batch-size 3 --save "$work/never"
+[ ! -e "$work/never" ] || fail "a failed run wrote its output"
+head -c 100 "$work/data_train.bin" > "$work/short.bin"
+expect_error "short.bin" "$bin" train --model gpt2-tiny --data "$work/short.bin" --save "$work/never"
+[ ! -e "$work/never" ] || fail "a failed run wrote its output"
+expect_error "has no config.json" "$bin" eval --model "$work" --data "$work/data_val.bin"
+mkdir -p "$work/badmodel"; cp "$work/model/config.json" "$work/badmodel/"
+printf 'garbage!' > "$work/badmodel/model.safetensors"
+expect_error "badmodel/model.safetensors" "$bin" eval --model "$work/badmodel" \
+  --data "$work/data_val.bin" --seq-len 32 --micro-batch-size 1 --batches 1
+expect_error "No such file" "$bin" tokenize "$work/missing.txt" --out "$work/x"
+[ ! -e "$work/x_train.bin" ] || fail "tokenize wrote output for a missing input"
+echo "cli end-to-end: all checks passed"
