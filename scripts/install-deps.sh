@@ -6,7 +6,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config git
   libopenmpi-dev openmpi-bin
-  libopenblas-dev libdnnl-dev libomp-dev
+  libopenblas-openmp-dev libdnnl-dev libomp-dev
   nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-torch python3-numpy
