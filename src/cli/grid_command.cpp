@@ -43,7 +43,7 @@ void add_grid_command(CLI::App& app, CommandRegistry& reg) {
     const RankGrid grid = resolve_grid(req);
     if (env.rank != 0) return 0;  // one report per job
     if (f->json)
-      std::cout << grid_to_json(grid, f->gpus_per_node).dump(2) << "\n";
+      std::cout << format_grid_json(grid, f->gpus_per_node);
     else
       std::cout << format_grid_text(grid, f->gpus_per_node);
     return 0;

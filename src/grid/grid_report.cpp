@@ -23,23 +23,37 @@ std::string node_span(int first_rank, int last_rank, int gpus_per_node) {
   return a == b ? fmt::format("node {}", a) : fmt::format("nodes {}-{}", a, b);
 }
 
-bool within_nodes(const std::vector<std::vector<int>>& groups, int gpus_per_node) {
-  return std::all_of(groups.begin(), groups.end(), [&](const std::vector<int>& g) {
-    return g.empty() || node_of(g.front(), gpus_per_node) == node_of(g.back(), gpus_per_node);
+// "within a node", "all cross nodes" or "k of n cross nodes".
+std::string node_locality(const std::vector<std::vector<int>>& groups, int gpus_per_node) {
+  const auto crossing = std::count_if(groups.begin(), groups.end(), [&](const std::vector<int>& g) {
+    return !g.empty() && node_of(g.front(), gpus_per_node) != node_of(g.back(), gpus_per_node);
   });
+  if (crossing == 0) return "within a node";
+  if (crossing == static_cast<long>(groups.size())) return "all cross nodes";
+  return fmt::format("{} of {} cross nodes", crossing, groups.size());
 }
 
-// "head [a b] [c d] ..." wrapped at kLineWidth with a 4-space continuation.
+// "head [a b] [c d] ..." wrapped at kLineWidth, continuation lines indented
+// by 4; a group breaks across lines only when it is longer than a line.
 void append_wrapped(std::string& out, const std::string& head,
                     const std::vector<std::vector<int>>& groups) {
+  const std::string indent = "   ";  // plus the separating space
   std::string line = head;
-  for (const auto& g : groups) {
-    std::string item = fmt::format("[{}]", fmt::join(g, " "));
-    if (line.size() + 1 + item.size() > kLineWidth && line.size() > 4) {
+  auto add = [&](const std::string& token) {
+    if (line.size() + 1 + token.size() > kLineWidth && line.size() > indent.size()) {
       out += line + "\n";
-      line = "   ";
+      line = indent;
     }
-    line += " " + item;
+    line += " " + token;
+  };
+  for (const auto& g : groups) {
+    const std::string item = fmt::format("[{}]", fmt::join(g, " "));
+    if (indent.size() + 1 + item.size() <= kLineWidth) {
+      add(item);
+      continue;
+    }
+    for (size_t k = 0; k < g.size(); ++k)
+      add(fmt::format("{}{}{}", k == 0 ? "[" : "", g[k], k + 1 == g.size() ? "]" : ""));
   }
   out += line + "\n";
 }
@@ -62,7 +76,7 @@ void append_groups(std::string& out, const RankGrid& grid, int gpus_per_node) {
       out += fmt::format("{} groups: same as {}\n", name, group_kind_name(same->first));
       continue;
     }
-    const std::string where = within_nodes(groups, gpus_per_node) ? "within a node" : "across nodes";
+    const std::string where = node_locality(groups, gpus_per_node);
     const std::string head = kind == GroupKind::kEmbedding
                                  ? fmt::format("{} groups (first and last stage, {}):", name, where)
                                  : fmt::format("{} groups ({} ranks, {}):", name, grid.group_size(kind), where);
@@ -191,6 +205,31 @@ nlohmann::ordered_json grid_to_json(const RankGrid& grid, int gpus_per_node) {
   }
   j["ranks"] = std::move(ranks);
   return j;
+}
+
+std::string format_grid_json(const RankGrid& grid, int gpus_per_node) {
+  const nlohmann::ordered_json j = grid_to_json(grid, gpus_per_node);
+  std::string out = "{\n";
+  size_t k = 0;
+  for (const auto& [key, value] : j.items()) {
+    out += fmt::format("  \"{}\": ", key);
+    if (value.is_object() && key == "groups") {
+      out += "{\n";
+      size_t g = 0;
+      for (const auto& [kind, groups] : value.items())
+        out += fmt::format("    \"{}\": {}{}\n", kind, groups.dump(), ++g < value.size() ? "," : "");
+      out += "  }";
+    } else if (value.is_array() && key == "ranks") {
+      out += "[\n";
+      for (size_t r = 0; r < value.size(); ++r)
+        out += fmt::format("    {}{}\n", value[r].dump(), r + 1 < value.size() ? "," : "");
+      out += "  ]";
+    } else {
+      out += value.dump();
+    }
+    out += ++k < j.size() ? ",\n" : "\n";
+  }
+  return out + "}\n";
 }
 
 }  // namespace parallm

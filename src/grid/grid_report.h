@@ -16,6 +16,9 @@ std::string format_grid_text(const RankGrid& grid, int gpus_per_node);
 
 // Machine-readable report: sizes, every kind's groups, each rank's coordinates.
 nlohmann::ordered_json grid_to_json(const RankGrid& grid, int gpus_per_node);
+// grid_to_json as text with one group kind and one rank per line (valid JSON,
+// still readable; nlohmann's indented dump puts every number on its own line).
+std::string format_grid_json(const RankGrid& grid, int gpus_per_node);
 
 // Groups as "[0 1] [2 3]"; shared with the text report and tests.
 std::string format_groups(const std::vector<std::vector<int>>& groups);

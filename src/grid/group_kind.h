@@ -14,7 +14,7 @@ enum class GroupKind {
   kDp,         // data parallel (without cp)
   kPp,         // pipeline: one rank per stage, point-to-point sends
   kDpCp,       // dense gradient reduction: every replica of a dense parameter shard
-  kTpCp,       // tp x cp: ranks that share one (dp, pp) model copy slice of a stage
+  kTpCp,       // tp x cp: the ranks that split one stage of one dp replica
   kMp,         // model parallel tp x pp (Megatron's model-parallel group)
   kEp,         // expert parallel: token all-to-all between expert owners
   kEdp,        // expert data parallel: expert gradient reduction

@@ -134,7 +134,9 @@ void check_grid_properties(const RankGrid& g) {
       const auto& members = groups[gi];
       ASSERT_EQ(static_cast<int>(members.size()), g.group_size(kind));
       ASSERT_TRUE(std::is_sorted(members.begin(), members.end()));
-      if (gi > 0) ASSERT_LT(groups[gi - 1].front(), members.front());
+      if (gi > 0) {
+        ASSERT_LT(groups[gi - 1].front(), members.front());
+      }
       const GridCoord c0 = g.coord(members.front());
       const Varies v = varies(kind);
       std::set<int> varying_positions;
@@ -145,12 +147,24 @@ void check_grid_properties(const RankGrid& g) {
         ASSERT_EQ(g.rank_in_group(kind, r), static_cast<int>(k));
         ASSERT_EQ(g.group_members(kind, r), members);
         const GridCoord c = g.coord(r);
-        if (!v.tp) ASSERT_EQ(c.tp_rank, c0.tp_rank);
-        if (!v.cp) ASSERT_EQ(c.cp_rank, c0.cp_rank);
-        if (!v.dp) ASSERT_EQ(c.dp_rank, c0.dp_rank);
-        if (!v.pp) ASSERT_EQ(c.pp_rank, c0.pp_rank);
-        if (!v.ep) ASSERT_EQ(c.ep_rank, c0.ep_rank);
-        if (!v.edp) ASSERT_EQ(c.edp_rank, c0.edp_rank);
+        if (!v.tp) {
+          ASSERT_EQ(c.tp_rank, c0.tp_rank);
+        }
+        if (!v.cp) {
+          ASSERT_EQ(c.cp_rank, c0.cp_rank);
+        }
+        if (!v.dp) {
+          ASSERT_EQ(c.dp_rank, c0.dp_rank);
+        }
+        if (!v.pp) {
+          ASSERT_EQ(c.pp_rank, c0.pp_rank);
+        }
+        if (!v.ep) {
+          ASSERT_EQ(c.ep_rank, c0.ep_rank);
+        }
+        if (!v.edp) {
+          ASSERT_EQ(c.edp_rank, c0.edp_rank);
+        }
       }
     }
     if (kind == GroupKind::kEmbedding) {
