@@ -11,21 +11,14 @@
 #include <set>
 
 #include "base/error.h"
+#include "../common/test_util.h"
 
 namespace parallm {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "parallm_loader_XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using testing::TempDir;
 
 // Token i of the stream is i + 1000 * (i % 3), so values differ from indices
 // and are easy to predict.

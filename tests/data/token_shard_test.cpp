@@ -10,21 +10,14 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "../common/test_util.h"
 
 namespace parallm {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "parallm_shard_XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using testing::TempDir;
 
 void write_raw(const std::string& path, int32_t magic, int32_t version, int32_t count,
                size_t payload_bytes) {

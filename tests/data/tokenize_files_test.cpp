@@ -11,25 +11,14 @@
 #include "data/byte_tokenizer.h"
 #include "data/data_loader.h"
 #include "data/token_shard.h"
+#include "../common/test_util.h"
 
 namespace parallm {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "parallm_tokenize_XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(file(name), std::ios::binary) << text;
-    return file(name);
-  }
-};
+using testing::TempDir;
 
 std::vector<int32_t> read_all(const std::string& path) {
   TokenShard s(path);

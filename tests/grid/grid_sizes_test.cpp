@@ -9,18 +9,12 @@
 #include "base/error.h"
 #include "grid/grid_request.h"
 #include "grid/rank_grid.h"
+#include "../common/test_util.h"
 
 namespace parallm {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 TEST(GridSizes, WorldMustEqualProduct) {
   EXPECT_EQ(error_of([] { RankGrid(GridSizes{.tp = 2, .dp = 2, .pp = 4}, 8); }),

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "../common/test_util.h"
 
 namespace parallm {
 namespace {
@@ -217,14 +218,7 @@ TEST(RankGrid, TrivialGridHasOneRank) {
   EXPECT_TRUE(g.is_first_pp_stage(0) && g.is_last_pp_stage(0));
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 TEST(RankGrid, RejectsOutOfRangeRanksAndCoordinates) {
   const RankGrid g(GridSizes{.tp = 2, .dp = 2, .pp = 4}, 16);

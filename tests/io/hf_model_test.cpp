@@ -10,6 +10,7 @@
 #include "io/hf_config.h"
 #include "io/safetensors.h"
 #include "tensor/half.h"
+#include "../common/test_util.h"
 
 namespace fs = std::filesystem;
 
@@ -22,14 +23,7 @@ fs::path temp_dir(const std::string& name) {
   return p;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 class HfBoth : public ::testing::TestWithParam<bool> {
  protected:

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../model/test_models.h"
 #include "base/rng.h"
 #include "io/hf_layout.h"
 #include "io/hf_model.h"
@@ -23,25 +24,9 @@ using namespace parallm;
 namespace {
 
 ModelConfig tiny(const std::string& arch) {
-  ModelConfig c;
-  c.vocab_size = 1000;
-  c.hidden = 72;
-  c.n_layers = 2;
-  c.max_positions = 64;
+  ModelConfig c = arch == "gpt2" ? testing::tiny_gpt2() : testing::tiny_llama();
   c.init_std = 0.1;
-  if (arch == "gpt2") {
-    c.n_heads = c.n_kv_heads = 3;
-    c.head_dim = 24;
-    c.intermediate = 288;
-  } else {
-    c.arch = Arch::LLaMA;
-    c.n_heads = 6;
-    c.n_kv_heads = 2;
-    c.head_dim = 12;
-    c.intermediate = 200;
-    c.tie_embeddings = false;
-    c.rope_theta = 500.0;  // a small base exercises many rotation angles at short T
-  }
+  if (c.arch == Arch::LLaMA) c.rope_theta = 500.0;  // many rotation angles at short T
   return c;
 }
 

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "base/error.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/vec_math.h"
 
 namespace parallm::cpu {
 namespace {
@@ -52,44 +54,7 @@ class SingleThreadedBlas {
   int prev_;
 };
 
-// Row-major C = alpha * op(A) * op(B) + beta * C.
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N,
-              K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
-          int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N,
-              K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
 
-// exp without calls or branches so that the softmax loops vectorise (libm's
-// expf does not without -ffast-math, and would then cost more than the GEMMs).
-// x = n ln2 + r with |r| <= ln2/2; e^r by its degree-6 Taylor polynomial
-// (truncation ~1.2e-7 relative); 2^n built in the exponent bits. Inputs are
-// clamped to [-87, 88], so results below ~1e-38 come out as ~1e-38, not 0;
-// callers write exact zeros for masked keys.
-inline float exp_approx(float x) {
-  constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kLn2Hi = 0.693359375f;  // few mantissa bits: n * kLn2Hi is exact
-  constexpr float kLn2Lo = -2.12194440e-4f;
-  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  x = x < -87.0f ? -87.0f : x;
-  x = x > 88.0f ? 88.0f : x;
-  const float n = (x * kLog2e + kRound) - kRound;
-  const float r = (x - n * kLn2Hi) - n * kLn2Lo;
-  float p = 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  return p * std::bit_cast<float>(bits);
-}
-inline double exp_approx(double x) { return std::exp(x); }
 
 // The row loops live in their own non-inlined functions: inlined into the
 // OpenMP-outlined task loop, GCC 12 left them scalar (measured: the softmax
@@ -102,7 +67,7 @@ template <class T>
 #pragma omp simd reduction(max : m)
   for (int64_t j = 0; j < c; ++j) m = row[j] > m ? row[j] : m;
 #pragma omp simd
-  for (int64_t j = 0; j < c; ++j) row[j] = exp_approx(row[j] - m);
+  for (int64_t j = 0; j < c; ++j) row[j] = exp_t<T>(row[j] - m);
   double sum = 0.0;  // a separate loop: fused with the exp, GCC 12 does not vectorise it
 #pragma omp simd reduction(+ : sum)
   for (int64_t j = 0; j < c; ++j) sum += row[j];
@@ -114,7 +79,7 @@ template <class T>
 [[gnu::noinline]] void softmax_grad_row(T* s, T* dp, int64_t c, T lse, T di) {
 #pragma omp simd
   for (int64_t j = 0; j < c; ++j) {
-    const T p = exp_approx(s[j] - lse);
+    const T p = exp_t<T>(s[j] - lse);
     s[j] = p;
     dp[j] = p * (dp[j] - di);
   }
