@@ -18,5 +18,6 @@ void add_train_command(CLI::App& app, CommandRegistry& reg);
 void add_eval_command(CLI::App& app, CommandRegistry& reg);
 void add_tokenize_command(CLI::App& app, CommandRegistry& reg);
 void add_grid_command(CLI::App& app, CommandRegistry& reg);
+void add_bench_command(CLI::App& app, CommandRegistry& reg);
 
 }  // namespace parallm::cli

@@ -65,7 +65,7 @@ size_t recv_elems(const OpSpec& s, int rank, int size);
 // root/peer out of range, a dtype that cannot be reduced, count vectors of
 // the wrong length, null buffers with nonzero counts, or buffers that overlap
 // without being exactly in place.
-void validate(const OpSpec& s, int rank, int size, std::string_view where);
+void validate(const OpSpec& s, int rank, int size, std::string_view group);
 
 // "all_reduce(count=7, BF16, avg)": the operation and its arguments.
 std::string describe_args(const OpSpec& s);
