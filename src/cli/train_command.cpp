@@ -6,6 +6,7 @@
 #include "base/env.h"
 #include "base/error.h"
 #include "cli/commands.h"
+#include "comm/mpi/mpi_runtime.h"
 #include "model/config.h"
 #include "train/train_job.h"
 
@@ -13,7 +14,8 @@ namespace parallm::cli {
 
 namespace {
 struct TrainFlags {
-  std::string config, preset;
+  std::string config, preset, dp_mode;
+  bool no_overlap = false;
   TrainJobOptions job;
   TrainConfig t;  // flag targets; copied over the file's values when given
   std::vector<std::pair<CLI::Option*, std::function<void(TrainConfig&)>>> overrides;
@@ -52,6 +54,18 @@ void add_train_command(CLI::App& app, CommandRegistry& reg) {
   flag(sub, *f, "--save", &TrainConfig::save_dir, "save a Hugging Face directory at the end");
   sub->add_option("--save-dtype", f->job.save_dtype, "F32 or BF16");
   sub->add_option("--threads", f->job.threads, "CPU threads (default: OMP_NUM_THREADS or all)");
+  auto dp_flag = [&](const std::string& names, auto member, const std::string& help) {
+    CLI::Option* o = sub->add_option(names, f->t.dp.*member, help);
+    f->overrides.emplace_back(o, [f, member](TrainConfig& dst) { dst.dp.*member = f->t.dp.*member; });
+  };
+  dp_flag("--dp", &DpOptions::dp, "data parallel size (must equal the number of ranks)");
+  dp_flag("--zero", &DpOptions::zero, "ZeRO stage: 0, 1 (optimizer), 2 (+ gradients)");
+  dp_flag("--bucket-mb", &DpOptions::bucket_mb, "gradient bucket size in MiB (default 25)");
+  CLI::Option* mode = sub->add_option("--dp-mode", f->dp_mode, "allreduce or ps");
+  f->overrides.emplace_back(mode, [f](TrainConfig& dst) { dst.dp.mode = dp_mode_from_name(f->dp_mode); });
+  CLI::Option* no_overlap =
+      sub->add_flag("--no-overlap", f->no_overlap, "reduce gradients after backward, not during it");
+  f->overrides.emplace_back(no_overlap, [](TrainConfig& dst) { dst.dp.overlap = false; });
 
   reg.actions.emplace_back(sub, [f]() {
     PX_CHECK(f->config.empty() || f->preset.empty(), "give --config or --model, not both");
@@ -62,8 +76,19 @@ void add_train_command(CLI::App& app, CommandRegistry& reg) {
     }
     for (auto& [opt, apply] : f->overrides)
       if (opt->count() > 0) apply(f->job.run.train);
-    run_train_job(f->job, read_launch_env(), std::cerr);
-    return 0;
+    const LaunchEnv env = read_launch_env();
+    // Checked on every rank before MPI starts, reported by rank 0 only.
+    try {
+      f->job.run = checked_run_config(f->job, env.world_size);
+    } catch (const Error&) {
+      if (env.rank != 0) return 1;
+      throw;
+    }
+    return comm::run_mpi_job([&](comm::MpiRuntime& rt) {
+      auto world = rt.world();
+      run_train_job(f->job, env, std::cerr, world.get());
+      return 0;
+    });
   });
 }
 

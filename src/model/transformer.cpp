@@ -7,10 +7,22 @@ namespace parallm {
 Transformer::Transformer(const ModelConfig& cfg, Allocator& alloc) : cfg_(cfg), alloc_(alloc) {
   cfg_.validate();
   embed_ = Embedding(params_, cfg_);
-  for (int l = 0; l < cfg_.n_layers; ++l) blocks_.emplace_back(params_, l, cfg_);
+  // first[u]: the first parameter of unit u (embedding, blocks..., tail).
+  std::vector<int> first{0};
+  for (int l = 0; l < cfg_.n_layers; ++l) {
+    first.push_back(params_.size());
+    blocks_.emplace_back(params_, l, cfg_);
+  }
+  first.push_back(params_.size());
   final_norm_ = Norm(params_, "final_norm", cfg_.hidden, cfg_.uses_layernorm(), cfg_.norm_eps);
   head_ = LmHead(params_, cfg_, embed_.token_table());
   params_.allocate(alloc_);
+  first.push_back(params_.size());
+  auto offset = [&](int param) {
+    return param < params_.size() ? params_.offset(param) : params_.total_numel();
+  };
+  for (size_t u = first.size() - 1; u-- > 0;)
+    segments_.push_back({offset(first[u]), offset(first[u + 1])});
 }
 
 LayerContext Transformer::context(int64_t B, int64_t T, const std::vector<int64_t>& pos) {
@@ -59,6 +71,7 @@ LossSum Transformer::forward_backward(const int32_t* inputs, const int32_t* targ
     final_norm_.backward(c, dx.data<float>(), dnorm.data<float>(), f.xs[L].data<float>(),
                          f.final_norm);
   }
+  grad_ready(0);
   f.final_norm = {};
   f.xs[L] = {};
   for (int64_t l = L - 1; l >= 0; --l) {
@@ -68,8 +81,10 @@ LossSum Transformer::forward_backward(const int32_t* inputs, const int32_t* targ
     f.blocks[l] = {};  // activations of this block are no longer needed
     f.xs[l + 1] = {};
     dx = dprev;
+    grad_ready(static_cast<int>(L - l));
   }
   embed_.backward(c, dx.data<float>(), inputs);
+  grad_ready(static_cast<int>(L + 1));
   return loss;
 }
 

@@ -3,7 +3,11 @@
 // point runs forward and backward for one micro-batch and accumulates
 // gradients of grad_scale * (sum of token losses); the caller picks
 // grad_scale (1 / global token count) so any layout sums to the same value.
+// Backward reports, through an optional hook, each moment a contiguous flat
+// range of gradients is complete (grad_segments(), in completion order), so
+// data parallelism can start reducing while the rest of backward runs.
 #pragma once
+#include <functional>
 #include <vector>
 
 #include "model/config.h"
@@ -27,6 +31,19 @@ class Transformer {
   // Full logits (B, T, V), for inference and reference tests.
   Tensor logits(const int32_t* inputs, int64_t B, int64_t T);
 
+  // A flat range [begin, end) of params().flat_grads().
+  struct GradSegment {
+    int64_t begin = 0, end = 0;
+  };
+  // Ranges whose gradients complete together, in the order backward completes
+  // them: final norm (+ untied lm_head), blocks L-1..0, then the embedding
+  // (last: a tied token table also receives the head's gradient). They tile
+  // [0, total_numel) because registration order is embedding, blocks, norm, head.
+  const std::vector<GradSegment>& grad_segments() const { return segments_; }
+  // Called with a segment index once that segment's gradients are final for
+  // this micro-batch (empty function: no calls).
+  void set_grad_ready_hook(std::function<void(int)> hook) { grad_ready_ = std::move(hook); }
+
  private:
   struct Forward {
     std::vector<Tensor> xs;  // xs[l]: input of block l; xs[L]: input of the final norm
@@ -44,6 +61,11 @@ class Transformer {
   std::vector<Block> blocks_;
   Norm final_norm_;
   LmHead head_;
+  std::vector<GradSegment> segments_;
+  std::function<void(int)> grad_ready_;
+  void grad_ready(int segment) const {
+    if (grad_ready_) grad_ready_(segment);
+  }
 };
 
 }  // namespace parallm

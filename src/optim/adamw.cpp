@@ -1,24 +1,37 @@
 #include "optim/adamw.h"
 
+#include <algorithm>
+
 namespace parallm {
 
-AdamW::AdamW(const ParameterSet& params, const AdamWConfig& cfg, Allocator& alloc) : cfg_(cfg) {
-  m_ = Tensor::zeros(alloc, {params.total_numel()}, DType::F32, MemTag::Optimizer);
-  v_ = Tensor::zeros(alloc, {params.total_numel()}, DType::F32, MemTag::Optimizer);
+AdamW::AdamW(const ParameterSet& params, const AdamWConfig& cfg, Allocator& alloc)
+    : AdamW(params, cfg, alloc, 0, params.total_numel(), params.total_numel()) {}
+
+AdamW::AdamW(const ParameterSet& params, const AdamWConfig& cfg, Allocator& alloc, int64_t begin,
+             int64_t end, int64_t capacity)
+    : cfg_(cfg), begin_(begin), end_(end) {
+  PX_CHECK(0 <= begin && begin <= end && end <= params.total_numel() && capacity >= end - begin,
+           "optimizer range [{}, {}) (capacity {}) does not fit {} parameters", begin, end,
+           capacity, params.total_numel());
+  m_ = Tensor::zeros(alloc, {capacity}, DType::F32, MemTag::Optimizer);
+  v_ = Tensor::zeros(alloc, {capacity}, DType::F32, MemTag::Optimizer);
 }
 
 void AdamW::step(const ParameterSet& params, double lr) {
   ++step_;
   float* p = params.flat_values().data<float>();
   const float* g = params.flat_grads().data<float>();
+  // Moment element k belongs to flat element begin_ + k.
   float* m = m_.data<float>();
   float* v = v_.data<float>();
   for (int i = 0; i < params.size(); ++i) {
-    const int64_t off = params.offset(i);
+    const int64_t lo = std::max(begin_, params.offset(i));
+    const int64_t hi = std::min(end_, params.offset(i) + params.numel(i));
+    if (hi <= lo) continue;
     cpu::AdamWParams h{.lr = lr, .beta1 = cfg_.beta1, .beta2 = cfg_.beta2, .eps = cfg_.eps,
                        .weight_decay = params.spec(i).weight_decay ? cfg_.weight_decay : 0.0,
                        .step = step_};
-    cpu::adamw_step(p + off, g + off, m + off, v + off, params.numel(i), h);
+    cpu::adamw_step(p + lo, g + lo, m + (lo - begin_), v + (lo - begin_), hi - lo, h);
   }
 }
 

@@ -151,6 +151,13 @@ RunConfig load_run_config(const std::string& path) {
   r.get("eval_batches", t.eval_batches);
   r.get("metrics", t.metrics_path);
   r.get("save", t.save_dir);
+  std::string dp_mode;
+  r.get("dp", t.dp.dp);
+  r.get("zero", t.dp.zero);
+  r.get("dp_mode", dp_mode);
+  if (!dp_mode.empty()) t.dp.mode = dp_mode_from_name(dp_mode);
+  r.get("bucket_mb", t.dp.bucket_mb);
+  r.get("overlap_grad_reduce", t.dp.overlap);
   r.reject_unknown();
   return rc;
 }
@@ -163,6 +170,11 @@ void TrainConfig::validate(const ModelConfig& m) const {
   PX_CHECK(global_batch_size % micro_batch_size == 0,
            "global batch size ({}) is not divisible by micro batch size ({})", global_batch_size,
            micro_batch_size);
+  PX_CHECK(dp.dp >= 1, "data parallel size must be positive, got {}", dp.dp);
+  PX_CHECK(global_batch_size % (micro_batch_size * dp.dp) == 0,
+           "global batch size ({}) is not divisible by micro batch size ({}) times data "
+           "parallel size ({})",
+           global_batch_size, micro_batch_size, dp.dp);
   PX_CHECK(seq_len > 0, "seq_len must be positive, got {}", seq_len);
   PX_CHECK(!m.uses_learned_positions() || seq_len <= m.max_positions,
            "seq_len ({}) exceeds the model's max_positions ({})", seq_len, m.max_positions);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "parallel/data/dp_options.h"
 
 namespace parallm {
 
@@ -34,8 +35,10 @@ struct TrainConfig {
   int64_t eval_batches = 8;
   std::string metrics_path;
   std::string save_dir;
+  DpOptions dp;  // data parallelism (dp == 1: one process)
 
-  int64_t grad_accum_steps() const { return global_batch_size / micro_batch_size; }
+  // Micro-batches per optimizer step on each data-parallel rank.
+  int64_t grad_accum_steps() const { return global_batch_size / (micro_batch_size * dp.dp); }
   void validate(const ModelConfig& m) const;
 };
 

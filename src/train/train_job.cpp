@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "grid/rank_grid.h"
 #include "io/hf_model.h"
 #include "kernels/cpu/threads.h"
 #include "plan/flops.h"
@@ -12,14 +13,36 @@
 
 namespace parallm {
 
-double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ostream& log) {
+RunConfig checked_run_config(const TrainJobOptions& opts, int world_size) {
   RunConfig rc = opts.run;
   if (!rc.train.init_from.empty()) rc.model = read_hf_model_config(rc.train.init_from);
   rc.train.validate(rc.model);
+  validate_dp_layout(rc.train.dp, world_size, rc.train.global_batch_size,
+                     rc.train.micro_batch_size);
   auto save_dtype = dtype_from_name(opts.save_dtype);
   PX_CHECK(save_dtype == DType::F32 || save_dtype == DType::BF16,
            "--save-dtype must be F32 or BF16, got '{}'", opts.save_dtype);
+  return rc;
+}
+
+double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ostream& log_in,
+                     comm::Communicator* world) {
+  const int world_size = world ? world->size() : 1;
+  const int rank = world ? world->rank() : 0;
+  RunConfig rc = checked_run_config(opts, world_size);
+  auto save_dtype = dtype_from_name(opts.save_dtype);
   cpu::set_num_threads(opts.threads);
+  std::ostream null_log(nullptr);  // ranks other than 0 stay quiet
+  std::ostream& log = rank == 0 ? log_in : null_log;
+
+  // The data-parallel group of this rank, from the grid (dp only for now).
+  std::unique_ptr<comm::Communicator> dp_group;
+  if (world_size > 1) {
+    RankGrid grid(GridSizes{.dp = rc.train.dp.dp}, world_size);
+    dp_group = world->split(grid.group_index(GroupKind::kDp, rank),
+                            grid.rank_in_group(GroupKind::kDp, rank),
+                            fmt::format("dp[{}]", grid.group_index(GroupKind::kDp, rank)));
+  }
 
   Allocator alloc;
   Transformer model(rc.model, alloc);
@@ -29,7 +52,7 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
     load_hf_weights(rc.train.init_from, model);
   }
   double peak = measure_gemm_peak_flops();
-  Trainer trainer(model, rc.train, alloc, peak);
+  Trainer trainer(model, rc.train, alloc, peak, dp_group.get());
   fmt::print(log,
              "parallm: {} model, {:.2f}M parameters, {} layers, hidden {}, vocab {}; "
              "{} steps of {} x {} tokens (micro-batch {}, accumulation {}), {} threads, "
@@ -38,9 +61,14 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
              rc.model.hidden, rc.model.vocab_size, rc.train.steps, rc.train.global_batch_size,
              rc.train.seq_len, rc.train.micro_batch_size, rc.train.grad_accum_steps(),
              cpu::num_threads(), peak / 1e9);
+  if (rc.train.dp.dp > 1)
+    fmt::print(log, "data parallel: dp {}, {}, ZeRO stage {}, buckets {} MiB, overlap {}\n",
+               rc.train.dp.dp, dp_mode_name(rc.train.dp.mode), rc.train.dp.zero,
+               rc.train.dp.bucket_mb, rc.train.dp.overlap ? "on" : "off");
 
   double first_loss = 0.0, last_loss = 0.0;
   const bool tty = env.stderr_is_tty && &log == &std::cerr;
+  const bool dist = rc.train.dp.dp > 1;
   trainer.run([&](const StepStats& s) {
     if (s.step == 0) first_loss = s.loss;
     last_loss = s.loss;
@@ -50,6 +78,7 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
         "MFU {:.1f}%",
         s.step + 1, rc.train.steps, s.loss, s.lr, s.grad_norm, s.step_seconds * 1e3,
         s.tokens_per_s, s.mfu * 100);
+    if (dist) line += fmt::format(" | exposed comm {:.0f} ms", s.exposed_comm_ms);
     if (tty) {
       fmt::print(log, "\r{}\x1b[K", line);
       if (last) fmt::print(log, "\n");
@@ -61,7 +90,7 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   double val = trainer.evaluate();
   fmt::print(log, "done: loss {:.4f} -> {:.4f}{}\n", first_loss, last_loss,
              std::isnan(val) ? std::string() : fmt::format(", validation loss {:.4f}", val));
-  if (!rc.train.save_dir.empty()) {
+  if (!rc.train.save_dir.empty() && rank == 0) {
     save_hf_model(rc.train.save_dir, model, *save_dtype);
     fmt::print(log, "saved {} ({})\n", rc.train.save_dir, opts.save_dtype);
   }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/env.h"
+#include "comm/communicator.h"
 #include "train/train_config.h"
 
 namespace parallm {
@@ -16,7 +17,13 @@ struct TrainJobOptions {
   int threads = 0;                 // 0: OpenMP default
 };
 
-// Returns the final training loss. Progress goes to `log`.
-double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ostream& log);
+// Returns the final training loss. Progress goes to `log` (rank 0 only).
+// world: every rank of the job, or null for a one-process run.
+double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ostream& log,
+                     comm::Communicator* world = nullptr);
+
+// The checks that need no model or memory (config, dp layout against the
+// world size); run on every rank before MPI starts.
+RunConfig checked_run_config(const TrainJobOptions& opts, int world_size);
 
 }  // namespace parallm

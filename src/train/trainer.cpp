@@ -4,19 +4,20 @@
 #include <cmath>
 #include <vector>
 
-#include "optim/grad_clip.h"
 #include "plan/flops.h"
 
 namespace parallm {
 
-Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, double peak_flops)
+Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, double peak_flops,
+                 comm::Communicator* dp_group)
     : model_(model),
       cfg_(cfg),
       alloc_(alloc),
       peak_flops_(peak_flops),
       flops_per_token_(training_flops_per_token(model.config(), cfg.seq_len)),
       train_data_(cfg.train_files, cfg.seq_len, cfg.seed, cfg.shuffle),
-      opt_(model.params(), AdamWConfig{cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay}, alloc),
+      dp_(model, dp_group, cfg.dp, AdamWConfig{cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay},
+          alloc),
       sched_{cfg.lr, cfg.warmup, cfg.steps, cfg.min_lr_ratio} {
   cfg_.validate(model.config());
   train_data_.validate_vocab(model.config().vocab_size);
@@ -24,7 +25,7 @@ Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, d
     val_data_ = std::make_unique<DataLoader>(cfg_.val_files, cfg_.seq_len, cfg_.seed, false);
     val_data_->validate_vocab(model.config().vocab_size);
   }
-  if (!cfg_.metrics_path.empty()) metrics_ = MetricsWriter(cfg_.metrics_path);
+  if (!cfg_.metrics_path.empty() && logging_rank()) metrics_ = MetricsWriter(cfg_.metrics_path);
 }
 
 StepStats Trainer::train_step(int64_t step) {
@@ -34,22 +35,30 @@ StepStats Trainer::train_step(int64_t step) {
   const int64_t accum = cfg_.grad_accum_steps();
   const double tokens = static_cast<double>(cfg_.global_batch_size * T);
   std::vector<int32_t> in(B * T), tg(B * T);
+  // This rank's rows of the global batch: a contiguous block of samples.
+  const int64_t first = step * cfg_.global_batch_size +
+                        dp_.dp_rank() * (cfg_.global_batch_size / dp_.dp_size());
 
-  model_.params().zero_grads();
+  dp_.begin_step();
   double loss_sum = 0.0;
   for (int64_t m = 0; m < accum; ++m) {
-    train_data_.fill_batch(step * cfg_.global_batch_size + m * B, B, in.data(), tg.data());
+    train_data_.fill_batch(first + m * B, B, in.data(), tg.data());
+    dp_.begin_micro_batch(m + 1 == accum);
     loss_sum += model_.forward_backward(in.data(), tg.data(), B, T, 1.0 / tokens).sum;
   }
   StepStats s;
   s.step = step;
-  s.loss = loss_sum / tokens;
-  s.grad_norm = std::sqrt(grad_sum_squares(model_.params()));
-  PX_CHECK(std::isfinite(s.loss) && std::isfinite(s.grad_norm),
-           "step {}: non-finite loss ({}) or gradient norm ({})", step, s.loss, s.grad_norm);
-  clip_grads(model_.params(), s.grad_norm, cfg_.clip_grad);
   s.lr = sched_.at(step);
-  opt_.step(model_.params(), s.lr);
+  DpStepResult r;
+  try {
+    r = dp_.finish_step(loss_sum, s.lr, cfg_.clip_grad);
+  } catch (const Error& e) {
+    PX_FAIL("step {}: {}", step, e.what());
+  }
+  s.loss = r.loss_sum / tokens;
+  s.grad_norm = r.grad_norm;
+  s.exposed_comm_ms = r.comm.exposed_seconds * 1e3;
+  s.comm_bytes = r.comm.bytes;
 
   s.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   s.tokens_per_s = tokens / s.step_seconds;
@@ -83,6 +92,8 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step) {
                           {"tokens_per_s", s.tokens_per_s},
                           {"tflops", s.tflops},
                           {"mfu", s.mfu},
+                          {"exposed_comm_ms", s.exposed_comm_ms},
+                          {"comm_bytes", s.comm_bytes},
                           {"memory", memory_json(alloc_.stats())}};
     bool last = step + 1 == cfg_.steps;
     if (val_data_ && ((cfg_.eval_interval > 0 && (step + 1) % cfg_.eval_interval == 0) || last))

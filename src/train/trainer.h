@@ -1,8 +1,10 @@
 // The one-process training loop: global batch -> micro-batches (gradient
 // accumulation) -> forward/backward -> global-norm clip -> AdamW with the
 // warmup+cosine schedule -> metrics. The loss is normalised by the global
-// token count so accumulation and (later) data parallelism give the same
-// gradients as one big batch.
+// token count so accumulation and data parallelism give the same gradients
+// as one big batch. Under data parallelism each rank takes its own rows of
+// the global batch and DataParallel reduces, updates and syncs; only the
+// logging rank (dp rank 0) writes metrics.
 #pragma once
 #include <functional>
 #include <memory>
@@ -10,6 +12,7 @@
 #include "data/data_loader.h"
 #include "model/transformer.h"
 #include "optim/adamw.h"
+#include "parallel/data/data_parallel.h"
 #include "optim/lr_schedule.h"
 #include "train/metrics.h"
 #include "train/train_config.h"
@@ -25,18 +28,25 @@ struct StepStats {
   double tokens_per_s = 0.0;
   double tflops = 0.0;
   double mfu = 0.0;
+  double exposed_comm_ms = 0.0;  // waiting on communication compute did not hide
+  int64_t comm_bytes = 0;        // bytes this rank handed to collectives
 };
 
 class Trainer {
  public:
-  // The model must already hold its initial parameters.
-  Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, double peak_flops);
+  // The model must already hold its initial parameters (the same on every
+  // rank). dp_group: the data-parallel group when cfg.dp.dp > 1, else null.
+  Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, double peak_flops,
+          comm::Communicator* dp_group = nullptr);
   StepStats train_step(int64_t step);
   // Mean loss over eval_batches micro-batches of the validation files.
   double evaluate();
   // Runs cfg.steps steps; on_step is called after each (progress, logging).
   void run(const std::function<void(const StepStats&)>& on_step);
-  const AdamW& optimizer() const { return opt_; }
+  // This rank's optimizer (null on a parameter-server worker).
+  const AdamW* optimizer() const { return dp_.optimizer(); }
+  const DataParallel& data_parallel() const { return dp_; }
+  bool logging_rank() const { return dp_.dp_rank() == 0; }
 
  private:
   Transformer& model_;
@@ -46,7 +56,7 @@ class Trainer {
   double flops_per_token_;
   DataLoader train_data_;
   std::unique_ptr<DataLoader> val_data_;
-  AdamW opt_;
+  DataParallel dp_;
   LrSchedule sched_;
   MetricsWriter metrics_;
 };

@@ -1,0 +1,65 @@
+// DataParallel: what a training step does around forward/backward when the
+// global batch is split over a data-parallel group. It owns the gradient
+// reducer (bucketed, overlapped with backward), the optimizer (replicated,
+// sharded by ZeRO, or on the parameter server only) and the parameter sync
+// after the update. Invariant: after finish_step every rank holds the same
+// parameters as a one-process run on the whole global batch (up to fp32
+// summation order), for every stage and mode. With dp == 1 (or no group) it
+// is the plain one-process step and makes no communication.
+#pragma once
+#include <memory>
+
+#include "comm/communicator.h"
+#include "model/transformer.h"
+#include "optim/adamw.h"
+#include "parallel/data/dp_options.h"
+#include "parallel/data/grad_reducer.h"
+
+namespace parallm {
+
+struct DpStepResult {
+  double loss_sum = 0.0;   // sum of token losses over the whole global batch
+  double grad_norm = 0.0;  // global, before clipping
+  CommStats comm;
+};
+
+class DataParallel {
+ public:
+  // dp: the data-parallel group (size opts.dp), or nullptr when opts.dp == 1.
+  // Installs a gradient hook on the model; the model must outlive this.
+  DataParallel(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
+               const AdamWConfig& adam, Allocator& alloc);
+  ~DataParallel();
+  DataParallel(const DataParallel&) = delete;
+  DataParallel& operator=(const DataParallel&) = delete;
+
+  int dp_rank() const { return dp_ ? dp_->rank() : 0; }
+  int dp_size() const { return dp_ ? dp_->size() : 1; }
+  const DpOptions& options() const { return opts_; }
+  const ShardLayout& shards() const { return shards_; }
+  // Null on a parameter-server worker (it keeps no optimizer state).
+  const AdamW* optimizer() const { return opt_.get(); }
+  const GradReducer* reducer() const { return reducer_.get(); }
+
+  void begin_step();                  // zeroes the gradients
+  void begin_micro_batch(bool last);  // the last one reduces during its backward
+  // After the step's micro-batches: finish the reduction, global loss and
+  // norm, clip, update, parameter sync. local_loss_sum: this rank's part.
+  DpStepResult finish_step(double local_loss_sum, double lr, double clip);
+
+ private:
+  bool multi() const { return dp_ != nullptr && dp_->size() > 1; }
+  bool is_server() const { return dp_rank() == 0; }
+  void sync_parameters(CommStats& stats);
+
+  Transformer& model_;
+  comm::Communicator* dp_;
+  DpOptions opts_;
+  ShardLayout shards_;
+  int64_t norm_begin_ = 0, norm_end_ = 0;      // gradients whose squares this rank counts
+  int64_t update_begin_ = 0, update_end_ = 0;  // parameters this rank updates
+  std::unique_ptr<GradReducer> reducer_;
+  std::unique_ptr<AdamW> opt_;
+};
+
+}  // namespace parallm

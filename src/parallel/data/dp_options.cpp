@@ -1,0 +1,41 @@
+#include "parallel/data/dp_options.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+
+namespace parallm {
+
+DpMode dp_mode_from_name(std::string_view name) {
+  if (name == "allreduce") return DpMode::AllReduce;
+  if (name == "ps") return DpMode::ParameterServer;
+  PX_FAIL("unknown --dp-mode '{}' (expected allreduce or ps)", name);
+}
+
+std::string_view dp_mode_name(DpMode m) {
+  return m == DpMode::AllReduce ? "allreduce" : "ps";
+}
+
+int64_t DpOptions::bucket_elems() const {
+  return std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * 1024.0 * 1024.0 / 4.0));
+}
+
+void validate_dp_layout(const DpOptions& o, int world_size, int64_t global_batch,
+                        int64_t micro_batch) {
+  PX_CHECK(o.dp >= 1, "data parallel size must be positive, got {}", o.dp);
+  PX_CHECK(o.zero >= 0 && o.zero <= 3, "--zero must be 0, 1, 2 or 3, got {}", o.zero);
+  PX_CHECK(o.zero <= 2, "ZeRO stage 3 (sharded parameters) is not implemented yet");
+  PX_CHECK(o.mode == DpMode::AllReduce || o.zero == 0,
+           "--dp-mode ps keeps the optimizer on the server and cannot be combined with "
+           "ZeRO stage {}",
+           o.zero);
+  PX_CHECK(o.bucket_mb > 0, "--bucket-mb must be positive, got {}", o.bucket_mb);
+  // Until tensor and pipeline parallelism exist, every rank is a dp rank.
+  PX_CHECK(world_size == o.dp, "world size ({}) is not equal to dp ({})", world_size, o.dp);
+  PX_CHECK(micro_batch > 0 && global_batch % (micro_batch * o.dp) == 0,
+           "global batch size ({}) is not divisible by micro batch size ({}) times data "
+           "parallel size ({})",
+           global_batch, micro_batch, o.dp);
+}
+
+}  // namespace parallm

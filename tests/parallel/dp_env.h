@@ -1,0 +1,34 @@
+// Shared state of the data-parallel MPI test binary (dp_dist_main.cpp): the
+// world communicator (every rank is a dp rank), and helpers that run a short
+// training job on the tiny test models, once as one process and once over
+// the world, so tests compare the two.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "model/config.h"
+#include "parallel/data/dp_options.h"
+
+namespace parallm::dp_test {
+
+struct DpTestEnv {
+  comm::Communicator* world = nullptr;  // check_collectives on, 60 s timeout
+  std::string shard;                    // this rank's copy of the token shard
+};
+DpTestEnv& env();
+
+struct RunResult {
+  std::vector<double> losses;       // per step
+  std::vector<double> grad_norms;   // per step
+  std::vector<float> params;        // final flat parameters
+  std::vector<double> exposed_ms;   // per step
+  std::vector<int64_t> comm_bytes;  // per step
+};
+
+// 20 steps, global batch 24 x 16 tokens, micro-batch 2: with dp ranks each
+// rank accumulates 12 / dp micro-batches. group: null for one process.
+RunResult train_run(const ModelConfig& model, const DpOptions& dp, comm::Communicator* group,
+                    int steps = 20);
+
+}  // namespace parallm::dp_test
