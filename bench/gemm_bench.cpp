@@ -4,7 +4,8 @@
 // Layout follows kernels/cpu/matmul.h: forward out = inp * W^T (W is (OC, IC)),
 // dinp += dout * W, dW += dout^T * inp; backward products accumulate (beta 1).
 // Each cell is the best time over rounds x repetitions (other work on the 2-core
-// machine only ever slows a run down). Output: a Markdown table per thread count.
+// machine only ever slows a run down). Output: a Markdown table per thread count;
+// --determinism instead checks for identical bits at 1 and 2 threads.
 #include <cblas.h>
 #include <fmt/format.h>
 #include <omp.h>
@@ -44,6 +45,8 @@ struct Options {
   bool bf16 = true;
   bool quick = false;  // drop the LM head shapes (the slow ones)
   bool openblas_only = false;  // e.g. to rerun under another OPENBLAS_CORETYPE
+  bool determinism = false;    // only check: same bits at 1 and 2 threads?
+  std::string only;            // run only shapes whose name contains this
 };
 
 constexpr int64_t kRows = 1024;  // B * T
@@ -218,6 +221,29 @@ Row measure(const Shape& s, const Options& opt) {
   return row;
 }
 
+// Whether each library gives the same bits at 1 and 2 threads: layout-invariance
+// tests compare runs that use different thread counts.
+void check_determinism(const std::vector<Shape>& shapes) {
+  std::printf("\n| shape | OpenBLAS 1 vs 2 threads | dnnl_sgemm 1 vs 2 threads |\n|---|---|---|\n");
+  for (const Shape& s : shapes) {
+    Operands ops(s);
+    auto fresh = [&](int threads, bool dnnl) {
+      set_threads(threads);
+      std::fill(ops.c.begin(), ops.c.end(), 0.0f);
+      if (dnnl) run_dnnl_sgemm(s, ops); else run_openblas(s, ops);
+      return ops.c;
+    };
+    auto verdict = [&](bool dnnl) {
+      std::vector<float> one = fresh(1, dnnl), two = fresh(2, dnnl);
+      return std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0
+                 ? "identical"
+                 : fmt::format("differs (rel {:.1e})", rel_err(two, one));
+    };
+    std::string blas = verdict(false), dnnl = verdict(true);
+    std::printf("| %s | %s | %s |\n", s.name.c_str(), blas.c_str(), dnnl.c_str());
+  }
+}
+
 const char* isa_name(dnnl_cpu_isa_t isa) {
   switch (isa) {
     case dnnl_cpu_isa_avx2: return "avx2";
@@ -253,13 +279,17 @@ Options parse(int argc, char** argv) {
       opt.bf16 = false;
     } else if (a == "--quick") {
       opt.quick = true;
+    } else if (a == "--only") {
+      opt.only = next();
+    } else if (a == "--determinism") {
+      opt.determinism = true;
     } else if (a == "--openblas-only") {
       opt.openblas_only = true;
       opt.bf16 = false;
     } else {
       std::fprintf(stderr,
                    "usage: gemm_bench [--threads 1,2] [--rounds 3] [--min-time 0.3] [--no-bf16] "
-                   "[--quick] [--openblas-only]\n");
+                   "[--quick] [--openblas-only] [--determinism] [--only NAME_PART]\n");
       std::exit(a == "--help" || a == "-h" ? 0 : 2);
     }
   }
@@ -277,6 +307,11 @@ int main(int argc, char** argv) {
               openblas_get_config(), openblas_get_corename(), coretype ? coretype : "unset",
               v->major, v->minor, v->patch, isa_name(dnnl_get_effective_cpu_isa()));
   std::vector<Shape> shapes = gpt2_shapes(opt.quick);
+  std::erase_if(shapes, [&](const Shape& s) { return s.name.find(opt.only) == std::string::npos; });
+  if (opt.determinism) {
+    check_determinism(shapes);
+    return 0;
+  }
   for (int t : opt.threads) {
     set_threads(t);
     std::printf("\n### %d thread%s (GFLOP/s, best of %d rounds)\n\n", t, t == 1 ? "" : "s",

@@ -6,20 +6,30 @@ Times forward + backward + AdamW step of tests/reference/torch_model.py's GPT-2
 fixed seed, after untimed warmup steps. Prints one JSON line:
 {"tokens_per_s", "step_ms_median", "threads", "params", ...}. Invariant: the
 shapes and thread count are the only knobs, so runs are comparable to parallm's.
+Debian's torch does its GEMMs in OpenBLAS (libblas.so.3), which obeys
+OPENBLAS_CORETYPE; this workplace sets it to Haswell (AVX2 kernels, half speed on
+AVX-512 CPUs), so by default the override is dropped before torch loads and the
+peer runs at its best (see docs/gemm.md); --openblas-coretype keep leaves it.
 """
 import argparse
+import ctypes
 import json
 import os
 import statistics
 import sys
 import time
 
-import torch
-import torch.nn.functional as F
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
-                                "reference"))
-import torch_model  # noqa: E402
+def set_blas_threads(n):
+    """Pins OpenBLAS's own pthread pool to n threads (torch.set_num_threads covers only
+    OpenMP); returns the OpenBLAS kernel family in use, or "unknown"."""
+    try:
+        lib = ctypes.CDLL("libopenblas.so.0")
+        lib.openblas_set_num_threads(ctypes.c_int(n))
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        return lib.openblas_get_corename().decode()
+    except (OSError, AttributeError):
+        return "unknown"
 
 
 def main():
@@ -35,7 +45,23 @@ def main():
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1337)
+    ap.add_argument("--openblas-coretype", default="auto",
+                    help="auto: let OpenBLAS detect the CPU; keep: leave OPENBLAS_CORETYPE as "
+                         "it is; anything else: set OPENBLAS_CORETYPE to it")
     args = ap.parse_args()
+
+    # Must happen before torch (and so OpenBLAS) is loaded: OpenBLAS reads it once.
+    if args.openblas_coretype == "auto":
+        os.environ.pop("OPENBLAS_CORETYPE", None)
+    elif args.openblas_coretype != "keep":
+        os.environ["OPENBLAS_CORETYPE"] = args.openblas_coretype
+    global torch, F, torch_model
+    import torch
+    import torch.nn.functional as F
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                    "reference"))
+    import torch_model
+    blas_core = set_blas_threads(args.threads)
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -76,7 +102,8 @@ def main():
         "params": n_params,
         "batch": args.batch, "seq": args.seq, "layers": args.layers, "hidden": args.hidden,
         "heads": args.heads, "vocab": args.vocab, "steps": args.steps,
-        "loss_first": losses[0], "torch": torch.__version__,
+        "loss_first": losses[0], "torch": torch.__version__, "openblas_core": blas_core,
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"),
     }))
     return 0
 

@@ -69,6 +69,8 @@ def run_reference(model_dir, tokens, targets, train, dtype=torch.float32):
     targets = torch.from_numpy(np.asarray(targets)).long()
     out = {}
     steps = int(train["steps"])
+    if steps < 1:
+        raise MissingInput("train.json: steps must be >= 1 (step 0 yields logits and grads)")
     for s in range(steps):
         opt.zero_grad(set_to_none=True)
         logits = model(tokens)
@@ -88,8 +90,6 @@ def run_reference(model_dir, tokens, targets, train, dtype=torch.float32):
         opt.step()
     for name, p in params.items():
         out[f"step{steps}.{name}"] = p.detach().numpy().copy()
-    if steps == 0:
-        raise MissingInput("train.json: steps must be >= 1 (step 0 yields logits and grads)")
     return {k: v.astype(np.float32) for k, v in out.items()}
 
 

@@ -1,10 +1,11 @@
-// BLAS-backed gemm and the linear layer (out = inp * W^T + b) with its
+// GEMM (f32 through oneDNN's dnnl_sgemm, f64 through BLAS) and the linear layer (out = inp * W^T + b) with its
 // backward. Invariant: backward accumulates (beta = 1) into dinp, dweight and
 // dbias; dbias is reduced over rows in a fixed order, so results do not
 // depend on the thread count or on scheduling.
 #include "kernels/cpu/matmul.h"
 
 #include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <type_traits>
@@ -21,7 +22,10 @@ template <class T>
 void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint M, blasint N, blasint K, T alpha,
                const T* A, blasint lda, const T* B, blasint ldb, T beta, T* C, blasint ldc) {
   if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    // oneDNN over OpenBLAS for f32 (docs/gemm.md): as fast or faster on
+    // AVX-512, thread-count-independent results, and the same OpenMP pool.
+    dnnl_sgemm(ta == CblasTrans ? 'T' : 'N', tb == CblasTrans ? 'T' : 'N', M, N, K, alpha, A, lda,
+               B, ldb, beta, C, ldc);
   } else {
     cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   }

@@ -1,5 +1,6 @@
-// Dense matrix products through BLAS (OpenBLAS; see docs/gemm.md for the
-// choice), and the linear layer built on them. Row-major throughout.
+// Dense matrix products (f32: oneDNN's sgemm, f64: OpenBLAS; docs/gemm.md has
+// the measurements behind the choice), and the linear layer built on them.
+// Row-major throughout.
 // Convention for every backward kernel in kernels/cpu: gradients ACCUMULATE
 // (+=) into their outputs; callers zero them when a fresh value is wanted.
 #pragma once
