@@ -17,9 +17,13 @@ LmHead::LmHead(ParameterSet& ps, const ModelConfig& cfg, ParamRef tied_table)
 }
 
 int64_t LmHead::chunk_rows(int64_t N) const {
-  // Keep a chunk of logits near 16 MiB: large enough for efficient GEMMs.
-  int64_t rows = (int64_t{4} << 20) / std::max<int64_t>(V_, 1);
-  return std::clamp<int64_t>(rows, 16, std::max<int64_t>(N, 1));
+  // Chunks of up to 32 MiB of logits, and never fewer than two, so the full
+  // (N, V) logits never exist; large chunks keep the dW GEMM's inner
+  // dimension (the chunk's rows) long, which is what makes it efficient.
+  int64_t rows = std::min<int64_t>((int64_t{8} << 20) / std::max<int64_t>(V_, 1), (N + 1) / 2);
+  rows = std::clamp<int64_t>(rows, 16, std::max<int64_t>(N, 1));
+  const int64_t chunks = (N + rows - 1) / rows;
+  return (N + chunks - 1) / chunks;  // even chunks: no short tail GEMM
 }
 
 LossSum LmHead::loss(const LayerContext& c, const float* x, const int32_t* targets) const {
