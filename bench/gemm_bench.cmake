@@ -1,6 +1,6 @@
-# gemm_bench (bench/gemm_bench.cpp) times OpenBLAS against oneDNN, so it alone
-# links oneDNN (libdnnl-dev); the library itself uses BLAS only (docs/gemm.md).
+# gemm_bench (bench/gemm_bench.cpp) times OpenBLAS against oneDNN, so it links
+# oneDNN itself, whichever GEMM library parallm_core uses (docs/gemm.md).
 # Included by bench/CMakeLists.txt after the gemm_bench target exists. Links the
-# plain library name: Debian's dnnl-config.cmake hard-requires OpenCL headers.
+# plain library: Debian's dnnl-config.cmake hard-requires the OpenCL headers.
 find_library(PARALLM_DNNL_LIBRARY dnnl REQUIRED)
 target_link_libraries(gemm_bench PRIVATE ${PARALLM_DNNL_LIBRARY})

@@ -59,7 +59,7 @@ void add_train_command(CLI::App& app, CommandRegistry& reg) {
     f->overrides.emplace_back(o, [f, member](TrainConfig& dst) { dst.dp.*member = f->t.dp.*member; });
   };
   dp_flag("--dp", &DpOptions::dp, "data parallel size (must equal the number of ranks)");
-  dp_flag("--zero", &DpOptions::zero, "ZeRO stage: 0, 1 (optimizer), 2 (+ gradients)");
+  dp_flag("--zero", &DpOptions::zero, "ZeRO stage: 0, 1 (optimizer), 2 (+ gradients), 3 (+ parameters)");
   dp_flag("--bucket-mb", &DpOptions::bucket_mb, "gradient bucket size in MiB (default 25)");
   CLI::Option* mode = sub->add_option("--dp-mode", f->dp_mode, "allreduce or ps");
   f->overrides.emplace_back(mode, [f](TrainConfig& dst) { dst.dp.mode = dp_mode_from_name(f->dp_mode); });

@@ -28,6 +28,37 @@ ParamRef ParameterSet::add(ParamSpec spec) {
 void ParameterSet::allocate(Allocator& alloc) {
   values_ = Tensor::zeros(alloc, {total_}, DType::F32, MemTag::Parameter);
   grads_ = Tensor::zeros(alloc, {total_}, DType::F32, MemTag::Gradient);
+  bind_flat();
+}
+
+void ParameterSet::bind_values(int first, int last, float* base) {
+  PX_CHECK(0 <= first && first <= last && last <= size(), "bad parameter range [{}, {})", first,
+           last);
+  for (int i = first; i < last; ++i) value_ptr_[i] = base + (offsets_[i] - offsets_[first]);
+}
+
+void ParameterSet::bind_grads(int first, int last, float* base) {
+  PX_CHECK(0 <= first && first <= last && last <= size(), "bad parameter range [{}, {})", first,
+           last);
+  for (int i = first; i < last; ++i) grad_ptr_[i] = base + (offsets_[i] - offsets_[first]);
+}
+
+void ParameterSet::bind_flat() {
+  PX_CHECK(values_.defined() && grads_.defined(), "bind_flat after a flat buffer was released");
+  value_ptr_.assign(size(), nullptr);
+  grad_ptr_.assign(size(), nullptr);
+  bind_values(0, size(), values_.data<float>());
+  bind_grads(0, size(), grads_.data<float>());
+}
+
+void ParameterSet::release_flat_values() {
+  values_ = Tensor();
+  value_ptr_.assign(size(), nullptr);
+}
+
+void ParameterSet::release_flat_grads() {
+  grads_ = Tensor();
+  grad_ptr_.assign(size(), nullptr);
 }
 
 int64_t ParameterSet::numel(int i) const { return product(specs_[i].shape); }
@@ -47,10 +78,11 @@ int ParameterSet::find(const std::string& name) const {
 }
 
 void ParameterSet::init_random(uint64_t seed) const {
-  PX_CHECK(allocated(), "init_random before allocate");
+  PX_CHECK(!value_ptr_.empty(), "init_random before allocate");
   for (int i = 0; i < size(); ++i) {
     const ParamSpec& s = specs_[i];
-    float* v = values_.data<float>() + offsets_[i];
+    float* v = value_ptr_[i];
+    PX_CHECK(v != nullptr, "init_random: parameter '{}' is not bound", s.name);
     int64_t n = numel(i);
     if (s.init != InitKind::Normal) {
       float fill = s.init == InitKind::Ones ? 1.0f : 0.0f;

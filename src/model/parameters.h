@@ -4,6 +4,10 @@
 // Each entry records its global shape and the slice it holds, and is
 // initialised from a counter-based RNG keyed by (seed, name, global element
 // index): a shard holds exactly the slice of the full tensor (principle 1).
+// Layers reach values and gradients only through value()/grad(), which read
+// per-parameter pointers: by default into the flat buffers, but ZeRO rebinds
+// a unit's range to a gathered or staging buffer (bind_values/bind_grads)
+// and may release the flat buffers it no longer needs.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -35,23 +39,36 @@ class ParameterSet {
   // Registration happens before allocate(); refs stay valid afterwards.
   ParamRef add(ParamSpec spec);
   void allocate(Allocator& alloc);
-  bool allocated() const { return values_.defined(); }
+  bool allocated() const { return !value_ptr_.empty(); }
 
-  float* value(ParamRef r) const { return values_.data<float>() + offsets_[r.index]; }
-  float* grad(ParamRef r) const { return grads_.data<float>() + offsets_[r.index]; }
+  float* value(ParamRef r) const { return value_ptr_[r.index]; }
+  float* grad(ParamRef r) const { return grad_ptr_[r.index]; }
+  // Points parameters [first, last) at base, laid out as in the flat buffer:
+  // parameter i at base + offset(i) - offset(first). The range must hold
+  // offset(last) - offset(first) floats (offset(size()) == total_numel()).
+  void bind_values(int first, int last, float* base);
+  void bind_grads(int first, int last, float* base);
+  // Back to the flat buffers (which must still be allocated).
+  void bind_flat();
+  // Frees a flat buffer; its parameters must be rebound before use (ZeRO-2
+  // keeps only a gradient shard, ZeRO-3 a value shard too).
+  void release_flat_values();
+  void release_flat_grads();
   Tensor value_tensor(int i) const;
   Tensor grad_tensor(int i) const;
 
   int size() const { return static_cast<int>(specs_.size()); }
   const ParamSpec& spec(int i) const { return specs_[i]; }
-  int64_t offset(int i) const { return offsets_[i]; }
+  int64_t offset(int i) const { return i < size() ? offsets_[i] : total_; }
   int64_t numel(int i) const;
   int find(const std::string& name) const;  // -1 when absent
   int64_t total_numel() const { return total_; }
 
   const Tensor& flat_values() const { return values_; }
   const Tensor& flat_grads() const { return grads_; }
-  void zero_grads() const { grads_.zero_(); }
+  void zero_grads() const {
+    if (grads_.defined()) grads_.zero_();
+  }
   void init_random(uint64_t seed) const;
 
  private:
@@ -60,6 +77,7 @@ class ParameterSet {
   int64_t total_ = 0;
   Tensor values_;
   Tensor grads_;
+  std::vector<float*> value_ptr_, grad_ptr_;
 };
 
 }  // namespace parallm

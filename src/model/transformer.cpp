@@ -22,7 +22,7 @@ Transformer::Transformer(const ModelConfig& cfg, Allocator& alloc) : cfg_(cfg), 
     return param < params_.size() ? params_.offset(param) : params_.total_numel();
   };
   for (size_t u = first.size() - 1; u-- > 0;)
-    segments_.push_back({offset(first[u]), offset(first[u + 1])});
+    segments_.push_back({offset(first[u]), offset(first[u + 1]), first[u], first[u + 1]});
 }
 
 LayerContext Transformer::context(int64_t B, int64_t T, const std::vector<int64_t>& pos) {
@@ -44,11 +44,14 @@ Transformer::Forward Transformer::run_forward(const LayerContext& c, const int32
   const int64_t L = cfg_.n_layers;
   f.xs.reserve(L + 1);
   f.xs.push_back(c.activation({c.N(), cfg_.hidden}));
+  before_unit(UnitPass::Forward, static_cast<int>(L + 1));
   embed_.forward(c, f.xs[0].data<float>(), inputs);
   for (int64_t l = 0; l < L; ++l) {
     f.xs.push_back(c.activation({c.N(), cfg_.hidden}));
+    before_unit(UnitPass::Forward, static_cast<int>(L - l));
     f.blocks.push_back(blocks_[l].forward(c, f.xs[l + 1].data<float>(), f.xs[l].data<float>()));
   }
+  before_unit(UnitPass::Forward, 0);
   f.final_norm = final_norm_.forward(c, f.xs[L].data<float>());
   return f;
 }
@@ -66,6 +69,7 @@ LossSum Transformer::forward_backward(const int32_t* inputs, const int32_t* targ
   LossSum loss;
   {
     Tensor dnorm = c.workspace({c.N(), cfg_.hidden});
+    before_unit(UnitPass::Backward, 0);
     loss = head_.loss_and_grad(c, dnorm.data<float>(), f.final_norm.out.data<float>(), targets,
                                grad_scale);
     final_norm_.backward(c, dx.data<float>(), dnorm.data<float>(), f.xs[L].data<float>(),
@@ -76,6 +80,7 @@ LossSum Transformer::forward_backward(const int32_t* inputs, const int32_t* targ
   f.xs[L] = {};
   for (int64_t l = L - 1; l >= 0; --l) {
     Tensor dprev = c.workspace({c.N(), cfg_.hidden});
+    before_unit(UnitPass::Backward, static_cast<int>(L - l));
     blocks_[l].backward(c, dprev.data<float>(), dx.data<float>(), f.xs[l].data<float>(),
                         f.blocks[l]);
     f.blocks[l] = {};  // activations of this block are no longer needed
@@ -83,6 +88,7 @@ LossSum Transformer::forward_backward(const int32_t* inputs, const int32_t* targ
     dx = dprev;
     grad_ready(static_cast<int>(L - l));
   }
+  before_unit(UnitPass::Backward, static_cast<int>(L + 1));
   embed_.backward(c, dx.data<float>(), inputs);
   grad_ready(static_cast<int>(L + 1));
   return loss;

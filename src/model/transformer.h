@@ -6,6 +6,8 @@
 // Backward reports, through an optional hook, each moment a contiguous flat
 // range of gradients is complete (grad_segments(), in completion order), so
 // data parallelism can start reducing while the rest of backward runs.
+// A second hook runs before each unit's forward and before its backward
+// (a unit is the parameters of one segment), so ZeRO-3 can gather them.
 #pragma once
 #include <functional>
 #include <vector>
@@ -32,8 +34,10 @@ class Transformer {
   Tensor logits(const int32_t* inputs, int64_t B, int64_t T);
 
   // A flat range [begin, end) of params().flat_grads().
+  // Its parameters are [first_param, end_param) of params().
   struct GradSegment {
     int64_t begin = 0, end = 0;
+    int first_param = 0, end_param = 0;
   };
   // Ranges whose gradients complete together, in the order backward completes
   // them: final norm (+ untied lm_head), blocks L-1..0, then the embedding
@@ -43,6 +47,12 @@ class Transformer {
   // Called with a segment index once that segment's gradients are final for
   // this micro-batch (empty function: no calls).
   void set_grad_ready_hook(std::function<void(int)> hook) { grad_ready_ = std::move(hook); }
+  // Called with a segment index just before that unit's forward (embedding
+  // L+1, blocks L..1, tail 0) and before its backward (0, 1..L, L+1; the
+  // tail's backward also runs the fused head, and a tied head reads the
+  // embedding's table). forward_loss and logits call only the forward side.
+  enum class UnitPass { Forward, Backward };
+  void set_unit_hook(std::function<void(UnitPass, int)> hook) { unit_hook_ = std::move(hook); }
 
  private:
   struct Forward {
@@ -63,6 +73,10 @@ class Transformer {
   LmHead head_;
   std::vector<GradSegment> segments_;
   std::function<void(int)> grad_ready_;
+  std::function<void(UnitPass, int)> unit_hook_;
+  void before_unit(UnitPass p, int segment) const {
+    if (unit_hook_) unit_hook_(p, segment);
+  }
   void grad_ready(int segment) const {
     if (grad_ready_) grad_ready_(segment);
   }

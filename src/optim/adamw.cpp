@@ -18,9 +18,12 @@ AdamW::AdamW(const ParameterSet& params, const AdamWConfig& cfg, Allocator& allo
 }
 
 void AdamW::step(const ParameterSet& params, double lr) {
+  step_range(params, lr, params.flat_values().data<float>() + begin_,
+             params.flat_grads().data<float>() + begin_);
+}
+
+void AdamW::step_range(const ParameterSet& params, double lr, float* p, const float* g) {
   ++step_;
-  float* p = params.flat_values().data<float>();
-  const float* g = params.flat_grads().data<float>();
   // Moment element k belongs to flat element begin_ + k.
   float* m = m_.data<float>();
   float* v = v_.data<float>();
@@ -31,7 +34,8 @@ void AdamW::step(const ParameterSet& params, double lr) {
     cpu::AdamWParams h{.lr = lr, .beta1 = cfg_.beta1, .beta2 = cfg_.beta2, .eps = cfg_.eps,
                        .weight_decay = params.spec(i).weight_decay ? cfg_.weight_decay : 0.0,
                        .step = step_};
-    cpu::adamw_step(p + lo, g + lo, m + (lo - begin_), v + (lo - begin_), hi - lo, h);
+    const int64_t k = lo - begin_;
+    cpu::adamw_step(p + k, g + k, m + k, v + k, hi - lo, h);
   }
 }
 

@@ -28,6 +28,10 @@ class AdamW {
   // One update of the owned range with learning rate lr using params'
   // current gradients there.
   void step(const ParameterSet& params, double lr);
+  // The same update on explicit buffers of the owned range: p[k] and g[k]
+  // are the value and gradient of flat element begin() + k (ZeRO-2/3 keep
+  // gradients, and under stage 3 values, only as such shards).
+  void step_range(const ParameterSet& params, double lr, float* p, const float* g);
   int64_t steps_taken() const { return step_; }
   const Tensor& exp_avg() const { return m_; }
   const Tensor& exp_avg_sq() const { return v_; }

@@ -90,6 +90,13 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   double val = trainer.evaluate();
   fmt::print(log, "done: loss {:.4f} -> {:.4f}{}\n", first_loss, last_loss,
              std::isnan(val) ? std::string() : fmt::format(", validation loss {:.4f}", val));
+  // ZeRO-3 ranks hold only shards: gather the full vector (collective) and
+  // point the model at it for saving.
+  std::vector<float> full;
+  if (!rc.train.save_dir.empty() && dist && rc.train.dp.zero >= 3) {
+    full = trainer.data_parallel().full_parameters();
+    model.params().bind_values(0, model.params().size(), full.data());
+  }
   if (!rc.train.save_dir.empty() && rank == 0) {
     save_hf_model(rc.train.save_dir, model, *save_dtype);
     fmt::print(log, "saved {} ({})\n", rc.train.save_dir, opts.save_dtype);

@@ -63,7 +63,9 @@ StepStats Trainer::train_step(int64_t step) {
   s.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   s.tokens_per_s = tokens / s.step_seconds;
   s.tflops = s.tokens_per_s * flops_per_token_ / 1e12;
-  s.mfu = peak_flops_ > 0 ? s.tokens_per_s * flops_per_token_ / peak_flops_ : 0.0;
+  // peak_flops_ is one rank's; the step's tokens ran on dp ranks.
+  s.mfu = peak_flops_ > 0 ? s.tokens_per_s * flops_per_token_ / (peak_flops_ * dp_.dp_size())
+                          : 0.0;
   return s;
 }
 

@@ -46,6 +46,7 @@ class Trainer {
   // This rank's optimizer (null on a parameter-server worker).
   const AdamW* optimizer() const { return dp_.optimizer(); }
   const DataParallel& data_parallel() const { return dp_; }
+  DataParallel& data_parallel() { return dp_; }
   bool logging_rank() const { return dp_.dp_rank() == 0; }
 
  private:

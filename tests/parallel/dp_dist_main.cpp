@@ -45,8 +45,7 @@ RunResult train_run(const ModelConfig& model, const DpOptions& dp, comm::Communi
     r.exposed_ms.push_back(s.exposed_comm_ms);
     r.comm_bytes.push_back(s.comm_bytes);
   });
-  const Tensor& v = m.params().flat_values();
-  r.params.assign(v.data<float>(), v.data<float>() + v.numel());
+  r.params = tr.data_parallel().full_parameters();
   return r;
 }
 

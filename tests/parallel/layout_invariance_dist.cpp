@@ -1,5 +1,5 @@
 // Layout invariance of data parallelism (DESIGN principle 1): over the world
-// (dp = number of ranks), DDP with and without overlap, ZeRO-1, ZeRO-2 and
+// (dp = number of ranks), DDP with and without overlap, ZeRO-1, ZeRO-2, ZeRO-3 and
 // the parameter server, with gradient accumulation and a small bucket so
 // several buckets overlap backward, follow the one-process trajectory:
 // per-step losses, gradient norms and the final parameter vector within
@@ -88,7 +88,8 @@ void expect_same_trajectory(const std::string& family, const Layout& l) {
 
 const Layout kLayouts[] = {
     {0, DpMode::AllReduce, true},  {0, DpMode::AllReduce, false}, {1, DpMode::AllReduce, true},
-    {2, DpMode::AllReduce, true},  {2, DpMode::AllReduce, false}, {0, DpMode::ParameterServer, true},
+    {2, DpMode::AllReduce, true},  {2, DpMode::AllReduce, false}, {3, DpMode::AllReduce, true},
+    {3, DpMode::AllReduce, false}, {0, DpMode::ParameterServer, true},
 };
 
 TEST(DataParallelLayout, Gpt2MatchesOneProcess) {

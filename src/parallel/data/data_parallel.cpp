@@ -14,7 +14,6 @@ DataParallel::DataParallel(Transformer& model, comm::Communicator* dp, const DpO
   PX_CHECK(dp == nullptr || dp->size() == opts.dp,
            "the dp group has {} ranks but data parallel size is {}", dp ? dp->size() : 1,
            opts.dp);
-  PX_CHECK(opts.zero <= 2, "ZeRO stage 3 is not implemented yet");
   const ParameterSet& ps = model.params();
   const int64_t total = ps.total_numel();
   const int r = dp_rank();
@@ -38,7 +37,12 @@ DataParallel::DataParallel(Transformer& model, comm::Communicator* dp, const DpO
   } else {
     opt_ = std::make_unique<AdamW>(ps, adam, alloc);
   }
-  if (multi()) {
+  if (multi() && opts.zero >= 2) {
+    shard_reducer_ = std::make_unique<GradShardReducer>(*dp_, model, shards_, opts.overlap, alloc);
+    if (opts.zero >= 3) gatherer_ = std::make_unique<ParamGatherer>(*dp_, model, shards_, alloc);
+    model_.set_grad_ready_hook([this](int s) { shard_reducer_->on_segment_ready(s); });
+    model_.set_unit_hook([this](Transformer::UnitPass p, int s) { on_unit(p, s); });
+  } else if (multi()) {
     GradTarget target = ps_mode            ? GradTarget::Root
                         : opts.zero >= 2   ? GradTarget::Owners
                                            : GradTarget::AllRanks;
@@ -49,9 +53,43 @@ DataParallel::DataParallel(Transformer& model, comm::Communicator* dp, const DpO
   }
 }
 
-DataParallel::~DataParallel() { model_.set_grad_ready_hook({}); }
+DataParallel::~DataParallel() {
+  model_.set_grad_ready_hook({});
+  model_.set_unit_hook({});
+}
 
-void DataParallel::begin_step() { model_.params().zero_grads(); }
+void DataParallel::begin_step() {
+  model_.params().zero_grads();
+  if (shard_reducer_) shard_reducer_->zero_shard();
+}
+
+// Units run embedding (L+1), blocks (L..1), tail (0) forward, then 0..L+1
+// backward; the embedding's gradients and values stay in pinned buffers.
+void DataParallel::on_unit(Transformer::UnitPass pass, int segment) {
+  const int last = static_cast<int>(model_.grad_segments().size()) - 1;
+  const bool fwd = pass == Transformer::UnitPass::Forward;
+  if (gatherer_) {
+    int next = -1;
+    if (fwd) next = segment > 0 ? segment - 1 : -1;
+    else if (segment < last - 1) next = segment + 1;
+    gatherer_->acquire(segment, next);
+  }
+  if (!fwd && segment != last) {
+    if (segment == 0) shard_reducer_->prepare(last);  // a tied head writes it first
+    shard_reducer_->prepare(segment);
+  }
+}
+
+int64_t DataParallel::unit_buffer_bytes() const {
+  return (shard_reducer_ ? shard_reducer_->staging_bytes() : 0) +
+         (gatherer_ ? gatherer_->buffer_bytes() : 0);
+}
+
+std::vector<float> DataParallel::full_parameters() {
+  if (gatherer_) return gatherer_->full_values();
+  const Tensor& v = model_.params().flat_values();
+  return std::vector<float>(v.data<float>(), v.data<float>() + v.numel());
+}
 
 void DataParallel::begin_micro_batch(bool last) {
   if (last && reducer_) reducer_->arm();
@@ -60,10 +98,15 @@ void DataParallel::begin_micro_batch(bool last) {
 DpStepResult DataParallel::finish_step(double local_loss_sum, double lr, double clip) {
   DpStepResult res;
   const ParameterSet& ps = model_.params();
-  float* g = ps.flat_grads().data<float>();
   if (reducer_) reducer_->finish(res.comm);
+  if (shard_reducer_) shard_reducer_->finish(res.comm);
+  if (gatherer_) gatherer_->take_stats(res.comm);
+  // gn[k], gu[k]: gradients of flat elements norm_begin_ + k, update_begin_ + k.
+  float* gn = shard_reducer_ ? shard_reducer_->shard() : ps.flat_grads().data<float>() + norm_begin_;
+  float* gu = shard_reducer_ ? shard_reducer_->shard()
+                             : ps.flat_grads().data<float>() + update_begin_;
 
-  double sums[2] = {local_loss_sum, cpu::sum_squares(g + norm_begin_, norm_end_ - norm_begin_)};
+  double sums[2] = {local_loss_sum, cpu::sum_squares(gn, norm_end_ - norm_begin_)};
   if (multi()) {
     ExposedTimer t(res.comm);
     dp_->all_reduce(sums, 2, DType::F64, comm::ReduceOp::Sum);
@@ -76,10 +119,17 @@ DpStepResult DataParallel::finish_step(double local_loss_sum, double lr, double 
            "non-finite loss ({}) or gradient norm ({})", res.loss_sum, res.grad_norm);
   // torch.nn.utils.clip_grad_norm_ semantics, on the range this rank updates.
   if (clip > 0.0 && clip / (res.grad_norm + 1e-6) < 1.0)
-    cpu::scale_inplace(g + update_begin_, update_end_ - update_begin_,
+    cpu::scale_inplace(gu, update_end_ - update_begin_,
                        static_cast<float>(clip / (res.grad_norm + 1e-6)));
-  if (opt_) opt_->step(ps, lr);
-  if (multi()) sync_parameters(res.comm);
+  if (gatherer_) {
+    opt_->step_range(ps, lr, gatherer_->shard(), gu);
+    gatherer_->invalidate();  // no sync: units are gathered again on demand
+  } else if (shard_reducer_) {
+    opt_->step_range(ps, lr, ps.flat_values().data<float>() + update_begin_, gu);
+  } else if (opt_) {
+    opt_->step(ps, lr);
+  }
+  if (multi() && !gatherer_) sync_parameters(res.comm);
   return res;
 }
 

@@ -5,7 +5,9 @@
 // after the update. Invariant: after finish_step every rank holds the same
 // parameters as a one-process run on the whole global batch (up to fp32
 // summation order), for every stage and mode. With dp == 1 (or no group) it
-// is the plain one-process step and makes no communication.
+// is the plain one-process step and makes no communication. Stages 2 and 3
+// (dp > 1) keep gradients, and under stage 3 values, only as this rank's
+// shard (parallel/zero/): the model's pointers are rebound unit by unit.
 #pragma once
 #include <memory>
 
@@ -14,6 +16,8 @@
 #include "optim/adamw.h"
 #include "parallel/data/dp_options.h"
 #include "parallel/data/grad_reducer.h"
+#include "parallel/zero/grad_shard_reducer.h"
+#include "parallel/zero/param_gatherer.h"
 
 namespace parallm {
 
@@ -40,6 +44,10 @@ class DataParallel {
   // Null on a parameter-server worker (it keeps no optimizer state).
   const AdamW* optimizer() const { return opt_.get(); }
   const GradReducer* reducer() const { return reducer_.get(); }
+  // Bytes of unit buffers (tag communication) of ZeRO-2/3, 0 otherwise.
+  int64_t unit_buffer_bytes() const;
+  // Collective: the full flat parameter vector (ZeRO-3 gathers it).
+  std::vector<float> full_parameters();
 
   void begin_step();                  // zeroes the gradients
   void begin_micro_batch(bool last);  // the last one reduces during its backward
@@ -51,6 +59,7 @@ class DataParallel {
   bool multi() const { return dp_ != nullptr && dp_->size() > 1; }
   bool is_server() const { return dp_rank() == 0; }
   void sync_parameters(CommStats& stats);
+  void on_unit(Transformer::UnitPass pass, int segment);
 
   Transformer& model_;
   comm::Communicator* dp_;
@@ -60,6 +69,8 @@ class DataParallel {
   int64_t update_begin_ = 0, update_end_ = 0;  // parameters this rank updates
   std::unique_ptr<GradReducer> reducer_;
   std::unique_ptr<AdamW> opt_;
+  std::unique_ptr<GradShardReducer> shard_reducer_;  // ZeRO-2/3
+  std::unique_ptr<ParamGatherer> gatherer_;          // ZeRO-3
 };
 
 }  // namespace parallm

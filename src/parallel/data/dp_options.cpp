@@ -24,7 +24,6 @@ void validate_dp_layout(const DpOptions& o, int world_size, int64_t global_batch
                         int64_t micro_batch) {
   PX_CHECK(o.dp >= 1, "data parallel size must be positive, got {}", o.dp);
   PX_CHECK(o.zero >= 0 && o.zero <= 3, "--zero must be 0, 1, 2 or 3, got {}", o.zero);
-  PX_CHECK(o.zero <= 2, "ZeRO stage 3 (sharded parameters) is not implemented yet");
   PX_CHECK(o.mode == DpMode::AllReduce || o.zero == 0,
            "--dp-mode ps keeps the optimizer on the server and cannot be combined with "
            "ZeRO stage {}",
