@@ -70,7 +70,7 @@ class TableReader {
   std::set<std::string> seen_;
 };
 
-// Relative data paths in a config are relative to the config file.
+// Relative paths in a config are relative to the config file.
 void resolve_paths(std::vector<std::string>& files, const std::filesystem::path& base) {
   for (auto& f : files)
     if (!f.empty() && std::filesystem::path(f).is_relative()) f = (base / f).lexically_normal();
@@ -159,6 +159,13 @@ RunConfig load_run_config(const std::string& path) {
   r.get("bucket_mb", t.dp.bucket_mb);
   r.get("overlap_grad_reduce", t.dp.overlap);
   r.reject_unknown();
+  // Every path in a run file, outputs included, is relative to the file.
+  std::vector<std::string*> paths = {&t.init_from, &t.metrics_path, &t.save_dir};
+  for (std::string* p : paths) {
+    std::vector<std::string> one = {*p};
+    resolve_paths(one, base);
+    *p = one[0];
+  }
   return rc;
 }
 

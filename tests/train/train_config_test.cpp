@@ -42,6 +42,7 @@ train = ["a.bin", "/abs/b.bin"]
 [train]
 steps = 7
 lr = 0.5
+metrics = "out/m.jsonl"
 )"));
   EXPECT_EQ(rc.model.arch, Arch::LLaMA);
   EXPECT_EQ(rc.model.head_dim, 12);
@@ -51,6 +52,7 @@ lr = 0.5
   ASSERT_EQ(rc.train.train_files.size(), 2u);
   EXPECT_EQ(rc.train.train_files[0], (fs::temp_directory_path() / "a.bin").string());
   EXPECT_EQ(rc.train.train_files[1], "/abs/b.bin");
+  EXPECT_EQ(rc.train.metrics_path, (fs::temp_directory_path() / "out/m.jsonl").string());
 }
 
 TEST(RunConfig, PresetWithGpt2Defaults) {
