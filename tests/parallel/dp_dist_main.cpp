@@ -32,6 +32,7 @@ RunResult train_run(const ModelConfig& model, const DpOptions& dp, comm::Communi
   t.steps = steps;
   t.lr = 3e-3;
   t.warmup = 3;
+  t.eps = 1e-6;  // see layout_invariance_dist.cpp
   t.clip_grad = 0.5;  // low enough that clipping is active in early steps
   t.dp = dp;
   Allocator alloc;

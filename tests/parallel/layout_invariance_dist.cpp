@@ -55,13 +55,11 @@ void expect_same_trajectory(const std::string& family, const Layout& l) {
         << what << ", step " << s;
   }
   ASSERT_EQ(got.params.size(), ref.params.size()) << what;
-  // The parameter vector within 1e-5 relative (norm-wise). Element-wise,
-  // AdamW amplifies fp32 summation-order noise in tiny gradients (rare rows
-  // of a tied embedding) to ~1e-5 relative over 20 steps; one process with a
-  // different micro-batch split moves the same elements by as much, so each
-  // element is held only to 1e-2 relative (with a floor of 1e-3 of the RMS
-  // for elements passing through zero): a guard against gross errors in one
-  // range, while the per-step gradient norms pin the reduction at 1e-5.
+  // The parameter vector within 1e-5 relative, norm-wise and element-wise
+  // (elements near zero: 1e-5 of the parameters' RMS). The runs use AdamW
+  // eps 1e-6 (dp_dist_main.cpp) for the reason tests/reference gives: with
+  // 1e-8, exactly-zero gradients (GPT-2's key bias) hold fp32 noise that Adam
+  // turns into lr-sized updates of random sign in any two runs.
   double ss = 0.0, dd = 0.0;
   for (size_t i = 0; i < ref.params.size(); ++i) {
     ss += double(ref.params[i]) * ref.params[i];
@@ -69,11 +67,11 @@ void expect_same_trajectory(const std::string& family, const Layout& l) {
     dd += d * d;
   }
   EXPECT_LE(std::sqrt(dd / ss), 1e-5) << what << ": relative distance of the parameters";
-  const double floor = 1e-3 * std::sqrt(ss / ref.params.size());
+  const double floor = 1e-5 * std::sqrt(ss / ref.params.size());
   size_t bad = 0, worst = 0;
   double worst_ratio = 0.0;
   for (size_t i = 0; i < ref.params.size(); ++i) {
-    const double tol = std::max(1e-2 * std::abs(ref.params[i]), floor);
+    const double tol = std::max(1e-5 * std::abs(ref.params[i]), floor);
     const double ratio = std::abs(double(got.params[i]) - ref.params[i]) / tol;
     if (ratio > 1.0) ++bad;
     if (ratio > worst_ratio) worst_ratio = ratio, worst = i;
