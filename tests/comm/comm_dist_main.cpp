@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "tensor/half.h"
 #include "dist_env.h"
+#include "../common/rank_failure_printer.h"
 
 namespace parallm::comm::dist {
 
@@ -61,19 +62,7 @@ uint64_t Buf::bits(size_t i) const {
 }
 
 namespace {
-// Prints failures of non-zero ranks, prefixed with the rank.
-class RankFailurePrinter : public ::testing::EmptyTestEventListener {
- public:
-  explicit RankFailurePrinter(int rank) : rank_(rank) {}
-  void OnTestPartResult(const ::testing::TestPartResult& r) override {
-    if (r.failed())
-      std::fprintf(stderr, "[rank %d] %s:%d: failure\n%s\n", rank_,
-                   r.file_name() ? r.file_name() : "?", r.line_number(), r.summary());
-  }
-
- private:
-  int rank_;
-};
+using testing::RankFailurePrinter;
 }  // namespace
 
 }  // namespace parallm::comm::dist

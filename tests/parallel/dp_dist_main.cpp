@@ -14,6 +14,7 @@
 #include "kernels/cpu/threads.h"
 #include "model/transformer.h"
 #include "train/trainer.h"
+#include "../common/rank_failure_printer.h"
 
 namespace parallm::dp_test {
 
@@ -51,18 +52,7 @@ RunResult train_run(const ModelConfig& model, const DpOptions& dp, comm::Communi
 }
 
 namespace {
-class RankFailurePrinter : public ::testing::EmptyTestEventListener {
- public:
-  explicit RankFailurePrinter(int rank) : rank_(rank) {}
-  void OnTestPartResult(const ::testing::TestPartResult& r) override {
-    if (r.failed())
-      std::fprintf(stderr, "[rank %d] %s:%d: failure\n%s\n", rank_,
-                   r.file_name() ? r.file_name() : "?", r.line_number(), r.summary());
-  }
-
- private:
-  int rank_;
-};
+using testing::RankFailurePrinter;
 
 std::string write_shard() {
   std::string text;
