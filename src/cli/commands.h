@@ -19,5 +19,6 @@ void add_eval_command(CLI::App& app, CommandRegistry& reg);
 void add_tokenize_command(CLI::App& app, CommandRegistry& reg);
 void add_grid_command(CLI::App& app, CommandRegistry& reg);
 void add_bench_command(CLI::App& app, CommandRegistry& reg);
+void add_memory_command(CLI::App& app, CommandRegistry& reg);
 
 }  // namespace parallm::cli

@@ -1,0 +1,66 @@
+// `parallm memory`: bytes per rank by category for a model, layout and
+// recipe, with a verdict against --device-memory and changes that fit.
+#include <fmt/core.h>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "io/hf_config.h"
+#include "plan/memory_report.h"
+#include "plan/model_catalog.h"
+
+namespace parallm::cli {
+
+void add_memory_command(CLI::App& app, CommandRegistry& reg) {
+  struct Flags {
+    std::string model = "gpt3-175b", precision = "bf16", optimizer = "adamw", recompute = "none",
+                schedule = "1f1b", device;
+    MemoryQuery q;
+    bool json = false;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* sub = app.add_subcommand(
+      "memory",
+      "bytes per rank: parameters, gradients, optimizer states (ZeRO paper: 2+2+12 bytes per "
+      "parameter in mixed precision with Adam; ZeRO-1/2/3 divide optimizer, then gradients, then "
+      "parameters by dp x cp), activations (Korthikanti et al. 2022, per layer, 16-bit: "
+      "sbh(34 + 5as/h); tp: sbh(10 + 24/t + 5as/(ht)); tp+sp: sbh(34/t + 5as/(ht)); selective "
+      "recompute drops 5as/h; full recompute keeps 2sbh), communication buffers");
+  sub->add_option("--model", f->model, "preset (gpt3-175b, llama2-7b, llama3-8b, ...) or an HF config.json");
+  sub->add_option("--seq-len,--seq-length", f->q.seq_len, "sequence length");
+  sub->add_option("--micro-batch-size", f->q.micro_batch, "sequences per micro-batch");
+  sub->add_option("--micro-batches", f->q.micro_batches, "micro-batches per step per dp rank");
+  sub->add_option("--tp,--tensor-model-parallel-size", f->q.tp, "tensor parallel size");
+  sub->add_option("--pp,--pipeline-model-parallel-size", f->q.pp, "pipeline parallel size");
+  sub->add_option("--dp,--data-parallel-size", f->q.dp, "data parallel size");
+  sub->add_option("--cp,--context-parallel-size", f->q.cp, "context parallel size");
+  sub->add_option("--ep,--expert-model-parallel-size", f->q.ep, "expert parallel size");
+  sub->add_option("--virtual-stages", f->q.virtual_stages, "model chunks per pipeline rank");
+  sub->add_option("--schedule", f->schedule, "gpipe, 1f1b, interleaved or zb");
+  sub->add_flag("--sequence-parallel", f->q.sequence_parallel, "Megatron sequence parallelism");
+  sub->add_option("--zero", f->q.zero, "ZeRO stage 0-3");
+  sub->add_option("--precision", f->precision, "fp32, bf16 or fp16");
+  sub->add_option("--optimizer", f->optimizer, "sgd, sgd-momentum, adam, adamw or muon");
+  sub->add_option("--recompute", f->recompute, "none, selective or full");
+  sub->add_option("--device-memory", f->device, "e.g. 80GiB: print a verdict and what would fit");
+  sub->add_flag("--json", f->json, "machine-readable output");
+  reg.actions.emplace_back(sub, [f]() {
+    f->q.model = std::filesystem::path(f->model).extension() == ".json" ? read_hf_config(f->model)
+                                                                          : catalog_model(f->model);
+    f->q.precision = precision_from_name(f->precision);
+    f->q.optimizer = optimizer_from_name(f->optimizer);
+    f->q.recompute = recompute_from_name(f->recompute);
+    f->q.schedule = schedule_from_name(f->schedule);
+    double device = f->device.empty() ? 0.0 : parse_bytes(f->device);
+    if (f->json) {
+      std::cout << memory_report_json(f->q, f->model, device).dump(2) << "\n";
+    } else {
+      std::cout << memory_report_text(f->q, f->model, device);
+    }
+    return 0;
+  });
+}
+
+}  // namespace parallm::cli

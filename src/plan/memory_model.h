@@ -1,0 +1,71 @@
+// The memory model: bytes per rank by category (parameters, gradients,
+// optimizer states, activations, communication buffers) for a model, a layout
+// and a training recipe, for the most loaded rank (the first pipeline stage,
+// which holds the embedding and the most micro-batches in flight).
+// Formulas (REFERENCE.md): model states as in the ZeRO paper (mixed precision
+// with Adam: 2 + 2 + 12 bytes per parameter; ZeRO-1/2/3 divide the optimizer,
+// then gradients, then parameters by the data-parallel degree); activations
+// per layer as in Korthikanti et al. 2022, 16-bit: s*b*h*(34 + 5*a*s/h), with
+// tensor parallel t: s*b*h*(10 + 24/t + 5*a*s/(h*t)), with sequence parallel:
+// s*b*h*(34/t + 5*a*s/(h*t)); selective recompute drops the 5*a*s/h term; full
+// recompute keeps 2*s*b*h per layer (plus one layer's working set). fp32
+// doubles the activation bytes.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+
+namespace parallm {
+
+enum class Precision { FP32, BF16, FP16 };
+enum class OptimizerKind { SGD, SGDMomentum, Adam, AdamW, Muon };
+enum class Recompute { None, Selective, Full };
+enum class PipeSchedule { GPipe, OneFOneB, Interleaved, ZeroBubble };
+
+Precision precision_from_name(const std::string& s);
+OptimizerKind optimizer_from_name(const std::string& s);
+Recompute recompute_from_name(const std::string& s);
+PipeSchedule schedule_from_name(const std::string& s);
+
+struct MemoryQuery {
+  ModelConfig model;
+  int64_t seq_len = 2048;
+  int64_t micro_batch = 1;
+  int64_t micro_batches = 1;  // per step per data-parallel rank (GPipe holds them all)
+  int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, virtual_stages = 1;
+  PipeSchedule schedule = PipeSchedule::OneFOneB;
+  bool sequence_parallel = false;
+  int zero = 0;
+  Precision precision = Precision::BF16;
+  OptimizerKind optimizer = OptimizerKind::AdamW;
+  Recompute recompute = Recompute::None;
+  double bucket_mb = 25.0;
+
+  void validate() const;  // layout constraints, with the values in the message
+};
+
+struct MemoryBreakdown {
+  int64_t params_per_rank = 0;  // parameters held by the rank before ZeRO-3
+  double parameters = 0, gradients = 0, optimizer = 0, activations = 0, communication = 0;
+  double activation_per_layer = 0;  // bytes for one layer and one micro-batch
+  double micro_batches_in_flight = 0;
+  double total() const { return parameters + gradients + optimizer + activations + communication; }
+};
+
+MemoryBreakdown estimate_memory(const MemoryQuery& q);
+
+struct MemorySuggestion {
+  std::string change;  // "--recompute selective", "--zero 2", ...
+  MemoryQuery query;
+  double total = 0;
+};
+// Changes that make the estimate fit `device_bytes`, cheapest first (single
+// changes in order of their usual cost in speed, then cumulative ones).
+std::vector<MemorySuggestion> suggest_fits(const MemoryQuery& q, double device_bytes);
+
+// "80GiB", "24GB", "512MiB", "1e9" -> bytes.
+double parse_bytes(const std::string& s);
+
+}  // namespace parallm

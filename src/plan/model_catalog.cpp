@@ -1,0 +1,78 @@
+#include "plan/model_catalog.h"
+
+#include "base/error.h"
+
+namespace parallm {
+namespace {
+
+ModelConfig gpt(int64_t h, int64_t layers, int64_t heads, int64_t vocab, int64_t positions) {
+  ModelConfig c;
+  c.hidden = h;
+  c.n_layers = layers;
+  c.n_heads = c.n_kv_heads = heads;
+  c.head_dim = h / heads;
+  c.intermediate = 4 * h;
+  c.vocab_size = vocab;
+  c.max_positions = positions;
+  return c;
+}
+
+ModelConfig llama(int64_t h, int64_t layers, int64_t heads, int64_t kv, int64_t inter,
+                  int64_t vocab, int64_t positions, double theta) {
+  ModelConfig c;
+  c.arch = Arch::LLaMA;
+  c.hidden = h;
+  c.n_layers = layers;
+  c.n_heads = heads;
+  c.n_kv_heads = kv;
+  c.head_dim = h / heads;
+  c.intermediate = inter;
+  c.vocab_size = vocab;
+  c.max_positions = positions;
+  c.rope_theta = theta;
+  c.tie_embeddings = false;
+  return c;
+}
+
+struct Entry {
+  const char* name;
+  ModelConfig cfg;
+};
+
+const std::vector<Entry>& entries() {
+  static const std::vector<Entry> kEntries = {
+      {"gpt3-175b", gpt(12288, 96, 96, 50257, 2048)},
+      {"gpt2-1.5b", gpt(1600, 48, 25, 50257, 1024)},
+      {"llama2-7b", llama(4096, 32, 32, 32, 11008, 32000, 4096, 1e4)},
+      {"llama2-13b", llama(5120, 40, 40, 40, 13824, 32000, 4096, 1e4)},
+      {"llama2-70b", llama(8192, 80, 64, 8, 28672, 32000, 4096, 1e4)},
+      {"llama3-8b", llama(4096, 32, 32, 8, 14336, 128256, 8192, 5e5)},
+      {"llama3-70b", llama(8192, 80, 64, 8, 28672, 128256, 8192, 5e5)},
+      {"llama3-405b", llama(16384, 126, 128, 8, 53248, 128256, 8192, 5e5)},
+  };
+  return kEntries;
+}
+
+}  // namespace
+
+ModelConfig catalog_model(const std::string& name) {
+  for (const auto& e : entries())
+    if (name == e.name) return e.cfg;
+  if (name == "mixtral-8x7b")
+    PX_FAIL("mixtral-8x7b needs mixture-of-experts layers, which parallm does not model yet");
+  try {
+    return model_preset(name);
+  } catch (const Error&) {
+    PX_FAIL("unknown model '{}' (known: {}, gpt2-124m, gpt2-tiny, llama-tiny, or an HF "
+            "config.json)",
+            name, fmt::join(catalog_names(), ", "));
+  }
+}
+
+std::vector<std::string> catalog_names() {
+  std::vector<std::string> out;
+  for (const auto& e : entries()) out.push_back(e.name);
+  return out;
+}
+
+}  // namespace parallm
