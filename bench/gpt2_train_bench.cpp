@@ -17,6 +17,7 @@
 #include "optim/adamw.h"
 #include "optim/grad_clip.h"
 #include "plan/flops.h"
+#include "plan/model_catalog.h"
 
 using namespace parallm;
 
@@ -40,13 +41,7 @@ int main(int argc, char** argv) {
     }
   }
   cpu::set_num_threads(0);
-  ModelConfig cfg = model_preset("gpt2-124m-padded");
-  cfg.n_layers = layers;
-  cfg.hidden = hidden;
-  cfg.n_heads = cfg.n_kv_heads = heads;
-  cfg.head_dim = hidden / heads;
-  cfg.intermediate = 4 * hidden;
-  cfg.vocab_size = vocab;
+  ModelConfig cfg = gpt_shape(hidden, layers, heads, vocab, 1024);
   Allocator alloc;
   Transformer model(cfg, alloc);
   model.params().init_random(1);

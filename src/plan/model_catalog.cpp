@@ -5,18 +5,6 @@
 namespace parallm {
 namespace {
 
-ModelConfig gpt(int64_t h, int64_t layers, int64_t heads, int64_t vocab, int64_t positions) {
-  ModelConfig c;
-  c.hidden = h;
-  c.n_layers = layers;
-  c.n_heads = c.n_kv_heads = heads;
-  c.head_dim = h / heads;
-  c.intermediate = 4 * h;
-  c.vocab_size = vocab;
-  c.max_positions = positions;
-  return c;
-}
-
 ModelConfig llama(int64_t h, int64_t layers, int64_t heads, int64_t kv, int64_t inter,
                   int64_t vocab, int64_t positions, double theta) {
   ModelConfig c;
@@ -41,8 +29,8 @@ struct Entry {
 
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> kEntries = {
-      {"gpt3-175b", gpt(12288, 96, 96, 50257, 2048)},
-      {"gpt2-1.5b", gpt(1600, 48, 25, 50257, 1024)},
+      {"gpt3-175b", gpt_shape(12288, 96, 96, 50257, 2048)},
+      {"gpt2-1.5b", gpt_shape(1600, 48, 25, 50257, 1024)},
       {"llama2-7b", llama(4096, 32, 32, 32, 11008, 32000, 4096, 1e4)},
       {"llama2-13b", llama(5120, 40, 40, 40, 13824, 32000, 4096, 1e4)},
       {"llama2-70b", llama(8192, 80, 64, 8, 28672, 32000, 4096, 1e4)},
@@ -54,6 +42,18 @@ const std::vector<Entry>& entries() {
 }
 
 }  // namespace
+
+ModelConfig gpt_shape(int64_t h, int64_t layers, int64_t heads, int64_t vocab, int64_t positions) {
+  ModelConfig c;
+  c.hidden = h;
+  c.n_layers = layers;
+  c.n_heads = c.n_kv_heads = heads;
+  c.head_dim = h / heads;
+  c.intermediate = 4 * h;
+  c.vocab_size = vocab;
+  c.max_positions = positions;
+  return c;
+}
 
 ModelConfig catalog_model(const std::string& name) {
   for (const auto& e : entries())

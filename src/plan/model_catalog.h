@@ -9,7 +9,10 @@
 
 namespace parallm {
 
-ModelConfig catalog_model(const std::string& name);  // throws naming the known names
+ModelConfig catalog_model(const std::string& name);
+// A GPT-2-family shape: 4h MLP, head_dim = h / heads, tied embeddings.
+ModelConfig gpt_shape(int64_t hidden, int64_t layers, int64_t heads, int64_t vocab,
+                      int64_t positions);  // throws naming the known names
 std::vector<std::string> catalog_names();
 
 }  // namespace parallm
