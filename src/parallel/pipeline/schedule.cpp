@@ -1,0 +1,116 @@
+// Schedule kinds, validation, transfer insertion and the textbook bubble.
+#include "parallel/pipeline/schedule.h"
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "parallel/pipeline/gpipe.h"
+#include "parallel/pipeline/interleaved.h"
+#include "parallel/pipeline/one_f_one_b.h"
+#include "parallel/pipeline/zero_bubble.h"
+
+namespace parallm::pipeline {
+
+ScheduleKind parse_schedule_kind(const std::string& name) {
+  if (name == "gpipe") return ScheduleKind::kGPipe;
+  if (name == "1f1b") return ScheduleKind::kOneFOneB;
+  if (name == "interleaved") return ScheduleKind::kInterleaved;
+  if (name == "zb" || name == "zb-h1") return ScheduleKind::kZeroBubbleH1;
+  PX_FAIL("unknown pipeline schedule '{}' (expected gpipe, 1f1b, interleaved or zb)", name);
+}
+
+std::string schedule_kind_name(ScheduleKind k) {
+  switch (k) {
+    case ScheduleKind::kGPipe: return "gpipe";
+    case ScheduleKind::kOneFOneB: return "1f1b";
+    case ScheduleKind::kInterleaved: return "interleaved";
+    case ScheduleKind::kZeroBubbleH1: return "zb";
+  }
+  return "?";
+}
+
+void validate_spec(const ScheduleSpec& spec) {
+  PX_CHECK(spec.pp >= 1, "pipeline size pp ({}) must be at least 1", spec.pp);
+  PX_CHECK(spec.micro_batches >= 1, "micro-batches ({}) must be at least 1", spec.micro_batches);
+  PX_CHECK(spec.virtual_stages >= 1, "virtual stages ({}) must be at least 1", spec.virtual_stages);
+  if (spec.kind == ScheduleKind::kInterleaved) {
+    PX_CHECK(spec.pp >= 2, "interleaved schedule needs pp ({}) of at least 2", spec.pp);
+    PX_CHECK(spec.micro_batches % spec.pp == 0,
+             "interleaved schedule needs micro-batches ({}) divisible by pp ({})",
+             spec.micro_batches, spec.pp);
+  } else {
+    PX_CHECK(spec.virtual_stages == 1,
+             "virtual stages ({}) need the interleaved schedule, not {}", spec.virtual_stages,
+             schedule_kind_name(spec.kind));
+  }
+}
+
+Schedule make_schedule(const ScheduleSpec& spec) {
+  validate_spec(spec);
+  std::vector<std::vector<Action>> compute;
+  switch (spec.kind) {
+    case ScheduleKind::kGPipe: compute = gpipe_compute(spec.pp, spec.micro_batches); break;
+    case ScheduleKind::kOneFOneB: compute = one_f_one_b_compute(spec.pp, spec.micro_batches); break;
+    case ScheduleKind::kInterleaved:
+      compute = interleaved_compute(spec.pp, spec.micro_batches, spec.virtual_stages);
+      break;
+    case ScheduleKind::kZeroBubbleH1:
+      compute = zero_bubble_h1_compute(spec.pp, spec.micro_batches);
+      break;
+  }
+  return with_transfers(spec, std::move(compute));
+}
+
+Schedule with_transfers(const ScheduleSpec& spec, std::vector<std::vector<Action>> compute) {
+  const int pp = spec.pp, last = spec.pp * spec.virtual_stages - 1;
+  Schedule out;
+  out.spec = spec;
+  out.stages.resize(pp);
+  for (int s = 0; s < pp; ++s) {
+    auto& list = out.stages[s];
+    for (const Action& a : compute[s]) {
+      const int vs = virtual_stage(pp, s, a.chunk);
+      // Stages holding virtual stages vs - 1 and vs + 1.
+      const int prev_stage = (vs - 1 + pp) % pp, next_stage = (vs + 1) % pp;
+      const bool fwd = a.kind == ActionKind::kForward;
+      const bool bwd = a.kind == ActionKind::kBackward || a.kind == ActionKind::kBackwardInput;
+      // Both ends of a transfer name the chunk of the receiving side, so a
+      // pair matches on (kind, micro-batch, chunk).
+      if (fwd && vs > 0)
+        list.push_back({ActionKind::kRecvActivation, a.micro_batch, a.chunk, prev_stage});
+      if (bwd && vs < last)
+        list.push_back({ActionKind::kRecvGrad, a.micro_batch, a.chunk, next_stage});
+      list.push_back(a);
+      if (fwd && vs < last)
+        list.push_back({ActionKind::kSendActivation, a.micro_batch, (vs + 1) / pp, next_stage});
+      if (bwd && vs > 0)
+        list.push_back({ActionKind::kSendGrad, a.micro_batch, (vs - 1) / pp, prev_stage});
+    }
+  }
+  return out;
+}
+
+double ideal_bubble_fraction(const ScheduleSpec& spec) {
+  const double p = spec.pp, m = spec.micro_batches, v = spec.virtual_stages;
+  switch (spec.kind) {
+    case ScheduleKind::kGPipe:
+    case ScheduleKind::kOneFOneB: return (p - 1) / (m + p - 1);
+    case ScheduleKind::kInterleaved: return (p - 1) / (v * m + p - 1);
+    case ScheduleKind::kZeroBubbleH1: return (p - 1) / (3 * m + p - 1);
+  }
+  return 0;
+}
+
+std::string format_schedule(const Schedule& s, bool with_transfers) {
+  const bool chunks = s.spec.virtual_stages > 1;
+  std::string out;
+  for (size_t st = 0; st < s.stages.size(); ++st) {
+    out += fmt::format("stage {}:", st);
+    for (const Action& a : s.stages[st])
+      if (with_transfers || is_compute(a.kind)) out += " " + format_action(a, chunks);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace parallm::pipeline
