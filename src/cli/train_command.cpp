@@ -16,6 +16,7 @@ namespace {
 struct TrainFlags {
   std::string config, preset, dp_mode;
   bool no_overlap = false;
+  bool sequence_parallel = false;
   TrainJobOptions job;
   TrainConfig t;  // flag targets; copied over the file's values when given
   std::vector<std::pair<CLI::Option*, std::function<void(TrainConfig&)>>> overrides;
@@ -66,6 +67,11 @@ void add_train_command(CLI::App& app, CommandRegistry& reg) {
   CLI::Option* no_overlap =
       sub->add_flag("--no-overlap", f->no_overlap, "reduce gradients after backward, not during it");
   f->overrides.emplace_back(no_overlap, [](TrainConfig& dst) { dst.dp.overlap = false; });
+  flag(sub, *f, "--tp,--tensor-model-parallel-size", &TrainConfig::tp,
+       "tensor parallel size (world = dp x tp)");
+  CLI::Option* sp = sub->add_flag("--sequence-parallel", f->sequence_parallel,
+                                  "norms and residuals on 1/tp of the tokens (needs --tp > 1)");
+  f->overrides.emplace_back(sp, [](TrainConfig& dst) { dst.sequence_parallel = true; });
 
   reg.actions.emplace_back(sub, [f]() {
     PX_CHECK(f->config.empty() || f->preset.empty(), "give --config or --model, not both");

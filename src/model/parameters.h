@@ -28,6 +28,10 @@ struct ParamSpec {
   InitKind init = InitKind::Normal;
   double init_std = 0.02;
   bool weight_decay = true;          // false for norms and biases
+  // Replicated over tp, but each tp rank's gradient covers only its slice of
+  // the sequence (norms, row-parallel biases, positions under sequence
+  // parallelism): the model sums it over the tp group after backward.
+  bool tp_partial_grad = false;
 };
 
 struct ParamRef {

@@ -1,28 +1,44 @@
 #include "model/transformer.h"
 
+#include <cstring>
 #include <numeric>
+
+#include "parallel/tensor/mappings.h"
 
 namespace parallm {
 
-Transformer::Transformer(const ModelConfig& cfg, Allocator& alloc) : cfg_(cfg), alloc_(alloc) {
-  cfg_.validate();
-  embed_ = Embedding(params_, cfg_);
+namespace {
+const ModelConfig& checked(const ModelConfig& cfg, const TpGroup& tp) {
+  cfg.validate();
+  check_tp_divides(cfg, tp.size());  // before any parameter is registered
+  return cfg;
+}
+}  // namespace
+
+Transformer::Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup& tp)
+    : cfg_(checked(cfg, tp)), alloc_(alloc), tp_(tp) {
+  embed_ = Embedding(params_, cfg_, tp_);
   // first[u]: the first parameter of unit u (embedding, blocks..., tail).
   std::vector<int> first{0};
   for (int l = 0; l < cfg_.n_layers; ++l) {
     first.push_back(params_.size());
-    blocks_.emplace_back(params_, l, cfg_);
+    blocks_.emplace_back(params_, l, cfg_, tp_);
   }
   first.push_back(params_.size());
-  final_norm_ = Norm(params_, "final_norm", cfg_.hidden, cfg_.uses_layernorm(), cfg_.norm_eps);
-  head_ = LmHead(params_, cfg_, embed_.token_table());
+  final_norm_ = Norm(params_, "final_norm", cfg_.hidden, cfg_.uses_layernorm(), cfg_.norm_eps,
+                     tp_.sp());
+  head_ = LmHead(params_, cfg_, embed_.token_table(), tp_);
   params_.allocate(alloc_);
   first.push_back(params_.size());
   auto offset = [&](int param) {
     return param < params_.size() ? params_.offset(param) : params_.total_numel();
   };
-  for (size_t u = first.size() - 1; u-- > 0;)
+  std::vector<std::pair<int, int>> units;
+  for (size_t u = first.size() - 1; u-- > 0;) {
     segments_.push_back({offset(first[u]), offset(first[u + 1]), first[u], first[u + 1]});
+    units.emplace_back(first[u], first[u + 1]);
+  }
+  partial_grads_ = PartialGradSync(params_, units, tp_, alloc_);
 }
 
 LayerContext Transformer::context(int64_t B, int64_t T, const std::vector<int64_t>& pos) {
@@ -33,6 +49,7 @@ void Transformer::check_batch(const int32_t* inputs, int64_t B, int64_t T) const
   PX_CHECK(B > 0 && T > 0, "empty batch (B {}, T {})", B, T);
   PX_CHECK(T <= cfg_.max_positions || !cfg_.uses_learned_positions(),
            "sequence length {} exceeds max_positions {}", T, cfg_.max_positions);
+  tp_local_rows(tp_, B * T);  // throws when sequence parallel cannot split the rows
   for (int64_t i = 0; i < B * T; ++i)
     PX_CHECK(inputs[i] >= 0 && inputs[i] < cfg_.vocab_size,
              "input token {} at position {} is outside the vocabulary ({})", inputs[i], i,
@@ -42,18 +59,26 @@ void Transformer::check_batch(const int32_t* inputs, int64_t B, int64_t T) const
 Transformer::Forward Transformer::run_forward(const LayerContext& c, const int32_t* inputs) {
   Forward f;
   const int64_t L = cfg_.n_layers;
+  const int64_t rows = tp_local_rows(tp_, c.N());
   f.xs.reserve(L + 1);
-  f.xs.push_back(c.activation({c.N(), cfg_.hidden}));
+  f.xs.push_back(c.activation({rows, cfg_.hidden}));
   before_unit(UnitPass::Forward, static_cast<int>(L + 1));
   embed_.forward(c, f.xs[0].data<float>(), inputs);
   for (int64_t l = 0; l < L; ++l) {
-    f.xs.push_back(c.activation({c.N(), cfg_.hidden}));
+    f.xs.push_back(c.activation({rows, cfg_.hidden}));
     before_unit(UnitPass::Forward, static_cast<int>(L - l));
     f.blocks.push_back(blocks_[l].forward(c, f.xs[l + 1].data<float>(), f.xs[l].data<float>()));
   }
   before_unit(UnitPass::Forward, 0);
-  f.final_norm = final_norm_.forward(c, f.xs[L].data<float>());
+  f.final_norm = final_norm_.forward(stream_context(c, rows), f.xs[L].data<float>());
   return f;
+}
+
+Tensor Transformer::head_input(const LayerContext& c, const Forward& f) const {
+  if (!tp_.sp()) return f.final_norm.out;
+  Tensor full = c.workspace({c.N(), cfg_.hidden});
+  enter_tp_region(tp_, full.data<float>(), f.final_norm.out.data<float>(), c.N(), cfg_.hidden);
+  return full;
 }
 
 LossSum Transformer::forward_backward(const int32_t* inputs, const int32_t* targets, int64_t B,
@@ -64,33 +89,46 @@ LossSum Transformer::forward_backward(const int32_t* inputs, const int32_t* targ
   LayerContext c = context(B, T, pos);
   Forward f = run_forward(c, inputs);
   const int64_t L = cfg_.n_layers;
+  const int64_t rows = tp_local_rows(tp_, c.N());
+  const LayerContext cs = stream_context(c, rows);
+  auto unit_backward = [&](int segment, auto&& body) {
+    before_unit(UnitPass::Backward, segment);
+    partial_grads_.before_backward(params_, segment);
+    body();
+    partial_grads_.after_backward(params_, segment);
+    grad_ready(segment);
+  };
 
-  Tensor dx = c.workspace({c.N(), cfg_.hidden});
+  Tensor dx = c.workspace({rows, cfg_.hidden});
   LossSum loss;
-  {
-    Tensor dnorm = c.workspace({c.N(), cfg_.hidden});
-    before_unit(UnitPass::Backward, 0);
-    loss = head_.loss_and_grad(c, dnorm.data<float>(), f.final_norm.out.data<float>(), targets,
-                               grad_scale);
-    final_norm_.backward(c, dx.data<float>(), dnorm.data<float>(), f.xs[L].data<float>(),
+  unit_backward(0, [&] {
+    Tensor dnorm = c.workspace({rows, cfg_.hidden});
+    Tensor x = head_input(c, f);
+    if (!tp_.active()) {
+      loss = head_.loss_and_grad(c, dnorm.data<float>(), x.data<float>(), targets, grad_scale);
+    } else {  // the head's dx is this rank's vocab shard's part: sum it over tp
+      Tensor dfull = c.workspace({c.N(), cfg_.hidden});
+      loss = head_.loss_and_grad(c, dfull.data<float>(), x.data<float>(), targets, grad_scale);
+      x = Tensor();
+      enter_tp_region_backward(tp_, dnorm.data<float>(), dfull.data<float>(), c.N(),
+                               cfg_.hidden);
+    }
+    final_norm_.backward(cs, dx.data<float>(), dnorm.data<float>(), f.xs[L].data<float>(),
                          f.final_norm);
-  }
-  grad_ready(0);
-  f.final_norm = {};
-  f.xs[L] = {};
+    f.final_norm = {};
+    f.xs[L] = {};
+  });
   for (int64_t l = L - 1; l >= 0; --l) {
-    Tensor dprev = c.workspace({c.N(), cfg_.hidden});
-    before_unit(UnitPass::Backward, static_cast<int>(L - l));
-    blocks_[l].backward(c, dprev.data<float>(), dx.data<float>(), f.xs[l].data<float>(),
-                        f.blocks[l]);
-    f.blocks[l] = {};  // activations of this block are no longer needed
-    f.xs[l + 1] = {};
+    Tensor dprev = c.workspace({rows, cfg_.hidden});
+    unit_backward(static_cast<int>(L - l), [&] {
+      blocks_[l].backward(c, dprev.data<float>(), dx.data<float>(), f.xs[l].data<float>(),
+                          f.blocks[l]);
+      f.blocks[l] = {};  // activations of this block are no longer needed
+      f.xs[l + 1] = {};
+    });
     dx = dprev;
-    grad_ready(static_cast<int>(L - l));
   }
-  before_unit(UnitPass::Backward, static_cast<int>(L + 1));
-  embed_.backward(c, dx.data<float>(), inputs);
-  grad_ready(static_cast<int>(L + 1));
+  unit_backward(static_cast<int>(L + 1), [&] { embed_.backward(c, dx.data<float>(), inputs); });
   return loss;
 }
 
@@ -101,7 +139,7 @@ LossSum Transformer::forward_loss(const int32_t* inputs, const int32_t* targets,
   std::iota(pos.begin(), pos.end(), 0);
   LayerContext c = context(B, T, pos);
   Forward f = run_forward(c, inputs);
-  return head_.loss(c, f.final_norm.out.data<float>(), targets);
+  return head_.loss(c, head_input(c, f).data<float>(), targets);
 }
 
 Tensor Transformer::logits(const int32_t* inputs, int64_t B, int64_t T) {
@@ -110,8 +148,23 @@ Tensor Transformer::logits(const int32_t* inputs, int64_t B, int64_t T) {
   std::iota(pos.begin(), pos.end(), 0);
   LayerContext c = context(B, T, pos);
   Forward f = run_forward(c, inputs);
+  Tensor x = head_input(c, f);
   Tensor out = Tensor::zeros(alloc_, {B, T, cfg_.vocab_size}, DType::F32, MemTag::Activation);
-  head_.logits(c, out.data<float>(), f.final_norm.out.data<float>());
+  const VocabShard& vs = head_.vocab_shard();
+  if (!tp_.active()) {
+    head_.logits(c, out.data<float>(), x.data<float>());
+    return out;
+  }
+  // Each rank's shard of the padded vocabulary, gathered along the last
+  // dimension; the padded columns are dropped.
+  const int64_t N = c.N();
+  Tensor local = c.workspace({N, vs.rows});
+  head_.logits(c, local.data<float>(), x.data<float>());
+  Tensor full = c.workspace({N, vs.padded});
+  gather_from_tp_region(tp_, full.data<float>(), local.data<float>(), N, vs.rows);
+  for (int64_t i = 0; i < N; ++i)
+    std::memcpy(out.data<float>() + i * vs.vocab, full.data<float>() + i * vs.padded,
+                static_cast<size_t>(vs.vocab) * sizeof(float));
   return out;
 }
 

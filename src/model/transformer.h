@@ -8,6 +8,10 @@
 // data parallelism can start reducing while the rest of backward runs.
 // A second hook runs before each unit's forward and before its backward
 // (a unit is the parameters of one segment), so ZeRO-3 can gather them.
+// Tensor parallelism: the TpGroup given at construction splits every layer
+// (docs/tensor_parallel.md); parameters are this rank's shards, the loss is
+// the full loss on every tp rank, and under sequence parallelism the
+// residual stream between layers holds N/tp token rows.
 #pragma once
 #include <functional>
 #include <vector>
@@ -16,13 +20,17 @@
 #include "model/layers/block.h"
 #include "model/layers/embedding.h"
 #include "model/layers/lm_head.h"
+#include "parallel/tensor/partial_grad_sync.h"
 
 namespace parallm {
 
 class Transformer {
  public:
-  Transformer(const ModelConfig& cfg, Allocator& alloc);
+  // tp: the tensor-parallel group (default: none). Throws, naming the
+  // numbers, when heads, groups or widths do not divide by tp.
+  Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup& tp = {});
   const ModelConfig& config() const { return cfg_; }
+  const TpGroup& tp() const { return tp_; }
   ParameterSet& params() { return params_; }
   const ParameterSet& params() const { return params_; }
 
@@ -30,7 +38,7 @@ class Transformer {
   LossSum forward_backward(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T,
                            double grad_scale);
   LossSum forward_loss(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T);
-  // Full logits (B, T, V), for inference and reference tests.
+  // Full logits (B, T, V), for inference and reference tests (gathered over tp).
   Tensor logits(const int32_t* inputs, int64_t B, int64_t T);
 
   // A flat range [begin, end) of params().flat_grads().
@@ -56,16 +64,20 @@ class Transformer {
 
  private:
   struct Forward {
-    std::vector<Tensor> xs;  // xs[l]: input of block l; xs[L]: input of the final norm
+    std::vector<Tensor> xs;  // xs[l]: input of block l; xs[L]: input of the final norm (stream rows)
     std::vector<Block::Saved> blocks;
     Norm::Saved final_norm;
   };
   LayerContext context(int64_t B, int64_t T, const std::vector<int64_t>& pos);
   Forward run_forward(const LayerContext& c, const int32_t* inputs);
   void check_batch(const int32_t* inputs, int64_t B, int64_t T) const;
+  // The final norm's output as all N rows (gathered under sequence parallel).
+  Tensor head_input(const LayerContext& c, const Forward& f) const;
 
   ModelConfig cfg_;
   Allocator& alloc_;
+  TpGroup tp_;
+  PartialGradSync partial_grads_;
   ParameterSet params_;
   Embedding embed_;
   std::vector<Block> blocks_;

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "model/layers/attention.h"
 
 namespace parallm {
 namespace {
@@ -158,6 +159,8 @@ RunConfig load_run_config(const std::string& path) {
   if (!dp_mode.empty()) t.dp.mode = dp_mode_from_name(dp_mode);
   r.get("bucket_mb", t.dp.bucket_mb);
   r.get("overlap_grad_reduce", t.dp.overlap);
+  r.get("tp", t.tp);
+  r.get("sequence_parallel", t.sequence_parallel);
   r.reject_unknown();
   // Every path in a run file, outputs included, is relative to the file.
   std::vector<std::string*> paths = {&t.init_from, &t.metrics_path, &t.save_dir};
@@ -193,6 +196,10 @@ void TrainConfig::validate(const ModelConfig& m) const {
            "betas must be in [0, 1), got ({}, {})", beta1, beta2);
   PX_CHECK(weight_decay >= 0, "weight_decay must be >= 0, got {}", weight_decay);
   PX_CHECK(log_interval > 0, "log_interval must be positive, got {}", log_interval);
+  check_tp_divides(m, tp);
+  PX_CHECK(!sequence_parallel || (micro_batch_size * seq_len) % tp == 0,
+           "sequence parallel: micro batch size ({}) x seq_len ({}) is not divisible by tp ({})",
+           micro_batch_size, seq_len, tp);
 }
 
 }  // namespace parallm

@@ -18,7 +18,13 @@ RunConfig checked_run_config(const TrainJobOptions& opts, int world_size) {
   if (!rc.train.init_from.empty()) rc.model = read_hf_model_config(rc.train.init_from);
   rc.train.validate(rc.model);
   validate_dp_layout(rc.train.dp, world_size, rc.train.global_batch_size,
-                     rc.train.micro_batch_size);
+                     rc.train.micro_batch_size, rc.train.tp);
+  PX_CHECK(rc.train.tp == 1 || rc.train.init_from.empty(),
+           "--init-from with tp {} is not supported yet (Hugging Face weights are loaded whole)",
+           rc.train.tp);
+  PX_CHECK(rc.train.tp == 1 || rc.train.save_dir.empty(),
+           "saving with tp {} is not supported yet (the shards would need gathering)",
+           rc.train.tp);
   auto save_dtype = dtype_from_name(opts.save_dtype);
   PX_CHECK(save_dtype == DType::F32 || save_dtype == DType::BF16,
            "--save-dtype must be F32 or BF16, got '{}'", opts.save_dtype);
@@ -35,24 +41,29 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   std::ostream null_log(nullptr);  // ranks other than 0 stay quiet
   std::ostream& log = rank == 0 ? log_in : null_log;
 
-  // The data-parallel group of this rank, from the grid (dp only for now).
-  std::unique_ptr<comm::Communicator> dp_group;
+  // This rank's data- and tensor-parallel groups, from the grid (tp fastest).
+  std::unique_ptr<comm::Communicator> dp_group, tp_group;
   if (world_size > 1) {
-    RankGrid grid(GridSizes{.dp = rc.train.dp.dp}, world_size);
-    dp_group = world->split(grid.group_index(GroupKind::kDp, rank),
-                            grid.rank_in_group(GroupKind::kDp, rank),
-                            fmt::format("dp[{}]", grid.group_index(GroupKind::kDp, rank)));
+    RankGrid grid(GridSizes{.tp = rc.train.tp, .dp = rc.train.dp.dp}, world_size);
+    auto split = [&](GroupKind kind, const char* name) {
+      const int g = grid.group_index(kind, rank);
+      return world->split(g, grid.rank_in_group(kind, rank), fmt::format("{}[{}]", name, g));
+    };
+    dp_group = split(GroupKind::kDp, "dp");
+    tp_group = split(GroupKind::kTp, "tp");
   }
+  TpGroup tp{.comm = rc.train.tp > 1 ? tp_group.get() : nullptr,
+             .sequence_parallel = rc.train.sequence_parallel};
 
   Allocator alloc;
-  Transformer model(rc.model, alloc);
+  Transformer model(rc.model, alloc, tp);
   if (rc.train.init_from.empty()) {
     model.params().init_random(rc.train.seed);
   } else {
     load_hf_weights(rc.train.init_from, model);
   }
   double peak = measure_gemm_peak_flops();
-  Trainer trainer(model, rc.train, alloc, peak, dp_group.get());
+  Trainer trainer(model, rc.train, alloc, peak, rc.train.dp.dp > 1 ? dp_group.get() : nullptr);
   fmt::print(log,
              "parallm: {} model, {:.2f}M parameters, {} layers, hidden {}, vocab {}; "
              "{} steps of {} x {} tokens (micro-batch {}, accumulation {}), {} threads, "
@@ -68,7 +79,10 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
 
   double first_loss = 0.0, last_loss = 0.0;
   const bool tty = env.stderr_is_tty && &log == &std::cerr;
-  const bool dist = rc.train.dp.dp > 1;
+  if (rc.train.tp > 1)
+    fmt::print(log, "tensor parallel: tp {}, sequence parallel {}\n", rc.train.tp,
+               rc.train.sequence_parallel ? "on" : "off");
+  const bool dist = rc.train.dp.dp > 1 || rc.train.tp > 1;
   trainer.run([&](const StepStats& s) {
     if (s.step == 0) first_loss = s.loss;
     last_loss = s.loss;

@@ -20,6 +20,8 @@ Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, d
           alloc),
       sched_{cfg.lr, cfg.warmup, cfg.steps, cfg.min_lr_ratio} {
   cfg_.validate(model.config());
+  PX_CHECK(cfg_.tp == model.tp().size(), "the run asks for tp {} but the model was built for tp {}",
+           cfg_.tp, model.tp().size());
   train_data_.validate_vocab(model.config().vocab_size);
   if (!cfg_.val_files.empty()) {
     val_data_ = std::make_unique<DataLoader>(cfg_.val_files, cfg_.seq_len, cfg_.seed, false);
@@ -39,6 +41,7 @@ StepStats Trainer::train_step(int64_t step) {
   const int64_t first = step * cfg_.global_batch_size +
                         dp_.dp_rank() * (cfg_.global_batch_size / dp_.dp_size());
 
+  const TpCommCounters tp0 = *model_.tp().counters;
   dp_.begin_step();
   double loss_sum = 0.0;
   for (int64_t m = 0; m < accum; ++m) {
@@ -59,13 +62,15 @@ StepStats Trainer::train_step(int64_t step) {
   s.grad_norm = r.grad_norm;
   s.exposed_comm_ms = r.comm.exposed_seconds * 1e3;
   s.comm_bytes = r.comm.bytes;
+  s.tp_comm_bytes = model_.tp().counters->tp_bytes - tp0.tp_bytes;
+  s.sp_comm_bytes = model_.tp().counters->sp_bytes - tp0.sp_bytes;
 
   s.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   s.tokens_per_s = tokens / s.step_seconds;
   s.tflops = s.tokens_per_s * flops_per_token_ / 1e12;
-  // peak_flops_ is one rank's; the step's tokens ran on dp ranks.
-  s.mfu = peak_flops_ > 0 ? s.tokens_per_s * flops_per_token_ / (peak_flops_ * dp_.dp_size())
-                          : 0.0;
+  // peak_flops_ is one rank's; the step's tokens ran on dp x tp ranks.
+  const int ranks = dp_.dp_size() * model_.tp().size();
+  s.mfu = peak_flops_ > 0 ? s.tokens_per_s * flops_per_token_ / (peak_flops_ * ranks) : 0.0;
   return s;
 }
 
@@ -96,6 +101,8 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step) {
                           {"mfu", s.mfu},
                           {"exposed_comm_ms", s.exposed_comm_ms},
                           {"comm_bytes", s.comm_bytes},
+                          {"comm_bytes_by_group",
+                           {{"dp", s.comm_bytes}, {"tp", s.tp_comm_bytes}, {"sp", s.sp_comm_bytes}}},
                           {"memory", memory_json(alloc_.stats())}};
     bool last = step + 1 == cfg_.steps;
     if (val_data_ && ((cfg_.eval_interval > 0 && (step + 1) % cfg_.eval_interval == 0) || last))

@@ -4,7 +4,7 @@
 // token count so accumulation and data parallelism give the same gradients
 // as one big batch. Under data parallelism each rank takes its own rows of
 // the global batch and DataParallel reduces, updates and syncs; only the
-// logging rank (dp rank 0) writes metrics.
+// logging rank (dp rank 0, tp rank 0) writes metrics.
 #pragma once
 #include <functional>
 #include <memory>
@@ -29,7 +29,9 @@ struct StepStats {
   double tflops = 0.0;
   double mfu = 0.0;
   double exposed_comm_ms = 0.0;  // waiting on communication compute did not hide
-  int64_t comm_bytes = 0;        // bytes this rank handed to collectives
+  int64_t comm_bytes = 0;        // bytes this rank handed to dp collectives
+  int64_t tp_comm_bytes = 0;     // ... to tensor-parallel all-reduces (and the tp norm sum)
+  int64_t sp_comm_bytes = 0;     // ... to sequence-parallel all-gathers / reduce-scatters
 };
 
 class Trainer {
@@ -47,7 +49,7 @@ class Trainer {
   const AdamW* optimizer() const { return dp_.optimizer(); }
   const DataParallel& data_parallel() const { return dp_; }
   DataParallel& data_parallel() { return dp_; }
-  bool logging_rank() const { return dp_.dp_rank() == 0; }
+  bool logging_rank() const { return dp_.dp_rank() == 0 && model_.tp().rank() == 0; }
 
  private:
   Transformer& model_;

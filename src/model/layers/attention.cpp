@@ -3,21 +3,37 @@
 #include <cmath>
 
 #include "kernels/cpu/rope.h"
+#include "parallel/tensor/mappings.h"
 
 namespace parallm {
 
+void check_tp_divides(const ModelConfig& cfg, int tp) {
+  PX_CHECK(tp >= 1, "tensor parallel size must be positive, got {}", tp);
+  PX_CHECK(cfg.n_heads % tp == 0, "num_attention_heads ({}) is not divisible by tp ({})",
+           cfg.n_heads, tp);
+  PX_CHECK(cfg.n_kv_heads % tp == 0,
+           "num_key_value_heads ({}) is not divisible by tp ({}); replicating key/value heads "
+           "over tp is not supported yet",
+           cfg.n_kv_heads, tp);
+  PX_CHECK(cfg.intermediate % tp == 0, "intermediate_size ({}) is not divisible by tp ({})",
+           cfg.intermediate, tp);
+}
+
 Attention::Attention(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg,
-                     double proj_std)
-    : n_heads_(cfg.n_heads),
-      n_kv_heads_(cfg.n_kv_heads),
+                     double proj_std, const TpGroup& tp)
+    : n_heads_(cfg.n_heads / tp.size()),
+      n_kv_heads_(cfg.n_kv_heads / tp.size()),
       head_dim_(cfg.head_dim),
+      C_(cfg.hidden),
       rope_(!cfg.uses_learned_positions()),
-      rope_theta_(cfg.rope_theta) {
+      rope_theta_(cfg.rope_theta),
+      tp_(tp) {
+  check_tp_divides(cfg, tp.size());
   bool bias = cfg.uses_bias();
-  q_ = Linear(ps, prefix + ".q", cfg.hidden, cfg.q_dim(), bias, cfg.init_std);
-  k_ = Linear(ps, prefix + ".k", cfg.hidden, cfg.kv_dim(), bias, cfg.init_std);
-  v_ = Linear(ps, prefix + ".v", cfg.hidden, cfg.kv_dim(), bias, cfg.init_std);
-  o_ = Linear(ps, prefix + ".o", cfg.q_dim(), cfg.hidden, bias, proj_std);
+  q_ = ColumnParallelLinear(ps, prefix + ".q", cfg.hidden, cfg.q_dim(), bias, cfg.init_std, tp);
+  k_ = ColumnParallelLinear(ps, prefix + ".k", cfg.hidden, cfg.kv_dim(), bias, cfg.init_std, tp);
+  v_ = ColumnParallelLinear(ps, prefix + ".v", cfg.hidden, cfg.kv_dim(), bias, cfg.init_std, tp);
+  o_ = RowParallelLinear(ps, prefix + ".o", cfg.q_dim(), cfg.hidden, bias, proj_std, tp);
 }
 
 cpu::AttnDims Attention::dims(const LayerContext& c) const {
@@ -29,13 +45,22 @@ cpu::AttnDims Attention::dims(const LayerContext& c) const {
 }
 
 Attention::Saved Attention::forward(const LayerContext& c, float* out, const float* inp) const {
+  // The full (N, C) input: the stream itself, or gathered under sequence parallel.
+  Tensor gathered;
+  const float* x = inp;
+  if (tp_.sp()) {
+    gathered = c.workspace({c.N(), C_});
+    enter_tp_region(tp_, gathered.data<float>(), inp, c.N(), C_);
+    x = gathered.data<float>();
+  }
   Saved s;
   s.q = c.activation({c.B, c.T, q_.out()});
   s.k = c.activation({c.B, c.T, k_.out()});
   s.v = c.activation({c.B, c.T, v_.out()});
-  q_.forward(c, s.q.data<float>(), inp);
-  k_.forward(c, s.k.data<float>(), inp);
-  v_.forward(c, s.v.data<float>(), inp);
+  q_.forward(c, s.q.data<float>(), x);
+  k_.forward(c, s.k.data<float>(), x);
+  v_.forward(c, s.v.data<float>(), x);
+  gathered = Tensor();
   if (rope_) {
     cpu::rope_forward(s.q.data<float>(), c.positions, c.B, c.T, n_heads_, head_dim_, rope_theta_);
     cpu::rope_forward(s.k.data<float>(), c.positions, c.B, c.T, n_kv_heads_, head_dim_,
@@ -61,14 +86,30 @@ void Attention::backward(const LayerContext& c, float* dinp, const float* dout, 
                           s.q.data<float>(), s.k.data<float>(), s.v.data<float>(),
                           s.att.data<float>(), s.lse.data<float>(), dims(c),
                           1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  datt = Tensor();
   if (rope_) {
     cpu::rope_backward(dq.data<float>(), c.positions, c.B, c.T, n_heads_, head_dim_, rope_theta_);
     cpu::rope_backward(dk.data<float>(), c.positions, c.B, c.T, n_kv_heads_, head_dim_,
                        rope_theta_);
   }
-  q_.backward(c, dinp, dq.data<float>(), inp);
-  k_.backward(c, dinp, dk.data<float>(), inp);
-  v_.backward(c, dinp, dv.data<float>(), inp);
+  if (!tp_.active()) {
+    q_.backward(c, dinp, dq.data<float>(), inp);
+    k_.backward(c, dinp, dk.data<float>(), inp);
+    v_.backward(c, dinp, dv.data<float>(), inp);
+    return;
+  }
+  Tensor gathered;
+  const float* x = inp;
+  if (tp_.sp()) {  // re-gather the input instead of having saved it whole
+    gathered = c.workspace({c.N(), C_});
+    enter_tp_region(tp_, gathered.data<float>(), inp, c.N(), C_);
+    x = gathered.data<float>();
+  }
+  Tensor dx = c.workspace({c.N(), C_});
+  q_.backward(c, dx.data<float>(), dq.data<float>(), x);
+  k_.backward(c, dx.data<float>(), dk.data<float>(), x);
+  v_.backward(c, dx.data<float>(), dv.data<float>(), x);
+  enter_tp_region_backward(tp_, dinp, dx.data<float>(), c.N(), C_);
 }
 
 }  // namespace parallm

@@ -1,37 +1,49 @@
 // Multi-head causal self-attention with grouped-query heads and optional
-// rotary embeddings. Projections q, k, v, o are Linears; the core is the
-// flash-style kernel, so only q, k, v, the head outputs and the per-row
-// log-sum-exp are saved, never the (B, H, T, T) probabilities.
+// rotary embeddings, split over tensor parallelism by heads: q, k, v are
+// column-parallel (each rank holds n_heads/tp query heads and n_kv_heads/tp
+// key/value groups, contiguous, so its query heads use only its groups) and
+// o is row-parallel. The core is the flash-style kernel, so only q, k, v,
+// the head outputs and the per-row log-sum-exp are saved, never the
+// (B, H, T, T) probabilities. Input and output are residual-stream rows: all
+// N = B*T, or N/tp under sequence parallelism (the input is re-gathered in
+// backward rather than saved whole).
 #pragma once
 #include <string>
 
 #include "kernels/cpu/attention.h"
 #include "model/config.h"
-#include "model/layers/linear.h"
+#include "parallel/tensor/parallel_linear.h"
 
 namespace parallm {
 
 class Attention {
  public:
   struct Saved {
-    Tensor q, k, v;  // (B, T, Hq*D), (B, T, Hkv*D) x2, after rotary
-    Tensor att;      // (B, T, Hq*D), input of the output projection
-    Tensor lse;      // (B, Hq, T)
+    Tensor q, k, v;  // (B, T, Hq*D/tp), (B, T, Hkv*D/tp) x2, after rotary
+    Tensor att;      // (B, T, Hq*D/tp), input of the output projection
+    Tensor lse;      // (B, Hq/tp, T)
   };
   Attention() = default;
-  Attention(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, double proj_std);
-  // out (N, C) is written (not accumulated).
+  Attention(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, double proj_std,
+            const TpGroup& tp = {});
+  // out (rows, C) is written (not accumulated).
   Saved forward(const LayerContext& c, float* out, const float* inp) const;
-  // dinp (N, C) += gradient w.r.t. the layer input.
+  // dinp (rows, C) += gradient w.r.t. the layer input.
   void backward(const LayerContext& c, float* dinp, const float* dout, const float* inp,
                 const Saved& s) const;
 
  private:
   cpu::AttnDims dims(const LayerContext& c) const;
-  Linear q_, k_, v_, o_;
-  int64_t n_heads_ = 0, n_kv_heads_ = 0, head_dim_ = 0;
+  ColumnParallelLinear q_, k_, v_;
+  RowParallelLinear o_;
+  int64_t n_heads_ = 0, n_kv_heads_ = 0, head_dim_ = 0, C_ = 0;  // heads: this rank's
   bool rope_ = false;
   double rope_theta_ = 10000.0;
+  TpGroup tp_;
 };
+
+// Throws, naming the numbers, when the model's heads, groups or widths do not
+// divide by tp (checked before any allocation).
+void check_tp_divides(const ModelConfig& cfg, int tp);
 
 }  // namespace parallm

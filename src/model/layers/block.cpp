@@ -7,25 +7,27 @@
 
 namespace parallm {
 
-Block::Block(ParameterSet& ps, int layer, const ModelConfig& cfg) : C_(cfg.hidden) {
+Block::Block(ParameterSet& ps, int layer, const ModelConfig& cfg, const TpGroup& tp)
+    : C_(cfg.hidden), tp_(tp) {
   const std::string p = "layers." + std::to_string(layer);
   // GPT-2 scales the residual projections by 1/sqrt(2 * n_layers).
   double proj_std = cfg.init_std / std::sqrt(2.0 * static_cast<double>(cfg.n_layers));
-  norm1_ = Norm(ps, p + ".norm1", cfg.hidden, cfg.uses_layernorm(), cfg.norm_eps);
-  attn_ = Attention(ps, p + ".attn", cfg, proj_std);
-  norm2_ = Norm(ps, p + ".norm2", cfg.hidden, cfg.uses_layernorm(), cfg.norm_eps);
-  mlp_ = Mlp(ps, p + ".mlp", cfg, proj_std);
+  norm1_ = Norm(ps, p + ".norm1", cfg.hidden, cfg.uses_layernorm(), cfg.norm_eps, tp.sp());
+  attn_ = Attention(ps, p + ".attn", cfg, proj_std, tp);
+  norm2_ = Norm(ps, p + ".norm2", cfg.hidden, cfg.uses_layernorm(), cfg.norm_eps, tp.sp());
+  mlp_ = Mlp(ps, p + ".mlp", cfg, proj_std, tp);
 }
 
 Block::Saved Block::forward(const LayerContext& c, float* out, const float* inp) const {
-  const int64_t n = c.N() * C_;
+  const int64_t rows = tp_local_rows(tp_, c.N()), n = rows * C_;
+  const LayerContext cs = stream_context(c, rows);
   Saved s;
-  s.norm1 = norm1_.forward(c, inp);
-  s.mid = c.activation({c.N(), C_});
+  s.norm1 = norm1_.forward(cs, inp);
+  s.mid = c.activation({rows, C_});
   float* mid = s.mid.data<float>();
   s.attn = attn_.forward(c, mid, s.norm1.out.data<float>());
   cpu::add_inplace(mid, inp, n);
-  s.norm2 = norm2_.forward(c, mid);
+  s.norm2 = norm2_.forward(cs, mid);
   s.mlp = mlp_.forward(c, out, s.norm2.out.data<float>());
   cpu::add_inplace(out, mid, n);
   return s;
@@ -33,20 +35,21 @@ Block::Saved Block::forward(const LayerContext& c, float* out, const float* inp)
 
 void Block::backward(const LayerContext& c, float* dinp, const float* dout, const float* inp,
                      const Saved& s) const {
-  const int64_t n = c.N() * C_;
+  const int64_t rows = tp_local_rows(tp_, c.N()), n = rows * C_;
+  const LayerContext cs = stream_context(c, rows);
   // d mid = dout (residual) + norm2 path.
-  Tensor dmid = c.workspace({c.N(), C_});
+  Tensor dmid = c.workspace({rows, C_});
   std::memcpy(dmid.data<float>(), dout, static_cast<size_t>(n) * sizeof(float));
   {
-    Tensor dnorm2 = c.workspace({c.N(), C_});
+    Tensor dnorm2 = c.workspace({rows, C_});
     mlp_.backward(c, dnorm2.data<float>(), dout, s.norm2.out.data<float>(), s.mlp);
-    norm2_.backward(c, dmid.data<float>(), dnorm2.data<float>(), s.mid.data<float>(), s.norm2);
+    norm2_.backward(cs, dmid.data<float>(), dnorm2.data<float>(), s.mid.data<float>(), s.norm2);
   }
   // d inp += d mid (residual) + norm1 path.
   cpu::add_inplace(dinp, dmid.data<float>(), n);
-  Tensor dnorm1 = c.workspace({c.N(), C_});
+  Tensor dnorm1 = c.workspace({rows, C_});
   attn_.backward(c, dnorm1.data<float>(), dmid.data<float>(), s.norm1.out.data<float>(), s.attn);
-  norm1_.backward(c, dinp, dnorm1.data<float>(), inp, s.norm1);
+  norm1_.backward(cs, dinp, dnorm1.data<float>(), inp, s.norm1);
 }
 
 }  // namespace parallm

@@ -1,6 +1,8 @@
 // One pre-norm transformer block: x + attn(norm1(x)), then + mlp(norm2(.)).
 // The block's input is owned by the caller (it is the previous block's
-// output); everything else the backward needs is in Saved.
+// output); everything else the backward needs is in Saved. Under sequence
+// parallelism the stream (inputs, outputs, norms, residual adds) holds only
+// this rank's N/tp token rows; attention and MLP gather and scatter inside.
 #pragma once
 #include <string>
 
@@ -15,15 +17,15 @@ class Block {
   struct Saved {
     Norm::Saved norm1;
     Attention::Saved attn;
-    Tensor mid;  // (N, C): x + attn(norm1(x)), the input of norm2
+    Tensor mid;  // (rows, C): x + attn(norm1(x)), the input of norm2
     Norm::Saved norm2;
     Mlp::Saved mlp;
   };
   Block() = default;
-  Block(ParameterSet& ps, int layer, const ModelConfig& cfg);
-  // out (N, C) = block(inp); out may not alias inp.
+  Block(ParameterSet& ps, int layer, const ModelConfig& cfg, const TpGroup& tp = {});
+  // out (rows, C) = block(inp); out may not alias inp.
   Saved forward(const LayerContext& c, float* out, const float* inp) const;
-  // dinp (N, C) += d loss / d inp, given dout = d loss / d out.
+  // dinp (rows, C) += d loss / d inp, given dout = d loss / d out.
   void backward(const LayerContext& c, float* dinp, const float* dout, const float* inp,
                 const Saved& s) const;
 
@@ -32,6 +34,7 @@ class Block {
   Norm norm1_, norm2_;
   Attention attn_;
   Mlp mlp_;
+  TpGroup tp_;
 };
 
 }  // namespace parallm

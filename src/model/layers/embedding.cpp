@@ -1,39 +1,66 @@
 #include "model/layers/embedding.h"
 
 #include "kernels/cpu/embedding.h"
+#include "parallel/tensor/mappings.h"
 
 namespace parallm {
 
-Embedding::Embedding(ParameterSet& ps, const ModelConfig& cfg)
-    : V_(cfg.vocab_size), C_(cfg.hidden), P_(cfg.max_positions) {
-  wte_ = ps.add({.name = "embed.weight", .shape = {V_, C_}, .init_std = cfg.init_std});
+Embedding::Embedding(ParameterSet& ps, const ModelConfig& cfg, const TpGroup& tp)
+    : C_(cfg.hidden),
+      P_(cfg.max_positions),
+      shard_(VocabShard::of(cfg.vocab_size, tp.size(), tp.rank())),
+      tp_(tp) {
+  wte_ = ps.add({.name = "embed.weight", .shape = {shard_.rows, C_},
+                 .global_shape = {shard_.padded, C_}, .shard_dim = tp.active() ? 0 : -1,
+                 .shard_begin = shard_.begin, .init_std = cfg.init_std});
   if (cfg.uses_learned_positions())
-    wpe_ = ps.add({.name = "pos_embed.weight", .shape = {P_, C_}, .init_std = cfg.init_std / 2});
+    wpe_ = ps.add({.name = "pos_embed.weight", .shape = {P_, C_}, .init_std = cfg.init_std / 2,
+                   .tp_partial_grad = tp.sp()});
 }
 
-std::vector<int32_t> Embedding::positions_as_tokens(const LayerContext& c) const {
-  std::vector<int32_t> pos(static_cast<size_t>(c.N()));
-  for (int64_t b = 0; b < c.B; ++b)
-    for (int64_t t = 0; t < c.T; ++t) {
-      PX_CHECK(c.positions[t] < P_, "position {} is beyond max_positions ({})", c.positions[t], P_);
-      pos[static_cast<size_t>(b * c.T + t)] = static_cast<int32_t>(c.positions[t]);
-    }
+// Positions of the stream's rows: row i is token row first + i of (B, T).
+std::vector<int32_t> Embedding::stream_positions(const LayerContext& c, int64_t rows) const {
+  const int64_t first = rows == c.N() ? 0 : tp_.rank() * rows;
+  std::vector<int32_t> pos(static_cast<size_t>(rows));
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t p = c.positions[(first + i) % c.T];
+    PX_CHECK(p < P_, "position {} is beyond max_positions ({})", p, P_);
+    pos[static_cast<size_t>(i)] = static_cast<int32_t>(p);
+  }
   return pos;
 }
 
 void Embedding::forward(const LayerContext& c, float* out, const int32_t* tokens) const {
-  cpu::embedding_forward(out, tokens, c.params.value(wte_), c.N(), C_, 0, V_, false);
+  const float* wte = c.params.value(wte_);
+  const int64_t rows = tp_local_rows(tp_, c.N());
+  if (!tp_.active()) {
+    cpu::embedding_forward(out, tokens, wte, c.N(), C_, 0, shard_.rows, false);
+  } else {
+    Tensor partial = c.workspace({c.N(), C_});
+    cpu::embedding_forward(partial.data<float>(), tokens, wte, c.N(), C_, shard_.begin,
+                           shard_.rows, false);
+    leave_tp_region(tp_, out, partial.data<float>(), c.N(), C_);
+  }
   if (wpe_.index >= 0) {
-    auto pos = positions_as_tokens(c);
-    cpu::embedding_forward(out, pos.data(), c.params.value(wpe_), c.N(), C_, 0, P_, true);
+    auto pos = stream_positions(c, rows);
+    cpu::embedding_forward(out, pos.data(), c.params.value(wpe_), rows, C_, 0, P_, true);
   }
 }
 
 void Embedding::backward(const LayerContext& c, const float* dout, const int32_t* tokens) const {
-  cpu::embedding_backward(c.params.grad(wte_), tokens, dout, c.N(), C_, 0, V_);
+  const int64_t rows = tp_local_rows(tp_, c.N());
+  const float* dfull = dout;
+  Tensor gathered;
+  if (tp_.sp()) {
+    gathered = c.workspace({c.N(), C_});
+    leave_tp_region_backward(tp_, gathered.data<float>(), dout, c.N(), C_);
+    dfull = gathered.data<float>();
+  }
+  cpu::embedding_backward(c.params.grad(wte_), tokens, dfull, c.N(), C_, shard_.begin,
+                          shard_.rows);
   if (wpe_.index >= 0) {
-    auto pos = positions_as_tokens(c);
-    cpu::embedding_backward(c.params.grad(wpe_), pos.data(), dout, c.N(), C_, 0, P_);
+    auto pos = stream_positions(c, rows);
+    cpu::embedding_backward(c.params.grad(wpe_), pos.data(), dout, rows, C_, 0, P_);
   }
 }
 

@@ -1,24 +1,34 @@
 // Input embedding: token table (V, C), plus a learned position table (P, C)
-// for GPT-2. The token table may also serve as the tied LM head.
+// for GPT-2. The token table may also serve as the tied LM head. Under
+// tensor parallelism the token table is vocab-parallel: each rank holds a
+// VocabShard of rows, looks up only its ids (others give zeros) and the
+// partial embeddings are summed by leaving the tp region (all-reduce, or
+// reduce-scatter to this rank's token rows under sequence parallelism).
+// Positions are added on the stream's rows, after the sum.
 #pragma once
 #include "model/config.h"
 #include "model/layers/layer_context.h"
+#include "parallel/tensor/tp_group.h"
+#include "parallel/tensor/vocab_shard.h"
 
 namespace parallm {
 
 class Embedding {
  public:
   Embedding() = default;
-  Embedding(ParameterSet& ps, const ModelConfig& cfg);
-  // out (N, C) = wte[tokens] (+ wpe[positions]).
+  Embedding(ParameterSet& ps, const ModelConfig& cfg, const TpGroup& tp = {});
+  // out (rows, C) = wte[tokens] (+ wpe[positions]) for the stream's rows.
   void forward(const LayerContext& c, float* out, const int32_t* tokens) const;
   void backward(const LayerContext& c, const float* dout, const int32_t* tokens) const;
   ParamRef token_table() const { return wte_; }
+  const VocabShard& vocab_shard() const { return shard_; }
 
  private:
-  std::vector<int32_t> positions_as_tokens(const LayerContext& c) const;
-  int64_t V_ = 0, C_ = 0, P_ = 0;
+  std::vector<int32_t> stream_positions(const LayerContext& c, int64_t rows) const;
+  int64_t C_ = 0, P_ = 0;
+  VocabShard shard_;
   ParamRef wte_, wpe_;
+  TpGroup tp_;
 };
 
 }  // namespace parallm

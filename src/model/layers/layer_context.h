@@ -21,4 +21,12 @@ struct LayerContext {
   Tensor workspace(Shape s) const { return Tensor::zeros(alloc, std::move(s), DType::F32, MemTag::Workspace); }
 };
 
+// The context of row-wise layers (norms) on the residual stream's `rows`
+// rows: all of c.N(), or a sequence-parallel slice (no positions: row-wise
+// layers do not use them).
+inline LayerContext stream_context(const LayerContext& c, int64_t rows) {
+  if (rows == c.N()) return c;
+  return LayerContext{c.alloc, c.params, 1, rows, nullptr};
+}
+
 }  // namespace parallm

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "kernels/cpu/cross_entropy.h"
@@ -9,18 +10,21 @@
 
 namespace parallm {
 
-LmHead::LmHead(ParameterSet& ps, const ModelConfig& cfg, ParamRef tied_table)
-    : V_(cfg.vocab_size), C_(cfg.hidden) {
+LmHead::LmHead(ParameterSet& ps, const ModelConfig& cfg, ParamRef tied_table, const TpGroup& tp)
+    : C_(cfg.hidden), shard_(VocabShard::of(cfg.vocab_size, tp.size(), tp.rank())), tp_(tp) {
   w_ = cfg.tie_embeddings
            ? tied_table
-           : ps.add({.name = "lm_head.weight", .shape = {V_, C_}, .init_std = cfg.init_std});
+           : ps.add({.name = "lm_head.weight", .shape = {shard_.rows, C_},
+                     .global_shape = {shard_.padded, C_}, .shard_dim = tp.active() ? 0 : -1,
+                     .shard_begin = shard_.begin, .init_std = cfg.init_std});
 }
 
 int64_t LmHead::chunk_rows(int64_t N) const {
   // Chunks of up to 32 MiB of logits, and never fewer than two, so the full
   // (N, V) logits never exist; large chunks keep the dW GEMM's inner
   // dimension (the chunk's rows) long, which is what makes it efficient.
-  int64_t rows = std::min<int64_t>((int64_t{8} << 20) / std::max<int64_t>(V_, 1), (N + 1) / 2);
+  const int64_t V = shard_.valid;
+  int64_t rows = std::min<int64_t>((int64_t{8} << 20) / std::max<int64_t>(V, 1), (N + 1) / 2);
   rows = std::clamp<int64_t>(rows, 16, std::max<int64_t>(N, 1));
   const int64_t chunks = (N + rows - 1) / rows;
   return (N + chunks - 1) / chunks;  // even chunks: no short tail GEMM
@@ -39,38 +43,63 @@ LossSum LmHead::run(const LayerContext& c, float* dx, const float* x, const int3
                     double grad_scale) const {
   const int64_t N = c.N();
   const int64_t R = chunk_rows(N);
+  const int64_t V = shard_.valid;  // padded ids get no logits at all
+  const int64_t v0 = shard_.begin;
   const float* W = c.params.value(w_);
-  Tensor logits = c.workspace({R, V_});
-  std::vector<float> mx(R), se(R), tl(R), lse(R), scale(R);
+  Tensor logits = c.workspace({R, std::max<int64_t>(V, 1)});
+  // sums: the sum of exponentials (first n) and target logits (next n) of a
+  // chunk, adjacent so one all-reduce carries both.
+  std::vector<float> mx(R), sums(2 * R), lse(R), scale(R);
   LossSum out;
   for (int64_t r0 = 0; r0 < N; r0 += R) {
     const int64_t n = std::min(R, N - r0);
     const float* xr = x + r0 * C_;
     const int32_t* tr = targets + r0;
     float* L = logits.data<float>();
-    cpu::gemm<float>(false, true, n, V_, C_, 1.0f, xr, C_, W, C_, 0.0f, L, V_);
-    cpu::ce_row_max(mx.data(), L, n, V_);
-    cpu::ce_row_sumexp(se.data(), L, mx.data(), n, V_);
-    cpu::ce_target_logit(tl.data(), L, tr, n, V_, 0);
+    if (V > 0) {
+      cpu::gemm<float>(false, true, n, V, C_, 1.0f, xr, C_, W, C_, 0.0f, L, V);
+      cpu::ce_row_max(mx.data(), L, n, V);
+    } else {
+      std::fill(mx.begin(), mx.end(), -std::numeric_limits<float>::infinity());
+    }
+    if (tp_.active()) {  // the global row max, then shard sums against it
+      ++tp_.counters->tp_collectives;
+      tp_.counters->tp_bytes += n * static_cast<int64_t>(sizeof(float));
+      tp_.comm->all_reduce(mx.data(), static_cast<size_t>(n), DType::F32, comm::ReduceOp::Max);
+    }
+    float* se = sums.data();
+    float* tl = sums.data() + n;
+    std::fill(sums.begin(), sums.end(), 0.0f);
+    if (V > 0) {
+      cpu::ce_row_sumexp(se, L, mx.data(), n, V);
+      cpu::ce_target_logit(tl, L, tr, n, V, v0);
+    }
+    if (tp_.active()) {  // sum of exponentials and target logit in one call
+      ++tp_.counters->tp_collectives;
+      tp_.counters->tp_bytes += 2 * n * static_cast<int64_t>(sizeof(float));
+      tp_.comm->all_reduce(se, static_cast<size_t>(2 * n), DType::F32, comm::ReduceOp::Sum);
+    }
     for (int64_t i = 0; i < n; ++i) {
       lse[i] = mx[i] + std::log(se[i]);
       scale[i] = static_cast<float>(grad_scale);
       if (tr[i] < 0) continue;
-      PX_CHECK(tr[i] < V_, "target token {} is outside the vocabulary ({})", tr[i], V_);
+      PX_CHECK(tr[i] < shard_.vocab, "target token {} is outside the vocabulary ({})", tr[i],
+               shard_.vocab);
       out.sum += static_cast<double>(lse[i]) - static_cast<double>(tl[i]);
       out.count += 1;
     }
-    if (dx == nullptr) continue;
-    cpu::ce_softmax_grad_inplace(L, lse.data(), tr, scale.data(), n, V_, 0);
-    // dx += dlogits W ; dW += dlogits^T x
-    cpu::gemm<float>(false, false, n, C_, V_, 1.0f, L, V_, W, C_, 1.0f, dx + r0 * C_, C_);
-    cpu::gemm<float>(true, false, V_, C_, n, 1.0f, L, V_, xr, C_, 1.0f, c.params.grad(w_), C_);
+    if (dx == nullptr || V == 0) continue;
+    cpu::ce_softmax_grad_inplace(L, lse.data(), tr, scale.data(), n, V, v0);
+    // dx += dlogits W ; dW += dlogits^T x  (this shard's part of both)
+    cpu::gemm<float>(false, false, n, C_, V, 1.0f, L, V, W, C_, 1.0f, dx + r0 * C_, C_);
+    cpu::gemm<float>(true, false, V, C_, n, 1.0f, L, V, xr, C_, 1.0f, c.params.grad(w_), C_);
   }
   return out;
 }
 
 void LmHead::logits(const LayerContext& c, float* out, const float* x) const {
-  cpu::gemm<float>(false, true, c.N(), V_, C_, 1.0f, x, C_, c.params.value(w_), C_, 0.0f, out, V_);
+  cpu::gemm<float>(false, true, c.N(), shard_.rows, C_, 1.0f, x, C_, c.params.value(w_), C_, 0.0f,
+                   out, shard_.rows);
 }
 
 }  // namespace parallm

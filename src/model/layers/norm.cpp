@@ -4,13 +4,14 @@
 
 namespace parallm {
 
-Norm::Norm(ParameterSet& ps, const std::string& name, int64_t C, bool layernorm, double eps)
+Norm::Norm(ParameterSet& ps, const std::string& name, int64_t C, bool layernorm, double eps,
+           bool tp_partial_grad)
     : C_(C), layernorm_(layernorm), eps_(eps) {
   w_ = ps.add({.name = name + ".weight", .shape = {C}, .init = InitKind::Ones,
-               .weight_decay = false});
+               .weight_decay = false, .tp_partial_grad = tp_partial_grad});
   if (layernorm)
     b_ = ps.add({.name = name + ".bias", .shape = {C}, .init = InitKind::Zeros,
-                 .weight_decay = false});
+                 .weight_decay = false, .tp_partial_grad = tp_partial_grad});
 }
 
 Norm::Saved Norm::forward(const LayerContext& c, const float* inp) const {

@@ -1,5 +1,7 @@
 // Normalisation over the hidden dimension: LayerNorm (weight and bias, GPT-2)
 // or RMSNorm (weight only, LLaMA). Saves per-row statistics for backward.
+// Rows are independent, so under sequence parallelism it runs on this rank's
+// slice of the tokens (tp_partial_grad: its gradients are then partial).
 #pragma once
 #include <string>
 
@@ -15,7 +17,8 @@ class Norm {
     Tensor rstd;  // (N)
   };
   Norm() = default;
-  Norm(ParameterSet& ps, const std::string& name, int64_t C, bool layernorm, double eps);
+  Norm(ParameterSet& ps, const std::string& name, int64_t C, bool layernorm, double eps,
+       bool tp_partial_grad = false);
   Saved forward(const LayerContext& c, const float* inp) const;
   // dinp (N, C) += ...; weight/bias grads accumulate.
   void backward(const LayerContext& c, float* dinp, const float* dout, const float* inp,

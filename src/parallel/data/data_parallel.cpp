@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "kernels/cpu/optimizer.h"
+#include "parallel/tensor/tp_grad_norm.h"
 
 namespace parallm {
 
@@ -106,12 +107,20 @@ DpStepResult DataParallel::finish_step(double local_loss_sum, double lr, double 
   float* gu = shard_reducer_ ? shard_reducer_->shard()
                              : ps.flat_grads().data<float>() + update_begin_;
 
-  double sums[2] = {local_loss_sum, cpu::sum_squares(gn, norm_end_ - norm_begin_)};
+  // Under tensor parallelism each tp rank holds its shards: the squares are
+  // summed over tp too, replicated parameters counted once (tp_grad_norm.h).
+  const TpGroup& tp = model_.tp();
+  double sums[2] = {local_loss_sum, tp_grad_sum_squares(ps, gn, norm_begin_, norm_end_, tp)};
   if (multi()) {
     ExposedTimer t(res.comm);
     dp_->all_reduce(sums, 2, DType::F64, comm::ReduceOp::Sum);
     res.comm.bytes += sizeof(sums);
     ++res.comm.collectives;
+  }
+  if (tp.active()) {  // the loss is already the full loss on every tp rank
+    tp.comm->all_reduce(&sums[1], 1, DType::F64, comm::ReduceOp::Sum);
+    tp.counters->tp_bytes += sizeof(double);
+    ++tp.counters->tp_collectives;
   }
   res.loss_sum = sums[0];
   res.grad_norm = std::sqrt(sums[1]);

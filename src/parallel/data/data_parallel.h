@@ -8,6 +8,9 @@
 // is the plain one-process step and makes no communication. Stages 2 and 3
 // (dp > 1) keep gradients, and under stage 3 values, only as this rank's
 // shard (parallel/zero/): the model's pointers are rebound unit by unit.
+// With tensor parallelism the dp group is this rank's dp group only (ranks
+// with the same tp rank), which holds the same shards; the global norm also
+// sums over the model's tp group.
 #pragma once
 #include <memory>
 

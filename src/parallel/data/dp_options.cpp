@@ -21,7 +21,7 @@ int64_t DpOptions::bucket_elems() const {
 }
 
 void validate_dp_layout(const DpOptions& o, int world_size, int64_t global_batch,
-                        int64_t micro_batch) {
+                        int64_t micro_batch, int tp) {
   PX_CHECK(o.dp >= 1, "data parallel size must be positive, got {}", o.dp);
   PX_CHECK(o.zero >= 0 && o.zero <= 3, "--zero must be 0, 1, 2 or 3, got {}", o.zero);
   PX_CHECK(o.mode == DpMode::AllReduce || o.zero == 0,
@@ -29,8 +29,13 @@ void validate_dp_layout(const DpOptions& o, int world_size, int64_t global_batch
            "ZeRO stage {}",
            o.zero);
   PX_CHECK(o.bucket_mb > 0, "--bucket-mb must be positive, got {}", o.bucket_mb);
-  // Until tensor and pipeline parallelism exist, every rank is a dp rank.
-  PX_CHECK(world_size == o.dp, "world size ({}) is not equal to dp ({})", world_size, o.dp);
+  PX_CHECK(tp >= 1, "tensor parallel size must be positive, got {}", tp);
+  // Until pipeline parallelism exists, world = dp x tp.
+  if (tp == 1)
+    PX_CHECK(world_size == o.dp, "world size ({}) is not equal to dp ({})", world_size, o.dp);
+  else
+    PX_CHECK(world_size == o.dp * tp, "world size ({}) is not equal to dp ({}) x tp ({})",
+             world_size, o.dp, tp);
   PX_CHECK(micro_batch > 0 && global_batch % (micro_batch * o.dp) == 0,
            "global batch size ({}) is not divisible by micro batch size ({}) times data "
            "parallel size ({})",

@@ -25,8 +25,9 @@ struct DpOptions {
   int64_t bucket_elems() const;  // fp32 elements per bucket, at least 1
 };
 
-// Checks the options alone and against the launch: world size, batch sizes.
+// Checks the options alone and against the launch: world size (= dp x tp),
+// batch sizes.
 void validate_dp_layout(const DpOptions& o, int world_size, int64_t global_batch,
-                        int64_t micro_batch);
+                        int64_t micro_batch, int tp = 1);
 
 }  // namespace parallm

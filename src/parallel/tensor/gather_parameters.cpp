@@ -1,0 +1,29 @@
+#include "parallel/tensor/gather_parameters.h"
+
+#include <cstring>
+
+namespace parallm {
+
+std::vector<float> gather_tp_parameter(const ParameterSet& ps, int i, const float* local,
+                                       const TpGroup& tp) {
+  const ParamSpec& s = ps.spec(i);
+  const int64_t n = ps.numel(i);
+  if (!tp.active() || s.shard_dim < 0) return std::vector<float>(local, local + n);
+  const int P = tp.size();
+  std::vector<float> blocks(static_cast<size_t>(n * P));
+  tp.comm->all_gather(local, blocks.data(), static_cast<size_t>(n), DType::F32);
+  // Shards are equal slices along shard_dim: with `outer` the product of the
+  // dimensions before it and `inner` the slice's elements per outer index,
+  // rank p's block j lands at outer j, offset p * inner.
+  int64_t outer = 1;
+  for (int d = 0; d < s.shard_dim; ++d) outer *= s.shape[d];
+  const int64_t inner = n / outer;
+  std::vector<float> full(static_cast<size_t>(n * P));
+  for (int p = 0; p < P; ++p)
+    for (int64_t j = 0; j < outer; ++j)
+      std::memcpy(full.data() + (j * P + p) * inner, blocks.data() + p * n + j * inner,
+                  static_cast<size_t>(inner) * sizeof(float));
+  return full;
+}
+
+}  // namespace parallm

@@ -1,0 +1,84 @@
+#include "parallel/tensor/parallel_linear.h"
+
+#include "base/error.h"
+#include "kernels/cpu/activation.h"
+#include "kernels/cpu/matmul.h"
+#include "parallel/tensor/mappings.h"
+
+namespace parallm {
+
+ColumnParallelLinear::ColumnParallelLinear(ParameterSet& ps, const std::string& name, int64_t in,
+                                           int64_t out_features, bool bias, double init_std,
+                                           const TpGroup& tp)
+    : in_(in), out_(out_features / tp.size()) {
+  PX_CHECK(out_features % tp.size() == 0, "{}: output features ({}) are not divisible by tp ({})",
+           name, out_features, tp.size());
+  const int64_t begin = tp.rank() * out_;
+  w_ = ps.add({.name = name + ".weight", .shape = {out_, in}, .global_shape = {out_features, in},
+               .shard_dim = tp.active() ? 0 : -1, .shard_begin = begin, .init_std = init_std});
+  if (bias)
+    b_ = ps.add({.name = name + ".bias", .shape = {out_}, .global_shape = {out_features},
+                 .shard_dim = tp.active() ? 0 : -1, .shard_begin = begin,
+                 .init = InitKind::Zeros, .weight_decay = false});
+}
+
+void ColumnParallelLinear::forward(const LayerContext& c, float* out, const float* inp) const {
+  const float* b = b_.index >= 0 ? c.params.value(b_) : nullptr;
+  cpu::linear_forward(out, inp, c.params.value(w_), b, c.N(), in_, out_);
+}
+
+void ColumnParallelLinear::backward(const LayerContext& c, float* dinp, const float* dout,
+                                    const float* inp) const {
+  float* db = b_.index >= 0 ? c.params.grad(b_) : nullptr;
+  cpu::linear_backward(dinp, c.params.grad(w_), db, dout, inp, c.params.value(w_), c.N(), in_,
+                       out_);
+}
+
+RowParallelLinear::RowParallelLinear(ParameterSet& ps, const std::string& name,
+                                     int64_t in_features, int64_t out, bool bias, double init_std,
+                                     const TpGroup& tp)
+    : in_(in_features / tp.size()), out_(out), tp_(tp) {
+  PX_CHECK(in_features % tp.size() == 0, "{}: input features ({}) are not divisible by tp ({})",
+           name, in_features, tp.size());
+  w_ = ps.add({.name = name + ".weight", .shape = {out, in_}, .global_shape = {out, in_features},
+               .shard_dim = tp.active() ? 1 : -1, .shard_begin = tp.rank() * in_,
+               .init_std = init_std});
+  if (bias)
+    b_ = ps.add({.name = name + ".bias", .shape = {out}, .init = InitKind::Zeros,
+                 .weight_decay = false, .tp_partial_grad = tp.sp()});
+}
+
+void RowParallelLinear::forward(const LayerContext& c, float* stream, const float* inp) const {
+  const float* b = b_.index >= 0 ? c.params.value(b_) : nullptr;
+  if (!tp_.active()) return cpu::linear_forward(stream, inp, c.params.value(w_), b, c.N(), in_, out_);
+  Tensor partial = c.workspace({c.N(), out_});
+  cpu::linear_forward(partial.data<float>(), inp, c.params.value(w_), static_cast<const float*>(nullptr), c.N(), in_,
+                      out_);
+  leave_tp_region(tp_, stream, partial.data<float>(), c.N(), out_);
+  if (b == nullptr) return;
+  const int64_t rows = tp_local_rows(tp_, c.N());
+  for (int64_t r = 0; r < rows; ++r) cpu::add_inplace(stream + r * out_, b, out_);
+}
+
+void RowParallelLinear::backward(const LayerContext& c, float* dinp, const float* dstream,
+                                 const float* inp) const {
+  float* db = b_.index >= 0 ? c.params.grad(b_) : nullptr;
+  if (!tp_.active())
+    return cpu::linear_backward(dinp, c.params.grad(w_), db, dstream, inp, c.params.value(w_),
+                                c.N(), in_, out_);
+  if (db != nullptr) {  // the bias saw only this rank's rows (all rows unless sp)
+    const int64_t rows = tp_local_rows(tp_, c.N());
+    for (int64_t r = 0; r < rows; ++r) cpu::add_inplace(db, dstream + r * out_, out_);
+  }
+  const float* dout = dstream;
+  Tensor dfull;
+  if (tp_.sp()) {
+    dfull = c.workspace({c.N(), out_});
+    leave_tp_region_backward(tp_, dfull.data<float>(), dstream, c.N(), out_);
+    dout = dfull.data<float>();
+  }
+  cpu::linear_backward(dinp, c.params.grad(w_), static_cast<float*>(nullptr), dout, inp, c.params.value(w_), c.N(),
+                       in_, out_);
+}
+
+}  // namespace parallm

@@ -1,0 +1,56 @@
+// Column- and row-parallel linear layers (Megatron), y = x W^T + b with W
+// stored (out, in). Column-parallel splits W by output rows: each tp rank
+// computes out/tp features from the full input (no communication inside).
+// Row-parallel splits W by input columns: each rank multiplies its slice of
+// the input and the partial products are summed by leaving the tp region
+// (all-reduce, or reduce-scatter under sequence parallelism); its bias is
+// replicated and added once, after the sum. Parameters keep the unsharded
+// names and record their global shape and slice, so the counter-based init
+// draws exactly the slice of the one-process tensor.
+#pragma once
+#include <string>
+
+#include "model/layers/layer_context.h"
+#include "parallel/tensor/tp_group.h"
+
+namespace parallm {
+
+class ColumnParallelLinear {
+ public:
+  ColumnParallelLinear() = default;
+  // out_features: the global width; must divide by tp.
+  ColumnParallelLinear(ParameterSet& ps, const std::string& name, int64_t in,
+                       int64_t out_features, bool bias, double init_std, const TpGroup& tp);
+  // out (N, out/tp) = inp (N, in) W_r^T + b_r
+  void forward(const LayerContext& c, float* out, const float* inp) const;
+  // dinp (N, in) += dout W_r (the caller sums dinp over tp); dW_r, db_r accumulate.
+  void backward(const LayerContext& c, float* dinp, const float* dout, const float* inp) const;
+  int64_t in() const { return in_; }
+  int64_t out() const { return out_; }  // local width
+
+ private:
+  int64_t in_ = 0, out_ = 0;
+  ParamRef w_, b_;
+};
+
+class RowParallelLinear {
+ public:
+  RowParallelLinear() = default;
+  // in_features: the global width; must divide by tp.
+  RowParallelLinear(ParameterSet& ps, const std::string& name, int64_t in_features, int64_t out,
+                    bool bias, double init_std, const TpGroup& tp);
+  // stream (rows, out) = sum over tp of inp_r (N, in/tp) W_r^T, + b; rows is
+  // N, or N/tp under sequence parallelism. Uses an (N, out) workspace.
+  void forward(const LayerContext& c, float* stream, const float* inp) const;
+  // Given dstream (rows, out): dinp (N, in/tp) += dout W_r, dW_r and db accumulate.
+  void backward(const LayerContext& c, float* dinp, const float* dstream, const float* inp) const;
+  int64_t in() const { return in_; }  // local width
+  int64_t out() const { return out_; }
+
+ private:
+  int64_t in_ = 0, out_ = 0;
+  ParamRef w_, b_;
+  TpGroup tp_;
+};
+
+}  // namespace parallm

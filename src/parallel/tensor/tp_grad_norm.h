@@ -1,0 +1,17 @@
+// The squared gradient norm a tensor-parallel rank contributes, so that one
+// sum over tp (and dp) counts every element of the one-process model once:
+// tp-sharded parameters (shard_dim >= 0) count on every rank, replicated
+// ones on tp rank 0 only (their gradients are identical across tp).
+#pragma once
+#include <cstdint>
+
+#include "model/parameters.h"
+#include "parallel/tensor/tp_group.h"
+
+namespace parallm {
+
+// g: the gradients of flat elements [begin, end) of ps.
+double tp_grad_sum_squares(const ParameterSet& ps, const float* g, int64_t begin, int64_t end,
+                           const TpGroup& tp);
+
+}  // namespace parallm

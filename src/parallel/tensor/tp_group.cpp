@@ -1,0 +1,15 @@
+#include "parallel/tensor/tp_group.h"
+
+#include "base/error.h"
+
+namespace parallm {
+
+int64_t tp_local_rows(const TpGroup& g, int64_t N) {
+  if (!g.sp()) return N;
+  PX_CHECK(N % g.size() == 0,
+           "sequence parallel: the micro-batch's tokens ({}) are not divisible by tp ({})", N,
+           g.size());
+  return N / g.size();
+}
+
+}  // namespace parallm

@@ -1,0 +1,162 @@
+// Entry of the tensor-parallel MPI test binary (label dist): one MpiRuntime,
+// a token shard per rank, the layout runner, gtest output from rank 0 plus
+// every rank's failures prefixed with its rank; exits non-zero when any
+// rank failed.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "comm/mpi/mpi_runtime.h"
+#include "data/byte_tokenizer.h"
+#include "data/token_shard.h"
+#include "grid/rank_grid.h"
+#include "kernels/cpu/threads.h"
+#include "model/transformer.h"
+#include "parallel/tensor/gather_parameters.h"
+#include "tp_env.h"
+#include "train/trainer.h"
+
+namespace parallm::tp_test {
+
+TpTestEnv& env() {
+  static TpTestEnv e;
+  return e;
+}
+
+ModelConfig tp_gpt2() {
+  ModelConfig c;
+  c.vocab_size = 1003;
+  c.hidden = 64;
+  c.n_layers = 2;
+  c.n_heads = c.n_kv_heads = 4;
+  c.head_dim = 16;
+  c.intermediate = 256;
+  c.max_positions = 64;
+  return c;
+}
+
+ModelConfig tp_llama() {
+  ModelConfig c = tp_gpt2();
+  c.arch = Arch::LLaMA;
+  c.n_heads = 8;
+  c.n_kv_heads = 4;
+  c.head_dim = 8;
+  c.intermediate = 192;
+  c.tie_embeddings = false;
+  return c;
+}
+
+std::string TpLayout::name() const {
+  return fmt::format("tp {} dp {} sp {} zero {}", tp, dp, sp ? "on" : "off", zero);
+}
+
+TpRunResult tp_train_run(const ModelConfig& model, const TpLayout& l, int steps) {
+  comm::Communicator* world = env().world;
+  const int n = l.tp * l.dp;
+  const bool alone = n == 1;
+  // Ranks beyond the layout take color -1 and sit this layout out.
+  const int rank = world->rank();
+  const bool in = alone || rank < n;
+  std::unique_ptr<comm::Communicator> sub, tp_comm, dp_comm;
+  if (!alone) {
+    sub = world->split(in ? 0 : -1, rank, "layout");
+    if (!in) return {};
+    RankGrid grid(GridSizes{.tp = l.tp, .dp = l.dp}, n);
+    const int r = sub->rank();
+    tp_comm = sub->split(grid.group_index(GroupKind::kTp, r), grid.rank_in_group(GroupKind::kTp, r),
+                         "tp");
+    dp_comm = sub->split(grid.group_index(GroupKind::kDp, r), grid.rank_in_group(GroupKind::kDp, r),
+                         "dp");
+  }
+  TpGroup tp{.comm = l.tp > 1 ? tp_comm.get() : nullptr, .sequence_parallel = l.sp};
+  TrainConfig t;
+  t.train_files = {env().shard};
+  t.seq_len = 16;
+  t.micro_batch_size = 2;
+  t.global_batch_size = 24;
+  t.steps = steps;
+  t.lr = 3e-3;
+  t.warmup = 3;
+  t.eps = 1e-6;  // see tests/parallel/layout_invariance_dist.cpp
+  t.clip_grad = 0.5;
+  t.dp.dp = l.dp;
+  t.dp.zero = l.zero;
+  t.dp.bucket_mb = 0.05;
+  t.tp = l.tp;
+  t.sequence_parallel = l.sp;
+  Allocator alloc;
+  Transformer m(model, alloc, tp);
+  m.params().init_random(7);
+  Trainer tr(m, t, alloc, 0.0, l.dp > 1 ? dp_comm.get() : nullptr);
+  TpRunResult res;
+  tr.run([&](const StepStats& s) {
+    res.losses.push_back(s.loss);
+    res.grad_norms.push_back(s.grad_norm);
+    res.tp_bytes.push_back(s.tp_comm_bytes);
+    res.sp_bytes.push_back(s.sp_comm_bytes);
+  });
+  std::vector<float> flat = tr.data_parallel().full_parameters();
+  const ParameterSet& ps = m.params();
+  for (int i = 0; i < ps.size(); ++i)
+    res.params[ps.spec(i).name] = gather_tp_parameter(ps, i, flat.data() + ps.offset(i), tp);
+  return res;
+}
+
+namespace {
+class RankFailurePrinter : public ::testing::EmptyTestEventListener {
+ public:
+  explicit RankFailurePrinter(int rank) : rank_(rank) {}
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (r.failed())
+      std::fprintf(stderr, "[rank %d] %s:%d: failure\n%s\n", rank_,
+                   r.file_name() ? r.file_name() : "?", r.line_number(), r.summary());
+  }
+
+ private:
+  int rank_;
+};
+
+std::string write_shard() {
+  std::string text;
+  for (int i = 0; i < 30; ++i)
+    text += "it was the best of times, it was the worst of times; " + std::to_string(i * 7919) +
+            " the age of wisdom, the age of foolishness. ";
+  std::vector<int32_t> tokens = ByteTokenizer::encode(text);
+  for (size_t i = 0; i < tokens.size(); ++i)  // spread ids over the vocabulary's first 1000
+    tokens[i] = static_cast<int32_t>((tokens[i] * 7 + i % 3 * 256) % 1000);
+  auto p = std::filesystem::temp_directory_path() /
+           ("parallm_tp_" + std::to_string(getpid()) + ".bin");
+  write_token_shard(p.string(), tokens);
+  return p.string();
+}
+}  // namespace
+
+}  // namespace parallm::tp_test
+
+int main(int argc, char** argv) {
+  using namespace parallm;
+  ::testing::InitGoogleTest(&argc, argv);
+  cpu::set_num_threads(1);
+  return comm::run_mpi_job([&](comm::MpiRuntime& rt) {
+    comm::CommOptions opts;
+    opts.check_collectives = true;
+    opts.timeout = std::chrono::seconds(60);
+    auto world = rt.world(opts);
+    auto& e = tp_test::env();
+    e.world = world.get();
+    e.shard = tp_test::write_shard();
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    if (world->rank() != 0) {
+      delete listeners.Release(listeners.default_result_printer());
+      listeners.Append(new tp_test::RankFailurePrinter(world->rank()));
+    }
+    int failed = RUN_ALL_TESTS();
+    world->all_reduce(&failed, 1, DType::I32, comm::ReduceOp::Max);
+    std::filesystem::remove(e.shard);
+    e.world = nullptr;
+    return failed;
+  });
+}

@@ -1,0 +1,43 @@
+// Shared state of the tensor-parallel MPI test binary (tp_dist_main.cpp):
+// the world, a token shard, tp-compatible tiny models (vocabulary 1003, odd,
+// so tp 2 and 4 pad it) and a helper that trains one layout (global batch
+// 24 x 16 tokens, micro-batch 2, so every layout accumulates gradients) and
+// returns its losses and its parameters assembled whole, by name.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "model/config.h"
+#include "parallel/data/dp_options.h"
+
+namespace parallm::tp_test {
+
+struct TpTestEnv {
+  comm::Communicator* world = nullptr;  // check_collectives on, 60 s timeout
+  std::string shard;
+};
+TpTestEnv& env();
+
+ModelConfig tp_gpt2();   // 4 heads, hidden 64, tied embeddings
+ModelConfig tp_llama();  // 8 query heads, 4 key/value groups, untied head
+
+struct TpLayout {
+  int tp = 1, dp = 1;
+  bool sp = false;
+  int zero = 0;
+  std::string name() const;
+};
+
+struct TpRunResult {
+  std::vector<double> losses, grad_norms;
+  std::vector<int64_t> tp_bytes, sp_bytes;       // per step
+  std::map<std::string, std::vector<float>> params;  // name -> full tensor
+};
+
+// Runs on the ranks [0, tp*dp) of the world (others return an empty result);
+// a 1 x 1 layout runs on every rank without communication.
+TpRunResult tp_train_run(const ModelConfig& model, const TpLayout& layout, int steps = 20);
+
+}  // namespace parallm::tp_test
