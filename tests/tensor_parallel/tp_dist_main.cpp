@@ -18,6 +18,7 @@
 #include "parallel/tensor/gather_parameters.h"
 #include "tp_env.h"
 #include "train/trainer.h"
+#include "../common/rank_failure_printer.h"
 
 namespace parallm::tp_test {
 
@@ -106,18 +107,7 @@ TpRunResult tp_train_run(const ModelConfig& model, const TpLayout& l, int steps)
 }
 
 namespace {
-class RankFailurePrinter : public ::testing::EmptyTestEventListener {
- public:
-  explicit RankFailurePrinter(int rank) : rank_(rank) {}
-  void OnTestPartResult(const ::testing::TestPartResult& r) override {
-    if (r.failed())
-      std::fprintf(stderr, "[rank %d] %s:%d: failure\n%s\n", rank_,
-                   r.file_name() ? r.file_name() : "?", r.line_number(), r.summary());
-  }
-
- private:
-  int rank_;
-};
+using testing::RankFailurePrinter;
 
 std::string write_shard() {
   std::string text;

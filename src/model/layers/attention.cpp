@@ -1,4 +1,5 @@
 #include "model/layers/attention.h"
+#include "model/layers/tp_region_input.h"
 
 #include <cmath>
 
@@ -45,14 +46,8 @@ cpu::AttnDims Attention::dims(const LayerContext& c) const {
 }
 
 Attention::Saved Attention::forward(const LayerContext& c, float* out, const float* inp) const {
-  // The full (N, C) input: the stream itself, or gathered under sequence parallel.
-  Tensor gathered;
-  const float* x = inp;
-  if (tp_.sp()) {
-    gathered = c.workspace({c.N(), C_});
-    enter_tp_region(tp_, gathered.data<float>(), inp, c.N(), C_);
-    x = gathered.data<float>();
-  }
+  RegionInput in(c, tp_, inp, C_);
+  const float* x = in.get();
   Saved s;
   s.q = c.activation({c.B, c.T, q_.out()});
   s.k = c.activation({c.B, c.T, k_.out()});
@@ -60,7 +55,7 @@ Attention::Saved Attention::forward(const LayerContext& c, float* out, const flo
   q_.forward(c, s.q.data<float>(), x);
   k_.forward(c, s.k.data<float>(), x);
   v_.forward(c, s.v.data<float>(), x);
-  gathered = Tensor();
+  in.release();
   if (rope_) {
     cpu::rope_forward(s.q.data<float>(), c.positions, c.B, c.T, n_heads_, head_dim_, rope_theta_);
     cpu::rope_forward(s.k.data<float>(), c.positions, c.B, c.T, n_kv_heads_, head_dim_,
@@ -92,24 +87,12 @@ void Attention::backward(const LayerContext& c, float* dinp, const float* dout, 
     cpu::rope_backward(dk.data<float>(), c.positions, c.B, c.T, n_kv_heads_, head_dim_,
                        rope_theta_);
   }
-  if (!tp_.active()) {
-    q_.backward(c, dinp, dq.data<float>(), inp);
-    k_.backward(c, dinp, dk.data<float>(), inp);
-    v_.backward(c, dinp, dv.data<float>(), inp);
-    return;
-  }
-  Tensor gathered;
-  const float* x = inp;
-  if (tp_.sp()) {  // re-gather the input instead of having saved it whole
-    gathered = c.workspace({c.N(), C_});
-    enter_tp_region(tp_, gathered.data<float>(), inp, c.N(), C_);
-    x = gathered.data<float>();
-  }
-  Tensor dx = c.workspace({c.N(), C_});
-  q_.backward(c, dx.data<float>(), dq.data<float>(), x);
-  k_.backward(c, dx.data<float>(), dk.data<float>(), x);
-  v_.backward(c, dx.data<float>(), dv.data<float>(), x);
-  enter_tp_region_backward(tp_, dinp, dx.data<float>(), c.N(), C_);
+  const RegionInput in(c, tp_, inp, C_);
+  RegionInputGrad dx(c, tp_, dinp, C_);
+  q_.backward(c, dx.get(), dq.data<float>(), in.get());
+  k_.backward(c, dx.get(), dk.data<float>(), in.get());
+  v_.backward(c, dx.get(), dv.data<float>(), in.get());
+  dx.finish();
 }
 
 }  // namespace parallm

@@ -1,4 +1,5 @@
 #include "model/layers/mlp.h"
+#include "model/layers/tp_region_input.h"
 
 #include "kernels/cpu/activation.h"
 #include "parallel/tensor/mappings.h"
@@ -21,13 +22,8 @@ Mlp::Mlp(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, do
 }
 
 Mlp::Saved Mlp::forward(const LayerContext& c, float* out, const float* inp) const {
-  Tensor gathered;  // the full (N, C) input under sequence parallel
-  const float* x = inp;
-  if (tp_.sp()) {
-    gathered = c.workspace({c.N(), C_});
-    enter_tp_region(tp_, gathered.data<float>(), inp, c.N(), C_);
-    x = gathered.data<float>();
-  }
+  RegionInput in(c, tp_, inp, C_);
+  const float* x = in.get();
   Saved s;
   const int64_t n = c.N() * inter_;
   s.pre = c.activation({c.N(), inter_});
@@ -40,7 +36,7 @@ Mlp::Saved Mlp::forward(const LayerContext& c, float* out, const float* inp) con
   } else {
     cpu::gelu_forward(s.act.data<float>(), s.pre.data<float>(), n);
   }
-  gathered = Tensor();
+  in.release();
   proj_.forward(c, out, s.act.data<float>());
   return s;
 }
@@ -60,22 +56,11 @@ void Mlp::backward(const LayerContext& c, float* dinp, const float* dout, const 
     cpu::gelu_backward(dpre.data<float>(), s.pre.data<float>(), dact.data<float>(), n);
   }
   dact = Tensor();
-  if (!tp_.active()) {
-    if (swiglu_) up_.backward(c, dinp, dup.data<float>(), inp);
-    fc_.backward(c, dinp, dpre.data<float>(), inp);
-    return;
-  }
-  Tensor gathered;
-  const float* x = inp;
-  if (tp_.sp()) {  // re-gather the input instead of having saved it whole
-    gathered = c.workspace({c.N(), C_});
-    enter_tp_region(tp_, gathered.data<float>(), inp, c.N(), C_);
-    x = gathered.data<float>();
-  }
-  Tensor dx = c.workspace({c.N(), C_});
-  if (swiglu_) up_.backward(c, dx.data<float>(), dup.data<float>(), x);
-  fc_.backward(c, dx.data<float>(), dpre.data<float>(), x);
-  enter_tp_region_backward(tp_, dinp, dx.data<float>(), c.N(), C_);
+  const RegionInput in(c, tp_, inp, C_);
+  RegionInputGrad dx(c, tp_, dinp, C_);
+  if (swiglu_) up_.backward(c, dx.get(), dup.data<float>(), in.get());
+  fc_.backward(c, dx.get(), dpre.data<float>(), in.get());
+  dx.finish();
 }
 
 }  // namespace parallm
