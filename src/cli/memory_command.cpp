@@ -16,7 +16,7 @@ namespace parallm::cli {
 void add_memory_command(CLI::App& app, CommandRegistry& reg) {
   struct Flags {
     std::string model = "gpt3-175b", precision = "bf16", optimizer = "adamw", recompute = "none",
-                schedule = "1f1b", device;
+                schedule = "1f1b", activations = "megatron", device;
     MemoryQuery q;
     bool json = false;
   };
@@ -44,6 +44,9 @@ void add_memory_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--precision", f->precision, "fp32, bf16 or fp16");
   sub->add_option("--optimizer", f->optimizer, "sgd, sgd-momentum, adam, adamw or muon");
   sub->add_option("--recompute", f->recompute, "none, selective or full");
+  sub->add_option("--activations", f->activations,
+                  "megatron (Korthikanti et al., Megatron-LM's 16-bit layers) or parallm (the "
+                  "tensors this implementation's layers save, held against its allocator)");
   sub->add_option("--device-memory", f->device, "e.g. 80GiB: print a verdict and what would fit");
   sub->add_flag("--json", f->json, "machine-readable output");
   reg.actions.emplace_back(sub, [f]() {
@@ -53,6 +56,7 @@ void add_memory_command(CLI::App& app, CommandRegistry& reg) {
     f->q.optimizer = optimizer_from_name(f->optimizer);
     f->q.recompute = recompute_from_name(f->recompute);
     f->q.schedule = schedule_from_name(f->schedule);
+    f->q.activation_model = activation_model_from_name(f->activations);
     double device = f->device.empty() ? 0.0 : parse_bytes(f->device);
     if (f->json) {
       std::cout << memory_report_json(f->q, f->model, device).dump(2) << "\n";

@@ -52,6 +52,8 @@ void add_train_command(CLI::App& app, CommandRegistry& reg) {
   flag(sub, *f, "--log-interval", &TrainConfig::log_interval, "steps between log lines");
   flag(sub, *f, "--eval-interval", &TrainConfig::eval_interval, "steps between validations");
   flag(sub, *f, "--metrics", &TrainConfig::metrics_path, "JSONL metrics file");
+  flag(sub, *f, "--peak-tflops", &TrainConfig::peak_tflops,
+       "per-rank peak TFLOP/s for MFU/HFU (default: the measured GEMM peak)");
   flag(sub, *f, "--save", &TrainConfig::save_dir, "save a Hugging Face directory at the end");
   sub->add_option("--save-dtype", f->job.save_dtype, "F32 or BF16");
   sub->add_option("--threads", f->job.threads, "CPU threads (default: OMP_NUM_THREADS or all)");

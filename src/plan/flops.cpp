@@ -8,15 +8,45 @@
 
 namespace parallm {
 
-int64_t matmul_parameters(const ModelConfig& c) {
+int64_t block_matmul_parameters(const ModelConfig& c) {
   int64_t per = c.hidden * c.q_dim() + 2 * c.hidden * c.kv_dim() + c.q_dim() * c.hidden;
   per += (c.uses_swiglu() ? 3 : 2) * c.hidden * c.intermediate;
-  return c.n_layers * per + c.vocab_size * c.hidden;  // + LM head
+  return c.n_layers * per;
 }
 
+int64_t matmul_parameters(const ModelConfig& c) {
+  return block_matmul_parameters(c) + c.vocab_size * c.hidden;  // + LM head
+}
+
+namespace {
+// L * H * Q * T: one attention matmul's (QK^T or PV) forward FLOPs per token, halved.
+double lhqt(const ModelConfig& c, int64_t T) {
+  return static_cast<double>(c.n_layers) * static_cast<double>(c.n_heads) *
+         static_cast<double>(c.head_dim) * static_cast<double>(T);
+}
+}  // namespace
+
 double training_flops_per_token(const ModelConfig& c, int64_t T) {
-  return 6.0 * static_cast<double>(matmul_parameters(c)) +
-         12.0 * static_cast<double>(c.n_layers * c.n_heads * c.head_dim * T);
+  return 6.0 * static_cast<double>(matmul_parameters(c)) + 12.0 * lhqt(c, T);
+}
+
+double recompute_flops_per_token(const ModelConfig& c, int64_t T, Recompute mode) {
+  switch (mode) {
+    case Recompute::None: return 0.0;
+    case Recompute::Selective: return 4.0 * lhqt(c, T);
+    case Recompute::Full:
+      return 2.0 * static_cast<double>(block_matmul_parameters(c)) + 4.0 * lhqt(c, T);
+  }
+  return 0.0;
+}
+
+double hardware_flops_per_token(const ModelConfig& c, int64_t T, Recompute mode) {
+  return training_flops_per_token(c, T) + recompute_flops_per_token(c, T, mode);
+}
+
+double flops_utilisation(double tokens_per_s, double flops_per_token, double peak, int ranks) {
+  if (peak <= 0 || ranks <= 0) return 0.0;
+  return tokens_per_s * flops_per_token / (peak * ranks);
 }
 
 double measure_gemm_peak_flops() {

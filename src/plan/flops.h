@@ -1,18 +1,43 @@
-// Training FLOPs per token and model FLOPs utilisation (REFERENCE.md, PaLM
-// appendix B): 6 * N_matmul + 12 * L * H * Q * T, where N_matmul counts the
-// parameters that take part in matrix products (every weight matrix and the
-// LM head; embedding lookups and norms excluded).
+// Training FLOPs per token, model and hardware FLOPs utilisation (PaLM,
+// Chowdhery et al. 2022, appendix B). Model FLOPs per token: 6N + 12LHQT,
+// N = parameters that take part in matrix products (every weight matrix and
+// the LM head; embedding lookups, norms and biases excluded), L layers, H
+// heads, Q head dim, T sequence length. MFU = achieved model FLOP/s / peak.
+// HFU also counts the FLOPs spent recomputing activations (rematerialisation);
+// it equals MFU without recomputation and exceeds it with it.
 #pragma once
 #include <cstdint>
 
 #include "model/config.h"
+#include "plan/memory_model.h"
 
 namespace parallm {
 
 int64_t matmul_parameters(const ModelConfig& cfg);
+// Matmul parameters of the transformer blocks only (N minus the LM head).
+int64_t block_matmul_parameters(const ModelConfig& cfg);
+// 6N + 12LHQT: forward 2N + 4LHQT (QK^T and PV: 2LHQT each), backward twice that.
 double training_flops_per_token(const ModelConfig& cfg, int64_t seq_len);
+// FLOPs per token spent recomputing activations in the backward pass:
+//   none:      0
+//   selective: 4LHQT, the attention core's forward (QK^T, softmax, PV) rerun
+//              (Korthikanti et al. 2022, as PaLM counts it)
+//   full:      2N_blocks + 4LHQT, one more forward of every block; the LM head
+//              is not recomputed (full recompute keeps each block's input), so
+//              this is slightly below PaLM's "one more forward" 2N + 4LHQT.
+// The flash-style attention backward's own recomputation of the scores is
+// an implementation detail and, as in PaLM and Megatron, not counted.
+double recompute_flops_per_token(const ModelConfig& cfg, int64_t seq_len, Recompute mode);
+// Model FLOPs plus recomputation: the numerator of HFU.
+double hardware_flops_per_token(const ModelConfig& cfg, int64_t seq_len, Recompute mode);
+// Utilisation of `ranks` devices of `peak_flops_per_rank` each at
+// tokens_per_s tokens per second with flops_per_token FLOPs each (0 when the
+// peak is unknown).
+double flops_utilisation(double tokens_per_s, double flops_per_token, double peak_flops_per_rank,
+                         int ranks);
 // Best of a few single-precision GEMMs (1024^3) with the BLAS thread count in
-// effect: this machine's practical fp32 peak in FLOP/s, the MFU denominator.
+// effect: this machine's practical fp32 peak in FLOP/s, the default MFU
+// denominator (--peak-tflops overrides it).
 double measure_gemm_peak_flops();
 
 }  // namespace parallm

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "base/error.h"
+#include "plan/parallm_activations.h"
 
 namespace parallm {
 
@@ -38,6 +39,12 @@ PipeSchedule schedule_from_name(const std::string& s) {
   if (s == "interleaved") return PipeSchedule::Interleaved;
   if (s == "zb") return PipeSchedule::ZeroBubble;
   PX_FAIL("unknown schedule '{}' (expected gpipe, 1f1b, interleaved or zb)", s);
+}
+
+ActivationModel activation_model_from_name(const std::string& s) {
+  if (s == "megatron") return ActivationModel::Megatron16;
+  if (s == "parallm") return ActivationModel::Parallm;
+  PX_FAIL("unknown activation model '{}' (expected megatron or parallm)", s);
 }
 
 void MemoryQuery::validate() const {
@@ -99,24 +106,70 @@ double in_flight(const MemoryQuery& q) {
   }
 }
 
+// Elements this rank stores for its parameters: one block's tensors on a
+// tensor-parallel rank (column/row-parallel weights and column-parallel
+// biases split; norms and row-parallel output biases replicated; with fewer
+// key/value heads than tp ranks each keeps one replicated group, as Megatron
+// does), each rounded up to `align` elements (parallm's ParameterSet pads
+// every tensor to 16 floats; the Megatron model counts unpadded).
+struct ParamCounter {
+  int64_t align = 1;
+  int64_t n = 0;
+  void add(int64_t elems) { n += (elems + align - 1) / align * align; }
+};
+
+void add_block_parameters(ParamCounter& pc, const ModelConfig& m, int64_t t) {
+  const int64_t C = m.hidden, Q = m.q_dim() / t, I = (m.intermediate + t - 1) / t;
+  const int64_t K = m.head_dim * ((m.n_kv_heads + t - 1) / t);
+  const bool bias = m.uses_bias();
+  const int64_t norm_tensors = m.uses_layernorm() ? 2 : 1;
+  for (int64_t i = 0; i < 2 * norm_tensors; ++i) pc.add(C);  // norm1, norm2
+  for (int64_t out : {Q, K, K}) {                           // q, k, v
+    pc.add(C * out);
+    if (bias) pc.add(out);
+  }
+  pc.add(Q * C);  // o
+  if (bias) pc.add(C);
+  for (int i = 0; i < (m.uses_swiglu() ? 2 : 1); ++i) {  // fc, or gate and up
+    pc.add(C * I);
+    if (bias) pc.add(I);
+  }
+  pc.add(I * C);  // proj / down
+  if (bias) pc.add(C);
+}
+
+// Parameters held by the most loaded rank (the first pipeline stage: the
+// embedding and its layers; with pp 1 also the final norm and untied head).
+int64_t parameters_held(const MemoryQuery& q, int64_t align) {
+  const ModelConfig& m = q.model;
+  const int64_t layers_here = (m.n_layers + q.pp - 1) / q.pp;
+  const int64_t vocab_rows = (m.vocab_size + q.tp - 1) / q.tp;  // padded vocab-parallel shard
+  ParamCounter pc{align};
+  pc.add(vocab_rows * m.hidden);
+  if (m.uses_learned_positions()) pc.add(m.max_positions * m.hidden);
+  for (int64_t l = 0; l < layers_here; ++l) add_block_parameters(pc, m, q.tp);
+  if (q.pp == 1) {
+    for (int i = 0; i < (m.uses_layernorm() ? 2 : 1); ++i) pc.add(m.hidden);
+    if (!m.tie_embeddings) pc.add(vocab_rows * m.hidden);
+  }
+  return pc.n;
+}
+
 }  // namespace
 
 MemoryBreakdown estimate_memory(const MemoryQuery& q) {
   q.validate();
   const ModelConfig& m = q.model;
-  const double t = q.tp;
   const int64_t layers_here = (m.n_layers + q.pp - 1) / q.pp;
-  const int64_t per_layer = (m.num_parameters() - m.vocab_size * m.hidden * (m.tie_embeddings ? 1 : 2) -
-                             (m.uses_learned_positions() ? m.max_positions * m.hidden : 0) -
-                             (m.uses_layernorm() ? 2 : 1) * m.hidden) /
-                            m.n_layers;
-  double params = static_cast<double>(layers_here * per_layer) / t;
-  params += static_cast<double>(m.vocab_size * m.hidden) / t;  // embedding on the first stage
-  if (m.uses_learned_positions()) params += static_cast<double>(m.max_positions * m.hidden);
-  if (q.pp == 1 && !m.tie_embeddings) params += static_cast<double>(m.vocab_size * m.hidden) / t;
+  ParamCounter one_block;
+  add_block_parameters(one_block, m, q.tp);
+  const int64_t per_layer = one_block.n;
+  const bool parallm = q.activation_model == ActivationModel::Parallm;
+  // Bytes follow the storage (padded under the Parallm model); the count does not.
+  const double params = static_cast<double>(parameters_held(q, parallm ? 16 : 1));
 
   MemoryBreakdown r;
-  r.params_per_rank = static_cast<int64_t>(params);
+  r.params_per_rank = parameters_held(q, 1);
   const bool mixed = q.precision != Precision::FP32;
   const double weight_bytes = mixed ? 2.0 : 4.0;
   const double shards = static_cast<double>(q.dp) * q.cp;
@@ -125,18 +178,27 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
   r.optimizer = params * (optimizer_state_bytes(q.optimizer) + (mixed ? 4.0 : 0.0)) /
                 (q.zero >= 1 ? shards : 1.0);
 
-  r.activation_per_layer = layer_activation_bytes(q);
   r.micro_batches_in_flight = in_flight(q);
-  r.activations = r.activation_per_layer * static_cast<double>(layers_here) * r.micro_batches_in_flight;
-  if (q.recompute == Recompute::Full) {  // one layer rebuilt at a time during backward
-    MemoryQuery one = q;
-    one.recompute = Recompute::None;
-    r.activations += layer_activation_bytes(one);
+  if (parallm) {
+    const ParallmActivations a = parallm_activations(q);
+    r.activation_per_layer = a.per_layer;
+    r.activations = (a.per_layer * static_cast<double>(layers_here) + a.outside) *
+                        r.micro_batches_in_flight + a.working;
+    r.workspace = a.head_chunk;
+  } else {
+    r.activation_per_layer = layer_activation_bytes(q);
+    r.activations =
+        r.activation_per_layer * static_cast<double>(layers_here) * r.micro_batches_in_flight;
+    if (q.recompute == Recompute::Full) {  // one layer rebuilt at a time during backward
+      MemoryQuery one = q;
+      one.recompute = Recompute::None;
+      r.activations += layer_activation_bytes(one);
+    }
   }
   // Communication buffers: DDP buckets in flight, ZeRO-3 gathered units
   // (current + prefetched), pipeline send/receive activations.
   if (shards > 1 && q.zero <= 1) r.communication += 2.0 * q.bucket_mb * 1024 * 1024;
-  if (q.zero >= 3) r.communication += 2.0 * static_cast<double>(per_layer) / t * weight_bytes;
+  if (q.zero >= 3) r.communication += 2.0 * static_cast<double>(per_layer) * weight_bytes;
   if (q.pp > 1)
     r.communication += 2.0 * static_cast<double>(q.seq_len) / q.cp * q.micro_batch * m.hidden *
                        (mixed ? 2.0 : 4.0);

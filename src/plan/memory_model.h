@@ -9,7 +9,10 @@
 // tensor parallel t: s*b*h*(10 + 24/t + 5*a*s/(h*t)), with sequence parallel:
 // s*b*h*(34/t + 5*a*s/(h*t)); selective recompute drops the 5*a*s/h term; full
 // recompute keeps 2*s*b*h per layer (plus one layer's working set). fp32
-// doubles the activation bytes.
+// doubles the activation bytes. ActivationModel::Parallm instead counts the
+// tensors this implementation's layers save (plan/parallm_activations.h), so
+// it can be held against the allocator. Parameter counts are exact per rank
+// (tp shards, padded vocabulary, replicated norms and row-parallel biases).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -23,11 +26,15 @@ enum class Precision { FP32, BF16, FP16 };
 enum class OptimizerKind { SGD, SGDMomentum, Adam, AdamW, Muon };
 enum class Recompute { None, Selective, Full };
 enum class PipeSchedule { GPipe, OneFOneB, Interleaved, ZeroBubble };
+// Megatron16: Korthikanti et al.'s per-layer count (16-bit, Megatron-LM's
+// layers). Parallm: what this implementation's layers save.
+enum class ActivationModel { Megatron16, Parallm };
 
 Precision precision_from_name(const std::string& s);
 OptimizerKind optimizer_from_name(const std::string& s);
 Recompute recompute_from_name(const std::string& s);
 PipeSchedule schedule_from_name(const std::string& s);
+ActivationModel activation_model_from_name(const std::string& s);  // "megatron" | "parallm"
 
 struct MemoryQuery {
   ModelConfig model;
@@ -41,6 +48,7 @@ struct MemoryQuery {
   Precision precision = Precision::BF16;
   OptimizerKind optimizer = OptimizerKind::AdamW;
   Recompute recompute = Recompute::None;
+  ActivationModel activation_model = ActivationModel::Megatron16;
   double bucket_mb = 25.0;
 
   void validate() const;  // layout constraints, with the values in the message
@@ -49,9 +57,12 @@ struct MemoryQuery {
 struct MemoryBreakdown {
   int64_t params_per_rank = 0;  // parameters held by the rank before ZeRO-3
   double parameters = 0, gradients = 0, optimizer = 0, activations = 0, communication = 0;
+  double workspace = 0;  // Parallm model only: the LM head's logits chunk (freed each step)
   double activation_per_layer = 0;  // bytes for one layer and one micro-batch
   double micro_batches_in_flight = 0;
-  double total() const { return parameters + gradients + optimizer + activations + communication; }
+  double total() const {
+    return parameters + gradients + optimizer + activations + communication + workspace;
+  }
 };
 
 MemoryBreakdown estimate_memory(const MemoryQuery& q);

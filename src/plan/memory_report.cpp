@@ -13,13 +13,14 @@ std::string gib(double b) {
 std::string layout_line(const MemoryQuery& q) {
   return fmt::format(
       "tp {} pp {} dp {} cp {}{}{}, zero {}, seq {} x micro-batch {} ({} micro-batches, {}), {}, "
-      "recompute {}",
+      "recompute {}, {} activations",
       q.tp, q.pp, q.dp, q.cp, q.virtual_stages > 1 ? fmt::format(" x {} virtual", q.virtual_stages) : "",
       q.sequence_parallel ? " +sp" : "", q.zero, q.seq_len, q.micro_batch, q.micro_batches,
       q.schedule == PipeSchedule::GPipe ? "gpipe" : q.schedule == PipeSchedule::Interleaved ? "interleaved"
       : q.schedule == PipeSchedule::ZeroBubble ? "zb" : "1f1b",
       q.precision == Precision::FP32 ? "fp32" : q.precision == Precision::BF16 ? "bf16" : "fp16",
-      q.recompute == Recompute::None ? "none" : q.recompute == Recompute::Selective ? "selective" : "full");
+      q.recompute == Recompute::None ? "none" : q.recompute == Recompute::Selective ? "selective" : "full",
+      q.activation_model == ActivationModel::Parallm ? "parallm" : "megatron");
 }
 
 }  // namespace
@@ -35,6 +36,7 @@ std::string memory_report_text(const MemoryQuery& q, const std::string& name, do
   row("optimizer states", r.optimizer);
   row("activations", r.activations);
   row("communication buffers", r.communication);
+  if (r.workspace > 0) row("workspace (LM head)", r.workspace);
   row("total", r.total());
   out += fmt::format("  (activations: {} per layer per micro-batch, {:.2f} micro-batches in flight)\n",
                      gib(r.activation_per_layer), r.micro_batches_in_flight);
@@ -62,6 +64,7 @@ nlohmann::json memory_report_json(const MemoryQuery& q, const std::string& name,
                         {"optimizer", r.optimizer},
                         {"activations", r.activations},
                         {"communication", r.communication},
+                        {"workspace", r.workspace},
                         {"total", r.total()}}},
                       {"activation_per_layer", r.activation_per_layer},
                       {"micro_batches_in_flight", r.micro_batches_in_flight},

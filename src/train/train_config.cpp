@@ -161,6 +161,7 @@ RunConfig load_run_config(const std::string& path) {
   r.get("overlap_grad_reduce", t.dp.overlap);
   r.get("tp", t.tp);
   r.get("sequence_parallel", t.sequence_parallel);
+  r.get("peak_tflops", t.peak_tflops);
   r.reject_unknown();
   // Every path in a run file, outputs included, is relative to the file.
   std::vector<std::string*> paths = {&t.init_from, &t.metrics_path, &t.save_dir};
@@ -196,6 +197,7 @@ void TrainConfig::validate(const ModelConfig& m) const {
            "betas must be in [0, 1), got ({}, {})", beta1, beta2);
   PX_CHECK(weight_decay >= 0, "weight_decay must be >= 0, got {}", weight_decay);
   PX_CHECK(log_interval > 0, "log_interval must be positive, got {}", log_interval);
+  PX_CHECK(peak_tflops >= 0, "peak_tflops must be >= 0 (0: measure), got {}", peak_tflops);
   check_tp_divides(m, tp);
   PX_CHECK(!sequence_parallel || (micro_batch_size * seq_len) % tp == 0,
            "sequence parallel: micro batch size ({}) x seq_len ({}) is not divisible by tp ({})",

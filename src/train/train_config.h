@@ -38,6 +38,7 @@ struct TrainConfig {
   DpOptions dp;  // data parallelism (dp == 1: one process)
   int tp = 1;    // tensor parallel size (--tp); world = dp x tp
   bool sequence_parallel = false;  // --sequence-parallel (needs tp > 1 to matter)
+  double peak_tflops = 0;  // MFU/HFU denominator per rank (--peak-tflops); 0: measure GEMM peak
 
   // Micro-batches per optimizer step on each data-parallel rank.
   int64_t grad_accum_steps() const { return global_batch_size / (micro_batch_size * dp.dp); }

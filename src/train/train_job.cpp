@@ -62,16 +62,17 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   } else {
     load_hf_weights(rc.train.init_from, model);
   }
-  double peak = measure_gemm_peak_flops();
+  const bool measured = rc.train.peak_tflops <= 0;
+  double peak = measured ? measure_gemm_peak_flops() : rc.train.peak_tflops * 1e12;
   Trainer trainer(model, rc.train, alloc, peak, rc.train.dp.dp > 1 ? dp_group.get() : nullptr);
   fmt::print(log,
              "parallm: {} model, {:.2f}M parameters, {} layers, hidden {}, vocab {}; "
              "{} steps of {} x {} tokens (micro-batch {}, accumulation {}), {} threads, "
-             "GEMM peak {:.1f} GFLOP/s\n",
+             "peak {:.1f} GFLOP/s ({})\n",
              arch_name(rc.model.arch), rc.model.num_parameters() / 1e6, rc.model.n_layers,
              rc.model.hidden, rc.model.vocab_size, rc.train.steps, rc.train.global_batch_size,
              rc.train.seq_len, rc.train.micro_batch_size, rc.train.grad_accum_steps(),
-             cpu::num_threads(), peak / 1e9);
+             cpu::num_threads(), peak / 1e9, measured ? "measured GEMM" : "--peak-tflops");
   if (rc.train.dp.dp > 1)
     fmt::print(log, "data parallel: dp {}, {}, ZeRO stage {}, buckets {} MiB, overlap {}\n",
                rc.train.dp.dp, dp_mode_name(rc.train.dp.mode), rc.train.dp.zero,

@@ -15,6 +15,8 @@ Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, d
       alloc_(alloc),
       peak_flops_(peak_flops),
       flops_per_token_(training_flops_per_token(model.config(), cfg.seq_len)),
+      // No recomputation is implemented yet; pass the run's mode here once it is.
+      hw_flops_per_token_(hardware_flops_per_token(model.config(), cfg.seq_len, Recompute::None)),
       train_data_(cfg.train_files, cfg.seq_len, cfg.seed, cfg.shuffle),
       dp_(model, dp_group, cfg.dp, AdamWConfig{cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay},
           alloc),
@@ -70,7 +72,8 @@ StepStats Trainer::train_step(int64_t step) {
   s.tflops = s.tokens_per_s * flops_per_token_ / 1e12;
   // peak_flops_ is one rank's; the step's tokens ran on dp x tp ranks.
   const int ranks = dp_.dp_size() * model_.tp().size();
-  s.mfu = peak_flops_ > 0 ? s.tokens_per_s * flops_per_token_ / (peak_flops_ * ranks) : 0.0;
+  s.mfu = flops_utilisation(s.tokens_per_s, flops_per_token_, peak_flops_, ranks);
+  s.hfu = flops_utilisation(s.tokens_per_s, hw_flops_per_token_, peak_flops_, ranks);
   return s;
 }
 
@@ -99,6 +102,8 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step) {
                           {"tokens_per_s", s.tokens_per_s},
                           {"tflops", s.tflops},
                           {"mfu", s.mfu},
+                          {"hfu", s.hfu},
+                          {"peak_tflops", peak_flops_ / 1e12},
                           {"exposed_comm_ms", s.exposed_comm_ms},
                           {"comm_bytes", s.comm_bytes},
                           {"comm_bytes_by_group",

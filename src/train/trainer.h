@@ -28,6 +28,7 @@ struct StepStats {
   double tokens_per_s = 0.0;
   double tflops = 0.0;
   double mfu = 0.0;
+  double hfu = 0.0;  // counts recomputation FLOPs too (== mfu without recomputation)
   double exposed_comm_ms = 0.0;  // waiting on communication compute did not hide
   int64_t comm_bytes = 0;        // bytes this rank handed to dp collectives
   int64_t tp_comm_bytes = 0;     // ... to tensor-parallel all-reduces (and the tp norm sum)
@@ -37,7 +38,8 @@ struct StepStats {
 class Trainer {
  public:
   // The model must already hold its initial parameters (the same on every
-  // rank). dp_group: the data-parallel group when cfg.dp.dp > 1, else null.
+  // rank). peak_flops: one rank's peak FLOP/s (<= 0: no MFU). dp_group: the
+  // data-parallel group when cfg.dp.dp > 1, else null.
   Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, double peak_flops,
           comm::Communicator* dp_group = nullptr);
   StepStats train_step(int64_t step);
@@ -56,7 +58,8 @@ class Trainer {
   TrainConfig cfg_;
   Allocator& alloc_;
   double peak_flops_;
-  double flops_per_token_;
+  double flops_per_token_;     // model FLOPs (MFU numerator)
+  double hw_flops_per_token_;  // model + recomputation FLOPs (HFU numerator)
   DataLoader train_data_;
   std::unique_ptr<DataLoader> val_data_;
   DataParallel dp_;

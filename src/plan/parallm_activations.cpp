@@ -1,0 +1,60 @@
+#include "plan/parallm_activations.h"
+
+#include <algorithm>
+
+namespace parallm {
+
+namespace {
+// The LM head's chunking rule (src/model/layers/lm_head.cpp chunk_rows):
+// up to 8M logits per chunk, at least two chunks, at least 16 rows.
+int64_t head_chunk_rows(int64_t N, int64_t V) {
+  int64_t rows = std::min<int64_t>((int64_t{8} << 20) / std::max<int64_t>(V, 1), (N + 1) / 2);
+  rows = std::clamp<int64_t>(rows, 16, std::max<int64_t>(N, 1));
+  const int64_t chunks = (N + rows - 1) / rows;
+  return (N + chunks - 1) / chunks;
+}
+}  // namespace
+
+ParallmActivations parallm_activations(const MemoryQuery& q) {
+  const ModelConfig& m = q.model;
+  const double t = q.tp;
+  const double B = static_cast<double>(q.micro_batch);
+  const double T = static_cast<double>(q.seq_len / q.cp);
+  const double N = B * T;                                  // token rows of the micro-batch
+  const double rows = q.sequence_parallel ? N / t : N;     // residual-stream rows
+  const double C = static_cast<double>(m.hidden);
+  const double Q = static_cast<double>(m.q_dim()) / t;     // this rank's query width
+  const double K = static_cast<double>(m.kv_dim()) / t;    // ... key / value width
+  const double I = static_cast<double>(m.intermediate) / t;
+  const double H = static_cast<double>(m.n_heads) / t;
+  const double stats = m.uses_layernorm() ? 2.0 : 1.0;     // mean + rstd, or rstd
+  const double elem = q.precision == Precision::FP32 ? 4.0 : 2.0;
+
+  const double norm_out = rows * C, norm_stats = rows * stats;
+  const double block_out = rows * C;                       // next block's input (xs[l+1])
+  const double attn = N * (Q + 2 * K) + N * Q + B * H * T; // q, k, v, att, lse
+  const double mid = rows * C;
+  const double mlp_pre = N * I * (m.uses_swiglu() ? 2.0 : 1.0);  // fc, or gate and up
+  const double mlp_act = N * I;
+  const double full = block_out + 2 * (norm_out + norm_stats) + attn + mid + mlp_pre + mlp_act;
+
+  ParallmActivations r;
+  switch (q.recompute) {
+    case Recompute::None: r.per_layer = full; break;
+    case Recompute::Selective: r.per_layer = full - 2 * norm_out - mlp_act; break;
+    case Recompute::Full: r.per_layer = block_out; break;
+  }
+  r.working = q.recompute == Recompute::Full ? full - block_out : 0.0;
+  // xs[0] (embedding output) and the final norm's output and stats; its
+  // input is the last block's output, already counted.
+  r.outside = rows * C + norm_out + norm_stats;
+  r.per_layer *= elem;
+  r.working *= elem;
+  r.outside *= elem;
+  const int64_t V = (m.vocab_size + q.tp - 1) / q.tp;  // padded shard rows
+  r.head_chunk = static_cast<double>(head_chunk_rows(static_cast<int64_t>(N), V)) *
+                 static_cast<double>(V) * 4.0;
+  return r;
+}
+
+}  // namespace parallm
