@@ -49,6 +49,10 @@ void add_train_command(CLI::App& app, CommandRegistry& reg) {
   flag(sub, *f, "--weight-decay", &TrainConfig::weight_decay, "AdamW decoupled weight decay");
   flag(sub, *f, "--clip-grad", &TrainConfig::clip_grad, "global gradient-norm clip (0: off)");
   flag(sub, *f, "--seed", &TrainConfig::seed, "seed for initialisation and data order");
+  flag(sub, *f, "--attention-dropout", &TrainConfig::attention_dropout,
+       "dropout probability on attention probabilities (default 0)");
+  flag(sub, *f, "--hidden-dropout", &TrainConfig::hidden_dropout,
+       "dropout probability on attention and MLP outputs (default 0)");
   flag(sub, *f, "--log-interval", &TrainConfig::log_interval, "steps between log lines");
   flag(sub, *f, "--eval-interval", &TrainConfig::eval_interval, "steps between validations");
   flag(sub, *f, "--metrics", &TrainConfig::metrics_path, "JSONL metrics file");

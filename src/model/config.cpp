@@ -19,6 +19,10 @@ void ModelConfig::validate() const {
            "n_kv_heads {}, head_dim {}, intermediate {}, max_positions {})",
            vocab_size, hidden, n_layers, n_heads, n_kv_heads, head_dim, intermediate,
            max_positions);
+  PX_CHECK(attn_dropout >= 0.0 && attn_dropout < 1.0 && hidden_dropout >= 0.0 &&
+               hidden_dropout < 1.0,
+           "dropout probabilities must be in [0, 1) (attention {}, hidden {})", attn_dropout,
+           hidden_dropout);
   PX_CHECK(n_heads % n_kv_heads == 0,
            "num_attention_heads ({}) is not divisible by num_key_value_heads ({})", n_heads,
            n_kv_heads);

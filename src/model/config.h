@@ -23,6 +23,11 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   bool tie_embeddings = true;
   double init_std = 0.02;
+  // Dropout probabilities (0: none, and no random numbers drawn). Attention
+  // dropout acts on the softmax probabilities, hidden dropout on the outputs
+  // of attention and MLP before each residual add.
+  double attn_dropout = 0.0;
+  double hidden_dropout = 0.0;
 
   // Family traits.
   bool uses_layernorm() const { return arch == Arch::GPT2; }  // else RMSNorm

@@ -82,11 +82,13 @@ Tensor Transformer::head_input(const LayerContext& c, const Forward& f) const {
 }
 
 LossSum Transformer::forward_backward(const int32_t* inputs, const int32_t* targets, int64_t B,
-                                      int64_t T, double grad_scale) {
+                                      int64_t T, double grad_scale, const DropoutKey& dropout) {
   check_batch(inputs, B, T);
   std::vector<int64_t> pos(T);
   std::iota(pos.begin(), pos.end(), 0);
   LayerContext c = context(B, T, pos);
+  c.dropout_seed = dropout.seed;
+  c.sample_offset = dropout.sample_offset;
   Forward f = run_forward(c, inputs);
   const int64_t L = cfg_.n_layers;
   const int64_t rows = tp_local_rows(tp_, c.N());

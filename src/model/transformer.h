@@ -24,6 +24,14 @@
 
 namespace parallm {
 
+// Dropout of one training micro-batch: seed (0: no dropout) and the global
+// sample number of its first row; masks depend only on these and global
+// positions, so every tp / sp / dp layout drops the same elements.
+struct DropoutKey {
+  uint64_t seed = 0;
+  int64_t sample_offset = 0;
+};
+
 class Transformer {
  public:
   // tp: the tensor-parallel group (default: none). Throws, naming the
@@ -36,7 +44,7 @@ class Transformer {
 
   // inputs, targets: (B, T) int32. Gradients accumulate into params().grads.
   LossSum forward_backward(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T,
-                           double grad_scale);
+                           double grad_scale, const DropoutKey& dropout = {});
   LossSum forward_loss(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T);
   // Full logits (B, T, V), for inference and reference tests (gathered over tp).
   Tensor logits(const int32_t* inputs, int64_t B, int64_t T);

@@ -146,6 +146,8 @@ RunConfig load_run_config(const std::string& path) {
   r.get("eps", t.eps);
   r.get("clip_grad", t.clip_grad);
   r.get("seed", t.seed);
+  r.get("attention_dropout", t.attention_dropout);
+  r.get("hidden_dropout", t.hidden_dropout);
   r.get("shuffle", t.shuffle);
   r.get("log_interval", t.log_interval);
   r.get("eval_interval", t.eval_interval);

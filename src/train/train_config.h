@@ -29,6 +29,10 @@ struct TrainConfig {
   double eps = 1e-8;
   double clip_grad = 1.0;
   uint64_t seed = 1234;
+  // Dropout probabilities copied into the ModelConfig (--attention-dropout,
+  // --hidden-dropout; [train] attention_dropout, hidden_dropout).
+  double attention_dropout = 0.0;
+  double hidden_dropout = 0.0;
   bool shuffle = true;
   int64_t log_interval = 10;
   int64_t eval_interval = 0;  // 0: evaluate only at the end (when val files exist)

@@ -56,6 +56,8 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
              .sequence_parallel = rc.train.sequence_parallel};
 
   Allocator alloc;
+  rc.model.attn_dropout = rc.train.attention_dropout;
+  rc.model.hidden_dropout = rc.train.hidden_dropout;
   Transformer model(rc.model, alloc, tp);
   if (rc.train.init_from.empty()) {
     model.params().init_random(rc.train.seed);

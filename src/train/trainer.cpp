@@ -4,9 +4,17 @@
 #include <cmath>
 #include <vector>
 
+#include "base/rng.h"
 #include "plan/flops.h"
 
 namespace parallm {
+namespace {
+// A nonzero dropout seed for one optimizer step (0 would mean "no dropout").
+uint64_t dropout_seed(uint64_t seed, int64_t step) {
+  const uint64_t k = stream_key(seed ^ mix64(static_cast<uint64_t>(step)), "dropout");
+  return k == 0 ? 1 : k;
+}
+}  // namespace
 
 Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, double peak_flops,
                  comm::Communicator* dp_group)
@@ -49,7 +57,11 @@ StepStats Trainer::train_step(int64_t step) {
   for (int64_t m = 0; m < accum; ++m) {
     train_data_.fill_batch(first + m * B, B, in.data(), tg.data());
     dp_.begin_micro_batch(m + 1 == accum);
-    loss_sum += model_.forward_backward(in.data(), tg.data(), B, T, 1.0 / tokens).sum;
+    // Dropout key: per step; the global sample number tells micro-batches and
+    // dp ranks apart, so the masks do not depend on the layout.
+    const DropoutKey drop{dropout_seed(cfg_.seed, step),
+                                       first + m * B - step * cfg_.global_batch_size};
+    loss_sum += model_.forward_backward(in.data(), tg.data(), B, T, 1.0 / tokens, drop).sum;
   }
   StepStats s;
   s.step = step;

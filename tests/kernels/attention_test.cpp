@@ -329,6 +329,85 @@ TEST(Attention, BackwardIsDeterministic) {
   }
 }
 
+// Dropout: the mask is fixed for a fixed key, so the backward must be the
+// exact gradient of the dropped forward.
+TEST(Attention, DropoutGradientsMatchFiniteDifferences) {
+  AttnDims shapes[] = {
+      {.B = 2, .Tq = 7, .Tk = 7, .Hq = 6, .Hkv = 2, .D = 5},
+      {.B = 1, .Tq = 3, .Tk = 6, .Hq = 2, .Hkv = 1, .D = 3, .q_pos0 = 4, .k_pos0 = 1},
+  };
+  for (AttnDims& d : shapes) {
+    d.dropout_p = 0.3;
+    d.dropout_key = 12345;
+    for (AttnBwdSplit split : {AttnBwdSplit::kByKvHead, AttnBwdSplit::kTwoPass}) {
+      Inputs in(d, 1.5);
+      const Result<double> res = run<double>(in, true, split);
+      auto loss = [&]() {
+        const Result<double> f = run<double>(in, false);
+        double l = 0;
+        for (size_t i = 0; i < f.out.size(); ++i) l += f.out[i] * in.r[i];
+        return l;
+      };
+      const double h = 1e-5;
+      auto check = [&](Vec& x, const std::vector<double>& grad, const char* what) {
+        for (size_t i = 0; i < x.size(); ++i) {
+          const double x0 = x[i];
+          x[i] = x0 + h;
+          const double lp = loss();
+          x[i] = x0 - h;
+          const double lm = loss();
+          x[i] = x0;
+          const double fd = (lp - lm) / (2 * h);
+          EXPECT_NEAR(grad[i], fd, 1e-6 * (1.0 + std::abs(fd))) << what << "[" << i << "]";
+        }
+      };
+      check(in.q, res.dq, "dq");
+      check(in.k, res.dk, "dk");
+      check(in.v, res.dv, "dv");
+    }
+  }
+}
+
+// Dropout changes the output but not lse; p = 0 or key 0 is exactly no dropout;
+// the mask follows global heads and samples, so a head/batch split agrees.
+TEST(Attention, DropoutIsKeyedByGlobalIndices) {
+  AttnDims d{.B = 2, .Tq = 9, .Tk = 9, .Hq = 4, .Hkv = 2, .D = 4};
+  const Inputs plain(d);
+  const Result<double> base = run<double>(plain, false);
+  AttnDims dd = d;
+  dd.dropout_p = 0.25;
+  dd.dropout_key = 99;
+  const Inputs dropped(dd);
+  const Result<double> full = run<double>(dropped, false);
+  EXPECT_EQ(full.lse, base.lse);
+  EXPECT_NE(full.out, base.out);
+  AttnDims off = d;
+  off.dropout_p = 0.25;  // key 0: eval, no dropout
+  EXPECT_EQ(run<double>(Inputs(off), false).out, base.out);
+  // Second sample, heads 2..3 and kv group 1 alone, with head0 = 2, sample0 = 1.
+  AttnDims part = dd;
+  part.B = 1;
+  part.Hq = 2;
+  part.Hkv = 1;
+  part.head0 = 2;
+  part.sample0 = 1;
+  Inputs pin(part);
+  auto slice = [&](const Vec& x, int64_t T, int64_t H, int64_t h0, int64_t nh) {
+    Vec y;
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = h0; h < h0 + nh; ++h)
+        for (int64_t e = 0; e < d.D; ++e) y.push_back(x[((1 * T + t) * H + h) * d.D + e]);
+    return y;
+  };
+  pin.q = slice(dropped.q, d.Tq, d.Hq, 2, 2);
+  pin.k = slice(dropped.k, d.Tk, d.Hkv, 1, 1);
+  pin.v = slice(dropped.v, d.Tk, d.Hkv, 1, 1);
+  const Result<double> p = run<double>(pin, false);
+  const Vec want = slice(full.out, d.Tq, d.Hq, 2, 2);
+  ASSERT_EQ(p.out.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(p.out[i], want[i], 1e-12) << i;
+}
+
 TEST(Attention, RejectsBadHeads) {
   const AttnDims d{.B = 1, .Tq = 2, .Tk = 2, .Hq = 3, .Hkv = 2, .D = 4};
   std::vector<float> x(64), lse(8);

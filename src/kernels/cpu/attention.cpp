@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/rng.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/vec_math.h"
 
@@ -85,6 +86,26 @@ template <class T>
   }
 }
 
+// The key of one (global sample, global head) pair; the counter inside it is
+// (query position, key position), both below 2^32.
+uint64_t dropout_row_key(const AttnDims& d, int64_t sample, int64_t head) {
+  return mix64(mix64(d.dropout_key ^ mix64(static_cast<uint64_t>(sample))) ^
+               static_cast<uint64_t>(head) * 0xD1B54A32D192ED03ull);
+}
+
+// m[0, c) <- dropout multipliers of keys j0 .. j0+c-1 for local (b, h, i).
+template <class T>
+[[gnu::noinline]] void dropout_mask_row(T* m, const AttnDims& d, int64_t b, int64_t h, int64_t i,
+                                        int64_t j0, int64_t c) {
+  const uint64_t key = dropout_row_key(d, d.sample0 + b, d.head0 + h);
+  const uint64_t qpos = static_cast<uint64_t>(d.q_pos0 + i) << 32;
+  const T keep = static_cast<T>(1.0 / (1.0 - d.dropout_p));
+  for (int64_t j = 0; j < c; ++j) {
+    const double u = uniform_at(key, qpos | static_cast<uint64_t>(d.k_pos0 + j0 + j));
+    m[j] = u >= d.dropout_p ? keep : T(0);
+  }
+}
+
 // Shapes, strides and the causal rule shared by forward and backward.
 struct Layout {
   explicit Layout(const AttnDims& dims) : d(dims) {
@@ -93,6 +114,8 @@ struct Layout {
     PX_CHECK(d.Hkv > 0 && d.Hq > 0 && d.Hq % d.Hkv == 0,
              "attention: query heads ({}) must be a positive multiple of kv heads ({})", d.Hq,
              d.Hkv);
+    PX_CHECK(d.dropout_p >= 0.0 && d.dropout_p < 1.0,
+             "attention: dropout probability must be in [0, 1), got {}", d.dropout_p);
     group = d.Hq / d.Hkv;
     ldq = d.Hq * d.D;
     ldk = d.Hkv * d.D;
@@ -117,7 +140,8 @@ struct Layout {
 // s: nq * Tk scratch; inv: nq scratch.
 template <class T>
 void forward_tile(T* out, T* lse, const T* q, const T* k, const T* v, const Layout& L,
-                  double scale, int64_t b, int64_t h, int64_t i0, int64_t i1, T* s, double* inv) {
+                  double scale, int64_t b, int64_t h, int64_t i0, int64_t i1, T* s, double* inv,
+                  T* mask) {
   const int64_t nq = i1 - i0, D = L.d.D, g = h / L.group;
   const int64_t kn = L.visible(i1 - 1);  // visible() grows with i: the last row sees most
   T* o = out + L.q_off(b, i0, h);
@@ -142,6 +166,10 @@ void forward_tile(T* out, T* lse, const T* q, const T* k, const T* v, const Layo
     }
     const auto [m, sum] = exp_shifted_row(row, c);
     std::fill(row + c, row + kn, T(0));
+    if (L.d.dropout()) {  // after the sum: lse is the un-dropped statistic
+      dropout_mask_row(mask, L.d, b, h, i0 + r, 0, c);
+      for (int64_t j = 0; j < c; ++j) row[j] *= mask[j];
+    }
     inv[r] = 1.0 / sum;
     l[r] = static_cast<T>(static_cast<double>(m) + std::log(sum));
   }
@@ -165,7 +193,8 @@ struct BwdArgs {
 // s, dp: nq * (j1 - j0) scratch each.
 template <class T>
 void backward_tile(const BwdArgs<T>& a, const Layout& L, int64_t b, int64_t h, int64_t i0,
-                   int64_t i1, int64_t j0, int64_t j1, bool want_dq, bool want_dkv, T* s, T* dp) {
+                   int64_t i1, int64_t j0, int64_t j1, bool want_dq, bool want_dkv, T* s, T* dp,
+                   T* mask) {
   const int64_t nq = i1 - i0, kn = j1 - j0, D = L.d.D, g = h / L.group;
   const T* qb = a.q + L.q_off(b, i0, h);
   const T* dob = a.dout + L.q_off(b, i0, h);
@@ -190,7 +219,16 @@ void backward_tile(const BwdArgs<T>& a, const Layout& L, int64_t b, int64_t h, i
     const T* orow = ob + r * L.ldq;
 #pragma omp simd reduction(+ : di)
     for (int64_t e = 0; e < D; ++e) di += static_cast<double>(dorow[e]) * orow[e];
-    softmax_grad_row(prow, dsrow, c, lr, static_cast<T>(di));
+    if (L.d.dropout()) {  // P*M for dV; dS = P * (dP*M - Di)
+      dropout_mask_row(mask, L.d, b, h, i0 + r, j0, c);
+      for (int64_t j = 0; j < c; ++j) {
+        const T p = exp_t<T>(prow[j] - lr);
+        prow[j] = p * mask[j];
+        dsrow[j] = p * (dsrow[j] * mask[j] - static_cast<T>(di));
+      }
+    } else {
+      softmax_grad_row(prow, dsrow, c, lr, static_cast<T>(di));
+    }
     std::fill(prow + c, prow + kn, T(0));
     std::fill(dsrow + c, dsrow + kn, T(0));
   }
@@ -207,6 +245,14 @@ void backward_tile(const BwdArgs<T>& a, const Layout& L, int64_t b, int64_t h, i
 
 }  // namespace
 
+double attention_dropout_factor(const AttnDims& d, int64_t sample, int64_t head, int64_t qpos,
+                                int64_t kpos) {
+  if (!d.dropout()) return 1.0;
+  const double u = uniform_at(dropout_row_key(d, sample, head),
+                              (static_cast<uint64_t>(qpos) << 32) | static_cast<uint64_t>(kpos));
+  return u >= d.dropout_p ? 1.0 / (1.0 - d.dropout_p) : 0.0;
+}
+
 template <class T>
 void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttnDims& d,
                        double scale) {
@@ -219,12 +265,13 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const
   {
     std::vector<T> s(static_cast<size_t>(kQueryBlock * std::max<int64_t>(d.Tk, 1)));
     std::vector<double> inv(kQueryBlock);
+    std::vector<T> mask(d.dropout() ? static_cast<size_t>(d.Tk) : 0);
     // Later query blocks see more keys; dynamic scheduling evens the load.
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < ntasks; ++t) {
       const int64_t qb = t % L.nqb, h = (t / L.nqb) % d.Hq, b = t / (L.nqb * d.Hq);
       const int64_t i0 = qb * kQueryBlock, i1 = std::min(d.Tq, i0 + kQueryBlock);
-      forward_tile(out, lse, q, k, v, L, scale, b, h, i0, i1, s.data(), inv.data());
+      forward_tile(out, lse, q, k, v, L, scale, b, h, i0, i1, s.data(), inv.data(), mask.data());
     }
   }
 }
@@ -252,7 +299,7 @@ void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, co
     const int64_t ntasks = d.B * d.Hkv;
 #pragma omp parallel if (parallel)
     {
-      std::vector<T> s(ws), dp(ws);
+      std::vector<T> s(ws), dp(ws), mask(d.dropout() ? static_cast<size_t>(d.Tk) : 0);
 #pragma omp for schedule(dynamic, 1)
       for (int64_t t = 0; t < ntasks; ++t) {
         const int64_t g = t % d.Hkv, b = t / d.Hkv;
@@ -260,7 +307,7 @@ void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, co
           for (int64_t qb = 0; qb < L.nqb; ++qb) {
             const int64_t i0 = qb * kQueryBlock, i1 = std::min(d.Tq, i0 + kQueryBlock);
             const int64_t kn = L.visible(i1 - 1);
-            if (kn > 0) backward_tile(a, L, b, h, i0, i1, 0, kn, true, true, s.data(), dp.data());
+            if (kn > 0) backward_tile(a, L, b, h, i0, i1, 0, kn, true, true, s.data(), dp.data(), mask.data());
           }
         }
       }
@@ -271,7 +318,7 @@ void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, co
   const int64_t ntasks_kv = d.B * d.Hkv * nkb, ntasks_q = d.B * d.Hq * L.nqb;
 #pragma omp parallel if (parallel)
   {
-    std::vector<T> s(ws), dp(ws);
+    std::vector<T> s(ws), dp(ws), mask(d.dropout() ? static_cast<size_t>(d.Tk) : 0);
     // Pass 1: dk, dv of key block [j0, j1) of (b, g), from every query head of
     // the group. Pass 2 writes only dq, so threads may start it without a barrier.
 #pragma omp for schedule(dynamic, 1) nowait
@@ -282,7 +329,7 @@ void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, co
         for (int64_t qb = 0; qb < L.nqb; ++qb) {
           const int64_t i0 = qb * kQueryBlock, i1 = std::min(d.Tq, i0 + kQueryBlock);
           const int64_t kend = std::min(j1, L.visible(i1 - 1));
-          if (kend > j0) backward_tile(a, L, b, h, i0, i1, j0, kend, false, true, s.data(), dp.data());
+          if (kend > j0) backward_tile(a, L, b, h, i0, i1, j0, kend, false, true, s.data(), dp.data(), mask.data());
         }
       }
     }
@@ -292,7 +339,7 @@ void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, co
       const int64_t qb = t % L.nqb, h = (t / L.nqb) % d.Hq, b = t / (L.nqb * d.Hq);
       const int64_t i0 = qb * kQueryBlock, i1 = std::min(d.Tq, i0 + kQueryBlock);
       const int64_t kn = L.visible(i1 - 1);
-      if (kn > 0) backward_tile(a, L, b, h, i0, i1, 0, kn, true, false, s.data(), dp.data());
+      if (kn > 0) backward_tile(a, L, b, h, i0, i1, 0, kn, true, false, s.data(), dp.data(), mask.data());
     }
   }
 }

@@ -4,6 +4,9 @@
 // a call (per-(b, h) tiles live in a thread-local workspace).
 // Keys may come from other positions than queries (ring attention, KV cache):
 // key j is visible to query i iff k_pos0 + j <= q_pos0 + i (when causal).
+// Optional dropout on the probabilities: the mask of (sample, head, query pos,
+// key pos) is a pure function of global indices (counter RNG), never of the
+// layout, and is regenerated in backward; lse stays the un-dropped statistic.
 #pragma once
 #include <cstdint>
 
@@ -19,7 +22,20 @@ struct AttnDims {
   int64_t q_pos0 = 0;
   int64_t k_pos0 = 0;
   bool causal = true;
+  // Dropout on P: keep with probability 1 - dropout_p, kept values scaled by
+  // 1/(1 - dropout_p). head0 / sample0: global index of local head 0 / batch
+  // row 0 (tp-split heads, data-parallel or accumulated micro-batches).
+  double dropout_p = 0.0;
+  uint64_t dropout_key = 0;
+  int64_t head0 = 0;
+  int64_t sample0 = 0;
+  bool dropout() const { return dropout_p > 0.0 && dropout_key != 0; }
 };
+
+// The dropout multiplier (0 or 1/(1-p)) of global (sample, head, query
+// position, key position); exposed so tests can build a reference.
+double attention_dropout_factor(const AttnDims& d, int64_t sample, int64_t head, int64_t qpos,
+                                int64_t kpos);
 
 // q: (B, Tq, Hq, D); k, v: (B, Tk, Hkv, D); out: (B, Tq, Hq, D); lse: (B, Hq, Tq).
 // scale multiplies q.k (normally 1/sqrt(D)). Rows with no visible key get out=0, lse=-inf.

@@ -3,7 +3,9 @@
 
 #include <cmath>
 
+#include "base/rng.h"
 #include "kernels/cpu/rope.h"
+#include "model/layers/dropout.h"
 #include "parallel/tensor/mappings.h"
 
 namespace parallm {
@@ -26,6 +28,7 @@ Attention::Attention(ParameterSet& ps, const std::string& prefix, const ModelCon
       n_kv_heads_(cfg.n_kv_heads / tp.size()),
       head_dim_(cfg.head_dim),
       C_(cfg.hidden),
+      dropout_(cfg.attn_dropout),
       rope_(!cfg.uses_learned_positions()),
       rope_theta_(cfg.rope_theta),
       tp_(tp) {
@@ -42,6 +45,13 @@ cpu::AttnDims Attention::dims(const LayerContext& c) const {
                   .D = head_dim_};
   d.q_pos0 = c.positions[0];
   d.k_pos0 = c.positions[0];
+  if (dropout_ > 0.0 && c.dropout_seed != 0) {  // keyed by global head and sample
+    d.dropout_p = dropout_;
+    d.dropout_key = mix64(c.dropout_seed ^ mix64(static_cast<uint64_t>(DropoutSite::kAttention)));
+    if (d.dropout_key == 0) d.dropout_key = 1;
+    d.head0 = static_cast<int64_t>(tp_.rank()) * n_heads_;
+    d.sample0 = c.sample_offset;
+  }
   return d;
 }
 

@@ -3,6 +3,8 @@
 // output); everything else the backward needs is in Saved. Under sequence
 // parallelism the stream (inputs, outputs, norms, residual adds) holds only
 // this rank's N/tp token rows; attention and MLP gather and scatter inside.
+// Hidden dropout acts on the attention and MLP outputs before each residual
+// add (on the stream rows, keyed by global rows; see dropout.h).
 #pragma once
 #include <string>
 
@@ -31,6 +33,8 @@ class Block {
 
  private:
   int64_t C_ = 0;
+  int layer_ = 0;
+  double hidden_dropout_ = 0.0;
   Norm norm1_, norm2_;
   Attention attn_;
   Mlp mlp_;

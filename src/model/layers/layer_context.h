@@ -15,6 +15,11 @@ struct LayerContext {
   int64_t B;                  // micro-batch rows
   int64_t T;                  // tokens per row held by this rank
   const int64_t* positions;   // (T) global positions of this rank's tokens
+  // Dropout key of this micro-batch (0: eval, no dropout; a block replaces it
+  // by its layer's key) and the global sample number of row 0, so masks
+  // depend only on global indices (docs/tensor_parallel.md, "Dropout").
+  uint64_t dropout_seed = 0;
+  int64_t sample_offset = 0;
   int64_t N() const { return B * T; }
 
   Tensor activation(Shape s) const { return Tensor::zeros(alloc, std::move(s), DType::F32, MemTag::Activation); }
@@ -26,7 +31,7 @@ struct LayerContext {
 // layers do not use them).
 inline LayerContext stream_context(const LayerContext& c, int64_t rows) {
   if (rows == c.N()) return c;
-  return LayerContext{c.alloc, c.params, 1, rows, nullptr};
+  return LayerContext{c.alloc, c.params, 1, rows, nullptr, c.dropout_seed, c.sample_offset};
 }
 
 }  // namespace parallm
