@@ -8,13 +8,11 @@
 #include <filesystem>
 
 #include "comm/mpi/mpi_runtime.h"
-#include "data/byte_tokenizer.h"
-#include "data/token_shard.h"
 #include "dp_env.h"
 #include "kernels/cpu/threads.h"
 #include "model/transformer.h"
 #include "train/trainer.h"
-#include "../common/rank_failure_printer.h"
+#include "../common/mpi_gtest.h"
 
 namespace parallm::dp_test {
 
@@ -51,23 +49,6 @@ RunResult train_run(const ModelConfig& model, const DpOptions& dp, comm::Communi
   return r;
 }
 
-namespace {
-using testing::RankFailurePrinter;
-
-std::string write_shard() {
-  std::string text;
-  for (int i = 0; i < 30; ++i)
-    text += "it was the best of times, it was the worst of times; " + std::to_string(i * 7919) +
-            " the age of wisdom, the age of foolishness. ";
-  std::vector<int32_t> tokens = ByteTokenizer::encode(text);
-  for (size_t i = 0; i < tokens.size(); ++i)  // spread ids over the 1000-token vocabulary
-    tokens[i] = static_cast<int32_t>((tokens[i] * 7 + i % 3 * 256) % 1000);
-  auto p = std::filesystem::temp_directory_path() /
-           ("parallm_dp_" + std::to_string(getpid()) + ".bin");
-  write_token_shard(p.string(), tokens);
-  return p.string();
-}
-}  // namespace
 
 }  // namespace parallm::dp_test
 
@@ -82,14 +63,8 @@ int main(int argc, char** argv) {
     auto world = rt.world(opts);
     auto& e = dp_test::env();
     e.world = world.get();
-    e.shard = dp_test::write_shard();
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    if (world->rank() != 0) {
-      delete listeners.Release(listeners.default_result_printer());
-      listeners.Append(new dp_test::RankFailurePrinter(world->rank()));
-    }
-    int failed = RUN_ALL_TESTS();
-    world->all_reduce(&failed, 1, DType::I32, comm::ReduceOp::Max);
+    e.shard = parallm::testing::write_test_shard("dp");
+    int failed = parallm::testing::run_all_tests_on_every_rank(*world);
     std::filesystem::remove(e.shard);
     e.world = nullptr;
     return failed;
