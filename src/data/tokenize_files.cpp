@@ -64,6 +64,12 @@ TokenizeSummary tokenize_files(const std::vector<std::string>& inputs,
   const int64_t n_train = n - n_val;
   std::span<const int32_t> all(tokens);
 
+  // Like any output path, the prefix's directory is created when missing
+  // (only now, after every input has been read successfully).
+  const auto dir = std::filesystem::path(out_prefix).parent_path();
+  std::error_code ec;
+  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+  PX_CHECK(!ec, "tokenize: cannot create output directory '{}': {}", dir.string(), ec.message());
   sum.train_path = out_prefix + "_train.bin";
   sum.train_tokens = n_train;
   write_token_shard(sum.train_path, all.first(static_cast<size_t>(n_train)));

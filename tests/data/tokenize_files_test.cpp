@@ -67,6 +67,13 @@ TEST(TokenizeFiles, ZeroValFractionWritesNoValFile) {
   EXPECT_EQ(s.train_tokens, 1);
 }
 
+TEST(TokenizeFiles, CreatesTheOutputDirectory) {
+  TempDir d;
+  TokenizeSummary s = tokenize_files({d.write("a.txt", "abcdef")}, d.file("new/sub/x"), 0.5);
+  EXPECT_TRUE(fs::exists(s.train_path));
+  EXPECT_TRUE(fs::exists(s.val_path));
+}
+
 TEST(TokenizeFiles, MissingInputLeavesNoOutput) {
   TempDir d;
   std::string a = d.write("a.txt", "some text");
