@@ -6,13 +6,16 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/mpi/mpi_runtime.h"
 #include "data/byte_tokenizer.h"
 #include "data/token_shard.h"
+#include "kernels/cpu/threads.h"
 #include "rank_failure_printer.h"
 
 namespace parallm::testing {
@@ -42,6 +45,27 @@ inline std::string write_test_shard(const std::string& tag) {
            ("parallm_" + tag + "_" + std::to_string(getpid()) + ".bin");
   write_token_shard(p.string(), tokens);
   return p.string();
+}
+
+// main() of the dp and tp test binaries: one thread per rank, a checking
+// world communicator, the training shard in env.shard, the suite on every
+// rank. Env has `comm::Communicator* world` and `std::string shard`.
+template <class Env>
+int run_training_dist_tests(int argc, char** argv, Env& env, const std::string& tag) {
+  ::testing::InitGoogleTest(&argc, argv);
+  cpu::set_num_threads(1);
+  return comm::run_mpi_job([&](comm::MpiRuntime& rt) {
+    comm::CommOptions opts;
+    opts.check_collectives = true;
+    opts.timeout = std::chrono::seconds(60);
+    auto world = rt.world(opts);
+    env.world = world.get();
+    env.shard = write_test_shard(tag);
+    int failed = run_all_tests_on_every_rank(*world);
+    std::filesystem::remove(env.shard);
+    env.world = nullptr;
+    return failed;
+  });
 }
 
 }  // namespace parallm::testing

@@ -161,6 +161,34 @@ const AttnDims kShapes[] = {
     {.B = 2, .Tq = 131, .Tk = 131, .Hq = 2, .Hkv = 2, .D = 16},
 };
 
+
+// dq, dk, dv of `res` against central differences of L = sum(out * r) with
+// respect to every element of in.q, in.k and in.v (double precision).
+void expect_grads_match_finite_differences(Inputs& in, const Result<double>& res) {
+  auto loss = [&]() {
+    const Result<double> f = run<double>(in, false);
+    double l = 0;
+    for (size_t i = 0; i < f.out.size(); ++i) l += f.out[i] * in.r[i];
+    return l;
+  };
+  auto check = [&](Vec& x, const std::vector<double>& grad, const char* what) {
+    const double h = 1e-5;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double x0 = x[i];
+      x[i] = x0 + h;
+      const double lp = loss();
+      x[i] = x0 - h;
+      const double lm = loss();
+      x[i] = x0;
+      const double fd = (lp - lm) / (2 * h);
+      EXPECT_NEAR(grad[i], fd, 1e-6 * (1.0 + std::abs(fd))) << what << "[" << i << "]";
+    }
+  };
+  check(in.q, res.dq, "dq");
+  check(in.k, res.dk, "dk");
+  check(in.v, res.dv, "dv");
+}
+
 TEST(Attention, MatchesReferenceInDouble) {
   for (const AttnDims& d : kShapes) {
     for (auto split : {AttnBwdSplit::kByKvHead, AttnBwdSplit::kTwoPass}) {
@@ -188,29 +216,7 @@ TEST(Attention, GradientsMatchFiniteDifferences) {
   };
   for (const AttnDims& d : shapes) {
     Inputs in(d, 1.5);  // larger scores: a less uniform softmax
-    const Result<double> res = run<double>(in, true);
-    auto loss = [&]() {
-      const Result<double> f = run<double>(in, false);
-      double l = 0;
-      for (size_t i = 0; i < f.out.size(); ++i) l += f.out[i] * in.r[i];
-      return l;
-    };
-    const double h = 1e-5;
-    auto check = [&](Vec& x, const std::vector<double>& grad, const char* what) {
-      for (size_t i = 0; i < x.size(); ++i) {
-        const double x0 = x[i];
-        x[i] = x0 + h;
-        const double lp = loss();
-        x[i] = x0 - h;
-        const double lm = loss();
-        x[i] = x0;
-        const double fd = (lp - lm) / (2 * h);
-        EXPECT_NEAR(grad[i], fd, 1e-6 * (1.0 + std::abs(fd))) << what << "[" << i << "]";
-      }
-    };
-    check(in.q, res.dq, "dq");
-    check(in.k, res.dk, "dk");
-    check(in.v, res.dv, "dv");
+    expect_grads_match_finite_differences(in, run<double>(in, true));
   }
 }
 
@@ -341,29 +347,7 @@ TEST(Attention, DropoutGradientsMatchFiniteDifferences) {
     d.dropout_key = 12345;
     for (AttnBwdSplit split : {AttnBwdSplit::kByKvHead, AttnBwdSplit::kTwoPass}) {
       Inputs in(d, 1.5);
-      const Result<double> res = run<double>(in, true, split);
-      auto loss = [&]() {
-        const Result<double> f = run<double>(in, false);
-        double l = 0;
-        for (size_t i = 0; i < f.out.size(); ++i) l += f.out[i] * in.r[i];
-        return l;
-      };
-      const double h = 1e-5;
-      auto check = [&](Vec& x, const std::vector<double>& grad, const char* what) {
-        for (size_t i = 0; i < x.size(); ++i) {
-          const double x0 = x[i];
-          x[i] = x0 + h;
-          const double lp = loss();
-          x[i] = x0 - h;
-          const double lm = loss();
-          x[i] = x0;
-          const double fd = (lp - lm) / (2 * h);
-          EXPECT_NEAR(grad[i], fd, 1e-6 * (1.0 + std::abs(fd))) << what << "[" << i << "]";
-        }
-      };
-      check(in.q, res.dq, "dq");
-      check(in.k, res.dk, "dk");
-      check(in.v, res.dv, "dv");
+      expect_grads_match_finite_differences(in, run<double>(in, true, split));
     }
   }
 }

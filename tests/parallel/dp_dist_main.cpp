@@ -53,20 +53,5 @@ RunResult train_run(const ModelConfig& model, const DpOptions& dp, comm::Communi
 }  // namespace parallm::dp_test
 
 int main(int argc, char** argv) {
-  using namespace parallm;
-  ::testing::InitGoogleTest(&argc, argv);
-  cpu::set_num_threads(1);
-  return comm::run_mpi_job([&](comm::MpiRuntime& rt) {
-    comm::CommOptions opts;
-    opts.check_collectives = true;
-    opts.timeout = std::chrono::seconds(60);
-    auto world = rt.world(opts);
-    auto& e = dp_test::env();
-    e.world = world.get();
-    e.shard = parallm::testing::write_test_shard("dp");
-    int failed = parallm::testing::run_all_tests_on_every_rank(*world);
-    std::filesystem::remove(e.shard);
-    e.world = nullptr;
-    return failed;
-  });
+  return parallm::testing::run_training_dist_tests(argc, argv, parallm::dp_test::env(), "dp");
 }
