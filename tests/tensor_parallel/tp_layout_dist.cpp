@@ -66,10 +66,7 @@ void expect_same_trajectory(const std::string& family, const TpLayout& l, bool d
     count += r.size();
   }
   EXPECT_LE(std::sqrt(dd / ss), 1e-5) << what << ": relative distance of the parameters";
-  // With dropout a few weights see gradients that nearly cancel (many terms
-  // dropped) and Adam amplifies their rounding: element-wise 1e-4 there; the
-  // norm-wise distance above and the losses stay at 1e-5.
-  const double elem_tol = dropout ? 1e-4 : 1e-5;
+  const double elem_tol = 1e-5;
   const double floor = elem_tol * std::sqrt(ss / count);
   for (const auto& [name, r] : ref.params) {
     const std::vector<float>& g = got.params.at(name);
