@@ -103,6 +103,7 @@ TpRunResult tp_train_run(const ModelConfig& model, const TpLayout& l, int steps)
     res.grad_norms.push_back(s.grad_norm);
     res.tp_bytes.push_back(s.tp_comm_bytes);
     res.sp_bytes.push_back(s.sp_comm_bytes);
+    res.tp_comm_ms.push_back(s.tp_comm_ms);
   });
   std::vector<float> flat = tr.data_parallel().full_parameters();
   const ParameterSet& ps = m.params();

@@ -46,8 +46,10 @@ void expect_same_trajectory(const std::string& family, const TpLayout& l, bool d
     if (l.tp > 1) {
       EXPECT_GT(got.tp_bytes[s], 0) << what;
       EXPECT_EQ(got.sp_bytes[s] > 0, l.sp) << what;
+      EXPECT_GT(got.tp_comm_ms[s], 0.0) << what;  // the collectives are timed
     } else {
       EXPECT_EQ(got.tp_bytes[s] + got.sp_bytes[s], 0) << what;
+      EXPECT_EQ(got.tp_comm_ms[s], 0.0) << what;
     }
   }
   // Norm-wise and element-wise (elements near zero: 1e-5 of the RMS), as the

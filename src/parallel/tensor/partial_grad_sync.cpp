@@ -45,7 +45,10 @@ void PartialGradSync::after_backward(const ParameterSet& ps, int unit) {
     std::memcpy(red + n, ps.grad(ParamRef{i}), ps.numel(i) * sizeof(float));
     n += ps.numel(i);
   }
-  tp_.comm->all_reduce(red, static_cast<size_t>(n), DType::F32, comm::ReduceOp::Sum);
+  {
+    TpCommTimer timer(*tp_.counters);
+    tp_.comm->all_reduce(red, static_cast<size_t>(n), DType::F32, comm::ReduceOp::Sum);
+  }
   tp_.counters->sp_bytes += n * static_cast<int64_t>(sizeof(float));
   ++tp_.counters->sp_collectives;
   n = 0;
