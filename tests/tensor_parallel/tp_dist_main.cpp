@@ -80,13 +80,15 @@ TpRunResult tp_train_run(const ModelConfig& model, const TpLayout& l, int steps)
   t.lr = 3e-3;
   t.warmup = 3;
   // Adam divides by sqrt(v) + eps, so an element whose gradient nearly
-  // cancels (|g| ~ eps) turns fp32 summation noise into a visible update
-  // difference (tests/parallel/layout_invariance_dist.cpp). With dropout on,
-  // pos_embed[0][29] of the GPT-2 model is such an element: its first-step
-  // gradient is ~1e-6 and tp 2 moves it 1.1e-6 away from one process while
-  // every loss and the parameter norm agree to 1e-6; eps 1e-5 keeps Adam's
-  // gain on such elements 10x lower.
-  t.eps = model.attn_dropout > 0 || model.hidden_dropout > 0 ? 1e-5 : 1e-6;
+  // cancels in some step (|g| ~ eps) turns fp32 summation noise into an
+  // update difference of up to lr (tests/parallel/layout_invariance_dist.cpp).
+  // At eps 1e-6 two such elements showed up here, each a one-step jump that
+  // then stays constant while every loss, grad norm and the parameter norm
+  // agree to 1e-6: pos_embed[0][29] of GPT-2 with dropout (tp 2, step 1) and
+  // embed[869][49] of the multi-query LLaMA (tp 4, step 4). eps 1e-5 keeps
+  // Adam's gain on such elements 10x lower, so the element-wise check below
+  // holds at 1e-5 without exceptions.
+  t.eps = 1e-5;
   t.clip_grad = 0.5;
   t.dp.dp = l.dp;
   t.dp.zero = l.zero;

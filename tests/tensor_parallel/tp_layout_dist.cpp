@@ -20,6 +20,10 @@ namespace {
 
 ModelConfig family_model(const std::string& family, bool dropout) {
   ModelConfig m = family == "gpt2" ? tp_gpt2() : tp_llama();
+  // Fewer key/value groups than tp ranks: "llama-kv2" replicates each group
+  // over 2 ranks at tp 4, "llama-kv1" (multi-query) over every tp rank.
+  if (family == "llama-kv2") m.n_kv_heads = 2;
+  if (family == "llama-kv1") m.n_kv_heads = 1;
   if (dropout) m.attn_dropout = m.hidden_dropout = 0.1;
   return m;
 }
@@ -101,6 +105,12 @@ TEST(TensorParallelLayout, Gpt2MatchesOneProcess) {
 
 TEST(TensorParallelLayout, LlamaMatchesOneProcess) {
   for (const TpLayout& l : layouts_for(env().world->size())) expect_same_trajectory("llama", l);
+}
+
+TEST(TensorParallelLayout, ReplicatedKeyValueHeadsMatchOneProcess) {
+  for (const char* family : {"llama-kv2", "llama-kv1"})
+    for (const TpLayout& l : layouts_for(env().world->size()))
+      if (l.tp > 1) expect_same_trajectory(family, l);
 }
 
 TEST(TensorParallelLayout, DropoutMatchesOneProcess) {
