@@ -17,15 +17,6 @@ Precision precision_from_name(const std::string& s) {
   PX_FAIL("unknown precision '{}' (expected fp32, bf16 or fp16)", s);
 }
 
-OptimizerKind optimizer_from_name(const std::string& s) {
-  if (s == "sgd") return OptimizerKind::SGD;
-  if (s == "sgd-momentum") return OptimizerKind::SGDMomentum;
-  if (s == "adam") return OptimizerKind::Adam;
-  if (s == "adamw") return OptimizerKind::AdamW;
-  if (s == "muon") return OptimizerKind::Muon;
-  PX_FAIL("unknown optimizer '{}' (expected sgd, sgd-momentum, adam, adamw or muon)", s);
-}
-
 Recompute recompute_from_name(const std::string& s) {
   if (s == "none") return Recompute::None;
   if (s == "selective") return Recompute::Selective;
