@@ -13,6 +13,7 @@
 #include <map>
 
 #include "../model/test_models.h"
+#include "base/error.h"
 #include "dp_env.h"
 
 namespace parallm::dp_test {
@@ -96,6 +97,56 @@ TEST(DataParallelLayout, Gpt2MatchesOneProcess) {
 
 TEST(DataParallelLayout, LlamaMatchesOneProcess) {
   for (const Layout& l : kLayouts) expect_same_trajectory("llama", l);
+}
+
+}  // namespace
+}  // namespace parallm::dp_test
+
+namespace parallm::dp_test {
+namespace {
+
+// Every optimizer on a few layouts (DDP, ZeRO-1 and -3, the parameter
+// server; Muon, which needs whole matrices, on DDP and the server only), 8
+// steps of LLaMA, against its own one-process run; and Muon with ZeRO is
+// refused before any step with a message naming the reason.
+TEST(DataParallelLayout, OptimizersMatchOneProcess) {
+  const ModelConfig m = testing::tiny_llama();
+  comm::Communicator* world = env().world;
+  for (const char* opt : {"sgd", "momentum", "adam", "muon"}) {
+    const RunResult ref = train_run(m, DpOptions{}, nullptr, 8, opt);
+    const bool muon = std::string(opt) == "muon";
+    for (Layout l : {Layout{0, DpMode::AllReduce, true}, Layout{1, DpMode::AllReduce, true},
+                     Layout{3, DpMode::AllReduce, true}, Layout{0, DpMode::ParameterServer, true}}) {
+      if (muon && l.zero > 0) continue;
+      DpOptions o;
+      o.dp = world->size();
+      o.zero = l.zero;
+      o.mode = l.mode;
+      o.bucket_mb = 0.05;
+      RunResult got = train_run(m, o, world->size() > 1 ? world : nullptr, 8, opt);
+      const std::string what = fmt::format("{} dp {} {}", opt, o.dp, l.name());
+      ASSERT_EQ(got.losses.size(), ref.losses.size()) << what;
+      for (size_t s = 0; s < ref.losses.size(); ++s)
+        EXPECT_NEAR(got.losses[s], ref.losses[s], 1e-5 * std::abs(ref.losses[s])) << what << " " << s;
+      double ss = 0.0, dd = 0.0;
+      for (size_t i = 0; i < ref.params.size(); ++i) {
+        ss += double(ref.params[i]) * ref.params[i];
+        dd += (double(got.params[i]) - ref.params[i]) * (double(got.params[i]) - ref.params[i]);
+      }
+      EXPECT_LE(std::sqrt(dd / ss), 1e-5) << what << ": relative distance of the parameters";
+    }
+  }
+  if (world->size() > 1) {
+    DpOptions o;
+    o.dp = world->size();
+    o.zero = 1;
+    try {
+      train_run(m, o, world, 1, "muon");
+      ADD_FAILURE() << "muon with ZeRO-1 was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("whole matrices"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace
