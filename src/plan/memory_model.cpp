@@ -54,18 +54,13 @@ void MemoryQuery::validate() const {
            "seq_len ({}), micro batch ({}) and micro batches ({}) must be positive", seq_len,
            micro_batch, micro_batches);
   PX_CHECK(zero >= 0 && zero <= 3, "zero stage must be 0-3, got {}", zero);
+  PX_CHECK(optimizer != OptimizerKind::Muon || zero == 0 || dp * cp == 1,
+           "optimizer muon cannot run with ZeRO stage {} over dp x cp {}: Muon orthogonalises "
+           "whole matrices and ZeRO shards cut them",
+           zero, dp * cp);
 }
 
 namespace {
-
-double optimizer_state_bytes(OptimizerKind k) {  // fp32 states per parameter
-  switch (k) {
-    case OptimizerKind::SGD: return 0;
-    case OptimizerKind::SGDMomentum: return 4;
-    case OptimizerKind::Muon: return 4;  // momentum (2-D weights); AdamW rest neglected
-    default: return 8;                   // Adam, AdamW: m and v
-  }
-}
 
 // Korthikanti et al.: 16-bit activation bytes of one layer, one micro-batch.
 double layer_activation_bytes(const MemoryQuery& q) {
@@ -129,6 +124,44 @@ void add_block_parameters(ParamCounter& pc, const ModelConfig& m, int64_t t) {
   if (bias) pc.add(C);
 }
 
+// Elements of the 2-D weight matrices of one block on a tp rank (Muon's
+// matrices, optim/muon.h): q, k, v, o and the MLP's two or three.
+void add_block_matrices(ParamCounter& pc, const ModelConfig& m, int64_t t) {
+  const int64_t C = m.hidden, Q = m.q_dim() / t, I = (m.intermediate + t - 1) / t;
+  const int64_t K = m.head_dim * ((m.n_kv_heads + t - 1) / t);
+  for (int64_t out : {Q, K, K, Q}) pc.add(C * out);
+  for (int i = 0; i < (m.uses_swiglu() ? 3 : 2); ++i) pc.add(C * I);
+}
+
+// Floats of one unit's (a Transformer grad segment's) parameters on a tp
+// rank: the embedding unit, one block, and the tail (final norm and an
+// untied head), each tensor padded to `align`; and the most floats one unit
+// holds in parameters whose gradient is summed over tp under sequence
+// parallelism (norms, row-parallel biases, learned positions; unpadded).
+struct UnitSizes {
+  int64_t embedding = 0, block = 0, tail = 0, sp_partial = 0;
+};
+
+UnitSizes unit_sizes(const MemoryQuery& q, int64_t align) {
+  const ModelConfig& m = q.model;
+  const int64_t vocab_rows = (m.vocab_size + q.tp - 1) / q.tp, C = m.hidden;
+  const int64_t norm_tensors = m.uses_layernorm() ? 2 : 1;
+  UnitSizes u;
+  ParamCounter e{align}, b{align}, t{align};
+  e.add(vocab_rows * C);
+  if (m.uses_learned_positions()) e.add(m.max_positions * C);
+  add_block_parameters(b, m, q.tp);
+  for (int64_t i = 0; i < norm_tensors; ++i) t.add(C);
+  if (!m.tie_embeddings) t.add(vocab_rows * C);
+  u.embedding = e.n;
+  u.block = b.n;
+  u.tail = t.n;
+  const int64_t block_partial = 2 * norm_tensors * C + (m.uses_bias() ? 2 * C : 0);
+  u.sp_partial = std::max({m.uses_learned_positions() ? m.max_positions * C : int64_t{0},
+                           block_partial, norm_tensors * C});
+  return u;
+}
+
 // Parameters held by the most loaded rank (the first pipeline stage: the
 // embedding and its layers; with pp 1 also the final norm and untied head).
 int64_t parameters_held(const MemoryQuery& q, int64_t align) {
@@ -164,10 +197,29 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
   const bool mixed = q.precision != Precision::FP32;
   const double weight_bytes = mixed ? 2.0 : 4.0;
   const double shards = static_cast<double>(q.dp) * q.cp;
-  r.parameters = params * weight_bytes / (q.zero >= 3 ? shards : 1.0);
-  r.gradients = params * weight_bytes / (q.zero >= 2 ? shards : 1.0);
-  r.optimizer = params * (optimizer_state_bytes(q.optimizer) + (mixed ? 4.0 : 0.0)) /
-                (q.zero >= 1 ? shards : 1.0);
+  // A ZeRO shard: parallm pads every rank's shard to ceil(N / shards)
+  // elements (parallel/data/shard_layout.h); the ZeRO paper's formulas divide.
+  auto shard = [&](double n, bool sharded) {
+    if (!sharded) return n;
+    return parallm ? std::ceil(n / shards) : n / shards;
+  };
+  // Muon keeps 4 bytes (momentum) per element of the blocks' 2-D matrices
+  // and 8 (AdamW) per other element; the others a fixed count per element.
+  // Extension point (mixed precision): fp32 master weights add 4 bytes per
+  // element; a 16-bit weight copy changes weight_bytes above.
+  double state = params * optimizer_state_bytes_per_element(q.optimizer, false);
+  if (q.optimizer == OptimizerKind::Muon) {
+    ParamCounter mats{parallm ? 16 : 1};
+    for (int64_t l = 0; l < layers_here; ++l) add_block_matrices(mats, m, q.tp);
+    const double matrix = static_cast<double>(mats.n);
+    state = 4.0 * matrix + 8.0 * (params - matrix);
+  }
+  r.parameters = shard(params, q.zero >= 3) * weight_bytes;
+  r.gradients = shard(params, q.zero >= 2) * weight_bytes;
+  r.optimizer = q.optimizer == OptimizerKind::Muon
+                    ? state + (mixed ? 4.0 * params : 0.0)
+                    : shard(params, q.zero >= 1) *
+                          (optimizer_state_bytes_per_element(q.optimizer, false) + (mixed ? 4.0 : 0.0));
 
   r.micro_batches_in_flight = in_flight(q);
   if (parallm) {
@@ -186,10 +238,24 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
       r.activations += layer_activation_bytes(one);
     }
   }
-  // Communication buffers: DDP buckets in flight, ZeRO-3 gathered units
-  // (current + prefetched), pipeline send/receive activations.
-  if (shards > 1 && q.zero <= 1) r.communication += 2.0 * q.bucket_mb * 1024 * 1024;
-  if (q.zero >= 3) r.communication += 2.0 * static_cast<double>(per_layer) * weight_bytes;
+  // Communication buffers. Megatron model: DDP buckets in flight, ZeRO-3
+  // gathered units (current + prefetched), pipeline send/receive activations.
+  // Parallm model, what this implementation allocates: DDP reduces the flat
+  // gradient buffer in place (no buckets); ZeRO-2 stages gradients in two
+  // rotating buffers of the largest non-embedding unit plus a pinned one of
+  // the embedding (parallel/zero/unit_staging.h), ZeRO-3 a second set for
+  // gathered values; sequence parallelism keeps two copies of the largest
+  // unit's partial gradients (parallel/tensor/partial_grad_sync.h).
+  if (parallm) {
+    const UnitSizes u = unit_sizes(q, 16);
+    const double unit = 4.0 * static_cast<double>(2 * std::max(u.block, u.tail) + u.embedding);
+    if (shards > 1 && q.zero >= 2) r.communication += unit * (q.zero >= 3 ? 2.0 : 1.0);
+    if (q.sequence_parallel && q.tp > 1)
+      r.communication += 4.0 * 2.0 * static_cast<double>(u.sp_partial);
+  } else {
+    if (shards > 1 && q.zero <= 1) r.communication += 2.0 * q.bucket_mb * 1024 * 1024;
+    if (q.zero >= 3) r.communication += 2.0 * static_cast<double>(per_layer) * weight_bytes;
+  }
   if (q.pp > 1)
     r.communication += 2.0 * static_cast<double>(q.seq_len) / q.cp * q.micro_batch * m.hidden *
                        (mixed ? 2.0 : 4.0);
@@ -200,9 +266,9 @@ std::vector<MemorySuggestion> suggest_fits(const MemoryQuery& q, double device_b
   std::vector<std::pair<std::string, std::function<bool(MemoryQuery&)>>> changes = {
       {"--sequence-parallel", [](MemoryQuery& x) { return x.tp > 1 && !x.sequence_parallel ? (x.sequence_parallel = true) : false; }},
       {"--recompute selective", [](MemoryQuery& x) { return x.recompute == Recompute::None ? (x.recompute = Recompute::Selective, true) : false; }},
-      {"--zero 1", [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 1 ? (x.zero = 1, true) : false; }},
-      {"--zero 2", [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 2 ? (x.zero = 2, true) : false; }},
-      {"--zero 3", [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 3 ? (x.zero = 3, true) : false; }},
+      {"--zero 1", [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 1 && x.optimizer != OptimizerKind::Muon ? (x.zero = 1, true) : false; }},
+      {"--zero 2", [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 2 && x.optimizer != OptimizerKind::Muon ? (x.zero = 2, true) : false; }},
+      {"--zero 3", [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 3 && x.optimizer != OptimizerKind::Muon ? (x.zero = 3, true) : false; }},
       {"--recompute full", [](MemoryQuery& x) { return x.recompute != Recompute::Full ? (x.recompute = Recompute::Full, true) : false; }},
       {"--micro-batch-size halved", [](MemoryQuery& x) { return x.micro_batch > 1 ? (x.micro_batch /= 2, x.micro_batches *= 2, true) : false; }},
       {"--tp doubled (dp halved)", [](MemoryQuery& x) { return x.dp % 2 == 0 && x.model.n_heads % (2 * x.tp) == 0 ? (x.tp *= 2, x.dp /= 2, true) : false; }},
