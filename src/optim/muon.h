@@ -5,10 +5,12 @@
 // O *= sqrt(max(1, rows / cols)); p *= 1 - lr_m * wd_m; p -= lr_m * O, with
 // lr_m = lr * muon_lr_ratio. Every other parameter (embeddings, positions,
 // LM head, norms, biases) takes AdamW, as the reference's MuonWithAuxAdam.
-// State (tag optimizer): 4 bytes per matrix element (momentum) and 8 per
-// other element (AdamW moments). Needs whole matrices: a tp-sharded matrix
-// is all-gathered over tp, orthogonalised whole and each rank keeps its
-// slice, so the result is layout invariant; ZeRO shards are refused (docs/optimizers.md).
+// State (tag optimizer): 4 bytes per owned matrix element (momentum), 8 per
+// other owned element (AdamW moments). NS needs whole matrices: a ZeRO
+// rank's u (its part of each matrix) is summed over the shard group into the
+// whole matrix, a tp-sharded one is all-gathered over tp; every rank then
+// orthogonalises the whole matrix and keeps the elements it owns, so the
+// result is the one-process update in every layout (docs/optimizers.md).
 #pragma once
 #include "optim/optimizer.h"
 
@@ -16,13 +18,15 @@ namespace parallm {
 
 class Muon : public Optimizer {
  public:
-  // [begin, end) must be the whole ParameterSet (Muon needs whole matrices).
+  // Owns the flat range [begin, end). shard_group: the data-parallel group
+  // whose ranks own the other ranges of a ZeRO layout (null when this range
+  // is the whole set or no other rank updates the rest).
   Muon(const ParameterSet& params, const OptimizerConfig& cfg, Allocator& alloc, int64_t begin,
-       int64_t end, const TpGroup& tp);
+       int64_t end, const TpGroup& tp, comm::Communicator* shard_group);
   // Muon's matrices: 2-D parameters of the blocks ("layers.*"); the
   // embeddings and the LM head are 2-D too but take AdamW, as in the reference.
   static bool is_matrix(const ParamSpec& s);
-  // Collective over tp when a matrix is tp-sharded (every tp rank steps together).
+  // Collective over tp and the shard group (one all-reduce per matrix).
   void step_range(const ParameterSet& params, double lr, float* p, const float* g) override;
   OptimizerKind kind() const override { return OptimizerKind::Muon; }
   std::vector<OptimizerState> state() override;
@@ -31,8 +35,10 @@ class Muon : public Optimizer {
   OptimizerConfig cfg_;
   Allocator& alloc_;
   TpGroup tp_;
-  std::vector<bool> matrix_;     // per parameter
-  std::vector<int64_t> slot_;    // per parameter: its first element in momentum_ or m_/v_
+  comm::Communicator* shard_group_;
+  std::vector<bool> matrix_;    // per parameter
+  std::vector<int64_t> slot_;   // per parameter: where its first owned element sits in
+                                // momentum_ (matrices) or m_/v_ (others)
   Tensor momentum_, m_, v_;
   std::vector<FlatSpan> matrix_spans_, other_spans_;
 };

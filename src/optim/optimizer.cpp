@@ -21,7 +21,8 @@ int64_t Optimizer::state_bytes() {
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg, const ParameterSet& params,
                                           Allocator& alloc, int64_t begin, int64_t end,
-                                          int64_t capacity, const TpGroup& tp) {
+                                          int64_t capacity, const TpGroup& tp,
+                                          comm::Communicator* shard_group) {
   cfg.validate();
   switch (cfg.kind) {
     case OptimizerKind::SGD:
@@ -34,7 +35,7 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg, const Para
           params, AdamWConfig{cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay}, alloc, begin, end,
           capacity);
     case OptimizerKind::Muon:
-      return std::make_unique<Muon>(params, cfg, alloc, begin, end, tp);
+      return std::make_unique<Muon>(params, cfg, alloc, begin, end, tp, shard_group);
   }
   PX_FAIL("unknown optimizer kind {}", static_cast<int>(cfg.kind));
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "model/parameters.h"
 #include "optim/optimizer_config.h"
 #include "parallel/tensor/tp_group.h"
@@ -61,11 +62,14 @@ class Optimizer {
 };
 
 // The optimizer cfg.kind names, for the flat range [begin, end) stored in
-// `capacity` elements. tp: the model's tensor-parallel group (Muon gathers
-// tp-sharded matrices over it; others ignore it).
+// `capacity` elements (Muon stores exactly what it owns). tp: the model's
+// tensor-parallel group; shard_group: the group whose ranks own the other
+// ranges under ZeRO (null otherwise). Muon assembles whole matrices over
+// both; the element-wise optimizers ignore them.
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg, const ParameterSet& params,
                                           Allocator& alloc, int64_t begin, int64_t end,
-                                          int64_t capacity, const TpGroup& tp = {});
+                                          int64_t capacity, const TpGroup& tp = {},
+                                          comm::Communicator* shard_group = nullptr);
 
 // Calls f(i, lo, hi) for each parameter i overlapping [begin, end), with
 // [lo, hi) the overlap in flat indices (the parameter's padding excluded).

@@ -54,10 +54,6 @@ void MemoryQuery::validate() const {
            "seq_len ({}), micro batch ({}) and micro batches ({}) must be positive", seq_len,
            micro_batch, micro_batches);
   PX_CHECK(zero >= 0 && zero <= 3, "zero stage must be 0-3, got {}", zero);
-  PX_CHECK(optimizer != OptimizerKind::Muon || zero == 0 || dp * cp == 1,
-           "optimizer muon cannot run with ZeRO stage {} over dp x cp {}: Muon orthogonalises "
-           "whole matrices and ZeRO shards cut them",
-           zero, dp * cp);
 }
 
 namespace {
@@ -124,13 +120,63 @@ void add_block_parameters(ParamCounter& pc, const ModelConfig& m, int64_t t) {
   if (bias) pc.add(C);
 }
 
-// Elements of the 2-D weight matrices of one block on a tp rank (Muon's
-// matrices, optim/muon.h): q, k, v, o and the MLP's two or three.
-void add_block_matrices(ParamCounter& pc, const ModelConfig& m, int64_t t) {
-  const int64_t C = m.hidden, Q = m.q_dim() / t, I = (m.intermediate + t - 1) / t;
+// The first pipeline stage's tensors in ParameterSet order (embedding,
+// positions; per block norm1, q, k, v, o, norm2, fc | gate, up, then proj |
+// down, each weight before its bias; final norm and untied head with pp 1):
+// elements on a tp rank and whether Muon treats it as a matrix (optim/muon.h).
+std::vector<std::pair<int64_t, bool>> stage_tensors(const MemoryQuery& q) {
+  const ModelConfig& m = q.model;
+  const int64_t t = q.tp, C = m.hidden, Q = m.q_dim() / t, I = (m.intermediate + t - 1) / t;
   const int64_t K = m.head_dim * ((m.n_kv_heads + t - 1) / t);
-  for (int64_t out : {Q, K, K, Q}) pc.add(C * out);
-  for (int i = 0; i < (m.uses_swiglu() ? 3 : 2); ++i) pc.add(C * I);
+  const int64_t vocab_rows = (m.vocab_size + t - 1) / t;
+  const bool bias = m.uses_bias(), ln = m.uses_layernorm();
+  std::vector<std::pair<int64_t, bool>> out;
+  auto norm = [&] {
+    out.push_back({C, false});
+    if (ln) out.push_back({C, false});
+  };
+  auto linear = [&](int64_t in, int64_t o, int64_t bias_elems) {
+    out.push_back({in * o, true});
+    if (bias) out.push_back({bias_elems, false});
+  };
+  out.push_back({vocab_rows * C, false});
+  if (m.uses_learned_positions()) out.push_back({m.max_positions * C, false});
+  const int64_t layers_here = (m.n_layers + q.pp - 1) / q.pp;
+  for (int64_t l = 0; l < layers_here; ++l) {
+    norm();
+    for (int64_t o : {Q, K, K}) linear(C, o, o);
+    linear(Q, C, C);
+    norm();
+    for (int i = 0; i < (m.uses_swiglu() ? 2 : 1); ++i) linear(C, I, I);
+    linear(I, C, C);
+  }
+  if (q.pp == 1) {
+    norm();
+    if (!m.tie_embeddings) out.push_back({vocab_rows * C, false});
+  }
+  return out;
+}
+
+// Muon's state bytes on the most loaded rank: 4 per owned matrix element, 8
+// per other owned element (padding included). With ZeRO over `shards` ranks
+// rank r owns [r S, (r + 1) S) of the padded flat buffer, S = ceil(N / shards).
+double muon_state_bytes(const MemoryQuery& q, int64_t align, int64_t shards) {
+  std::vector<std::pair<int64_t, int64_t>> slots;  // (slot begin, matrix elements)
+  int64_t N = 0;
+  for (const auto& [n, matrix] : stage_tensors(q)) {
+    slots.push_back({N, matrix ? n : 0});
+    N += (n + align - 1) / align * align;
+  }
+  const int64_t S = (N + shards - 1) / shards;
+  double worst = 0.0;
+  for (int64_t r = 0; r < shards; ++r) {
+    const int64_t b = std::min(N, r * S), e = std::min(N, (r + 1) * S);
+    int64_t mat = 0;
+    for (const auto& [begin, m] : slots)
+      mat += std::max<int64_t>(0, std::min(e, begin + m) - std::max(b, begin));
+    worst = std::max(worst, 4.0 * static_cast<double>(mat) + 8.0 * static_cast<double>(e - b - mat));
+  }
+  return worst;
 }
 
 // Floats of one unit's (a Transformer grad segment's) parameters on a tp
@@ -203,23 +249,19 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
     if (!sharded) return n;
     return parallm ? std::ceil(n / shards) : n / shards;
   };
-  // Muon keeps 4 bytes (momentum) per element of the blocks' 2-D matrices
-  // and 8 (AdamW) per other element; the others a fixed count per element.
-  // Extension point (mixed precision): fp32 master weights add 4 bytes per
-  // element; a 16-bit weight copy changes weight_bytes above.
-  double state = params * optimizer_state_bytes_per_element(q.optimizer, false);
-  if (q.optimizer == OptimizerKind::Muon) {
-    ParamCounter mats{parallm ? 16 : 1};
-    for (int64_t l = 0; l < layers_here; ++l) add_block_matrices(mats, m, q.tp);
-    const double matrix = static_cast<double>(mats.n);
-    state = 4.0 * matrix + 8.0 * (params - matrix);
-  }
+  // Extension point (mixed precision): a 16-bit weight copy changes weight_bytes.
   r.parameters = shard(params, q.zero >= 3) * weight_bytes;
   r.gradients = shard(params, q.zero >= 2) * weight_bytes;
-  r.optimizer = q.optimizer == OptimizerKind::Muon
-                    ? state + (mixed ? 4.0 * params : 0.0)
-                    : shard(params, q.zero >= 1) *
-                          (optimizer_state_bytes_per_element(q.optimizer, false) + (mixed ? 4.0 : 0.0));
+  // Optimizer states: a fixed count per element, or for Muon 4 bytes per
+  // element of the blocks' 2-D matrices and 8 per other element, on the
+  // rank whose ZeRO shard holds the most non-matrix elements. Extension
+  // point (mixed precision): the fp32 master copy adds 4 bytes per element.
+  const int64_t zero_shards = q.zero >= 1 ? static_cast<int64_t>(shards) : 1;
+  r.optimizer =
+      (q.optimizer == OptimizerKind::Muon
+           ? muon_state_bytes(q, parallm ? 16 : 1, zero_shards)
+           : shard(params, q.zero >= 1) * optimizer_state_bytes_per_element(q.optimizer, false)) +
+      (mixed ? 4.0 * shard(params, q.zero >= 1) : 0.0);
 
   r.micro_batches_in_flight = in_flight(q);
   if (parallm) {
@@ -266,9 +308,9 @@ std::vector<MemorySuggestion> suggest_fits(const MemoryQuery& q, double device_b
   std::vector<std::pair<std::string, std::function<bool(MemoryQuery&)>>> changes = {
       {"--sequence-parallel", [](MemoryQuery& x) { return x.tp > 1 && !x.sequence_parallel ? (x.sequence_parallel = true) : false; }},
       {"--recompute selective", [](MemoryQuery& x) { return x.recompute == Recompute::None ? (x.recompute = Recompute::Selective, true) : false; }},
-      {"--zero 1", [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 1 && x.optimizer != OptimizerKind::Muon ? (x.zero = 1, true) : false; }},
-      {"--zero 2", [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 2 && x.optimizer != OptimizerKind::Muon ? (x.zero = 2, true) : false; }},
-      {"--zero 3", [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 3 && x.optimizer != OptimizerKind::Muon ? (x.zero = 3, true) : false; }},
+      {"--zero 1", [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 1 ? (x.zero = 1, true) : false; }},
+      {"--zero 2", [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 2 ? (x.zero = 2, true) : false; }},
+      {"--zero 3", [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 3 ? (x.zero = 3, true) : false; }},
       {"--recompute full", [](MemoryQuery& x) { return x.recompute != Recompute::Full ? (x.recompute = Recompute::Full, true) : false; }},
       {"--micro-batch-size halved", [](MemoryQuery& x) { return x.micro_batch > 1 ? (x.micro_batch /= 2, x.micro_batches *= 2, true) : false; }},
       {"--tp doubled (dp halved)", [](MemoryQuery& x) { return x.dp % 2 == 0 && x.model.n_heads % (2 * x.tp) == 0 ? (x.tp *= 2, x.dp /= 2, true) : false; }},

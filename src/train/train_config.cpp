@@ -209,11 +209,6 @@ void TrainConfig::validate(const ModelConfig& m) const {
   PX_CHECK(peak_tflops >= 0, "peak_tflops must be >= 0 (0: measure), got {}", peak_tflops);
   const OptimizerConfig oc = optimizer_config();
   oc.validate();
-  PX_CHECK(oc.kind != OptimizerKind::Muon || dp.zero == 0 || dp.dp == 1 ||
-               dp.mode == DpMode::ParameterServer,
-           "optimizer muon cannot run with ZeRO stage {} over dp {}: Muon orthogonalises whole "
-           "matrices and ZeRO shards cut them (use --zero 0 or the parameter server)",
-           dp.zero, dp.dp);
   check_tp_divides(m, tp);
   PX_CHECK(!sequence_parallel || (micro_batch_size * seq_len) % tp == 0,
            "sequence parallel: micro batch size ({}) x seq_len ({}) is not divisible by tp ({})",

@@ -2,7 +2,8 @@
 // MemTag::Optimizer (SGD 0, momentum 4N, Adam/AdamW 8N, Muon 4 per block
 // matrix element + 8 per other), named state buffers that cover the owned
 // range exactly once, element-wise optimizers giving bitwise the same result
-// on two ZeRO-like half ranges as on the whole range, and Newton-Schulz's
+// on two ZeRO-like half ranges as on the whole range, Muon refusing a shard
+// without the group that owns the rest, and Newton-Schulz's
 // output being near-orthogonal and transpose-consistent. The numbers
 // against PyTorch are in tests/reference (compare_optimizers.py).
 #include <gtest/gtest.h>
@@ -20,12 +21,12 @@ namespace parallm {
 namespace {
 
 void build(ParameterSet& ps) {
-  ps.add({.name = "embed.weight", .shape = {21, 16}});
-  ps.add({.name = "layers.0.norm1.weight", .shape = {16}, .init = InitKind::Ones,
+  ps.add({.name = "embed.weight", .shape = {21, 16}, .global_shape = {21, 16}});
+  ps.add({.name = "layers.0.norm1.weight", .shape = {16}, .global_shape = {16}, .init = InitKind::Ones,
           .weight_decay = false});
-  ps.add({.name = "layers.0.attn.q.weight", .shape = {24, 16}});
-  ps.add({.name = "layers.0.attn.q.bias", .shape = {24}, .weight_decay = false});
-  ps.add({.name = "layers.0.mlp.down.weight", .shape = {16, 40}});
+  ps.add({.name = "layers.0.attn.q.weight", .shape = {24, 16}, .global_shape = {24, 16}});
+  ps.add({.name = "layers.0.attn.q.bias", .shape = {24}, .global_shape = {24}, .weight_decay = false});
+  ps.add({.name = "layers.0.mlp.down.weight", .shape = {16, 40}, .global_shape = {16, 40}});
 }
 
 void fill_grads(const ParameterSet& ps, int step) {
@@ -77,8 +78,9 @@ TEST(Optimizers, StateBytesAreTaggedOptimizer) {
       EXPECT_LE(n, s.tensor->numel()) << s.name;
       covered[s.name] += n;
     }
-    if (k == OptimizerKind::Muon)
+    if (k == OptimizerKind::Muon) {
       EXPECT_EQ(covered["momentum_buffer"] + covered["exp_avg"], N);
+    }
   }
 }
 
@@ -110,7 +112,7 @@ TEST(Optimizers, ElementWiseOnHalfRangesEqualsWhole) {
   }
 }
 
-TEST(Optimizers, MuonRefusesAShard) {
+TEST(Optimizers, MuonOnAShardNeedsItsGroup) {
   Allocator alloc;
   ParameterSet ps;
   build(ps);
@@ -118,7 +120,7 @@ TEST(Optimizers, MuonRefusesAShard) {
   const int64_t N = ps.total_numel();
   try {
     make_optimizer(config(OptimizerKind::Muon), ps, alloc, 0, N / 2, N / 2);
-    FAIL() << "accepted a shard";
+    FAIL() << "accepted a shard without a shard group";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("whole matrices"), std::string::npos) << e.what();
   }

@@ -27,14 +27,14 @@ struct Case {
 };
 
 void build(ParameterSet& ps) {
-  ps.add({.name = "embed.weight", .shape = {50, 32}});
-  ps.add({.name = "layers.0.norm1.weight", .shape = {32}, .init = InitKind::Ones,
+  ps.add({.name = "embed.weight", .shape = {50, 32}, .global_shape = {50, 32}});
+  ps.add({.name = "layers.0.norm1.weight", .shape = {32}, .global_shape = {32}, .init = InitKind::Ones,
           .weight_decay = false});
-  ps.add({.name = "layers.0.attn.q.weight", .shape = {48, 32}});  // tall (out > in)
-  ps.add({.name = "layers.0.attn.q.bias", .shape = {48}, .init = InitKind::Zeros,
+  ps.add({.name = "layers.0.attn.q.weight", .shape = {48, 32}, .global_shape = {48, 32}});  // tall (out > in)
+  ps.add({.name = "layers.0.attn.q.bias", .shape = {48}, .global_shape = {48}, .init = InitKind::Zeros,
           .weight_decay = false});
-  ps.add({.name = "layers.0.mlp.down.weight", .shape = {32, 80}});  // wide
-  ps.add({.name = "layers.0.mlp.fc.weight", .shape = {40, 40}});   // square
+  ps.add({.name = "layers.0.mlp.down.weight", .shape = {32, 80}, .global_shape = {32, 80}});  // wide
+  ps.add({.name = "layers.0.mlp.fc.weight", .shape = {40, 40}, .global_shape = {40, 40}});   // square
 }
 
 }  // namespace

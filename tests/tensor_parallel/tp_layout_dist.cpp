@@ -136,16 +136,16 @@ TEST(TensorParallelLayout, ZeroStagesWithTp) {
 namespace parallm::tp_test {
 namespace {
 
-// Every optimizer under tp 2 (sp on; at np 4 with dp 2 and ZeRO-1, Muon with
-// ZeRO-0): Muon all-gathers each tp-sharded matrix, orthogonalises it whole
-// and keeps its slice, so it follows the one-process run like the
-// element-wise optimizers. LLaMA (column- and row-parallel matrices, GQA).
+// Every optimizer under tp 2 (sp on; at np 4 with dp 2 and ZeRO-1): Muon
+// sums each matrix's update over the ZeRO owners, all-gathers it over tp,
+// orthogonalises it whole and keeps its slice, so it follows the
+// one-process run like the element-wise optimizers. LLaMA (column- and
+// row-parallel matrices, GQA).
 TEST(TensorParallelLayout, OptimizersMatchOneProcess) {
   const int world = env().world->size();
   if (world != 2 && world != 4) GTEST_SKIP() << "runs at np 2 (tp 2) and np 4 (tp 2 x dp 2)";
   for (const char* opt : {"sgd", "momentum", "adam", "muon"}) {
-    const bool muon = std::string(opt) == "muon";
-    TpLayout l{.tp = 2, .dp = world / 2, .sp = true, .zero = world == 4 && !muon ? 1 : 0,
+    TpLayout l{.tp = 2, .dp = world / 2, .sp = true, .zero = world == 4 ? 1 : 0,
                .optimizer = opt};
     expect_same_trajectory("llama", l, false);
   }

@@ -46,15 +46,11 @@ DataParallel::DataParallel(Transformer& model, comm::Communicator* dp, const DpO
     update_begin_ = opts.zero >= 1 ? norm_begin_ : 0;
     update_end_ = opts.zero >= 1 ? norm_end_ : total;
   }
-  PX_CHECK(optim.kind != OptimizerKind::Muon || ps_mode || opts.zero == 0 || opts.dp == 1,
-           "optimizer muon cannot run with ZeRO stage {} over dp {}: Muon orthogonalises whole "
-           "matrices and ZeRO shards cut them (use --zero 0 or the parameter server)",
-           opts.zero, opts.dp);
   if (ps_mode) {
     if (is_server()) opt_ = make_optimizer(optim, ps, alloc, 0, total, total, model.tp());
   } else if (opts.zero >= 1) {
     opt_ = make_optimizer(optim, ps, alloc, update_begin_, update_end_, shards_.shard_size(),
-                          model.tp());
+                          model.tp(), multi() ? dp_ : nullptr);
   } else {
     opt_ = make_optimizer(optim, ps, alloc, 0, total, total, model.tp());
   }

@@ -35,7 +35,6 @@ class DataParallel {
  public:
   // dp: the data-parallel group (size opts.dp), or nullptr when opts.dp == 1.
   // Installs a gradient hook on the model; the model must outlive this.
-  // Muon with ZeRO (dp > 1) is refused: it needs whole matrices (docs/optimizers.md).
   DataParallel(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
                const OptimizerConfig& optim, Allocator& alloc);
   // AdamW with these settings.
