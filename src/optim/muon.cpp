@@ -23,11 +23,14 @@ void push_span(std::vector<FlatSpan>& spans, int64_t b, int64_t e) {
 }  // namespace
 
 Muon::Muon(const ParameterSet& params, const OptimizerConfig& cfg, Allocator& alloc,
-           int64_t begin, int64_t end, const TpGroup& tp, comm::Communicator* shard_group)
+           int64_t begin, int64_t end, const TpGroup& tp, comm::Communicator* shard_group,
+           int64_t shard_size)
     : Optimizer(begin, end), cfg_(cfg), alloc_(alloc), tp_(tp), shard_group_(shard_group) {
   PX_CHECK(0 <= begin && begin <= end && end <= params.total_numel(),
            "optimizer range [{}, {}) does not fit {} parameters", begin, end,
            params.total_numel());
+  PX_CHECK(shard_size > 0 || shard_group == nullptr, "muon: shard size {} must be positive",
+           shard_size);
   PX_CHECK(shard_group != nullptr || (begin == 0 && end == params.total_numel()),
            "muon owns the range [{}, {}) of {} parameters but has no shard group to assemble "
            "whole matrices from",
@@ -39,6 +42,8 @@ Muon::Muon(const ParameterSet& params, const OptimizerConfig& cfg, Allocator& al
     const int64_t off = params.offset(i), n = params.numel(i), slot_end = params.offset(i + 1);
     const bool m = is_matrix(params.spec(i));
     matrix_.push_back(m);
+    cut_.push_back(m && shard_group != nullptr && shard_group->size() > 1 && n > 0 &&
+                   off / shard_size != (off + n - 1) / shard_size);
     const int64_t lo = std::max(begin, off), hi = std::min(end, slot_end);
     const int64_t data_hi = std::min(hi, off + n);  // owned elements before the padding
     if (m) {
@@ -76,7 +81,10 @@ void Muon::step_range(const ParameterSet& params, double lr, float* p, const flo
                       v_.data<float>() + slot_[i], hi - lo, h);
       continue;
     }
-    // Every rank takes part in every matrix's collectives, owner or not.
+    // A cut matrix: every shard rank takes part in its all-reduce, owner or
+    // not. Whole on one rank: only that rank (and its tp peers, which own
+    // the same range) handles it.
+    if (!cut_[i] && hi <= lo) continue;
     // u: this rank's tp slice of the momentum update, zero where another
     // ZeRO rank owns it (the sum over the shard group fills those in).
     Tensor u = Tensor::zeros(alloc_, {n}, DType::F32, MemTag::Workspace);
@@ -88,7 +96,7 @@ void Muon::step_range(const ParameterSet& params, double lr, float* p, const flo
       b += (1.0f - mu) * (gf - b);
       ud[f - off] = gf + mu * (b - gf);
     }
-    if (shard_group_ != nullptr && shard_group_->size() > 1)
+    if (cut_[i])
       shard_group_->all_reduce(ud, static_cast<size_t>(n), DType::F32, comm::ReduceOp::Sum);
     // Whole matrix: gathered over tp when sharded (identical on every tp rank).
     const ParamSpec& s = params.spec(i);

@@ -7,10 +7,10 @@
 // LM head, norms, biases) takes AdamW, as the reference's MuonWithAuxAdam.
 // State (tag optimizer): 4 bytes per owned matrix element (momentum), 8 per
 // other owned element (AdamW moments). NS needs whole matrices: a ZeRO
-// rank's u (its part of each matrix) is summed over the shard group into the
-// whole matrix, a tp-sharded one is all-gathered over tp; every rank then
-// orthogonalises the whole matrix and keeps the elements it owns, so the
-// result is the one-process update in every layout (docs/optimizers.md).
+// rank's u for a matrix a shard boundary cuts is summed over the shard group
+// into the whole matrix, a tp-sharded one is all-gathered over tp; each rank
+// owning part of it orthogonalises the whole matrix and keeps its elements,
+// so the result is the one-process update in every layout (docs/optimizers.md).
 #pragma once
 #include "optim/optimizer.h"
 
@@ -19,14 +19,17 @@ namespace parallm {
 class Muon : public Optimizer {
  public:
   // Owns the flat range [begin, end). shard_group: the data-parallel group
-  // whose ranks own the other ranges of a ZeRO layout (null when this range
-  // is the whole set or no other rank updates the rest).
+  // whose ranks own the other ranges of a ZeRO layout, rank r owning
+  // [r * shard_size, (r + 1) * shard_size) (null when this range is the
+  // whole set or no other rank updates the rest).
   Muon(const ParameterSet& params, const OptimizerConfig& cfg, Allocator& alloc, int64_t begin,
-       int64_t end, const TpGroup& tp, comm::Communicator* shard_group);
+       int64_t end, const TpGroup& tp, comm::Communicator* shard_group, int64_t shard_size);
   // Muon's matrices: 2-D parameters of the blocks ("layers.*"); the
   // embeddings and the LM head are 2-D too but take AdamW, as in the reference.
   static bool is_matrix(const ParamSpec& s);
-  // Collective over tp and the shard group (one all-reduce per matrix).
+  // Collective over tp and the shard group: a matrix that one rank owns
+  // whole is orthogonalised there alone; one that a shard boundary cuts is
+  // all-reduced over the shard group (so at most dp - 1 per step).
   void step_range(const ParameterSet& params, double lr, float* p, const float* g) override;
   OptimizerKind kind() const override { return OptimizerKind::Muon; }
   std::vector<OptimizerState> state() override;
@@ -37,6 +40,7 @@ class Muon : public Optimizer {
   TpGroup tp_;
   comm::Communicator* shard_group_;
   std::vector<bool> matrix_;    // per parameter
+  std::vector<bool> cut_;       // per parameter: a matrix split between ZeRO ranks
   std::vector<int64_t> slot_;   // per parameter: where its first owned element sits in
                                 // momentum_ (matrices) or m_/v_ (others)
   Tensor momentum_, m_, v_;

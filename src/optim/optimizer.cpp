@@ -35,7 +35,7 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg, const Para
           params, AdamWConfig{cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay}, alloc, begin, end,
           capacity);
     case OptimizerKind::Muon:
-      return std::make_unique<Muon>(params, cfg, alloc, begin, end, tp, shard_group);
+      return std::make_unique<Muon>(params, cfg, alloc, begin, end, tp, shard_group, capacity);
   }
   PX_FAIL("unknown optimizer kind {}", static_cast<int>(cfg.kind));
 }

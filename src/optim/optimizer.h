@@ -64,7 +64,8 @@ class Optimizer {
 // The optimizer cfg.kind names, for the flat range [begin, end) stored in
 // `capacity` elements (Muon stores exactly what it owns). tp: the model's
 // tensor-parallel group; shard_group: the group whose ranks own the other
-// ranges under ZeRO (null otherwise). Muon assembles whole matrices over
+// ranges under ZeRO (null otherwise), rank r owning [r * capacity,
+// (r + 1) * capacity). Muon assembles whole matrices over
 // both; the element-wise optimizers ignore them.
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg, const ParameterSet& params,
                                           Allocator& alloc, int64_t begin, int64_t end,

@@ -128,8 +128,9 @@ int cut_matrices(const ModelConfig& cfg, int dp) {
 
 TEST(DataParallelLayout, OptimizersMatchOneProcess) {
   comm::Communicator* world = env().world;
-  if (world->size() > 1)
+  if (world->size() > 1) {
     EXPECT_GT(cut_matrices(testing::tiny_gpt2(), world->size()), 0) << "no Muon matrix is cut";
+  }
   for (const char* opt : {"sgd", "momentum", "adam", "muon"}) {
     for (const char* family : {"llama", "gpt2"}) {
       if (std::string(family) == "gpt2" && std::string(opt) != "muon") continue;
