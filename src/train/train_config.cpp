@@ -207,8 +207,8 @@ void TrainConfig::validate(const ModelConfig& m) const {
   PX_CHECK(weight_decay >= 0, "weight_decay must be >= 0, got {}", weight_decay);
   PX_CHECK(log_interval > 0, "log_interval must be positive, got {}", log_interval);
   PX_CHECK(peak_tflops >= 0, "peak_tflops must be >= 0 (0: measure), got {}", peak_tflops);
-  const OptimizerConfig oc = optimizer_config();
-  oc.validate();
+  PX_CHECK(muon_lr > 0, "muon_lr must be positive, got {}", muon_lr);
+  optimizer_config().validate();
   check_tp_divides(m, tp);
   PX_CHECK(!sequence_parallel || (micro_batch_size * seq_len) % tp == 0,
            "sequence parallel: micro batch size ({}) x seq_len ({}) is not divisible by tp ({})",
