@@ -40,8 +40,9 @@ struct OptimizerConfig {
   void validate() const;
 };
 
-// fp32 bytes of optimizer state per parameter element for element-wise
-// optimizers (SGD 0, momentum 4, Adam/AdamW 8). Muon: 4 per matrix element,
+// fp32 bytes of optimizer state per parameter element (seed 002's table,
+// REFERENCE.md "Optimizer state per parameter", in 4-byte units): SGD 0,
+// momentum 4, Adam/AdamW 8. Muon: 4 per matrix element,
 // 8 per other element (see Muon::is_matrix).
 double optimizer_state_bytes_per_element(OptimizerKind k, bool muon_matrix);
 
