@@ -42,7 +42,7 @@ void add_memory_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_flag("--sequence-parallel", f->q.sequence_parallel, "Megatron sequence parallelism");
   sub->add_option("--zero", f->q.zero, "ZeRO stage 0-3");
   sub->add_option("--precision", f->precision, "fp32, bf16 or fp16");
-  sub->add_option("--optimizer", f->optimizer, "sgd, sgd-momentum, adam, adamw or muon");
+  sub->add_option("--optimizer", f->optimizer, "sgd, momentum, adam, adamw or muon (Muon: 4 bytes per block-matrix element, AdamW 8 for the rest)");
   sub->add_option("--recompute", f->recompute, "none, selective or full");
   sub->add_option("--activations", f->activations,
                   "megatron (Korthikanti et al., Megatron-LM's 16-bit layers) or parallm (the "

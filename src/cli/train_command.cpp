@@ -17,6 +17,7 @@ struct TrainFlags {
   std::string config, preset, dp_mode;
   bool no_overlap = false;
   bool sequence_parallel = false;
+  bool nesterov = false;
   TrainJobOptions job;
   TrainConfig t;  // flag targets; copied over the file's values when given
   std::vector<std::pair<CLI::Option*, std::function<void(TrainConfig&)>>> overrides;
@@ -46,7 +47,18 @@ void add_train_command(CLI::App& app, CommandRegistry& reg) {
   flag(sub, *f, "--lr", &TrainConfig::lr, "peak learning rate");
   flag(sub, *f, "--warmup", &TrainConfig::warmup, "linear warmup steps");
   flag(sub, *f, "--min-lr-ratio", &TrainConfig::min_lr_ratio, "final lr as a fraction of --lr");
-  flag(sub, *f, "--weight-decay", &TrainConfig::weight_decay, "AdamW decoupled weight decay");
+  flag(sub, *f, "--weight-decay", &TrainConfig::weight_decay, "weight decay: decoupled (adamw, muon's AdamW part) or L2 (sgd, momentum, adam)");
+  flag(sub, *f, "--optimizer", &TrainConfig::optimizer,
+       "sgd, momentum, adam, adamw (default) or muon (docs/optimizers.md)");
+  flag(sub, *f, "--momentum", &TrainConfig::momentum, "SGD momentum (optimizer momentum; default 0.9)");
+  CLI::Option* nesterov = sub->add_flag("--nesterov", f->nesterov, "Nesterov momentum (optimizer momentum)");
+  f->overrides.emplace_back(nesterov, [](TrainConfig& dst) { dst.nesterov = true; });
+  flag(sub, *f, "--muon-momentum", &TrainConfig::muon_momentum, "Muon Nesterov momentum (0.95)");
+  flag(sub, *f, "--muon-ns-steps", &TrainConfig::muon_ns_steps, "Muon Newton-Schulz steps (5)");
+  flag(sub, *f, "--muon-lr", &TrainConfig::muon_lr,
+       "Muon peak lr for the block matrices (0.02); the others take --lr with AdamW");
+  flag(sub, *f, "--muon-weight-decay", &TrainConfig::muon_weight_decay,
+       "Muon decoupled weight decay (0)");
   flag(sub, *f, "--clip-grad", &TrainConfig::clip_grad, "global gradient-norm clip (0: off)");
   flag(sub, *f, "--seed", &TrainConfig::seed, "seed for initialisation and data order");
   flag(sub, *f, "--attention-dropout", &TrainConfig::attention_dropout,

@@ -1,7 +1,5 @@
 #include "optim/adamw.h"
 
-#include <algorithm>
-
 namespace parallm {
 
 AdamW::AdamW(const ParameterSet& params, const AdamWConfig& cfg, Allocator& alloc)
@@ -9,7 +7,7 @@ AdamW::AdamW(const ParameterSet& params, const AdamWConfig& cfg, Allocator& allo
 
 AdamW::AdamW(const ParameterSet& params, const AdamWConfig& cfg, Allocator& alloc, int64_t begin,
              int64_t end, int64_t capacity)
-    : cfg_(cfg), begin_(begin), end_(end) {
+    : Optimizer(begin, end), cfg_(cfg) {
   PX_CHECK(0 <= begin && begin <= end && end <= params.total_numel() && capacity >= end - begin,
            "optimizer range [{}, {}) (capacity {}) does not fit {} parameters", begin, end,
            capacity, params.total_numel());
@@ -17,26 +15,22 @@ AdamW::AdamW(const ParameterSet& params, const AdamWConfig& cfg, Allocator& allo
   v_ = Tensor::zeros(alloc, {capacity}, DType::F32, MemTag::Optimizer);
 }
 
-void AdamW::step(const ParameterSet& params, double lr) {
-  step_range(params, lr, params.flat_values().data<float>() + begin_,
-             params.flat_grads().data<float>() + begin_);
-}
-
 void AdamW::step_range(const ParameterSet& params, double lr, float* p, const float* g) {
   ++step_;
   // Moment element k belongs to flat element begin_ + k.
   float* m = m_.data<float>();
   float* v = v_.data<float>();
-  for (int i = 0; i < params.size(); ++i) {
-    const int64_t lo = std::max(begin_, params.offset(i));
-    const int64_t hi = std::min(end_, params.offset(i) + params.numel(i));
-    if (hi <= lo) continue;
+  for_each_param_in(params, begin_, end_, [&](int i, int64_t lo, int64_t hi) {
     cpu::AdamWParams h{.lr = lr, .beta1 = cfg_.beta1, .beta2 = cfg_.beta2, .eps = cfg_.eps,
                        .weight_decay = params.spec(i).weight_decay ? cfg_.weight_decay : 0.0,
                        .step = step_};
     const int64_t k = lo - begin_;
     cpu::adamw_step(p + k, g + k, m + k, v + k, hi - lo, h);
-  }
+  });
+}
+
+std::vector<OptimizerState> AdamW::state() {
+  return {{"exp_avg", &m_, {{begin_, end_}}}, {"exp_avg_sq", &v_, {{begin_, end_}}}};
 }
 
 }  // namespace parallm

@@ -6,7 +6,7 @@
 // that every rank's shard has the same size.
 #pragma once
 #include "kernels/cpu/optimizer.h"
-#include "model/parameters.h"
+#include "optim/optimizer.h"
 
 namespace parallm {
 
@@ -17,7 +17,7 @@ struct AdamWConfig {
   double weight_decay = 0.1;
 };
 
-class AdamW {
+class AdamW : public Optimizer {
  public:
   // Moments for every parameter.
   AdamW(const ParameterSet& params, const AdamWConfig& cfg, Allocator& alloc);
@@ -25,24 +25,15 @@ class AdamW {
   // (>= end - begin) elements.
   AdamW(const ParameterSet& params, const AdamWConfig& cfg, Allocator& alloc, int64_t begin,
         int64_t end, int64_t capacity);
-  // One update of the owned range with learning rate lr using params'
-  // current gradients there.
-  void step(const ParameterSet& params, double lr);
-  // The same update on explicit buffers of the owned range: p[k] and g[k]
-  // are the value and gradient of flat element begin() + k (ZeRO-2/3 keep
-  // gradients, and under stage 3 values, only as such shards).
-  void step_range(const ParameterSet& params, double lr, float* p, const float* g);
-  int64_t steps_taken() const { return step_; }
+  void step_range(const ParameterSet& params, double lr, float* p, const float* g) override;
+  OptimizerKind kind() const override { return OptimizerKind::AdamW; }
+  std::vector<OptimizerState> state() override;
   const Tensor& exp_avg() const { return m_; }
   const Tensor& exp_avg_sq() const { return v_; }
-  int64_t begin() const { return begin_; }
-  int64_t end() const { return end_; }
 
  private:
   AdamWConfig cfg_;
-  int64_t begin_ = 0, end_ = 0;
   Tensor m_, v_;
-  int64_t step_ = 0;
 };
 
 }  // namespace parallm

@@ -17,15 +17,6 @@ Precision precision_from_name(const std::string& s) {
   PX_FAIL("unknown precision '{}' (expected fp32, bf16 or fp16)", s);
 }
 
-OptimizerKind optimizer_from_name(const std::string& s) {
-  if (s == "sgd") return OptimizerKind::SGD;
-  if (s == "sgd-momentum") return OptimizerKind::SGDMomentum;
-  if (s == "adam") return OptimizerKind::Adam;
-  if (s == "adamw") return OptimizerKind::AdamW;
-  if (s == "muon") return OptimizerKind::Muon;
-  PX_FAIL("unknown optimizer '{}' (expected sgd, sgd-momentum, adam, adamw or muon)", s);
-}
-
 Recompute recompute_from_name(const std::string& s) {
   if (s == "none") return Recompute::None;
   if (s == "selective") return Recompute::Selective;
@@ -66,15 +57,6 @@ void MemoryQuery::validate() const {
 }
 
 namespace {
-
-double optimizer_state_bytes(OptimizerKind k) {  // fp32 states per parameter
-  switch (k) {
-    case OptimizerKind::SGD: return 0;
-    case OptimizerKind::SGDMomentum: return 4;
-    case OptimizerKind::Muon: return 4;  // momentum (2-D weights); AdamW rest neglected
-    default: return 8;                   // Adam, AdamW: m and v
-  }
-}
 
 // Korthikanti et al.: 16-bit activation bytes of one layer, one micro-batch.
 double layer_activation_bytes(const MemoryQuery& q) {
@@ -138,6 +120,94 @@ void add_block_parameters(ParamCounter& pc, const ModelConfig& m, int64_t t) {
   if (bias) pc.add(C);
 }
 
+// The first pipeline stage's tensors in ParameterSet order (embedding,
+// positions; per block norm1, q, k, v, o, norm2, fc | gate, up, then proj |
+// down, each weight before its bias; final norm and untied head with pp 1):
+// elements on a tp rank and whether Muon treats it as a matrix (optim/muon.h).
+std::vector<std::pair<int64_t, bool>> stage_tensors(const MemoryQuery& q) {
+  const ModelConfig& m = q.model;
+  const int64_t t = q.tp, C = m.hidden, Q = m.q_dim() / t, I = (m.intermediate + t - 1) / t;
+  const int64_t K = m.head_dim * ((m.n_kv_heads + t - 1) / t);
+  const int64_t vocab_rows = (m.vocab_size + t - 1) / t;
+  const bool bias = m.uses_bias(), ln = m.uses_layernorm();
+  std::vector<std::pair<int64_t, bool>> out;
+  auto norm = [&] {
+    out.push_back({C, false});
+    if (ln) out.push_back({C, false});
+  };
+  auto linear = [&](int64_t in, int64_t o, int64_t bias_elems) {
+    out.push_back({in * o, true});
+    if (bias) out.push_back({bias_elems, false});
+  };
+  out.push_back({vocab_rows * C, false});
+  if (m.uses_learned_positions()) out.push_back({m.max_positions * C, false});
+  const int64_t layers_here = (m.n_layers + q.pp - 1) / q.pp;
+  for (int64_t l = 0; l < layers_here; ++l) {
+    norm();
+    for (int64_t o : {Q, K, K}) linear(C, o, o);
+    linear(Q, C, C);
+    norm();
+    for (int i = 0; i < (m.uses_swiglu() ? 2 : 1); ++i) linear(C, I, I);
+    linear(I, C, C);
+  }
+  if (q.pp == 1) {
+    norm();
+    if (!m.tie_embeddings) out.push_back({vocab_rows * C, false});
+  }
+  return out;
+}
+
+// Muon's state bytes on the most loaded rank: 4 per owned matrix element, 8
+// per other owned element (padding included). With ZeRO over `shards` ranks
+// rank r owns [r S, (r + 1) S) of the padded flat buffer, S = ceil(N / shards).
+double muon_state_bytes(const MemoryQuery& q, int64_t align, int64_t shards) {
+  std::vector<std::pair<int64_t, int64_t>> slots;  // (slot begin, matrix elements)
+  int64_t N = 0;
+  for (const auto& [n, matrix] : stage_tensors(q)) {
+    slots.push_back({N, matrix ? n : 0});
+    N += (n + align - 1) / align * align;
+  }
+  const int64_t S = (N + shards - 1) / shards;
+  double worst = 0.0;
+  for (int64_t r = 0; r < shards; ++r) {
+    const int64_t b = std::min(N, r * S), e = std::min(N, (r + 1) * S);
+    int64_t mat = 0;
+    for (const auto& [begin, m] : slots)
+      mat += std::max<int64_t>(0, std::min(e, begin + m) - std::max(b, begin));
+    worst = std::max(worst, 4.0 * static_cast<double>(mat) + 8.0 * static_cast<double>(e - b - mat));
+  }
+  return worst;
+}
+
+// Floats of one unit's (a Transformer grad segment's) parameters on a tp
+// rank: the embedding unit, one block, and the tail (final norm and an
+// untied head), each tensor padded to `align`; and the most floats one unit
+// holds in parameters whose gradient is summed over tp under sequence
+// parallelism (norms, row-parallel biases, learned positions; unpadded).
+struct UnitSizes {
+  int64_t embedding = 0, block = 0, tail = 0, sp_partial = 0;
+};
+
+UnitSizes unit_sizes(const MemoryQuery& q, int64_t align) {
+  const ModelConfig& m = q.model;
+  const int64_t vocab_rows = (m.vocab_size + q.tp - 1) / q.tp, C = m.hidden;
+  const int64_t norm_tensors = m.uses_layernorm() ? 2 : 1;
+  UnitSizes u;
+  ParamCounter e{align}, b{align}, t{align};
+  e.add(vocab_rows * C);
+  if (m.uses_learned_positions()) e.add(m.max_positions * C);
+  add_block_parameters(b, m, q.tp);
+  for (int64_t i = 0; i < norm_tensors; ++i) t.add(C);
+  if (!m.tie_embeddings) t.add(vocab_rows * C);
+  u.embedding = e.n;
+  u.block = b.n;
+  u.tail = t.n;
+  const int64_t block_partial = 2 * norm_tensors * C + (m.uses_bias() ? 2 * C : 0);
+  u.sp_partial = std::max({m.uses_learned_positions() ? m.max_positions * C : int64_t{0},
+                           block_partial, norm_tensors * C});
+  return u;
+}
+
 // Parameters held by the most loaded rank (the first pipeline stage: the
 // embedding and its layers; with pp 1 also the final norm and untied head).
 int64_t parameters_held(const MemoryQuery& q, int64_t align) {
@@ -173,10 +243,25 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
   const bool mixed = q.precision != Precision::FP32;
   const double weight_bytes = mixed ? 2.0 : 4.0;
   const double shards = static_cast<double>(q.dp) * q.cp;
-  r.parameters = params * weight_bytes / (q.zero >= 3 ? shards : 1.0);
-  r.gradients = params * weight_bytes / (q.zero >= 2 ? shards : 1.0);
-  r.optimizer = params * (optimizer_state_bytes(q.optimizer) + (mixed ? 4.0 : 0.0)) /
-                (q.zero >= 1 ? shards : 1.0);
+  // A ZeRO shard: parallm pads every rank's shard to ceil(N / shards)
+  // elements (parallel/data/shard_layout.h); the ZeRO paper's formulas divide.
+  auto shard = [&](double n, bool sharded) {
+    if (!sharded) return n;
+    return parallm ? std::ceil(n / shards) : n / shards;
+  };
+  // Extension point (mixed precision): a 16-bit weight copy changes weight_bytes.
+  r.parameters = shard(params, q.zero >= 3) * weight_bytes;
+  r.gradients = shard(params, q.zero >= 2) * weight_bytes;
+  // Optimizer states: a fixed count per element, or for Muon 4 bytes per
+  // element of the blocks' 2-D matrices and 8 per other element, on the
+  // rank whose ZeRO shard holds the most non-matrix elements. Extension
+  // point (mixed precision): the fp32 master copy adds 4 bytes per element.
+  const int64_t zero_shards = q.zero >= 1 ? static_cast<int64_t>(shards) : 1;
+  r.optimizer =
+      (q.optimizer == OptimizerKind::Muon
+           ? muon_state_bytes(q, parallm ? 16 : 1, zero_shards)
+           : shard(params, q.zero >= 1) * optimizer_state_bytes_per_element(q.optimizer, false)) +
+      (mixed ? 4.0 * shard(params, q.zero >= 1) : 0.0);
 
   r.micro_batches_in_flight = in_flight(q);
   if (parallm) {
@@ -195,10 +280,24 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
       r.activations += layer_activation_bytes(one);
     }
   }
-  // Communication buffers: DDP buckets in flight, ZeRO-3 gathered units
-  // (current + prefetched), pipeline send/receive activations.
-  if (shards > 1 && q.zero <= 1) r.communication += 2.0 * q.bucket_mb * 1024 * 1024;
-  if (q.zero >= 3) r.communication += 2.0 * static_cast<double>(per_layer) * weight_bytes;
+  // Communication buffers. Megatron model: DDP buckets in flight, ZeRO-3
+  // gathered units (current + prefetched), pipeline send/receive activations.
+  // Parallm model, what this implementation allocates: DDP reduces the flat
+  // gradient buffer in place (no buckets); ZeRO-2 stages gradients in two
+  // rotating buffers of the largest non-embedding unit plus a pinned one of
+  // the embedding (parallel/zero/unit_staging.h), ZeRO-3 a second set for
+  // gathered values; sequence parallelism keeps two copies of the largest
+  // unit's partial gradients (parallel/tensor/partial_grad_sync.h).
+  if (parallm) {
+    const UnitSizes u = unit_sizes(q, 16);
+    const double unit = 4.0 * static_cast<double>(2 * std::max(u.block, u.tail) + u.embedding);
+    if (shards > 1 && q.zero >= 2) r.communication += unit * (q.zero >= 3 ? 2.0 : 1.0);
+    if (q.sequence_parallel && q.tp > 1)
+      r.communication += 4.0 * 2.0 * static_cast<double>(u.sp_partial);
+  } else {
+    if (shards > 1 && q.zero <= 1) r.communication += 2.0 * q.bucket_mb * 1024 * 1024;
+    if (q.zero >= 3) r.communication += 2.0 * static_cast<double>(per_layer) * weight_bytes;
+  }
   if (q.pp > 1)
     r.communication += 2.0 * static_cast<double>(q.seq_len) / q.cp * q.micro_batch * m.hidden *
                        (mixed ? 2.0 : 4.0);

@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "model/config.h"
+#include "optim/optimizer_config.h"
 
 namespace parallm {
 
 enum class Precision { FP32, BF16, FP16 };
-enum class OptimizerKind { SGD, SGDMomentum, Adam, AdamW, Muon };
 enum class Recompute { None, Selective, Full };
 enum class PipeSchedule { GPipe, OneFOneB, Interleaved, ZeroBubble };
 // Megatron16: Korthikanti et al.'s per-layer count (16-bit, Megatron-LM's
@@ -31,7 +31,6 @@ enum class PipeSchedule { GPipe, OneFOneB, Interleaved, ZeroBubble };
 enum class ActivationModel { Megatron16, Parallm };
 
 Precision precision_from_name(const std::string& s);
-OptimizerKind optimizer_from_name(const std::string& s);
 Recompute recompute_from_name(const std::string& s);
 PipeSchedule schedule_from_name(const std::string& s);
 ActivationModel activation_model_from_name(const std::string& s);  // "megatron" | "parallm"

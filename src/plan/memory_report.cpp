@@ -13,13 +13,13 @@ std::string gib(double b) {
 std::string layout_line(const MemoryQuery& q) {
   return fmt::format(
       "tp {} pp {} dp {} cp {}{}{}, zero {}, seq {} x micro-batch {} ({} micro-batches, {}), {}, "
-      "recompute {}, {} activations",
+      "{}, recompute {}, {} activations",
       q.tp, q.pp, q.dp, q.cp, q.virtual_stages > 1 ? fmt::format(" x {} virtual", q.virtual_stages) : "",
       q.sequence_parallel ? " +sp" : "", q.zero, q.seq_len, q.micro_batch, q.micro_batches,
       q.schedule == PipeSchedule::GPipe ? "gpipe" : q.schedule == PipeSchedule::Interleaved ? "interleaved"
       : q.schedule == PipeSchedule::ZeroBubble ? "zb" : "1f1b",
       q.precision == Precision::FP32 ? "fp32" : q.precision == Precision::BF16 ? "bf16" : "fp16",
-      q.recompute == Recompute::None ? "none" : q.recompute == Recompute::Selective ? "selective" : "full",
+      optimizer_name(q.optimizer), q.recompute == Recompute::None ? "none" : q.recompute == Recompute::Selective ? "selective" : "full",
       q.activation_model == ActivationModel::Parallm ? "parallm" : "megatron");
 }
 

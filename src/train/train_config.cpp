@@ -145,6 +145,13 @@ RunConfig load_run_config(const std::string& path) {
   r.get("beta2", t.beta2);
   r.get("eps", t.eps);
   r.get("clip_grad", t.clip_grad);
+  r.get("optimizer", t.optimizer);
+  r.get("momentum", t.momentum);
+  r.get("nesterov", t.nesterov);
+  r.get("muon_momentum", t.muon_momentum);
+  r.get("muon_ns_steps", t.muon_ns_steps);
+  r.get("muon_lr", t.muon_lr);
+  r.get("muon_weight_decay", t.muon_weight_decay);
   r.get("seed", t.seed);
   r.get("attention_dropout", t.attention_dropout);
   r.get("hidden_dropout", t.hidden_dropout);
@@ -200,10 +207,28 @@ void TrainConfig::validate(const ModelConfig& m) const {
   PX_CHECK(weight_decay >= 0, "weight_decay must be >= 0, got {}", weight_decay);
   PX_CHECK(log_interval > 0, "log_interval must be positive, got {}", log_interval);
   PX_CHECK(peak_tflops >= 0, "peak_tflops must be >= 0 (0: measure), got {}", peak_tflops);
+  PX_CHECK(muon_lr > 0, "muon_lr must be positive, got {}", muon_lr);
+  optimizer_config().validate();
   check_tp_divides(m, tp);
   PX_CHECK(!sequence_parallel || (micro_batch_size * seq_len) % tp == 0,
            "sequence parallel: micro batch size ({}) x seq_len ({}) is not divisible by tp ({})",
            micro_batch_size, seq_len, tp);
+}
+
+OptimizerConfig TrainConfig::optimizer_config() const {
+  OptimizerConfig c;
+  c.kind = optimizer_from_name(optimizer);
+  c.beta1 = beta1;
+  c.beta2 = beta2;
+  c.eps = eps;
+  c.weight_decay = weight_decay;
+  c.momentum = momentum;
+  c.nesterov = nesterov;
+  c.muon_momentum = muon_momentum;
+  c.muon_ns_steps = static_cast<int>(muon_ns_steps);
+  c.muon_lr_ratio = muon_lr / lr;
+  c.muon_weight_decay = muon_weight_decay;
+  return c;
 }
 
 }  // namespace parallm

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "optim/optimizer_config.h"
 #include "parallel/data/dp_options.h"
 
 namespace parallm {
@@ -28,6 +29,14 @@ struct TrainConfig {
   double beta2 = 0.95;
   double eps = 1e-8;
   double clip_grad = 1.0;
+  // --optimizer sgd|momentum|adam|adamw|muon and its settings (docs/optimizers.md).
+  std::string optimizer = "adamw";
+  double momentum = 0.9;       // SGD momentum (--momentum)
+  bool nesterov = false;       // --nesterov (optimizer momentum)
+  double muon_momentum = 0.95;
+  int64_t muon_ns_steps = 5;
+  double muon_lr = 0.02;       // Muon's peak lr; the schedule scales it like lr
+  double muon_weight_decay = 0.0;
   uint64_t seed = 1234;
   // Dropout probabilities copied into the ModelConfig (--attention-dropout,
   // --hidden-dropout; [train] attention_dropout, hidden_dropout).
@@ -47,6 +56,8 @@ struct TrainConfig {
   // Micro-batches per optimizer step on each data-parallel rank.
   int64_t grad_accum_steps() const { return global_batch_size / (micro_batch_size * dp.dp); }
   void validate(const ModelConfig& m) const;
+  // The optimizer settings above as the optimizers take them.
+  OptimizerConfig optimizer_config() const;
 };
 
 struct RunConfig {

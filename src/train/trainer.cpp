@@ -26,8 +26,7 @@ Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, d
       // No recomputation is implemented yet; pass the run's mode here once it is.
       hw_flops_per_token_(hardware_flops_per_token(model.config(), cfg.seq_len, Recompute::None)),
       train_data_(cfg.train_files, cfg.seq_len, cfg.seed, cfg.shuffle),
-      dp_(model, dp_group, cfg.dp, AdamWConfig{cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay},
-          alloc),
+      dp_(model, dp_group, cfg.dp, cfg.optimizer_config(), alloc),
       sched_{cfg.lr, cfg.warmup, cfg.steps, cfg.min_lr_ratio} {
   cfg_.validate(model.config());
   PX_CHECK(cfg_.tp == model.tp().size(), "the run asks for tp {} but the model was built for tp {}",

@@ -1,5 +1,5 @@
 // The one-process training loop: global batch -> micro-batches (gradient
-// accumulation) -> forward/backward -> global-norm clip -> AdamW with the
+// accumulation) -> forward/backward -> global-norm clip -> the optimizer (--optimizer) with the
 // warmup+cosine schedule -> metrics. The loss is normalised by the global
 // token count so accumulation and data parallelism give the same gradients
 // as one big batch. Under data parallelism each rank takes its own rows of
@@ -49,7 +49,7 @@ class Trainer {
   // Runs cfg.steps steps; on_step is called after each (progress, logging).
   void run(const std::function<void(const StepStats&)>& on_step);
   // This rank's optimizer (null on a parameter-server worker).
-  const AdamW* optimizer() const { return dp_.optimizer(); }
+  const Optimizer* optimizer() const { return dp_.optimizer(); }
   const DataParallel& data_parallel() const { return dp_; }
   DataParallel& data_parallel() { return dp_; }
   bool logging_rank() const { return dp_.dp_rank() == 0 && model_.tp().rank() == 0; }

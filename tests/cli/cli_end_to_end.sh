@@ -57,4 +57,14 @@ expect_error "badmodel/model.safetensors" "$bin" eval --model "$work/badmodel" \
   --data "$work/data_val.bin" --seq-len 32 --micro-batch-size 1 --batches 1
 expect_error "No such file" "$bin" tokenize "$work/missing.txt" --out "$work/x"
 [ ! -e "$work/x_train.bin" ] || fail "tokenize wrote output for a missing input"
+# Optimizers: Muon trains (its loss falls); a bad name fails up front.
+"$bin" train --model gpt2-tiny --data "$work/data_train.bin" --steps 6 --micro-batch-size 2 \
+  --global-batch-size 2 --seq-len 32 --lr 3e-3 --warmup 1 --optimizer muon --muon-lr 0.02 \
+  --metrics "$work/muon.jsonl" --threads 1 2>/dev/null || fail "train --optimizer muon"
+first=$(head -n 1 "$work/muon.jsonl" | sed 's/.*"loss":\([0-9.e+-]*\).*/\1/')
+last=$(tail -n 1 "$work/muon.jsonl" | sed 's/.*"loss":\([0-9.e+-]*\).*/\1/')
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' || fail "muon loss did not fall: $first -> $last"
+expect_error "unknown optimizer 'lion'" "$bin" train --model gpt2-tiny --data "$work/data_train.bin" \
+  --optimizer lion --save "$work/never"
+[ ! -e "$work/never" ] || fail "a failed run wrote its output"
 echo "cli end-to-end: all checks passed"

@@ -22,7 +22,7 @@ DpTestEnv& env() {
 }
 
 RunResult train_run(const ModelConfig& model, const DpOptions& dp, comm::Communicator* group,
-                    int steps) {
+                    int steps, const std::string& optimizer) {
   TrainConfig t;
   t.train_files = {env().shard};
   t.seq_len = 16;
@@ -34,6 +34,8 @@ RunResult train_run(const ModelConfig& model, const DpOptions& dp, comm::Communi
   t.eps = 1e-6;  // see layout_invariance_dist.cpp
   t.clip_grad = 0.5;  // low enough that clipping is active in early steps
   t.dp = dp;
+  t.optimizer = optimizer;
+  if (optimizer == "sgd" || optimizer == "momentum") t.lr = 0.1;
   Allocator alloc;
   Transformer m(model, alloc);
   m.params().init_random(7);

@@ -28,7 +28,8 @@ struct RunResult {
 
 // 20 steps, global batch 24 x 16 tokens, micro-batch 2: with dp ranks each
 // rank accumulates 12 / dp micro-batches. group: null for one process.
+// optimizer: --optimizer's name (SGD and momentum run at lr 0.1, so they move).
 RunResult train_run(const ModelConfig& model, const DpOptions& dp, comm::Communicator* group,
-                    int steps = 20);
+                    int steps = 20, const std::string& optimizer = "adamw");
 
 }  // namespace parallm::dp_test

@@ -10,3 +10,13 @@ foreach(arch gpt2 llama)
            WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   set_tests_properties(reference.${arch} PROPERTIES LABELS reference TIMEOUT 300)
 endforeach()
+
+# Optimizers (sgd, momentum, nesterov, adam, adamw, muon) against torch.optim and a
+# float64 Muon reference over 4 steps of fixed gradients.
+add_executable(optimizer_dump ${CMAKE_CURRENT_LIST_DIR}/optimizer_dump.cpp)
+target_link_libraries(optimizer_dump PRIVATE parallm_core)
+add_test(NAME reference.optimizers
+         COMMAND ${CMAKE_COMMAND} -E env OMP_NUM_THREADS=2
+                 sh -c "rm -rf ref_optim && $<TARGET_FILE:optimizer_dump> ref_optim && /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/compare_optimizers.py ref_optim"
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(reference.optimizers PROPERTIES LABELS reference TIMEOUT 300)

@@ -49,7 +49,7 @@ ModelConfig tp_llama() {
 }
 
 std::string TpLayout::name() const {
-  return fmt::format("tp {} dp {} sp {} zero {}", tp, dp, sp ? "on" : "off", zero);
+  return fmt::format("tp {} dp {} sp {} zero {} {}", tp, dp, sp ? "on" : "off", zero, optimizer);
 }
 
 TpRunResult tp_train_run(const ModelConfig& model, const TpLayout& l, int steps) {
@@ -95,6 +95,8 @@ TpRunResult tp_train_run(const ModelConfig& model, const TpLayout& l, int steps)
   t.dp.bucket_mb = 0.05;
   t.tp = l.tp;
   t.sequence_parallel = l.sp;
+  t.optimizer = l.optimizer;
+  if (l.optimizer == "sgd" || l.optimizer == "momentum") t.lr = 0.1;
   Allocator alloc;
   Transformer m(model, alloc, tp);
   m.params().init_random(7);

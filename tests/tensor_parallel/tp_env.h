@@ -27,6 +27,7 @@ struct TpLayout {
   int tp = 1, dp = 1;
   bool sp = false;
   int zero = 0;
+  std::string optimizer = "adamw";  // --optimizer (SGD and momentum run at lr 0.1)
   std::string name() const;
 };
 

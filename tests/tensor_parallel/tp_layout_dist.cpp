@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "tp_env.h"
 
@@ -28,16 +29,17 @@ ModelConfig family_model(const std::string& family, bool dropout) {
   return m;
 }
 
-const TpRunResult& reference(const std::string& family, bool dropout) {
+const TpRunResult& reference(const std::string& family, bool dropout,
+                             const std::string& optimizer) {
   static std::map<std::string, TpRunResult> cache;
-  const std::string key = family + (dropout ? "+dropout" : "");
+  const std::string key = family + (dropout ? "+dropout" : "") + "+" + optimizer;
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  return cache[key] = tp_train_run(family_model(family, dropout), TpLayout{});
+  return cache[key] = tp_train_run(family_model(family, dropout), TpLayout{.optimizer = optimizer});
 }
 
 void expect_same_trajectory(const std::string& family, const TpLayout& l, bool dropout = false) {
-  const TpRunResult& ref = reference(family, dropout);
+  const TpRunResult& ref = reference(family, dropout, l.optimizer);
   TpRunResult got = tp_train_run(family_model(family, dropout), l);
   if (env().world->rank() >= l.tp * l.dp) return;  // not in this layout
   const std::string what = family + (dropout ? " dropout " : " ") + l.name();
@@ -72,7 +74,12 @@ void expect_same_trajectory(const std::string& family, const TpLayout& l, bool d
     count += r.size();
   }
   EXPECT_LE(std::sqrt(dd / ss), 1e-5) << what << ": relative distance of the parameters";
-  const double elem_tol = 1e-5;
+  // Muon's quintic Newton-Schulz amplifies rounding in the small singular
+  // directions (slope up to a^5 = 3.4445^5 ~ 480): 2 elements of LLaMA's
+  // attn.o at tp 2 + sp sit at 1.6e-5, so element-wise 1e-4 for Muon; the
+  // norm-wise distance above and the losses stay at 1e-5. (Adam with its L2
+  // term needed the same at eps 1e-6, and holds 1e-5 at this file's eps 1e-5.)
+  const double elem_tol = l.optimizer == "muon" ? 1e-4 : 1e-5;
   const double floor = elem_tol * std::sqrt(ss / count);
   for (const auto& [name, r] : ref.params) {
     const std::vector<float>& g = got.params.at(name);
@@ -132,6 +139,27 @@ TEST(TensorParallelLayout, ZeroStagesWithTp) {
   for (int zero : {1, 2, 3})
     for (const char* family : {"gpt2", "llama"})
       expect_same_trajectory(family, TpLayout{.tp = 2, .dp = 2, .sp = true, .zero = zero});
+}
+
+}  // namespace
+}  // namespace parallm::tp_test
+
+namespace parallm::tp_test {
+namespace {
+
+// Every optimizer under tp 2 (sp on; at np 4 with dp 2 and ZeRO-1): Muon
+// sums each matrix's update over the ZeRO owners, all-gathers it over tp,
+// orthogonalises it whole and keeps its slice, so it follows the
+// one-process run like the element-wise optimizers. LLaMA (column- and
+// row-parallel matrices, GQA).
+TEST(TensorParallelLayout, OptimizersMatchOneProcess) {
+  const int world = env().world->size();
+  if (world != 2 && world != 4) GTEST_SKIP() << "runs at np 2 (tp 2) and np 4 (tp 2 x dp 2)";
+  for (const char* opt : {"sgd", "momentum", "adam", "muon"}) {
+    TpLayout l{.tp = 2, .dp = world / 2, .sp = true, .zero = world == 4 ? 1 : 0,
+               .optimizer = opt};
+    expect_same_trajectory("llama", l, false);
+  }
 }
 
 }  // namespace

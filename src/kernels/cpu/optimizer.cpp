@@ -1,4 +1,4 @@
-// AdamW and gradient arithmetic on flat fp32 buffers. Bias corrections are
+// SGD, Adam, AdamW and gradient arithmetic on flat fp32 buffers. Bias corrections are
 // computed in double once per call; the per-element update runs in float like
 // PyTorch's. sum_squares sums fixed-size chunks then adds the chunk results in
 // index order, so the global norm is bitwise independent of the thread count.
@@ -20,12 +20,16 @@ constexpr int64_t kChunk = 1 << 16;  // sum_squares partial size (fixed, not per
 
 }  // namespace
 
-void adamw_step(float* p, const float* g, float* m, float* v, int64_t n, const AdamWParams& h) {
-  PX_CHECK(h.step >= 1, "adamw_step: step={} must be >= 1 (1-based)", h.step);
+namespace {
+// Shared by Adam and AdamW: l2 is added to the gradient, decay multiplies p.
+void adam_update(float* p, const float* g, float* m, float* v, int64_t n, const AdamWParams& h,
+                 double l2, double decoupled) {
+  PX_CHECK(h.step >= 1, "adam step={} must be >= 1 (1-based)", h.step);
   const double bc1 = 1.0 - std::pow(h.beta1, static_cast<double>(h.step));
   const double bc2 = 1.0 - std::pow(h.beta2, static_cast<double>(h.step));
   // PyTorch: p *= 1 - lr*wd; p -= (lr/bc1) * m / (sqrt(v)/sqrt(bc2) + eps).
-  const float decay = static_cast<float>(1.0 - h.lr * h.weight_decay);
+  const float decay = static_cast<float>(1.0 - h.lr * decoupled);
+  const float wd = static_cast<float>(l2);
   const float b1 = static_cast<float>(h.beta1), b2 = static_cast<float>(h.beta2);
   const float one_b1 = static_cast<float>(1.0 - h.beta1), one_b2 = static_cast<float>(1.0 - h.beta2);
   const float step_size = static_cast<float>(h.lr / bc1);
@@ -33,13 +37,40 @@ void adamw_step(float* p, const float* g, float* m, float* v, int64_t n, const A
   const float eps = static_cast<float>(h.eps);
 #pragma omp parallel for simd schedule(static) if (n > kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
-    const float gi = g[i];
+    const float gi = g[i] + wd * p[i];
     const float mi = b1 * m[i] + one_b1 * gi;
     const float vi = b2 * v[i] + one_b2 * gi * gi;
     m[i] = mi;
     v[i] = vi;
     const float denom = std::sqrt(vi) / bc2_sqrt + eps;
     p[i] = p[i] * decay - step_size * (mi / denom);
+  }
+}
+}  // namespace
+
+void adamw_step(float* p, const float* g, float* m, float* v, int64_t n, const AdamWParams& h) {
+  adam_update(p, g, m, v, n, h, 0.0, h.weight_decay);
+}
+
+void adam_step(float* p, const float* g, float* m, float* v, int64_t n, const AdamWParams& h) {
+  adam_update(p, g, m, v, n, h, h.weight_decay, 0.0);
+}
+
+void sgd_step(float* p, const float* g, float* buf, int64_t n, const SgdParams& h) {
+  const float lr = static_cast<float>(h.lr), wd = static_cast<float>(h.weight_decay);
+  const float mu = static_cast<float>(h.momentum);
+  if (h.momentum == 0.0) {
+#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i) p[i] -= lr * (g[i] + wd * p[i]);
+    return;
+  }
+  const bool nesterov = h.nesterov;
+#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    const float d = g[i] + wd * p[i];
+    const float b = mu * buf[i] + d;
+    buf[i] = b;
+    p[i] -= lr * (nesterov ? d + mu * b : b);
   }
 }
 

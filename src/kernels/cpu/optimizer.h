@@ -15,6 +15,20 @@ struct AdamWParams {
 
 // PyTorch torch.optim.AdamW semantics (decay applied before the Adam update).
 void adamw_step(float* p, const float* g, float* m, float* v, int64_t n, const AdamWParams& h);
+// PyTorch torch.optim.Adam semantics: h.weight_decay is L2, added to the
+// gradient (g + wd * p) before the moments; no decoupled decay.
+void adam_step(float* p, const float* g, float* m, float* v, int64_t n, const AdamWParams& h);
+
+struct SgdParams {
+  double lr;
+  double momentum = 0.0;      // 0: plain SGD (buf unused, may be null)
+  bool nesterov = false;
+  double weight_decay = 0.0;  // L2: added to the gradient
+};
+// PyTorch torch.optim.SGD semantics with dampening 0: d = g + wd * p;
+// buf = momentum * buf + d (a zero buffer makes step 1 torch's buf = d);
+// d = nesterov ? d + momentum * buf : buf; p -= lr * d.
+void sgd_step(float* p, const float* g, float* buf, int64_t n, const SgdParams& h);
 
 // Sum of squares in double (for the global gradient norm).
 double sum_squares(const float* x, int64_t n);

@@ -8,8 +8,24 @@
 
 namespace parallm {
 
+namespace {
+OptimizerConfig adamw_config(const AdamWConfig& a) {
+  OptimizerConfig c;
+  c.kind = OptimizerKind::AdamW;
+  c.beta1 = a.beta1;
+  c.beta2 = a.beta2;
+  c.eps = a.eps;
+  c.weight_decay = a.weight_decay;
+  return c;
+}
+}  // namespace
+
 DataParallel::DataParallel(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
                            const AdamWConfig& adam, Allocator& alloc)
+    : DataParallel(model, dp, opts, adamw_config(adam), alloc) {}
+
+DataParallel::DataParallel(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
+                           const OptimizerConfig& optim, Allocator& alloc)
     : model_(model), dp_(dp), opts_(opts) {
   PX_CHECK(dp != nullptr || opts.dp == 1, "data parallel size {} needs a dp group", opts.dp);
   PX_CHECK(dp == nullptr || dp->size() == opts.dp,
@@ -31,12 +47,12 @@ DataParallel::DataParallel(Transformer& model, comm::Communicator* dp, const DpO
     update_end_ = opts.zero >= 1 ? norm_end_ : total;
   }
   if (ps_mode) {
-    if (is_server()) opt_ = std::make_unique<AdamW>(ps, adam, alloc);
+    if (is_server()) opt_ = make_optimizer(optim, ps, alloc, 0, total, total, model.tp());
   } else if (opts.zero >= 1) {
-    opt_ = std::make_unique<AdamW>(ps, adam, alloc, update_begin_, update_end_,
-                                   shards_.shard_size());
+    opt_ = make_optimizer(optim, ps, alloc, update_begin_, update_end_, shards_.shard_size(),
+                          model.tp(), multi() ? dp_ : nullptr);
   } else {
-    opt_ = std::make_unique<AdamW>(ps, adam, alloc);
+    opt_ = make_optimizer(optim, ps, alloc, 0, total, total, model.tp());
   }
   if (multi() && opts.zero >= 2) {
     shard_reducer_ = std::make_unique<GradShardReducer>(*dp_, model, shards_, opts.overlap, alloc);

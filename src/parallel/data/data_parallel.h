@@ -17,6 +17,7 @@
 #include "comm/communicator.h"
 #include "model/transformer.h"
 #include "optim/adamw.h"
+#include "optim/optimizer.h"
 #include "parallel/data/dp_options.h"
 #include "parallel/data/grad_reducer.h"
 #include "parallel/zero/grad_shard_reducer.h"
@@ -35,6 +36,9 @@ class DataParallel {
   // dp: the data-parallel group (size opts.dp), or nullptr when opts.dp == 1.
   // Installs a gradient hook on the model; the model must outlive this.
   DataParallel(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
+               const OptimizerConfig& optim, Allocator& alloc);
+  // AdamW with these settings.
+  DataParallel(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
                const AdamWConfig& adam, Allocator& alloc);
   ~DataParallel();
   DataParallel(const DataParallel&) = delete;
@@ -44,8 +48,10 @@ class DataParallel {
   int dp_size() const { return dp_ ? dp_->size() : 1; }
   const DpOptions& options() const { return opts_; }
   const ShardLayout& shards() const { return shards_; }
-  // Null on a parameter-server worker (it keeps no optimizer state).
-  const AdamW* optimizer() const { return opt_.get(); }
+  // Null on a parameter-server worker (it keeps no optimizer state). It owns
+  // the flat range [optimizer()->begin(), end()); state() names its buffers.
+  const Optimizer* optimizer() const { return opt_.get(); }
+  Optimizer* optimizer() { return opt_.get(); }
   const GradReducer* reducer() const { return reducer_.get(); }
   // Bytes of unit buffers (tag communication) of ZeRO-2/3, 0 otherwise.
   int64_t unit_buffer_bytes() const;
@@ -71,7 +77,7 @@ class DataParallel {
   int64_t norm_begin_ = 0, norm_end_ = 0;      // gradients whose squares this rank counts
   int64_t update_begin_ = 0, update_end_ = 0;  // parameters this rank updates
   std::unique_ptr<GradReducer> reducer_;
-  std::unique_ptr<AdamW> opt_;
+  std::unique_ptr<Optimizer> opt_;
   std::unique_ptr<GradShardReducer> shard_reducer_;  // ZeRO-2/3
   std::unique_ptr<ParamGatherer> gatherer_;          // ZeRO-3
 };
