@@ -7,7 +7,7 @@ PKGS=(
   build-essential cmake ninja-build pkg-config git
   libopenmpi-dev openmpi-bin
   libopenblas-openmp-dev libdnnl-dev libomp-dev
-  nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libfmt-dev
+  nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libfmt-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-torch python3-numpy
   fortunes

@@ -33,6 +33,8 @@ class AdamW {
   // gradients, and under stage 3 values, only as such shards).
   void step_range(const ParameterSet& params, double lr, float* p, const float* g);
   int64_t steps_taken() const { return step_; }
+  // Checkpoint resume: the bias-correction count continues from the saved one.
+  void set_steps_taken(int64_t steps) { step_ = steps; }
   const Tensor& exp_avg() const { return m_; }
   const Tensor& exp_avg_sq() const { return v_; }
   int64_t begin() const { return begin_; }

@@ -1,0 +1,126 @@
+// Distributed checkpoint saving (see checkpoint_save.h).
+#include "train/checkpoint_save.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "base/error.h"
+#include "io/atomic_file.h"
+#include "io/checkpoint/checkpoint_dir.h"
+#include "io/checkpoint/manifest.h"
+#include "io/checkpoint/shard_file.h"
+
+namespace fs = std::filesystem;
+
+namespace parallm {
+namespace {
+
+// One rank's manifest entry as it travels to rank 0.
+struct WireEntry {
+  char sha256[64];
+  int64_t bytes;
+};
+
+void fsync_dir(const fs::path& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace
+
+std::vector<CheckpointPiece> checkpoint_pieces(const Transformer& model, const DataParallel& dp) {
+  const ParameterSet& ps = model.params();
+  const bool tp_lead = model.tp().rank() == 0;
+  std::vector<CheckpointPiece> out;
+  // Flat elements [lo, hi) of this rank's parameter vector, element lo at base[0].
+  auto add_range = [&](const char* kind, int64_t lo, int64_t hi, const float* base) {
+    for (int i = 0; i < ps.size(); ++i) {
+      const int64_t off = ps.offset(i);
+      const int64_t a = std::max(lo, off), b = std::min(hi, off + ps.numel(i));
+      const ParamSpec& s = ps.spec(i);
+      if (b <= a || (s.shard_dim < 0 && !tp_lead)) continue;
+      TensorSlice slice = TensorSlice::of_box(s.global_shape, s.shape, s.shard_dim, s.shard_begin)
+                              .sub_range(a - off, b - off);
+      out.push_back({s.name, kind, std::move(slice), base + (a - lo)});
+    }
+  };
+  const ShardLayout& sh = dp.shards();
+  const int r = dp.dp_rank();
+  add_range("param", sh.begin(r), sh.end(r), dp.shard_values());
+  if (const AdamW* opt = dp.optimizer()) {
+    int64_t lo = opt->begin(), hi = opt->end();
+    // Replicated moments (DDP): each dp rank writes its ZeRO range of them.
+    const bool replicated = lo == 0 && hi == ps.total_numel() && dp.dp_size() > 1 &&
+                            dp.options().mode == DpMode::AllReduce;
+    if (replicated) {
+      lo = sh.begin(r);
+      hi = sh.end(r);
+    }
+    add_range("exp_avg", lo, hi, opt->exp_avg().data<float>() + (lo - opt->begin()));
+    add_range("exp_avg_sq", lo, hi, opt->exp_avg_sq().data<float>() + (lo - opt->begin()));
+  }
+  return out;
+}
+
+std::string save_checkpoint(const CheckpointSaveOptions& opts, const TrainingState& state,
+                            const Transformer& model, const DataParallel& dp,
+                            comm::Communicator* world) {
+  const int rank = world ? world->rank() : 0;
+  const int size = world ? world->size() : 1;
+  const std::string name = step_dir_name(state.step);
+  const fs::path root(opts.dir), final_dir = root / name;
+  const fs::path tmp = root / (name + ".tmp");
+  if (rank == 0) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);  // left by an interrupted save
+    fs::create_directories(tmp);
+  }
+  if (world) world->barrier();
+
+  const std::string shard = fmt::format("shard-{:05d}-of-{:05d}.safetensors", rank, size);
+  write_shard_file((tmp / shard).string(), checkpoint_pieces(model, dp), rank);
+  if (opts.after_shard) opts.after_shard(rank, (tmp / shard).string());
+  ManifestEntry mine = manifest_entry(tmp.string(), shard);
+  WireEntry w{};
+  std::memcpy(w.sha256, mine.sha256.data(), sizeof(w.sha256));
+  w.bytes = mine.bytes;
+  std::vector<WireEntry> all(static_cast<size_t>(size));
+  if (world) world->gather(&w, all.data(), sizeof(WireEntry), DType::U8, 0);
+  else all[0] = w;
+
+  if (rank == 0) {
+    Manifest m;
+    m.step = state.step;
+    for (int r = 0; r < size; ++r)
+      m.files.push_back({fmt::format("shard-{:05d}-of-{:05d}.safetensors", r, size),
+                         all[static_cast<size_t>(r)].bytes,
+                         std::string(all[static_cast<size_t>(r)].sha256, 64)});
+    write_file_atomically((tmp / kTrainStateName).string(), [&](std::ostream& out) {
+      out << training_state_json(state).dump(2) << "\n";
+    });
+    m.files.push_back(manifest_entry(tmp.string(), kTrainStateName));
+    write_manifest(tmp.string(), m);  // last: its presence marks the files complete
+    fsync_dir(tmp);
+    if (fs::exists(final_dir)) {  // the same step saved again (a rerun): replace it
+      fs::path old = root / (name + ".old");
+      fs::remove_all(old);
+      fs::rename(final_dir, old);
+      fs::rename(tmp, final_dir);
+      fs::remove_all(old);
+    } else {
+      fs::rename(tmp, final_dir);
+    }
+    fsync_dir(root);
+    write_latest(root.string(), name);
+    prune_checkpoints(root.string(), opts.keep);
+  }
+  if (world) world->barrier();
+  return final_dir.string();
+}
+
+}  // namespace parallm
