@@ -119,7 +119,7 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
       const AdamW* opt = trainer.optimizer();
       TrainingState st = training_state_of(rc.model, tc, layout, done,
                                            opt ? opt->steps_taken() : done);
-      std::string dir = save_checkpoint({tc.save_dir, tc.keep, {}}, st, model,
+      std::string dir = save_checkpoint({tc.save_dir, tc.keep, opts.checkpoint_shard_hook}, st, model,
                                         trainer.data_parallel(), world);
       fmt::print(log, "saved checkpoint {}\n", dir);
     }
