@@ -37,6 +37,7 @@ TEST_P(Resume, IsBitExact) {
     auto want = consolidate(ref.checkpoint, kind);
     auto got = consolidate(dir + "/" + step_dir_name(20), kind);
     ASSERT_EQ(want.size(), got.size()) << kind;
+    ASSERT_EQ(want.size(), 2u + 16u * 2u + 2u) << kind << ": every tensor of the model";
     for (const auto& [name, values] : want) {
       ASSERT_TRUE(got.count(name)) << kind << " " << name;
       EXPECT_EQ(values, got[name]) << kind << " " << name << " differs after resume";
