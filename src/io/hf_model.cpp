@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -11,8 +12,6 @@
 #include "io/hf_layout.h"
 #include "io/safetensors.h"
 #include "tensor/half.h"
-
-#include <cstring>
 
 namespace fs = std::filesystem;
 

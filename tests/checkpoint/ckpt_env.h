@@ -5,6 +5,7 @@
 // on the first N ranks and read back their losses and checkpoints.
 #pragma once
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct Layout {
   int ranks() const { return dp * tp; }
   std::string name() const;  // also a file-name stem
 };
+inline void PrintTo(const Layout& l, std::ostream* os) { *os << l.name(); }
 
 // A 20-step run of the tiny model under `l` (dropout on, accumulation on).
 TrainJobOptions job(const Layout& l, const std::string& save, const std::string& metrics);
