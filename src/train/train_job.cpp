@@ -119,8 +119,8 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
       const AdamW* opt = trainer.optimizer();
       TrainingState st = training_state_of(rc.model, tc, layout, done,
                                            opt ? opt->steps_taken() : done);
-      std::string dir = save_checkpoint({tc.save_dir, tc.keep, opts.checkpoint_shard_hook}, st, model,
-                                        trainer.data_parallel(), world);
+      std::string dir = save_checkpoint({tc.save_dir, tc.keep, opts.checkpoint_shard_hook}, st,
+                                        model, trainer.data_parallel(), world);
       fmt::print(log, "saved checkpoint {}\n", dir);
     }
     if (exit) fmt::print(log, "exit interval {}: stopping after step {}\n", tc.exit_interval, done);

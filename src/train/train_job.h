@@ -1,6 +1,8 @@
 // A whole training job as the CLI runs it: validate the run, build the model
-// (random init from the seed, or an HF directory), train with progress
-// output, evaluate, save. Everything is checked before memory is allocated.
+// (random init from the seed, or an HF directory), resume from a checkpoint
+// (--load / --resume, any layout), train with progress output and
+// checkpoints, evaluate, save an HF directory (--save-hf). Everything is
+// checked before memory is allocated.
 #pragma once
 #include <functional>
 #include <ostream>

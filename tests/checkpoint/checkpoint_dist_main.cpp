@@ -24,6 +24,7 @@ std::string Layout::name() const {
   std::string s = fmt::format("dp{}_tp{}_zero{}", dp, tp, zero);
   if (ps) s += "_ps";
   if (sp) s += "_sp";
+  if (llama) s += "_llama";
   return s;
 }
 
@@ -37,6 +38,11 @@ TrainJobOptions job(const Layout& l, const std::string& save, const std::string&
   m.head_dim = 8;
   m.intermediate = 64;
   m.max_positions = 32;
+  if (l.llama) {
+    m.arch = Arch::LLaMA;
+    m.n_kv_heads = 2;
+    m.tie_embeddings = false;
+  }
   TrainConfig& t = o.run.train;
   t.train_files = {env().shard};
   t.steps = 20;

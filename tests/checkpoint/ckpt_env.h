@@ -24,6 +24,7 @@ CkptTestEnv& env();
 struct Layout {
   int dp = 1, tp = 1, zero = 0;
   bool ps = false, sp = false;
+  bool llama = false;  // LLaMA (GQA, untied head) instead of GPT-2
   int ranks() const { return dp * tp; }
   std::string name() const;  // also a file-name stem
 };

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "ckpt_env.h"
 #include "io/checkpoint/checkpoint_dir.h"
@@ -32,11 +33,15 @@ TEST_P(Reshard, ContinuesTheRun) {
 
   auto b = read_losses(dir + "_b.jsonl");
   ASSERT_EQ(b.size(), 10u);
+  double worst_rel = 0;
   for (size_t i = 0; i < 10; ++i) {
     EXPECT_EQ(b[i].first, ref.losses[10 + i].first);
     const double want = ref.losses[10 + i].second;
     EXPECT_NEAR(b[i].second, want, 1e-5 * std::abs(want)) << "step " << 10 + i;
+    worst_rel = std::max(worst_rel, std::abs(b[i].second - want) / std::abs(want));
   }
+  std::printf("  %s -> %s: largest relative loss difference %.2e\n", p.from.name().c_str(),
+              p.to.name().c_str(), worst_rel);
   auto want = consolidate(ref.checkpoint, "param");
   auto got = consolidate(dir + "/" + step_dir_name(20), "param");
   for (const auto& [name, values] : want) {
@@ -57,7 +62,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Pair{{.dp = 2, .zero = 3}, {}},
                       Pair{{.dp = 2, .tp = 2, .zero = 1, .sp = true}, {.tp = 4}},
                       Pair{{.dp = 2, .ps = true}, {.dp = 4, .zero = 3}},
-                      Pair{{}, {.dp = 2, .tp = 2, .zero = 2}}),
+                      Pair{{}, {.dp = 2, .tp = 2, .zero = 2}},
+                      Pair{{.tp = 2, .llama = true}, {.dp = 2, .zero = 3, .llama = true}}),
     [](const auto& info) { return info.param.from.name() + "_to_" + info.param.to.name(); });
 
 }  // namespace

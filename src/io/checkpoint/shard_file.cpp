@@ -2,6 +2,7 @@
 #include "io/checkpoint/shard_file.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "base/error.h"
 #include "io/safetensors_writer.h"
@@ -94,8 +95,16 @@ void ShardSet::fill(const std::string& kind, const std::string& tensor, const Te
                                std::min(r.slice.offset[d] + r.slice.box[d],
                                         want.offset[d] + want.box[d]);
     if (!overlap) continue;
-    std::vector<float> buf = files_[r.file].read_as_f32(*r.entry);
-    copy_overlap(r.slice, buf.data(), want, dst, covered.data());
+    // Pieces are F32 and the writer aligns them, so the mapping is read in
+    // place: only the pages of the rows that overlap are touched.
+    const auto bytes = files_[r.file].bytes(*r.entry);
+    if (reinterpret_cast<uintptr_t>(bytes.data()) % alignof(float) == 0) {
+      copy_overlap(r.slice, reinterpret_cast<const float*>(bytes.data()), want, dst,
+                   covered.data());
+    } else {
+      std::vector<float> buf = files_[r.file].read_as_f32(*r.entry);
+      copy_overlap(r.slice, buf.data(), want, dst, covered.data());
+    }
   }
   for (int64_t k = 0; k < want.numel(); ++k) {
     if (covered[static_cast<size_t>(k)]) continue;

@@ -3,7 +3,8 @@
 // "exp_avg", "exp_avg_sq". The safetensors metadata key "parallm.pieces"
 // maps each stored name to {tensor, kind, slice}, so a file explains itself.
 // ShardSet indexes the pieces of all files of a checkpoint and fills any
-// wanted slice from whichever pieces overlap it, reading only their bytes.
+// wanted slice from whichever pieces overlap it, reading (through the
+// read-only mapping) only the rows of theirs that overlap.
 #pragma once
 #include <map>
 #include <string>
