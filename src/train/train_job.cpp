@@ -2,10 +2,12 @@
 
 #include <fmt/ostream.h>
 
+#include <chrono>
 #include <cmath>
 #include <iostream>
 
 #include "grid/rank_grid.h"
+#include "io/checkpoint/checkpoint_dir.h"
 #include "io/hf_model.h"
 #include "kernels/cpu/threads.h"
 #include "plan/flops.h"
@@ -15,6 +17,11 @@
 #include "train/trainer.h"
 
 namespace parallm {
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
 
 RunConfig checked_run_config(const TrainJobOptions& opts, int world_size) {
   RunConfig rc = opts.run;
@@ -69,6 +76,7 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   if (resume_from.empty() && rc.train.resume && has_checkpoint(rc.train.save_dir))
     resume_from = rc.train.save_dir;
   OpenedCheckpoint ck;
+  const auto load_start = std::chrono::steady_clock::now();
   if (!resume_from.empty()) {
     ck = open_checkpoint(resume_from, world);
     std::string note = check_resume_compatible(ck.state, rc.model, rc.train, ck.dir);
@@ -82,8 +90,8 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
     if (AdamW* opt = trainer.data_parallel().optimizer())
       load_checkpoint_optimizer(ck, model.params(), *opt, rc.model.vocab_size);
     trainer.set_start_step(ck.state.step);
-    fmt::print(log, "resumed from {} (step {}, saved under {})\n", ck.dir, ck.state.step,
-               layout_name(ck.state.layout));
+    fmt::print(log, "resumed from {} (step {}, saved under {}; verified and loaded in {:.2f} s)\n",
+               ck.dir, ck.state.step, layout_name(ck.state.layout), seconds_since(load_start));
     ck.shards.reset();  // unmaps the files
   }
   fmt::print(log,
@@ -116,12 +124,15 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
                       ((tc.save_interval > 0 && done % tc.save_interval == 0) || exit ||
                        done == tc.steps);
     if (save) {
+      const auto t0 = std::chrono::steady_clock::now();
       const AdamW* opt = trainer.optimizer();
       TrainingState st = training_state_of(rc.model, tc, layout, done,
                                            opt ? opt->steps_taken() : done);
       std::string dir = save_checkpoint({tc.save_dir, tc.keep, opts.checkpoint_shard_hook}, st,
                                         model, trainer.data_parallel(), world);
-      fmt::print(log, "saved checkpoint {}\n", dir);
+      if (rank == 0)
+        fmt::print(log, "saved checkpoint {} ({:.1f} MB in {:.2f} s)\n", dir,
+                   directory_bytes(dir) / 1e6, seconds_since(t0));
     }
     if (exit) fmt::print(log, "exit interval {}: stopping after step {}\n", tc.exit_interval, done);
     return exit;
@@ -149,8 +160,10 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   fmt::print(log, "done: loss {:.4f} -> {:.4f}{}\n", first_loss, last_loss,
              std::isnan(val) ? std::string() : fmt::format(", validation loss {:.4f}", val));
   if (!rc.train.save_hf_dir.empty()) {
+    const auto t0 = std::chrono::steady_clock::now();
     save_hf_from_layout(rc.train.save_hf_dir, model, trainer.data_parallel(), *save_dtype, rank);
-    fmt::print(log, "saved {} ({})\n", rc.train.save_hf_dir, opts.save_dtype);
+    fmt::print(log, "saved {} ({}, {:.2f} s)\n", rc.train.save_hf_dir, opts.save_dtype,
+               seconds_since(t0));
   }
   return last_loss;
 }

@@ -64,6 +64,14 @@ std::vector<std::string> list_step_dirs(const std::string& dir) {
   return out;
 }
 
+int64_t directory_bytes(const std::string& dir) {
+  int64_t n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_regular_file()) n += static_cast<int64_t>(e.file_size());
+  return n;
+}
+
 void prune_checkpoints(const std::string& dir, int keep) {
   if (keep <= 0) return;
   std::string latest;

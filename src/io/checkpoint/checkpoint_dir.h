@@ -25,5 +25,7 @@ std::vector<std::string> list_step_dirs(const std::string& dir);
 // Removes all but the newest `keep` complete step directories (keep <= 0:
 // none removed). Never removes the one `latest` names.
 void prune_checkpoints(const std::string& dir, int keep);
+// Bytes of the regular files in a directory (for log lines).
+int64_t directory_bytes(const std::string& dir);
 
 }  // namespace parallm
