@@ -39,6 +39,9 @@ TEST(CheckpointDir, LatestPruneAndVerify) {
   fs::create_directories(t.path / "step-0000020.tmp");  // an interrupted save
   EXPECT_EQ(*resolve_checkpoint(t.path.string()), (t.path / "step-0000015").string());
   EXPECT_EQ(list_step_dirs(t.path.string()).size(), 3u);
+  fs::remove(t.path / kLatestName);  // a save killed between rename and pointer
+  EXPECT_EQ(*resolve_checkpoint(t.path.string()), (t.path / "step-0000015").string());
+  write_latest(t.path.string(), step_dir_name(15));
   prune_checkpoints(t.path.string(), 2);
   EXPECT_EQ(list_step_dirs(t.path.string()),
             (std::vector<std::string>{"step-0000010", "step-0000015"}));

@@ -40,10 +40,12 @@ std::optional<std::string> resolve_checkpoint(const std::string& path) {
              name);
     return (p / name).string();
   }
-  // No pointer: a save was never completed here, or the pointer was lost.
-  PX_CHECK(list_step_dirs(path).empty(),
-           "checkpoint directory '{}' has step directories but no '{}' file", path, kLatestName);
-  return std::nullopt;
+  // No pointer: no save completed here, or one was interrupted between its
+  // rename and the pointer update. Step directories only ever appear
+  // complete (renamed after their manifest), so the newest one is taken.
+  auto steps = list_step_dirs(path);
+  if (steps.empty()) return std::nullopt;
+  return (p / steps.back()).string();
 }
 
 void write_latest(const std::string& dir, const std::string& step_name) {

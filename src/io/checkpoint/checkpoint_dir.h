@@ -15,8 +15,9 @@ constexpr const char* kLatestName = "latest";
 
 std::string step_dir_name(int64_t step);  // "step-0000010"
 // The step directory a load should read: `path` itself when it holds a
-// manifest (or is named step-*), else the one `latest` names. nullopt when
-// `path` holds no checkpoint at all (no latest, no step directories).
+// manifest (or is named step-*), else the one `latest` names, else (no
+// pointer yet) the newest step directory. nullopt when `path` holds no
+// checkpoint at all.
 std::optional<std::string> resolve_checkpoint(const std::string& path);
 // Replaces DIR/latest atomically with the name of a step directory.
 void write_latest(const std::string& dir, const std::string& step_name);
