@@ -16,6 +16,7 @@ ExportResult export_checkpoint_to_hf(const std::string& checkpoint, const std::s
   Allocator alloc;
   Transformer model(ck.state.model, alloc);
   model.params().init_random(0);  // every element is overwritten below
+  check_checkpoint_covers_model(ck, model.params());
   load_checkpoint_values(ck, model.params(), ck.state.model.vocab_size);
   save_hf_model(out_dir, model, dtype, max_shard_bytes);
   return {ck.dir, ck.state.step, ck.state.model};

@@ -64,8 +64,9 @@ void load_checkpoint_values(const OpenedCheckpoint& ck, const ParameterSet& ps, 
     TensorSlice want = TensorSlice::of_box(s.global_shape, s.shape, s.shard_dim, s.shard_begin);
     ck.shards->fill("param", s.name, want, flat + ps.offset(i), vocab);
   }
-  // Every saved tensor must belong to this model (a renamed or extra tensor
-  // means the checkpoint is of another model).
+}
+
+void check_checkpoint_covers_model(const OpenedCheckpoint& ck, const ParameterSet& ps) {
   for (const auto& name : ck.shards->tensors("param"))
     PX_CHECK(ps.find(name) >= 0, "{}: tensor '{}' is not a parameter of this model", ck.dir,
              name);

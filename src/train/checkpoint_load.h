@@ -34,6 +34,9 @@ bool has_checkpoint(const std::string& path);
 // the flat values; call before ZeRO takes its shards. vocab: the model's
 // vocabulary (rows beyond it are tp padding).
 void load_checkpoint_values(const OpenedCheckpoint& ck, const ParameterSet& ps, int64_t vocab);
+// A whole model (not a pipeline stage, which holds a subset): every saved
+// tensor must be one of its parameters, else the checkpoint is of another model.
+void check_checkpoint_covers_model(const OpenedCheckpoint& ck, const ParameterSet& ps);
 // AdamW moments of the flat range opt owns, and its step count.
 void load_checkpoint_optimizer(const OpenedCheckpoint& ck, const ParameterSet& ps, AdamW& opt,
                                int64_t vocab);

@@ -81,6 +81,7 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
     ck = open_checkpoint(resume_from, world);
     std::string note = check_resume_compatible(ck.state, rc.model, rc.train, ck.dir);
     if (!note.empty()) fmt::print(log, "{}\n", note);
+    check_checkpoint_covers_model(ck, model.params());  // (a pipeline stage: its subset)
     load_checkpoint_values(ck, model.params(), rc.model.vocab_size);
   }
   const bool measured = rc.train.peak_tflops <= 0;
