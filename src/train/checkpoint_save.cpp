@@ -35,7 +35,7 @@ void fsync_dir(const fs::path& dir) {
 
 std::vector<CheckpointPiece> checkpoint_pieces(const Transformer& model, const DataParallel& dp) {
   const ParameterSet& ps = model.params();
-  const bool tp_lead = model.tp().rank() == 0;
+  const int tp_rank = model.tp().rank();
   std::vector<CheckpointPiece> out;
   // Flat elements [lo, hi) of this rank's parameter vector, element lo at base[0].
   auto add_range = [&](const char* kind, int64_t lo, int64_t hi, const float* base) {
@@ -43,7 +43,10 @@ std::vector<CheckpointPiece> checkpoint_pieces(const Transformer& model, const D
       const int64_t off = ps.offset(i);
       const int64_t a = std::max(lo, off), b = std::min(hi, off + ps.numel(i));
       const ParamSpec& s = ps.spec(i);
-      if (b <= a || (s.shard_dim < 0 && !tp_lead)) continue;
+      // One writer per distinct slice: tp rank 0 for tensors replicated over
+      // tp, the first holder of a shard that several tp ranks share.
+      const bool copy = s.shard_dim < 0 ? tp_rank != 0 : tp_rank % s.tp_replicas != 0;
+      if (b <= a || copy) continue;
       TensorSlice slice = TensorSlice::of_box(s.global_shape, s.shape, s.shard_dim, s.shard_begin)
                               .sub_range(a - off, b - off);
       out.push_back({s.name, kind, std::move(slice), base + (a - lo)});

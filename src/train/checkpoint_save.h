@@ -4,7 +4,8 @@
 // checksums (last), renames the directory to its final name and replaces
 // `latest`. Ranks holding identical copies split the writing: each dp rank
 // writes its ZeRO flat range of the values (and of replicated moments), and
-// tp-replicated tensors are written by tp rank 0 only. Invariant: a save
+// tp-replicated tensors (and shards several tp ranks share) are written by
+// their first holder only. Invariant: a save
 // interrupted anywhere leaves the previous checkpoint and `latest` intact and
 // no directory a load would take for complete.
 #pragma once

@@ -63,7 +63,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Pair{{.dp = 2, .tp = 2, .zero = 1, .sp = true}, {.tp = 4}},
                       Pair{{.dp = 2, .ps = true}, {.dp = 4, .zero = 3}},
                       Pair{{}, {.dp = 2, .tp = 2, .zero = 2}},
-                      Pair{{.tp = 2, .llama = true}, {.dp = 2, .zero = 3, .llama = true}}),
+                      Pair{{.tp = 2, .llama = true}, {.dp = 2, .zero = 3, .llama = true}},
+                      // 2 key/value heads over tp 4: each kv shard held by two ranks
+                      Pair{{.tp = 4, .llama = true}, {.dp = 2, .zero = 1, .llama = true}},
+                      Pair{{.dp = 4, .zero = 2, .llama = true}, {.tp = 4, .llama = true}}),
     [](const auto& info) { return info.param.from.name() + "_to_" + info.param.to.name(); });
 
 }  // namespace

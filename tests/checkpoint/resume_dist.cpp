@@ -58,7 +58,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Layout{.dp = 2, .zero = 3}, Layout{.dp = 4, .zero = 2},
                       Layout{.tp = 2}, Layout{.dp = 2, .tp = 2, .zero = 3, .sp = true},
                       Layout{.dp = 2, .ps = true},
-                      Layout{.dp = 2, .tp = 2, .zero = 1, .llama = true}),
+                      Layout{.dp = 2, .tp = 2, .zero = 1, .llama = true},
+                      Layout{.tp = 4, .llama = true}),
     [](const auto& info) { return info.param.name(); });
 
 }  // namespace
