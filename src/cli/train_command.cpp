@@ -18,6 +18,7 @@ struct TrainFlags {
   bool no_overlap = false;
   bool sequence_parallel = false;
   bool nesterov = false;
+  bool resume = false;
   TrainJobOptions job;
   TrainConfig t;  // flag targets; copied over the file's values when given
   std::vector<std::pair<CLI::Option*, std::function<void(TrainConfig&)>>> overrides;
@@ -70,7 +71,19 @@ void add_train_command(CLI::App& app, CommandRegistry& reg) {
   flag(sub, *f, "--metrics", &TrainConfig::metrics_path, "JSONL metrics file");
   flag(sub, *f, "--peak-tflops", &TrainConfig::peak_tflops,
        "per-rank peak TFLOP/s for MFU/HFU (default: the measured GEMM peak)");
-  flag(sub, *f, "--save", &TrainConfig::save_dir, "save a Hugging Face directory at the end");
+  flag(sub, *f, "--save", &TrainConfig::save_dir,
+       "distributed checkpoints: DIR/step-NNNNNNN at the end and every --save-interval steps");
+  flag(sub, *f, "--save-interval", &TrainConfig::save_interval, "steps between checkpoints");
+  flag(sub, *f, "--keep", &TrainConfig::keep, "keep the newest N checkpoints (default: all)");
+  flag(sub, *f, "--exit-interval", &TrainConfig::exit_interval,
+       "save and stop after a step divisible by N (the lr schedule stays that of --steps)");
+  flag(sub, *f, "--load", &TrainConfig::load_dir,
+       "resume from the latest checkpoint in DIR (or a step directory), in any layout");
+  CLI::Option* resume =
+      sub->add_flag("--resume", f->resume, "resume from --save DIR when it holds a checkpoint");
+  f->overrides.emplace_back(resume, [](TrainConfig& dst) { dst.resume = true; });
+  flag(sub, *f, "--save-hf", &TrainConfig::save_hf_dir,
+       "write a Hugging Face directory at the end (any layout)");
   sub->add_option("--save-dtype", f->job.save_dtype, "F32 or BF16");
   sub->add_option("--threads", f->job.threads, "CPU threads (default: OMP_NUM_THREADS or all)");
   auto dp_flag = [&](const std::string& names, auto member, const std::string& help) {

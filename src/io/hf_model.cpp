@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -10,6 +11,7 @@
 #include "io/hf_config.h"
 #include "io/hf_layout.h"
 #include "io/safetensors.h"
+#include "tensor/half.h"
 
 namespace fs = std::filesystem;
 
@@ -49,26 +51,51 @@ void write_dir_atomically(const std::string& dir, const std::function<void(const
 
 }  // namespace
 
-void save_hf_model(const std::string& dir, const Transformer& model, DType dtype) {
+void save_hf_model(const std::string& dir, const Transformer& model, DType dtype,
+                   int64_t max_shard_bytes) {
   PX_CHECK(dtype == DType::F32 || dtype == DType::BF16, "models are saved as F32 or BF16, not {}",
            dtype_name(dtype));
   const ModelConfig& cfg = model.config();
   auto layout = hf_layout(cfg);
   std::vector<std::vector<float>> buffers(layout.size());
-  SafetensorsWriter w;
+  // Tensors in layout order, a new file whenever the next would pass the limit.
+  std::vector<SafetensorsWriter> files(1);
+  nlohmann::json weight_map = nlohmann::json::object();
+  std::vector<size_t> file_of(layout.size());
+  int64_t in_file = 0, total = 0;
   for (size_t i = 0; i < layout.size(); ++i) {
     int64_t n = 1;
     for (int64_t d : layout[i].shape) n *= d;
+    const int64_t bytes = n * static_cast<int64_t>(dtype_size(dtype));
+    if (max_shard_bytes > 0 && in_file > 0 && in_file + bytes > max_shard_bytes) {
+      files.emplace_back();
+      in_file = 0;
+    }
+    in_file += bytes;
+    total += bytes;
     buffers[i].resize(static_cast<size_t>(n));
     gather_hf_tensor(model.params(), layout[i], false, buffers[i].data());
-    w.add_f32_as(layout[i].name, dtype, layout[i].shape, buffers[i].data());
+    files.back().add_f32_as(layout[i].name, dtype, layout[i].shape, buffers[i].data());
+    file_of[i] = files.size() - 1;
   }
-  w.set_metadata("format", "pt");
-  w.set_metadata("producer", "parallm");
+  auto file_name = [&](size_t k) {
+    return files.size() == 1 ? std::string("model.safetensors")
+                             : fmt::format("model-{:05d}-of-{:05d}.safetensors", k + 1,
+                                           files.size());
+  };
+  for (size_t i = 0; i < layout.size(); ++i) weight_map[layout[i].name] = file_name(file_of[i]);
   std::string torch_dtype = dtype == DType::F32 ? "float32" : "bfloat16";
   write_dir_atomically(dir, [&](const fs::path& tmp) {
     std::ofstream(tmp / "config.json") << hf_config_json(cfg, torch_dtype).dump(2) << "\n";
-    w.write((tmp / "model.safetensors").string());
+    for (size_t k = 0; k < files.size(); ++k) {
+      files[k].set_metadata("format", "pt");
+      files[k].set_metadata("producer", "parallm");
+      files[k].write((tmp / file_name(k)).string());
+    }
+    if (files.size() > 1) {
+      nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+      std::ofstream(tmp / "model.safetensors.index.json") << index.dump(2) << "\n";
+    }
   });
 }
 
@@ -105,6 +132,59 @@ std::vector<std::string> weight_files(const std::string& dir) {
   return {files.begin(), files.end()};
 }
 
+// n elements of e from element `begin`, converted to float (the bytes may be
+// unaligned, so they are copied, never cast).
+void read_elements(const SafetensorsFile& st, const TensorEntry& e, int64_t begin, int64_t n,
+                   float* dst) {
+  const size_t w = dtype_size(e.dtype);
+  const std::byte* p = st.bytes(e).data() + static_cast<size_t>(begin) * w;
+  for (int64_t k = 0; k < n; ++k, p += w) {
+    if (e.dtype == DType::F32) {
+      std::memcpy(dst + k, p, 4);
+    } else if (e.dtype == DType::F64) {
+      double d;
+      std::memcpy(&d, p, 8);
+      dst[k] = static_cast<float>(d);
+    } else {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      dst[k] = e.dtype == DType::BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+    }
+  }
+}
+
+// Scatters HF tensor t (entry e) into the parameters this rank holds: each
+// internal part is a shard of its global tensor (shard_dim, shard_begin),
+// and only that shard's rows (or, for GPT-2's transposed Conv1D weights, its
+// columns) are read. Rows past the HF tensor (tp vocabulary padding) are left.
+void scatter_hf_slices(const SafetensorsFile& st, const TensorEntry& e, const ParameterSet& ps,
+                       const HfTensor& t) {
+  const int64_t hf_rows = t.shape[0], hf_cols = t.shape.size() > 1 ? t.shape[1] : 1;
+  int64_t row0 = 0;  // global rows of the parts before this one
+  for (const auto& name : t.parts) {
+    const int i = ps.find(name);
+    PX_CHECK(i >= 0, "internal parameter '{}' (for HF tensor '{}') does not exist", name, t.name);
+    const ParamSpec& s = ps.spec(i);
+    const int64_t rows = s.shape[0], cols = s.shape.size() > 1 ? s.shape[1] : 1;
+    const int64_t off0 = s.shard_dim == 0 ? s.shard_begin : 0;
+    const int64_t off1 = s.shard_dim == 1 ? s.shard_begin : 0;
+    float* p = ps.value({i});
+    if (!t.transpose) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t g = row0 + off0 + r;
+        if (g < hf_rows) read_elements(st, e, g * hf_cols + off1, cols, p + r * cols);
+      }
+    } else {  // HF holds (cols, rows of the concatenation): one run per column
+      std::vector<float> run(static_cast<size_t>(rows));
+      for (int64_t k = 0; k < cols; ++k) {
+        read_elements(st, e, (off1 + k) * hf_cols + row0 + off0, rows, run.data());
+        for (int64_t r = 0; r < rows; ++r) p[r * cols + k] = run[static_cast<size_t>(r)];
+      }
+    }
+    row0 += s.global_shape[0];
+  }
+}
+
 }  // namespace
 
 void load_hf_weights(const std::string& dir, Transformer& model) {
@@ -131,8 +211,7 @@ void load_hf_weights(const std::string& dir, Transformer& model) {
                "{}: tensor '{}' has dtype {}, expected a floating-point type", file, e.name,
                dtype_name(e.dtype));
       PX_CHECK(loaded.insert(name).second, "{}: tensor '{}' appears twice", file, e.name);
-      std::vector<float> buf = st.read_as_f32(e);
-      scatter_hf_tensor(model.params(), t, buf.data());
+      scatter_hf_slices(st, e, model.params(), t);
     }
   }
   for (const auto& t : layout)

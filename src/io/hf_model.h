@@ -8,13 +8,18 @@
 
 namespace parallm {
 
-// dtype: F32 or BF16 storage.
-void save_hf_model(const std::string& dir, const Transformer& model, DType dtype);
+// dtype: F32 or BF16 storage. Above max_shard_bytes (> 0) of tensor data the
+// weights are split over model-0000k-of-0000n.safetensors files with a
+// model.safetensors.index.json, as HF's save_pretrained does.
+void save_hf_model(const std::string& dir, const Transformer& model, DType dtype,
+                   int64_t max_shard_bytes = 0);
 // Reads dir/config.json.
 ModelConfig read_hf_model_config(const std::string& dir);
 // Loads dir/model.safetensors (or a sharded model.safetensors.index.json)
 // into model's parameters; every expected tensor must be present with the
-// right shape, and unexpected tensors are errors.
+// right shape, and unexpected tensors are errors. Under tensor parallelism
+// each rank reads only the rows/columns of its shards (padded vocabulary
+// rows are left as they are).
 void load_hf_weights(const std::string& dir, Transformer& model);
 
 }  // namespace parallm

@@ -161,6 +161,12 @@ RunConfig load_run_config(const std::string& path) {
   r.get("eval_batches", t.eval_batches);
   r.get("metrics", t.metrics_path);
   r.get("save", t.save_dir);
+  r.get("save_interval", t.save_interval);
+  r.get("keep", t.keep);
+  r.get("exit_interval", t.exit_interval);
+  r.get("load", t.load_dir);
+  r.get("resume", t.resume);
+  r.get("save_hf", t.save_hf_dir);
   std::string dp_mode;
   r.get("dp", t.dp.dp);
   r.get("zero", t.dp.zero);
@@ -173,7 +179,8 @@ RunConfig load_run_config(const std::string& path) {
   r.get("peak_tflops", t.peak_tflops);
   r.reject_unknown();
   // Every path in a run file, outputs included, is relative to the file.
-  std::vector<std::string*> paths = {&t.init_from, &t.metrics_path, &t.save_dir};
+  std::vector<std::string*> paths = {&t.init_from, &t.metrics_path, &t.save_dir, &t.load_dir,
+                                    &t.save_hf_dir};
   for (std::string* p : paths) {
     std::vector<std::string> one = {*p};
     resolve_paths(one, base);
@@ -209,6 +216,14 @@ void TrainConfig::validate(const ModelConfig& m) const {
   PX_CHECK(peak_tflops >= 0, "peak_tflops must be >= 0 (0: measure), got {}", peak_tflops);
   PX_CHECK(muon_lr > 0, "muon_lr must be positive, got {}", muon_lr);
   optimizer_config().validate();
+  PX_CHECK(save_interval >= 0 && keep >= 0 && exit_interval >= 0,
+           "save_interval ({}), keep ({}) and exit_interval ({}) must be >= 0", save_interval, keep,
+           exit_interval);
+  PX_CHECK(save_interval == 0 || !save_dir.empty(), "--save-interval {} needs --save DIR",
+           save_interval);
+  PX_CHECK(!resume || !save_dir.empty() || !load_dir.empty(), "--resume needs --save or --load");
+  PX_CHECK(load_dir.empty() || init_from.empty(),
+           "give --load (a checkpoint) or --init-from (a Hugging Face model), not both");
   check_tp_divides(m, tp);
   PX_CHECK(!sequence_parallel || (micro_batch_size * seq_len) % tp == 0,
            "sequence parallel: micro batch size ({}) x seq_len ({}) is not divisible by tp ({})",

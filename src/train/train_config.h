@@ -47,7 +47,17 @@ struct TrainConfig {
   int64_t eval_interval = 0;  // 0: evaluate only at the end (when val files exist)
   int64_t eval_batches = 8;
   std::string metrics_path;
+  // Distributed checkpoints (docs/checkpoints.md): --save DIR writes
+  // DIR/step-NNNNNNN every save_interval steps (0: only at the end) and at
+  // an exit; --load DIR resumes from its latest (an error when there is
+  // none); --resume resumes from --save DIR when it holds one.
   std::string save_dir;
+  int64_t save_interval = 0;
+  int keep = 0;               // newest checkpoints kept (0: all)
+  int64_t exit_interval = 0;  // stop cleanly after a step divisible by this (0: never)
+  std::string load_dir;
+  bool resume = false;
+  std::string save_hf_dir;  // a Hugging Face directory at the end of training
   DpOptions dp;  // data parallelism (dp == 1: one process)
   int tp = 1;    // tensor parallel size (--tp); world = dp x tp
   bool sequence_parallel = false;  // --sequence-parallel (needs tp > 1 to matter)

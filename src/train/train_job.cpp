@@ -2,16 +2,26 @@
 
 #include <fmt/ostream.h>
 
+#include <chrono>
 #include <cmath>
 #include <iostream>
 
 #include "grid/rank_grid.h"
+#include "io/checkpoint/checkpoint_dir.h"
 #include "io/hf_model.h"
 #include "kernels/cpu/threads.h"
 #include "plan/flops.h"
+#include "train/checkpoint_export.h"
+#include "train/checkpoint_load.h"
+#include "train/checkpoint_save.h"
 #include "train/trainer.h"
 
 namespace parallm {
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
 
 RunConfig checked_run_config(const TrainJobOptions& opts, int world_size) {
   RunConfig rc = opts.run;
@@ -19,12 +29,9 @@ RunConfig checked_run_config(const TrainJobOptions& opts, int world_size) {
   rc.train.validate(rc.model);
   validate_dp_layout(rc.train.dp, world_size, rc.train.global_batch_size,
                      rc.train.micro_batch_size, rc.train.tp);
-  PX_CHECK(rc.train.tp == 1 || rc.train.init_from.empty(),
-           "--init-from with tp {} is not supported yet (Hugging Face weights are loaded whole)",
-           rc.train.tp);
-  PX_CHECK(rc.train.tp == 1 || rc.train.save_dir.empty(),
-           "saving with tp {} is not supported yet (the shards would need gathering)",
-           rc.train.tp);
+  // --load must find a checkpoint (checksums are verified once MPI runs).
+  PX_CHECK(rc.train.load_dir.empty() || has_checkpoint(rc.train.load_dir),
+           "--load: no checkpoint in '{}'", rc.train.load_dir);
   auto save_dtype = dtype_from_name(opts.save_dtype);
   PX_CHECK(save_dtype == DType::F32 || save_dtype == DType::BF16,
            "--save-dtype must be F32 or BF16, got '{}'", opts.save_dtype);
@@ -64,9 +71,30 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   } else {
     load_hf_weights(rc.train.init_from, model);
   }
+  // Resume: --load DIR, or --resume from --save DIR when it holds a checkpoint.
+  std::string resume_from = rc.train.load_dir;
+  if (resume_from.empty() && rc.train.resume && has_checkpoint(rc.train.save_dir))
+    resume_from = rc.train.save_dir;
+  OpenedCheckpoint ck;
+  const auto load_start = std::chrono::steady_clock::now();
+  if (!resume_from.empty()) {
+    ck = open_checkpoint(resume_from, world);
+    std::string note = check_resume_compatible(ck.state, rc.model, rc.train, ck.dir);
+    if (!note.empty()) fmt::print(log, "{}\n", note);
+    check_checkpoint_covers_model(ck, model.params());  // (a pipeline stage: its subset)
+    load_checkpoint_values(ck, model.params(), rc.model.vocab_size);
+  }
   const bool measured = rc.train.peak_tflops <= 0;
   double peak = measured ? measure_gemm_peak_flops() : rc.train.peak_tflops * 1e12;
   Trainer trainer(model, rc.train, alloc, peak, rc.train.dp.dp > 1 ? dp_group.get() : nullptr);
+  if (ck.shards) {
+    if (Optimizer* opt = trainer.data_parallel().optimizer())
+      load_checkpoint_optimizer(ck, model.params(), *opt, rc.model.vocab_size);
+    trainer.set_start_step(ck.state.step);
+    fmt::print(log, "resumed from {} (step {}, saved under {}; verified and loaded in {:.2f} s)\n",
+               ck.dir, ck.state.step, layout_name(ck.state.layout), seconds_since(load_start));
+    ck.shards.reset();  // unmaps the files
+  }
   fmt::print(log,
              "parallm: {} model, {:.2f}M parameters, {} layers, hidden {}, vocab {}; "
              "{} steps of {} x {} tokens (micro-batch {}, accumulation {}), {} threads, "
@@ -81,13 +109,38 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
                rc.train.dp.bucket_mb, rc.train.dp.overlap ? "on" : "off");
 
   double first_loss = 0.0, last_loss = 0.0;
+  bool have_first = false;
   const bool tty = env.stderr_is_tty && &log == &std::cerr;
   if (rc.train.tp > 1)
     fmt::print(log, "tensor parallel: tp {}, sequence parallel {}\n", rc.train.tp,
                rc.train.sequence_parallel ? "on" : "off");
   const bool dist = rc.train.dp.dp > 1 || rc.train.tp > 1;
+  const CheckpointLayout layout{world_size, rc.train.dp.dp, rc.train.tp, 1, rc.train.dp.zero,
+                                std::string(dp_mode_name(rc.train.dp.mode)),
+                                rc.train.sequence_parallel};
+  const TrainConfig& tc = rc.train;
+  auto after_step = [&](int64_t done) {
+    const bool exit = tc.exit_interval > 0 && done % tc.exit_interval == 0 && done < tc.steps;
+    const bool save = !tc.save_dir.empty() &&
+                      ((tc.save_interval > 0 && done % tc.save_interval == 0) || exit ||
+                       done == tc.steps);
+    if (save) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const Optimizer* opt = trainer.optimizer();
+      TrainingState st = training_state_of(rc.model, tc, layout, done,
+                                           opt ? opt->steps_taken() : done);
+      std::string dir = save_checkpoint({tc.save_dir, tc.keep, opts.checkpoint_shard_hook}, st,
+                                        model, trainer.data_parallel(), world);
+      if (rank == 0)
+        fmt::print(log, "saved checkpoint {} ({:.1f} MB in {:.2f} s)\n", dir,
+                   directory_bytes(dir) / 1e6, seconds_since(t0));
+    }
+    if (exit) fmt::print(log, "exit interval {}: stopping after step {}\n", tc.exit_interval, done);
+    return exit;
+  };
   trainer.run([&](const StepStats& s) {
-    if (s.step == 0) first_loss = s.loss;
+    if (!have_first) first_loss = s.loss;
+    have_first = true;
     last_loss = s.loss;
     bool last = s.step + 1 == rc.train.steps;
     std::string line = fmt::format(
@@ -103,20 +156,15 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
       fmt::print(log, "{}\n", line);
     }
     log.flush();
-  });
+  }, after_step);
   double val = trainer.evaluate();
   fmt::print(log, "done: loss {:.4f} -> {:.4f}{}\n", first_loss, last_loss,
              std::isnan(val) ? std::string() : fmt::format(", validation loss {:.4f}", val));
-  // ZeRO-3 ranks hold only shards: gather the full vector (collective) and
-  // point the model at it for saving.
-  std::vector<float> full;
-  if (!rc.train.save_dir.empty() && dist && rc.train.dp.zero >= 3) {
-    full = trainer.data_parallel().full_parameters();
-    model.params().bind_values(0, model.params().size(), full.data());
-  }
-  if (!rc.train.save_dir.empty() && rank == 0) {
-    save_hf_model(rc.train.save_dir, model, *save_dtype);
-    fmt::print(log, "saved {} ({})\n", rc.train.save_dir, opts.save_dtype);
+  if (!rc.train.save_hf_dir.empty()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    save_hf_from_layout(rc.train.save_hf_dir, model, trainer.data_parallel(), *save_dtype, rank);
+    fmt::print(log, "saved {} ({}, {:.2f} s)\n", rc.train.save_hf_dir, opts.save_dtype,
+               seconds_since(t0));
   }
   return last_loss;
 }

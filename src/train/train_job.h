@@ -1,7 +1,10 @@
 // A whole training job as the CLI runs it: validate the run, build the model
-// (random init from the seed, or an HF directory), train with progress
-// output, evaluate, save. Everything is checked before memory is allocated.
+// (random init from the seed, or an HF directory), resume from a checkpoint
+// (--load / --resume, any layout), train with progress output and
+// checkpoints, evaluate, save an HF directory (--save-hf). Everything is
+// checked before memory is allocated.
 #pragma once
+#include <functional>
 #include <ostream>
 #include <string>
 
@@ -15,6 +18,8 @@ struct TrainJobOptions {
   RunConfig run;
   std::string save_dtype = "F32";  // F32 or BF16
   int threads = 0;                 // 0: OpenMP default
+  // Fault tests: called on each rank after it wrote its checkpoint shard.
+  std::function<void(int rank, const std::string& shard_path)> checkpoint_shard_hook;
 };
 
 // Returns the final training loss. Progress goes to `log` (rank 0 only).

@@ -103,8 +103,9 @@ double Trainer::evaluate() {
   return total.sum / static_cast<double>(std::max<int64_t>(total.count, 1));
 }
 
-void Trainer::run(const std::function<void(const StepStats&)>& on_step) {
-  for (int64_t step = 0; step < cfg_.steps; ++step) {
+void Trainer::run(const std::function<void(const StepStats&)>& on_step,
+                  const std::function<bool(int64_t completed)>& after_step) {
+  for (int64_t step = start_step_; step < cfg_.steps; ++step) {
     StepStats s = train_step(step);
     nlohmann::json rec = {{"step", s.step},
                           {"loss", s.loss},
@@ -127,6 +128,7 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step) {
       rec["val_loss"] = evaluate();
     metrics_.write(rec);
     if (on_step) on_step(s);
+    if (after_step && after_step(step + 1)) break;
   }
 }
 

@@ -46,8 +46,14 @@ class Trainer {
   StepStats train_step(int64_t step);
   // Mean loss over eval_batches micro-batches of the validation files.
   double evaluate();
-  // Runs cfg.steps steps; on_step is called after each (progress, logging).
-  void run(const std::function<void(const StepStats&)>& on_step);
+  // Runs steps [start_step, cfg.steps); on_step is called after each
+  // (progress, logging), then after_step (checkpoints) with the number of
+  // steps completed, which ends the run early by returning true.
+  void run(const std::function<void(const StepStats&)>& on_step,
+           const std::function<bool(int64_t completed)>& after_step = {});
+  // A resumed run continues at `step` (data position, dropout keys and the
+  // lr schedule are all functions of the step).
+  void set_start_step(int64_t step) { start_step_ = step; }
   // This rank's optimizer (null on a parameter-server worker).
   const Optimizer* optimizer() const { return dp_.optimizer(); }
   const DataParallel& data_parallel() const { return dp_; }
@@ -66,6 +72,7 @@ class Trainer {
   DataParallel dp_;
   LrSchedule sched_;
   MetricsWriter metrics_;
+  int64_t start_step_ = 0;
 };
 
 }  // namespace parallm

@@ -25,7 +25,8 @@ done
 
 "$bin" train --model gpt2-tiny --data "$work/data_train.bin" --val-data "$work/data_val.bin" \
   --steps 12 --micro-batch-size 2 --global-batch-size 4 --seq-len 32 --lr 3e-3 --warmup 2 \
-  --metrics "$work/m.jsonl" --save "$work/model" --threads 1 2>"$work/train.log" || { cat "$work/train.log"; fail "train"; }
+  --metrics "$work/m.jsonl" --save-hf "$work/model" --save "$work/ckpt" --save-interval 5 --keep 2 \
+  --threads 1 2>"$work/train.log" || { cat "$work/train.log"; fail "train"; }
 [ "$(wc -l < "$work/m.jsonl")" -eq 12 ] || fail "metrics lines"
 for key in step loss lr grad_norm tokens_per_s mfu memory val_loss; do
   tail -n 1 "$work/m.jsonl" | grep -q "\"$key\"" || fail "metrics lack $key"
@@ -34,6 +35,17 @@ done
 out=$("$bin" eval --model "$work/model" --data "$work/data_val.bin" --seq-len 32 \
   --micro-batch-size 2 --batches 2 --threads 1) || fail "eval"
 echo "$out" | grep -q '^{"batches":2,"loss":[0-9.]*,"tokens":128}$' || fail "eval output: $out"
+
+# Checkpoints at steps 5, 10 and the end (12); --keep 2 removed step 5.
+[ "$(cat "$work/ckpt/latest")" = "step-0000012" ] || fail "latest checkpoint"
+[ "$(ls "$work/ckpt" | grep -c '^step-')" -eq 2 ] && [ ! -e "$work/ckpt/step-0000005" ] || fail "--keep 2"
+"$bin" export --checkpoint "$work/ckpt" --out "$work/exported" >/dev/null || fail "export"
+cmp -s "$work/exported/model.safetensors" "$work/model/model.safetensors" || fail "export differs from --save-hf"
+# --resume with every step done trains nothing more and ends cleanly.
+"$bin" train --model gpt2-tiny --data "$work/data_train.bin" --steps 12 --micro-batch-size 2 \
+  --global-batch-size 4 --seq-len 32 --lr 3e-3 --warmup 2 --save "$work/ckpt" --resume \
+  --threads 1 2>"$work/resume.log" || { cat "$work/resume.log"; fail "resume"; }
+grep -q "resumed from .*step-0000012" "$work/resume.log" || fail "resume did not load step 12"
 
 # Resuming from the saved HF directory works and its first loss is the eval loss region.
 "$bin" train --init-from "$work/model" --data "$work/data_train.bin" --steps 1 \
@@ -45,11 +57,13 @@ printf '[train]\nsteps = 3\nlr = "fast"\n' > "$work/bad.toml"
 expect_error "[train] lr must be a number" "$bin" train --config "$work/bad.toml"
 expect_error "global batch size (3) is not divisible by micro batch size (2)" \
   "$bin" train --model gpt2-tiny --data "$work/data_train.bin" --micro-batch-size 2 \
-  --global-batch-size 3 --save "$work/never"
+  --global-batch-size 3 --save-hf "$work/never"
 [ ! -e "$work/never" ] || fail "a failed run wrote its output"
 head -c 100 "$work/data_train.bin" > "$work/short.bin"
-expect_error "short.bin" "$bin" train --model gpt2-tiny --data "$work/short.bin" --save "$work/never"
+expect_error "short.bin" "$bin" train --model gpt2-tiny --data "$work/short.bin" --save-hf "$work/never"
 [ ! -e "$work/never" ] || fail "a failed run wrote its output"
+expect_error "--load: no checkpoint in '$work/data'" "$bin" train --model gpt2-tiny \
+  --data "$work/data_train.bin" --load "$work/data"
 expect_error "has no config.json" "$bin" eval --model "$work" --data "$work/data_val.bin"
 mkdir -p "$work/badmodel"; cp "$work/model/config.json" "$work/badmodel/"
 printf 'garbage!' > "$work/badmodel/model.safetensors"

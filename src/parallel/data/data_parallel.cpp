@@ -102,6 +102,11 @@ int64_t DataParallel::unit_buffer_bytes() const {
          (gatherer_ ? gatherer_->buffer_bytes() : 0);
 }
 
+const float* DataParallel::shard_values() const {
+  if (gatherer_) return gatherer_->shard();
+  return model_.params().flat_values().data<float>() + shards_.begin(dp_rank());
+}
+
 std::vector<float> DataParallel::full_parameters() {
   if (gatherer_) return gatherer_->full_values();
   const Tensor& v = model_.params().flat_values();

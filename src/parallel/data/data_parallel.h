@@ -52,6 +52,9 @@ class DataParallel {
   // the flat range [optimizer()->begin(), end()); state() names its buffers.
   const Optimizer* optimizer() const { return opt_.get(); }
   Optimizer* optimizer() { return opt_.get(); }
+  // Values of flat elements [shards().begin(dp_rank()), end) as this rank
+  // holds them (the ZeRO-3 shard, else the flat buffer); for checkpoints.
+  const float* shard_values() const;
   const GradReducer* reducer() const { return reducer_.get(); }
   // Bytes of unit buffers (tag communication) of ZeRO-2/3, 0 otherwise.
   int64_t unit_buffer_bytes() const;

@@ -1,0 +1,45 @@
+// Loading a distributed checkpoint into the current layout, whatever the
+// layout it was saved under: each rank fills exactly what it holds (its tp
+// slices of every tensor, and the optimizer range it owns) from whichever
+// saved pieces overlap it, reading only those pieces' bytes. Before any of
+// that the checkpoint is verified: the manifest must exist, every file have
+// its recorded size, and every file its checksum (the hashing is split over
+// the ranks, and every rank reports the same first bad file).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "comm/communicator.h"
+#include "io/checkpoint/shard_file.h"
+#include "model/parameters.h"
+#include "optim/optimizer.h"
+#include "train/checkpoint_state.h"
+
+namespace parallm {
+
+struct OpenedCheckpoint {
+  std::string dir;  // the step directory
+  TrainingState state;
+  std::unique_ptr<ShardSet> shards;
+};
+
+// path: a checkpoint directory (its `latest` is followed) or a step directory.
+// Collective over world (null: one process). Throws naming the bad file, or
+// that `path` holds no checkpoint.
+OpenedCheckpoint open_checkpoint(const std::string& path, comm::Communicator* world);
+// Whether `path` holds any checkpoint (for --resume: none means a fresh start).
+bool has_checkpoint(const std::string& path);
+
+// Values of every parameter this rank holds (its local shards, whole), into
+// the flat values; call before ZeRO takes its shards. vocab: the model's
+// vocabulary (rows beyond it are tp padding).
+void load_checkpoint_values(const OpenedCheckpoint& ck, const ParameterSet& ps, int64_t vocab);
+// A whole model (not a pipeline stage, which holds a subset): every saved
+// tensor must be one of its parameters, else the checkpoint is of another model.
+void check_checkpoint_covers_model(const OpenedCheckpoint& ck, const ParameterSet& ps);
+// The named state buffers of the flat range opt owns (any optimizer; the
+// checkpoint must have been saved with the same one), and its step count.
+void load_checkpoint_optimizer(const OpenedCheckpoint& ck, const ParameterSet& ps, Optimizer& opt,
+                               int64_t vocab);
+
+}  // namespace parallm

@@ -1,0 +1,137 @@
+// Distributed checkpoint saving (see checkpoint_save.h).
+#include "train/checkpoint_save.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "base/error.h"
+#include "io/atomic_file.h"
+#include "io/checkpoint/checkpoint_dir.h"
+#include "io/checkpoint/manifest.h"
+#include "io/checkpoint/shard_file.h"
+
+namespace fs = std::filesystem;
+
+namespace parallm {
+namespace {
+
+// One rank's manifest entry as it travels to rank 0.
+struct WireEntry {
+  char sha256[64];
+  int64_t bytes;
+};
+
+void fsync_dir(const fs::path& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace
+
+std::vector<CheckpointPiece> checkpoint_pieces(const Transformer& model, DataParallel& dp) {
+  const ParameterSet& ps = model.params();
+  const int tp_rank = model.tp().rank();
+  std::vector<CheckpointPiece> out;
+  // Flat elements [lo, hi) of this rank's parameter vector, element lo at base[0].
+  auto add_range = [&](const std::string& kind, int64_t lo, int64_t hi, const float* base) {
+    for (int i = 0; i < ps.size(); ++i) {
+      const int64_t off = ps.offset(i);
+      const int64_t a = std::max(lo, off), b = std::min(hi, off + ps.numel(i));
+      const ParamSpec& s = ps.spec(i);
+      // One writer per distinct slice: tp rank 0 for tensors replicated over
+      // tp, the first holder of a shard that several tp ranks share.
+      const bool copy = s.shard_dim < 0 ? tp_rank != 0 : tp_rank % s.tp_replicas != 0;
+      if (b <= a || copy) continue;
+      TensorSlice slice = TensorSlice::of_box(s.global_shape, s.shape, s.shard_dim, s.shard_begin)
+                              .sub_range(a - off, b - off);
+      out.push_back({s.name, kind, std::move(slice), base + (a - lo)});
+    }
+  };
+  const ShardLayout& sh = dp.shards();
+  const int r = dp.dp_rank();
+  add_range("param", sh.begin(r), sh.end(r), dp.shard_values());
+  // The optimizer's named state buffers (none for plain SGD), each mapped to
+  // flat elements by its spans (optim/optimizer.h).
+  if (Optimizer* opt = dp.optimizer()) {
+    int64_t lo = opt->begin(), hi = opt->end();
+    // Replicated state (DDP): each dp rank writes its ZeRO range of it.
+    const bool replicated = lo == 0 && hi == ps.total_numel() && dp.dp_size() > 1 &&
+                            dp.options().mode == DpMode::AllReduce;
+    if (replicated) {
+      lo = sh.begin(r);
+      hi = sh.end(r);
+    }
+    for (const OptimizerState& st : opt->state()) {
+      const float* base = st.tensor->data<float>();
+      for (const FlatSpan& sp : st.spans) {
+        const int64_t a = std::max(lo, sp.begin), b = std::min(hi, sp.end);
+        if (a < b) add_range(st.name, a, b, base + (a - sp.begin));
+        base += sp.size();
+      }
+    }
+  }
+  return out;
+}
+
+std::string save_checkpoint(const CheckpointSaveOptions& opts, const TrainingState& state,
+                            const Transformer& model, DataParallel& dp,
+                            comm::Communicator* world) {
+  const int rank = world ? world->rank() : 0;
+  const int size = world ? world->size() : 1;
+  const std::string name = step_dir_name(state.step);
+  const fs::path root(opts.dir), final_dir = root / name;
+  const fs::path tmp = root / (name + ".tmp");
+  if (rank == 0) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);  // left by an interrupted save
+    fs::create_directories(tmp);
+  }
+  if (world) world->barrier();
+
+  const std::string shard = fmt::format("shard-{:05d}-of-{:05d}.safetensors", rank, size);
+  write_shard_file((tmp / shard).string(), checkpoint_pieces(model, dp), rank);
+  if (opts.after_shard) opts.after_shard(rank, (tmp / shard).string());
+  ManifestEntry mine = manifest_entry(tmp.string(), shard);
+  WireEntry w{};
+  std::memcpy(w.sha256, mine.sha256.data(), sizeof(w.sha256));
+  w.bytes = mine.bytes;
+  std::vector<WireEntry> all(static_cast<size_t>(size));
+  if (world) world->gather(&w, all.data(), sizeof(WireEntry), DType::U8, 0);
+  else all[0] = w;
+
+  if (rank == 0) {
+    Manifest m;
+    m.step = state.step;
+    for (int r = 0; r < size; ++r)
+      m.files.push_back({fmt::format("shard-{:05d}-of-{:05d}.safetensors", r, size),
+                         all[static_cast<size_t>(r)].bytes,
+                         std::string(all[static_cast<size_t>(r)].sha256, 64)});
+    write_file_atomically((tmp / kTrainStateName).string(), [&](std::ostream& out) {
+      out << training_state_json(state).dump(2) << "\n";
+    });
+    m.files.push_back(manifest_entry(tmp.string(), kTrainStateName));
+    write_manifest(tmp.string(), m);  // last: its presence marks the files complete
+    fsync_dir(tmp);
+    if (fs::exists(final_dir)) {  // the same step saved again (a rerun): replace it
+      fs::path old = root / (name + ".old");
+      fs::remove_all(old);
+      fs::rename(final_dir, old);
+      fs::rename(tmp, final_dir);
+      fs::remove_all(old);
+    } else {
+      fs::rename(tmp, final_dir);
+    }
+    fsync_dir(root);
+    write_latest(root.string(), name);
+    prune_checkpoints(root.string(), opts.keep);
+  }
+  if (world) world->barrier();
+  return final_dir.string();
+}
+
+}  // namespace parallm

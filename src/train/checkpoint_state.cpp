@@ -1,0 +1,111 @@
+// train_state.json of a checkpoint (see checkpoint_state.h).
+#include "train/checkpoint_state.h"
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "io/hf_config.h"
+
+namespace parallm {
+
+TrainingState training_state_of(const ModelConfig& model, const TrainConfig& cfg,
+                                const CheckpointLayout& layout, int64_t completed,
+                                int64_t optimizer_step) {
+  TrainingState s;
+  s.step = completed;
+  s.consumed_samples = completed * cfg.global_batch_size;
+  s.global_batch_size = cfg.global_batch_size;
+  s.seq_len = cfg.seq_len;
+  s.seed = cfg.seed;
+  s.lr = cfg.lr;
+  s.min_lr_ratio = cfg.min_lr_ratio;
+  s.warmup = cfg.warmup;
+  s.total_steps = cfg.steps;
+  s.optimizer = std::string(optimizer_name(cfg.optimizer_config().kind));
+  s.optimizer_step = optimizer_step;
+  s.layout = layout;
+  s.model = model;
+  return s;
+}
+
+nlohmann::json training_state_json(const TrainingState& s) {
+  const CheckpointLayout& l = s.layout;
+  return {{"format", "parallm-train-state"},
+          {"version", 1},
+          {"step", s.step},
+          {"consumed_samples", s.consumed_samples},
+          {"global_batch_size", s.global_batch_size},
+          {"seq_len", s.seq_len},
+          {"rng", {{"seed", s.seed}, {"kind", "counter (seed, step)"}}},
+          {"lr_schedule",
+           {{"lr", s.lr}, {"warmup", s.warmup}, {"total_steps", s.total_steps},
+            {"min_lr_ratio", s.min_lr_ratio}, {"next_step", s.step}}},
+          {"optimizer", {{"type", s.optimizer}, {"step", s.optimizer_step}}},
+          {"loss_scale", s.loss_scale},
+          {"layout",
+           {{"world", l.world}, {"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"zero", l.zero},
+            {"dp_mode", l.dp_mode}, {"sequence_parallel", l.sequence_parallel}}},
+          {"model", hf_config_json(s.model, "float32")}};
+}
+
+TrainingState training_state_from_json(const nlohmann::json& j, const std::string& source) {
+  TrainingState s;
+  try {
+    PX_CHECK(j.value("format", "") == "parallm-train-state", "{}: not a parallm training state",
+             source);
+    s.step = j.at("step").get<int64_t>();
+    s.consumed_samples = j.at("consumed_samples").get<int64_t>();
+    s.global_batch_size = j.at("global_batch_size").get<int64_t>();
+    s.seq_len = j.at("seq_len").get<int64_t>();
+    s.seed = j.at("rng").at("seed").get<uint64_t>();
+    const auto& lr = j.at("lr_schedule");
+    s.lr = lr.at("lr").get<double>();
+    s.warmup = lr.at("warmup").get<int64_t>();
+    s.total_steps = lr.at("total_steps").get<int64_t>();
+    s.min_lr_ratio = lr.at("min_lr_ratio").get<double>();
+    s.optimizer = j.at("optimizer").at("type").get<std::string>();
+    s.optimizer_step = j.at("optimizer").at("step").get<int64_t>();
+    s.loss_scale = j.at("loss_scale").get<double>();
+    const auto& l = j.at("layout");
+    s.layout = {l.at("world").get<int>(), l.at("dp").get<int>(), l.at("tp").get<int>(),
+                l.at("pp").get<int>(), l.at("zero").get<int>(),
+                l.at("dp_mode").get<std::string>(), l.at("sequence_parallel").get<bool>()};
+    s.model = model_config_from_hf(j.at("model"), source);
+  } catch (const nlohmann::json::exception& e) {
+    PX_FAIL("{}: malformed training state: {}", source, e.what());
+  }
+  return s;
+}
+
+std::string layout_name(const CheckpointLayout& l) {
+  std::string s = fmt::format("dp {} x tp {} x pp {}", l.dp, l.tp, l.pp);
+  if (l.zero > 0) s += fmt::format(" (ZeRO-{})", l.zero);
+  if (l.dp_mode != "allreduce") s += fmt::format(" ({})", l.dp_mode);
+  return s;
+}
+
+std::string check_resume_compatible(const TrainingState& saved, const ModelConfig& model,
+                                    const TrainConfig& cfg, const std::string& source) {
+  const std::string a = hf_config_json(saved.model, "float32").dump();
+  const std::string b = hf_config_json(model, "float32").dump();
+  PX_CHECK(a == b, "{}: the checkpoint's model ({}) differs from this run's ({})", source, a, b);
+  PX_CHECK(saved.seed == cfg.seed,
+           "{}: the checkpoint was trained with seed {}, this run has seed {} (data order and "
+           "dropout would not continue)", source, saved.seed, cfg.seed);
+  PX_CHECK(saved.global_batch_size == cfg.global_batch_size && saved.seq_len == cfg.seq_len,
+           "{}: the checkpoint was trained with global batch {} x seq_len {}, this run has {} x "
+           "{} (the data position would not continue)",
+           source, saved.global_batch_size, saved.seq_len, cfg.global_batch_size, cfg.seq_len);
+  PX_CHECK(saved.step <= cfg.steps, "{}: the checkpoint is at step {}, beyond --steps {}", source,
+           saved.step, cfg.steps);
+  if (saved.lr != cfg.lr || saved.warmup != cfg.warmup || saved.total_steps != cfg.steps ||
+      saved.min_lr_ratio != cfg.min_lr_ratio)
+    return fmt::format(
+        "note: the learning-rate schedule changes on resume (saved lr {} warmup {} steps {} "
+        "min ratio {}; now lr {} warmup {} steps {} min ratio {})",
+        saved.lr, saved.warmup, saved.total_steps, saved.min_lr_ratio, cfg.lr, cfg.warmup,
+        cfg.steps, cfg.min_lr_ratio);
+  return "";
+}
+
+}  // namespace parallm

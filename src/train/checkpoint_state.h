@@ -1,0 +1,56 @@
+// The training state a checkpoint records beside the tensors
+// (train_state.json, written by rank 0): how far training got, what it needs
+// to continue exactly (data position, seed of the counter-based RNG, learning-
+// rate schedule, optimizer step count, loss scale) and the layout and model
+// it was saved under. The RNG has no hidden state: masks and data order are
+// keyed by (seed, step), so the seed and the step reproduce them.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "model/config.h"
+#include "train/train_config.h"
+
+namespace parallm {
+
+constexpr const char* kTrainStateName = "train_state.json";
+
+struct CheckpointLayout {
+  int world = 1, dp = 1, tp = 1, pp = 1, zero = 0;
+  std::string dp_mode = "allreduce";
+  bool sequence_parallel = false;
+};
+
+struct TrainingState {
+  int64_t step = 0;              // optimizer steps completed = the next step to run
+  int64_t consumed_samples = 0;  // data position: samples of the global order used
+  int64_t global_batch_size = 0;
+  int64_t seq_len = 0;
+  uint64_t seed = 0;
+  // The learning-rate schedule the run follows (warmup + cosine over steps).
+  double lr = 0, min_lr_ratio = 0;
+  int64_t warmup = 0, total_steps = 0;
+  std::string optimizer = "adamw";  // --optimizer name; its state tensors are named by torch
+  int64_t optimizer_step = 0;       // the optimizer's step count (Adam bias correction)
+  double loss_scale = 1.0;     // fp16 dynamic loss scale (1: none)
+  CheckpointLayout layout;
+  ModelConfig model;
+};
+
+// The state after `completed` steps of a run configured by cfg.
+TrainingState training_state_of(const ModelConfig& model, const TrainConfig& cfg,
+                                const CheckpointLayout& layout, int64_t completed,
+                                int64_t optimizer_step);
+nlohmann::json training_state_json(const TrainingState& s);
+TrainingState training_state_from_json(const nlohmann::json& j, const std::string& source);
+std::string layout_name(const CheckpointLayout& l);  // "dp 2 x tp 2 (ZeRO-1)"
+
+// Refuses a resume whose run would not continue the saved one (model, seed,
+// batch geometry); names the field and both values. Differences in the lr
+// schedule are allowed and returned as a note ("" when none).
+std::string check_resume_compatible(const TrainingState& saved, const ModelConfig& model,
+                                    const TrainConfig& cfg, const std::string& source);
+
+}  // namespace parallm
