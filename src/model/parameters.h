@@ -32,6 +32,9 @@ struct ParamSpec {
   // the sequence (norms, row-parallel biases, positions under sequence
   // parallelism): the model sums it over the tp group after backward.
   bool tp_partial_grad = false;
+  // A copy of a parameter that another pipeline stage owns (the last stage's
+  // tied token table): updated like any other, counted once in the norm.
+  bool pipeline_copy = false;
 };
 
 struct ParamRef {

@@ -8,10 +8,14 @@ namespace parallm {
 
 double tp_grad_sum_squares(const ParameterSet& ps, const float* g, int64_t begin, int64_t end,
                            const TpGroup& tp) {
-  if (!tp.active() || tp.rank() == 0) return cpu::sum_squares(g, end - begin);
+  bool copies = false;  // a pipeline stage's copy of another stage's parameter
+  for (int i = 0; i < ps.size(); ++i) copies = copies || ps.spec(i).pipeline_copy;
+  if ((!tp.active() || tp.rank() == 0) && !copies) return cpu::sum_squares(g, end - begin);
+  const bool all = !tp.active() || tp.rank() == 0;
   double s = 0.0;
   for (int i = 0; i < ps.size(); ++i) {
-    if (ps.spec(i).shard_dim < 0) continue;  // replicated: counted by tp rank 0
+    if (ps.spec(i).pipeline_copy) continue;  // counted by the stage that owns it
+    if (!all && ps.spec(i).shard_dim < 0) continue;  // replicated: counted by tp rank 0
     const int64_t lo = std::max(begin, ps.offset(i));
     const int64_t hi = std::min(end, ps.offset(i) + ps.numel(i));
     if (lo < hi) s += cpu::sum_squares(g + (lo - begin), hi - lo);
