@@ -69,6 +69,9 @@ StepStats Trainer::train_step(int64_t step) {
                      DropoutKey{dropout_seed(cfg_.seed, step),
                                 first + m * B - step * cfg_.global_batch_size}});
     }
+    // Armed, but backward reports no segments: the dp reduction starts in
+    // finish_step, after the embedding group has summed the tied table.
+    dp_.begin_micro_batch(true);
     ps = pipe_->run(mbs, step);
     loss_sum = ps.loss_sum;
   }
