@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "parallel/pipeline/simulate.h"
+
 #include "base/error.h"
 
 namespace parallm {
@@ -67,6 +69,47 @@ PipelineStep::PipelineStep(Transformer& model, const TrainConfig& t, PipelineGro
   }
 }
 
+double PipelineStep::replayed_bubble(const pipeline::StepRecord& rec) const {
+  // Every stage's pass durations by kind, gathered to stage 0; the median of
+  // each kind over all stages stands for that pass on every stage.
+  constexpr int kKinds = 4;
+  const trace::EventKind kinds[kKinds] = {trace::EventKind::kForward, trace::EventKind::kBackward,
+                                          trace::EventKind::kBackwardInput,
+                                          trace::EventKind::kBackwardWeight};
+  std::vector<double> mine(kKinds * kMaxPasses, -1.0);  // -1: no sample
+  int count[kKinds] = {};
+  for (const trace::Event& e : rec.events)
+    for (int k = 0; k < kKinds; ++k)
+      if (e.kind == kinds[k] && count[k] < kMaxPasses)
+        mine[k * kMaxPasses + count[k]++] = e.end_us - e.start_us;
+  const int n = stages();
+  std::vector<double> all(mine.size() * static_cast<size_t>(n));
+  if (groups_.pp) groups_.pp->gather(mine.data(), all.data(), mine.size(), DType::F64, 0);
+  else all = mine;
+  if (stage() != 0) return 0.0;
+  double med[kKinds] = {};
+  for (int k = 0; k < kKinds; ++k) {
+    std::vector<double> d;
+    for (int s = 0; s < n; ++s)
+      for (int i = 0; i < kMaxPasses; ++i)
+        if (const double v = all[(s * kKinds + k) * kMaxPasses + i]; v >= 0) d.push_back(v);
+    if (d.empty()) continue;
+    std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
+    med[k] = d[d.size() / 2];
+  }
+  pipeline::CostModel costs;
+  costs.per_action = [&](int, const pipeline::Action& a) {
+    switch (a.kind) {
+      case pipeline::ActionKind::kForward: return med[0];
+      case pipeline::ActionKind::kBackward: return med[1];
+      case pipeline::ActionKind::kBackwardInput: return med[2];
+      case pipeline::ActionKind::kBackwardWeight: return med[3];
+      default: return 0.0;
+    }
+  };
+  return pipeline::simulate(runtime_.schedule(), costs).bubble_fraction;
+}
+
 PipelineStepStats PipelineStep::run(const std::vector<Transformer::StageBatch>& batches,
                                     int64_t step) {
   PX_CHECK(static_cast<int>(batches.size()) == runtime_.schedule().spec.micro_batches,
@@ -104,6 +147,7 @@ PipelineStepStats PipelineStep::run(const std::vector<Transformer::StageBatch>& 
     }
     out.bubble_fraction = hi > lo ? 1.0 - busy / (n * (hi - lo)) : 0.0;
   }
+  out.bubble_fraction_replayed = replayed_bubble(rec);
   return out;
 }
 

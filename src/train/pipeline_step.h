@@ -34,6 +34,14 @@ ModelStage pipeline_stage(const TrainConfig& t, const ModelConfig& m, int pp_ran
 struct PipelineStepStats {
   double loss_sum = 0;                     // this stage's (the last stage's is the loss)
   double bubble_fraction = 0;              // pp rank 0 only: 1 - busy / (pp x span)
+  // pp rank 0 only: the schedule replayed with the median measured duration
+  // of each pass kind (over all stages; up to kMaxPasses samples each per
+  // stage), transfers free: the bubble the schedule's dependencies cause at
+  // the measured F:B:W ratios, without idle time that no dependency explains
+  // (OS descheduling on a loaded machine). For a balanced model; stable
+  // where the wall clock is not. It assumes equal stages, so it cannot show
+  // an imbalance (the wall-clock figure does).
+  double bubble_fraction_replayed = 0;
   std::vector<double> stage_busy_us;       // pp rank 0 only, per stage
   std::vector<int64_t> stage_peak_activation_bytes;  // pp rank 0 only, per stage
 };
@@ -51,6 +59,8 @@ class PipelineStep {
   const std::vector<int64_t>& event_steps() const { return event_steps_; }
 
  private:
+  static constexpr int kMaxPasses = 64;
+  double replayed_bubble(const pipeline::StepRecord& rec) const;
   Transformer& model_;
   PipelineGroups groups_;
   pipeline::PipelineRuntime runtime_;

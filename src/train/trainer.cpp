@@ -97,6 +97,7 @@ StepStats Trainer::train_step(int64_t step) {
   s.grad_norm = r.grad_norm;
   s.exposed_comm_ms = r.comm.exposed_seconds * 1e3;
   s.bubble_fraction = ps.bubble_fraction;
+  s.bubble_fraction_replayed = ps.bubble_fraction_replayed;
   s.stage_peak_activation_bytes = ps.stage_peak_activation_bytes;
   s.comm_bytes = r.comm.bytes;
   s.tp_comm_bytes = model_.tp().counters->tp_bytes - tp0.tp_bytes;
@@ -150,6 +151,7 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step) {
                          {"virtual_stages", cfg_.virtual_stages},
                          {"micro_batches", cfg_.grad_accum_steps()},
                          {"bubble_fraction", s.bubble_fraction},
+                         {"bubble_fraction_replayed", s.bubble_fraction_replayed},
                          {"peak_activation_bytes", s.stage_peak_activation_bytes}};
     bool last = step + 1 == cfg_.steps;
     if (val_data_ && ((cfg_.eval_interval > 0 && (step + 1) % cfg_.eval_interval == 0) || last))

@@ -36,7 +36,8 @@ struct StepStats {
   int64_t sp_comm_bytes = 0;     // ... to sequence-parallel all-gathers / reduce-scatters
   // Pipeline (pp > 1), on the logging rank: measured bubble fraction of the
   // step and each stage's peak activation bytes (allocator, tag activation).
-  double bubble_fraction = 0.0;
+  double bubble_fraction = 0.0;           // wall clock
+  double bubble_fraction_replayed = 0.0;  // measured pass durations, replayed (pipeline_step.h)
   std::vector<int64_t> stage_peak_activation_bytes;
 };
 

@@ -68,7 +68,7 @@ PpRunResult pp_train_run(const ModelConfig& model, const PpLayout& l, int steps)
   }
   TpGroup tp{.comm = l.tp > 1 ? tp_comm.get() : nullptr, .sequence_parallel = l.sp};
   TrainConfig t;
-  t.train_files = {env().shard};
+  t.train_files = {l.shard.empty() ? env().shard : l.shard};
   t.seq_len = l.seq_len;
   t.micro_batch_size = l.micro_batch_size;
   t.global_batch_size = l.micro_batch_size * l.micro_batches * l.dp;
@@ -97,6 +97,7 @@ PpRunResult pp_train_run(const ModelConfig& model, const PpLayout& l, int steps)
     res.grad_norms.push_back(s.grad_norm);
     if (tr.logging_rank()) {
       res.bubble.push_back(s.bubble_fraction);
+      res.bubble_replayed.push_back(s.bubble_fraction_replayed);
       res.peak_activation.push_back(s.stage_peak_activation_bytes);
     }
   });

@@ -33,6 +33,7 @@ struct PpLayout {
   int64_t micro_batch_size = 4;
   int64_t seq_len = 16;
   std::string pp_layers;
+  std::string shard;  // token shard (empty: env().shard)
   std::string name() const;
 };
 
@@ -41,7 +42,7 @@ struct PpRunResult {
   std::vector<double> losses, grad_norms;
   std::map<std::string, std::vector<float>> params;  // this rank's, whole over tp
   // Logging rank only: per step.
-  std::vector<double> bubble;
+  std::vector<double> bubble, bubble_replayed;
   std::vector<std::vector<int64_t>> peak_activation;  // [step][stage]
 };
 

@@ -57,10 +57,21 @@ StepRecord PipelineRuntime::run_step(const std::function<Transformer::StageBatch
     rec.events.push_back(e);
     if (is_compute(a.kind)) rec.compute_us += t1 - t0;
   };
+  // Frees the buffers of completed sends. Each test is an MPI call (which
+  // may yield the core under mpi_yield_when_idle), so it runs only where the
+  // stage would wait anyway or when several sends are outstanding.
+  size_t pending = 0;
+  auto poll_sends = [&] {
+    pending = 0;
+    for (auto& s : sends)
+      if (!s.second.done() && !s.second.test()) ++pending;
+      else s.first = Tensor();
+  };
   // Waits for a posted receive (if any) and records the wait.
   auto take = [&](std::map<std::pair<int, int>, Inbox>& box, const Action& a, ActionKind kind) {
     auto it = box.find({a.micro_batch, a.chunk});
     if (it == box.end()) return Tensor();
+    poll_sends();
     const double t0 = now_us();
     it->second.work.wait();
     Action r = a;
@@ -70,27 +81,33 @@ StepRecord PipelineRuntime::run_step(const std::function<Transformer::StageBatch
     box.erase(it);
     return t;
   };
-  auto poll_sends = [&] {
-    for (auto& s : sends)
-      if (!s.second.done() && s.second.test()) s.first = Tensor();
-  };
 
-  for (const Action& a : schedule_.stages[stage_]) {
-    poll_sends();
+  const std::vector<Action>& list = schedule_.stages[stage_];
+  std::vector<bool> posted(list.size(), false);
+  auto post = [&](size_t i) {
+    const Action& a = list[i];
+    if (posted[i] || !is_recv(a.kind)) return;
+    posted[i] = true;
+    const bool grad = a.kind == ActionKind::kRecvGrad;
+    // A received activation is held until its backward (tag activation).
+    Inbox in{Tensor::zeros(model_.allocator(), {rows, C}, DType::F32,
+                           grad ? MemTag::Communication : MemTag::Activation),
+             {}};
+    in.work = pp_->recv_async(in.buf.data<float>(), static_cast<size_t>(rows * C), DType::F32,
+                              a.peer, tag_of(a, grad));
+    (grad ? grads : acts)[{a.micro_batch, a.chunk}] = std::move(in);
+  };
+  for (size_t i = 0; i < list.size(); ++i) {
+    const Action& a = list[i];
+    if (pending >= 2) poll_sends();
+    // Before a compute, post the receives of the next compute: a message can
+    // then land while this one runs (the receiver's progress completes it).
+    if (is_compute(a.kind))
+      for (size_t j = i + 1; j < list.size() && !is_compute(list[j].kind); ++j) post(j);
     const double t0 = now_us();
     switch (a.kind) {
       case ActionKind::kRecvActivation:
-      case ActionKind::kRecvGrad: {
-        const bool grad = a.kind == ActionKind::kRecvGrad;
-        // A received activation is held until its backward (tag activation).
-        Inbox in{Tensor::zeros(model_.allocator(), {rows, C}, DType::F32,
-                               grad ? MemTag::Communication : MemTag::Activation),
-                 {}};
-        in.work = pp_->recv_async(in.buf.data<float>(), static_cast<size_t>(rows * C),
-                                  DType::F32, a.peer, tag_of(a, grad));
-        (grad ? grads : acts)[{a.micro_batch, a.chunk}] = std::move(in);
-        break;
-      }
+      case ActionKind::kRecvGrad: post(i); break;
       case ActionKind::kSendActivation:
       case ActionKind::kSendGrad: {
         PX_CHECK(last_output.defined(), "stage {}: {} has no output to send", stage_,
@@ -99,6 +116,7 @@ StepRecord PipelineRuntime::run_step(const std::function<Transformer::StageBatch
         comm::Work w = pp_->send_async(last_output.data<float>(), static_cast<size_t>(rows * C),
                                        DType::F32, a.peer, tag_of(a, grad));
         sends.emplace_back(std::move(last_output), std::move(w));
+        ++pending;
         last_output = Tensor();
         record(a, t0, now_us());
         break;
