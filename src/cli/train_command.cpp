@@ -89,7 +89,7 @@ void add_train_command(CLI::App& app, CommandRegistry& reg) {
        "layers per virtual stage, e.g. 3,5,5,3 (default: even split)");
   flag(sub, *f, "--trace", &TrainConfig::trace_path, "Chrome trace JSON of every rank (pp > 1)");
   flag(sub, *f, "--timeline", &TrainConfig::timeline_path,
-       "SVG of the measured pipeline schedule of the last step (pp > 1)");
+       "SVG of the measured pipeline schedule (the least disturbed step; pp > 1)");
 
   reg.actions.emplace_back(sub, [f]() {
     PX_CHECK(f->config.empty() || f->preset.empty(), "give --config or --model, not both");

@@ -1,7 +1,8 @@
 // The measured pipeline pictures of a job: every rank's recorded events are
 // gathered to world rank 0, which writes one Chrome trace (a track per
-// rank, every step) and an SVG of the last step of the pipeline that world
-// rank 0 belongs to (one row per stage). Times are steady-clock
+// rank, every step) and an SVG of one step of the pipeline that world rank
+// 0 belongs to (one row per stage): the step with the shortest span after
+// the first, i.e. the least disturbed by other processes on a shared host. Times are steady-clock
 // microseconds, shared by the processes of one host (a multi-host run would
 // need clock offsets; the stages' barrier at each step start bounds them).
 #pragma once

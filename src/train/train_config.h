@@ -48,7 +48,7 @@ struct TrainConfig {
   int virtual_stages = 1;           // --virtual-stages: model chunks per stage (interleaved)
   std::string pp_layers;            // --pp-layers 3,5,5,3: layers per virtual stage (empty: even)
   std::string trace_path;           // --trace FILE.json: Chrome trace of every rank (pp > 1)
-  std::string timeline_path;        // --timeline FILE.svg: measured schedule of the last step
+  std::string timeline_path;        // --timeline FILE.svg: measured schedule of one step
   double peak_tflops = 0;  // MFU/HFU denominator per rank (--peak-tflops); 0: measure GEMM peak
 
   // Micro-batches per optimizer step on each data-parallel rank.

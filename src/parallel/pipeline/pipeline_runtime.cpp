@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <map>
+#include <thread>
 
 #include "base/error.h"
 #include "parallel/pipeline/sim_timeline.h"
@@ -27,6 +28,16 @@ PipelineRuntime::PipelineRuntime(Transformer& model, comm::Communicator* pp, Sch
 }
 
 namespace {
+// Waits for a transfer by polling with short sleeps, so a waiting stage
+// leaves its core to the stages that compute (CPU ranks often share cores),
+// then, after 2 s, in Work::wait, which applies the communicator's timeout.
+void gentle_wait(comm::Work& w) {
+  using namespace std::chrono;
+  const auto until = steady_clock::now() + seconds(2);
+  while (!w.test() && steady_clock::now() < until) std::this_thread::sleep_for(microseconds(50));
+  w.wait();
+}
+
 struct Inbox {  // a posted receive
   Tensor buf;
   comm::Work work;
@@ -73,7 +84,7 @@ StepRecord PipelineRuntime::run_step(const std::function<Transformer::StageBatch
     if (it == box.end()) return Tensor();
     poll_sends();
     const double t0 = now_us();
-    it->second.work.wait();
+    gentle_wait(it->second.work);
     Action r = a;
     r.kind = kind;
     record(r, t0, now_us());
@@ -149,7 +160,7 @@ StepRecord PipelineRuntime::run_step(const std::function<Transformer::StageBatch
       }
     }
   }
-  for (auto& s : sends) s.second.wait();
+  for (auto& s : sends) gentle_wait(s.second);
   PX_CHECK(acts.empty() && grads.empty(), "stage {}: {} receives were never used", stage_,
            acts.size() + grads.size());
   PX_CHECK(model_.chunks_in_flight() == 0, "stage {}: {} micro-batch chunks still hold state",
