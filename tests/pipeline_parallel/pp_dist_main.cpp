@@ -40,8 +40,9 @@ ModelConfig pp_llama() {
 }
 
 std::string PpLayout::name() const {
-  return fmt::format("pp {} tp {} dp {}{} {} V {} m {}", pp, tp, dp, sp ? " sp" : "", schedule,
-                     virtual_stages, micro_batches);
+  return fmt::format("pp {} tp {} dp {}{}{} {} V {} m {}", pp, tp, dp, sp ? " sp" : "",
+                     zero ? fmt::format(" zero {}", zero) : "", schedule, virtual_stages,
+                     micro_batches);
 }
 
 PpRunResult pp_train_run(const ModelConfig& model, const PpLayout& l, int steps) {
@@ -78,6 +79,7 @@ PpRunResult pp_train_run(const ModelConfig& model, const PpLayout& l, int steps)
   t.eps = 1e-6;  // see tests/parallel/layout_invariance_dist.cpp
   t.clip_grad = 0.5;
   t.dp.dp = l.dp;
+  t.dp.zero = l.zero;
   t.dp.bucket_mb = 0.05;
   t.tp = l.tp;
   t.sequence_parallel = l.sp;

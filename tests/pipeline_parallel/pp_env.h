@@ -27,6 +27,7 @@ ModelConfig pp_llama();  // 4 query heads, 2 key/value groups, untied head
 struct PpLayout {
   int pp = 1, tp = 1, dp = 1;
   bool sp = false;
+  int zero = 0;
   std::string schedule = "1f1b";
   int virtual_stages = 1;
   int micro_batches = 1;

@@ -126,6 +126,17 @@ TEST(PipelineLayout, LlamaMatchesOneProcess) {
     for (const PpLayout& l : schedules_for(g)) expect_same_trajectory("llama", l);
 }
 
+// tp without sequence parallelism, and ZeRO-1 over the dp group of a stage.
+TEST(PipelineLayout, TpWithoutSpAndZero1) {
+  if (env().world->size() != 4) GTEST_SKIP() << "runs at np 4";
+  for (const char* family : {"gpt2", "llama"}) {
+    expect_same_trajectory(family, PpLayout{.pp = 2, .tp = 2, .schedule = "zb",
+                                            .micro_batches = 2, .micro_batch_size = 8});
+    expect_same_trajectory(family, PpLayout{.pp = 2, .dp = 2, .zero = 1, .schedule = "1f1b",
+                                            .micro_batches = 3});
+  }
+}
+
 // Uneven stages (--pp-layers) follow the same trajectory.
 TEST(PipelineLayout, UnevenStagesMatchOneProcess) {
   const int world = env().world->size();
