@@ -4,10 +4,10 @@
 # threads, and 1 rank x 1 thread) on a GPT-2 shaped model big enough for
 # compute to dominate (hidden 512, 8 heads, 4 layers, seq 256, byte
 # vocabulary). Per layout: median step ms and tokens/s over the timed steps
-# and the tp/sp bytes per step, from parallm's metrics file. The tp
-# collectives are blocking (fully exposed) but not timed inside parallm, so
-# their time is ESTIMATED by bench/tp_comm_estimate.py from the analytical
-# collective count and the 2-rank 1 MiB timings of docs/comm.md.
+# and the tp/sp bytes per step, from parallm's metrics file, and the time
+# inside the (blocking, so fully exposed) tp collectives that parallm
+# measures (tp_comm_ms), beside an estimate from the analytical count
+# (bench/tp_bench_summary.py).
 # Usage: bench/tp_bench.sh [BUILD_DIR] [STEPS]   (default build, 6 steps, first 2 untimed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,4 +49,4 @@ run tp1_1thread 1 1
 run tp1_2threads 1 2
 run tp2 2 1 --tp 2
 run tp2_sp 2 1 --tp 2 --sequence-parallel
-/usr/bin/python3 bench/tp_comm_estimate.py "$work" tp1_1thread tp1_2threads tp2 tp2_sp
+/usr/bin/python3 bench/tp_bench_summary.py "$work" tp1_1thread tp1_2threads tp2 tp2_sp

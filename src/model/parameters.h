@@ -32,6 +32,10 @@ struct ParamSpec {
   // the sequence (norms, row-parallel biases, positions under sequence
   // parallelism): the model sums it over the tp group after backward.
   bool tp_partial_grad = false;
+  // Consecutive tp ranks holding this same shard (key/value heads when
+  // n_kv_heads < tp): each computes a partial gradient from its own query
+  // heads, and the model sums it over those ranks after backward.
+  int tp_replicas = 1;
   // A copy of a parameter that another pipeline stage owns (the last stage's
   // tied token table): updated like any other, counted once in the norm.
   bool pipeline_copy = false;

@@ -102,6 +102,7 @@ StepStats Trainer::train_step(int64_t step) {
   s.comm_bytes = r.comm.bytes;
   s.tp_comm_bytes = model_.tp().counters->tp_bytes - tp0.tp_bytes;
   s.sp_comm_bytes = model_.tp().counters->sp_bytes - tp0.sp_bytes;
+  s.tp_comm_ms = (model_.tp().counters->seconds - tp0.seconds) * 1e3;
 
   s.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   s.tokens_per_s = tokens / s.step_seconds;
@@ -141,6 +142,7 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step) {
                           {"hfu", s.hfu},
                           {"peak_tflops", peak_flops_ / 1e12},
                           {"exposed_comm_ms", s.exposed_comm_ms},
+                          {"tp_comm_ms", s.tp_comm_ms},
                           {"comm_bytes", s.comm_bytes},
                           {"comm_bytes_by_group",
                            {{"dp", s.comm_bytes}, {"tp", s.tp_comm_bytes}, {"sp", s.sp_comm_bytes}}},

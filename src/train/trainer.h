@@ -34,6 +34,7 @@ struct StepStats {
   int64_t comm_bytes = 0;        // bytes this rank handed to dp collectives
   int64_t tp_comm_bytes = 0;     // ... to tensor-parallel all-reduces (and the tp norm sum)
   int64_t sp_comm_bytes = 0;     // ... to sequence-parallel all-gathers / reduce-scatters
+  double tp_comm_ms = 0.0;       // wall time inside tp/sp collectives (blocking: all exposed)
   // Pipeline (pp > 1), on the logging rank: measured bubble fraction of the
   // step and each stage's peak activation bytes (allocator, tag activation).
   double bubble_fraction = 0.0;           // wall clock

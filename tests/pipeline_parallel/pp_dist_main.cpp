@@ -76,7 +76,7 @@ PpRunResult pp_train_run(const ModelConfig& model, const PpLayout& l, int steps)
   t.steps = steps;
   t.lr = 3e-3;
   t.warmup = 3;
-  t.eps = 1e-6;  // see tests/parallel/layout_invariance_dist.cpp
+  t.eps = 1e-5;  // as the tp tests: Adam does not amplify near-zero gradients
   t.clip_grad = 0.5;
   t.dp.dp = l.dp;
   t.dp.zero = l.zero;

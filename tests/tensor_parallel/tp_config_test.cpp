@@ -31,8 +31,13 @@ TEST(TensorParallelConfig, DivisibilityErrorsNameTheNumbers) {
             "num_attention_heads (3) is not divisible by tp (2)");
   ModelConfig l = testing::tiny_llama();  // 6 heads, 2 key/value groups
   EXPECT_NE(testing::error_of([&] { check_tp_divides(l, 3); }).find(
-                "num_key_value_heads (2) is not divisible by tp (3)"),
+                "num_key_value_heads (2) and tp (3): one must divide the other"),
             std::string::npos);
+  // Fewer key/value groups than ranks: replicated, tp / n_kv ranks per group.
+  l.n_kv_heads = 1;
+  EXPECT_EQ(testing::error_of([&] { check_tp_divides(l, 2); }), "(no error)");
+  EXPECT_EQ(kv_replicas(l, 2), 2);
+  EXPECT_EQ(kv_replicas(l, 1), 1);
   l.n_kv_heads = 6;
   l.intermediate = 200;
   EXPECT_EQ(testing::error_of([&] { check_tp_divides(l, 3); }),

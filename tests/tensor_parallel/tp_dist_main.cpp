@@ -79,7 +79,16 @@ TpRunResult tp_train_run(const ModelConfig& model, const TpLayout& l, int steps)
   t.steps = steps;
   t.lr = 3e-3;
   t.warmup = 3;
-  t.eps = 1e-6;  // see tests/parallel/layout_invariance_dist.cpp
+  // Adam divides by sqrt(v) + eps, so an element whose gradient nearly
+  // cancels in some step (|g| ~ eps) turns fp32 summation noise into an
+  // update difference of up to lr (tests/parallel/layout_invariance_dist.cpp).
+  // At eps 1e-6 two such elements showed up here, each a one-step jump that
+  // then stays constant while every loss, grad norm and the parameter norm
+  // agree to 1e-6: pos_embed[0][29] of GPT-2 with dropout (tp 2, step 1) and
+  // embed[869][49] of the multi-query LLaMA (tp 4, step 4). eps 1e-5 keeps
+  // Adam's gain on such elements 10x lower, so the element-wise check below
+  // holds at 1e-5 without exceptions.
+  t.eps = 1e-5;
   t.clip_grad = 0.5;
   t.dp.dp = l.dp;
   t.dp.zero = l.zero;
@@ -96,6 +105,7 @@ TpRunResult tp_train_run(const ModelConfig& model, const TpLayout& l, int steps)
     res.grad_norms.push_back(s.grad_norm);
     res.tp_bytes.push_back(s.tp_comm_bytes);
     res.sp_bytes.push_back(s.sp_comm_bytes);
+    res.tp_comm_ms.push_back(s.tp_comm_ms);
   });
   std::vector<float> flat = tr.data_parallel().full_parameters();
   const ParameterSet& ps = m.params();

@@ -33,6 +33,7 @@ struct TpLayout {
 struct TpRunResult {
   std::vector<double> losses, grad_norms;
   std::vector<int64_t> tp_bytes, sp_bytes;       // per step
+  std::vector<double> tp_comm_ms;                 // per step, measured
   std::map<std::string, std::vector<float>> params;  // name -> full tensor
 };
 

@@ -20,6 +20,10 @@ namespace {
 
 ModelConfig family_model(const std::string& family, bool dropout) {
   ModelConfig m = family == "gpt2" ? tp_gpt2() : tp_llama();
+  // Fewer key/value groups than tp ranks: "llama-kv2" replicates each group
+  // over 2 ranks at tp 4, "llama-kv1" (multi-query) over every tp rank.
+  if (family == "llama-kv2") m.n_kv_heads = 2;
+  if (family == "llama-kv1") m.n_kv_heads = 1;
   if (dropout) m.attn_dropout = m.hidden_dropout = 0.1;
   return m;
 }
@@ -46,8 +50,10 @@ void expect_same_trajectory(const std::string& family, const TpLayout& l, bool d
     if (l.tp > 1) {
       EXPECT_GT(got.tp_bytes[s], 0) << what;
       EXPECT_EQ(got.sp_bytes[s] > 0, l.sp) << what;
+      EXPECT_GT(got.tp_comm_ms[s], 0.0) << what;  // the collectives are timed
     } else {
       EXPECT_EQ(got.tp_bytes[s] + got.sp_bytes[s], 0) << what;
+      EXPECT_EQ(got.tp_comm_ms[s], 0.0) << what;
     }
   }
   // Norm-wise and element-wise (elements near zero: 1e-5 of the RMS), as the
@@ -66,10 +72,7 @@ void expect_same_trajectory(const std::string& family, const TpLayout& l, bool d
     count += r.size();
   }
   EXPECT_LE(std::sqrt(dd / ss), 1e-5) << what << ": relative distance of the parameters";
-  // With dropout a few weights see gradients that nearly cancel (many terms
-  // dropped) and Adam amplifies their rounding: element-wise 1e-4 there; the
-  // norm-wise distance above and the losses stay at 1e-5.
-  const double elem_tol = dropout ? 1e-4 : 1e-5;
+  const double elem_tol = 1e-5;
   const double floor = elem_tol * std::sqrt(ss / count);
   for (const auto& [name, r] : ref.params) {
     const std::vector<float>& g = got.params.at(name);
@@ -102,6 +105,12 @@ TEST(TensorParallelLayout, Gpt2MatchesOneProcess) {
 
 TEST(TensorParallelLayout, LlamaMatchesOneProcess) {
   for (const TpLayout& l : layouts_for(env().world->size())) expect_same_trajectory("llama", l);
+}
+
+TEST(TensorParallelLayout, ReplicatedKeyValueHeadsMatchOneProcess) {
+  for (const char* family : {"llama-kv2", "llama-kv1"})
+    for (const TpLayout& l : layouts_for(env().world->size()))
+      if (l.tp > 1) expect_same_trajectory(family, l);
 }
 
 TEST(TensorParallelLayout, DropoutMatchesOneProcess) {

@@ -14,18 +14,22 @@ void check_tp_divides(const ModelConfig& cfg, int tp) {
   PX_CHECK(tp >= 1, "tensor parallel size must be positive, got {}", tp);
   PX_CHECK(cfg.n_heads % tp == 0, "num_attention_heads ({}) is not divisible by tp ({})",
            cfg.n_heads, tp);
-  PX_CHECK(cfg.n_kv_heads % tp == 0,
-           "num_key_value_heads ({}) is not divisible by tp ({}); replicating key/value heads "
-           "over tp is not supported yet",
+  PX_CHECK(cfg.n_kv_heads % tp == 0 || tp % cfg.n_kv_heads == 0,
+           "num_key_value_heads ({}) and tp ({}): one must divide the other (key/value heads "
+           "are split over tp, or replicated when there are fewer of them than tp)",
            cfg.n_kv_heads, tp);
   PX_CHECK(cfg.intermediate % tp == 0, "intermediate_size ({}) is not divisible by tp ({})",
            cfg.intermediate, tp);
 }
 
+int kv_replicas(const ModelConfig& cfg, int tp) {
+  return cfg.n_kv_heads < tp ? tp / cfg.n_kv_heads : 1;
+}
+
 Attention::Attention(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg,
                      double proj_std, const TpGroup& tp)
     : n_heads_(cfg.n_heads / tp.size()),
-      n_kv_heads_(cfg.n_kv_heads / tp.size()),
+      n_kv_heads_(cfg.n_kv_heads * kv_replicas(cfg, tp.size()) / tp.size()),
       head_dim_(cfg.head_dim),
       C_(cfg.hidden),
       dropout_(cfg.attn_dropout),
@@ -35,8 +39,13 @@ Attention::Attention(ParameterSet& ps, const std::string& prefix, const ModelCon
   check_tp_divides(cfg, tp.size());
   bool bias = cfg.uses_bias();
   q_ = ColumnParallelLinear(ps, prefix + ".q", cfg.hidden, cfg.q_dim(), bias, cfg.init_std, tp);
-  k_ = ColumnParallelLinear(ps, prefix + ".k", cfg.hidden, cfg.kv_dim(), bias, cfg.init_std, tp);
-  v_ = ColumnParallelLinear(ps, prefix + ".v", cfg.hidden, cfg.kv_dim(), bias, cfg.init_std, tp);
+  // Fewer key/value groups than tp ranks: each rank's query heads use one
+  // group, whose k/v slice it holds whole (replicated over tp / n_kv ranks).
+  const int reps = kv_replicas(cfg, tp.size());
+  k_ = ColumnParallelLinear(ps, prefix + ".k", cfg.hidden, cfg.kv_dim(), bias, cfg.init_std, tp,
+                            reps);
+  v_ = ColumnParallelLinear(ps, prefix + ".v", cfg.hidden, cfg.kv_dim(), bias, cfg.init_std, tp,
+                            reps);
   o_ = RowParallelLinear(ps, prefix + ".o", cfg.q_dim(), cfg.hidden, bias, proj_std, tp);
 }
 

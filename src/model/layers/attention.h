@@ -1,7 +1,8 @@
 // Multi-head causal self-attention with grouped-query heads and optional
 // rotary embeddings, split over tensor parallelism by heads: q, k, v are
 // column-parallel (each rank holds n_heads/tp query heads and n_kv_heads/tp
-// key/value groups, contiguous, so its query heads use only its groups) and
+// key/value groups, contiguous, so its query heads use only its groups; with
+// fewer groups than ranks, the one group its heads use, replicated) and
 // o is row-parallel. The core is the flash-style kernel, so only q, k, v,
 // the head outputs and the per-row log-sum-exp are saved, never the
 // (B, H, T, T) probabilities. Input and output are residual-stream rows: all
@@ -44,7 +45,11 @@ class Attention {
 };
 
 // Throws, naming the numbers, when the model's heads, groups or widths do not
-// divide by tp (checked before any allocation).
+// divide by tp (checked before any allocation). Key/value groups may also be
+// fewer than tp when they divide it (then replicated, see kv_replicas).
 void check_tp_divides(const ModelConfig& cfg, int tp);
+// tp ranks that hold each key/value group: tp / n_kv_heads when there are
+// fewer groups than ranks, else 1.
+int kv_replicas(const ModelConfig& cfg, int tp);
 
 }  // namespace parallm

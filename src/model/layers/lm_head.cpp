@@ -65,6 +65,7 @@ LossSum LmHead::run(const LayerContext& c, float* dx, const float* x, const int3
     if (tp_.active()) {  // the global row max, then shard sums against it
       ++tp_.counters->tp_collectives;
       tp_.counters->tp_bytes += n * static_cast<int64_t>(sizeof(float));
+      TpCommTimer timer(*tp_.counters);
       tp_.comm->all_reduce(mx.data(), static_cast<size_t>(n), DType::F32, comm::ReduceOp::Max);
     }
     float* se = sums.data();
@@ -77,6 +78,7 @@ LossSum LmHead::run(const LayerContext& c, float* dx, const float* x, const int3
     if (tp_.active()) {  // sum of exponentials and target logit in one call
       ++tp_.counters->tp_collectives;
       tp_.counters->tp_bytes += 2 * n * static_cast<int64_t>(sizeof(float));
+      TpCommTimer timer(*tp_.counters);
       tp_.comm->all_reduce(se, static_cast<size_t>(2 * n), DType::F32, comm::ReduceOp::Sum);
     }
     for (int64_t i = 0; i < n; ++i) {

@@ -118,6 +118,7 @@ DpStepResult DataParallel::finish_step(double local_loss_sum, double lr, double 
     ++res.comm.collectives;
   }
   if (tp.active()) {  // the loss is already the full loss on every tp rank
+    TpCommTimer timer(*tp.counters);
     tp.comm->all_reduce(&sums[1], 1, DType::F64, comm::ReduceOp::Sum);
     tp.counters->tp_bytes += sizeof(double);
     ++tp.counters->tp_collectives;

@@ -14,14 +14,16 @@ std::vector<float> gather_tp_parameter(const ParameterSet& ps, int i, const floa
   tp.comm->all_gather(local, blocks.data(), static_cast<size_t>(n), DType::F32);
   // Shards are equal slices along shard_dim: with `outer` the product of the
   // dimensions before it and `inner` the slice's elements per outer index,
-  // rank p's block j lands at outer j, offset p * inner.
+  // shard q's block j lands at outer j, offset q * inner. Shard q is held by
+  // ranks q * reps .. q * reps + reps - 1 (reps > 1: replicated k/v heads).
+  const int reps = s.tp_replicas, shards = P / reps;
   int64_t outer = 1;
   for (int d = 0; d < s.shard_dim; ++d) outer *= s.shape[d];
   const int64_t inner = n / outer;
-  std::vector<float> full(static_cast<size_t>(n * P));
-  for (int p = 0; p < P; ++p)
+  std::vector<float> full(static_cast<size_t>(n * shards));
+  for (int q = 0; q < shards; ++q)
     for (int64_t j = 0; j < outer; ++j)
-      std::memcpy(full.data() + (j * P + p) * inner, blocks.data() + p * n + j * inner,
+      std::memcpy(full.data() + (j * shards + q) * inner, blocks.data() + q * reps * n + j * inner,
                   static_cast<size_t>(inner) * sizeof(float));
   return full;
 }

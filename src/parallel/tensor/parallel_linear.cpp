@@ -10,17 +10,23 @@ namespace parallm {
 
 ColumnParallelLinear::ColumnParallelLinear(ParameterSet& ps, const std::string& name, int64_t in,
                                            int64_t out_features, bool bias, double init_std,
-                                           const TpGroup& tp)
-    : in_(in), out_(out_features / tp.size()) {
-  PX_CHECK(out_features % tp.size() == 0, "{}: output features ({}) are not divisible by tp ({})",
-           name, out_features, tp.size());
-  const int64_t begin = tp.rank() * out_;
+                                           const TpGroup& tp, int replicas)
+    : in_(in) {
+  PX_CHECK(replicas >= 1 && tp.size() % replicas == 0,
+           "{}: {} replicas do not divide tp ({})", name, replicas, tp.size());
+  const int shards = tp.size() / replicas;
+  PX_CHECK(out_features % shards == 0, "{}: output features ({}) are not divisible by {} shards",
+           name, out_features, shards);
+  out_ = out_features / shards;
+  const int64_t begin = (tp.rank() / replicas) * out_;
+  const int dim = tp.active() ? 0 : -1;
   w_ = ps.add({.name = name + ".weight", .shape = {out_, in}, .global_shape = {out_features, in},
-               .shard_dim = tp.active() ? 0 : -1, .shard_begin = begin, .init_std = init_std});
+               .shard_dim = dim, .shard_begin = begin, .init_std = init_std,
+               .tp_replicas = replicas});
   if (bias)
     b_ = ps.add({.name = name + ".bias", .shape = {out_}, .global_shape = {out_features},
-                 .shard_dim = tp.active() ? 0 : -1, .shard_begin = begin,
-                 .init = InitKind::Zeros, .weight_decay = false});
+                 .shard_dim = dim, .shard_begin = begin, .init = InitKind::Zeros,
+                 .weight_decay = false, .tp_replicas = replicas});
 }
 
 void ColumnParallelLinear::forward(const LayerContext& c, float* out, const float* inp) const {
@@ -31,7 +37,9 @@ void ColumnParallelLinear::forward(const LayerContext& c, float* out, const floa
 void ColumnParallelLinear::backward(const LayerContext& c, float* dinp, const float* dout,
                                     const float* inp) const {
   float* db = b_.index >= 0 ? c.params.grad(b_) : nullptr;
-  if (c.weight_grads != nullptr) {  // zero-bubble B: dW runs later, at W
+  // Zero-bubble B: dW runs later, at W; not for a shard several tp ranks
+  // hold, whose gradient is summed over them when the unit's backward ends.
+  if (c.weight_grads != nullptr && c.params.spec(w_.index).tp_replicas == 1) {
     cpu::linear_backward(dinp, static_cast<float*>(nullptr), db, dout, inp, c.params.value(w_),
                          c.N(), in_, out_);
     return c.weight_grads->defer_linear(c, w_, dout, inp, in_, out_);

@@ -11,50 +11,75 @@ PartialGradSync::PartialGradSync(const ParameterSet& ps,
                                  const std::vector<std::pair<int, int>>& units, const TpGroup& tp,
                                  Allocator& alloc)
     : tp_(tp) {
-  if (!tp.sp()) return;
-  params_.resize(units.size());
+  if (!tp.active()) return;
+  entries_.resize(units.size());
+  int64_t keep = 0, reduced = 0;
   for (size_t u = 0; u < units.size(); ++u) {
-    int64_t n = 0;
-    for (int i = units[u].first; i < units[u].second; ++i)
-      if (ps.spec(i).tp_partial_grad) {
-        params_[u].push_back(i);
-        n += ps.numel(i);
-      }
-    half_ = std::max(half_, n);
+    int64_t k = 0, r = 0;
+    for (int i = units[u].first; i < units[u].second; ++i) {
+      const ParamSpec& s = ps.spec(i);
+      const bool partial = s.tp_partial_grad && tp.sp();
+      if (!partial && s.tp_replicas <= 1) continue;
+      entries_[u].push_back({i, partial ? 1 : s.tp_replicas});
+      k += ps.numel(i);
+      r += reduced_numel(ps, entries_[u].back());
+    }
+    keep = std::max(keep, k);
+    reduced = std::max(reduced, r);
   }
-  if (half_ > 0) buffer_ = Tensor::zeros(alloc, {2 * half_}, DType::F32, MemTag::Communication);
+  keep_ = keep;
+  if (reduced > 0)
+    buffer_ = Tensor::zeros(alloc, {keep + reduced}, DType::F32, MemTag::Communication);
+}
+
+int64_t PartialGradSync::reduced_numel(const ParameterSet& ps, const Entry& e) const {
+  return e.replicas == 1 ? ps.numel(e.param) : ps.numel(e.param) * (tp_.size() / e.replicas);
 }
 
 void PartialGradSync::before_backward(const ParameterSet& ps, int unit) {
   if (!active()) return;
   float* keep = buffer_.data<float>();
-  for (int i : params_[unit]) {
-    const auto n = static_cast<size_t>(ps.numel(i));
-    std::memcpy(keep, ps.grad(ParamRef{i}), n * sizeof(float));
-    std::memset(ps.grad(ParamRef{i}), 0, n * sizeof(float));
+  for (const Entry& e : entries_[unit]) {
+    const auto n = static_cast<size_t>(ps.numel(e.param));
+    std::memcpy(keep, ps.grad(ParamRef{e.param}), n * sizeof(float));
+    std::memset(ps.grad(ParamRef{e.param}), 0, n * sizeof(float));
     keep += n;
   }
 }
 
 void PartialGradSync::after_backward(const ParameterSet& ps, int unit) {
-  if (!active() || params_[unit].empty()) return;
+  if (!active() || entries_[unit].empty()) return;
   float* keep = buffer_.data<float>();
-  float* red = keep + half_;
-  int64_t n = 0;
-  for (int i : params_[unit]) {
-    std::memcpy(red + n, ps.grad(ParamRef{i}), ps.numel(i) * sizeof(float));
-    n += ps.numel(i);
+  float* red = keep + keep_;
+  // Lay out this micro-batch's partial gradients: a replicated shard in its
+  // slot of a zeroed block (the other holders' slots stay zero here).
+  int64_t n = 0, partial_bytes = 0;
+  for (const Entry& e : entries_[unit]) {
+    const int64_t k = ps.numel(e.param), total = reduced_numel(ps, e);
+    const int64_t slot = e.replicas == 1 ? 0 : tp_.rank() / e.replicas;
+    std::memset(red + n, 0, static_cast<size_t>(total) * sizeof(float));
+    std::memcpy(red + n + slot * k, ps.grad(ParamRef{e.param}), k * sizeof(float));
+    if (e.replicas == 1) partial_bytes += k * static_cast<int64_t>(sizeof(float));
+    n += total;
   }
-  tp_.comm->all_reduce(red, static_cast<size_t>(n), DType::F32, comm::ReduceOp::Sum);
-  tp_.counters->sp_bytes += n * static_cast<int64_t>(sizeof(float));
-  ++tp_.counters->sp_collectives;
+  {
+    TpCommTimer timer(*tp_.counters);
+    tp_.comm->all_reduce(red, static_cast<size_t>(n), DType::F32, comm::ReduceOp::Sum);
+  }
+  // Sequence-parallel partials count as sp traffic, replicated k/v shards as tp.
+  const int64_t bytes = n * static_cast<int64_t>(sizeof(float));
+  tp_.counters->sp_bytes += partial_bytes;
+  tp_.counters->tp_bytes += bytes - partial_bytes;
+  ++(partial_bytes > 0 ? tp_.counters->sp_collectives : tp_.counters->tp_collectives);
   n = 0;
-  for (int i : params_[unit]) {
-    float* g = ps.grad(ParamRef{i});
-    const int64_t k = ps.numel(i);
-    std::memcpy(g, keep + n, k * sizeof(float));
-    cpu::add_inplace(g, red + n, k);
-    n += k;
+  for (const Entry& e : entries_[unit]) {
+    float* g = ps.grad(ParamRef{e.param});
+    const int64_t k = ps.numel(e.param);
+    const int64_t slot = e.replicas == 1 ? 0 : tp_.rank() / e.replicas;
+    std::memcpy(g, keep, k * sizeof(float));
+    cpu::add_inplace(g, red + n + slot * k, k);
+    keep += k;
+    n += reduced_numel(ps, e);
   }
 }
 

@@ -14,8 +14,10 @@ double tp_grad_sum_squares(const ParameterSet& ps, const float* g, int64_t begin
   const bool all = !tp.active() || tp.rank() == 0;
   double s = 0.0;
   for (int i = 0; i < ps.size(); ++i) {
-    if (ps.spec(i).pipeline_copy) continue;  // counted by the stage that owns it
-    if (!all && ps.spec(i).shard_dim < 0) continue;  // replicated: counted by tp rank 0
+    const ParamSpec& spec = ps.spec(i);
+    if (spec.pipeline_copy) continue;  // counted by the stage that owns it
+    if (!all && spec.shard_dim < 0) continue;  // replicated: counted by tp rank 0
+    if (tp.rank() % spec.tp_replicas != 0) continue;  // a replicated shard: its first holder
     const int64_t lo = std::max(begin, ps.offset(i));
     const int64_t hi = std::min(end, ps.offset(i) + ps.numel(i));
     if (lo < hi) s += cpu::sum_squares(g + (lo - begin), hi - lo);

@@ -5,6 +5,7 @@
 // Invariant: every rank of the group builds the same model with the same
 // TpGroup settings, so collectives line up call for call.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <memory>
 
@@ -14,10 +15,28 @@ namespace parallm {
 
 // Payload bytes this rank handed to tp collectives, split by kind: "tp" is
 // all-reduce traffic, "sp" the all-gather / reduce-scatter of sequence
-// parallelism (per rank: the buffer it contributes).
+// parallelism (per rank: the buffer it contributes). tp collectives are
+// blocking and sit on the critical path, so the wall time spent inside them
+// is exposed communication (waiting for the slowest rank included).
 struct TpCommCounters {
   int64_t tp_bytes = 0, sp_bytes = 0;
   int64_t tp_collectives = 0, sp_collectives = 0;
+  double seconds = 0.0;
+};
+
+// Adds the lifetime of the object to counters.seconds (one collective call).
+class TpCommTimer {
+ public:
+  explicit TpCommTimer(TpCommCounters& c) : c_(c), t0_(std::chrono::steady_clock::now()) {}
+  ~TpCommTimer() {
+    c_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  }
+  TpCommTimer(const TpCommTimer&) = delete;
+  TpCommTimer& operator=(const TpCommTimer&) = delete;
+
+ private:
+  TpCommCounters& c_;
+  std::chrono::steady_clock::time_point t0_;
 };
 
 struct TpGroup {

@@ -1,11 +1,12 @@
 """Summarises bench/tp_bench.sh's metrics files: median step ms, tokens/s,
-tp and sp bytes per step, and an ESTIMATE of the time spent in tp
-collectives (they are blocking, so it is all exposed). The estimate counts
-the collectives of one micro-batch analytically (the count that
-tests/tensor_parallel/tp_comm_volume_dist.cpp checks against the counters)
-and prices each at the 2-rank blocking timings of docs/comm.md, scaled
-linearly from the 1 MiB row (the bench's N*C*4 is exactly 1 MiB).
-Usage: tp_comm_estimate.py WORK_DIR NAME...
+tp and sp bytes per step, the MEASURED time inside tp collectives per step
+(`tp_comm_ms`: they are blocking, so it is all exposed, waiting for the
+slower rank included) and, beside it, an estimate from the analytical
+collective count (the count tests/tensor_parallel/tp_comm_volume_dist.cpp
+checks) priced at the 2-rank blocking timings of docs/comm.md, scaled from
+the 1 MiB row (the bench's N*C*4 is exactly 1 MiB): the difference between
+the two is time spent waiting for the other rank, not moving bytes.
+Usage: tp_bench_summary.py WORK_DIR NAME...
 """
 import json
 import statistics
@@ -31,17 +32,16 @@ def estimate_ms(sp, tp=2):
 def main():
     work, names = sys.argv[1], sys.argv[2:]
     print(f"{'layout':14} {'step ms':>8} {'tokens/s':>9} {'tp MB':>7} {'sp MB':>7} "
-          f"{'est. tp comm ms':>16} {'share':>6}")
+          f"{'tp comm ms':>11} {'share':>6} {'est. ms':>8}")
     for name in names:
         recs = [json.loads(l) for l in open(f"{work}/{name}.jsonl")][2:]
         step = statistics.median(r["step_ms"] for r in recs)
         tps = statistics.median(r["tokens_per_s"] for r in recs)
         by = recs[-1]["comm_bytes_by_group"]
-        est = 0.0
-        if name.startswith("tp2"):
-            est = estimate_ms(sp=name.endswith("sp"))
+        est = estimate_ms(sp=name.endswith("sp")) if name.startswith("tp2") else 0.0
+        comm = statistics.median(r.get("tp_comm_ms", 0.0) for r in recs)
         print(f"{name:14} {step:8.1f} {tps:9.0f} {by['tp'] / 2**20:7.2f} {by['sp'] / 2**20:7.2f} "
-              f"{est:16.1f} {est / step:6.1%}")
+              f"{comm:11.1f} {comm / step:6.1%} {est:8.1f}")
 
 
 if __name__ == "__main__":
