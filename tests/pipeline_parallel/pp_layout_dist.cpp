@@ -21,6 +21,14 @@ namespace parallm::pp_test {
 namespace {
 
 // The one-process run on the same global batch (micro-batches of the same size).
+// "gpt2", "llama", or "llama-kv1" (one key/value group: tp 2 replicates it).
+ModelConfig family_model(const std::string& family) {
+  if (family == "gpt2") return pp_gpt2();
+  ModelConfig m = pp_llama();
+  if (family == "llama-kv1") m.n_kv_heads = 1;
+  return m;
+}
+
 const PpRunResult& reference(const std::string& family, int64_t micro_batch_size,
                              int global_micro_batches) {
   static std::map<std::tuple<std::string, int64_t, int>, PpRunResult> cache;
@@ -30,12 +38,12 @@ const PpRunResult& reference(const std::string& family, int64_t micro_batch_size
   PpLayout one;
   one.micro_batch_size = micro_batch_size;
   one.micro_batches = global_micro_batches;
-  return cache[key] = pp_train_run(family == "gpt2" ? pp_gpt2() : pp_llama(), one);
+  return cache[key] = pp_train_run(family_model(family), one);
 }
 
 void expect_same_trajectory(const std::string& family, const PpLayout& l) {
   const PpRunResult& ref = reference(family, l.micro_batch_size, l.micro_batches * l.dp);
-  PpRunResult got = pp_train_run(family == "gpt2" ? pp_gpt2() : pp_llama(), l);
+  PpRunResult got = pp_train_run(family_model(family), l);
   if (!got.ran) return;  // not in this layout
   const std::string what = family + " " + l.name();
   ASSERT_EQ(got.losses.size(), ref.losses.size()) << what;
@@ -120,9 +128,11 @@ TEST(PipelineLayout, LlamaMatchesOneProcess) {
     for (const PpLayout& l : schedules_for(g)) expect_same_trajectory("llama", l);
 }
 
-// tp without sequence parallelism, and ZeRO-1 over the dp group of a stage.
+// tp without sequence parallelism, and ZeRO-1 over the dp group of a stage;
+// ZB-H1 with a key/value head replicated over tp (its dW stays in B).
 TEST(PipelineLayout, TpWithoutSpAndZero1) {
   if (env().world->size() != 4) GTEST_SKIP() << "runs at np 4";
+  expect_same_trajectory("llama-kv1", PpLayout{.pp = 2, .tp = 2, .schedule = "zb", .micro_batches = 3});
   for (const char* family : {"gpt2", "llama"}) {
     expect_same_trajectory(family, PpLayout{.pp = 2, .tp = 2, .schedule = "zb", .micro_batches = 2});
     expect_same_trajectory(family, PpLayout{.pp = 2, .dp = 2, .zero = 1, .schedule = "1f1b",
