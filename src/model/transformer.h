@@ -112,6 +112,10 @@ class Transformer {
   Tensor chunk_backward(int chunk, int micro_batch, const Tensor& dout, bool defer_weights,
                         LossSum* loss);
   void chunk_backward_weights(int chunk, int micro_batch);  // zero-bubble W
+  // Evaluation: the head chunk's loss of a forward already run (no
+  // gradients), releasing its state; drop_chunk releases any chunk's state.
+  LossSum chunk_loss(int chunk, int micro_batch);
+  void drop_chunk(int chunk, int micro_batch);
   // (micro-batch, chunk) pairs whose forward state is held (0 after a step).
   int chunks_in_flight() const { return static_cast<int>(inflight_.size()); }
 

@@ -153,6 +153,20 @@ Tensor Transformer::chunk_backward(int chunk, int micro_batch, const Tensor& dou
   return dx;
 }
 
+LossSum Transformer::chunk_loss(int chunk, int micro_batch) {
+  auto it = inflight_.find({micro_batch, chunk});
+  PX_CHECK(it != inflight_.end() && stage_.head && chunk + 1 == num_chunks(),
+           "loss of micro-batch {} chunk {} without its forward on the head chunk", micro_batch,
+           chunk);
+  const ChunkState& st = *it->second;
+  const LayerContext c = st.context(alloc_, params_);
+  const LossSum l = head_.loss(c, head_input(c, st.final_norm).data<float>(), st.targets.data());
+  inflight_.erase(it);
+  return l;
+}
+
+void Transformer::drop_chunk(int chunk, int micro_batch) { inflight_.erase({micro_batch, chunk}); }
+
 void Transformer::chunk_backward_weights(int chunk, int micro_batch) {
   auto it = inflight_.find({micro_batch, chunk});
   if (it == inflight_.end()) return;  // nothing was deferred (e.g. an embedding-only chunk)

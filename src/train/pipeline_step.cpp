@@ -43,7 +43,6 @@ void validate_pipeline(const TrainConfig& t, const ModelConfig& m) {
   PX_CHECK(t.save_dir.empty(), "saving with pp {} is not supported yet (the stages would need "
            "gathering)", t.pp);
   PX_CHECK(t.init_from.empty(), "--init-from with pp {} is not supported yet", t.pp);
-  PX_CHECK(t.val_files.empty(), "validation data with pp {} is not supported yet", t.pp);
 }
 
 ModelStage pipeline_stage(const TrainConfig& t, const ModelConfig& m, int pp_rank) {
@@ -149,6 +148,19 @@ PipelineStepStats PipelineStep::run(const std::vector<Transformer::StageBatch>& 
   }
   out.bubble_fraction_replayed = replayed_bubble(rec);
   return out;
+}
+
+LossSum PipelineStep::evaluate(DataLoader& data, int64_t batches, int64_t B, int64_t T) {
+  std::vector<int32_t> ins(batches * B * T), tgs(batches * B * T);
+  std::vector<Transformer::StageBatch> mbs;
+  for (int64_t i = 0; i < batches; ++i) {
+    data.fill_batch(i * B, B, ins.data() + i * B * T, tgs.data() + i * B * T);
+    mbs.push_back({ins.data() + i * B * T, tgs.data() + i * B * T, B, T, 0.0, {}});
+  }
+  LossSum l = runtime_.run_forward_only(mbs);
+  double sums[2] = {l.sum, static_cast<double>(l.count)};
+  if (groups_.pp) groups_.pp->all_reduce(sums, 2, DType::F64, comm::ReduceOp::Sum);
+  return LossSum{sums[0], static_cast<int64_t>(sums[1])};
 }
 
 }  // namespace parallm

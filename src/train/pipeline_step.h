@@ -3,7 +3,8 @@
 // PipelineStep, which runs one step's micro-batches through the schedule's
 // runtime, sums the tied token table's gradient over the embedding group
 // (first + last stage, so both copies get the same update) and gathers
-// per-stage measurements (bubble, peak activation bytes) to pp rank 0.
+// per-stage measurements (bubble, peak activation bytes) to pp rank 0;
+// evaluation runs forwards only through the stages.
 // Invariant: with every stage's layers together, a step adds the same
 // gradients as the one-process model on the same micro-batches.
 #pragma once
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "data/data_loader.h"
 #include "model/transformer.h"
 #include "parallel/pipeline/pipeline_runtime.h"
 #include "parallel/pipeline/stage_partition.h"
@@ -54,6 +56,9 @@ class PipelineStep {
   // batches[m]: micro-batch m (its token pointers valid during the call).
   // Call after the gradients are zeroed and before the optimizer.
   PipelineStepStats run(const std::vector<Transformer::StageBatch>& batches, int64_t step);
+  // Loss over `batches` micro-batches of B x T from the start of data,
+  // forwards only; the sum and count on every stage (summed over pp).
+  LossSum evaluate(DataLoader& data, int64_t batches, int64_t B, int64_t T);
   // Every step's events on this rank (rank field: stage), and the step of each.
   const std::vector<trace::Event>& events() const { return events_; }
   const std::vector<int64_t>& event_steps() const { return event_steps_; }

@@ -119,7 +119,8 @@ double Trainer::evaluate() {
   const int64_t B = cfg_.micro_batch_size, T = cfg_.seq_len;
   std::vector<int32_t> in(B * T), tg(B * T);
   LossSum total;
-  for (int64_t i = 0; i < cfg_.eval_batches; ++i) {
+  if (pipe_) total = pipe_->evaluate(*val_data_, cfg_.eval_batches, B, T);
+  for (int64_t i = 0; i < cfg_.eval_batches && !pipe_; ++i) {
     val_data_->fill_batch(i * B, B, in.data(), tg.data());
     LossSum l = model_.forward_loss(in.data(), tg.data(), B, T);
     total.sum += l.sum;

@@ -70,6 +70,8 @@ PpRunResult pp_train_run(const ModelConfig& model, const PpLayout& l, int steps)
   TpGroup tp{.comm = l.tp > 1 ? tp_comm.get() : nullptr, .sequence_parallel = l.sp};
   TrainConfig t;
   t.train_files = {l.shard.empty() ? env().shard : l.shard};
+  t.val_files = t.train_files;
+  t.eval_batches = 2;
   t.seq_len = l.seq_len;
   t.micro_batch_size = l.micro_batch_size;
   t.global_batch_size = l.micro_batch_size * l.micro_batches * l.dp;
@@ -103,6 +105,7 @@ PpRunResult pp_train_run(const ModelConfig& model, const PpLayout& l, int steps)
       res.peak_activation.push_back(s.stage_peak_activation_bytes);
     }
   });
+  res.val_loss = tr.evaluate();
   std::vector<float> flat = tr.data_parallel().full_parameters();
   const ParameterSet& ps = m.params();
   for (int i = 0; i < ps.size(); ++i)

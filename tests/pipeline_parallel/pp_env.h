@@ -41,6 +41,7 @@ struct PpLayout {
 struct PpRunResult {
   bool ran = false;  // false on ranks outside the layout
   std::vector<double> losses, grad_norms;
+  double val_loss = 0;  // after training, 2 micro-batches of the same shard
   std::map<std::string, std::vector<float>> params;  // this rank's, whole over tp
   // Logging rank only: per step.
   std::vector<double> bubble, bubble_replayed;

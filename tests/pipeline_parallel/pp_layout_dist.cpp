@@ -3,7 +3,8 @@
 // ZB-H1) and micro-batches m in {1, pp, 2pp+1}, alone and combined with tp 2
 // (sequence parallel on) and dp 2 up to the world size, 10 training steps
 // follow the one-process run on the same global batch: per-step losses and
-// gradient norms, and every parameter this rank holds (the last stage's
+// gradient norms, the evaluation loss after training (forwards only through
+// the stages), and every parameter this rank holds (the last stage's
 // copy of GPT-2's tied token table included), within 1e-5 relative. The
 // interleaved schedule takes only m divisible by pp (Megatron's rule), so
 // it runs at m = pp and rejects 1 and 2pp+1 up front (checked below).
@@ -53,6 +54,7 @@ void expect_same_trajectory(const std::string& family, const PpLayout& l) {
     EXPECT_NEAR(got.grad_norms[s], ref.grad_norms[s], 1e-5 * std::abs(ref.grad_norms[s]))
         << what << ", step " << s;
   }
+  EXPECT_NEAR(got.val_loss, ref.val_loss, 1e-5 * std::abs(ref.val_loss)) << what << ": eval";
   // This rank's parameters against the same names in the one-process model:
   // norm-wise, and element-wise with a floor of 1e-5 of the RMS for elements
   // near zero (as the dp and tp tests do); padded vocabulary rows skipped.

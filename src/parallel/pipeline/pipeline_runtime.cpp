@@ -172,4 +172,40 @@ StepRecord PipelineRuntime::run_step(const std::function<Transformer::StageBatch
   return rec;
 }
 
+LossSum PipelineRuntime::run_forward_only(const std::vector<Transformer::StageBatch>& batches) {
+  const ScheduleSpec& spec = schedule_.spec;
+  const int pp = spec.pp, V = spec.virtual_stages, last = pp * V - 1;
+  LossSum loss;
+  std::vector<std::pair<Tensor, comm::Work>> sends;
+  for (size_t m = 0; m < batches.size(); ++m) {
+    const Transformer::StageBatch& b = batches[m];
+    const int64_t n = model_.stream_rows(b.B, b.T) * model_.config().hidden;
+    for (int c = 0; c < V; ++c) {
+      const int vs = virtual_stage(pp, stage_, c);
+      const int tag = (static_cast<int>(m) * V + c) * 2;  // as run_step's activations
+      Tensor in;
+      if (vs > 0) {
+        in = Tensor::zeros(model_.allocator(), {n}, DType::F32, MemTag::Activation);
+        comm::Work w = pp_->recv_async(in.data<float>(), static_cast<size_t>(n), DType::F32,
+                                       (vs - 1) % pp, tag);
+        gentle_wait(w);
+      }
+      Tensor out = model_.chunk_forward(c, static_cast<int>(m), b, std::move(in));
+      if (vs == last) {
+        const LossSum l = model_.chunk_loss(c, static_cast<int>(m));
+        loss.sum += l.sum;
+        loss.count += l.count;
+        continue;
+      }
+      model_.drop_chunk(c, static_cast<int>(m));
+      const int next_chunk = (vs + 1) / pp;
+      comm::Work w = pp_->send_async(out.data<float>(), static_cast<size_t>(n), DType::F32,
+                                     (vs + 1) % pp, (static_cast<int>(m) * V + next_chunk) * 2);
+      sends.emplace_back(std::move(out), std::move(w));
+    }
+  }
+  for (auto& s : sends) gentle_wait(s.second);
+  return loss;
+}
+
 }  // namespace parallm::pipeline

@@ -11,6 +11,7 @@
 #include <functional>
 #include <vector>
 
+
 #include "comm/communicator.h"
 #include "model/transformer.h"
 #include "parallel/pipeline/schedule.h"
@@ -35,6 +36,9 @@ class PipelineRuntime {
   // Runs one step: batch(m) gives micro-batch m's tokens (valid during the
   // step). Gradients accumulate into the model's parameters.
   StepRecord run_step(const std::function<Transformer::StageBatch(int)>& batch);
+  // Evaluation: forwards only, micro-batch after micro-batch through every
+  // virtual stage (no schedule needed); the loss sum on the last stage.
+  LossSum run_forward_only(const std::vector<Transformer::StageBatch>& batches);
 
  private:
   Transformer& model_;
