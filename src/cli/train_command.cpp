@@ -104,6 +104,18 @@ void add_train_command(CLI::App& app, CommandRegistry& reg) {
                                   "norms and residuals on 1/tp of the tokens (needs --tp > 1)");
   f->overrides.emplace_back(sp, [](TrainConfig& dst) { dst.sequence_parallel = true; });
 
+  flag(sub, *f, "--pp,--pipeline-model-parallel-size", &TrainConfig::pp,
+       "pipeline stages (world = pp x dp x tp)");
+  flag(sub, *f, "--schedule", &TrainConfig::schedule,
+       "pipeline schedule: gpipe, 1f1b, interleaved or zb (default 1f1b)");
+  flag(sub, *f, "--virtual-stages", &TrainConfig::virtual_stages,
+       "model chunks per pipeline stage (interleaved schedule)");
+  flag(sub, *f, "--pp-layers", &TrainConfig::pp_layers,
+       "layers per virtual stage, e.g. 3,5,5,3 (default: even split)");
+  flag(sub, *f, "--trace", &TrainConfig::trace_path, "Chrome trace JSON of every rank (pp > 1)");
+  flag(sub, *f, "--timeline", &TrainConfig::timeline_path,
+       "SVG of the measured pipeline schedule (the least disturbed step; pp > 1)");
+
   reg.actions.emplace_back(sub, [f]() {
     PX_CHECK(f->config.empty() || f->preset.empty(), "give --config or --model, not both");
     if (!f->config.empty()) {

@@ -36,6 +36,9 @@ struct ParamSpec {
   // n_kv_heads < tp): each computes a partial gradient from its own query
   // heads, and the model sums it over those ranks after backward.
   int tp_replicas = 1;
+  // A copy of a parameter that another pipeline stage owns (the last stage's
+  // tied token table): updated like any other, counted once in the norm.
+  bool pipeline_copy = false;
 };
 
 struct ParamRef {

@@ -15,30 +15,57 @@ const ModelConfig& checked(const ModelConfig& cfg, const TpGroup& tp) {
 }
 }  // namespace
 
-Transformer::Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup& tp)
-    : cfg_(checked(cfg, tp)), alloc_(alloc), tp_(tp) {
-  embed_ = Embedding(params_, cfg_, tp_);
+Transformer::Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup& tp,
+                         const ModelStage& stage)
+    : cfg_(checked(cfg, tp)), stage_(stage), alloc_(alloc), tp_(tp) {
+  if (stage_.chunks.empty()) stage_.chunks.push_back({0, static_cast<int>(cfg_.n_layers)});
+  for (const LayerRange& r : stage_.chunks)
+    PX_CHECK(r.first >= 0 && r.count >= 1 && r.first + r.count <= cfg_.n_layers,
+             "stage chunk of layers [{}, {}) is outside the model's {} layers", r.first,
+             r.first + r.count, cfg_.n_layers);
   // first[u]: the first parameter of unit u (embedding, blocks..., tail).
-  std::vector<int> first{0};
-  for (int l = 0; l < cfg_.n_layers; ++l) {
+  std::vector<int> first;
+  if (stage_.embedding) {
     first.push_back(params_.size());
-    blocks_.emplace_back(params_, l, cfg_, tp_);
+    embed_ = Embedding(params_, cfg_, tp_);
   }
-  first.push_back(params_.size());
-  final_norm_ = Norm(params_, "final_norm", cfg_.hidden, cfg_.uses_layernorm(), cfg_.norm_eps,
-                     tp_.sp());
-  head_ = LmHead(params_, cfg_, embed_.token_table(), tp_);
+  for (const LayerRange& r : stage_.chunks) {
+    chunk_first_block_.push_back(static_cast<int>(blocks_.size()));
+    for (int l = r.first; l < r.first + r.count; ++l) {
+      first.push_back(params_.size());
+      blocks_.emplace_back(params_, l, cfg_, tp_);
+    }
+  }
+  if (stage_.head) {
+    first.push_back(params_.size());
+    ParamRef table = embed_.token_table();
+    if (cfg_.tie_embeddings && !stage_.embedding) {  // this stage's copy of the tied table
+      const VocabShard vs = VocabShard::of(cfg_.vocab_size, tp_.size(), tp_.rank());
+      table = params_.add({.name = "embed.weight", .shape = {vs.rows, cfg_.hidden},
+                           .global_shape = {vs.padded, cfg_.hidden},
+                           .shard_dim = tp_.active() ? 0 : -1, .shard_begin = vs.begin,
+                           .init_std = cfg_.init_std, .pipeline_copy = true});
+    }
+    final_norm_ = Norm(params_, "final_norm", cfg_.hidden, cfg_.uses_layernorm(), cfg_.norm_eps,
+                       tp_.sp());
+    head_ = LmHead(params_, cfg_, table, tp_);
+  }
   params_.allocate(alloc_);
+  const int units = static_cast<int>(first.size());
   first.push_back(params_.size());
+  int u = 0;
+  if (stage_.embedding) embed_segment_ = units - 1 - u++;
+  for (size_t b = 0; b < blocks_.size(); ++b) block_segment_.push_back(units - 1 - u++);
+  if (stage_.head) tail_segment_ = units - 1 - u++;
   auto offset = [&](int param) {
     return param < params_.size() ? params_.offset(param) : params_.total_numel();
   };
-  std::vector<std::pair<int, int>> units;
-  for (size_t u = first.size() - 1; u-- > 0;) {
-    segments_.push_back({offset(first[u]), offset(first[u + 1]), first[u], first[u + 1]});
-    units.emplace_back(first[u], first[u + 1]);
+  std::vector<std::pair<int, int>> unit_params;
+  for (int v = units; v-- > 0;) {
+    segments_.push_back({offset(first[v]), offset(first[v + 1]), first[v], first[v + 1]});
+    unit_params.emplace_back(first[v], first[v + 1]);
   }
-  partial_grads_ = PartialGradSync(params_, units, tp_, alloc_);
+  partial_grads_ = PartialGradSync(params_, unit_params, tp_, alloc_);
 }
 
 LayerContext Transformer::context(int64_t B, int64_t T, const std::vector<int64_t>& pos) {
@@ -46,6 +73,8 @@ LayerContext Transformer::context(int64_t B, int64_t T, const std::vector<int64_
 }
 
 void Transformer::check_batch(const int32_t* inputs, int64_t B, int64_t T) const {
+  PX_CHECK(whole() && stage_.chunks[0].first == 0 && stage_.chunks[0].count == cfg_.n_layers,
+           "this call needs the whole model, not a pipeline stage");
   PX_CHECK(B > 0 && T > 0, "empty batch (B {}, T {})", B, T);
   PX_CHECK(T <= cfg_.max_positions || !cfg_.uses_learned_positions(),
            "sequence length {} exceeds max_positions {}", T, cfg_.max_positions);
@@ -75,9 +104,13 @@ Transformer::Forward Transformer::run_forward(const LayerContext& c, const int32
 }
 
 Tensor Transformer::head_input(const LayerContext& c, const Forward& f) const {
-  if (!tp_.sp()) return f.final_norm.out;
+  return head_input(c, f.final_norm);
+}
+
+Tensor Transformer::head_input(const LayerContext& c, const Norm::Saved& final_norm) const {
+  if (!tp_.sp()) return final_norm.out;
   Tensor full = c.workspace({c.N(), cfg_.hidden});
-  enter_tp_region(tp_, full.data<float>(), f.final_norm.out.data<float>(), c.N(), cfg_.hidden);
+  enter_tp_region(tp_, full.data<float>(), final_norm.out.data<float>(), c.N(), cfg_.hidden);
   return full;
 }
 

@@ -12,14 +12,24 @@
 // (docs/tensor_parallel.md); parameters are this rank's shards, the loss is
 // the full loss on every tp rank, and under sequence parallelism the
 // residual stream between layers holds N/tp token rows.
+// Pipeline parallelism: a ModelStage given at construction keeps only some
+// layers (chunks of global layer ranges), the embedding on the first stage
+// and the head on the last; the chunk_* calls (transformer_stage.cpp) run
+// one chunk for one micro-batch. A last stage with a tied head holds its own
+// copy of the token table (same name; ParamSpec::pipeline_copy), whose
+// gradient the caller sums with the first stage's (GroupKind::kEmbedding).
 #pragma once
 #include <functional>
+#include <map>
+#include <memory>
 #include <vector>
 
 #include "model/config.h"
 #include "model/layers/block.h"
 #include "model/layers/embedding.h"
 #include "model/layers/lm_head.h"
+#include "model/layers/weight_grad_queue.h"
+#include "model/model_stage.h"
 #include "parallel/tensor/partial_grad_sync.h"
 
 namespace parallm {
@@ -36,13 +46,20 @@ class Transformer {
  public:
   // tp: the tensor-parallel group (default: none). Throws, naming the
   // numbers, when heads, groups or widths do not divide by tp.
-  Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup& tp = {});
+  // stage: the layers this process holds (default: all of them).
+  Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup& tp = {},
+              const ModelStage& stage = {});
+  ~Transformer();
   const ModelConfig& config() const { return cfg_; }
+  const ModelStage& stage() const { return stage_; }
+  Allocator& allocator() const { return alloc_; }
+  bool whole() const { return stage_.embedding && stage_.head && stage_.chunks.size() == 1; }
   const TpGroup& tp() const { return tp_; }
   ParameterSet& params() { return params_; }
   const ParameterSet& params() const { return params_; }
 
   // inputs, targets: (B, T) int32. Gradients accumulate into params().grads.
+  // These three need the whole model (no pipeline stage).
   LossSum forward_backward(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T,
                            double grad_scale, const DropoutKey& dropout = {});
   LossSum forward_loss(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T);
@@ -70,7 +87,40 @@ class Transformer {
   enum class UnitPass { Forward, Backward };
   void set_unit_hook(std::function<void(UnitPass, int)> hook) { unit_hook_ = std::move(hook); }
 
+  // ---- pipeline stage (transformer_stage.cpp)
+  // One micro-batch as a chunk sees it; inputs/targets are copied when read.
+  struct StageBatch {
+    const int32_t* inputs = nullptr;   // (B, T): read by the embedding chunk
+    const int32_t* targets = nullptr;  // (B, T): read by the head chunk
+    int64_t B = 0, T = 0;
+    double grad_scale = 0.0;
+    DropoutKey dropout;
+  };
+  int num_chunks() const { return static_cast<int>(stage_.chunks.size()); }
+  // Rows of the residual stream a chunk passes on: B*T, or B*T/tp under sp.
+  int64_t stream_rows(int64_t B, int64_t T) const;
+  // Runs chunk `chunk` forward for micro-batch `micro_batch`, keeping what
+  // backward needs. in: (rows, C) activation from the previous virtual stage
+  // (ignored by the embedding chunk; kept as the saved input). Returns the
+  // (rows, C) output (undefined for the head chunk, whose loss runs in backward).
+  Tensor chunk_forward(int chunk, int micro_batch, const StageBatch& b, Tensor in);
+  // Backward of that forward, given dout (rows, C) from the next virtual
+  // stage (ignored by the head chunk). Returns dinp (undefined for the
+  // embedding chunk); loss: the head chunk's sum (else zero). With
+  // defer_weights the linear dW GEMMs wait for chunk_backward_weights (zero-
+  // bubble B), else the saved state is freed here.
+  Tensor chunk_backward(int chunk, int micro_batch, const Tensor& dout, bool defer_weights,
+                        LossSum* loss);
+  void chunk_backward_weights(int chunk, int micro_batch);  // zero-bubble W
+  // Evaluation: the head chunk's loss of a forward already run (no
+  // gradients), releasing its state; drop_chunk releases any chunk's state.
+  LossSum chunk_loss(int chunk, int micro_batch);
+  void drop_chunk(int chunk, int micro_batch);
+  // (micro-batch, chunk) pairs whose forward state is held (0 after a step).
+  int chunks_in_flight() const { return static_cast<int>(inflight_.size()); }
+
  private:
+  struct ChunkState;
   struct Forward {
     std::vector<Tensor> xs;  // xs[l]: input of block l; xs[L]: input of the final norm (stream rows)
     std::vector<Block::Saved> blocks;
@@ -81,8 +131,16 @@ class Transformer {
   void check_batch(const int32_t* inputs, int64_t B, int64_t T) const;
   // The final norm's output as all N rows (gathered under sequence parallel).
   Tensor head_input(const LayerContext& c, const Forward& f) const;
+  Tensor head_input(const LayerContext& c, const Norm::Saved& final_norm) const;
+  // Units of the backward order: segment ids of the embedding, of each held
+  // block (by index into blocks_), of the tail; -1 when absent.
+  int embed_segment_ = -1, tail_segment_ = -1;
+  std::vector<int> block_segment_;
+  std::vector<int> chunk_first_block_;  // index into blocks_ of each chunk's first block
+  void stage_unit_backward(int segment, const std::function<void()>& body);
 
   ModelConfig cfg_;
+  ModelStage stage_;
   Allocator& alloc_;
   TpGroup tp_;
   PartialGradSync partial_grads_;
@@ -94,6 +152,7 @@ class Transformer {
   std::vector<GradSegment> segments_;
   std::function<void(int)> grad_ready_;
   std::function<void(UnitPass, int)> unit_hook_;
+  std::map<std::pair<int, int>, std::shared_ptr<ChunkState>> inflight_;  // (micro-batch, chunk)
   void before_unit(UnitPass p, int segment) const {
     if (unit_hook_) unit_hook_(p, segment);
   }

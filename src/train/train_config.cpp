@@ -177,10 +177,16 @@ RunConfig load_run_config(const std::string& path) {
   r.get("tp", t.tp);
   r.get("sequence_parallel", t.sequence_parallel);
   r.get("peak_tflops", t.peak_tflops);
+  r.get("pp", t.pp);
+  r.get("schedule", t.schedule);
+  r.get("virtual_stages", t.virtual_stages);
+  r.get("pp_layers", t.pp_layers);
+  r.get("trace", t.trace_path);
+  r.get("timeline", t.timeline_path);
   r.reject_unknown();
   // Every path in a run file, outputs included, is relative to the file.
   std::vector<std::string*> paths = {&t.init_from, &t.metrics_path, &t.save_dir, &t.load_dir,
-                                    &t.save_hf_dir};
+                                     &t.save_hf_dir, &t.trace_path, &t.timeline_path};
   for (std::string* p : paths) {
     std::vector<std::string> one = {*p};
     resolve_paths(one, base);

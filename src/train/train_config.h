@@ -61,6 +61,13 @@ struct TrainConfig {
   DpOptions dp;  // data parallelism (dp == 1: one process)
   int tp = 1;    // tensor parallel size (--tp); world = dp x tp
   bool sequence_parallel = false;  // --sequence-parallel (needs tp > 1 to matter)
+  // Pipeline parallelism (docs/pipeline.md): world = pp x dp x tp.
+  int pp = 1;                       // --pp: pipeline stages
+  std::string schedule = "1f1b";    // --schedule gpipe|1f1b|interleaved|zb
+  int virtual_stages = 1;           // --virtual-stages: model chunks per stage (interleaved)
+  std::string pp_layers;            // --pp-layers 3,5,5,3: layers per virtual stage (empty: even)
+  std::string trace_path;           // --trace FILE.json: Chrome trace of every rank (pp > 1)
+  std::string timeline_path;        // --timeline FILE.svg: measured schedule of one step
   double peak_tflops = 0;  // MFU/HFU denominator per rank (--peak-tflops); 0: measure GEMM peak
 
   // Micro-batches per optimizer step on each data-parallel rank.

@@ -14,6 +14,7 @@
 #include "train/checkpoint_export.h"
 #include "train/checkpoint_load.h"
 #include "train/checkpoint_save.h"
+#include "train/pipeline_trace.h"
 #include "train/trainer.h"
 
 namespace parallm {
@@ -28,7 +29,8 @@ RunConfig checked_run_config(const TrainJobOptions& opts, int world_size) {
   if (!rc.train.init_from.empty()) rc.model = read_hf_model_config(rc.train.init_from);
   rc.train.validate(rc.model);
   validate_dp_layout(rc.train.dp, world_size, rc.train.global_batch_size,
-                     rc.train.micro_batch_size, rc.train.tp);
+                     rc.train.micro_batch_size, rc.train.tp, rc.train.pp);
+  validate_pipeline(rc.train, rc.model);
   // --load must find a checkpoint (checksums are verified once MPI runs).
   PX_CHECK(rc.train.load_dir.empty() || has_checkpoint(rc.train.load_dir),
            "--load: no checkpoint in '{}'", rc.train.load_dir);
@@ -48,16 +50,22 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   std::ostream null_log(nullptr);  // ranks other than 0 stay quiet
   std::ostream& log = rank == 0 ? log_in : null_log;
 
-  // This rank's data- and tensor-parallel groups, from the grid (tp fastest).
-  std::unique_ptr<comm::Communicator> dp_group, tp_group;
+  // This rank's data-, tensor- and pipeline-parallel groups, from the grid
+  // (tp fastest, then dp, then pp).
+  std::unique_ptr<comm::Communicator> dp_group, tp_group, pp_group, embed_group;
+  const RankGrid grid(GridSizes{.tp = rc.train.tp, .dp = rc.train.dp.dp, .pp = rc.train.pp},
+                      world_size);
   if (world_size > 1) {
-    RankGrid grid(GridSizes{.tp = rc.train.tp, .dp = rc.train.dp.dp}, world_size);
     auto split = [&](GroupKind kind, const char* name) {
       const int g = grid.group_index(kind, rank);
       return world->split(g, grid.rank_in_group(kind, rank), fmt::format("{}[{}]", name, g));
     };
     dp_group = split(GroupKind::kDp, "dp");
     tp_group = split(GroupKind::kTp, "tp");
+    if (rc.train.pp > 1) {
+      pp_group = split(GroupKind::kPp, "pp");
+      embed_group = split(GroupKind::kEmbedding, "embedding");  // null on middle stages
+    }
   }
   TpGroup tp{.comm = rc.train.tp > 1 ? tp_group.get() : nullptr,
              .sequence_parallel = rc.train.sequence_parallel};
@@ -65,7 +73,8 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   Allocator alloc;
   rc.model.attn_dropout = rc.train.attention_dropout;
   rc.model.hidden_dropout = rc.train.hidden_dropout;
-  Transformer model(rc.model, alloc, tp);
+  Transformer model(rc.model, alloc, tp,
+                    pipeline_stage(rc.train, rc.model, grid.coord(rank).pp_rank));
   if (rc.train.init_from.empty()) {
     model.params().init_random(rc.train.seed);
   } else {
@@ -86,7 +95,8 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   }
   const bool measured = rc.train.peak_tflops <= 0;
   double peak = measured ? measure_gemm_peak_flops() : rc.train.peak_tflops * 1e12;
-  Trainer trainer(model, rc.train, alloc, peak, rc.train.dp.dp > 1 ? dp_group.get() : nullptr);
+  Trainer trainer(model, rc.train, alloc, peak, rc.train.dp.dp > 1 ? dp_group.get() : nullptr,
+                  PipelineGroups{pp_group.get(), embed_group.get()});
   if (ck.shards) {
     if (Optimizer* opt = trainer.data_parallel().optimizer())
       load_checkpoint_optimizer(ck, model.params(), *opt, rc.model.vocab_size);
@@ -114,9 +124,13 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   if (rc.train.tp > 1)
     fmt::print(log, "tensor parallel: tp {}, sequence parallel {}\n", rc.train.tp,
                rc.train.sequence_parallel ? "on" : "off");
-  const bool dist = rc.train.dp.dp > 1 || rc.train.tp > 1;
-  const CheckpointLayout layout{world_size, rc.train.dp.dp, rc.train.tp, 1, rc.train.dp.zero,
-                                std::string(dp_mode_name(rc.train.dp.mode)),
+  if (rc.train.pp > 1)
+    fmt::print(log, "pipeline parallel: pp {}, schedule {}, virtual stages {}, micro-batches {}\n",
+               rc.train.pp, rc.train.schedule, rc.train.virtual_stages,
+               rc.train.grad_accum_steps());
+  const bool dist = rc.train.dp.dp > 1 || rc.train.tp > 1 || rc.train.pp > 1;
+  const CheckpointLayout layout{world_size, rc.train.dp.dp, rc.train.tp, rc.train.pp,
+                                rc.train.dp.zero, std::string(dp_mode_name(rc.train.dp.mode)),
                                 rc.train.sequence_parallel};
   const TrainConfig& tc = rc.train;
   auto after_step = [&](int64_t done) {
@@ -149,6 +163,7 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
         s.step + 1, rc.train.steps, s.loss, s.lr, s.grad_norm, s.step_seconds * 1e3,
         s.tokens_per_s, s.mfu * 100);
     if (dist) line += fmt::format(" | exposed comm {:.0f} ms", s.exposed_comm_ms);
+    if (rc.train.pp > 1) line += fmt::format(" | bubble {:.1f}%", s.bubble_fraction * 100);
     if (tty) {
       fmt::print(log, "\r{}\x1b[K", line);
       if (last) fmt::print(log, "\n");
@@ -157,6 +172,15 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
     }
     log.flush();
   }, after_step);
+  if (trainer.pipeline() != nullptr)
+    write_pipeline_pictures(
+        *world, grid, *trainer.pipeline(),
+        fmt::format("measured {} schedule, pp {}, {} micro-batches{}", rc.train.schedule,
+                    rc.train.pp, rc.train.grad_accum_steps(),
+                    rc.train.virtual_stages > 1
+                        ? fmt::format(", {} virtual stages", rc.train.virtual_stages)
+                        : std::string()),
+        rc.train.trace_path, rc.train.timeline_path);
   double val = trainer.evaluate();
   fmt::print(log, "done: loss {:.4f} -> {:.4f}{}\n", first_loss, last_loss,
              std::isnan(val) ? std::string() : fmt::format(", validation loss {:.4f}", val));

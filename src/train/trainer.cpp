@@ -17,7 +17,7 @@ uint64_t dropout_seed(uint64_t seed, int64_t step) {
 }  // namespace
 
 Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, double peak_flops,
-                 comm::Communicator* dp_group)
+                 comm::Communicator* dp_group, PipelineGroups pipe)
     : model_(model),
       cfg_(cfg),
       alloc_(alloc),
@@ -29,6 +29,11 @@ Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, d
       dp_(model, dp_group, cfg.dp, cfg.optimizer_config(), alloc),
       sched_{cfg.lr, cfg.warmup, cfg.steps, cfg.min_lr_ratio} {
   cfg_.validate(model.config());
+  validate_pipeline(cfg_, model.config());
+  if (cfg_.pp > 1) {
+    pipe_ = std::make_unique<PipelineStep>(model, cfg_, pipe);
+    dp_.set_pipeline_group(pipe.pp);
+  }
   PX_CHECK(cfg_.tp == model.tp().size(), "the run asks for tp {} but the model was built for tp {}",
            cfg_.tp, model.tp().size());
   train_data_.validate_vocab(model.config().vocab_size);
@@ -53,7 +58,23 @@ StepStats Trainer::train_step(int64_t step) {
   const TpCommCounters tp0 = *model_.tp().counters;
   dp_.begin_step();
   double loss_sum = 0.0;
-  for (int64_t m = 0; m < accum; ++m) {
+  PipelineStepStats ps;
+  if (pipe_) {  // every micro-batch of the step goes through the schedule at once
+    std::vector<int32_t> ins(accum * B * T), tgs(accum * B * T);
+    std::vector<Transformer::StageBatch> mbs;
+    for (int64_t m = 0; m < accum; ++m) {
+      train_data_.fill_batch(first + m * B, B, ins.data() + m * B * T, tgs.data() + m * B * T);
+      mbs.push_back({ins.data() + m * B * T, tgs.data() + m * B * T, B, T, 1.0 / tokens,
+                     DropoutKey{dropout_seed(cfg_.seed, step),
+                                first + m * B - step * cfg_.global_batch_size}});
+    }
+    // Armed, but backward reports no segments: the dp reduction starts in
+    // finish_step, after the embedding group has summed the tied table.
+    dp_.begin_micro_batch(true);
+    ps = pipe_->run(mbs, step);
+    loss_sum = ps.loss_sum;
+  }
+  for (int64_t m = 0; m < accum && !pipe_; ++m) {
     train_data_.fill_batch(first + m * B, B, in.data(), tg.data());
     dp_.begin_micro_batch(m + 1 == accum);
     // Dropout key: per step; the global sample number tells micro-batches and
@@ -74,6 +95,9 @@ StepStats Trainer::train_step(int64_t step) {
   s.loss = r.loss_sum / tokens;
   s.grad_norm = r.grad_norm;
   s.exposed_comm_ms = r.comm.exposed_seconds * 1e3;
+  s.bubble_fraction = ps.bubble_fraction;
+  s.bubble_fraction_replayed = ps.bubble_fraction_replayed;
+  s.stage_peak_activation_bytes = ps.stage_peak_activation_bytes;
   s.comm_bytes = r.comm.bytes;
   s.tp_comm_bytes = model_.tp().counters->tp_bytes - tp0.tp_bytes;
   s.sp_comm_bytes = model_.tp().counters->sp_bytes - tp0.sp_bytes;
@@ -82,8 +106,8 @@ StepStats Trainer::train_step(int64_t step) {
   s.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   s.tokens_per_s = tokens / s.step_seconds;
   s.tflops = s.tokens_per_s * flops_per_token_ / 1e12;
-  // peak_flops_ is one rank's; the step's tokens ran on dp x tp ranks.
-  const int ranks = dp_.dp_size() * model_.tp().size();
+  // peak_flops_ is one rank's; the step's tokens ran on dp x tp x pp ranks.
+  const int ranks = dp_.dp_size() * model_.tp().size() * cfg_.pp;
   s.mfu = flops_utilisation(s.tokens_per_s, flops_per_token_, peak_flops_, ranks);
   s.hfu = flops_utilisation(s.tokens_per_s, hw_flops_per_token_, peak_flops_, ranks);
   return s;
@@ -94,7 +118,8 @@ double Trainer::evaluate() {
   const int64_t B = cfg_.micro_batch_size, T = cfg_.seq_len;
   std::vector<int32_t> in(B * T), tg(B * T);
   LossSum total;
-  for (int64_t i = 0; i < cfg_.eval_batches; ++i) {
+  if (pipe_) total = pipe_->evaluate(*val_data_, cfg_.eval_batches, B, T);
+  for (int64_t i = 0; i < cfg_.eval_batches && !pipe_; ++i) {
     val_data_->fill_batch(i * B, B, in.data(), tg.data());
     LossSum l = model_.forward_loss(in.data(), tg.data(), B, T);
     total.sum += l.sum;
@@ -123,6 +148,14 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step,
                           {"comm_bytes_by_group",
                            {{"dp", s.comm_bytes}, {"tp", s.tp_comm_bytes}, {"sp", s.sp_comm_bytes}}},
                           {"memory", memory_json(alloc_.stats())}};
+    if (pipe_)
+      rec["pipeline"] = {{"schedule", cfg_.schedule},
+                         {"pp", cfg_.pp},
+                         {"virtual_stages", cfg_.virtual_stages},
+                         {"micro_batches", cfg_.grad_accum_steps()},
+                         {"bubble_fraction", s.bubble_fraction},
+                         {"bubble_fraction_replayed", s.bubble_fraction_replayed},
+                         {"peak_activation_bytes", s.stage_peak_activation_bytes}};
     bool last = step + 1 == cfg_.steps;
     if (val_data_ && ((cfg_.eval_interval > 0 && (step + 1) % cfg_.eval_interval == 0) || last))
       rec["val_loss"] = evaluate();

@@ -15,6 +15,7 @@
 #include "parallel/data/data_parallel.h"
 #include "optim/lr_schedule.h"
 #include "train/metrics.h"
+#include "train/pipeline_step.h"
 #include "train/train_config.h"
 
 namespace parallm {
@@ -34,6 +35,11 @@ struct StepStats {
   int64_t tp_comm_bytes = 0;     // ... to tensor-parallel all-reduces (and the tp norm sum)
   int64_t sp_comm_bytes = 0;     // ... to sequence-parallel all-gathers / reduce-scatters
   double tp_comm_ms = 0.0;       // wall time inside tp/sp collectives (blocking: all exposed)
+  // Pipeline (pp > 1), on the logging rank: measured bubble fraction of the
+  // step and each stage's peak activation bytes (allocator, tag activation).
+  double bubble_fraction = 0.0;           // wall clock
+  double bubble_fraction_replayed = 0.0;  // measured pass durations, replayed (pipeline_step.h)
+  std::vector<int64_t> stage_peak_activation_bytes;
 };
 
 class Trainer {
@@ -41,8 +47,10 @@ class Trainer {
   // The model must already hold its initial parameters (the same on every
   // rank). peak_flops: one rank's peak FLOP/s (<= 0: no MFU). dp_group: the
   // data-parallel group when cfg.dp.dp > 1, else null.
+  // pipe: the pp and embedding groups when cfg.pp > 1 (the model is then
+  // this rank's stage, see pipeline_stage()).
   Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, double peak_flops,
-          comm::Communicator* dp_group = nullptr);
+          comm::Communicator* dp_group = nullptr, PipelineGroups pipe = {});
   StepStats train_step(int64_t step);
   // Mean loss over eval_batches micro-batches of the validation files.
   double evaluate();
@@ -58,7 +66,10 @@ class Trainer {
   const Optimizer* optimizer() const { return dp_.optimizer(); }
   const DataParallel& data_parallel() const { return dp_; }
   DataParallel& data_parallel() { return dp_; }
-  bool logging_rank() const { return dp_.dp_rank() == 0 && model_.tp().rank() == 0; }
+  bool logging_rank() const {
+    return dp_.dp_rank() == 0 && model_.tp().rank() == 0 && (!pipe_ || pipe_->stage() == 0);
+  }
+  const PipelineStep* pipeline() const { return pipe_.get(); }
 
  private:
   Transformer& model_;
@@ -70,6 +81,7 @@ class Trainer {
   DataLoader train_data_;
   std::unique_ptr<DataLoader> val_data_;
   DataParallel dp_;
+  std::unique_ptr<PipelineStep> pipe_;
   LrSchedule sched_;
   MetricsWriter metrics_;
   int64_t start_step_ = 0;

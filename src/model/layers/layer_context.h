@@ -9,6 +9,8 @@
 
 namespace parallm {
 
+class WeightGradQueue;
+
 struct LayerContext {
   Allocator& alloc;
   const ParameterSet& params;
@@ -20,6 +22,8 @@ struct LayerContext {
   // depend only on global indices (docs/tensor_parallel.md, "Dropout").
   uint64_t dropout_seed = 0;
   int64_t sample_offset = 0;
+  // Non-null: linear layers defer their dW GEMMs here (zero-bubble B/W split).
+  WeightGradQueue* weight_grads = nullptr;
   int64_t N() const { return B * T; }
 
   Tensor activation(Shape s) const { return Tensor::zeros(alloc, std::move(s), DType::F32, MemTag::Activation); }
@@ -31,7 +35,8 @@ struct LayerContext {
 // layers do not use them).
 inline LayerContext stream_context(const LayerContext& c, int64_t rows) {
   if (rows == c.N()) return c;
-  return LayerContext{c.alloc, c.params, 1, rows, nullptr, c.dropout_seed, c.sample_offset};
+  return LayerContext{c.alloc,          c.params,          1, rows, nullptr,
+                      c.dropout_seed, c.sample_offset, c.weight_grads};
 }
 
 }  // namespace parallm

@@ -144,6 +144,8 @@ DpStepResult DataParallel::finish_step(double local_loss_sum, double lr, double 
     tp.counters->tp_bytes += sizeof(double);
     ++tp.counters->tp_collectives;
   }
+  if (pp_ != nullptr && pp_->size() > 1)  // stages hold disjoint layers; the loss is the last's
+    pp_->all_reduce(sums, 2, DType::F64, comm::ReduceOp::Sum);
   res.loss_sum = sums[0];
   res.grad_norm = std::sqrt(sums[1]);
   PX_CHECK(std::isfinite(res.loss_sum) && std::isfinite(res.grad_norm),

@@ -61,6 +61,10 @@ class DataParallel {
   // Collective: the full flat parameter vector (ZeRO-3 gathers it).
   std::vector<float> full_parameters();
 
+  // Pipeline parallelism: the loss (last stage only) and the squared norm
+  // are also summed over the pp group (each stage holds different layers).
+  void set_pipeline_group(comm::Communicator* pp) { pp_ = pp; }
+
   void begin_step();                  // zeroes the gradients
   void begin_micro_batch(bool last);  // the last one reduces during its backward
   // After the step's micro-batches: finish the reduction, global loss and
@@ -75,6 +79,7 @@ class DataParallel {
 
   Transformer& model_;
   comm::Communicator* dp_;
+  comm::Communicator* pp_ = nullptr;
   DpOptions opts_;
   ShardLayout shards_;
   int64_t norm_begin_ = 0, norm_end_ = 0;      // gradients whose squares this rank counts

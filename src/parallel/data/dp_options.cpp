@@ -21,7 +21,7 @@ int64_t DpOptions::bucket_elems() const {
 }
 
 void validate_dp_layout(const DpOptions& o, int world_size, int64_t global_batch,
-                        int64_t micro_batch, int tp) {
+                        int64_t micro_batch, int tp, int pp) {
   PX_CHECK(o.dp >= 1, "data parallel size must be positive, got {}", o.dp);
   PX_CHECK(o.zero >= 0 && o.zero <= 3, "--zero must be 0, 1, 2 or 3, got {}", o.zero);
   PX_CHECK(o.mode == DpMode::AllReduce || o.zero == 0,
@@ -30,8 +30,12 @@ void validate_dp_layout(const DpOptions& o, int world_size, int64_t global_batch
            o.zero);
   PX_CHECK(o.bucket_mb > 0, "--bucket-mb must be positive, got {}", o.bucket_mb);
   PX_CHECK(tp >= 1, "tensor parallel size must be positive, got {}", tp);
-  // Until pipeline parallelism exists, world = dp x tp.
-  if (tp == 1)
+  PX_CHECK(pp >= 1, "pipeline parallel size must be positive, got {}", pp);
+  if (pp > 1)
+    PX_CHECK(world_size == pp * o.dp * tp,
+             "world size ({}) is not equal to pp ({}) x dp ({}) x tp ({})", world_size, pp, o.dp,
+             tp);
+  else if (tp == 1)
     PX_CHECK(world_size == o.dp, "world size ({}) is not equal to dp ({})", world_size, o.dp);
   else
     PX_CHECK(world_size == o.dp * tp, "world size ({}) is not equal to dp ({}) x tp ({})",

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 namespace parallm::pipeline {
-namespace {
 
 trace::EventKind event_kind(ActionKind k) {
   switch (k) {
@@ -19,8 +18,6 @@ trace::EventKind event_kind(ActionKind k) {
   }
   return trace::EventKind::kOther;
 }
-
-}  // namespace
 
 trace::Timeline simulation_timeline(const Simulation& sim, int virtual_stages, double us_per_unit) {
   trace::Timeline t;

@@ -8,6 +8,10 @@
 
 namespace parallm::pipeline {
 
+// The timeline kind of an action (sends and receives of both directions
+// map to kSend / kRecv).
+trace::EventKind event_kind(ActionKind k);
+
 trace::Timeline simulation_timeline(const Simulation& sim, int virtual_stages,
                                     double us_per_unit = 1000.0);
 

@@ -54,7 +54,8 @@ Simulation simulate(const Schedule& schedule, const CostModel& costs) {
   auto step = [&](int s) -> bool {
     const Action& a = schedule.stages[s][next[s]];
     if (is_compute(a.kind)) {
-      record(s, clock[s], clock[s] + compute_cost(a.kind, costs));
+      const double cost = costs.per_action ? costs.per_action(s, a) : compute_cost(a.kind, costs);
+      record(s, clock[s], clock[s] + cost);
       return true;
     }
     if (costs.mode == SendMode::kEager) {

@@ -5,6 +5,7 @@
 // naming where each stage is stuck. Invariant: the result depends only on the
 // lists and the costs, not on the order in which stages are visited.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ struct CostModel {
   double transfer = 0;  // time a stage spends issuing a send or finishing a receive
   double latency = 0;   // from the end of a send until its data can be received
   SendMode mode = SendMode::kEager;
+  // When set, the cost of compute action a on stage s (measured replays).
+  std::function<double(int s, const Action& a)> per_action;
 };
 
 // F = 1 and B = 2 (a backward is about twice a forward), or B = W = 1 for

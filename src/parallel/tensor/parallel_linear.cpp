@@ -3,6 +3,7 @@
 #include "base/error.h"
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/matmul.h"
+#include "model/layers/weight_grad_queue.h"
 #include "parallel/tensor/mappings.h"
 
 namespace parallm {
@@ -36,6 +37,13 @@ void ColumnParallelLinear::forward(const LayerContext& c, float* out, const floa
 void ColumnParallelLinear::backward(const LayerContext& c, float* dinp, const float* dout,
                                     const float* inp) const {
   float* db = b_.index >= 0 ? c.params.grad(b_) : nullptr;
+  // Zero-bubble B: dW runs later, at W; not for a shard several tp ranks
+  // hold, whose gradient is summed over them when the unit's backward ends.
+  if (c.weight_grads != nullptr && c.params.spec(w_.index).tp_replicas == 1) {
+    cpu::linear_backward(dinp, static_cast<float*>(nullptr), db, dout, inp, c.params.value(w_),
+                         c.N(), in_, out_);
+    return c.weight_grads->defer_linear(c, w_, dout, inp, in_, out_);
+  }
   cpu::linear_backward(dinp, c.params.grad(w_), db, dout, inp, c.params.value(w_), c.N(), in_,
                        out_);
 }
@@ -69,6 +77,11 @@ void RowParallelLinear::forward(const LayerContext& c, float* stream, const floa
 void RowParallelLinear::backward(const LayerContext& c, float* dinp, const float* dstream,
                                  const float* inp) const {
   float* db = b_.index >= 0 ? c.params.grad(b_) : nullptr;
+  if (!tp_.active() && c.weight_grads != nullptr) {  // zero-bubble B: dW runs later, at W
+    cpu::linear_backward(dinp, static_cast<float*>(nullptr), db, dstream, inp, c.params.value(w_),
+                         c.N(), in_, out_);
+    return c.weight_grads->defer_linear(c, w_, dstream, inp, in_, out_);
+  }
   if (!tp_.active())
     return cpu::linear_backward(dinp, c.params.grad(w_), db, dstream, inp, c.params.value(w_),
                                 c.N(), in_, out_);
@@ -82,6 +95,11 @@ void RowParallelLinear::backward(const LayerContext& c, float* dinp, const float
     dfull = c.workspace({c.N(), out_});
     leave_tp_region_backward(tp_, dfull.data<float>(), dstream, c.N(), out_);
     dout = dfull.data<float>();
+  }
+  if (c.weight_grads != nullptr) {  // zero-bubble B: dW runs later, at W
+    cpu::linear_backward(dinp, static_cast<float*>(nullptr), static_cast<float*>(nullptr), dout,
+                         inp, c.params.value(w_), c.N(), in_, out_);
+    return c.weight_grads->defer_linear(c, w_, dout, inp, in_, out_);
   }
   cpu::linear_backward(dinp, c.params.grad(w_), static_cast<float*>(nullptr), dout, inp, c.params.value(w_), c.N(),
                        in_, out_);

@@ -8,11 +8,15 @@ namespace parallm {
 
 double tp_grad_sum_squares(const ParameterSet& ps, const float* g, int64_t begin, int64_t end,
                            const TpGroup& tp) {
-  if (!tp.active() || tp.rank() == 0) return cpu::sum_squares(g, end - begin);
+  bool copies = false;  // a pipeline stage's copy of another stage's parameter
+  for (int i = 0; i < ps.size(); ++i) copies = copies || ps.spec(i).pipeline_copy;
+  if ((!tp.active() || tp.rank() == 0) && !copies) return cpu::sum_squares(g, end - begin);
+  const bool all = !tp.active() || tp.rank() == 0;
   double s = 0.0;
   for (int i = 0; i < ps.size(); ++i) {
     const ParamSpec& spec = ps.spec(i);
-    if (spec.shard_dim < 0) continue;  // replicated: counted by tp rank 0
+    if (spec.pipeline_copy) continue;  // counted by the stage that owns it
+    if (!all && spec.shard_dim < 0) continue;  // replicated: counted by tp rank 0
     if (tp.rank() % spec.tp_replicas != 0) continue;  // a replicated shard: its first holder
     const int64_t lo = std::max(begin, ps.offset(i));
     const int64_t hi = std::min(end, ps.offset(i) + ps.numel(i));

@@ -1,0 +1,120 @@
+// Entry of the pipeline-parallel MPI test binary (label dist): one
+// MpiRuntime, a token shard per rank, the layout runner, gtest output from
+// rank 0 plus every rank's failures; exits non-zero when any rank failed.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "grid/rank_grid.h"
+#include "model/transformer.h"
+#include "parallel/tensor/gather_parameters.h"
+#include "pp_env.h"
+#include "train/trainer.h"
+#include "../common/mpi_gtest.h"
+
+namespace parallm::pp_test {
+
+PpTestEnv& env() {
+  static PpTestEnv e;
+  return e;
+}
+
+ModelConfig pp_gpt2() {
+  ModelConfig c;
+  c.vocab_size = 1003;
+  c.hidden = 32;
+  c.n_layers = 8;
+  c.n_heads = c.n_kv_heads = 4;
+  c.head_dim = 8;
+  c.intermediate = 128;
+  c.max_positions = 64;
+  return c;
+}
+
+ModelConfig pp_llama() {
+  ModelConfig c = pp_gpt2();
+  c.arch = Arch::LLaMA;
+  c.n_kv_heads = 2;
+  c.intermediate = 96;
+  c.tie_embeddings = false;
+  return c;
+}
+
+std::string PpLayout::name() const {
+  return fmt::format("pp {} tp {} dp {}{}{} {} V {} m {}", pp, tp, dp, sp ? " sp" : "",
+                     zero ? fmt::format(" zero {}", zero) : "", schedule, virtual_stages,
+                     micro_batches);
+}
+
+PpRunResult pp_train_run(const ModelConfig& model, const PpLayout& l, int steps) {
+  comm::Communicator* world = env().world;
+  const int n = l.pp * l.tp * l.dp;
+  const bool alone = n == 1;
+  const int rank = world->rank();
+  const bool in = alone || rank < n;
+  std::unique_ptr<comm::Communicator> sub, tp_comm, dp_comm, pp_comm, emb_comm;
+  int pp_rank = 0;
+  if (!alone) {
+    sub = world->split(in ? 0 : -1, rank, "layout");
+    if (!in) return {};
+    RankGrid grid(GridSizes{.tp = l.tp, .dp = l.dp, .pp = l.pp}, n);
+    const int r = sub->rank();
+    auto split = [&](GroupKind k, const char* name) {
+      return sub->split(grid.group_index(k, r), grid.rank_in_group(k, r), name);
+    };
+    tp_comm = split(GroupKind::kTp, "tp");
+    dp_comm = split(GroupKind::kDp, "dp");
+    pp_comm = split(GroupKind::kPp, "pp");
+    emb_comm = split(GroupKind::kEmbedding, "embedding");
+    pp_rank = grid.coord(r).pp_rank;
+  }
+  TpGroup tp{.comm = l.tp > 1 ? tp_comm.get() : nullptr, .sequence_parallel = l.sp};
+  TrainConfig t;
+  t.train_files = {l.shard.empty() ? env().shard : l.shard};
+  t.val_files = t.train_files;
+  t.eval_batches = 2;
+  t.seq_len = l.seq_len;
+  t.micro_batch_size = l.micro_batch_size;
+  t.global_batch_size = l.micro_batch_size * l.micro_batches * l.dp;
+  t.steps = steps;
+  t.lr = 3e-3;
+  t.warmup = 3;
+  t.eps = 1e-5;  // as the tp tests: Adam does not amplify near-zero gradients
+  t.clip_grad = 0.5;
+  t.dp.dp = l.dp;
+  t.dp.zero = l.zero;
+  t.dp.bucket_mb = 0.05;
+  t.tp = l.tp;
+  t.sequence_parallel = l.sp;
+  t.pp = l.pp;
+  t.schedule = l.schedule;
+  t.virtual_stages = l.virtual_stages;
+  t.pp_layers = l.pp_layers;
+  Allocator alloc;
+  Transformer m(model, alloc, tp, pipeline_stage(t, model, pp_rank));
+  m.params().init_random(7);
+  Trainer tr(m, t, alloc, 0.0, l.dp > 1 ? dp_comm.get() : nullptr,
+             PipelineGroups{l.pp > 1 ? pp_comm.get() : nullptr, emb_comm.get()});
+  PpRunResult res;
+  res.ran = true;
+  tr.run([&](const StepStats& s) {
+    res.losses.push_back(s.loss);
+    res.grad_norms.push_back(s.grad_norm);
+    if (tr.logging_rank()) {
+      res.bubble.push_back(s.bubble_fraction);
+      res.bubble_replayed.push_back(s.bubble_fraction_replayed);
+      res.peak_activation.push_back(s.stage_peak_activation_bytes);
+    }
+  });
+  res.val_loss = tr.evaluate();
+  std::vector<float> flat = tr.data_parallel().full_parameters();
+  const ParameterSet& ps = m.params();
+  for (int i = 0; i < ps.size(); ++i)
+    res.params[ps.spec(i).name] = gather_tp_parameter(ps, i, flat.data() + ps.offset(i), tp);
+  return res;
+}
+
+}  // namespace parallm::pp_test
+
+int main(int argc, char** argv) {
+  return parallm::testing::run_training_dist_tests(argc, argv, parallm::pp_test::env(), "pp");
+}

@@ -1,0 +1,193 @@
+// Layout invariance of pipeline parallelism (DESIGN principle 1): for pp in
+// {2, 4}, every schedule (GPipe, 1F1B, interleaved with 2 virtual stages,
+// ZB-H1) and micro-batches m in {1, pp, 2pp+1}, alone and combined with tp 2
+// (sequence parallel on) and dp 2 up to the world size, 10 training steps
+// follow the one-process run on the same global batch: per-step losses and
+// gradient norms, the evaluation loss after training (forwards only through
+// the stages), and every parameter this rank holds (the last stage's
+// copy of GPT-2's tied token table included), within 1e-5 relative. The
+// interleaved schedule takes only m divisible by pp (Megatron's rule), so
+// it runs at m = pp and rejects 1 and 2pp+1 up front (checked below).
+// Combined with tp 2 / dp 2 every schedule runs at m = pp (suite time).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <tuple>
+
+#include "base/error.h"
+#include "pp_env.h"
+#include "train/pipeline_step.h"
+
+namespace parallm::pp_test {
+namespace {
+
+// The one-process run on the same global batch (micro-batches of the same size).
+// "gpt2", "llama", or "llama-kv1" (one key/value group: tp 2 replicates it).
+ModelConfig family_model(const std::string& family) {
+  if (family == "gpt2") return pp_gpt2();
+  ModelConfig m = pp_llama();
+  if (family == "llama-kv1") m.n_kv_heads = 1;
+  return m;
+}
+
+const PpRunResult& reference(const std::string& family, int64_t micro_batch_size,
+                             int global_micro_batches) {
+  static std::map<std::tuple<std::string, int64_t, int>, PpRunResult> cache;
+  const auto key = std::make_tuple(family, micro_batch_size, global_micro_batches);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  PpLayout one;
+  one.micro_batch_size = micro_batch_size;
+  one.micro_batches = global_micro_batches;
+  return cache[key] = pp_train_run(family_model(family), one);
+}
+
+void expect_same_trajectory(const std::string& family, const PpLayout& l) {
+  const PpRunResult& ref = reference(family, l.micro_batch_size, l.micro_batches * l.dp);
+  PpRunResult got = pp_train_run(family_model(family), l);
+  if (!got.ran) return;  // not in this layout
+  const std::string what = family + " " + l.name();
+  ASSERT_EQ(got.losses.size(), ref.losses.size()) << what;
+  for (size_t s = 0; s < ref.losses.size(); ++s) {
+    EXPECT_NEAR(got.losses[s], ref.losses[s], 1e-5 * std::abs(ref.losses[s]))
+        << what << ", step " << s;
+    EXPECT_NEAR(got.grad_norms[s], ref.grad_norms[s], 1e-5 * std::abs(ref.grad_norms[s]))
+        << what << ", step " << s;
+  }
+  EXPECT_NEAR(got.val_loss, ref.val_loss, 1e-5 * std::abs(ref.val_loss)) << what << ": eval";
+  // This rank's parameters against the same names in the one-process model:
+  // norm-wise, and element-wise with a floor of 1e-5 of the RMS for elements
+  // near zero (as the dp and tp tests do); padded vocabulary rows skipped.
+  ASSERT_FALSE(got.params.empty()) << what;
+  double ss = 0.0, dd = 0.0;
+  size_t count = 0;
+  for (const auto& [name, g] : got.params) {
+    auto it = ref.params.find(name);
+    ASSERT_TRUE(it != ref.params.end()) << what << ": unknown parameter " << name;
+    const std::vector<float>& r = it->second;
+    ASSERT_GE(g.size(), r.size()) << what << ": " << name;
+    for (size_t i = 0; i < r.size(); ++i) {
+      ss += double(r[i]) * r[i];
+      dd += (double(g[i]) - r[i]) * (double(g[i]) - r[i]);
+    }
+    count += r.size();
+  }
+  EXPECT_LE(std::sqrt(dd / ss), 1e-5) << what << ": relative distance of the parameters";
+  const double elem_tol = 1e-5;
+  const double floor = elem_tol * std::sqrt(ss / count);
+  for (const auto& [name, g] : got.params) {
+    const std::vector<float>& r = ref.params.at(name);
+    size_t bad = 0, worst = 0;
+    double worst_ratio = 0.0;
+    for (size_t i = 0; i < r.size(); ++i) {
+      const double ratio =
+          std::abs(double(g[i]) - r[i]) / std::max(elem_tol * std::abs(r[i]), floor);
+      if (ratio > 1.0) ++bad;
+      if (ratio > worst_ratio) worst_ratio = ratio, worst = i;
+    }
+    EXPECT_EQ(bad, 0u) << what << ": " << name << ": " << bad << " elements differ; worst at "
+                       << worst << ": " << g[worst] << " vs " << r[worst];
+  }
+}
+
+// Every (schedule, m) a pipeline of pp stages runs: m in {1, pp, 2pp+1},
+// interleaved (V = 2) only at m = pp.
+// Combined with tp or dp: every schedule at m = pp (keeps the suite short).
+std::vector<PpLayout> schedules_for(PpLayout base) {
+  std::vector<PpLayout> out;
+  const bool combined = base.tp > 1 || base.dp > 1;
+  for (const char* s : {"gpipe", "1f1b", "zb", "interleaved"})
+    for (int m : {1, base.pp, 2 * base.pp + 1}) {
+      if (combined && m != base.pp) continue;
+      const bool interleaved = std::string(s) == "interleaved";
+      if (interleaved && m % base.pp != 0) continue;
+      PpLayout l = base;
+      l.schedule = s;
+      l.micro_batches = m;
+      l.virtual_stages = interleaved ? 2 : 1;
+      out.push_back(l);
+    }
+  return out;
+}
+
+// The grids pp x tp x dp of this world size with pp in {2, 4}.
+std::vector<PpLayout> grids_for(int world) {
+  std::vector<PpLayout> out;
+  for (int pp : {2, 4})
+    for (int tp : {1, 2})
+      for (int dp : {1, 2})
+        if (pp * tp * dp == world) out.push_back(PpLayout{.pp = pp, .tp = tp, .dp = dp, .sp = tp > 1});
+  return out;
+}
+
+TEST(PipelineLayout, Gpt2MatchesOneProcess) {
+  for (const PpLayout& g : grids_for(env().world->size()))
+    for (const PpLayout& l : schedules_for(g)) expect_same_trajectory("gpt2", l);
+}
+
+TEST(PipelineLayout, LlamaMatchesOneProcess) {
+  for (const PpLayout& g : grids_for(env().world->size()))
+    for (const PpLayout& l : schedules_for(g)) expect_same_trajectory("llama", l);
+}
+
+// tp without sequence parallelism, and ZeRO-1 over the dp group of a stage;
+// ZB-H1 with a key/value head replicated over tp (its dW stays in B).
+TEST(PipelineLayout, TpWithoutSpAndZero1) {
+  if (env().world->size() != 4) GTEST_SKIP() << "runs at np 4";
+  expect_same_trajectory("llama-kv1", PpLayout{.pp = 2, .tp = 2, .schedule = "zb", .micro_batches = 3});
+  for (const char* family : {"gpt2", "llama"}) {
+    expect_same_trajectory(family, PpLayout{.pp = 2, .tp = 2, .schedule = "zb", .micro_batches = 2});
+    expect_same_trajectory(family, PpLayout{.pp = 2, .dp = 2, .zero = 1, .schedule = "1f1b",
+                                            .micro_batches = 3});
+  }
+}
+
+// Uneven stages (--pp-layers) follow the same trajectory.
+TEST(PipelineLayout, UnevenStagesMatchOneProcess) {
+  const int world = env().world->size();
+  if (world != 2 && world != 4) GTEST_SKIP() << "runs at np 2 and 4";
+  PpLayout l{.pp = world, .schedule = "1f1b", .micro_batches = world + 1};
+  l.pp_layers = world == 2 ? "5,3" : "1,3,3,1";
+  expect_same_trajectory("gpt2", l);
+}
+
+// What the trainer rejects before building anything, with the values.
+TEST(PipelineLayout, RejectsImpossibleLayouts) {
+  TrainConfig t;
+  t.train_files = {"x"};
+  t.pp = 4;
+  t.micro_batch_size = 1;
+  t.global_batch_size = 9;
+  t.schedule = "interleaved";
+  t.virtual_stages = 2;
+  auto message = [&](const ModelConfig& m) {
+    try {
+      validate_pipeline(t, m);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(message(pp_gpt2()).find("divisible by pp (4)"), std::string::npos) << message(pp_gpt2());
+  t.global_batch_size = 8;
+  ModelConfig small = pp_gpt2();
+  small.n_layers = 6;
+  EXPECT_NE(message(small).find("cannot split 6 layers into 4 stages x 2 chunks"), std::string::npos)
+      << message(small);
+  t.schedule = "1f1b";
+  t.virtual_stages = 1;
+  t.pp_layers = "2,2,2,1";
+  EXPECT_NE(message(pp_gpt2()).find("sums to 7 layers, but the model has 8"), std::string::npos)
+      << message(pp_gpt2());
+  t.pp_layers = "";
+  t.dp.zero = 2;
+  EXPECT_NE(message(pp_gpt2()).find("ZeRO stage 2 with pp 4"), std::string::npos);
+  t.dp.zero = 0;
+  t.schedule = "zb2";
+  EXPECT_NE(message(pp_gpt2()).find("unknown pipeline schedule 'zb2'"), std::string::npos);
+  t.schedule = "gpipe";
+  EXPECT_EQ(message(pp_gpt2()), "");
+}
+
+}  // namespace
+}  // namespace parallm::pp_test
