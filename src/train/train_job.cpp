@@ -75,6 +75,7 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
              rc.model.hidden, rc.model.vocab_size, rc.train.steps, rc.train.global_batch_size,
              rc.train.seq_len, rc.train.micro_batch_size, rc.train.grad_accum_steps(),
              cpu::num_threads(), peak / 1e9, measured ? "measured GEMM" : "--peak-tflops");
+  fmt::print(log, "compute: {}\n", trainer.compute_summary());
   if (rc.train.dp.dp > 1)
     fmt::print(log, "data parallel: dp {}, {}, ZeRO stage {}, buckets {} MiB, overlap {}\n",
                rc.train.dp.dp, dp_mode_name(rc.train.dp.mode), rc.train.dp.zero,
@@ -96,6 +97,11 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
         s.step + 1, rc.train.steps, s.loss, s.lr, s.grad_norm, s.step_seconds * 1e3,
         s.tokens_per_s, s.mfu * 100);
     if (dist) line += fmt::format(" | exposed comm {:.0f} ms", s.exposed_comm_ms);
+    if (rc.train.precision == Precision::FP16) line += fmt::format(" | loss scale {}", s.loss_scale);
+    if (s.skipped) {  // always its own line, whatever the log interval
+      fmt::print(log, "{}step {} skipped: non-finite loss or gradients ({})\n", tty ? "\n" : "",
+                 s.step + 1, s.nonfinite);
+    }
     if (tty) {
       fmt::print(log, "\r{}\x1b[K", line);
       if (last) fmt::print(log, "\n");

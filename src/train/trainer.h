@@ -4,14 +4,19 @@
 // token count so accumulation and data parallelism give the same gradients
 // as one big batch. Under data parallelism each rank takes its own rows of
 // the global batch and DataParallel reduces, updates and syncs; only the
-// logging rank (dp rank 0, tp rank 0) writes metrics.
+// logging rank (dp rank 0, tp rank 0) writes metrics. Under --precision
+// fp16 the loss is scaled (LossScaler) and a step with Inf/NaN gradients is
+// skipped, as is any non-finite step under --on-nan skip; a skipped step
+// advances the data but neither the optimizer nor the lr schedule (Megatron).
 #pragma once
 #include <functional>
 #include <memory>
 
 #include "data/data_loader.h"
+#include "model/layers/matmul_precision.h"
 #include "model/transformer.h"
 #include "optim/adamw.h"
+#include "optim/loss_scaler.h"
 #include "parallel/data/data_parallel.h"
 #include "optim/lr_schedule.h"
 #include "train/metrics.h"
@@ -33,6 +38,9 @@ struct StepStats {
   int64_t comm_bytes = 0;        // bytes this rank handed to dp collectives
   int64_t tp_comm_bytes = 0;     // ... to tensor-parallel all-reduces (and the tp norm sum)
   int64_t sp_comm_bytes = 0;     // ... to sequence-parallel all-gathers / reduce-scatters
+  double loss_scale = 1.0;       // fp16: the loss scale this step ran with (else 1)
+  bool skipped = false;          // non-finite loss/gradients: no update (fp16, --on-nan skip)
+  std::string nonfinite;         // where the NaN/Inf was, when skipped
 };
 
 class Trainer {
@@ -52,6 +60,11 @@ class Trainer {
   const DataParallel& data_parallel() const { return dp_; }
   DataParallel& data_parallel() { return dp_; }
   bool logging_rank() const { return dp_.dp_rank() == 0 && model_.tp().rank() == 0; }
+  // One line for the job's banner: precision, GEMM backend, loss scaling, recomputation.
+  std::string compute_summary() const;
+  const LossScaler& loss_scaler() const { return scaler_; }
+  // Optimizer updates so far (steps minus skipped steps): the schedule's clock.
+  int64_t updates() const { return updates_; }
 
  private:
   Transformer& model_;
@@ -63,6 +76,9 @@ class Trainer {
   DataLoader train_data_;
   std::unique_ptr<DataLoader> val_data_;
   DataParallel dp_;
+  std::unique_ptr<MatmulPrecision> matmul_;  // bf16/fp16 GEMMs (null under fp32)
+  LossScaler scaler_;                        // fp16 only
+  int64_t updates_ = 0;
   LrSchedule sched_;
   MetricsWriter metrics_;
 };

@@ -3,6 +3,7 @@
 #include "base/error.h"
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/matmul.h"
+#include "model/layers/matmul_precision.h"
 #include "parallel/tensor/mappings.h"
 
 namespace parallm {
@@ -24,14 +25,13 @@ ColumnParallelLinear::ColumnParallelLinear(ParameterSet& ps, const std::string& 
 
 void ColumnParallelLinear::forward(const LayerContext& c, float* out, const float* inp) const {
   const float* b = b_.index >= 0 ? c.params.value(b_) : nullptr;
-  cpu::linear_forward(out, inp, c.params.value(w_), b, c.N(), in_, out_);
+  linear_forward(c, out, inp, w_, b, c.N(), in_, out_);
 }
 
 void ColumnParallelLinear::backward(const LayerContext& c, float* dinp, const float* dout,
                                     const float* inp) const {
   float* db = b_.index >= 0 ? c.params.grad(b_) : nullptr;
-  cpu::linear_backward(dinp, c.params.grad(w_), db, dout, inp, c.params.value(w_), c.N(), in_,
-                       out_);
+  linear_backward(c, dinp, c.params.grad(w_), db, dout, inp, w_, c.N(), in_, out_);
 }
 
 RowParallelLinear::RowParallelLinear(ParameterSet& ps, const std::string& name,
@@ -50,10 +50,9 @@ RowParallelLinear::RowParallelLinear(ParameterSet& ps, const std::string& name,
 
 void RowParallelLinear::forward(const LayerContext& c, float* stream, const float* inp) const {
   const float* b = b_.index >= 0 ? c.params.value(b_) : nullptr;
-  if (!tp_.active()) return cpu::linear_forward(stream, inp, c.params.value(w_), b, c.N(), in_, out_);
+  if (!tp_.active()) return linear_forward(c, stream, inp, w_, b, c.N(), in_, out_);
   Tensor partial = c.workspace({c.N(), out_});
-  cpu::linear_forward(partial.data<float>(), inp, c.params.value(w_), static_cast<const float*>(nullptr), c.N(), in_,
-                      out_);
+  linear_forward(c, partial.data<float>(), inp, w_, nullptr, c.N(), in_, out_);
   leave_tp_region(tp_, stream, partial.data<float>(), c.N(), out_);
   if (b == nullptr) return;
   const int64_t rows = tp_local_rows(tp_, c.N());
@@ -64,8 +63,7 @@ void RowParallelLinear::backward(const LayerContext& c, float* dinp, const float
                                  const float* inp) const {
   float* db = b_.index >= 0 ? c.params.grad(b_) : nullptr;
   if (!tp_.active())
-    return cpu::linear_backward(dinp, c.params.grad(w_), db, dstream, inp, c.params.value(w_),
-                                c.N(), in_, out_);
+    return linear_backward(c, dinp, c.params.grad(w_), db, dstream, inp, w_, c.N(), in_, out_);
   if (db != nullptr) {  // the bias saw only this rank's rows (all rows unless sp)
     const int64_t rows = tp_local_rows(tp_, c.N());
     for (int64_t r = 0; r < rows; ++r) cpu::add_inplace(db, dstream + r * out_, out_);
@@ -77,8 +75,7 @@ void RowParallelLinear::backward(const LayerContext& c, float* dinp, const float
     leave_tp_region_backward(tp_, dfull.data<float>(), dstream, c.N(), out_);
     dout = dfull.data<float>();
   }
-  cpu::linear_backward(dinp, c.params.grad(w_), static_cast<float*>(nullptr), dout, inp, c.params.value(w_), c.N(),
-                       in_, out_);
+  linear_backward(c, dinp, c.params.grad(w_), nullptr, dout, inp, w_, c.N(), in_, out_);
 }
 
 }  // namespace parallm

@@ -1,0 +1,134 @@
+// 16-bit GEMM: oneDNN bf16 matmul primitives keyed by (transposes, shape,
+// leading dimensions, beta), or widening to f32 and dnnl_sgemm. Invariant:
+// both paths see exactly the same 16-bit inputs; beta 1 accumulates into C.
+#include "kernels/cpu/gemm_bf16.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <map>
+#include <tuple>
+
+#include "base/error.h"
+#include "kernels/cpu/matmul.h"
+#include "tensor/half.h"
+#include "tensor/tensor.h"
+
+namespace parallm::cpu {
+
+void round_to_lowp(uint16_t* dst, const float* src, int64_t n, LowpType t) {
+  if (t == LowpType::BF16) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
+  } else {
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(src[i]);
+  }
+}
+
+void widen_lowp(float* dst, const uint16_t* src, int64_t n, LowpType t) {
+  if (t == LowpType::BF16) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
+  } else {
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
+  }
+}
+
+void round_inplace(float* x, int64_t n, LowpType t) {
+  if (t == LowpType::BF16) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) x[i] = bf16_to_f32(f32_to_bf16(x[i]));
+  } else {
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) x[i] = f16_to_f32(f32_to_f16(x[i]));
+  }
+}
+
+bool cpu_has_avx512_bf16() {
+  // ISA values are nested bit masks: a newer ISA contains the older's bits.
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+  return (isa & bf16) == bf16;
+}
+
+struct LowpGemm::Cache {
+  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
+  struct Entry {
+    dnnl::memory::desc a, b, c;
+    dnnl::matmul prim;
+  };
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream strm{eng};
+  std::map<Key, Entry> prims;
+  std::string impl;  // implementation of the first primitive built
+};
+
+LowpGemm::LowpGemm(LowpType t, bool allow_native)
+    : type_(t), native_(allow_native && t == LowpType::BF16 && cpu_has_avx512_bf16()) {
+  if (native_) cache_ = std::make_unique<Cache>();
+}
+
+LowpGemm::~LowpGemm() = default;
+
+std::string LowpGemm::backend() const {
+  const char* name = type_ == LowpType::BF16 ? "bf16" : "fp16";
+  if (!native_)
+    return std::string("emulated ") + name + ": inputs rounded to " + name + ", f32 dnnl_sgemm" +
+           (type_ == LowpType::BF16 ? " (no AVX512-BF16, or native disabled)"
+                                    : " (no AVX512-FP16 GEMM on this CPU)");
+  return "oneDNN bf16 matmul, f32 accumulation" +
+         (cache_->impl.empty() ? std::string() : " (" + cache_->impl + ")");
+}
+
+void LowpGemm::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                    const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb, float beta,
+                    float* C, int64_t ldc, Allocator& scratch) const {
+  PX_CHECK(beta == 0.0f || beta == 1.0f, "LowpGemm: beta must be 0 or 1, got {}", beta);
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0 || !native_) {
+    // Widen exactly and reuse the f32 GEMM: the same products, f32 sums.
+    const int64_t a_rows = trans_a ? K : M, b_rows = trans_b ? N : K;
+    Tensor a = Tensor::zeros(scratch, {std::max<int64_t>(a_rows * lda, 1)}, DType::F32,
+                             MemTag::Workspace);
+    Tensor b = Tensor::zeros(scratch, {std::max<int64_t>(b_rows * ldb, 1)}, DType::F32,
+                             MemTag::Workspace);
+    if (K > 0) {
+      widen_lowp(a.data<float>(), A, a_rows * lda, type_);
+      widen_lowp(b.data<float>(), B, b_rows * ldb, type_);
+    }
+    cpu::gemm<float>(trans_a, trans_b, M, N, K, 1.0f, a.data<float>(), lda, b.data<float>(), ldb,
+                     beta, C, ldc);
+    return;
+  }
+  using dnnl::memory;
+  const Cache::Key key{trans_a, trans_b, M, N, K, lda, ldb, ldc, beta != 0.0f};
+  auto it = cache_->prims.find(key);
+  if (it == cache_->prims.end()) {
+    Cache::Entry e;
+    // Strides describe the row-major storage of op(A) (M, K) and op(B) (K, N).
+    e.a = memory::desc({M, K}, memory::data_type::bf16,
+                       trans_a ? memory::dims{1, lda} : memory::dims{lda, 1});
+    e.b = memory::desc({K, N}, memory::data_type::bf16,
+                       trans_b ? memory::dims{1, ldb} : memory::dims{ldb, 1});
+    e.c = memory::desc({M, N}, memory::data_type::f32, memory::dims{ldc, 1});
+    dnnl::primitive_attr attr;
+    if (beta != 0.0f) {
+      dnnl::post_ops po;
+      po.append_sum(1.0f);
+      attr.set_post_ops(po);
+    }
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(e.a, e.b, e.c), attr, cache_->eng);
+    if (cache_->impl.empty()) cache_->impl = pd.impl_info_str();
+    e.prim = dnnl::matmul(pd);
+    it = cache_->prims.emplace(key, std::move(e)).first;
+  }
+  const Cache::Entry& e = it->second;
+  memory a(e.a, cache_->eng, const_cast<uint16_t*>(A));
+  memory b(e.b, cache_->eng, const_cast<uint16_t*>(B));
+  memory c(e.c, cache_->eng, C);
+  it->second.prim.execute(cache_->strm, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+  cache_->strm.wait();
+}
+
+}  // namespace parallm::cpu
