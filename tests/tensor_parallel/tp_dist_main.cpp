@@ -86,6 +86,9 @@ TpRunResult tp_train_run(const ModelConfig& model, const TpLayout& l, int steps)
   t.dp.bucket_mb = 0.05;
   t.tp = l.tp;
   t.sequence_parallel = l.sp;
+  t.precision = l.precision;
+  t.recompute = l.recompute;
+  t.loss_scale = l.loss_scale;
   Allocator alloc;
   Transformer m(model, alloc, tp);
   m.params().init_random(7);
@@ -96,6 +99,8 @@ TpRunResult tp_train_run(const ModelConfig& model, const TpLayout& l, int steps)
     res.grad_norms.push_back(s.grad_norm);
     res.tp_bytes.push_back(s.tp_comm_bytes);
     res.sp_bytes.push_back(s.sp_comm_bytes);
+    res.loss_scales.push_back(s.loss_scale);
+    res.skipped.push_back(s.skipped);
   });
   std::vector<float> flat = tr.data_parallel().full_parameters();
   const ParameterSet& ps = m.params();

@@ -10,7 +10,9 @@
 
 #include "comm/communicator.h"
 #include "model/config.h"
+#include "optim/loss_scaler.h"
 #include "parallel/data/dp_options.h"
+#include "plan/memory_model.h"
 
 namespace parallm::tp_test {
 
@@ -27,12 +29,17 @@ struct TpLayout {
   int tp = 1, dp = 1;
   bool sp = false;
   int zero = 0;
+  Precision precision = Precision::FP32;  // mixed precision (tests/precision too)
+  Recompute recompute = Recompute::None;
+  LossScalerConfig loss_scale;            // fp16 only
   std::string name() const;
 };
 
 struct TpRunResult {
   std::vector<double> losses, grad_norms;
   std::vector<int64_t> tp_bytes, sp_bytes;       // per step
+  std::vector<double> loss_scales;               // per step (fp16)
+  std::vector<bool> skipped;                     // per step
   std::map<std::string, std::vector<float>> params;  // name -> full tensor
 };
 
