@@ -109,5 +109,28 @@ TEST(GemmBf16, RoundingIsNearestEvenAndF16Overflows) {
   for (int i = 0; i < 7; ++i) EXPECT_EQ(x[i], back[i]);
 }
 
+// The vectorised f16 conversions (F16C where built with it) give the same
+// bits as tensor/half.h's scalar ones, subnormals and overflow included.
+TEST(GemmBf16, VectorF16ConversionMatchesScalar) {
+  const int64_t n = 1 << 17;
+  std::vector<float> x(n);
+  const uint64_t key = stream_key(5, "f16_bits");
+  for (int64_t i = 0; i < n; ++i) {
+    // Magnitudes from 2^-30 to 2^20: f16 subnormals, normals and overflow.
+    const double e = -30.0 + 50.0 * uniform_at(key, i, 0);
+    x[i] = static_cast<float>((uniform_at(key, i, 1) < 0.5 ? -1 : 1) * std::exp2(e));
+  }
+  std::vector<uint16_t> h(n);
+  std::vector<float> w(n);
+  cpu::round_to_lowp(h.data(), x.data(), n, LowpType::F16);
+  cpu::widen_lowp(w.data(), h.data(), n, LowpType::F16);
+  int bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (h[i] != f32_to_f16(x[i]) && bad++ < 5) ADD_FAILURE() << "round " << x[i];
+    if (w[i] != f16_to_f32(h[i]) && bad++ < 5) ADD_FAILURE() << "widen " << h[i];
+  }
+  EXPECT_EQ(bad, 0);
+}
+
 }  // namespace
 }  // namespace parallm

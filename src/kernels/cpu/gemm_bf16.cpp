@@ -4,7 +4,11 @@
 #include "kernels/cpu/gemm_bf16.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -15,13 +19,47 @@
 
 namespace parallm::cpu {
 
+namespace {
+constexpr int64_t kBlock = 8;  // F16C converts 8 values per instruction
+
+// Blocks of 8 through F16C where the build has it (IEEE round to nearest
+// even, overflow to Inf, like tensor/half.h's scalar code), the tail scalar.
+void f32_to_f16_block(uint16_t* dst, const float* src, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  for (; i + kBlock <= n; i += kBlock)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+  for (; i < n; ++i) dst[i] = f32_to_f16(src[i]);
+}
+
+void f16_to_f32_block(float* dst, const uint16_t* src, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  for (; i + kBlock <= n; i += kBlock)
+    _mm256_storeu_ps(dst + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+#endif
+  for (; i < n; ++i) dst[i] = f16_to_f32(src[i]);
+}
+
+// Splits n elements into chunks of whole blocks over the OpenMP threads.
+template <class F>
+void for_chunks(int64_t n, F&& f) {
+  constexpr int64_t kChunk = 1 << 14;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 4)
+  for (int64_t c = 0; c < chunks; ++c) f(c * kChunk, std::min(kChunk, n - c * kChunk));
+}
+}  // namespace
+
 void round_to_lowp(uint16_t* dst, const float* src, int64_t n, LowpType t) {
   if (t == LowpType::BF16) {
 #pragma omp parallel for schedule(static) if (n > 65536)
     for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
   } else {
-#pragma omp parallel for schedule(static) if (n > 65536)
-    for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(src[i]);
+    for_chunks(n, [&](int64_t i0, int64_t len) { f32_to_f16_block(dst + i0, src + i0, len); });
   }
 }
 
@@ -30,8 +68,7 @@ void widen_lowp(float* dst, const uint16_t* src, int64_t n, LowpType t) {
 #pragma omp parallel for schedule(static) if (n > 65536)
     for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
   } else {
-#pragma omp parallel for schedule(static) if (n > 65536)
-    for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
+    for_chunks(n, [&](int64_t i0, int64_t len) { f16_to_f32_block(dst + i0, src + i0, len); });
   }
 }
 
@@ -40,8 +77,14 @@ void round_inplace(float* x, int64_t n, LowpType t) {
 #pragma omp parallel for schedule(static) if (n > 65536)
     for (int64_t i = 0; i < n; ++i) x[i] = bf16_to_f32(f32_to_bf16(x[i]));
   } else {
-#pragma omp parallel for schedule(static) if (n > 65536)
-    for (int64_t i = 0; i < n; ++i) x[i] = f16_to_f32(f32_to_f16(x[i]));
+    for_chunks(n, [&](int64_t i0, int64_t len) {
+      uint16_t h[kBlock * 64];
+      for (int64_t j = 0; j < len; j += kBlock * 64) {
+        const int64_t m = std::min<int64_t>(kBlock * 64, len - j);
+        f32_to_f16_block(h, x + i0 + j, m);
+        f16_to_f32_block(x + i0 + j, h, m);
+      }
+    });
   }
 }
 
