@@ -1,5 +1,5 @@
-// Mixed precision and recomputation under tensor + sequence parallelism (and
-// data parallelism with ZeRO where the world has 4 ranks): recompute
+// Mixed precision and recomputation under tensor + sequence parallelism, dp 2
+// with ZeRO-3, and tp 2 x dp 2 with ZeRO-2 where the world has 4 ranks: recompute
 // selective/full give bit-identical losses and parameters to none in the
 // same layout; bf16 follows its one-process run; an fp16 overflow is
 // skipped on every rank in the same steps as in one process, with the same
@@ -19,6 +19,7 @@ std::vector<TpLayout> layouts() {
   const int n = env().world->size();
   std::vector<TpLayout> out;
   if (n >= 2) out.push_back({.tp = 2, .dp = 1, .sp = true});
+  if (n >= 2) out.push_back({.tp = 1, .dp = 2, .sp = false, .zero = 3});
   if (n >= 4) out.push_back({.tp = 2, .dp = 2, .sp = true, .zero = 2});
   return out;
 }

@@ -27,7 +27,6 @@ LayerContext layer_context(const LayerContext& c, int layer) {
   return cl;
 }
 
-
 // A context whose forward saves nothing lasting (Workspace tags, no recompute).
 LayerContext transient_context(const LayerContext& c) {
   LayerContext t = c;

@@ -16,7 +16,7 @@ cpu::LowpType lowp_type(Precision p) {
   return p == Precision::BF16 ? cpu::LowpType::BF16 : cpu::LowpType::F16;
 }
 
-// An f32 operand of `rows` x `ld` rounded to 16 bits, in a workspace.
+// n f32 values of an operand rounded to 16 bits, in a workspace.
 Tensor rounded(const LayerContext& c, const float* x, int64_t n) {
   Tensor t = Tensor::zeros(c.alloc, {std::max<int64_t>(n, 1)},
                            c.matmul->type() == cpu::LowpType::BF16 ? DType::BF16 : DType::F16,
