@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -128,6 +129,31 @@ TEST(GemmBf16, VectorF16ConversionMatchesScalar) {
   for (int64_t i = 0; i < n; ++i) {
     if (h[i] != f32_to_f16(x[i]) && bad++ < 5) ADD_FAILURE() << "round " << x[i];
     if (w[i] != f16_to_f32(h[i]) && bad++ < 5) ADD_FAILURE() << "widen " << h[i];
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+// The vectorised bf16 conversions equal the scalar ones bit for bit, for
+// random bit patterns (NaNs, infinities, subnormals, ties included).
+TEST(GemmBf16, VectorBf16ConversionMatchesScalar) {
+  const int64_t n = (1 << 17) + 7;  // a tail past the last full vector
+  std::vector<float> x(n);
+  const uint64_t key = stream_key(6, "bf16_bits");
+  for (int64_t i = 0; i < n; ++i) {
+    auto u = static_cast<uint32_t>(uniform_at(key, i, 0) * 4294967296.0);
+    if (i % 7 == 0) u = (u & 0xffff0000u) | 0x8000u;  // exact ties
+    if (i % 11 == 0) u &= 0x807fffffu;                // subnormals
+    std::memcpy(&x[i], &u, 4);
+  }
+  std::vector<uint16_t> h(n);
+  std::vector<float> w(n);
+  cpu::round_to_lowp(h.data(), x.data(), n, LowpType::BF16);
+  cpu::widen_lowp(w.data(), h.data(), n, LowpType::BF16);
+  int bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (h[i] != f32_to_bf16(x[i]) && bad++ < 5) ADD_FAILURE() << "round at " << i;
+    const float ref = bf16_to_f32(h[i]);
+    if (std::memcmp(&w[i], &ref, 4) != 0 && bad++ < 5) ADD_FAILURE() << "widen at " << i;
   }
   EXPECT_EQ(bad, 0);
 }

@@ -4,7 +4,7 @@
 #include "kernels/cpu/gemm_bf16.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
-#if defined(__F16C__)
+#if defined(__F16C__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
@@ -44,6 +44,40 @@ void f16_to_f32_block(float* dst, const uint16_t* src, int64_t n) {
   for (; i < n; ++i) dst[i] = f16_to_f32(src[i]);
 }
 
+// bf16 in blocks of 16 with AVX-512 where built with it: the same integer
+// rounding as tensor/half.h's f32_to_bf16 (nearest even, NaN kept quiet), so
+// the bits equal the scalar code's for every input, subnormals included.
+void f32_to_bf16_block(uint16_t* dst, const float* src, int64_t n) {
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+  const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff);
+  const __m512i quiet = _mm512_set1_epi32(0x40);
+  for (; i + 16 <= n; i += 16) {
+    const __m512i u = _mm512_loadu_si512(src + i);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs_mask), inf);
+    const __m512i hi = _mm512_srli_epi32(u, 16);
+    const __m512i lsb = _mm512_and_si512(hi, one);
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(half, lsb)), 16);
+    r = _mm512_mask_blend_epi32(nan, r, _mm512_or_si512(hi, quiet));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm512_cvtepi32_epi16(r));
+  }
+#endif
+  for (; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
+}
+
+void bf16_to_f32_block(float* dst, const uint16_t* src, int64_t n) {
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  for (; i + 16 <= n; i += 16) {
+    const __m512i h =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
+    _mm512_storeu_si512(dst + i, _mm512_slli_epi32(h, 16));
+  }
+#endif
+  for (; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
+}
+
 // Splits n elements into chunks of whole blocks over the OpenMP threads.
 template <class F>
 void for_chunks(int64_t n, F&& f) {
@@ -56,8 +90,7 @@ void for_chunks(int64_t n, F&& f) {
 
 void round_to_lowp(uint16_t* dst, const float* src, int64_t n, LowpType t) {
   if (t == LowpType::BF16) {
-#pragma omp parallel for schedule(static) if (n > 65536)
-    for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
+    for_chunks(n, [&](int64_t i0, int64_t len) { f32_to_bf16_block(dst + i0, src + i0, len); });
   } else {
     for_chunks(n, [&](int64_t i0, int64_t len) { f32_to_f16_block(dst + i0, src + i0, len); });
   }
@@ -65,8 +98,7 @@ void round_to_lowp(uint16_t* dst, const float* src, int64_t n, LowpType t) {
 
 void widen_lowp(float* dst, const uint16_t* src, int64_t n, LowpType t) {
   if (t == LowpType::BF16) {
-#pragma omp parallel for schedule(static) if (n > 65536)
-    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
+    for_chunks(n, [&](int64_t i0, int64_t len) { bf16_to_f32_block(dst + i0, src + i0, len); });
   } else {
     for_chunks(n, [&](int64_t i0, int64_t len) { f16_to_f32_block(dst + i0, src + i0, len); });
   }
