@@ -14,7 +14,8 @@ namespace parallm::cli {
 
 namespace {
 struct TrainFlags {
-  std::string config, preset, dp_mode;
+  std::string config, preset, dp_mode, precision, recompute, on_nan;
+  bool emulate_lowp_gemm = false;
   bool no_overlap = false;
   bool sequence_parallel = false;
   bool nesterov = false;
@@ -103,6 +104,31 @@ void add_train_command(CLI::App& app, CommandRegistry& reg) {
   CLI::Option* sp = sub->add_flag("--sequence-parallel", f->sequence_parallel,
                                   "norms and residuals on 1/tp of the tokens (needs --tp > 1)");
   f->overrides.emplace_back(sp, [](TrainConfig& dst) { dst.sequence_parallel = true; });
+  // Mixed precision, NaN handling, recomputation (docs/mixed_precision.md, docs/recompute.md).
+  auto named = [&](const std::string& names, std::string& target, const std::string& help,
+                   std::function<void(TrainConfig&)> apply) {
+    f->overrides.emplace_back(sub->add_option(names, target, help), std::move(apply));
+  };
+  named("--precision", f->precision, "fp32, bf16 or fp16 matmuls (fp32 master weights)",
+        [f](TrainConfig& d) { d.precision = precision_from_name(f->precision); });
+  named("--recompute", f->recompute, "activation recomputation: none, selective or full",
+        [f](TrainConfig& d) { d.recompute = recompute_from_name(f->recompute); });
+  named("--on-nan", f->on_nan, "a NaN/Inf loss or gradient: stop (default) or skip the step",
+        [f](TrainConfig& d) { d.skip_nonfinite = on_nan_from_name(f->on_nan); });
+  CLI::Option* emu = sub->add_flag("--emulate-lowp-gemm", f->emulate_lowp_gemm,
+                                   "bf16: round inputs and use the f32 GEMM, not oneDNN's bf16 kernels");
+  f->overrides.emplace_back(emu, [](TrainConfig& d) { d.emulate_lowp_gemm = true; });
+  auto ls_flag = [&](const std::string& names, auto member, const std::string& help) {
+    CLI::Option* o = sub->add_option(names, f->t.loss_scale.*member, help);
+    f->overrides.emplace_back(
+        o, [f, member](TrainConfig& d) { d.loss_scale.*member = f->t.loss_scale.*member; });
+  };
+  ls_flag("--initial-loss-scale", &LossScalerConfig::initial_scale, "fp16: first loss scale (65536)");
+  ls_flag("--min-loss-scale", &LossScalerConfig::min_scale, "fp16: the scale never backs off below this (1)");
+  ls_flag("--loss-scale-window", &LossScalerConfig::window,
+          "fp16: clean steps before the scale doubles (1000)");
+  ls_flag("--hysteresis", &LossScalerConfig::hysteresis,
+          "fp16: overflowing steps tolerated before the scale halves (2)");
 
   flag(sub, *f, "--pp,--pipeline-model-parallel-size", &TrainConfig::pp,
        "pipeline stages (world = pp x dp x tp)");

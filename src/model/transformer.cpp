@@ -69,7 +69,10 @@ Transformer::Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup
 }
 
 LayerContext Transformer::context(int64_t B, int64_t T, const std::vector<int64_t>& pos) {
-  return LayerContext{alloc_, params_, B, T, pos.data()};
+  LayerContext c{alloc_, params_, B, T, pos.data()};
+  c.matmul = matmul_;
+  c.recompute = recompute_;
+  return c;
 }
 
 void Transformer::check_batch(const int32_t* inputs, int64_t B, int64_t T) const {

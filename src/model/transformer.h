@@ -86,6 +86,13 @@ class Transformer {
   // embedding's table). forward_loss and logits call only the forward side.
   enum class UnitPass { Forward, Backward };
   void set_unit_hook(std::function<void(UnitPass, int)> hook) { unit_hook_ = std::move(hook); }
+  // Mixed-precision GEMMs (null: fp32; the caller owns it) and activation
+  // recomputation for every later forward/backward (docs/mixed_precision.md,
+  // docs/recompute.md).
+  void set_compute(MatmulPrecision* matmul, Recompute recompute) {
+    matmul_ = matmul;
+    recompute_ = recompute;
+  }
 
   // ---- pipeline stage (transformer_stage.cpp)
   // One micro-batch as a chunk sees it; inputs/targets are copied when read.
@@ -153,6 +160,8 @@ class Transformer {
   std::function<void(int)> grad_ready_;
   std::function<void(UnitPass, int)> unit_hook_;
   std::map<std::pair<int, int>, std::shared_ptr<ChunkState>> inflight_;  // (micro-batch, chunk)
+  MatmulPrecision* matmul_ = nullptr;
+  Recompute recompute_ = Recompute::None;
   void before_unit(UnitPass p, int segment) const {
     if (unit_hook_) unit_hook_(p, segment);
   }

@@ -20,10 +20,14 @@ struct Transformer::ChunkState {
   std::vector<Block::Saved> blocks;
   Norm::Saved final_norm;
   WeightGradQueue weight_grads;
-  LayerContext context(Allocator& alloc, const ParameterSet& ps) const {
+  // mm, rc: the model's GEMM precision and recomputation (set_compute).
+  LayerContext context(Allocator& alloc, const ParameterSet& ps, MatmulPrecision* mm,
+                       Recompute rc) const {
     LayerContext c{alloc, ps, B, T, pos.data()};
     c.dropout_seed = dropout.seed;
     c.sample_offset = dropout.sample_offset;
+    c.matmul = mm;
+    c.recompute = rc;
     return c;
   }
 };
@@ -57,7 +61,7 @@ Tensor Transformer::chunk_forward(int chunk, int micro_batch, const StageBatch& 
   const int64_t n = b.B * b.T, rows = stream_rows(b.B, b.T), C = cfg_.hidden;
   if (embed) st->inputs.assign(b.inputs, b.inputs + n);
   if (head) st->targets.assign(b.targets, b.targets + n);
-  const LayerContext c = st->context(alloc_, params_);
+  const LayerContext c = st->context(alloc_, params_, matmul_, recompute_);
   if (embed) {
     st->xs.push_back(c.activation({rows, C}));
     before_unit(UnitPass::Forward, embed_segment_);
@@ -95,7 +99,7 @@ Tensor Transformer::chunk_backward(int chunk, int micro_batch, const Tensor& dou
   ChunkState& st = *it->second;
   const bool embed = stage_.embedding && chunk == 0;
   const bool head = stage_.head && chunk + 1 == num_chunks();
-  LayerContext c = st.context(alloc_, params_);
+  LayerContext c = st.context(alloc_, params_, matmul_, recompute_);
   if (defer_weights) c.weight_grads = &st.weight_grads;
   const int64_t rows = stream_rows(st.B, st.T), C = cfg_.hidden;
   const LayerContext cs = stream_context(c, rows);
@@ -159,7 +163,7 @@ LossSum Transformer::chunk_loss(int chunk, int micro_batch) {
            "loss of micro-batch {} chunk {} without its forward on the head chunk", micro_batch,
            chunk);
   const ChunkState& st = *it->second;
-  const LayerContext c = st.context(alloc_, params_);
+  const LayerContext c = st.context(alloc_, params_, matmul_, recompute_);
   const LossSum l = head_.loss(c, head_input(c, st.final_norm).data<float>(), st.targets.data());
   inflight_.erase(it);
   return l;

@@ -44,6 +44,14 @@ double hardware_flops_per_token(const ModelConfig& c, int64_t T, Recompute mode)
   return training_flops_per_token(c, T) + recompute_flops_per_token(c, T, mode);
 }
 
+double parallm_recompute_flops_per_token(const ModelConfig& c, int64_t T, Recompute mode) {
+  return mode == Recompute::Full ? recompute_flops_per_token(c, T, mode) : 0.0;
+}
+
+double parallm_hardware_flops_per_token(const ModelConfig& c, int64_t T, Recompute mode) {
+  return training_flops_per_token(c, T) + parallm_recompute_flops_per_token(c, T, mode);
+}
+
 double flops_utilisation(double tokens_per_s, double flops_per_token, double peak, int ranks) {
   if (peak <= 0 || ranks <= 0) return 0.0;
   return tokens_per_s * flops_per_token / (peak * ranks);

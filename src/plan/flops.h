@@ -30,6 +30,13 @@ double training_flops_per_token(const ModelConfig& cfg, int64_t seq_len);
 double recompute_flops_per_token(const ModelConfig& cfg, int64_t seq_len, Recompute mode);
 // Model FLOPs plus recomputation: the numerator of HFU.
 double hardware_flops_per_token(const ModelConfig& cfg, int64_t seq_len, Recompute mode);
+// The same for parallm's own modes (docs/recompute.md), which the trainer's
+// HFU uses: its selective mode recomputes only elementwise work (norm
+// outputs, GELU/SwiGLU), no matmul FLOPs, so it adds 0 (its flash attention
+// recomputes the scores in every mode, uncounted as above); full adds the
+// same as recompute_flops_per_token(Full).
+double parallm_recompute_flops_per_token(const ModelConfig& cfg, int64_t seq_len, Recompute mode);
+double parallm_hardware_flops_per_token(const ModelConfig& cfg, int64_t seq_len, Recompute mode);
 // Utilisation of `ranks` devices of `peak_flops_per_rank` each at
 // tokens_per_s tokens per second with flops_per_token FLOPs each (0 when the
 // peak is unknown).

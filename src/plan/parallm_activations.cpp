@@ -28,7 +28,7 @@ ParallmActivations parallm_activations(const MemoryQuery& q) {
   const double I = static_cast<double>(m.intermediate) / t;
   const double H = static_cast<double>(m.n_heads) / t;
   const double stats = m.uses_layernorm() ? 2.0 : 1.0;     // mean + rstd, or rstd
-  const double elem = q.precision == Precision::FP32 ? 4.0 : 2.0;
+  const double elem = 4.0;  // fp32 saved tensors under every precision
 
   const double norm_out = rows * C, norm_stats = rows * stats;
   const double block_out = rows * C;                       // next block's input (xs[l+1])
@@ -41,10 +41,14 @@ ParallmActivations parallm_activations(const MemoryQuery& q) {
   ParallmActivations r;
   switch (q.recompute) {
     case Recompute::None: r.per_layer = full; break;
-    case Recompute::Selective: r.per_layer = full - 2 * norm_out - mlp_act; break;
+    case Recompute::Selective: r.per_layer = full - 2 * (norm_out + norm_stats) - mlp_act; break;
     case Recompute::Full: r.per_layer = block_out; break;
   }
-  r.working = q.recompute == Recompute::Full ? full - block_out : 0.0;
+  // Full: the backward of the last block rebuilds its set (full - its
+  // output) after its output, the final norm's output and its stats are
+  // freed; `working` is what that adds above the end of the forward pass.
+  if (q.recompute == Recompute::Full)
+    r.working = std::max(0.0, full - 2 * block_out - norm_out - norm_stats);
   // xs[0] (embedding output) and the final norm's output and stats; its
   // input is the last block's output, already counted.
   r.outside = rows * C + norm_out + norm_stats;
@@ -55,6 +59,12 @@ ParallmActivations parallm_activations(const MemoryQuery& q) {
   r.head_chunk = static_cast<double>(head_chunk_rows(static_cast<int64_t>(N), V)) *
                  static_cast<double>(V) * 4.0;
   return r;
+}
+
+ParallmStateBytes parallm_state_bytes(Precision p) {
+  ParallmStateBytes b;
+  if (p != Precision::FP32) b.gemm_copy = 2.0;
+  return b;
 }
 
 }  // namespace parallm

@@ -10,7 +10,8 @@ namespace parallm {
 
 TrainingState training_state_of(const ModelConfig& model, const TrainConfig& cfg,
                                 const CheckpointLayout& layout, int64_t completed,
-                                int64_t optimizer_step) {
+                                int64_t optimizer_step, int64_t updates,
+                                const LossScalerState& loss_scale) {
   TrainingState s;
   s.step = completed;
   s.consumed_samples = completed * cfg.global_batch_size;
@@ -23,6 +24,8 @@ TrainingState training_state_of(const ModelConfig& model, const TrainConfig& cfg
   s.total_steps = cfg.steps;
   s.optimizer = std::string(optimizer_name(cfg.optimizer_config().kind));
   s.optimizer_step = optimizer_step;
+  s.updates = updates < 0 ? completed : updates;
+  s.loss_scale = loss_scale;
   s.layout = layout;
   s.model = model;
   return s;
@@ -39,9 +42,12 @@ nlohmann::json training_state_json(const TrainingState& s) {
           {"rng", {{"seed", s.seed}, {"kind", "counter (seed, step)"}}},
           {"lr_schedule",
            {{"lr", s.lr}, {"warmup", s.warmup}, {"total_steps", s.total_steps},
-            {"min_lr_ratio", s.min_lr_ratio}, {"next_step", s.step}}},
+            {"min_lr_ratio", s.min_lr_ratio}, {"next_step", s.step}, {"updates", s.updates}}},
           {"optimizer", {{"type", s.optimizer}, {"step", s.optimizer_step}}},
-          {"loss_scale", s.loss_scale},
+          {"loss_scale",
+           {{"scale", s.loss_scale.scale},
+            {"growth_tracker", s.loss_scale.growth_tracker},
+            {"hysteresis_tracker", s.loss_scale.hysteresis_tracker}}},
           {"layout",
            {{"world", l.world}, {"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"zero", l.zero},
             {"dp_mode", l.dp_mode}, {"sequence_parallel", l.sequence_parallel}}},
@@ -65,7 +71,10 @@ TrainingState training_state_from_json(const nlohmann::json& j, const std::strin
     s.min_lr_ratio = lr.at("min_lr_ratio").get<double>();
     s.optimizer = j.at("optimizer").at("type").get<std::string>();
     s.optimizer_step = j.at("optimizer").at("step").get<int64_t>();
-    s.loss_scale = j.at("loss_scale").get<double>();
+    s.updates = lr.at("updates").get<int64_t>();
+    const auto& ls = j.at("loss_scale");
+    s.loss_scale = {ls.at("scale").get<double>(), ls.at("growth_tracker").get<int64_t>(),
+                    ls.at("hysteresis_tracker").get<int64_t>()};
     const auto& l = j.at("layout");
     s.layout = {l.at("world").get<int>(), l.at("dp").get<int>(), l.at("tp").get<int>(),
                 l.at("pp").get<int>(), l.at("zero").get<int>(),

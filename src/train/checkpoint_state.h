@@ -34,7 +34,8 @@ struct TrainingState {
   int64_t warmup = 0, total_steps = 0;
   std::string optimizer = "adamw";  // --optimizer name; its state tensors are named by torch
   int64_t optimizer_step = 0;       // the optimizer's step count (Adam bias correction)
-  double loss_scale = 1.0;     // fp16 dynamic loss scale (1: none)
+  int64_t updates = 0;              // optimizer updates so far: the lr schedule's clock
+  LossScalerState loss_scale;       // fp16 dynamic loss scaling (scale 1: none)
   CheckpointLayout layout;
   ModelConfig model;
 };
@@ -42,7 +43,8 @@ struct TrainingState {
 // The state after `completed` steps of a run configured by cfg.
 TrainingState training_state_of(const ModelConfig& model, const TrainConfig& cfg,
                                 const CheckpointLayout& layout, int64_t completed,
-                                int64_t optimizer_step);
+                                int64_t optimizer_step, int64_t updates = -1,
+                                const LossScalerState& loss_scale = {});
 nlohmann::json training_state_json(const TrainingState& s);
 TrainingState training_state_from_json(const nlohmann::json& j, const std::string& source);
 std::string layout_name(const CheckpointLayout& l);  // "dp 2 x tp 2 (ZeRO-1)"

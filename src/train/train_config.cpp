@@ -183,6 +183,18 @@ RunConfig load_run_config(const std::string& path) {
   r.get("pp_layers", t.pp_layers);
   r.get("trace", t.trace_path);
   r.get("timeline", t.timeline_path);
+  std::string precision, recompute, on_nan;
+  r.get("precision", precision);
+  r.get("recompute", recompute);
+  r.get("on_nan", on_nan);
+  if (!precision.empty()) t.precision = precision_from_name(precision);
+  if (!recompute.empty()) t.recompute = recompute_from_name(recompute);
+  if (!on_nan.empty()) t.skip_nonfinite = on_nan_from_name(on_nan);
+  r.get("emulate_lowp_gemm", t.emulate_lowp_gemm);
+  r.get("initial_loss_scale", t.loss_scale.initial_scale);
+  r.get("min_loss_scale", t.loss_scale.min_scale);
+  r.get("loss_scale_window", t.loss_scale.window);
+  r.get("hysteresis", t.loss_scale.hysteresis);
   r.reject_unknown();
   // Every path in a run file, outputs included, is relative to the file.
   std::vector<std::string*> paths = {&t.init_from, &t.metrics_path, &t.save_dir, &t.load_dir,
@@ -193,6 +205,11 @@ RunConfig load_run_config(const std::string& path) {
     *p = one[0];
   }
   return rc;
+}
+
+bool on_nan_from_name(const std::string& s) {
+  PX_CHECK(s == "skip" || s == "stop", "--on-nan must be skip or stop, got '{}'", s);
+  return s == "skip";
 }
 
 void TrainConfig::validate(const ModelConfig& m) const {
@@ -230,6 +247,7 @@ void TrainConfig::validate(const ModelConfig& m) const {
   PX_CHECK(!resume || !save_dir.empty() || !load_dir.empty(), "--resume needs --save or --load");
   PX_CHECK(load_dir.empty() || init_from.empty(),
            "give --load (a checkpoint) or --init-from (a Hugging Face model), not both");
+  if (precision == Precision::FP16) loss_scale.validate();
   check_tp_divides(m, tp);
   PX_CHECK(!sequence_parallel || (micro_batch_size * seq_len) % tp == 0,
            "sequence parallel: micro batch size ({}) x seq_len ({}) is not divisible by tp ({})",

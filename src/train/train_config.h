@@ -9,7 +9,9 @@
 
 #include "model/config.h"
 #include "optim/optimizer_config.h"
+#include "optim/loss_scaler.h"
 #include "parallel/data/dp_options.h"
+#include "plan/memory_model.h"
 
 namespace parallm {
 
@@ -69,6 +71,16 @@ struct TrainConfig {
   std::string trace_path;           // --trace FILE.json: Chrome trace of every rank (pp > 1)
   std::string timeline_path;        // --timeline FILE.svg: measured schedule of one step
   double peak_tflops = 0;  // MFU/HFU denominator per rank (--peak-tflops); 0: measure GEMM peak
+  // Mixed precision, NaN handling and recomputation (docs/mixed_precision.md,
+  // docs/recompute.md): --precision, --emulate-lowp-gemm (convert + f32 GEMM
+  // even where oneDNN has bf16 kernels), fp16 loss scaling (--initial-loss-scale,
+  // --min-loss-scale, --loss-scale-window, --hysteresis), --on-nan skip|stop
+  // (fp32/bf16; fp16 always skips an overflowing step), --recompute.
+  Precision precision = Precision::FP32;
+  bool emulate_lowp_gemm = false;
+  LossScalerConfig loss_scale;
+  bool skip_nonfinite = false;
+  Recompute recompute = Recompute::None;
 
   // Micro-batches per optimizer step on each data-parallel rank.
   int64_t grad_accum_steps() const { return global_batch_size / (micro_batch_size * dp.dp); }
@@ -81,6 +93,9 @@ struct RunConfig {
   ModelConfig model;
   TrainConfig train;
 };
+
+// --on-nan: "skip" -> true, "stop" -> false; anything else throws.
+bool on_nan_from_name(const std::string& s);
 
 // Reads a TOML run file. Unknown keys are errors (they are usually typos).
 RunConfig load_run_config(const std::string& path);

@@ -101,6 +101,7 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
     if (Optimizer* opt = trainer.data_parallel().optimizer())
       load_checkpoint_optimizer(ck, model.params(), *opt, rc.model.vocab_size);
     trainer.set_start_step(ck.state.step);
+    trainer.restore_progress(ck.state.updates, ck.state.loss_scale);
     fmt::print(log, "resumed from {} (step {}, saved under {}; verified and loaded in {:.2f} s)\n",
                ck.dir, ck.state.step, layout_name(ck.state.layout), seconds_since(load_start));
     ck.shards.reset();  // unmaps the files
@@ -113,6 +114,7 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
              rc.model.hidden, rc.model.vocab_size, rc.train.steps, rc.train.global_batch_size,
              rc.train.seq_len, rc.train.micro_batch_size, rc.train.grad_accum_steps(),
              cpu::num_threads(), peak / 1e9, measured ? "measured GEMM" : "--peak-tflops");
+  fmt::print(log, "compute: {}\n", trainer.compute_summary());
   if (rc.train.dp.dp > 1)
     fmt::print(log, "data parallel: dp {}, {}, ZeRO stage {}, buckets {} MiB, overlap {}\n",
                rc.train.dp.dp, dp_mode_name(rc.train.dp.mode), rc.train.dp.zero,
@@ -141,8 +143,9 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
     if (save) {
       const auto t0 = std::chrono::steady_clock::now();
       const Optimizer* opt = trainer.optimizer();
-      TrainingState st = training_state_of(rc.model, tc, layout, done,
-                                           opt ? opt->steps_taken() : done);
+      TrainingState st =
+          training_state_of(rc.model, tc, layout, done, opt ? opt->steps_taken() : done,
+                            trainer.updates(), trainer.loss_scaler().state());
       std::string dir = save_checkpoint({tc.save_dir, tc.keep, opts.checkpoint_shard_hook}, st,
                                         model, trainer.data_parallel(), world);
       if (rank == 0)
@@ -164,6 +167,11 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
         s.tokens_per_s, s.mfu * 100);
     if (dist) line += fmt::format(" | exposed comm {:.0f} ms", s.exposed_comm_ms);
     if (rc.train.pp > 1) line += fmt::format(" | bubble {:.1f}%", s.bubble_fraction * 100);
+    if (rc.train.precision == Precision::FP16) line += fmt::format(" | loss scale {}", s.loss_scale);
+    if (s.skipped) {  // always its own line, whatever the log interval
+      fmt::print(log, "{}step {} skipped: non-finite loss or gradients ({})\n", tty ? "\n" : "",
+                 s.step + 1, s.nonfinite);
+    }
     if (tty) {
       fmt::print(log, "\r{}\x1b[K", line);
       if (last) fmt::print(log, "\n");

@@ -1,5 +1,7 @@
 #include "train/trainer.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cmath>
 #include <vector>
@@ -23,8 +25,8 @@ Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, d
       alloc_(alloc),
       peak_flops_(peak_flops),
       flops_per_token_(training_flops_per_token(model.config(), cfg.seq_len)),
-      // No recomputation is implemented yet; pass the run's mode here once it is.
-      hw_flops_per_token_(hardware_flops_per_token(model.config(), cfg.seq_len, Recompute::None)),
+      hw_flops_per_token_(parallm_hardware_flops_per_token(model.config(), cfg.seq_len,
+                                                           cfg.recompute)),
       train_data_(cfg.train_files, cfg.seq_len, cfg.seed, cfg.shuffle),
       dp_(model, dp_group, cfg.dp, cfg.optimizer_config(), alloc),
       sched_{cfg.lr, cfg.warmup, cfg.steps, cfg.min_lr_ratio} {
@@ -42,6 +44,27 @@ Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, d
     val_data_->validate_vocab(model.config().vocab_size);
   }
   if (!cfg_.metrics_path.empty() && logging_rank()) metrics_ = MetricsWriter(cfg_.metrics_path);
+  if (cfg_.precision != Precision::FP32)
+    matmul_ = std::make_unique<MatmulPrecision>(cfg_.precision, model.params(), alloc,
+                                                !cfg_.emulate_lowp_gemm);
+  if (cfg_.precision == Precision::FP16) scaler_ = LossScaler(cfg_.loss_scale);
+  model_.set_compute(matmul_.get(), cfg_.recompute);
+}
+
+std::string Trainer::compute_summary() const {
+  static const char* kRecompute[] = {"none", "selective", "full"};
+  std::string s = cfg_.precision == Precision::FP32 ? "fp32"
+                  : cfg_.precision == Precision::BF16 ? "bf16 (fp32 master weights)"
+                                                      : "fp16 (fp32 master weights)";
+  s = "precision " + s;
+  if (matmul_) s += "; GEMM: " + matmul_->gemm().backend();
+  if (cfg_.precision == Precision::FP16)
+    s += fmt::format("; loss scale {} (window {}, hysteresis {}, min {})", scaler_.scale(),
+                     cfg_.loss_scale.window, cfg_.loss_scale.hysteresis,
+                     cfg_.loss_scale.min_scale);
+  else
+    s += cfg_.skip_nonfinite ? "; on NaN: skip the step" : "; on NaN: stop";
+  return s + "; recompute " + kRecompute[static_cast<int>(cfg_.recompute)];
 }
 
 StepStats Trainer::train_step(int64_t step) {
@@ -56,6 +79,9 @@ StepStats Trainer::train_step(int64_t step) {
                         dp_.dp_rank() * (cfg_.global_batch_size / dp_.dp_size());
 
   const TpCommCounters tp0 = *model_.tp().counters;
+  if (matmul_) matmul_->invalidate();  // 16-bit weight copies: once per step, after the update
+  const bool fp16 = cfg_.precision == Precision::FP16;
+  const double loss_scale = fp16 ? scaler_.scale() : 1.0;
   dp_.begin_step();
   double loss_sum = 0.0;
   PipelineStepStats ps;
@@ -64,7 +90,7 @@ StepStats Trainer::train_step(int64_t step) {
     std::vector<Transformer::StageBatch> mbs;
     for (int64_t m = 0; m < accum; ++m) {
       train_data_.fill_batch(first + m * B, B, ins.data() + m * B * T, tgs.data() + m * B * T);
-      mbs.push_back({ins.data() + m * B * T, tgs.data() + m * B * T, B, T, 1.0 / tokens,
+      mbs.push_back({ins.data() + m * B * T, tgs.data() + m * B * T, B, T, loss_scale / tokens,
                      DropoutKey{dropout_seed(cfg_.seed, step),
                                 first + m * B - step * cfg_.global_batch_size}});
     }
@@ -81,17 +107,24 @@ StepStats Trainer::train_step(int64_t step) {
     // dp ranks apart, so the masks do not depend on the layout.
     const DropoutKey drop{dropout_seed(cfg_.seed, step),
                                        first + m * B - step * cfg_.global_batch_size};
-    loss_sum += model_.forward_backward(in.data(), tg.data(), B, T, 1.0 / tokens, drop).sum;
+    loss_sum +=
+        model_.forward_backward(in.data(), tg.data(), B, T, loss_scale / tokens, drop).sum;
   }
   StepStats s;
   s.step = step;
-  s.lr = sched_.at(step);
+  s.lr = sched_.at(updates_);
   DpStepResult r;
   try {
-    r = dp_.finish_step(loss_sum, s.lr, cfg_.clip_grad);
+    r = dp_.finish_step(loss_sum, s.lr, cfg_.clip_grad,
+                        StepGuard{1.0 / loss_scale, fp16 || cfg_.skip_nonfinite});
   } catch (const Error& e) {
     PX_FAIL("step {}: {}", step, e.what());
   }
+  s.loss_scale = loss_scale;
+  s.skipped = r.skipped;
+  s.nonfinite = r.nonfinite;
+  if (fp16) scaler_.update(r.skipped);
+  if (!r.skipped) ++updates_;
   s.loss = r.loss_sum / tokens;
   s.grad_norm = r.grad_norm;
   s.exposed_comm_ms = r.comm.exposed_seconds * 1e3;
@@ -117,6 +150,7 @@ double Trainer::evaluate() {
   if (!val_data_) return NAN;
   const int64_t B = cfg_.micro_batch_size, T = cfg_.seq_len;
   std::vector<int32_t> in(B * T), tg(B * T);
+  if (matmul_) matmul_->invalidate();  // the weights may have changed since the last copy
   LossSum total;
   if (pipe_) total = pipe_->evaluate(*val_data_, cfg_.eval_batches, B, T);
   for (int64_t i = 0; i < cfg_.eval_batches && !pipe_; ++i) {
@@ -141,6 +175,8 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step,
                           {"tflops", s.tflops},
                           {"mfu", s.mfu},
                           {"hfu", s.hfu},
+                          {"loss_scale", s.loss_scale},
+                          {"skipped", s.skipped},
                           {"peak_tflops", peak_flops_ / 1e12},
                           {"exposed_comm_ms", s.exposed_comm_ms},
                           {"tp_comm_ms", s.tp_comm_ms},
@@ -156,6 +192,7 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step,
                          {"bubble_fraction", s.bubble_fraction},
                          {"bubble_fraction_replayed", s.bubble_fraction_replayed},
                          {"peak_activation_bytes", s.stage_peak_activation_bytes}};
+    if (s.skipped) rec["nonfinite"] = s.nonfinite;
     bool last = step + 1 == cfg_.steps;
     if (val_data_ && ((cfg_.eval_interval > 0 && (step + 1) % cfg_.eval_interval == 0) || last))
       rec["val_loss"] = evaluate();

@@ -4,14 +4,19 @@
 // token count so accumulation and data parallelism give the same gradients
 // as one big batch. Under data parallelism each rank takes its own rows of
 // the global batch and DataParallel reduces, updates and syncs; only the
-// logging rank (dp rank 0, tp rank 0) writes metrics.
+// logging rank (dp rank 0, tp rank 0) writes metrics. Under --precision
+// fp16 the loss is scaled (LossScaler) and a step with Inf/NaN gradients is
+// skipped, as is any non-finite step under --on-nan skip; a skipped step
+// advances the data but neither the optimizer nor the lr schedule (Megatron).
 #pragma once
 #include <functional>
 #include <memory>
 
 #include "data/data_loader.h"
+#include "model/layers/matmul_precision.h"
 #include "model/transformer.h"
 #include "optim/adamw.h"
+#include "optim/loss_scaler.h"
 #include "parallel/data/data_parallel.h"
 #include "optim/lr_schedule.h"
 #include "train/metrics.h"
@@ -40,6 +45,9 @@ struct StepStats {
   double bubble_fraction = 0.0;           // wall clock
   double bubble_fraction_replayed = 0.0;  // measured pass durations, replayed (pipeline_step.h)
   std::vector<int64_t> stage_peak_activation_bytes;
+  double loss_scale = 1.0;       // fp16: the loss scale this step ran with (else 1)
+  bool skipped = false;          // non-finite loss/gradients: no update (fp16, --on-nan skip)
+  std::string nonfinite;         // where the NaN/Inf was, when skipped
 };
 
 class Trainer {
@@ -62,6 +70,13 @@ class Trainer {
   // A resumed run continues at `step` (data position, dropout keys and the
   // lr schedule are all functions of the step).
   void set_start_step(int64_t step) { start_step_ = step; }
+  // A resumed run: the schedule's clock (updates so far; fewer than steps
+  // when fp16 skipped some) and the fp16 loss scaler continue where the
+  // checkpoint left them.
+  void restore_progress(int64_t updates, const LossScalerState& scaler) {
+    updates_ = updates;
+    if (cfg_.precision == Precision::FP16) scaler_.restore(scaler);
+  }
   // This rank's optimizer (null on a parameter-server worker).
   const Optimizer* optimizer() const { return dp_.optimizer(); }
   const DataParallel& data_parallel() const { return dp_; }
@@ -70,6 +85,11 @@ class Trainer {
     return dp_.dp_rank() == 0 && model_.tp().rank() == 0 && (!pipe_ || pipe_->stage() == 0);
   }
   const PipelineStep* pipeline() const { return pipe_.get(); }
+  // One line for the job's banner: precision, GEMM backend, loss scaling, recomputation.
+  std::string compute_summary() const;
+  const LossScaler& loss_scaler() const { return scaler_; }
+  // Optimizer updates so far (steps minus skipped steps): the schedule's clock.
+  int64_t updates() const { return updates_; }
 
  private:
   Transformer& model_;
@@ -82,6 +102,9 @@ class Trainer {
   std::unique_ptr<DataLoader> val_data_;
   DataParallel dp_;
   std::unique_ptr<PipelineStep> pipe_;
+  std::unique_ptr<MatmulPrecision> matmul_;  // bf16/fp16 GEMMs (null under fp32)
+  LossScaler scaler_;                        // fp16 only
+  int64_t updates_ = 0;
   LrSchedule sched_;
   MetricsWriter metrics_;
   int64_t start_step_ = 0;

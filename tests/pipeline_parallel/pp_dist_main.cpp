@@ -40,9 +40,11 @@ ModelConfig pp_llama() {
 }
 
 std::string PpLayout::name() const {
-  return fmt::format("pp {} tp {} dp {}{}{} {} V {} m {}", pp, tp, dp, sp ? " sp" : "",
-                     zero ? fmt::format(" zero {}", zero) : "", schedule, virtual_stages,
-                     micro_batches);
+  return fmt::format("pp {} tp {} dp {}{}{} {} V {} m {} {} {} recompute {}", pp, tp, dp,
+                     sp ? " sp" : "", zero ? fmt::format(" zero {}", zero) : "", schedule,
+                     virtual_stages, micro_batches, optimizer,
+                     precision == Precision::FP32 ? "fp32" : precision == Precision::BF16 ? "bf16" : "fp16",
+                     static_cast<int>(recompute));
 }
 
 PpRunResult pp_train_run(const ModelConfig& model, const PpLayout& l, int steps) {
@@ -89,6 +91,9 @@ PpRunResult pp_train_run(const ModelConfig& model, const PpLayout& l, int steps)
   t.schedule = l.schedule;
   t.virtual_stages = l.virtual_stages;
   t.pp_layers = l.pp_layers;
+  t.optimizer = l.optimizer;
+  t.precision = l.precision;
+  t.recompute = l.recompute;
   Allocator alloc;
   Transformer m(model, alloc, tp, pipeline_stage(t, model, pp_rank));
   m.params().init_random(7);

@@ -12,6 +12,7 @@
 
 #include "comm/communicator.h"
 #include "model/config.h"
+#include "plan/memory_model.h"  // Precision, Recompute
 
 namespace parallm::pp_test {
 
@@ -35,6 +36,10 @@ struct PpLayout {
   int64_t seq_len = 16;
   std::string pp_layers;
   std::string shard;  // token shard (empty: env().shard)
+  // Composition with the other features (pp_compose_dist.cpp).
+  std::string optimizer = "adamw";
+  Precision precision = Precision::FP32;
+  Recompute recompute = Recompute::None;
   std::string name() const;
 };
 

@@ -97,6 +97,9 @@ TpRunResult tp_train_run(const ModelConfig& model, const TpLayout& l, int steps)
   t.sequence_parallel = l.sp;
   t.optimizer = l.optimizer;
   if (l.optimizer == "sgd" || l.optimizer == "momentum") t.lr = 0.1;
+  t.precision = l.precision;
+  t.recompute = l.recompute;
+  t.loss_scale = l.loss_scale;
   Allocator alloc;
   Transformer m(model, alloc, tp);
   m.params().init_random(7);
@@ -108,6 +111,8 @@ TpRunResult tp_train_run(const ModelConfig& model, const TpLayout& l, int steps)
     res.tp_bytes.push_back(s.tp_comm_bytes);
     res.sp_bytes.push_back(s.sp_comm_bytes);
     res.tp_comm_ms.push_back(s.tp_comm_ms);
+    res.loss_scales.push_back(s.loss_scale);
+    res.skipped.push_back(s.skipped);
   });
   std::vector<float> flat = tr.data_parallel().full_parameters();
   const ParameterSet& ps = m.params();

@@ -10,7 +10,9 @@
 
 #include "comm/communicator.h"
 #include "model/config.h"
+#include "optim/loss_scaler.h"
 #include "parallel/data/dp_options.h"
+#include "plan/memory_model.h"
 
 namespace parallm::tp_test {
 
@@ -28,6 +30,9 @@ struct TpLayout {
   bool sp = false;
   int zero = 0;
   std::string optimizer = "adamw";  // --optimizer (SGD and momentum run at lr 0.1)
+  Precision precision = Precision::FP32;  // mixed precision (tests/precision too)
+  Recompute recompute = Recompute::None;
+  LossScalerConfig loss_scale;            // fp16 only
   std::string name() const;
 };
 
@@ -35,6 +40,8 @@ struct TpRunResult {
   std::vector<double> losses, grad_norms;
   std::vector<int64_t> tp_bytes, sp_bytes;       // per step
   std::vector<double> tp_comm_ms;                 // per step, measured
+  std::vector<double> loss_scales;               // per step (fp16)
+  std::vector<bool> skipped;                     // per step
   std::map<std::string, std::vector<float>> params;  // name -> full tensor
 };
 

@@ -26,30 +26,63 @@ LayerContext layer_context(const LayerContext& c, int layer) {
   cl.dropout_seed = layer_dropout_key(c.dropout_seed, layer);
   return cl;
 }
+
+// A context whose forward saves nothing lasting (Workspace tags, no recompute).
+LayerContext transient_context(const LayerContext& c) {
+  LayerContext t = c;
+  t.saved_tag = MemTag::Workspace;
+  t.recompute = Recompute::None;
+  return t;
+}
 }  // namespace
 
 Block::Saved Block::forward(const LayerContext& c0, float* out, const float* inp) const {
   const LayerContext c = layer_context(c0, layer_);
-  const int64_t rows = tp_local_rows(tp_, c.N()), n = rows * C_;
-  const int64_t row0 = tp_.sp() ? tp_.rank() * rows : 0;
-  const LayerContext cs = stream_context(c, rows);
-  Saved s;
-  s.norm1 = norm1_.forward(cs, inp);
-  s.mid = c.activation({rows, C_});
-  float* mid = s.mid.data<float>();
-  s.attn = attn_.forward(c, mid, s.norm1.out.data<float>());
-  hidden_dropout(c, DropoutSite::kAttnOut, hidden_dropout_, mid, row0, rows, C_);
-  cpu::add_inplace(mid, inp, n);
-  s.norm2 = norm2_.forward(cs, mid);
-  s.mlp = mlp_.forward(c, out, s.norm2.out.data<float>());
-  hidden_dropout(c, DropoutSite::kMlpOut, hidden_dropout_, out, row0, rows, C_);
-  cpu::add_inplace(out, mid, n);
-  return s;
+  if (c.recompute != Recompute::Full) return run_forward(c, out, inp);
+  run_forward(transient_context(c), out, inp);  // backward reruns it
+  return {};
 }
 
 void Block::backward(const LayerContext& c0, float* dinp, const float* dout, const float* inp,
                      const Saved& s) const {
   const LayerContext c = layer_context(c0, layer_);
+  if (c.recompute != Recompute::Full) return run_backward(c, dinp, dout, inp, s);
+  // Rerun the forward saving everything (one block's set at a time), into a
+  // scratch output: the stream already holds this block's output.
+  LayerContext r = c;
+  r.recompute = Recompute::None;
+  Tensor out = c.workspace({tp_local_rows(tp_, c.N()), C_});
+  const Saved full = run_forward(r, out.data<float>(), inp);
+  out = Tensor();
+  run_backward(r, dinp, dout, inp, full);
+}
+
+Block::Saved Block::run_forward(const LayerContext& c, float* out, const float* inp) const {
+  const int64_t rows = tp_local_rows(tp_, c.N()), n = rows * C_;
+  const int64_t row0 = tp_.sp() ? tp_.rank() * rows : 0;
+  const LayerContext cs = stream_context(c, rows);
+  // Selective: the norms' outputs and statistics live only until their
+  // matmuls have read them.
+  const bool sel = c.recompute == Recompute::Selective;
+  const LayerContext cn = sel ? transient_context(cs) : cs;
+  Saved s;
+  s.norm1 = norm1_.forward(cn, inp);
+  s.mid = c.activation({rows, C_});
+  float* mid = s.mid.data<float>();
+  s.attn = attn_.forward(c, mid, s.norm1.out.data<float>());
+  if (sel) s.norm1 = {};
+  hidden_dropout(c, DropoutSite::kAttnOut, hidden_dropout_, mid, row0, rows, C_);
+  cpu::add_inplace(mid, inp, n);
+  s.norm2 = norm2_.forward(cn, mid);
+  s.mlp = mlp_.forward(c, out, s.norm2.out.data<float>());
+  if (sel) s.norm2 = {};
+  hidden_dropout(c, DropoutSite::kMlpOut, hidden_dropout_, out, row0, rows, C_);
+  cpu::add_inplace(out, mid, n);
+  return s;
+}
+
+void Block::run_backward(const LayerContext& c, float* dinp, const float* dout, const float* inp,
+                         const Saved& s) const {
   const int64_t rows = tp_local_rows(tp_, c.N()), n = rows * C_;
   const int64_t row0 = tp_.sp() ? tp_.rank() * rows : 0;
   const bool drop = hidden_dropout_ > 0.0 && c.dropout_seed != 0;
@@ -65,16 +98,21 @@ void Block::backward(const LayerContext& c0, float* dinp, const float* dout, con
       std::memcpy(dmlp.data<float>(), dout, static_cast<size_t>(n) * sizeof(float));
       hidden_dropout(c, DropoutSite::kMlpOut, hidden_dropout_, dmlp.data<float>(), row0, rows, C_);
     }
+    // Selective: the same kernel on the same input gives the same bits.
+    const Norm::Saved norm2 =
+        s.norm2.out.defined() ? s.norm2 : norm2_.forward(transient_context(cs), s.mid.data<float>());
     mlp_.backward(c, dnorm2.data<float>(), drop ? dmlp.data<float>() : dout,
-                  s.norm2.out.data<float>(), s.mlp);
-    norm2_.backward(cs, dmid.data<float>(), dnorm2.data<float>(), s.mid.data<float>(), s.norm2);
+                  norm2.out.data<float>(), s.mlp);
+    norm2_.backward(cs, dmid.data<float>(), dnorm2.data<float>(), s.mid.data<float>(), norm2);
   }
   // d inp += d mid (residual) + norm1 path.
   cpu::add_inplace(dinp, dmid.data<float>(), n);
   hidden_dropout(c, DropoutSite::kAttnOut, hidden_dropout_, dmid.data<float>(), row0, rows, C_);
   Tensor dnorm1 = c.workspace({rows, C_});
-  attn_.backward(c, dnorm1.data<float>(), dmid.data<float>(), s.norm1.out.data<float>(), s.attn);
-  norm1_.backward(cs, dinp, dnorm1.data<float>(), inp, s.norm1);
+  const Norm::Saved norm1 =
+      s.norm1.out.defined() ? s.norm1 : norm1_.forward(transient_context(cs), inp);
+  attn_.backward(c, dnorm1.data<float>(), dmid.data<float>(), norm1.out.data<float>(), s.attn);
+  norm1_.backward(cs, dinp, dnorm1.data<float>(), inp, norm1);
 }
 
 }  // namespace parallm

@@ -5,6 +5,10 @@
 // this rank's N/tp token rows; attention and MLP gather and scatter inside.
 // Hidden dropout acts on the attention and MLP outputs before each residual
 // add (on the stream rows, keyed by global rows; see dropout.h).
+// Recomputation (c.recompute, docs/recompute.md): selective saves no norm
+// outputs and no MLP activation and recomputes them in backward; full saves
+// nothing and reruns the whole forward from the block's input in backward.
+// Either way the backward sees bit-identical values.
 #pragma once
 #include <string>
 
@@ -16,7 +20,7 @@ namespace parallm {
 
 class Block {
  public:
-  struct Saved {
+  struct Saved {  // empty members: recomputed in backward
     Norm::Saved norm1;
     Attention::Saved attn;
     Tensor mid;  // (rows, C): x + attn(norm1(x)), the input of norm2
@@ -32,6 +36,10 @@ class Block {
                 const Saved& s) const;
 
  private:
+  // Forward and backward for a context already keyed by this layer.
+  Saved run_forward(const LayerContext& c, float* out, const float* inp) const;
+  void run_backward(const LayerContext& c, float* dinp, const float* dout, const float* inp,
+                    const Saved& s) const;
   int64_t C_ = 0;
   int layer_ = 0;
   double hidden_dropout_ = 0.0;

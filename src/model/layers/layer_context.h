@@ -5,11 +5,13 @@
 #include <cstdint>
 
 #include "model/parameters.h"
+#include "plan/memory_model.h"  // Precision, Recompute
 #include "tensor/tensor.h"
 
 namespace parallm {
 
 class WeightGradQueue;
+class MatmulPrecision;  // model/layers/matmul_precision.h
 
 struct LayerContext {
   Allocator& alloc;
@@ -24,9 +26,16 @@ struct LayerContext {
   int64_t sample_offset = 0;
   // Non-null: linear layers defer their dW GEMMs here (zero-bubble B/W split).
   WeightGradQueue* weight_grads = nullptr;
+  // Mixed precision of the GEMMs (null: fp32) and activation recomputation
+  // (docs/mixed_precision.md, docs/recompute.md). saved_tag is the tag of
+  // what a forward saves: Workspace in a forward whose saved tensors are
+  // dropped at once (full recomputation reruns it in backward).
+  MatmulPrecision* matmul = nullptr;
+  Recompute recompute = Recompute::None;
+  MemTag saved_tag = MemTag::Activation;
   int64_t N() const { return B * T; }
 
-  Tensor activation(Shape s) const { return Tensor::zeros(alloc, std::move(s), DType::F32, MemTag::Activation); }
+  Tensor activation(Shape s) const { return Tensor::zeros(alloc, std::move(s), DType::F32, saved_tag); }
   Tensor workspace(Shape s) const { return Tensor::zeros(alloc, std::move(s), DType::F32, MemTag::Workspace); }
 };
 
@@ -35,8 +44,11 @@ struct LayerContext {
 // layers do not use them).
 inline LayerContext stream_context(const LayerContext& c, int64_t rows) {
   if (rows == c.N()) return c;
-  return LayerContext{c.alloc,          c.params,          1, rows, nullptr,
-                      c.dropout_seed, c.sample_offset, c.weight_grads};
+  LayerContext s = c;  // precision, recompute and dropout keys carry over
+  s.B = 1;
+  s.T = rows;
+  s.positions = nullptr;
+  return s;
 }
 
 }  // namespace parallm

@@ -7,6 +7,7 @@
 
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/matmul.h"
+#include "model/layers/matmul_precision.h"
 
 namespace parallm {
 
@@ -57,7 +58,7 @@ LossSum LmHead::run(const LayerContext& c, float* dx, const float* x, const int3
     const int32_t* tr = targets + r0;
     float* L = logits.data<float>();
     if (V > 0) {
-      cpu::gemm<float>(false, true, n, V, C_, 1.0f, xr, C_, W, C_, 0.0f, L, V);
+      matmul_weight(c, false, true, n, V, C_, xr, C_, w_, W, C_, 0.0f, L, V);
       cpu::ce_row_max(mx.data(), L, n, V);
     } else {
       std::fill(mx.begin(), mx.end(), -std::numeric_limits<float>::infinity());
@@ -93,15 +94,16 @@ LossSum LmHead::run(const LayerContext& c, float* dx, const float* x, const int3
     if (dx == nullptr || V == 0) continue;
     cpu::ce_softmax_grad_inplace(L, lse.data(), tr, scale.data(), n, V, v0);
     // dx += dlogits W ; dW += dlogits^T x  (this shard's part of both)
-    cpu::gemm<float>(false, false, n, C_, V, 1.0f, L, V, W, C_, 1.0f, dx + r0 * C_, C_);
-    cpu::gemm<float>(true, false, V, C_, n, 1.0f, L, V, xr, C_, 1.0f, c.params.grad(w_), C_);
+    // (under fp16 the rounded dlogits overflow first when the loss scale is too big)
+    matmul_weight(c, false, false, n, C_, V, L, V, w_, W, C_, 1.0f, dx + r0 * C_, C_);
+    matmul_act(c, true, false, V, C_, n, L, V, xr, C_, 1.0f, c.params.grad(w_), C_);
   }
   return out;
 }
 
 void LmHead::logits(const LayerContext& c, float* out, const float* x) const {
-  cpu::gemm<float>(false, true, c.N(), shard_.rows, C_, 1.0f, x, C_, c.params.value(w_), C_, 0.0f,
-                   out, shard_.rows);
+  matmul_weight(c, false, true, c.N(), shard_.rows, C_, x, C_, w_, c.params.value(w_), C_, 0.0f,
+                out, shard_.rows);
 }
 
 }  // namespace parallm

@@ -27,7 +27,9 @@ Mlp::Saved Mlp::forward(const LayerContext& c, float* out, const float* inp) con
   Saved s;
   const int64_t n = c.N() * inter_;
   s.pre = c.activation({c.N(), inter_});
-  s.act = c.activation({c.N(), inter_});
+  // Selective recomputation: the activation is rebuilt from pre (and up).
+  const bool sel = c.recompute == Recompute::Selective;
+  s.act = sel ? c.workspace({c.N(), inter_}) : c.activation({c.N(), inter_});
   fc_.forward(c, s.pre.data<float>(), x);
   if (swiglu_) {
     s.up = c.activation({c.N(), inter_});
@@ -38,6 +40,7 @@ Mlp::Saved Mlp::forward(const LayerContext& c, float* out, const float* inp) con
   }
   in.release();
   proj_.forward(c, out, s.act.data<float>());
+  if (sel) s.act = Tensor();
   return s;
 }
 
@@ -45,7 +48,16 @@ void Mlp::backward(const LayerContext& c, float* dinp, const float* dout, const 
                    const Saved& s) const {
   const int64_t n = c.N() * inter_;
   Tensor dact = c.workspace({c.N(), inter_});
-  proj_.backward(c, dact.data<float>(), dout, s.act.data<float>());
+  Tensor act = s.act;
+  if (!act.defined()) {  // selective: the forward's kernel again, the same bits
+    act = c.workspace({c.N(), inter_});
+    if (swiglu_)
+      cpu::swiglu_forward(act.data<float>(), s.pre.data<float>(), s.up.data<float>(), n);
+    else
+      cpu::gelu_forward(act.data<float>(), s.pre.data<float>(), n);
+  }
+  proj_.backward(c, dact.data<float>(), dout, act.data<float>());
+  act = Tensor();
   Tensor dpre = c.workspace({c.N(), inter_});
   Tensor dup;
   if (swiglu_) {

@@ -17,7 +17,7 @@ class Mlp {
   struct Saved {
     Tensor pre;   // (N, I/tp): fc output (GPT-2) or gate output (SwiGLU)
     Tensor up;    // (N, I/tp): SwiGLU only
-    Tensor act;   // (N, I/tp): input of the projection back to C
+    Tensor act;   // (N, I/tp): input of the projection back to C (empty: recompute)
   };
   Mlp() = default;
   Mlp(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, double proj_std,

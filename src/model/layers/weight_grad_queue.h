@@ -10,8 +10,8 @@
 #include <functional>
 #include <vector>
 
-#include "kernels/cpu/matmul.h"
 #include "model/layers/layer_context.h"
+#include "model/layers/matmul_precision.h"
 
 namespace parallm {
 
@@ -24,10 +24,10 @@ class WeightGradQueue {
     Tensor d = c.activation({N, out}), x = c.activation({N, in});
     std::memcpy(d.data<float>(), dout, static_cast<size_t>(N * out) * sizeof(float));
     std::memcpy(x.data<float>(), inp, static_cast<size_t>(N * in) * sizeof(float));
-    const ParameterSet* ps = &c.params;
+    // The context carries the GEMM precision (valid for the whole step).
     work_.push_back([=] {
-      cpu::linear_backward<float>(nullptr, ps->grad(w), nullptr, d.data<float>(), x.data<float>(),
-                                  ps->value(w), N, in, out);
+      linear_backward(c, nullptr, c.params.grad(w), nullptr, d.data<float>(), x.data<float>(), w,
+                      N, in, out);
     });
   }
   bool empty() const { return work_.empty(); }

@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "kernels/cpu/optimizer.h"
+#include "optim/nonfinite.h"
 #include "parallel/tensor/tp_grad_norm.h"
 
 namespace parallm {
@@ -117,7 +118,8 @@ void DataParallel::begin_micro_batch(bool last) {
   if (last && reducer_) reducer_->arm();
 }
 
-DpStepResult DataParallel::finish_step(double local_loss_sum, double lr, double clip) {
+DpStepResult DataParallel::finish_step(double local_loss_sum, double lr, double clip,
+                                       const StepGuard& guard) {
   DpStepResult res;
   const ParameterSet& ps = model_.params();
   if (reducer_) reducer_->finish(res.comm);
@@ -128,6 +130,10 @@ DpStepResult DataParallel::finish_step(double local_loss_sum, double lr, double 
   float* gu = shard_reducer_ ? shard_reducer_->shard()
                              : ps.flat_grads().data<float>() + update_begin_;
 
+  // Unscale (fp16 loss scaling) before the norm, so clipping sees true values;
+  // the norm range lies inside the update range on every rank.
+  if (guard.grad_unscale != 1.0)
+    cpu::scale_inplace(gu, update_end_ - update_begin_, static_cast<float>(guard.grad_unscale));
   // Under tensor parallelism each tp rank holds its shards: the squares are
   // summed over tp too, replicated parameters counted once (tp_grad_norm.h).
   const TpGroup& tp = model_.tp();
@@ -148,8 +154,13 @@ DpStepResult DataParallel::finish_step(double local_loss_sum, double lr, double 
     pp_->all_reduce(sums, 2, DType::F64, comm::ReduceOp::Sum);
   res.loss_sum = sums[0];
   res.grad_norm = std::sqrt(sums[1]);
-  PX_CHECK(std::isfinite(res.loss_sum) && std::isfinite(res.grad_norm),
-           "non-finite loss ({}) or gradient norm ({})", res.loss_sum, res.grad_norm);
+  if (!std::isfinite(res.loss_sum) || !std::isfinite(res.grad_norm)) {
+    res.nonfinite = locate_nonfinite(gn);
+    PX_CHECK(guard.skip_nonfinite, "non-finite loss ({}) or gradient norm ({}): {}",
+             res.loss_sum, res.grad_norm, res.nonfinite);
+    res.skipped = true;  // no update, no parameter sync: every rank keeps its values
+    return res;
+  }
   // torch.nn.utils.clip_grad_norm_ semantics, on the range this rank updates.
   if (clip > 0.0 && clip / (res.grad_norm + 1e-6) < 1.0)
     cpu::scale_inplace(gu, update_end_ - update_begin_,
@@ -164,6 +175,23 @@ DpStepResult DataParallel::finish_step(double local_loss_sum, double lr, double 
   }
   if (multi() && !gatherer_) sync_parameters(res.comm);
   return res;
+}
+
+std::string DataParallel::locate_nonfinite(const float* gn) {
+  double keys[2] = {
+      static_cast<double>(first_nonfinite_grad(model_, gn, norm_begin_, norm_end_)),
+      static_cast<double>(first_nonfinite_value(model_.params()))};
+  if (multi()) dp_->all_reduce(keys, 2, DType::F64, comm::ReduceOp::Min);
+  if (model_.tp().active()) model_.tp().comm->all_reduce(keys, 2, DType::F64, comm::ReduceOp::Min);
+  const auto g = static_cast<int64_t>(keys[0]), v = static_cast<int64_t>(keys[1]);
+  std::string out = g == kNoNonfinite
+                        ? "no non-finite gradient"
+                        : "first non-finite gradient (backward order) in " +
+                              grad_order_name(model_, g);
+  if (v != kNoNonfinite)
+    out += "; first non-finite parameter value in " +
+           model_.params().spec(static_cast<int>(v)).name;
+  return out;
 }
 
 void DataParallel::sync_parameters(CommStats& stats) {

@@ -13,6 +13,7 @@
 // sums over the model's tp group.
 #pragma once
 #include <memory>
+#include <string>
 
 #include "comm/communicator.h"
 #include "model/transformer.h"
@@ -29,6 +30,16 @@ struct DpStepResult {
   double loss_sum = 0.0;   // sum of token losses over the whole global batch
   double grad_norm = 0.0;  // global, before clipping
   CommStats comm;
+  bool skipped = false;    // non-finite loss or gradients: no update (StepGuard)
+  std::string nonfinite;   // where, when the loss or a gradient was non-finite
+};
+
+// Mixed precision and NaN handling around the update (docs/mixed_precision.md).
+// The global gradient norm is reduced over every group, so a NaN/Inf on any
+// rank makes it non-finite on all: every rank skips (or fails) together.
+struct StepGuard {
+  double grad_unscale = 1.0;     // gradients *= this before the norm (1 / loss scale)
+  bool skip_nonfinite = false;   // a non-finite loss or norm: skip the update, else throw
 };
 
 class DataParallel {
@@ -69,13 +80,16 @@ class DataParallel {
   void begin_micro_batch(bool last);  // the last one reduces during its backward
   // After the step's micro-batches: finish the reduction, global loss and
   // norm, clip, update, parameter sync. local_loss_sum: this rank's part.
-  DpStepResult finish_step(double local_loss_sum, double lr, double clip);
+  DpStepResult finish_step(double local_loss_sum, double lr, double clip,
+                           const StepGuard& guard = {});
 
  private:
   bool multi() const { return dp_ != nullptr && dp_->size() > 1; }
   bool is_server() const { return dp_rank() == 0; }
   void sync_parameters(CommStats& stats);
   void on_unit(Transformer::UnitPass pass, int segment);
+  // Collective: names the first non-finite gradient and value (optim/nonfinite.h).
+  std::string locate_nonfinite(const float* gn);
 
   Transformer& model_;
   comm::Communicator* dp_;

@@ -4,6 +4,7 @@
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/matmul.h"
 #include "model/layers/weight_grad_queue.h"
+#include "model/layers/matmul_precision.h"
 #include "parallel/tensor/mappings.h"
 
 namespace parallm {
@@ -31,7 +32,7 @@ ColumnParallelLinear::ColumnParallelLinear(ParameterSet& ps, const std::string& 
 
 void ColumnParallelLinear::forward(const LayerContext& c, float* out, const float* inp) const {
   const float* b = b_.index >= 0 ? c.params.value(b_) : nullptr;
-  cpu::linear_forward(out, inp, c.params.value(w_), b, c.N(), in_, out_);
+  linear_forward(c, out, inp, w_, b, c.N(), in_, out_);
 }
 
 void ColumnParallelLinear::backward(const LayerContext& c, float* dinp, const float* dout,
@@ -40,12 +41,10 @@ void ColumnParallelLinear::backward(const LayerContext& c, float* dinp, const fl
   // Zero-bubble B: dW runs later, at W; not for a shard several tp ranks
   // hold, whose gradient is summed over them when the unit's backward ends.
   if (c.weight_grads != nullptr && c.params.spec(w_.index).tp_replicas == 1) {
-    cpu::linear_backward(dinp, static_cast<float*>(nullptr), db, dout, inp, c.params.value(w_),
-                         c.N(), in_, out_);
+    linear_backward(c, dinp, nullptr, db, dout, inp, w_, c.N(), in_, out_);
     return c.weight_grads->defer_linear(c, w_, dout, inp, in_, out_);
   }
-  cpu::linear_backward(dinp, c.params.grad(w_), db, dout, inp, c.params.value(w_), c.N(), in_,
-                       out_);
+  linear_backward(c, dinp, c.params.grad(w_), db, dout, inp, w_, c.N(), in_, out_);
 }
 
 RowParallelLinear::RowParallelLinear(ParameterSet& ps, const std::string& name,
@@ -64,10 +63,9 @@ RowParallelLinear::RowParallelLinear(ParameterSet& ps, const std::string& name,
 
 void RowParallelLinear::forward(const LayerContext& c, float* stream, const float* inp) const {
   const float* b = b_.index >= 0 ? c.params.value(b_) : nullptr;
-  if (!tp_.active()) return cpu::linear_forward(stream, inp, c.params.value(w_), b, c.N(), in_, out_);
+  if (!tp_.active()) return linear_forward(c, stream, inp, w_, b, c.N(), in_, out_);
   Tensor partial = c.workspace({c.N(), out_});
-  cpu::linear_forward(partial.data<float>(), inp, c.params.value(w_), static_cast<const float*>(nullptr), c.N(), in_,
-                      out_);
+  linear_forward(c, partial.data<float>(), inp, w_, nullptr, c.N(), in_, out_);
   leave_tp_region(tp_, stream, partial.data<float>(), c.N(), out_);
   if (b == nullptr) return;
   const int64_t rows = tp_local_rows(tp_, c.N());
@@ -83,8 +81,7 @@ void RowParallelLinear::backward(const LayerContext& c, float* dinp, const float
     return c.weight_grads->defer_linear(c, w_, dstream, inp, in_, out_);
   }
   if (!tp_.active())
-    return cpu::linear_backward(dinp, c.params.grad(w_), db, dstream, inp, c.params.value(w_),
-                                c.N(), in_, out_);
+    return linear_backward(c, dinp, c.params.grad(w_), db, dstream, inp, w_, c.N(), in_, out_);
   if (db != nullptr) {  // the bias saw only this rank's rows (all rows unless sp)
     const int64_t rows = tp_local_rows(tp_, c.N());
     for (int64_t r = 0; r < rows; ++r) cpu::add_inplace(db, dstream + r * out_, out_);
@@ -97,12 +94,10 @@ void RowParallelLinear::backward(const LayerContext& c, float* dinp, const float
     dout = dfull.data<float>();
   }
   if (c.weight_grads != nullptr) {  // zero-bubble B: dW runs later, at W
-    cpu::linear_backward(dinp, static_cast<float*>(nullptr), static_cast<float*>(nullptr), dout,
-                         inp, c.params.value(w_), c.N(), in_, out_);
+    linear_backward(c, dinp, nullptr, nullptr, dout, inp, w_, c.N(), in_, out_);
     return c.weight_grads->defer_linear(c, w_, dout, inp, in_, out_);
   }
-  cpu::linear_backward(dinp, c.params.grad(w_), static_cast<float*>(nullptr), dout, inp, c.params.value(w_), c.N(),
-                       in_, out_);
+  linear_backward(c, dinp, c.params.grad(w_), nullptr, dout, inp, w_, c.N(), in_, out_);
 }
 
 }  // namespace parallm

@@ -1,0 +1,99 @@
+// Dispatch of the model's GEMMs on the context's precision. Invariant: with
+// c.matmul == nullptr every function is bit-for-bit the fp32 kernel call it
+// replaces; under bf16/fp16 both GEMM operands are rounded to 16 bits first.
+#include "model/layers/matmul_precision.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "kernels/cpu/matmul.h"
+
+namespace parallm {
+
+namespace {
+cpu::LowpType lowp_type(Precision p) {
+  PX_CHECK(p != Precision::FP32, "MatmulPrecision is for bf16 or fp16, not fp32");
+  return p == Precision::BF16 ? cpu::LowpType::BF16 : cpu::LowpType::F16;
+}
+
+// n f32 values of an operand rounded to 16 bits, in a workspace.
+Tensor rounded(const LayerContext& c, const float* x, int64_t n) {
+  Tensor t = Tensor::zeros(c.alloc, {std::max<int64_t>(n, 1)},
+                           c.matmul->type() == cpu::LowpType::BF16 ? DType::BF16 : DType::F16,
+                           MemTag::Workspace);
+  cpu::round_to_lowp(t.half_bits(), x, n, c.matmul->type());
+  return t;
+}
+}  // namespace
+
+MatmulPrecision::MatmulPrecision(Precision precision, const ParameterSet& ps, Allocator& alloc,
+                                 bool allow_native)
+    : precision_(precision),
+      gemm_(lowp_type(precision), allow_native),
+      copy_(Tensor::zeros(alloc, {std::max<int64_t>(ps.total_numel(), 1)},
+                          precision == Precision::BF16 ? DType::BF16 : DType::F16,
+                          MemTag::Parameter)),
+      valid_(static_cast<size_t>(ps.size()), 0) {}
+
+const uint16_t* MatmulPrecision::weight(const ParameterSet& ps, ParamRef w) {
+  uint16_t* dst = copy_.half_bits() + ps.offset(w.index);
+  if (!valid_[static_cast<size_t>(w.index)]) {
+    cpu::round_to_lowp(dst, ps.value(w), ps.numel(w.index), type());
+    valid_[static_cast<size_t>(w.index)] = 1;
+  }
+  return dst;
+}
+
+void matmul_weight(const LayerContext& c, bool trans_a, bool trans_w, int64_t M, int64_t N,
+                   int64_t K, const float* A, int64_t lda, ParamRef w, const float* wvals,
+                   int64_t ldw, float beta, float* C, int64_t ldc) {
+  if (c.matmul == nullptr)
+    return cpu::gemm<float>(trans_a, trans_w, M, N, K, 1.0f, A, lda, wvals, ldw, beta, C, ldc);
+  Tensor a = rounded(c, A, (trans_a ? K : M) * lda);
+  c.matmul->gemm().gemm(trans_a, trans_w, M, N, K, a.half_bits(), lda,
+                        c.matmul->weight(c.params, w), ldw, beta, C, ldc, c.alloc);
+}
+
+void matmul_act(const LayerContext& c, bool trans_a, bool trans_b, int64_t M, int64_t N,
+                int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
+                float* C, int64_t ldc) {
+  if (c.matmul == nullptr)
+    return cpu::gemm<float>(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+  Tensor a = rounded(c, A, (trans_a ? K : M) * lda);
+  Tensor b = rounded(c, B, (trans_b ? N : K) * ldb);
+  c.matmul->gemm().gemm(trans_a, trans_b, M, N, K, a.half_bits(), lda, b.half_bits(),
+                        ldb, beta, C, ldc, c.alloc);
+}
+
+void linear_forward(const LayerContext& c, float* out, const float* inp, ParamRef w,
+                    const float* bias, int64_t N, int64_t IC, int64_t OC) {
+  if (c.matmul == nullptr)
+    return cpu::linear_forward(out, inp, c.params.value(w), bias, N, IC, OC);
+  matmul_weight(c, false, true, N, OC, IC, inp, IC, w, c.params.value(w), IC, 0.0f, out, OC);
+  if (bias == nullptr) return;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t j = 0; j < OC; ++j) out[n * OC + j] += bias[j];
+}
+
+void linear_backward(const LayerContext& c, float* dinp, float* dweight, float* dbias,
+                     const float* dout, const float* inp, ParamRef w, int64_t N, int64_t IC,
+                     int64_t OC) {
+  if (c.matmul == nullptr)
+    return cpu::linear_backward(dinp, dweight, dbias, dout, inp, c.params.value(w), N, IC, OC);
+  // The gradient flowing back is rounded once; under fp16 a value beyond
+  // 65504 becomes Inf here, which the loss scaler then sees.
+  Tensor d = rounded(c, dout, N * OC);
+  if (dinp != nullptr)
+    c.matmul->gemm().gemm(false, false, N, IC, OC, d.half_bits(), OC,
+                          c.matmul->weight(c.params, w), IC, 1.0f, dinp, IC, c.alloc);
+  if (dweight != nullptr) {
+    Tensor x = rounded(c, inp, N * IC);
+    c.matmul->gemm().gemm(true, false, OC, IC, N, d.half_bits(), OC, x.half_bits(), IC,
+                          1.0f, dweight, IC, c.alloc);
+  }
+  // The bias gradient: the f32 kernel's fixed-order row sum.
+  if (dbias != nullptr)
+    cpu::linear_backward<float>(nullptr, nullptr, dbias, dout, inp, nullptr, N, IC, OC);
+}
+
+}  // namespace parallm
