@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "io/hf_model.h"
 #include "parallel/tensor/gather_parameters.h"
@@ -36,6 +37,7 @@ void save_hf_from_layout(const std::string& dir, Transformer& model, DataParalle
   Allocator alloc;
   std::unique_ptr<Transformer> whole;
   if (world_rank == 0) whole = std::make_unique<Transformer>(model.config(), alloc);
+  std::set<std::string> filled;  // on world rank 0: every parameter, from some stage
   auto put = [&](const std::string& name, const float* full, int64_t n) {
     const ParameterSet& wp = whole->params();
     const int j = wp.find(name);
@@ -44,6 +46,7 @@ void save_hf_from_layout(const std::string& dir, Transformer& model, DataParalle
     PX_CHECK(wp.numel(j) <= n, "parameter '{}': {} gathered values for {} wanted", name, n,
              wp.numel(j));
     std::memcpy(wp.value({j}), full, static_cast<size_t>(wp.numel(j)) * sizeof(float));
+    filled.insert(name);
   };
   // This stage's tensors, whole; a tied table's pipeline copy is left to the
   // first stage, which owns it.
@@ -95,7 +98,11 @@ void save_hf_from_layout(const std::string& dir, Transformer& model, DataParalle
       }
     }
   }
-  if (whole) save_hf_model(dir, *whole, dtype);
+  if (!whole) return;
+  PX_CHECK(static_cast<int>(filled.size()) == whole->params().size(),
+           "--save-hf gathered {} of the model's {} parameters", filled.size(),
+           whole->params().size());
+  save_hf_model(dir, *whole, dtype);
 }
 
 }  // namespace parallm
