@@ -185,6 +185,16 @@ void scatter_hf_slices(const SafetensorsFile& st, const TensorEntry& e, const Pa
   }
 }
 
+// Whether this model holds HF tensor t: a pipeline stage holds a subset (a
+// tied table's copy on the last stage has the table's name, so it is
+// filled too); a whole model holds everything (a missing part is an error).
+bool holds_any_part(const Transformer& model, const HfTensor& t) {
+  if (model.whole()) return true;
+  for (const auto& name : t.parts)
+    if (model.params().find(name) >= 0) return true;
+  return false;
+}
+
 }  // namespace
 
 void load_hf_weights(const std::string& dir, Transformer& model) {
@@ -211,6 +221,7 @@ void load_hf_weights(const std::string& dir, Transformer& model) {
                "{}: tensor '{}' has dtype {}, expected a floating-point type", file, e.name,
                dtype_name(e.dtype));
       PX_CHECK(loaded.insert(name).second, "{}: tensor '{}' appears twice", file, e.name);
+      if (!holds_any_part(model, t)) continue;  // another pipeline stage's tensor
       scatter_hf_slices(st, e, model.params(), t);
     }
   }

@@ -19,7 +19,8 @@ ModelConfig read_hf_model_config(const std::string& dir);
 // into model's parameters; every expected tensor must be present with the
 // right shape, and unexpected tensors are errors. Under tensor parallelism
 // each rank reads only the rows/columns of its shards (padded vocabulary
-// rows are left as they are).
+// rows are left as they are). A pipeline stage reads only the tensors it
+// holds (the last stage's copy of a tied table included).
 void load_hf_weights(const std::string& dir, Transformer& model);
 
 }  // namespace parallm

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "io/hf_model.h"
 #include "parallel/tensor/gather_parameters.h"
@@ -16,16 +17,17 @@ ExportResult export_checkpoint_to_hf(const std::string& checkpoint, const std::s
   Allocator alloc;
   Transformer model(ck.state.model, alloc);
   model.params().init_random(0);  // every element is overwritten below
-  check_checkpoint_covers_model(ck, model.params());
+  check_checkpoint_covers_model(ck, model.params(), ck.state.model);
   load_checkpoint_values(ck, model.params(), ck.state.model.vocab_size);
   save_hf_model(out_dir, model, dtype, max_shard_bytes);
   return {ck.dir, ck.state.step, ck.state.model};
 }
 
 void save_hf_from_layout(const std::string& dir, Transformer& model, DataParallel& dp, DType dtype,
-                         int world_rank) {
+                         int world_rank, comm::Communicator* pp) {
+  const bool staged = pp != nullptr && pp->size() > 1;
   const bool sharded = model.tp().active() || dp.options().zero >= 3;
-  if (!sharded) {
+  if (!sharded && !staged) {
     if (world_rank == 0) save_hf_model(dir, model, dtype);
     return;
   }
@@ -35,19 +37,72 @@ void save_hf_from_layout(const std::string& dir, Transformer& model, DataParalle
   Allocator alloc;
   std::unique_ptr<Transformer> whole;
   if (world_rank == 0) whole = std::make_unique<Transformer>(model.config(), alloc);
+  std::set<std::string> filled;  // on world rank 0: every parameter, from some stage
+  auto put = [&](const std::string& name, const float* full, int64_t n) {
+    const ParameterSet& wp = whole->params();
+    const int j = wp.find(name);
+    PX_CHECK(j >= 0, "parameter '{}' has no one-process counterpart", name);
+    // A padded vocabulary differs in rows only: its first rows are the model's.
+    PX_CHECK(wp.numel(j) <= n, "parameter '{}': {} gathered values for {} wanted", name, n,
+             wp.numel(j));
+    std::memcpy(wp.value({j}), full, static_cast<size_t>(wp.numel(j)) * sizeof(float));
+    filled.insert(name);
+  };
+  // This stage's tensors, whole; a tied table's pipeline copy is left to the
+  // first stage, which owns it.
+  std::string names;  // '\n'-terminated, in the order of `values`
+  std::vector<float> values;
+  std::vector<int64_t> sizes;
   for (int i = 0; i < ps.size(); ++i) {
     std::vector<float> full = gather_tp_parameter(ps, i, local.data() + ps.offset(i), model.tp());
-    if (!whole) continue;
-    const ParameterSet& wp = whole->params();
-    const int j = wp.find(ps.spec(i).name);
-    PX_CHECK(j >= 0, "parameter '{}' has no one-process counterpart", ps.spec(i).name);
-    // A padded vocabulary differs in rows only: its first rows are the model's.
-    PX_CHECK(wp.numel(j) <= static_cast<int64_t>(full.size()),
-             "parameter '{}': {} gathered values for {} wanted", ps.spec(i).name, full.size(),
-             wp.numel(j));
-    std::memcpy(wp.value({j}), full.data(), static_cast<size_t>(wp.numel(j)) * sizeof(float));
+    if (ps.spec(i).pipeline_copy) continue;
+    if (whole) {
+      put(ps.spec(i).name, full.data(), static_cast<int64_t>(full.size()));
+    } else if (staged) {
+      names += ps.spec(i).name + "\n";
+      sizes.push_back(static_cast<int64_t>(full.size()));
+      values.insert(values.end(), full.begin(), full.end());
+    }
   }
-  if (whole) save_hf_model(dir, *whole, dtype);
+  // Under pp the other stages of world rank 0's pipeline (dp rank 0, tp
+  // rank 0) send theirs to it: sizes, names, then the values.
+  if (staged && dp.dp_rank() == 0 && model.tp().rank() == 0) {
+    if (pp->rank() > 0) {
+      int64_t head[2] = {static_cast<int64_t>(names.size()), static_cast<int64_t>(sizes.size())};
+      pp->send(head, 2, DType::I64, 0);
+      pp->send(names.data(), names.size(), DType::U8, 0);
+      pp->send(sizes.data(), sizes.size(), DType::I64, 0);
+      pp->send(values.data(), values.size(), DType::F32, 0);
+    } else if (whole) {
+      for (int s = 1; s < pp->size(); ++s) {
+        int64_t head[2];
+        pp->recv(head, 2, DType::I64, s);
+        std::string got(static_cast<size_t>(head[0]), '\0');
+        std::vector<int64_t> counts(static_cast<size_t>(head[1]));
+        pp->recv(got.data(), got.size(), DType::U8, s);
+        pp->recv(counts.data(), counts.size(), DType::I64, s);
+        int64_t total = 0;
+        for (int64_t c : counts) total += c;
+        std::vector<float> data(static_cast<size_t>(total));
+        pp->recv(data.data(), data.size(), DType::F32, s);
+        size_t pos = 0;
+        const float* p = data.data();
+        for (int64_t c : counts) {
+          const size_t nl = got.find('\n', pos);
+          PX_CHECK(nl != std::string::npos, "stage {} sent {} tensors but fewer names", s,
+                   counts.size());
+          put(got.substr(pos, nl - pos), p, c);
+          pos = nl + 1;
+          p += c;
+        }
+      }
+    }
+  }
+  if (!whole) return;
+  PX_CHECK(static_cast<int>(filled.size()) == whole->params().size(),
+           "--save-hf gathered {} of the model's {} parameters", filled.size(),
+           whole->params().size());
+  save_hf_model(dir, *whole, dtype);
 }
 
 }  // namespace parallm

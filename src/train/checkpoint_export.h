@@ -1,7 +1,8 @@
 // Hugging Face directories out of any layout: from a distributed checkpoint
 // (`parallm export`), read into a one-process model through the same
 // slice-mapping loader that resumes training, or from a running job at its
-// end (--save-hf), gathered over ZeRO-3 and tensor-parallel shards.
+// end (--save-hf), gathered over ZeRO-3 and tensor-parallel shards and
+// pipeline stages.
 // Invariant: the exported tensors are the full, unpadded HF tensors whatever
 // the layout the weights came from.
 #pragma once
@@ -26,8 +27,9 @@ struct ExportResult {
 ExportResult export_checkpoint_to_hf(const std::string& checkpoint, const std::string& out_dir,
                                      DType dtype, int64_t max_shard_bytes = 0);
 
-// Collective over the job: world rank 0 writes dir from the full parameters.
+// Collective over the job: world rank 0 writes dir from the full parameters;
+// under pp (the pp group, rank = stage) the other stages send theirs to it.
 void save_hf_from_layout(const std::string& dir, Transformer& model, DataParallel& dp, DType dtype,
-                         int world_rank);
+                         int world_rank, comm::Communicator* pp = nullptr);
 
 }  // namespace parallm

@@ -4,10 +4,12 @@
 #include <climits>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "base/error.h"
 #include "io/checkpoint/checkpoint_dir.h"
 #include "io/checkpoint/manifest.h"
+#include "io/hf_layout.h"
 
 namespace fs = std::filesystem;
 
@@ -66,10 +68,21 @@ void load_checkpoint_values(const OpenedCheckpoint& ck, const ParameterSet& ps, 
   }
 }
 
-void check_checkpoint_covers_model(const OpenedCheckpoint& ck, const ParameterSet& ps) {
-  for (const auto& name : ck.shards->tensors("param"))
-    PX_CHECK(ps.find(name) >= 0, "{}: tensor '{}' is not a parameter of this model", ck.dir,
-             name);
+void check_checkpoint_covers_model(const OpenedCheckpoint& ck, const ParameterSet& ps,
+                                   const ModelConfig& cfg) {
+  // The model's global parameter names: those of its HF layout (every
+  // internal tensor is part of one HF tensor), whichever stage holds them.
+  std::set<std::string> model_names;
+  for (const HfTensor& t : hf_layout(cfg)) model_names.insert(t.parts.begin(), t.parts.end());
+  const auto saved = ck.shards->tensors("param");
+  const std::set<std::string> saved_names(saved.begin(), saved.end());
+  for (const auto& name : saved_names)
+    PX_CHECK(model_names.count(name) > 0, "{}: tensor '{}' is not a parameter of this model",
+             ck.dir, name);
+  for (int i = 0; i < ps.size(); ++i)
+    PX_CHECK(saved_names.count(ps.spec(i).name) > 0,
+             "{}: the checkpoint has no tensor '{}', a parameter of this model", ck.dir,
+             ps.spec(i).name);
 }
 
 void load_checkpoint_optimizer(const OpenedCheckpoint& ck, const ParameterSet& ps, Optimizer& opt,

@@ -11,6 +11,7 @@
 
 #include "comm/communicator.h"
 #include "io/checkpoint/shard_file.h"
+#include "model/config.h"
 #include "model/parameters.h"
 #include "optim/optimizer.h"
 #include "train/checkpoint_state.h"
@@ -34,9 +35,12 @@ bool has_checkpoint(const std::string& path);
 // the flat values; call before ZeRO takes its shards. vocab: the model's
 // vocabulary (rows beyond it are tp padding).
 void load_checkpoint_values(const OpenedCheckpoint& ck, const ParameterSet& ps, int64_t vocab);
-// A whole model (not a pipeline stage, which holds a subset): every saved
-// tensor must be one of its parameters, else the checkpoint is of another model.
-void check_checkpoint_covers_model(const OpenedCheckpoint& ck, const ParameterSet& ps);
+// Every parameter ps holds (a whole model or a pipeline stage's subset) must
+// be saved in the checkpoint, and every saved tensor must be a parameter of
+// the model cfg describes (whichever stage holds it), else the checkpoint is
+// of another model.
+void check_checkpoint_covers_model(const OpenedCheckpoint& ck, const ParameterSet& ps,
+                                   const ModelConfig& cfg);
 // The named state buffers of the flat range opt owns (any optimizer; the
 // checkpoint must have been saved with the same one), and its step count.
 void load_checkpoint_optimizer(const OpenedCheckpoint& ck, const ParameterSet& ps, Optimizer& opt,

@@ -45,7 +45,10 @@ std::vector<CheckpointPiece> checkpoint_pieces(const Transformer& model, DataPar
       const ParamSpec& s = ps.spec(i);
       // One writer per distinct slice: tp rank 0 for tensors replicated over
       // tp, the first holder of a shard that several tp ranks share.
-      const bool copy = s.shard_dim < 0 ? tp_rank != 0 : tp_rank % s.tp_replicas != 0;
+      // The last pipeline stage's copy of the tied table is the first stage's
+      // (same name, same values and moments): that stage writes it.
+      const bool copy = s.pipeline_copy ||
+                        (s.shard_dim < 0 ? tp_rank != 0 : tp_rank % s.tp_replicas != 0);
       if (b <= a || copy) continue;
       TensorSlice slice = TensorSlice::of_box(s.global_shape, s.shape, s.shard_dim, s.shard_begin)
                               .sub_range(a - off, b - off);

@@ -5,7 +5,8 @@
 // `latest`. Ranks holding identical copies split the writing: each dp rank
 // writes its ZeRO flat range of the values (and of replicated moments), and
 // tp-replicated tensors (and shards several tp ranks share) are written by
-// their first holder only. Invariant: a save
+// their first holder only; pipeline stages hold different tensors, and the
+// last stage's copy of a tied table is written by the first stage. Invariant: a save
 // interrupted anywhere leaves the previous checkpoint and `latest` intact and
 // no directory a load would take for complete.
 #pragma once

@@ -40,9 +40,6 @@ void validate_pipeline(const TrainConfig& t, const ModelConfig& m) {
            "ZeRO stage {} with pp {} is not supported yet (stages 2 and 3 reduce and gather "
            "per backward unit; use --zero 0 or 1)",
            t.dp.zero, t.pp);
-  PX_CHECK(t.save_dir.empty(), "saving with pp {} is not supported yet (the stages would need "
-           "gathering)", t.pp);
-  PX_CHECK(t.init_from.empty(), "--init-from with pp {} is not supported yet", t.pp);
 }
 
 ModelStage pipeline_stage(const TrainConfig& t, const ModelConfig& m, int pp_rank) {

@@ -90,7 +90,7 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
     ck = open_checkpoint(resume_from, world);
     std::string note = check_resume_compatible(ck.state, rc.model, rc.train, ck.dir);
     if (!note.empty()) fmt::print(log, "{}\n", note);
-    check_checkpoint_covers_model(ck, model.params());  // (a pipeline stage: its subset)
+    check_checkpoint_covers_model(ck, model.params(), rc.model);  // (a pipeline stage: its subset)
     load_checkpoint_values(ck, model.params(), rc.model.vocab_size);
   }
   const bool measured = rc.train.peak_tflops <= 0;
@@ -194,7 +194,8 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
              std::isnan(val) ? std::string() : fmt::format(", validation loss {:.4f}", val));
   if (!rc.train.save_hf_dir.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
-    save_hf_from_layout(rc.train.save_hf_dir, model, trainer.data_parallel(), *save_dtype, rank);
+    save_hf_from_layout(rc.train.save_hf_dir, model, trainer.data_parallel(), *save_dtype, rank,
+                        pp_group.get());
     fmt::print(log, "saved {} ({}, {:.2f} s)\n", rc.train.save_hf_dir, opts.save_dtype,
                seconds_since(t0));
   }

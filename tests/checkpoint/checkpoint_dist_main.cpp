@@ -26,6 +26,9 @@ std::string Layout::name() const {
   if (sp) s += "_sp";
   if (llama) s += "_llama";
   if (optimizer != "adamw") s += "_" + optimizer;
+  if (pp > 1) s += fmt::format("_pp{}_{}", pp, schedule);
+  if (virtual_stages > 1) s += fmt::format("_v{}", virtual_stages);
+  if (layers != 2) s += fmt::format("_L{}", layers);
   return s;
 }
 
@@ -34,7 +37,7 @@ TrainJobOptions job(const Layout& l, const std::string& save, const std::string&
   ModelConfig& m = o.run.model;
   m.vocab_size = 1001;
   m.hidden = 32;
-  m.n_layers = 2;
+  m.n_layers = l.layers;
   m.n_heads = m.n_kv_heads = 4;
   m.head_dim = 8;
   m.intermediate = 64;
@@ -66,6 +69,9 @@ TrainJobOptions job(const Layout& l, const std::string& save, const std::string&
   t.tp = l.tp;
   t.sequence_parallel = l.sp;
   t.optimizer = l.optimizer;
+  t.pp = l.pp;
+  t.schedule = l.schedule;
+  t.virtual_stages = l.virtual_stages;
   o.threads = 1;
   return o;
 }

@@ -26,7 +26,11 @@ struct Layout {
   bool ps = false, sp = false;
   bool llama = false;  // LLaMA (GQA, untied head) instead of GPT-2
   std::string optimizer = "adamw";  // --optimizer
-  int ranks() const { return dp * tp; }
+  int pp = 1;                       // --pp, with --schedule and --virtual-stages
+  std::string schedule = "1f1b";
+  int virtual_stages = 1;
+  int layers = 2;                   // the model's (interleaving 2 stages x 2 needs 4)
+  int ranks() const { return dp * tp * pp; }
   std::string name() const;  // also a file-name stem
 };
 inline void PrintTo(const Layout& l, std::ostream* os) { *os << l.name(); }

@@ -66,7 +66,13 @@ INSTANTIATE_TEST_SUITE_P(
                       Pair{{.tp = 2, .llama = true}, {.dp = 2, .zero = 3, .llama = true}},
                       // 2 key/value heads over tp 4: each kv shard held by two ranks
                       Pair{{.tp = 4, .llama = true}, {.dp = 2, .zero = 1, .llama = true}},
-                      Pair{{.dp = 4, .zero = 2, .llama = true}, {.tp = 4, .llama = true}}),
+                      Pair{{.dp = 4, .zero = 2, .llama = true}, {.tp = 4, .llama = true}},
+                      // Pipeline stages, out of and into every other layout
+                      Pair{{.tp = 2, .pp = 2}, {.dp = 4, .zero = 2}},
+                      Pair{{.dp = 4, .layers = 4},
+                           {.dp = 2, .zero = 1, .pp = 2, .schedule = "interleaved",
+                            .virtual_stages = 2, .layers = 4}},
+                      Pair{{.pp = 2, .schedule = "gpipe"}, {}}),
     [](const auto& info) { return info.param.from.name() + "_to_" + info.param.to.name(); });
 
 }  // namespace

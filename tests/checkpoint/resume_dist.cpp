@@ -2,7 +2,7 @@
 // --steps 20 --exit-interval 10 and a --resume to 20, in the same layout:
 // every per-step loss and the final values and optimizer state (AdamW
 // moments; momentum buffers of SGD with momentum and Muon) are identical
-// (fp32, dropout on, gradient accumulation on).
+// (fp32, dropout on, gradient accumulation on), pipeline stages included.
 #include <gtest/gtest.h>
 
 #include "ckpt_env.h"
@@ -46,9 +46,10 @@ TEST_P(Resume, IsBitExact) {
     ASSERT_GT(want.size(), 0u) << kind;
     // GPT-2: 2 embeddings, 16 per block, final norm 2; LLaMA: embedding,
     // 9 per block, final norm, head.
-    if (kind == "param" || l.optimizer == "adamw")
-      ASSERT_EQ(want.size(), l.llama ? 1u + 9u * 2u + 2u : 2u + 16u * 2u + 2u)
+    if (kind == "param" || l.optimizer == "adamw") {
+      ASSERT_EQ(want.size(), l.llama ? 1u + 9u * l.layers + 2u : 2u + 16u * l.layers + 2u)
           << kind << ": every tensor of the model";
+    }
     for (const auto& [name, values] : want) {
       ASSERT_TRUE(got.count(name)) << kind << " " << name;
       EXPECT_EQ(values, got[name]) << kind << " " << name << " differs after resume";
@@ -69,7 +70,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Layout{.dp = 2, .tp = 2, .zero = 1, .llama = true},
                       Layout{.tp = 4, .llama = true},
                       Layout{.dp = 2, .zero = 1, .optimizer = "momentum"},
-                      Layout{.dp = 2, .tp = 2, .zero = 1, .llama = true, .optimizer = "muon"}),
+                      Layout{.dp = 2, .tp = 2, .zero = 1, .llama = true, .optimizer = "muon"},
+                      // Pipeline stages (GPT-2's tied table on the first and last)
+                      Layout{.dp = 2, .zero = 1, .pp = 2},
+                      Layout{.tp = 2, .pp = 2, .schedule = "zb"}),
     [](const auto& info) { return info.param.name(); });
 
 }  // namespace
