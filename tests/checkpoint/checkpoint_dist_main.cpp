@@ -29,6 +29,7 @@ std::string Layout::name() const {
   if (pp > 1) s += fmt::format("_pp{}_{}", pp, schedule);
   if (virtual_stages > 1) s += fmt::format("_v{}", virtual_stages);
   if (layers != 2) s += fmt::format("_L{}", layers);
+  if (fp16) s += "_fp16";
   return s;
 }
 
@@ -69,6 +70,12 @@ TrainJobOptions job(const Layout& l, const std::string& save, const std::string&
   t.tp = l.tp;
   t.sequence_parallel = l.sp;
   t.optimizer = l.optimizer;
+  if (l.fp16) {
+    t.precision = Precision::FP16;
+    t.loss_scale.initial_scale = 1 << 24;
+    t.loss_scale.window = 3;
+    t.loss_scale.hysteresis = 1;
+  }
   t.pp = l.pp;
   t.schedule = l.schedule;
   t.virtual_stages = l.virtual_stages;

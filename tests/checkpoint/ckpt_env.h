@@ -30,6 +30,9 @@ struct Layout {
   std::string schedule = "1f1b";
   int virtual_stages = 1;
   int layers = 2;                   // the model's (interleaving 2 stages x 2 needs 4)
+  // fp16: a loss scale high enough to overflow at first and a short growth
+  // window, so steps are skipped and the scaler's state matters at resume.
+  bool fp16 = false;
   int ranks() const { return dp * tp * pp; }
   std::string name() const;  // also a file-name stem
 };
