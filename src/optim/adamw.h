@@ -3,10 +3,9 @@
 // norms or biases). Moments are tagged optimizer memory (8 bytes/param).
 // A ZeRO rank owns the moments of one flat range [begin, end) only and
 // updates just that range; its moment buffers hold `capacity` elements so
-// that every rank's shard has the same size.
+// that every rank's shard has the same size (optim/adam_moments.h).
 #pragma once
-#include "kernels/cpu/optimizer.h"
-#include "optim/optimizer.h"
+#include "optim/adam_moments.h"
 
 namespace parallm {
 
@@ -17,23 +16,23 @@ struct AdamWConfig {
   double weight_decay = 0.1;
 };
 
-class AdamW : public Optimizer {
+class AdamW : public AdamMoments {
  public:
   // Moments for every parameter.
-  AdamW(const ParameterSet& params, const AdamWConfig& cfg, Allocator& alloc);
+  AdamW(const ParameterSet& params, const AdamWConfig& cfg, Allocator& alloc)
+      : AdamW(params, cfg, alloc, 0, params.total_numel(), params.total_numel()) {}
   // Moments for the flat range [begin, end) only, stored in `capacity`
   // (>= end - begin) elements.
   AdamW(const ParameterSet& params, const AdamWConfig& cfg, Allocator& alloc, int64_t begin,
-        int64_t end, int64_t capacity);
-  void step_range(const ParameterSet& params, double lr, float* p, const float* g) override;
+        int64_t end, int64_t capacity)
+      : AdamMoments(params,
+                    cpu::AdamWParams{.lr = 0, .beta1 = cfg.beta1, .beta2 = cfg.beta2,
+                                     .eps = cfg.eps, .weight_decay = cfg.weight_decay},
+                    alloc, begin, end, capacity) {}
+  void step_range(const ParameterSet& params, double lr, float* p, const float* g) override {
+    update(params, lr, p, g, cpu::adamw_step);
+  }
   OptimizerKind kind() const override { return OptimizerKind::AdamW; }
-  std::vector<OptimizerState> state() override;
-  const Tensor& exp_avg() const { return m_; }
-  const Tensor& exp_avg_sq() const { return v_; }
-
- private:
-  AdamWConfig cfg_;
-  Tensor m_, v_;
 };
 
 }  // namespace parallm
