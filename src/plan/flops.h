@@ -42,9 +42,11 @@ double parallm_hardware_flops_per_token(const ModelConfig& cfg, int64_t seq_len,
 // peak is unknown).
 double flops_utilisation(double tokens_per_s, double flops_per_token, double peak_flops_per_rank,
                          int ranks);
-// Best of a few single-precision GEMMs (1024^3) with the BLAS thread count in
-// effect: this machine's practical fp32 peak in FLOP/s, the default MFU
-// denominator (--peak-tflops overrides it).
-double measure_gemm_peak_flops();
+// Best of a few GEMMs (1024^3) with the BLAS thread count in effect: this
+// machine's practical peak in FLOP/s for the run's matmul precision (fp32:
+// oneDNN sgemm; bf16/fp16: the reduced-precision GEMM the run will use,
+// native or emulated), the default MFU denominator (--peak-tflops overrides).
+double measure_gemm_peak_flops(Precision precision = Precision::FP32,
+                               bool allow_native_lowp = true);
 
 }  // namespace parallm

@@ -94,7 +94,8 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
     load_checkpoint_values(ck, model.params(), rc.model.vocab_size);
   }
   const bool measured = rc.train.peak_tflops <= 0;
-  double peak = measured ? measure_gemm_peak_flops() : rc.train.peak_tflops * 1e12;
+  double peak = measured ? measure_gemm_peak_flops(rc.train.precision, !rc.train.emulate_lowp_gemm)
+                         : rc.train.peak_tflops * 1e12;
   Trainer trainer(model, rc.train, alloc, peak, rc.train.dp.dp > 1 ? dp_group.get() : nullptr,
                   PipelineGroups{pp_group.get(), embed_group.get()});
   if (ck.shards) {
@@ -106,6 +107,9 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
                ck.dir, ck.state.step, layout_name(ck.state.layout), seconds_since(load_start));
     ck.shards.reset();  // unmaps the files
   }
+  const char* gemm_kind = rc.train.precision == Precision::FP32   ? "fp32"
+                          : rc.train.precision == Precision::BF16 ? "bf16"
+                                                                  : "fp16";
   fmt::print(log,
              "parallm: {} model, {:.2f}M parameters, {} layers, hidden {}, vocab {}; "
              "{} steps of {} x {} tokens (micro-batch {}, accumulation {}), {} threads, "
@@ -113,7 +117,8 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
              arch_name(rc.model.arch), rc.model.num_parameters() / 1e6, rc.model.n_layers,
              rc.model.hidden, rc.model.vocab_size, rc.train.steps, rc.train.global_batch_size,
              rc.train.seq_len, rc.train.micro_batch_size, rc.train.grad_accum_steps(),
-             cpu::num_threads(), peak / 1e9, measured ? "measured GEMM" : "--peak-tflops");
+             cpu::num_threads(), peak / 1e9,
+             measured ? fmt::format("measured {} GEMM", gemm_kind) : std::string("--peak-tflops"));
   fmt::print(log, "compute: {}\n", trainer.compute_summary());
   if (rc.train.dp.dp > 1)
     fmt::print(log, "data parallel: dp {}, {}, ZeRO stage {}, buckets {} MiB, overlap {}\n",
