@@ -181,11 +181,15 @@ double muon_state_bytes(const MemoryQuery& q, int64_t align, int64_t shards) {
 
 // Floats of one unit's (a Transformer grad segment's) parameters on a tp
 // rank: the embedding unit, one block, and the tail (final norm and an
-// untied head), each tensor padded to `align`; and the most floats one unit
-// holds in parameters whose gradient is summed over tp under sequence
-// parallelism (norms, row-parallel biases, learned positions; unpadded).
+// untied head), each tensor padded to `align`; and for the tp partial-
+// gradient buffer (parallel/tensor/partial_grad_sync.h), the most floats one
+// unit sets aside (`partial_keep`: parameters whose gradient is summed over
+// tp: norms, row-parallel biases, learned positions under sequence
+// parallelism, and key/value shards replicated when n_kv_heads < tp;
+// unpadded) and the most it reduces (`partial_reduced`: a replicated shard
+// travels in one slot per distinct shard, n_kv_heads slots).
 struct UnitSizes {
-  int64_t embedding = 0, block = 0, tail = 0, sp_partial = 0;
+  int64_t embedding = 0, block = 0, tail = 0, partial_keep = 0, partial_reduced = 0;
 };
 
 UnitSizes unit_sizes(const MemoryQuery& q, int64_t align) {
@@ -202,9 +206,18 @@ UnitSizes unit_sizes(const MemoryQuery& q, int64_t align) {
   u.embedding = e.n;
   u.block = b.n;
   u.tail = t.n;
-  const int64_t block_partial = 2 * norm_tensors * C + (m.uses_bias() ? 2 * C : 0);
-  u.sp_partial = std::max({m.uses_learned_positions() ? m.max_positions * C : int64_t{0},
-                           block_partial, norm_tensors * C});
+  const bool sp = q.sequence_parallel && q.tp > 1;
+  const int64_t block_partial = sp ? 2 * norm_tensors * C + (m.uses_bias() ? 2 * C : 0) : 0;
+  // k and v (weight and bias) when each kv head is held by several tp ranks.
+  int64_t kv = 0, kv_slots = 1;
+  if (q.tp > 1 && m.n_kv_heads < q.tp) {
+    kv = 2 * m.head_dim * (C + (m.uses_bias() ? 1 : 0));
+    kv_slots = m.n_kv_heads;
+  }
+  const int64_t positions = sp && m.uses_learned_positions() ? m.max_positions * C : 0;
+  const int64_t tail_partial = sp ? norm_tensors * C : 0;
+  u.partial_keep = std::max({positions, block_partial + kv, tail_partial});
+  u.partial_reduced = std::max({positions, block_partial + kv * kv_slots, tail_partial});
   return u;
 }
 
@@ -249,19 +262,30 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
     if (!sharded) return n;
     return parallm ? std::ceil(n / shards) : n / shards;
   };
-  // Extension point (mixed precision): a 16-bit weight copy changes weight_bytes.
-  r.parameters = shard(params, q.zero >= 3) * weight_bytes;
-  r.gradients = shard(params, q.zero >= 2) * weight_bytes;
+  // Megatron/ZeRO paper: 16-bit weights and gradients under mixed precision,
+  // the fp32 master copy counted with the optimizer (+4 bytes per element).
+  // Parallm (parallm_state_bytes): fp32 master values in the ParameterSet
+  // (sharded by ZeRO-3) plus the 16-bit GEMM copy of every local element
+  // (model/layers/matmul_precision.h: sized to the whole ParameterSet, so
+  // ZeRO-3 does not shard it), fp32 gradients, and no master copy among
+  // the optimizer states.
+  const ParallmStateBytes pb = parallm_state_bytes(q.precision);
+  if (parallm) {
+    r.parameters = shard(params, q.zero >= 3) * pb.master + params * pb.gemm_copy;
+    r.gradients = shard(params, q.zero >= 2) * pb.gradient;
+  } else {
+    r.parameters = shard(params, q.zero >= 3) * weight_bytes;
+    r.gradients = shard(params, q.zero >= 2) * weight_bytes;
+  }
   // Optimizer states: a fixed count per element, or for Muon 4 bytes per
   // element of the blocks' 2-D matrices and 8 per other element, on the
-  // rank whose ZeRO shard holds the most non-matrix elements. Extension
-  // point (mixed precision): the fp32 master copy adds 4 bytes per element.
+  // rank whose ZeRO shard holds the most non-matrix elements.
   const int64_t zero_shards = q.zero >= 1 ? static_cast<int64_t>(shards) : 1;
   r.optimizer =
       (q.optimizer == OptimizerKind::Muon
            ? muon_state_bytes(q, parallm ? 16 : 1, zero_shards)
            : shard(params, q.zero >= 1) * optimizer_state_bytes_per_element(q.optimizer, false)) +
-      (mixed ? 4.0 * shard(params, q.zero >= 1) : 0.0);
+      (mixed && !parallm ? 4.0 * shard(params, q.zero >= 1) : 0.0);
 
   r.micro_batches_in_flight = in_flight(q);
   if (parallm) {
@@ -286,21 +310,24 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
   // gradient buffer in place (no buckets); ZeRO-2 stages gradients in two
   // rotating buffers of the largest non-embedding unit plus a pinned one of
   // the embedding (parallel/zero/unit_staging.h), ZeRO-3 a second set for
-  // gathered values; sequence parallelism keeps two copies of the largest
-  // unit's partial gradients (parallel/tensor/partial_grad_sync.h).
+  // gathered values; under tp, the largest unit's partial gradients
+  // (sequence parallelism, replicated kv heads) are set aside and reduced in
+  // one buffer (parallel/tensor/partial_grad_sync.h).
   if (parallm) {
     const UnitSizes u = unit_sizes(q, 16);
     const double unit = 4.0 * static_cast<double>(2 * std::max(u.block, u.tail) + u.embedding);
     if (shards > 1 && q.zero >= 2) r.communication += unit * (q.zero >= 3 ? 2.0 : 1.0);
-    if (q.sequence_parallel && q.tp > 1)
-      r.communication += 4.0 * 2.0 * static_cast<double>(u.sp_partial);
+    if (q.tp > 1 && u.partial_reduced > 0)
+      r.communication += 4.0 * static_cast<double>(u.partial_keep + u.partial_reduced);
   } else {
     if (shards > 1 && q.zero <= 1) r.communication += 2.0 * q.bucket_mb * 1024 * 1024;
     if (q.zero >= 3) r.communication += 2.0 * static_cast<double>(per_layer) * weight_bytes;
   }
+  // Pipeline send/receive buffers: parallm sends fp32 activations under
+  // every precision.
   if (q.pp > 1)
     r.communication += 2.0 * static_cast<double>(q.seq_len) / q.cp * q.micro_batch * m.hidden *
-                       (mixed ? 2.0 : 4.0);
+                       (mixed && !parallm ? 2.0 : 4.0);
   return r;
 }
 

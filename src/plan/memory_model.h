@@ -10,8 +10,10 @@
 // s*b*h*(34/t + 5*a*s/(h*t)); selective recompute drops the 5*a*s/h term; full
 // recompute keeps 2*s*b*h per layer (plus one layer's working set). fp32
 // doubles the activation bytes. ActivationModel::Parallm instead counts the
-// tensors this implementation's layers save (plan/parallm_activations.h), so
-// it can be held against the allocator. Parameter counts are exact per rank
+// tensors this implementation's layers save (plan/parallm_activations.h) and
+// its mixed-precision state bytes (fp32 master + an unsharded 16-bit copy,
+// fp32 gradients: parallm_state_bytes), so it can be held against the
+// allocator. Parameter counts are exact per rank
 // (tp shards, padded vocabulary, replicated norms and row-parallel biases).
 #pragma once
 #include <cstdint>

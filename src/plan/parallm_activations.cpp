@@ -24,7 +24,9 @@ ParallmActivations parallm_activations(const MemoryQuery& q) {
   const double rows = q.sequence_parallel ? N / t : N;     // residual-stream rows
   const double C = static_cast<double>(m.hidden);
   const double Q = static_cast<double>(m.q_dim()) / t;     // this rank's query width
-  const double K = static_cast<double>(m.kv_dim()) / t;    // ... key / value width
+  // Key/value width: with fewer kv heads than tp ranks each rank keeps one
+  // whole (replicated) group, so ceil(n_kv / t) heads, not kv_dim / t.
+  const double K = static_cast<double>(m.head_dim * ((m.n_kv_heads + q.tp - 1) / q.tp));
   const double I = static_cast<double>(m.intermediate) / t;
   const double H = static_cast<double>(m.n_heads) / t;
   const double stats = m.uses_layernorm() ? 2.0 : 1.0;     // mean + rstd, or rstd

@@ -8,7 +8,10 @@
 // model, layout and optimizer: parameters, gradients and optimizer states
 // exactly, activations within 5%, communication buffers exactly too (ZeRO
 // unit buffers, sequence-parallel partial-gradient buffers; DDP reduces in
-// place). Rank 0 prints each row.
+// place). A second matrix runs a subset of those layouts (AdamW) under mixed
+// precision {fp32, bf16} x recomputation {none, selective, full}, fp16 on two
+// layouts, and LLaMA with one key/value head at tp 2 (the head replicated
+// over the tp ranks). Rank 0 prints each row.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -29,11 +32,24 @@ struct Case {
   bool sp = false;
   int zero = 0;
   std::string optimizer;
+  Precision precision = Precision::FP32;
+  Recompute recompute = Recompute::None;
   std::string name() const {
-    return fmt::format("{} tp {} dp {} sp {} zero {} {}", family, tp, dp, sp ? "on" : "off", zero,
-                       optimizer);
+    static const char* kPrec[] = {"fp32", "bf16", "fp16"};
+    static const char* kRec[] = {"none", "sel", "full"};
+    return fmt::format("{} tp {} dp {} sp {} zero {} {} {} rc {}", family, tp, dp,
+                       sp ? "on" : "off", zero, optimizer, kPrec[static_cast<int>(precision)],
+                       kRec[static_cast<int>(recompute)]);
   }
 };
+
+// "llama-kv1": the tiny LLaMA with a single key/value head (replicated at tp 2).
+ModelConfig model_for(const std::string& family) {
+  if (family == "gpt2") return tp_gpt2();
+  ModelConfig m = tp_llama();
+  if (family == "llama-kv1") m.n_kv_heads = 1;
+  return m;
+}
 
 constexpr int64_t kSeq = 16, kMicro = 2, kAccum = 2;
 
@@ -68,6 +84,8 @@ std::array<int64_t, kNumMemTags> measure(const Case& c, const ModelConfig& model
   t.tp = c.tp;
   t.sequence_parallel = c.sp;
   t.optimizer = c.optimizer;
+  t.precision = c.precision;
+  t.recompute = c.recompute;
   Allocator alloc;
   Transformer m(model, alloc, tp);
   m.params().init_random(7);
@@ -90,7 +108,8 @@ MemoryBreakdown predict(const Case& c, const ModelConfig& model) {
   q.dp = c.dp;
   q.sequence_parallel = c.sp;
   q.zero = c.zero;
-  q.precision = Precision::FP32;
+  q.precision = c.precision;
+  q.recompute = c.recompute;
   q.optimizer = optimizer_from_name(c.optimizer);
   q.activation_model = ActivationModel::Parallm;
   return estimate_memory(q);
@@ -112,12 +131,44 @@ std::vector<Case> cases_for(int world) {
   return out;
 }
 
-TEST(MemoryModel, PredictionMatchesTheAllocator) {
-  const int world = env().world->size();
-  const std::vector<Case> cases = cases_for(world);
-  if (cases.empty()) GTEST_SKIP() << "no dp x tp layout in {1, 2}^2 has " << world << " ranks";
+// Mixed precision x recomputation on a few layouts per world size (AdamW):
+// one process; dp 2 with ZeRO 0 and 3 (ZeRO-3 keeps the 16-bit copy whole);
+// tp 2 with and without sequence parallelism; tp 2 x dp 2 ZeRO-2 with sp.
+// fp16 (same bytes as bf16; its loss scaler allocates nothing) on one
+// layout per world. LLaMA with one kv head at tp 2 in every mode.
+std::vector<Case> precision_cases_for(int world) {
+  struct Layout {
+    int tp, dp;
+    bool sp;
+    int zero;
+  };
+  std::vector<Layout> layouts;
+  if (world == 1) layouts = {{1, 1, false, 0}};
+  if (world == 2) layouts = {{1, 2, false, 0}, {1, 2, false, 3}, {2, 1, false, 0}, {2, 1, true, 0}};
+  if (world == 4) layouts = {{2, 2, true, 2}};
+  std::vector<Case> out;
+  for (const char* family : {"gpt2", "llama"})
+    for (const Layout& l : layouts)
+      for (Precision p : {Precision::FP32, Precision::BF16})
+        for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+          if (p == Precision::FP32 && r == Recompute::None) continue;  // the first matrix
+          out.push_back({family, l.tp, l.dp, l.sp, l.zero, "adamw", p, r});
+        }
+  if (world == 1) out.push_back({"llama", 1, 1, false, 0, "adamw", Precision::FP16, Recompute::None});
+  if (world == 2) {
+    out.push_back({"gpt2", 1, 2, false, 3, "adamw", Precision::FP16, Recompute::Selective});
+    out.push_back({"llama", 2, 1, true, 0, "adamw", Precision::FP16, Recompute::Full});
+    for (bool sp : {false, true})
+      for (Precision p : {Precision::FP32, Precision::BF16})
+        for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full})
+          out.push_back({"llama-kv1", 2, 1, sp, 0, "adamw", p, r});
+  }
+  return out;
+}
+
+void check_cases(const std::vector<Case>& cases) {
   for (const Case& c : cases) {
-    const ModelConfig model = c.family == "gpt2" ? tp_gpt2() : tp_llama();
+    const ModelConfig model = model_for(c.family);
     const auto got = measure(c, model);
     if (got[0] < 0) continue;
     const MemoryBreakdown want = predict(c, model);
@@ -130,7 +181,7 @@ TEST(MemoryModel, PredictionMatchesTheAllocator) {
     EXPECT_NEAR(want.activations, act, 0.05 * act) << what;
     EXPECT_EQ(static_cast<int64_t>(want.communication), peak(MemTag::Communication)) << what;
     if (env().world->rank() == 0)
-      std::printf("[memory] %-40s param %8lld/%8lld grad %8lld/%8lld opt %8lld/%8lld act %8.0f/%8lld "
+      std::printf("[memory] %-58s param %8lld/%8lld grad %8lld/%8lld opt %8lld/%8lld act %8.0f/%8lld "
                   "comm %8.0f/%8lld (predicted/measured bytes)\n",
                   what.c_str(), (long long)want.parameters, (long long)peak(MemTag::Parameter),
                   (long long)want.gradients, (long long)peak(MemTag::Gradient),
@@ -138,6 +189,19 @@ TEST(MemoryModel, PredictionMatchesTheAllocator) {
                   (long long)peak(MemTag::Activation), want.communication,
                   (long long)peak(MemTag::Communication));
   }
+}
+
+TEST(MemoryModel, PredictionMatchesTheAllocator) {
+  const int world = env().world->size();
+  const std::vector<Case> cases = cases_for(world);
+  if (cases.empty()) GTEST_SKIP() << "no dp x tp layout in {1, 2}^2 has " << world << " ranks";
+  check_cases(cases);
+}
+
+TEST(MemoryModel, PredictionMatchesTheAllocatorUnderMixedPrecisionAndRecompute) {
+  const std::vector<Case> cases = precision_cases_for(env().world->size());
+  if (cases.empty()) GTEST_SKIP() << "no precision layout for " << env().world->size() << " ranks";
+  check_cases(cases);
 }
 
 }  // namespace
