@@ -108,7 +108,9 @@ TEST(MixedPrecision, Fp16OverflowIsSkippedAndTheScaleBacksOffThenGrows) {
     if (!st.skipped && first_clean < 0) first_clean = static_cast<int64_t>(s);
     if (s == 0) continue;
     const StepStats& prev = r.steps[s - 1];
-    if (prev.skipped) EXPECT_EQ(st.loss_scale, prev.loss_scale / 2) << "step " << s;
+    if (prev.skipped) {
+      EXPECT_EQ(st.loss_scale, prev.loss_scale / 2) << "step " << s;
+    }
     if (first_clean < 0) {
       EXPECT_EQ(st.lr, r.steps[0].lr) << "the schedule must not move on skipped steps";
       EXPECT_TRUE(std::isfinite(st.loss)) << "the loss itself is not scaled";
