@@ -1,16 +1,29 @@
 #include "train/metrics.h"
 
 #include <filesystem>
+#include <fstream>
 
 #include "base/error.h"
 
 namespace parallm {
 
-MetricsWriter::MetricsWriter(const std::string& path) {
+MetricsWriter::MetricsWriter(const std::string& path, int64_t first_step) {
   auto dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir);
+  std::string kept;
+  if (first_step > 0) {
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+      const auto rec = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (rec.is_object() && rec.contains("step") && rec["step"].is_number_integer() &&
+          rec["step"].get<int64_t>() < first_step)
+        kept += line + '\n';
+    }
+  }
   out_.open(path, std::ios::out | std::ios::trunc);
   PX_CHECK(out_.is_open(), "cannot open metrics file '{}' for writing", path);
+  out_ << kept;
+  out_.flush();
 }
 
 void MetricsWriter::write(const nlohmann::json& record) {

@@ -14,7 +14,11 @@ namespace parallm {
 class MetricsWriter {
  public:
   MetricsWriter() = default;  // disabled: write() does nothing
-  explicit MetricsWriter(const std::string& path);
+  // first_step > 0 (a resumed run): keeps the file's records of steps before
+  // first_step and appends after them, so the file reads as one run (records
+  // of steps the resumed run repeats, written after the checkpoint, are
+  // dropped). first_step 0: a new file.
+  explicit MetricsWriter(const std::string& path, int64_t first_step = 0);
   void write(const nlohmann::json& record);
   bool enabled() const { return out_.is_open(); }
 

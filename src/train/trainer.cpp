@@ -43,7 +43,6 @@ Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, d
     val_data_ = std::make_unique<DataLoader>(cfg_.val_files, cfg_.seq_len, cfg_.seed, false);
     val_data_->validate_vocab(model.config().vocab_size);
   }
-  if (!cfg_.metrics_path.empty() && logging_rank()) metrics_ = MetricsWriter(cfg_.metrics_path);
   if (cfg_.precision != Precision::FP32)
     matmul_ = std::make_unique<MatmulPrecision>(cfg_.precision, model.params(), alloc,
                                                 !cfg_.emulate_lowp_gemm);
@@ -164,6 +163,9 @@ double Trainer::evaluate() {
 
 void Trainer::run(const std::function<void(const StepStats&)>& on_step,
                   const std::function<bool(int64_t completed)>& after_step) {
+  // Opened here, not at construction: a resumed run knows its first step now.
+  if (!cfg_.metrics_path.empty() && logging_rank() && !metrics_.enabled())
+    metrics_ = MetricsWriter(cfg_.metrics_path, start_step_);
   for (int64_t step = start_step_; step < cfg_.steps; ++step) {
     StepStats s = train_step(step);
     nlohmann::json rec = {{"step", s.step},
