@@ -17,7 +17,7 @@
 #include "optim/adamw.h"
 #include "optim/grad_clip.h"
 #include "plan/flops.h"
-#include "plan/model_catalog.h"
+#include "model/model_catalog.h"
 
 using namespace parallm;
 
@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     model.params().zero_grads();
     loss = model.forward_backward(in.data(), tg.data(), B, T, 1.0 / (B * T)).sum / (B * T);
-    clip_grads(model.params(), std::sqrt(grad_sum_squares(model.params())), 1.0);
+    clip_grad_norm(model.params(), global_grad_norm(model.params()), 1.0);
     opt.step(model.params(), 1e-4);
     double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (s >= warmup) ms.push_back(t);

@@ -20,11 +20,11 @@
 
 #include "base/rng.h"
 #include "kernels/cpu/threads.h"
-#include "model/layers/matmul_precision.h"
+#include "nn/matmul_precision.h"
 #include "model/transformer.h"
 #include "optim/adamw.h"
 #include "optim/grad_clip.h"
-#include "plan/model_catalog.h"
+#include "model/model_catalog.h"
 
 using namespace parallm;
 
@@ -69,7 +69,7 @@ nlohmann::json run(const Opts& o, const std::string& precision, bool emulate, Re
     model.params().zero_grads();
     loss = model.forward_backward(in.data(), tg.data(), o.B, o.T, 1.0 / (o.B * o.T)).sum /
            (o.B * o.T);
-    clip_grads(model.params(), std::sqrt(grad_sum_squares(model.params())), 1.0);
+    clip_grad_norm(model.params(), global_grad_norm(model.params()), 1.0);
     opt.step(model.params(), 1e-4);
     const double t =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -9,7 +9,7 @@
 #include "cli/commands.h"
 #include "io/hf_config.h"
 #include "plan/memory_report.h"
-#include "plan/model_catalog.h"
+#include "model/model_catalog.h"
 
 namespace parallm::cli {
 
@@ -55,7 +55,7 @@ void add_memory_command(CLI::App& app, CommandRegistry& reg) {
     f->q.precision = precision_from_name(f->precision);
     f->q.optimizer = optimizer_from_name(f->optimizer);
     f->q.recompute = recompute_from_name(f->recompute);
-    f->q.schedule = schedule_from_name(f->schedule);
+    f->q.schedule = pipeline::schedule_kind_from_name(f->schedule);
     f->q.activation_model = activation_model_from_name(f->activations);
     double device = f->device.empty() ? 0.0 : parse_bytes(f->device);
     if (f->json) {

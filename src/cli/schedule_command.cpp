@@ -38,7 +38,7 @@ void add_schedule_command(CLI::App& app, CommandRegistry& reg) {
   reg.actions.emplace_back(sub, [f]() {
     using namespace pipeline;
     ScheduleSpec spec;
-    spec.kind = parse_schedule_kind(f->schedule);
+    spec.kind = schedule_kind_from_name(f->schedule);
     spec.pp = f->pp;
     spec.micro_batches = f->micro_batches;
     spec.virtual_stages = f->virtual_stages;

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "comm/mpi/mpi_runtime.h"
 #include "model/config.h"
+#include "model/model_catalog.h"
 #include "train/train_job.h"
 
 namespace parallm::cli {
@@ -147,7 +148,7 @@ void add_train_command(CLI::App& app, CommandRegistry& reg) {
     if (!f->config.empty()) {
       f->job.run = load_run_config(f->config);
     } else {
-      f->job.run.model = model_preset(f->preset.empty() ? "gpt2-tiny" : f->preset);
+      f->job.run.model = catalog_model(f->preset.empty() ? "gpt2-tiny" : f->preset);
     }
     for (auto& [opt, apply] : f->overrides)
       if (opt->count() > 0) apply(f->job.run.train);

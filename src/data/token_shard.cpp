@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "io/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace parallm {
 

@@ -64,7 +64,7 @@ void append_groups(std::string& out, const RankGrid& grid, int gpus_per_node) {
   std::vector<std::string_view> single;
   for (GroupKind kind : kAllGroupKinds) {
     if (is_expert_group(kind) && s.ep == 1) continue;
-    if (kind == GroupKind::kEmbedding && s.pp == 1) continue;
+    if (kind == GroupKind::Embedding && s.pp == 1) continue;
     const std::string_view name = group_kind_name(kind);
     if (grid.group_size(kind) == 1) {
       single.push_back(name);
@@ -77,7 +77,7 @@ void append_groups(std::string& out, const RankGrid& grid, int gpus_per_node) {
       continue;
     }
     const std::string where = node_locality(groups, gpus_per_node);
-    const std::string head = kind == GroupKind::kEmbedding
+    const std::string head = kind == GroupKind::Embedding
                                  ? fmt::format("{} groups (first and last stage, {}):", name, where)
                                  : fmt::format("{} groups ({} ranks, {}):", name, grid.group_size(kind), where);
     append_wrapped(out, head, groups);
@@ -108,7 +108,7 @@ void append_picture(std::string& out, const RankGrid& grid, int gpus_per_node) {
       width = std::max({width, head[col].size(), s.ep > 1 ? expert_head[col].size() : 0});
       for (int pp = 0; pp < s.pp; ++pp) {
         const int r0 = grid.rank_of(0, cp, dp, pp);
-        cells[pp][col] = fmt::format("[{}]", fmt::join(grid.group_members(GroupKind::kTp, r0), " "));
+        cells[pp][col] = fmt::format("[{}]", fmt::join(grid.group_members(GroupKind::Tp, r0), " "));
         width = std::max(width, cells[pp][col].size());
       }
     }

@@ -17,7 +17,7 @@ struct GridSizes {
   int ep = 1;  // expert parallel; folds dp x cp, adds nothing to the world size
 
   // tp x cp x dp x pp in 64 bits, so absurd planning inputs cannot overflow.
-  long long product() const;
+  long long world_size() const;
   int edp() const { return dp * cp / ep; }  // expert data parallel; valid sizes only
   bool operator==(const GridSizes&) const = default;
 };

@@ -10,18 +10,18 @@ namespace parallm {
 
 std::string_view group_kind_name(GroupKind kind) {
   switch (kind) {
-    case GroupKind::kTp: return "tp";
-    case GroupKind::kCp: return "cp";
-    case GroupKind::kDp: return "dp";
-    case GroupKind::kPp: return "pp";
-    case GroupKind::kDpCp: return "dp_cp";
-    case GroupKind::kTpCp: return "tp_cp";
-    case GroupKind::kMp: return "mp";
-    case GroupKind::kEp: return "ep";
-    case GroupKind::kEdp: return "edp";
-    case GroupKind::kTpEp: return "tp_ep";
-    case GroupKind::kTpEpPp: return "tp_ep_pp";
-    case GroupKind::kEmbedding: return "embedding";
+    case GroupKind::Tp: return "tp";
+    case GroupKind::Cp: return "cp";
+    case GroupKind::Dp: return "dp";
+    case GroupKind::Pp: return "pp";
+    case GroupKind::DpCp: return "dp_cp";
+    case GroupKind::TpCp: return "tp_cp";
+    case GroupKind::Mp: return "mp";
+    case GroupKind::Ep: return "ep";
+    case GroupKind::Edp: return "edp";
+    case GroupKind::TpEp: return "tp_ep";
+    case GroupKind::TpEpPp: return "tp_ep_pp";
+    case GroupKind::Embedding: return "embedding";
   }
   PX_FAIL("unknown GroupKind ({})", static_cast<int>(kind));
 }
@@ -36,8 +36,8 @@ GroupKind group_kind_from_name(std::string_view name) {
 }
 
 bool is_expert_group(GroupKind kind) {
-  return kind == GroupKind::kEp || kind == GroupKind::kEdp || kind == GroupKind::kTpEp ||
-         kind == GroupKind::kTpEpPp;
+  return kind == GroupKind::Ep || kind == GroupKind::Edp || kind == GroupKind::TpEp ||
+         kind == GroupKind::TpEpPp;
 }
 
 }  // namespace parallm

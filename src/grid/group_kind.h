@@ -9,24 +9,24 @@
 namespace parallm {
 
 enum class GroupKind {
-  kTp,         // tensor parallel: layer shards, all-reduce / all-gather per layer
-  kCp,         // context parallel: sequence shards of attention (ring, Ulysses)
-  kDp,         // data parallel (without cp)
-  kPp,         // pipeline: one rank per stage, point-to-point sends
-  kDpCp,       // dense gradient reduction: every replica of a dense parameter shard
-  kTpCp,       // tp x cp: the ranks that split one stage of one dp replica
-  kMp,         // model parallel tp x pp (Megatron's model-parallel group)
-  kEp,         // expert parallel: token all-to-all between expert owners
-  kEdp,        // expert data parallel: expert gradient reduction
-  kTpEp,       // tp x ep: ranks that hold different slices of one expert layer
-  kTpEpPp,     // tp x ep x pp: all distinct expert shards (expert gradient norm)
-  kEmbedding,  // first and last pp stage: tied input/output embedding gradients
+  Tp,         // tensor parallel: layer shards, all-reduce / all-gather per layer
+  Cp,         // context parallel: sequence shards of attention (ring, Ulysses)
+  Dp,         // data parallel (without cp)
+  Pp,         // pipeline: one rank per stage, point-to-point sends
+  DpCp,       // dense gradient reduction: every replica of a dense parameter shard
+  TpCp,       // tp x cp: the ranks that split one stage of one dp replica
+  Mp,         // model parallel tp x pp (Megatron's model-parallel group)
+  Ep,         // expert parallel: token all-to-all between expert owners
+  Edp,        // expert data parallel: expert gradient reduction
+  TpEp,       // tp x ep: ranks that hold different slices of one expert layer
+  TpEpPp,     // tp x ep x pp: all distinct expert shards (expert gradient norm)
+  Embedding,  // first and last pp stage: tied input/output embedding gradients
 };
 
 inline constexpr std::array<GroupKind, 12> kAllGroupKinds = {
-    GroupKind::kTp,   GroupKind::kCp,   GroupKind::kDp,   GroupKind::kPp,
-    GroupKind::kDpCp, GroupKind::kTpCp, GroupKind::kMp,   GroupKind::kEp,
-    GroupKind::kEdp,  GroupKind::kTpEp, GroupKind::kTpEpPp, GroupKind::kEmbedding};
+    GroupKind::Tp,   GroupKind::Cp,   GroupKind::Dp,   GroupKind::Pp,
+    GroupKind::DpCp, GroupKind::TpCp, GroupKind::Mp,   GroupKind::Ep,
+    GroupKind::Edp,  GroupKind::TpEp, GroupKind::TpEpPp, GroupKind::Embedding};
 
 std::string_view group_kind_name(GroupKind kind);
 // Inverse of group_kind_name; throws parallm::Error naming the known kinds.

@@ -48,18 +48,18 @@ Reading reading_of(GroupKind kind, const GridSizes& s) {
   const std::array<int, 4> dense = {s.tp, s.cp, s.dp, s.pp};
   const std::array<int, 4> expert = {s.tp, s.ep, s.edp(), s.pp};
   switch (kind) {
-    case GroupKind::kTp: return {dense, 0b0001};
-    case GroupKind::kCp: return {dense, 0b0010};
-    case GroupKind::kDp: return {dense, 0b0100};
-    case GroupKind::kPp: return {dense, 0b1000};
-    case GroupKind::kDpCp: return {dense, 0b0110};
-    case GroupKind::kTpCp: return {dense, 0b0011};
-    case GroupKind::kMp: return {dense, 0b1001};
-    case GroupKind::kEp: return {expert, 0b0010};
-    case GroupKind::kEdp: return {expert, 0b0100};
-    case GroupKind::kTpEp: return {expert, 0b0011};
-    case GroupKind::kTpEpPp: return {expert, 0b1011};
-    case GroupKind::kEmbedding: break;
+    case GroupKind::Tp: return {dense, 0b0001};
+    case GroupKind::Cp: return {dense, 0b0010};
+    case GroupKind::Dp: return {dense, 0b0100};
+    case GroupKind::Pp: return {dense, 0b1000};
+    case GroupKind::DpCp: return {dense, 0b0110};
+    case GroupKind::TpCp: return {dense, 0b0011};
+    case GroupKind::Mp: return {dense, 0b1001};
+    case GroupKind::Ep: return {expert, 0b0010};
+    case GroupKind::Edp: return {expert, 0b0100};
+    case GroupKind::TpEp: return {expert, 0b0011};
+    case GroupKind::TpEpPp: return {expert, 0b1011};
+    case GroupKind::Embedding: break;
   }
   PX_FAIL("group kind '{}' has no axis reading", group_kind_name(kind));
 }
@@ -69,7 +69,7 @@ constexpr long long kMaxWorld = 2147483647;
 // The world implied by the sizes. A non-positive product means some size is
 // below 1, which check_grid_sizes reports by itself, so 1 stands in for it.
 int implied_world(const GridSizes& s) {
-  const long long p = s.product();
+  const long long p = s.world_size();
   PX_CHECK(p <= kMaxWorld, "tp ({}) x cp ({}) x dp ({}) x pp ({}) = {} exceeds the largest world size ({})",
            s.tp, s.cp, s.dp, s.pp, p, kMaxWorld);
   return p > 0 ? static_cast<int>(p) : 1;
@@ -113,7 +113,7 @@ int RankGrid::expert_rank_of(int tp_rank, int ep_rank, int edp_rank, int pp_rank
 }
 
 int RankGrid::group_size(GroupKind kind) const {
-  if (kind == GroupKind::kEmbedding) return sizes_.pp > 1 ? 2 : 1;
+  if (kind == GroupKind::Embedding) return sizes_.pp > 1 ? 2 : 1;
   const Reading r = reading_of(kind, sizes_);
   int n = 1;
   for (int i = 0; i < 4; ++i)
@@ -124,16 +124,16 @@ int RankGrid::group_size(GroupKind kind) const {
 int RankGrid::num_groups(GroupKind kind) const {
   // One embedding group per pipeline (per pp group), like every dense kind
   // whose groups cover all ranks.
-  if (kind == GroupKind::kEmbedding) return world_size_ / sizes_.pp;
+  if (kind == GroupKind::Embedding) return world_size_ / sizes_.pp;
   return world_size_ / group_size(kind);
 }
 
 int RankGrid::group_index(GroupKind kind, int rank) const {
   check_rank(rank);
-  if (kind == GroupKind::kEmbedding) {
+  if (kind == GroupKind::Embedding) {
     const GridCoord c = coord(rank);
     if (c.pp_rank != 0 && c.pp_rank != sizes_.pp - 1) return kNoGroup;
-    return group_index(GroupKind::kPp, rank);
+    return group_index(GroupKind::Pp, rank);
   }
   const Reading r = reading_of(kind, sizes_);
   return sub_index(decompose(rank, r.size), r, false);
@@ -141,7 +141,7 @@ int RankGrid::group_index(GroupKind kind, int rank) const {
 
 int RankGrid::rank_in_group(GroupKind kind, int rank) const {
   check_rank(rank);
-  if (kind == GroupKind::kEmbedding) {
+  if (kind == GroupKind::Embedding) {
     const GridCoord c = coord(rank);
     if (c.pp_rank == 0) return 0;
     return c.pp_rank == sizes_.pp - 1 ? 1 : kNoGroup;
@@ -152,7 +152,7 @@ int RankGrid::rank_in_group(GroupKind kind, int rank) const {
 
 std::vector<int> RankGrid::group_members(GroupKind kind, int rank) const {
   check_rank(rank);
-  if (kind == GroupKind::kEmbedding) {
+  if (kind == GroupKind::Embedding) {
     if (group_index(kind, rank) == kNoGroup) return {};
     const GridCoord c = coord(rank);
     const int first = rank_of(c.tp_rank, c.cp_rank, c.dp_rank, 0);

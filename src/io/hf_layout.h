@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "model/config.h"
-#include "model/parameters.h"
+#include "nn/parameters.h"
 
 namespace parallm {
 

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "io/atomic_file.h"
+#include "base/atomic_file.h"
 #include "io/safetensors_reader.h"
 #include "tensor/half.h"
 

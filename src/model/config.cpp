@@ -51,40 +51,4 @@ int64_t ModelConfig::num_parameters() const {
   return n;
 }
 
-ModelConfig model_preset(const std::string& name) {
-  ModelConfig c;
-  if (name == "gpt2-124m") return c;
-  if (name == "gpt2-124m-padded") {  // llm.c's padded vocabulary
-    c.vocab_size = 50304;
-    return c;
-  }
-  if (name == "gpt2-tiny") {  // the bundled demo: byte-level vocabulary
-    c.vocab_size = 320;
-    c.hidden = 192;
-    c.n_layers = 4;
-    c.n_heads = 6;
-    c.n_kv_heads = 6;
-    c.head_dim = 32;
-    c.intermediate = 768;
-    c.max_positions = 256;
-    return c;
-  }
-  if (name == "llama-tiny") {
-    c.arch = Arch::LLaMA;
-    c.vocab_size = 320;
-    c.hidden = 192;
-    c.n_layers = 4;
-    c.n_heads = 6;
-    c.n_kv_heads = 2;
-    c.head_dim = 32;
-    c.intermediate = 512;
-    c.max_positions = 256;
-    c.norm_eps = 1e-6;
-    c.tie_embeddings = false;
-    return c;
-  }
-  PX_FAIL("unknown model preset '{}' (known: gpt2-124m, gpt2-124m-padded, gpt2-tiny, llama-tiny)",
-          name);
-}
-
 }  // namespace parallm

@@ -44,7 +44,5 @@ struct ModelConfig {
 std::string arch_name(Arch a);          // "gpt2" / "llama"
 Arch arch_from_name(const std::string& s);  // throws on unknown names
 
-// Named shapes: gpt2-124m, gpt2-tiny, llama-tiny, ... (throws on unknown names).
-ModelConfig model_preset(const std::string& name);
 
 }  // namespace parallm

@@ -17,7 +17,7 @@
 // and the head on the last; the chunk_* calls (transformer_stage.cpp) run
 // one chunk for one micro-batch. A last stage with a tied head holds its own
 // copy of the token table (same name; ParamSpec::pipeline_copy), whose
-// gradient the caller sums with the first stage's (GroupKind::kEmbedding).
+// gradient the caller sums with the first stage's (GroupKind::Embedding).
 #pragma once
 #include <functional>
 #include <map>
@@ -28,7 +28,7 @@
 #include "model/layers/block.h"
 #include "model/layers/embedding.h"
 #include "model/layers/lm_head.h"
-#include "model/layers/weight_grad_queue.h"
+#include "nn/weight_grad_queue.h"
 #include "model/model_stage.h"
 #include "parallel/tensor/partial_grad_sync.h"
 

@@ -1,23 +1,44 @@
 #include "optim/grad_clip.h"
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 #include "kernels/cpu/optimizer.h"
+#include "parallel/tensor/tp_grad_norm.h"
 
 namespace parallm {
 
-double grad_sum_squares(const ParameterSet& params) {
-  double s = 0.0;
-  for (int i = 0; i < params.size(); ++i) s += cpu::sum_squares(params.grad({i}), params.numel(i));
-  return s;
+double global_grad_norm(const ParameterSet& ps, const float* g, int64_t begin, int64_t end,
+                        const GradNormGroups& groups, std::span<double> also_summed) {
+  const TpGroup none;
+  const TpGroup& tp = groups.tp ? *groups.tp : none;
+  // [also_summed..., sum of squares]: one dp and one pp reduction carry both.
+  std::vector<double> sums(also_summed.begin(), also_summed.end());
+  sums.push_back(tp_grad_sum_squares(ps, g, begin, end, tp));
+  if (groups.dp && groups.dp->size() > 1)
+    groups.dp->all_reduce(sums.data(), sums.size(), DType::F64, comm::ReduceOp::Sum);
+  if (tp.active()) tp.comm->all_reduce(&sums.back(), 1, DType::F64, comm::ReduceOp::Sum);
+  if (groups.pp && groups.pp->size() > 1)
+    groups.pp->all_reduce(sums.data(), sums.size(), DType::F64, comm::ReduceOp::Sum);
+  std::copy(sums.begin(), sums.end() - 1, also_summed.begin());
+  return std::sqrt(sums.back());
 }
 
-double clip_grads(const ParameterSet& params, double norm, double clip) {
-  if (clip <= 0.0) return 1.0;
-  double coef = clip / (norm + 1e-6);
+double global_grad_norm(const ParameterSet& ps) {
+  return global_grad_norm(ps, ps.flat_grads().data<float>(), 0, ps.total_numel());
+}
+
+double clip_grad_norm(float* g, int64_t n, double norm, double max_norm) {
+  if (max_norm <= 0.0) return 1.0;
+  const double coef = max_norm / (norm + 1e-6);
   if (coef >= 1.0) return 1.0;
-  // Padding between tensors is zero, so scaling the flat buffer is exact.
-  cpu::scale_inplace(params.flat_grads().data<float>(), params.total_numel(),
-                     static_cast<float>(coef));
+  cpu::scale_inplace(g, n, static_cast<float>(coef));
   return coef;
+}
+
+double clip_grad_norm(const ParameterSet& ps, double norm, double max_norm) {
+  return clip_grad_norm(ps.flat_grads().data<float>(), ps.total_numel(), norm, max_norm);
 }
 
 }  // namespace parallm

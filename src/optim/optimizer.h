@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "model/parameters.h"
+#include "nn/parameters.h"
 #include "optim/optimizer_config.h"
 #include "parallel/tensor/tp_group.h"
 

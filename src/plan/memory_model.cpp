@@ -10,28 +10,6 @@
 
 namespace parallm {
 
-Precision precision_from_name(const std::string& s) {
-  if (s == "fp32") return Precision::FP32;
-  if (s == "bf16") return Precision::BF16;
-  if (s == "fp16") return Precision::FP16;
-  PX_FAIL("unknown precision '{}' (expected fp32, bf16 or fp16)", s);
-}
-
-Recompute recompute_from_name(const std::string& s) {
-  if (s == "none") return Recompute::None;
-  if (s == "selective") return Recompute::Selective;
-  if (s == "full") return Recompute::Full;
-  PX_FAIL("unknown recompute mode '{}' (expected none, selective or full)", s);
-}
-
-PipeSchedule schedule_from_name(const std::string& s) {
-  if (s == "gpipe") return PipeSchedule::GPipe;
-  if (s == "1f1b") return PipeSchedule::OneFOneB;
-  if (s == "interleaved") return PipeSchedule::Interleaved;
-  if (s == "zb") return PipeSchedule::ZeroBubble;
-  PX_FAIL("unknown schedule '{}' (expected gpipe, 1f1b, interleaved or zb)", s);
-}
-
 ActivationModel activation_model_from_name(const std::string& s) {
   if (s == "megatron") return ActivationModel::Megatron16;
   if (s == "parallm") return ActivationModel::Parallm;
@@ -82,8 +60,8 @@ double in_flight(const MemoryQuery& q) {
   const double m = static_cast<double>(q.micro_batches), p = q.pp, v = q.virtual_stages;
   if (q.pp == 1) return 1.0;  // accumulation runs micro-batches one after another
   switch (q.schedule) {
-    case PipeSchedule::GPipe: return m;
-    case PipeSchedule::Interleaved: return std::min(p, m) * (1.0 + (p - 1.0) / (p * v));
+    case pipeline::ScheduleKind::GPipe: return m;
+    case pipeline::ScheduleKind::Interleaved: return std::min(p, m) * (1.0 + (p - 1.0) / (p * v));
     default: return std::min(p, m);  // 1F1B and ZB-H1 keep at most pp on stage 0
   }
 }
@@ -266,7 +244,7 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
   // the fp32 master copy counted with the optimizer (+4 bytes per element).
   // Parallm (parallm_state_bytes): fp32 master values in the ParameterSet
   // (sharded by ZeRO-3) plus the 16-bit GEMM copy of every local element
-  // (model/layers/matmul_precision.h: sized to the whole ParameterSet, so
+  // (nn/matmul_precision.h: sized to the whole ParameterSet, so
   // ZeRO-3 does not shard it), fp32 gradients, and no master copy among
   // the optimizer states.
   const ParallmStateBytes pb = parallm_state_bytes(q.precision);

@@ -21,20 +21,16 @@
 #include <vector>
 
 #include "model/config.h"
+#include "nn/precision.h"
+#include "parallel/pipeline/schedule.h"
 #include "optim/optimizer_config.h"
 
 namespace parallm {
 
-enum class Precision { FP32, BF16, FP16 };
-enum class Recompute { None, Selective, Full };
-enum class PipeSchedule { GPipe, OneFOneB, Interleaved, ZeroBubble };
 // Megatron16: Korthikanti et al.'s per-layer count (16-bit, Megatron-LM's
 // layers). Parallm: what this implementation's layers save.
 enum class ActivationModel { Megatron16, Parallm };
 
-Precision precision_from_name(const std::string& s);
-Recompute recompute_from_name(const std::string& s);
-PipeSchedule schedule_from_name(const std::string& s);
 ActivationModel activation_model_from_name(const std::string& s);  // "megatron" | "parallm"
 
 struct MemoryQuery {
@@ -43,7 +39,7 @@ struct MemoryQuery {
   int64_t micro_batch = 1;
   int64_t micro_batches = 1;  // per step per data-parallel rank (GPipe holds them all)
   int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, virtual_stages = 1;
-  PipeSchedule schedule = PipeSchedule::OneFOneB;
+  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::OneFOneB;
   bool sequence_parallel = false;
   int zero = 0;
   Precision precision = Precision::BF16;

@@ -16,10 +16,8 @@ std::string layout_line(const MemoryQuery& q) {
       "{}, recompute {}, {} activations",
       q.tp, q.pp, q.dp, q.cp, q.virtual_stages > 1 ? fmt::format(" x {} virtual", q.virtual_stages) : "",
       q.sequence_parallel ? " +sp" : "", q.zero, q.seq_len, q.micro_batch, q.micro_batches,
-      q.schedule == PipeSchedule::GPipe ? "gpipe" : q.schedule == PipeSchedule::Interleaved ? "interleaved"
-      : q.schedule == PipeSchedule::ZeroBubble ? "zb" : "1f1b",
-      q.precision == Precision::FP32 ? "fp32" : q.precision == Precision::BF16 ? "bf16" : "fp16",
-      optimizer_name(q.optimizer), q.recompute == Recompute::None ? "none" : q.recompute == Recompute::Selective ? "selective" : "full",
+      pipeline::schedule_kind_name(q.schedule), precision_name(q.precision),
+      optimizer_name(q.optimizer), recompute_name(q.recompute),
       q.activation_model == ActivationModel::Parallm ? "parallm" : "megatron");
 }
 

@@ -4,11 +4,13 @@
 
 namespace parallm {
 
-int64_t Shape::numel() const {
+int64_t numel_of(std::span<const int64_t> dims) {
   int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
+  for (int64_t d : dims) n *= d;
   return n;
 }
+
+int64_t Shape::numel() const { return numel_of(dims_); }
 
 std::string Shape::str() const { return fmt::format("({})", fmt::join(dims_, ", ")); }
 

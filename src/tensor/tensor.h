@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,9 @@
 #include "tensor/dtype.h"
 
 namespace parallm {
+
+// Elements of a tensor with these dimensions (1 for none).
+int64_t numel_of(std::span<const int64_t> dims);
 
 class Shape {
  public:

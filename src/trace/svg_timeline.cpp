@@ -18,10 +18,10 @@ struct Rgb { int r, g, b; };
 
 Rgb base_colour(EventKind k) {
   switch (k) {
-    case EventKind::kForward: return {78, 121, 167};         // blue
-    case EventKind::kBackward: return {242, 142, 43};        // orange
-    case EventKind::kBackwardInput: return {225, 87, 89};    // red
-    case EventKind::kBackwardWeight: return {89, 161, 79};   // green
+    case EventKind::Forward: return {78, 121, 167};         // blue
+    case EventKind::Backward: return {242, 142, 43};        // orange
+    case EventKind::BackwardInput: return {225, 87, 89};    // red
+    case EventKind::BackwardWeight: return {89, 161, 79};   // green
     default: return {160, 160, 160};
   }
 }
@@ -107,8 +107,8 @@ std::string timeline_svg(const Timeline& t, const SvgOptions& o) {
   }
   // Legend: one swatch per kind present, and the chunk tint when chunked.
   double lx = kLeft;
-  const EventKind order[] = {EventKind::kForward, EventKind::kBackward, EventKind::kBackwardInput,
-                             EventKind::kBackwardWeight};
+  const EventKind order[] = {EventKind::Forward, EventKind::Backward, EventKind::BackwardInput,
+                             EventKind::BackwardWeight};
   const char* labels[] = {"forward (F)", "backward (B)", "input grad (B)", "weight grad (W)"};
   for (int i = 0; i < 4; ++i) {
     if (!kinds[static_cast<int>(order[i])]) continue;

@@ -8,15 +8,15 @@
 
 namespace parallm::trace {
 
-enum class EventKind { kForward, kBackward, kBackwardInput, kBackwardWeight, kSend, kRecv,
-                       kCollective, kOther };
+enum class EventKind { Forward, Backward, BackwardInput, BackwardWeight, Send, Recv,
+                       Collective, Other };
 
 std::string event_kind_name(EventKind k);  // "forward", "backward", ...
 bool is_compute(EventKind k);              // the four passes
 
 struct Event {
   int rank = 0;
-  EventKind kind = EventKind::kOther;
+  EventKind kind = EventKind::Other;
   std::string name;      // shown in the trace, e.g. "F3"
   double start_us = 0, end_us = 0;
   int micro_batch = -1;  // -1 when not about one micro-batch

@@ -12,7 +12,7 @@
 #include "comm/communicator.h"
 #include "io/checkpoint/shard_file.h"
 #include "model/config.h"
-#include "model/parameters.h"
+#include "nn/parameters.h"
 #include "optim/optimizer.h"
 #include "train/checkpoint_state.h"
 

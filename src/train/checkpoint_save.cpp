@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "base/error.h"
-#include "io/atomic_file.h"
+#include "base/atomic_file.h"
 #include "io/checkpoint/checkpoint_dir.h"
 #include "io/checkpoint/manifest.h"
 #include "io/checkpoint/shard_file.h"

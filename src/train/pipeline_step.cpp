@@ -10,7 +10,7 @@
 namespace parallm {
 
 pipeline::ScheduleSpec pipeline_spec(const TrainConfig& t) {
-  return pipeline::ScheduleSpec{.kind = pipeline::parse_schedule_kind(t.schedule),
+  return pipeline::ScheduleSpec{.kind = pipeline::schedule_kind_from_name(t.schedule),
                                 .pp = t.pp,
                                 .micro_batches = static_cast<int>(t.grad_accum_steps()),
                                 .virtual_stages = t.virtual_stages};
@@ -31,7 +31,7 @@ void validate_pipeline(const TrainConfig& t, const ModelConfig& m) {
              t.pp_layers);
     PX_CHECK(t.trace_path.empty() && t.timeline_path.empty(),
              "--trace and --timeline record the pipeline schedule and need --pp > 1");
-    pipeline::parse_schedule_kind(t.schedule);  // a typo is an error even when unused
+    pipeline::schedule_kind_from_name(t.schedule);  // a typo is an error even when unused
     return;
   }
   pipeline::validate_spec(pipeline_spec(t));  // names the schedule's own rules
@@ -69,9 +69,9 @@ double PipelineStep::replayed_bubble(const pipeline::StepRecord& rec) const {
   // Every stage's pass durations by kind, gathered to stage 0; the median of
   // each kind over all stages stands for that pass on every stage.
   constexpr int kKinds = 4;
-  const trace::EventKind kinds[kKinds] = {trace::EventKind::kForward, trace::EventKind::kBackward,
-                                          trace::EventKind::kBackwardInput,
-                                          trace::EventKind::kBackwardWeight};
+  const trace::EventKind kinds[kKinds] = {trace::EventKind::Forward, trace::EventKind::Backward,
+                                          trace::EventKind::BackwardInput,
+                                          trace::EventKind::BackwardWeight};
   std::vector<double> mine(kKinds * kMaxPasses, -1.0);  // -1: no sample
   int count[kKinds] = {};
   for (const trace::Event& e : rec.events)
@@ -96,10 +96,10 @@ double PipelineStep::replayed_bubble(const pipeline::StepRecord& rec) const {
   pipeline::CostModel costs;
   costs.per_action = [&](int, const pipeline::Action& a) {
     switch (a.kind) {
-      case pipeline::ActionKind::kForward: return med[0];
-      case pipeline::ActionKind::kBackward: return med[1];
-      case pipeline::ActionKind::kBackwardInput: return med[2];
-      case pipeline::ActionKind::kBackwardWeight: return med[3];
+      case pipeline::ActionKind::Forward: return med[0];
+      case pipeline::ActionKind::Backward: return med[1];
+      case pipeline::ActionKind::BackwardInput: return med[2];
+      case pipeline::ActionKind::BackwardWeight: return med[3];
       default: return 0.0;
     }
   };

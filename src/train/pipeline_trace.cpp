@@ -17,12 +17,12 @@ constexpr int kFields = 6;  // kind, micro-batch, chunk, start, end, step
 std::string event_name(const trace::Event& e) {
   std::string p;
   switch (e.kind) {
-    case trace::EventKind::kForward: p = "F"; break;
-    case trace::EventKind::kBackward: p = "B"; break;
-    case trace::EventKind::kBackwardInput: p = "B"; break;
-    case trace::EventKind::kBackwardWeight: p = "W"; break;
-    case trace::EventKind::kSend: p = "send "; break;
-    case trace::EventKind::kRecv: p = "recv "; break;
+    case trace::EventKind::Forward: p = "F"; break;
+    case trace::EventKind::Backward: p = "B"; break;
+    case trace::EventKind::BackwardInput: p = "B"; break;
+    case trace::EventKind::BackwardWeight: p = "W"; break;
+    case trace::EventKind::Send: p = "send "; break;
+    case trace::EventKind::Recv: p = "recv "; break;
     default: p = "?"; break;
   }
   std::string s = p + std::to_string(e.micro_batch);

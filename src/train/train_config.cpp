@@ -7,6 +7,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "model/model_catalog.h"
 #include "model/layers/attention.h"
 
 namespace parallm {
@@ -96,7 +97,7 @@ RunConfig load_run_config(const std::string& path) {
   TableReader m(root["model"].as_table(), path, "model");
   std::string preset, arch;
   m.get("preset", preset);
-  if (!preset.empty()) rc.model = model_preset(preset);
+  if (!preset.empty()) rc.model = catalog_model(preset);
   m.get("arch", arch);
   if (!arch.empty()) rc.model.arch = arch_from_name(arch);
   ModelConfig& mc = rc.model;

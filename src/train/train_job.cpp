@@ -60,11 +60,11 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
       const int g = grid.group_index(kind, rank);
       return world->split(g, grid.rank_in_group(kind, rank), fmt::format("{}[{}]", name, g));
     };
-    dp_group = split(GroupKind::kDp, "dp");
-    tp_group = split(GroupKind::kTp, "tp");
+    dp_group = split(GroupKind::Dp, "dp");
+    tp_group = split(GroupKind::Tp, "tp");
     if (rc.train.pp > 1) {
-      pp_group = split(GroupKind::kPp, "pp");
-      embed_group = split(GroupKind::kEmbedding, "embedding");  // null on middle stages
+      pp_group = split(GroupKind::Pp, "pp");
+      embed_group = split(GroupKind::Embedding, "embedding");  // null on middle stages
     }
   }
   TpGroup tp{.comm = rc.train.tp > 1 ? tp_group.get() : nullptr,

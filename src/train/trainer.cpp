@@ -28,13 +28,13 @@ Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, d
       hw_flops_per_token_(parallm_hardware_flops_per_token(model.config(), cfg.seq_len,
                                                            cfg.recompute)),
       train_data_(cfg.train_files, cfg.seq_len, cfg.seed, cfg.shuffle),
-      dp_(model, dp_group, cfg.dp, cfg.optimizer_config(), alloc),
+      dp_(make_data_parallel(model, dp_group, cfg.dp, cfg.optimizer_config(), alloc)),
       sched_{cfg.lr, cfg.warmup, cfg.steps, cfg.min_lr_ratio} {
   cfg_.validate(model.config());
   validate_pipeline(cfg_, model.config());
   if (cfg_.pp > 1) {
     pipe_ = std::make_unique<PipelineStep>(model, cfg_, pipe);
-    dp_.set_pipeline_group(pipe.pp);
+    dp_->set_pipeline_group(pipe.pp);
   }
   PX_CHECK(cfg_.tp == model.tp().size(), "the run asks for tp {} but the model was built for tp {}",
            cfg_.tp, model.tp().size());
@@ -51,7 +51,6 @@ Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, d
 }
 
 std::string Trainer::compute_summary() const {
-  static const char* kRecompute[] = {"none", "selective", "full"};
   std::string s = cfg_.precision == Precision::FP32 ? "fp32"
                   : cfg_.precision == Precision::BF16 ? "bf16 (fp32 master weights)"
                                                       : "fp16 (fp32 master weights)";
@@ -63,7 +62,7 @@ std::string Trainer::compute_summary() const {
                      cfg_.loss_scale.min_scale);
   else
     s += cfg_.skip_nonfinite ? "; on NaN: skip the step" : "; on NaN: stop";
-  return s + "; recompute " + kRecompute[static_cast<int>(cfg_.recompute)];
+  return s + "; recompute " + recompute_name(cfg_.recompute);
 }
 
 StepStats Trainer::train_step(int64_t step) {
@@ -75,13 +74,13 @@ StepStats Trainer::train_step(int64_t step) {
   std::vector<int32_t> in(B * T), tg(B * T);
   // This rank's rows of the global batch: a contiguous block of samples.
   const int64_t first = step * cfg_.global_batch_size +
-                        dp_.dp_rank() * (cfg_.global_batch_size / dp_.dp_size());
+                        dp_->dp_rank() * (cfg_.global_batch_size / dp_->dp_size());
 
   const TpCommCounters tp0 = *model_.tp().counters;
   if (matmul_) matmul_->invalidate();  // 16-bit weight copies: once per step, after the update
   const bool fp16 = cfg_.precision == Precision::FP16;
   const double loss_scale = fp16 ? scaler_.scale() : 1.0;
-  dp_.begin_step();
+  dp_->begin_step();
   double loss_sum = 0.0;
   PipelineStepStats ps;
   if (pipe_) {  // every micro-batch of the step goes through the schedule at once
@@ -95,13 +94,13 @@ StepStats Trainer::train_step(int64_t step) {
     }
     // Armed, but backward reports no segments: the dp reduction starts in
     // finish_step, after the embedding group has summed the tied table.
-    dp_.begin_micro_batch(true);
+    dp_->begin_micro_batch(true);
     ps = pipe_->run(mbs, step);
     loss_sum = ps.loss_sum;
   }
   for (int64_t m = 0; m < accum && !pipe_; ++m) {
     train_data_.fill_batch(first + m * B, B, in.data(), tg.data());
-    dp_.begin_micro_batch(m + 1 == accum);
+    dp_->begin_micro_batch(m + 1 == accum);
     // Dropout key: per step; the global sample number tells micro-batches and
     // dp ranks apart, so the masks do not depend on the layout.
     const DropoutKey drop{dropout_seed(cfg_.seed, step),
@@ -114,7 +113,7 @@ StepStats Trainer::train_step(int64_t step) {
   s.lr = sched_.at(updates_);
   DpStepResult r;
   try {
-    r = dp_.finish_step(loss_sum, s.lr, cfg_.clip_grad,
+    r = dp_->finish_step(loss_sum, s.lr, cfg_.clip_grad,
                         StepGuard{1.0 / loss_scale, fp16 || cfg_.skip_nonfinite});
   } catch (const Error& e) {
     PX_FAIL("step {}: {}", step, e.what());
@@ -139,7 +138,7 @@ StepStats Trainer::train_step(int64_t step) {
   s.tokens_per_s = tokens / s.step_seconds;
   s.tflops = s.tokens_per_s * flops_per_token_ / 1e12;
   // peak_flops_ is one rank's; the step's tokens ran on dp x tp x pp ranks.
-  const int ranks = dp_.dp_size() * model_.tp().size() * cfg_.pp;
+  const int ranks = dp_->dp_size() * model_.tp().size() * cfg_.pp;
   s.mfu = flops_utilisation(s.tokens_per_s, flops_per_token_, peak_flops_, ranks);
   s.hfu = flops_utilisation(s.tokens_per_s, hw_flops_per_token_, peak_flops_, ranks);
   return s;

@@ -13,7 +13,7 @@
 #include <memory>
 
 #include "data/data_loader.h"
-#include "model/layers/matmul_precision.h"
+#include "nn/matmul_precision.h"
 #include "model/transformer.h"
 #include "optim/adamw.h"
 #include "optim/loss_scaler.h"
@@ -78,11 +78,11 @@ class Trainer {
     if (cfg_.precision == Precision::FP16) scaler_.restore(scaler);
   }
   // This rank's optimizer (null on a parameter-server worker).
-  const Optimizer* optimizer() const { return dp_.optimizer(); }
-  const DataParallel& data_parallel() const { return dp_; }
-  DataParallel& data_parallel() { return dp_; }
+  const Optimizer* optimizer() const { return dp_->optimizer(); }
+  const DataParallel& data_parallel() const { return *dp_; }
+  DataParallel& data_parallel() { return *dp_; }
   bool logging_rank() const {
-    return dp_.dp_rank() == 0 && model_.tp().rank() == 0 && (!pipe_ || pipe_->stage() == 0);
+    return dp_->dp_rank() == 0 && model_.tp().rank() == 0 && (!pipe_ || pipe_->stage() == 0);
   }
   const PipelineStep* pipeline() const { return pipe_.get(); }
   // One line for the job's banner: precision, GEMM backend, loss scaling, recomputation.
@@ -100,7 +100,7 @@ class Trainer {
   double hw_flops_per_token_;  // model + recomputation FLOPs (HFU numerator)
   DataLoader train_data_;
   std::unique_ptr<DataLoader> val_data_;
-  DataParallel dp_;
+  std::unique_ptr<DataParallel> dp_;
   std::unique_ptr<PipelineStep> pipe_;
   std::unique_ptr<MatmulPrecision> matmul_;  // bf16/fp16 GEMMs (null under fp32)
   LossScaler scaler_;                        // fp16 only

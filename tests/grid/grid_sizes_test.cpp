@@ -51,7 +51,7 @@ TEST(GridSizes, AllViolationsAreReportedTogether) {
 }
 
 TEST(GridSizes, HugeProductsDoNotOverflow) {
-  EXPECT_EQ((GridSizes{.tp = 65536, .dp = 65536}.product()), 4294967296LL);
+  EXPECT_EQ((GridSizes{.tp = 65536, .dp = 65536}.world_size()), 4294967296LL);
   EXPECT_EQ(error_of([] { RankGrid(GridSizes{.tp = 65536, .dp = 65536}); }),
             "tp (65536) x cp (1) x dp (65536) x pp (1) = 4294967296 exceeds the largest world size "
             "(2147483647)");

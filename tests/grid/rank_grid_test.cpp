@@ -19,22 +19,22 @@ using Groups = std::vector<std::vector<int>>;
 
 TEST(RankGrid, PtdExampleGroups) {
   const RankGrid g(GridSizes{.tp = 2, .dp = 2, .pp = 4}, 16);
-  EXPECT_EQ(g.groups(GroupKind::kTp),
+  EXPECT_EQ(g.groups(GroupKind::Tp),
             (Groups{{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {14, 15}}));
-  EXPECT_EQ(g.groups(GroupKind::kPp), (Groups{{0, 4, 8, 12}, {1, 5, 9, 13}, {2, 6, 10, 14}, {3, 7, 11, 15}}));
-  EXPECT_EQ(g.groups(GroupKind::kDp),
+  EXPECT_EQ(g.groups(GroupKind::Pp), (Groups{{0, 4, 8, 12}, {1, 5, 9, 13}, {2, 6, 10, 14}, {3, 7, 11, 15}}));
+  EXPECT_EQ(g.groups(GroupKind::Dp),
             (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}, {8, 10}, {9, 11}, {12, 14}, {13, 15}}));
   // The two model replicas: the left and right halves of the figure.
-  EXPECT_EQ(g.groups(GroupKind::kMp), (Groups{{0, 1, 4, 5, 8, 9, 12, 13}, {2, 3, 6, 7, 10, 11, 14, 15}}));
-  EXPECT_EQ(g.groups(GroupKind::kEmbedding), (Groups{{0, 12}, {1, 13}, {2, 14}, {3, 15}}));
+  EXPECT_EQ(g.groups(GroupKind::Mp), (Groups{{0, 1, 4, 5, 8, 9, 12, 13}, {2, 3, 6, 7, 10, 11, 14, 15}}));
+  EXPECT_EQ(g.groups(GroupKind::Embedding), (Groups{{0, 12}, {1, 13}, {2, 14}, {3, 15}}));
   // Without cp, the dense gradient group is dp and tp_cp is tp.
-  EXPECT_EQ(g.groups(GroupKind::kDpCp), g.groups(GroupKind::kDp));
-  EXPECT_EQ(g.groups(GroupKind::kTpCp), g.groups(GroupKind::kTp));
-  EXPECT_EQ(g.group_size(GroupKind::kCp), 1);
+  EXPECT_EQ(g.groups(GroupKind::DpCp), g.groups(GroupKind::Dp));
+  EXPECT_EQ(g.groups(GroupKind::TpCp), g.groups(GroupKind::Tp));
+  EXPECT_EQ(g.group_size(GroupKind::Cp), 1);
   // With ep = 1 the expert groups are the dense ones.
-  EXPECT_EQ(g.groups(GroupKind::kEdp), g.groups(GroupKind::kDpCp));
-  EXPECT_EQ(g.groups(GroupKind::kTpEp), g.groups(GroupKind::kTp));
-  EXPECT_EQ(g.groups(GroupKind::kTpEpPp), g.groups(GroupKind::kMp));
+  EXPECT_EQ(g.groups(GroupKind::Edp), g.groups(GroupKind::DpCp));
+  EXPECT_EQ(g.groups(GroupKind::TpEp), g.groups(GroupKind::Tp));
+  EXPECT_EQ(g.groups(GroupKind::TpEpPp), g.groups(GroupKind::Mp));
 }
 
 TEST(RankGrid, PtdExampleCoordinatesAndNeighbours) {
@@ -50,44 +50,44 @@ TEST(RankGrid, PtdExampleCoordinatesAndNeighbours) {
   EXPECT_TRUE(g.is_first_pp_stage(3));
   EXPECT_TRUE(g.is_last_pp_stage(12));
   EXPECT_FALSE(g.is_last_pp_stage(11));
-  EXPECT_EQ(g.group_index(GroupKind::kEmbedding, 5), kNoGroup);
-  EXPECT_TRUE(g.group_members(GroupKind::kEmbedding, 5).empty());
-  EXPECT_EQ(g.rank_in_group(GroupKind::kEmbedding, 14), 1);
-  EXPECT_EQ(g.group_members(GroupKind::kDp, 9), (std::vector<int>{9, 11}));
-  EXPECT_EQ(g.rank_in_group(GroupKind::kPp, 9), 2);
+  EXPECT_EQ(g.group_index(GroupKind::Embedding, 5), kNoGroup);
+  EXPECT_TRUE(g.group_members(GroupKind::Embedding, 5).empty());
+  EXPECT_EQ(g.rank_in_group(GroupKind::Embedding, 14), 1);
+  EXPECT_EQ(g.group_members(GroupKind::Dp, 9), (std::vector<int>{9, 11}));
+  EXPECT_EQ(g.rank_in_group(GroupKind::Pp, 9), 2);
 }
 
 TEST(RankGrid, ExpertFoldEp2OverDp2Cp2) {
   // dc = cp_rank + 2 dp_rank; ep_rank = dc % 2, edp_rank = dc / 2.
   const RankGrid small(GridSizes{.cp = 2, .dp = 2, .ep = 2}, 4);
-  EXPECT_EQ(small.groups(GroupKind::kDpCp), (Groups{{0, 1, 2, 3}}));
-  EXPECT_EQ(small.groups(GroupKind::kEp), (Groups{{0, 1}, {2, 3}}));
-  EXPECT_EQ(small.groups(GroupKind::kEdp), (Groups{{0, 2}, {1, 3}}));
+  EXPECT_EQ(small.groups(GroupKind::DpCp), (Groups{{0, 1, 2, 3}}));
+  EXPECT_EQ(small.groups(GroupKind::Ep), (Groups{{0, 1}, {2, 3}}));
+  EXPECT_EQ(small.groups(GroupKind::Edp), (Groups{{0, 2}, {1, 3}}));
   EXPECT_EQ(small.coord(2), (GridCoord{.dp_rank = 1, .ep_rank = 0, .edp_rank = 1}));
   EXPECT_EQ(small.coord(3), (GridCoord{.cp_rank = 1, .dp_rank = 1, .ep_rank = 1, .edp_rank = 1}));
 
   const RankGrid g(GridSizes{.tp = 2, .cp = 2, .dp = 2, .pp = 2, .ep = 2}, 16);
   EXPECT_EQ(g.sizes().edp(), 2);
-  EXPECT_EQ(g.groups(GroupKind::kEp),
+  EXPECT_EQ(g.groups(GroupKind::Ep),
             (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}, {8, 10}, {9, 11}, {12, 14}, {13, 15}}));
-  EXPECT_EQ(g.groups(GroupKind::kEdp),
+  EXPECT_EQ(g.groups(GroupKind::Edp),
             (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}, {8, 12}, {9, 13}, {10, 14}, {11, 15}}));
-  EXPECT_EQ(g.groups(GroupKind::kDpCp), (Groups{{0, 2, 4, 6}, {1, 3, 5, 7}, {8, 10, 12, 14}, {9, 11, 13, 15}}));
-  EXPECT_EQ(g.groups(GroupKind::kTpEp), (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}, {12, 13, 14, 15}}));
-  EXPECT_EQ(g.groups(GroupKind::kTpEpPp),
+  EXPECT_EQ(g.groups(GroupKind::DpCp), (Groups{{0, 2, 4, 6}, {1, 3, 5, 7}, {8, 10, 12, 14}, {9, 11, 13, 15}}));
+  EXPECT_EQ(g.groups(GroupKind::TpEp), (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}, {12, 13, 14, 15}}));
+  EXPECT_EQ(g.groups(GroupKind::TpEpPp),
             (Groups{{0, 1, 2, 3, 8, 9, 10, 11}, {4, 5, 6, 7, 12, 13, 14, 15}}));
   EXPECT_EQ(g.expert_rank_of(1, 1, 1, 1), 15);
   EXPECT_EQ(g.expert_rank_of(0, 1, 0, 0), 2);
 
   // ep = dp x cp: each ep group is a whole dense gradient group, edp trivial.
   const RankGrid full(GridSizes{.tp = 2, .cp = 2, .dp = 2, .pp = 2, .ep = 4}, 16);
-  EXPECT_EQ(full.groups(GroupKind::kEp), full.groups(GroupKind::kDpCp));
-  EXPECT_EQ(full.group_size(GroupKind::kEdp), 1);
+  EXPECT_EQ(full.groups(GroupKind::Ep), full.groups(GroupKind::DpCp));
+  EXPECT_EQ(full.group_size(GroupKind::Edp), 1);
 
   // ep over dp only (cp = 1): ep groups are runs of adjacent dp ranks.
   const RankGrid dp4(GridSizes{.dp = 4, .ep = 2}, 4);
-  EXPECT_EQ(dp4.groups(GroupKind::kEp), (Groups{{0, 1}, {2, 3}}));
-  EXPECT_EQ(dp4.groups(GroupKind::kEdp), (Groups{{0, 2}, {1, 3}}));
+  EXPECT_EQ(dp4.groups(GroupKind::Ep), (Groups{{0, 1}, {2, 3}}));
+  EXPECT_EQ(dp4.groups(GroupKind::Edp), (Groups{{0, 2}, {1, 3}}));
 }
 
 // Axes a group of each kind may vary along; all other coordinates are shared.
@@ -97,18 +97,18 @@ struct Varies {
 
 Varies varies(GroupKind kind) {
   switch (kind) {
-    case GroupKind::kTp: return {true, false, false, false, false, false};
-    case GroupKind::kCp: return {false, true, false, false, true, true};
-    case GroupKind::kDp: return {false, false, true, false, true, true};
-    case GroupKind::kPp: return {false, false, false, true, false, false};
-    case GroupKind::kDpCp: return {false, true, true, false, true, true};
-    case GroupKind::kTpCp: return {true, true, false, false, true, true};
-    case GroupKind::kMp: return {true, false, false, true, false, false};
-    case GroupKind::kEp: return {false, true, true, false, true, false};
-    case GroupKind::kEdp: return {false, true, true, false, false, true};
-    case GroupKind::kTpEp: return {true, true, true, false, true, false};
-    case GroupKind::kTpEpPp: return {true, true, true, true, true, false};
-    case GroupKind::kEmbedding: return {false, false, false, true, false, false};
+    case GroupKind::Tp: return {true, false, false, false, false, false};
+    case GroupKind::Cp: return {false, true, false, false, true, true};
+    case GroupKind::Dp: return {false, false, true, false, true, true};
+    case GroupKind::Pp: return {false, false, false, true, false, false};
+    case GroupKind::DpCp: return {false, true, true, false, true, true};
+    case GroupKind::TpCp: return {true, true, false, false, true, true};
+    case GroupKind::Mp: return {true, false, false, true, false, false};
+    case GroupKind::Ep: return {false, true, true, false, true, false};
+    case GroupKind::Edp: return {false, true, true, false, false, true};
+    case GroupKind::TpEp: return {true, true, true, false, true, false};
+    case GroupKind::TpEpPp: return {true, true, true, true, true, false};
+    case GroupKind::Embedding: return {false, false, false, true, false, false};
   }
   return {};
 }
@@ -124,7 +124,7 @@ void check_grid_properties(const RankGrid& g) {
     const int next = g.pp_next_rank(r);
     ASSERT_EQ(g.pp_prev_rank(next), r);
     ASSERT_EQ(g.coord(next).pp_rank, (c.pp_rank + 1) % s.pp);
-    ASSERT_EQ(g.group_index(GroupKind::kPp, next), g.group_index(GroupKind::kPp, r));
+    ASSERT_EQ(g.group_index(GroupKind::Pp, next), g.group_index(GroupKind::Pp, r));
   }
   for (GroupKind kind : kAllGroupKinds) {
     SCOPED_TRACE(std::string(group_kind_name(kind)));
@@ -168,7 +168,7 @@ void check_grid_properties(const RankGrid& g) {
         }
       }
     }
-    if (kind == GroupKind::kEmbedding) {
+    if (kind == GroupKind::Embedding) {
       for (int r = 0; r < world; ++r) {
         const bool end_stage = g.is_first_pp_stage(r) || g.is_last_pp_stage(r);
         ASSERT_EQ(seen[r], end_stage ? 1 : 0);
@@ -179,18 +179,18 @@ void check_grid_properties(const RankGrid& g) {
     }
   }
   // Group sizes are the dimension sizes.
-  ASSERT_EQ(g.group_size(GroupKind::kTp), s.tp);
-  ASSERT_EQ(g.group_size(GroupKind::kCp), s.cp);
-  ASSERT_EQ(g.group_size(GroupKind::kDp), s.dp);
-  ASSERT_EQ(g.group_size(GroupKind::kPp), s.pp);
-  ASSERT_EQ(g.group_size(GroupKind::kDpCp), s.dp * s.cp);
-  ASSERT_EQ(g.group_size(GroupKind::kTpCp), s.tp * s.cp);
-  ASSERT_EQ(g.group_size(GroupKind::kMp), s.tp * s.pp);
-  ASSERT_EQ(g.group_size(GroupKind::kEp), s.ep);
-  ASSERT_EQ(g.group_size(GroupKind::kEdp), s.edp());
-  ASSERT_EQ(g.group_size(GroupKind::kTpEp), s.tp * s.ep);
-  ASSERT_EQ(g.group_size(GroupKind::kTpEpPp), s.tp * s.ep * s.pp);
-  ASSERT_EQ(g.group_size(GroupKind::kEmbedding), s.pp > 1 ? 2 : 1);
+  ASSERT_EQ(g.group_size(GroupKind::Tp), s.tp);
+  ASSERT_EQ(g.group_size(GroupKind::Cp), s.cp);
+  ASSERT_EQ(g.group_size(GroupKind::Dp), s.dp);
+  ASSERT_EQ(g.group_size(GroupKind::Pp), s.pp);
+  ASSERT_EQ(g.group_size(GroupKind::DpCp), s.dp * s.cp);
+  ASSERT_EQ(g.group_size(GroupKind::TpCp), s.tp * s.cp);
+  ASSERT_EQ(g.group_size(GroupKind::Mp), s.tp * s.pp);
+  ASSERT_EQ(g.group_size(GroupKind::Ep), s.ep);
+  ASSERT_EQ(g.group_size(GroupKind::Edp), s.edp());
+  ASSERT_EQ(g.group_size(GroupKind::TpEp), s.tp * s.ep);
+  ASSERT_EQ(g.group_size(GroupKind::TpEpPp), s.tp * s.ep * s.pp);
+  ASSERT_EQ(g.group_size(GroupKind::Embedding), s.pp > 1 ? 2 : 1);
 }
 
 TEST(RankGrid, PropertiesOverRandomGrids) {
@@ -223,7 +223,7 @@ using testing::error_of;
 TEST(RankGrid, RejectsOutOfRangeRanksAndCoordinates) {
   const RankGrid g(GridSizes{.tp = 2, .dp = 2, .pp = 4}, 16);
   EXPECT_EQ(error_of([&] { g.coord(16); }), "rank (16) is outside the world of 16 ranks (0..15)");
-  EXPECT_EQ(error_of([&] { g.group_members(GroupKind::kTp, -1); }),
+  EXPECT_EQ(error_of([&] { g.group_members(GroupKind::Tp, -1); }),
             "rank (-1) is outside the world of 16 ranks (0..15)");
   EXPECT_EQ(error_of([&] { g.rank_of(2, 0, 0, 0); }),
             "coordinate (tp 2, cp 0, dp 0, pp 0) is outside the grid (tp 2, cp 1, dp 2, pp 4)");

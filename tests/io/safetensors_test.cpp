@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "io/atomic_file.h"
+#include "base/atomic_file.h"
 #include "io/safetensors.h"
 #include "tensor/half.h"
 

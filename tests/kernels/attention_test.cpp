@@ -110,7 +110,7 @@ struct Result {
 
 // Runs the kernels in precision T; gradients start from 0.5 to check that they accumulate.
 template <class T>
-Result<T> run(const Inputs& in, bool with_backward, AttnBwdSplit split = AttnBwdSplit::kAuto) {
+Result<T> run(const Inputs& in, bool with_backward, AttnBwdSplit split = AttnBwdSplit::Auto) {
   const AttnDims& d = in.d;
   const auto q = cast<T>(in.q), k = cast<T>(in.k), v = cast<T>(in.v), r = cast<T>(in.r);
   Result<T> res{std::vector<T>(q_numel(d), T(7)), std::vector<T>(d.B * d.Hq * d.Tq, T(7)), {}, {},
@@ -191,7 +191,7 @@ void expect_grads_match_finite_differences(Inputs& in, const Result<double>& res
 
 TEST(Attention, MatchesReferenceInDouble) {
   for (const AttnDims& d : kShapes) {
-    for (auto split : {AttnBwdSplit::kByKvHead, AttnBwdSplit::kTwoPass}) {
+    for (auto split : {AttnBwdSplit::ByKvHead, AttnBwdSplit::TwoPass}) {
       SCOPED_TRACE(testing::Message() << "T=" << d.Tq << " Hq=" << d.Hq << " Hkv=" << d.Hkv
                                       << " split=" << static_cast<int>(split));
       expect_matches_reference<double>(Inputs(d), 1e-11, split);
@@ -201,7 +201,7 @@ TEST(Attention, MatchesReferenceInDouble) {
 
 TEST(Attention, FloatAgreesWithReference) {
   for (const AttnDims& d : kShapes) {
-    for (auto split : {AttnBwdSplit::kByKvHead, AttnBwdSplit::kTwoPass}) {
+    for (auto split : {AttnBwdSplit::ByKvHead, AttnBwdSplit::TwoPass}) {
       SCOPED_TRACE(testing::Message() << "T=" << d.Tq << " split=" << static_cast<int>(split));
       expect_matches_reference<float>(Inputs(d), 2e-5, split);
     }
@@ -234,7 +234,7 @@ TEST(Attention, OffsetsAndNonCausal) {
       {.B = 1, .Tq = 67, .Tk = 90, .Hq = 2, .Hkv = 1, .D = 4, .q_pos0 = 30, .k_pos0 = 5},
   };
   for (const AttnDims& d : shapes) {
-    for (auto split : {AttnBwdSplit::kByKvHead, AttnBwdSplit::kTwoPass}) {
+    for (auto split : {AttnBwdSplit::ByKvHead, AttnBwdSplit::TwoPass}) {
       SCOPED_TRACE(testing::Message() << "Tq=" << d.Tq << " Tk=" << d.Tk << " q_pos0=" << d.q_pos0
                                       << " k_pos0=" << d.k_pos0 << " causal=" << d.causal);
       expect_matches_reference<double>(Inputs(d), 1e-11, split);
@@ -256,7 +256,7 @@ TEST(Attention, KvCacheTokenEqualsLastRowOfFullAttention) {
 }
 
 TEST(Attention, FutureKeyBlockGivesZeroOutputAndNoGradient) {
-  for (auto split : {AttnBwdSplit::kByKvHead, AttnBwdSplit::kTwoPass}) {
+  for (auto split : {AttnBwdSplit::ByKvHead, AttnBwdSplit::TwoPass}) {
     const Inputs in(AttnDims{.B = 2, .Tq = 4, .Tk = 4, .Hq = 2, .Hkv = 1, .D = 3, .q_pos0 = 0,
                              .k_pos0 = 4});
     const Result<float> res = run<float>(in, true, split);
@@ -327,7 +327,7 @@ TEST(Attention, KeyBlocksMergeByLse) {
 
 TEST(Attention, BackwardIsDeterministic) {
   const Inputs in(AttnDims{.B = 1, .Tq = 150, .Tk = 150, .Hq = 4, .Hkv = 2, .D = 8});
-  for (auto split : {AttnBwdSplit::kByKvHead, AttnBwdSplit::kTwoPass}) {
+  for (auto split : {AttnBwdSplit::ByKvHead, AttnBwdSplit::TwoPass}) {
     const Result<float> a = run<float>(in, true, split), b = run<float>(in, true, split);
     EXPECT_EQ(a.dq, b.dq);
     EXPECT_EQ(a.dk, b.dk);
@@ -345,7 +345,7 @@ TEST(Attention, DropoutGradientsMatchFiniteDifferences) {
   for (AttnDims& d : shapes) {
     d.dropout_p = 0.3;
     d.dropout_key = 12345;
-    for (AttnBwdSplit split : {AttnBwdSplit::kByKvHead, AttnBwdSplit::kTwoPass}) {
+    for (AttnBwdSplit split : {AttnBwdSplit::ByKvHead, AttnBwdSplit::TwoPass}) {
       Inputs in(d, 1.5);
       expect_grads_match_finite_differences(in, run<double>(in, true, split));
     }

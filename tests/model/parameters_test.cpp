@@ -1,4 +1,4 @@
-#include "model/parameters.h"
+#include "nn/parameters.h"
 
 #include <gtest/gtest.h>
 

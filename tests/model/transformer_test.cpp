@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "base/rng.h"
+#include "model/model_catalog.h"
 #include "test_models.h"
 
 namespace parallm {
@@ -128,14 +129,14 @@ TEST(ModelConfig, ValidationNamesTheValues) {
 }
 
 TEST(ModelConfig, ParameterCountMatchesParameterSet) {
-  for (ModelConfig c : {testing::tiny_gpt2(), testing::tiny_llama(), model_preset("gpt2-tiny")}) {
+  for (ModelConfig c : {testing::tiny_gpt2(), testing::tiny_llama(), catalog_model("gpt2-tiny")}) {
     Allocator a;
     Transformer m(c, a);
     int64_t n = 0;
     for (int i = 0; i < m.params().size(); ++i) n += m.params().numel(i);
     EXPECT_EQ(n, c.num_parameters());
   }
-  EXPECT_EQ(model_preset("gpt2-124m").num_parameters(), 124439808);  // HF gpt2
+  EXPECT_EQ(catalog_model("gpt2-124m").num_parameters(), 124439808);  // HF gpt2
 }
 
 }  // namespace

@@ -30,7 +30,8 @@ TEST(DataParallelMemory, TaggedBytesFollowTheZeroFormulas) {
       o.dp = dp;
       o.zero = zero;
       o.mode = mode;
-      DataParallel d(m, dp > 1 ? world : nullptr, o, AdamWConfig{}, alloc);
+      std::unique_ptr<DataParallel> d =
+          make_data_parallel(m, dp > 1 ? world : nullptr, o, OptimizerConfig{}, alloc);
       const int64_t N = m.params().total_numel();
       const int64_t S = (N + dp - 1) / dp;
       const std::string what = fmt::format("dp {} {} zero {}", dp, dp_mode_name(mode), zero);
@@ -47,7 +48,7 @@ TEST(DataParallelMemory, TaggedBytesFollowTheZeroFormulas) {
       const int64_t unit = 4 * (2 * largest + (segs.back().end - segs.back().begin));
       const int64_t comm = !sharded ? 0 : zero == 2 ? unit : zero == 3 ? 2 * unit : 0;
       EXPECT_EQ(alloc.current(MemTag::Communication), comm) << what;
-      EXPECT_EQ(d.unit_buffer_bytes(), comm) << what;
+      EXPECT_EQ(d->unit_buffer_bytes(), comm) << what;
     }
   }
 }

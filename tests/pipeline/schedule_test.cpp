@@ -23,11 +23,11 @@ std::vector<ScheduleSpec> all_specs() {
   std::vector<ScheduleSpec> out;
   for (int pp = 1; pp <= 6; ++pp)
     for (int m = 1; m <= 12; ++m) {
-      out.push_back({ScheduleKind::kGPipe, pp, m, 1});
-      out.push_back({ScheduleKind::kOneFOneB, pp, m, 1});
-      out.push_back({ScheduleKind::kZeroBubbleH1, pp, m, 1});
+      out.push_back({ScheduleKind::GPipe, pp, m, 1});
+      out.push_back({ScheduleKind::OneFOneB, pp, m, 1});
+      out.push_back({ScheduleKind::ZeroBubbleH1, pp, m, 1});
       if (pp >= 2 && m % pp == 0)
-        for (int v = 2; v <= 3; ++v) out.push_back({ScheduleKind::kInterleaved, pp, m, v});
+        for (int v = 2; v <= 3; ++v) out.push_back({ScheduleKind::Interleaved, pp, m, v});
     }
   return out;
 }
@@ -67,16 +67,16 @@ TEST(PipelineSchedule, InFlightBoundedAsPromised) {
     for (int st = 0; st < spec.pp; ++st) {
       const int m = spec.micro_batches;
       switch (spec.kind) {
-        case ScheduleKind::kGPipe: EXPECT_EQ(held[st], m) << name(spec); break;
-        case ScheduleKind::kOneFOneB:
+        case ScheduleKind::GPipe: EXPECT_EQ(held[st], m) << name(spec); break;
+        case ScheduleKind::OneFOneB:
           EXPECT_EQ(held[st], std::min(spec.pp - st, m)) << name(spec) << " stage " << st;
           break;
-        case ScheduleKind::kZeroBubbleH1:
+        case ScheduleKind::ZeroBubbleH1:
           EXPECT_EQ(held[st], std::min(spec.pp - st, m)) << name(spec) << " stage " << st;
           // W holds activations longer, but never beyond 1F1B's peak, pp.
           EXPECT_LE(held_w[st], std::min(spec.pp, m)) << name(spec) << " stage " << st;
           break;
-        case ScheduleKind::kInterleaved:
+        case ScheduleKind::Interleaved:
           EXPECT_LE(held[st], std::min(interleaved_warmup(spec.pp, st, m, spec.virtual_stages) + 1,
                                        m * spec.virtual_stages))
               << name(spec) << " stage " << st;
@@ -88,31 +88,31 @@ TEST(PipelineSchedule, InFlightBoundedAsPromised) {
 
 TEST(PipelineSchedule, OneFOneBStageZeroHoldsPpWhateverM) {
   for (int m : {4, 8, 64})
-    EXPECT_EQ(peak_in_flight(make_schedule({ScheduleKind::kOneFOneB, 4, m, 1}))[0], 4);
-  EXPECT_EQ(peak_in_flight(make_schedule({ScheduleKind::kGPipe, 4, 64, 1}))[0], 64);
+    EXPECT_EQ(peak_in_flight(make_schedule({ScheduleKind::OneFOneB, 4, m, 1}))[0], 4);
+  EXPECT_EQ(peak_in_flight(make_schedule({ScheduleKind::GPipe, 4, 64, 1}))[0], 64);
 }
 
 TEST(PipelineSchedule, CompactListsMatchTheTextbook) {
-  const Schedule s = make_schedule({ScheduleKind::kOneFOneB, 4, 8, 1});
+  const Schedule s = make_schedule({ScheduleKind::OneFOneB, 4, 8, 1});
   const std::string text = format_schedule(s, false);
   EXPECT_NE(text.find("stage 0: F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7\n"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("stage 3: F0 B0 F1 B1"), std::string::npos) << text;
-  const std::string g = format_schedule(make_schedule({ScheduleKind::kGPipe, 2, 2, 1}), true);
+  const std::string g = format_schedule(make_schedule({ScheduleKind::GPipe, 2, 2, 1}), true);
   EXPECT_EQ(g, "stage 0: F0 SA0>1 F1 SA1>1 RG0<1 B0 RG1<1 B1\n"
                "stage 1: RA0<0 F0 RA1<0 F1 B0 SG0>0 B1 SG1>0\n");
-  const std::string zb = format_schedule(make_schedule({ScheduleKind::kZeroBubbleH1, 2, 3, 1}), false);
+  const std::string zb = format_schedule(make_schedule({ScheduleKind::ZeroBubbleH1, 2, 3, 1}), false);
   EXPECT_EQ(zb, "stage 0: F0 F1 B0 W0 F2 B1 W1 B2 W2\nstage 1: F0 B0 F1 B1 W0 F2 B2 W1 W2\n");
   const std::string il =
-      format_schedule(make_schedule({ScheduleKind::kInterleaved, 2, 2, 2}), false);
+      format_schedule(make_schedule({ScheduleKind::Interleaved, 2, 2, 2}), false);
   EXPECT_NE(il.find("stage 0: F0c0 F1c0 F0c1 F1c1 B0c1"), std::string::npos) << il;
 }
 
 TEST(PipelineSchedule, BubbleGPipeAnd1F1BExactlyTheFormula) {
   for (int pp = 1; pp <= 6; ++pp)
     for (int m = 1; m <= 16; ++m)
-      for (auto kind : {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB}) {
+      for (auto kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB}) {
         const ScheduleSpec spec{kind, pp, m, 1};
         const double expect = (pp - 1.0) / (m + pp - 1.0);
         EXPECT_NEAR(simulate(make_schedule(spec)).bubble_fraction, expect, 1e-12) << name(spec);
@@ -124,9 +124,9 @@ TEST(PipelineSchedule, InterleavedCutsTheBubbleByV) {
   for (int pp : {2, 4})
     for (int m : {pp, 2 * pp, 4 * pp})
       for (int v : {2, 3}) {
-        const ScheduleSpec spec{ScheduleKind::kInterleaved, pp, m, v};
+        const ScheduleSpec spec{ScheduleKind::Interleaved, pp, m, v};
         const double sim = simulate(make_schedule(spec)).bubble_fraction;
-        const double one = simulate(make_schedule({ScheduleKind::kOneFOneB, pp, m, 1})).bubble_fraction;
+        const double one = simulate(make_schedule({ScheduleKind::OneFOneB, pp, m, 1})).bubble_fraction;
         // bubble / ideal compute: (p-1)/(V m) vs (p-1)/m
         const double ratio = (sim / (1 - sim)) / (one / (1 - one));
         EXPECT_NEAR(ratio, 1.0 / v, 0.02) << name(spec);
@@ -137,9 +137,9 @@ TEST(PipelineSchedule, InterleavedCutsTheBubbleByV) {
 TEST(PipelineSchedule, ZeroBubbleBelow1F1B) {
   for (int pp = 2; pp <= 6; ++pp)
     for (int m = 1; m <= 16; ++m) {
-      const ScheduleSpec spec{ScheduleKind::kZeroBubbleH1, pp, m, 1};
+      const ScheduleSpec spec{ScheduleKind::ZeroBubbleH1, pp, m, 1};
       const double zb = simulate(make_schedule(spec)).bubble_fraction;
-      const double one = simulate(make_schedule({ScheduleKind::kOneFOneB, pp, m, 1})).bubble_fraction;
+      const double one = simulate(make_schedule({ScheduleKind::OneFOneB, pp, m, 1})).bubble_fraction;
       EXPECT_LT(zb, one) << name(spec);
       // With m >= pp the H1 bubble is (p-1)(F+B-W): a third of 1F1B's at F=B=W.
       if (m >= pp) {
@@ -149,14 +149,14 @@ TEST(PipelineSchedule, ZeroBubbleBelow1F1B) {
 }
 
 TEST(PipelineSchedule, ClearErrors) {
-  EXPECT_EQ(testing::error_of([] { make_schedule({ScheduleKind::kInterleaved, 4, 6, 2}); }),
+  EXPECT_EQ(testing::error_of([] { make_schedule({ScheduleKind::Interleaved, 4, 6, 2}); }),
             "interleaved schedule needs micro-batches (6) divisible by pp (4)");
-  EXPECT_EQ(testing::error_of([] { make_schedule({ScheduleKind::kOneFOneB, 4, 8, 2}); }),
+  EXPECT_EQ(testing::error_of([] { make_schedule({ScheduleKind::OneFOneB, 4, 8, 2}); }),
             "virtual stages (2) need the interleaved schedule, not 1f1b");
-  EXPECT_EQ(testing::error_of([] { parse_schedule_kind("pipedream"); }),
+  EXPECT_EQ(testing::error_of([] { schedule_kind_from_name("pipedream"); }),
             "unknown pipeline schedule 'pipedream' (expected gpipe, 1f1b, interleaved or zb)");
-  EXPECT_EQ(parse_schedule_kind("zb"), ScheduleKind::kZeroBubbleH1);
-  EXPECT_NE(testing::error_of([] { make_schedule({ScheduleKind::kGPipe, 0, 8, 1}); }), "(no error)");
+  EXPECT_EQ(schedule_kind_from_name("zb"), ScheduleKind::ZeroBubbleH1);
+  EXPECT_NE(testing::error_of([] { make_schedule({ScheduleKind::GPipe, 0, 8, 1}); }), "(no error)");
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ namespace {
 
 Timeline one_f_one_b_timeline() {
   using namespace pipeline;
-  const Simulation sim = simulate(make_schedule({ScheduleKind::kOneFOneB, 4, 8, 1}));
+  const Simulation sim = simulate(make_schedule({ScheduleKind::OneFOneB, 4, 8, 1}));
   return simulation_timeline(sim, 1);
 }
 
@@ -65,7 +65,7 @@ TEST(Trace, SvgHasRowsLegendAndBubble) {
 TEST(Trace, SvgEscapesNames) {
   Timeline t;
   t.rank_names = {"a<b&c"};
-  t.events.push_back({0, EventKind::kForward, "x\"y", 0, 10, 1, -1});
+  t.events.push_back({0, EventKind::Forward, "x\"y", 0, 10, 1, -1});
   const std::string svg = timeline_svg(t, {.title = "<t>"});
   EXPECT_NE(svg.find("a&lt;b&amp;c"), std::string::npos);
   EXPECT_NE(svg.find("&lt;t&gt;"), std::string::npos);

@@ -63,10 +63,10 @@ PpRunResult pp_train_run(const ModelConfig& model, const PpLayout& l, int steps)
     auto split = [&](GroupKind k, const char* name) {
       return sub->split(grid.group_index(k, r), grid.rank_in_group(k, r), name);
     };
-    tp_comm = split(GroupKind::kTp, "tp");
-    dp_comm = split(GroupKind::kDp, "dp");
-    pp_comm = split(GroupKind::kPp, "pp");
-    emb_comm = split(GroupKind::kEmbedding, "embedding");
+    tp_comm = split(GroupKind::Tp, "tp");
+    dp_comm = split(GroupKind::Dp, "dp");
+    pp_comm = split(GroupKind::Pp, "pp");
+    emb_comm = split(GroupKind::Embedding, "embedding");
     pp_rank = grid.coord(r).pp_rank;
   }
   TpGroup tp{.comm = l.tp > 1 ? tp_comm.get() : nullptr, .sequence_parallel = l.sp};

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "plan/model_catalog.h"
+#include "model/model_catalog.h"
 
 namespace parallm {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "../common/test_util.h"
-#include "plan/model_catalog.h"
+#include "model/model_catalog.h"
 
 namespace parallm {
 namespace {
@@ -70,9 +70,9 @@ TEST(MemoryModel, PipelineInFlightMicroBatches) {
   q.pp = 8;
   q.micro_batches = 32;
   EXPECT_EQ(estimate_memory(q).micro_batches_in_flight, 8);  // 1F1B: pp on stage 0
-  q.schedule = PipeSchedule::GPipe;
+  q.schedule = pipeline::ScheduleKind::GPipe;
   EXPECT_EQ(estimate_memory(q).micro_batches_in_flight, 32);  // GPipe: all m
-  q.schedule = PipeSchedule::Interleaved;
+  q.schedule = pipeline::ScheduleKind::Interleaved;
   q.virtual_stages = 2;
   EXPECT_DOUBLE_EQ(estimate_memory(q).micro_batches_in_flight, 8 * (1 + 7.0 / 16));
 }

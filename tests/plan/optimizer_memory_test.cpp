@@ -9,7 +9,7 @@
 #include <cmath>
 
 #include "plan/memory_model.h"
-#include "plan/model_catalog.h"
+#include "model/model_catalog.h"
 
 namespace parallm {
 namespace {

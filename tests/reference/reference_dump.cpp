@@ -127,8 +127,8 @@ int main(int argc, char** argv) {
       st.add("loss", {}, {loss});
       st.add_hf(model.params(), layout, "grad.", true);
     }
-    double norm = std::sqrt(grad_sum_squares(model.params()));
-    clip_grads(model.params(), norm, clip);
+    double norm = global_grad_norm(model.params());
+    clip_grad_norm(model.params(), norm, clip);
     opt.step(model.params(), sched.at(s));
   }
   st.add_hf(model.params(), layout, fmt::format("step{}.", steps), false);

@@ -66,9 +66,9 @@ std::array<int64_t, kNumMemTags> measure(const Case& c, const ModelConfig& model
     if (!in) return peaks;
     RankGrid grid(GridSizes{.tp = c.tp, .dp = c.dp}, n);
     const int r = sub->rank();
-    tp_comm = sub->split(grid.group_index(GroupKind::kTp, r), grid.rank_in_group(GroupKind::kTp, r),
+    tp_comm = sub->split(grid.group_index(GroupKind::Tp, r), grid.rank_in_group(GroupKind::Tp, r),
                          "tp");
-    dp_comm = sub->split(grid.group_index(GroupKind::kDp, r), grid.rank_in_group(GroupKind::kDp, r),
+    dp_comm = sub->split(grid.group_index(GroupKind::Dp, r), grid.rank_in_group(GroupKind::Dp, r),
                          "dp");
   }
   TpGroup tp{.comm = c.tp > 1 ? tp_comm.get() : nullptr, .sequence_parallel = c.sp};

@@ -65,9 +65,9 @@ TpRunResult tp_train_run(const ModelConfig& model, const TpLayout& l, int steps)
     if (!in) return {};
     RankGrid grid(GridSizes{.tp = l.tp, .dp = l.dp}, n);
     const int r = sub->rank();
-    tp_comm = sub->split(grid.group_index(GroupKind::kTp, r), grid.rank_in_group(GroupKind::kTp, r),
+    tp_comm = sub->split(grid.group_index(GroupKind::Tp, r), grid.rank_in_group(GroupKind::Tp, r),
                          "tp");
-    dp_comm = sub->split(grid.group_index(GroupKind::kDp, r), grid.rank_in_group(GroupKind::kDp, r),
+    dp_comm = sub->split(grid.group_index(GroupKind::Dp, r), grid.rank_in_group(GroupKind::Dp, r),
                          "dp");
   }
   TpGroup tp{.comm = l.tp > 1 ? tp_comm.get() : nullptr, .sequence_parallel = l.sp};

@@ -69,7 +69,7 @@ TEST(RunConfig, ErrorsNameTheProblem) {
   EXPECT_NE(error_of("[train]\nsteps = \"many\"\n").find("steps must be an integer"),
             std::string::npos);
   EXPECT_NE(error_of("[train\nsteps = 1\n").find("malformed TOML"), std::string::npos);
-  EXPECT_NE(error_of("[model]\npreset = \"gpt5\"\n").find("unknown model preset 'gpt5'"),
+  EXPECT_NE(error_of("[model]\npreset = \"gpt5\"\n").find("unknown model 'gpt5'"),
             std::string::npos);
   EXPECT_NE(error_of("[model]\narch = \"bert\"\n").find("unknown model arch 'bert'"),
             std::string::npos);

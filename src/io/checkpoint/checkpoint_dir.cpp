@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "base/error.h"
-#include "io/atomic_file.h"
+#include "base/atomic_file.h"
 #include "io/checkpoint/manifest.h"
 
 namespace fs = std::filesystem;

@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "base/error.h"
-#include "io/atomic_file.h"
+#include "base/atomic_file.h"
 #include "io/checkpoint/file_digest.h"
 
 namespace fs = std::filesystem;

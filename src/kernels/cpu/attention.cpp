@@ -284,16 +284,16 @@ void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, co
   if (d.B == 0 || d.Tq == 0 || d.Tk == 0) return;
   const BwdArgs<T> a{dq, dk, dv, dout, q, k, v, out, lse, scale};
   const bool parallel = worth_parallel(d);
-  if (split == AttnBwdSplit::kAuto) {
+  if (split == AttnBwdSplit::Auto) {
     // Two tasks per thread balance well enough; below that the extra GEMMs of
     // the two-pass split cost less than idle threads.
     const int64_t nthreads = parallel ? omp_get_max_threads() : 1;
-    split = (nthreads == 1 || d.B * d.Hkv >= 2 * nthreads) ? AttnBwdSplit::kByKvHead
-                                                            : AttnBwdSplit::kTwoPass;
+    split = (nthreads == 1 || d.B * d.Hkv >= 2 * nthreads) ? AttnBwdSplit::ByKvHead
+                                                            : AttnBwdSplit::TwoPass;
   }
   const size_t ws = static_cast<size_t>(kQueryBlock * d.Tk);
   SingleThreadedBlas blas_guard;
-  if (split == AttnBwdSplit::kByKvHead) {
+  if (split == AttnBwdSplit::ByKvHead) {
     // A task owns dk/dv of (b, g) and dq of the group's query heads; it visits
     // heads and query blocks in a fixed order, so sums are deterministic.
     const int64_t ntasks = d.B * d.Hkv;
@@ -347,7 +347,7 @@ void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, co
 template <class T>
 void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v,
                         const T* out, const T* lse, const AttnDims& d, double scale) {
-  attention_backward_split(dq, dk, dv, dout, q, k, v, out, lse, d, scale, AttnBwdSplit::kAuto);
+  attention_backward_split(dq, dk, dv, dout, q, k, v, out, lse, d, scale, AttnBwdSplit::Auto);
 }
 
 #define PARALLM_INSTANTIATE_ATTENTION(T)                                                          \

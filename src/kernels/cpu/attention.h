@@ -52,9 +52,9 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T*
 // (b, kv head) owns its dk/dv rows and its query heads' dq rows (5 GEMMs per
 // tile). kTwoPass: dk/dv by (b, kv head, key block), then dq by (b, head,
 // query block); recomputes 2 of the 5 GEMMs but keeps every thread busy when
-// B * Hkv is small. kAuto picks by shape and thread count. Both are
+// B * Hkv is small. Auto picks by shape and thread count. Both are
 // deterministic and race-free; they agree to rounding.
-enum class AttnBwdSplit { kAuto, kByKvHead, kTwoPass };
+enum class AttnBwdSplit { Auto, ByKvHead, TwoPass };
 
 template <class T>
 void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k,

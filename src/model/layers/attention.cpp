@@ -56,7 +56,7 @@ cpu::AttnDims Attention::dims(const LayerContext& c) const {
   d.k_pos0 = c.positions[0];
   if (dropout_ > 0.0 && c.dropout_seed != 0) {  // keyed by global head and sample
     d.dropout_p = dropout_;
-    d.dropout_key = mix64(c.dropout_seed ^ mix64(static_cast<uint64_t>(DropoutSite::kAttention)));
+    d.dropout_key = mix64(c.dropout_seed ^ mix64(static_cast<uint64_t>(DropoutSite::Attention)));
     if (d.dropout_key == 0) d.dropout_key = 1;
     d.head0 = static_cast<int64_t>(tp_.rank()) * n_heads_;
     d.sample0 = c.sample_offset;

@@ -71,12 +71,12 @@ Block::Saved Block::run_forward(const LayerContext& c, float* out, const float* 
   float* mid = s.mid.data<float>();
   s.attn = attn_.forward(c, mid, s.norm1.out.data<float>());
   if (sel) s.norm1 = {};
-  hidden_dropout(c, DropoutSite::kAttnOut, hidden_dropout_, mid, row0, rows, C_);
+  hidden_dropout(c, DropoutSite::AttnOut, hidden_dropout_, mid, row0, rows, C_);
   cpu::add_inplace(mid, inp, n);
   s.norm2 = norm2_.forward(cn, mid);
   s.mlp = mlp_.forward(c, out, s.norm2.out.data<float>());
   if (sel) s.norm2 = {};
-  hidden_dropout(c, DropoutSite::kMlpOut, hidden_dropout_, out, row0, rows, C_);
+  hidden_dropout(c, DropoutSite::MlpOut, hidden_dropout_, out, row0, rows, C_);
   cpu::add_inplace(out, mid, n);
   return s;
 }
@@ -96,7 +96,7 @@ void Block::run_backward(const LayerContext& c, float* dinp, const float* dout, 
     if (drop) {
       dmlp = c.workspace({rows, C_});
       std::memcpy(dmlp.data<float>(), dout, static_cast<size_t>(n) * sizeof(float));
-      hidden_dropout(c, DropoutSite::kMlpOut, hidden_dropout_, dmlp.data<float>(), row0, rows, C_);
+      hidden_dropout(c, DropoutSite::MlpOut, hidden_dropout_, dmlp.data<float>(), row0, rows, C_);
     }
     // Selective: the same kernel on the same input gives the same bits.
     const Norm::Saved norm2 =
@@ -107,7 +107,7 @@ void Block::run_backward(const LayerContext& c, float* dinp, const float* dout, 
   }
   // d inp += d mid (residual) + norm1 path.
   cpu::add_inplace(dinp, dmid.data<float>(), n);
-  hidden_dropout(c, DropoutSite::kAttnOut, hidden_dropout_, dmid.data<float>(), row0, rows, C_);
+  hidden_dropout(c, DropoutSite::AttnOut, hidden_dropout_, dmid.data<float>(), row0, rows, C_);
   Tensor dnorm1 = c.workspace({rows, C_});
   const Norm::Saved norm1 =
       s.norm1.out.defined() ? s.norm1 : norm1_.forward(transient_context(cs), inp);

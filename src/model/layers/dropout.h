@@ -6,7 +6,7 @@
 #pragma once
 #include <cstdint>
 
-#include "model/layers/layer_context.h"
+#include "nn/layer_context.h"
 
 namespace parallm {
 
@@ -14,7 +14,7 @@ namespace parallm {
 uint64_t layer_dropout_key(uint64_t seed, int64_t layer);
 
 // Sites inside a block.
-enum class DropoutSite : uint64_t { kAttention = 1, kAttnOut = 2, kMlpOut = 3 };
+enum class DropoutSite : uint64_t { Attention = 1, AttnOut = 2, MlpOut = 3 };
 
 // x (rows, C) *= mask / (1 - p) in place, where the rows are the stream rows
 // [row0, row0 + rows) of the micro-batch's flattened B x T rows (row0 =

@@ -7,7 +7,7 @@
 // Positions are added on the stream's rows, after the sum.
 #pragma once
 #include "model/config.h"
-#include "model/layers/layer_context.h"
+#include "nn/layer_context.h"
 #include "parallel/tensor/tp_group.h"
 #include "parallel/tensor/vocab_shard.h"
 

@@ -1,13 +1,8 @@
 #include "model/layers/lm_head.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
-#include <vector>
 
-#include "kernels/cpu/cross_entropy.h"
-#include "kernels/cpu/matmul.h"
-#include "model/layers/matmul_precision.h"
+#include "nn/matmul_precision.h"
 
 namespace parallm {
 
@@ -45,54 +40,18 @@ LossSum LmHead::run(const LayerContext& c, float* dx, const float* x, const int3
   const int64_t N = c.N();
   const int64_t R = chunk_rows(N);
   const int64_t V = shard_.valid;  // padded ids get no logits at all
-  const int64_t v0 = shard_.begin;
   const float* W = c.params.value(w_);
   Tensor logits = c.workspace({R, std::max<int64_t>(V, 1)});
-  // sums: the sum of exponentials (first n) and target logits (next n) of a
-  // chunk, adjacent so one all-reduce carries both.
-  std::vector<float> mx(R), sums(2 * R), lse(R), scale(R);
+  VocabParallelCrossEntropy ce(shard_, tp_, R);
   LossSum out;
   for (int64_t r0 = 0; r0 < N; r0 += R) {
     const int64_t n = std::min(R, N - r0);
     const float* xr = x + r0 * C_;
-    const int32_t* tr = targets + r0;
     float* L = logits.data<float>();
-    if (V > 0) {
-      matmul_weight(c, false, true, n, V, C_, xr, C_, w_, W, C_, 0.0f, L, V);
-      cpu::ce_row_max(mx.data(), L, n, V);
-    } else {
-      std::fill(mx.begin(), mx.end(), -std::numeric_limits<float>::infinity());
-    }
-    if (tp_.active()) {  // the global row max, then shard sums against it
-      ++tp_.counters->tp_collectives;
-      tp_.counters->tp_bytes += n * static_cast<int64_t>(sizeof(float));
-      TpCommTimer timer(*tp_.counters);
-      tp_.comm->all_reduce(mx.data(), static_cast<size_t>(n), DType::F32, comm::ReduceOp::Max);
-    }
-    float* se = sums.data();
-    float* tl = sums.data() + n;
-    std::fill(sums.begin(), sums.end(), 0.0f);
-    if (V > 0) {
-      cpu::ce_row_sumexp(se, L, mx.data(), n, V);
-      cpu::ce_target_logit(tl, L, tr, n, V, v0);
-    }
-    if (tp_.active()) {  // sum of exponentials and target logit in one call
-      ++tp_.counters->tp_collectives;
-      tp_.counters->tp_bytes += 2 * n * static_cast<int64_t>(sizeof(float));
-      TpCommTimer timer(*tp_.counters);
-      tp_.comm->all_reduce(se, static_cast<size_t>(2 * n), DType::F32, comm::ReduceOp::Sum);
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      lse[i] = mx[i] + std::log(se[i]);
-      scale[i] = static_cast<float>(grad_scale);
-      if (tr[i] < 0) continue;
-      PX_CHECK(tr[i] < shard_.vocab, "target token {} is outside the vocabulary ({})", tr[i],
-               shard_.vocab);
-      out.sum += static_cast<double>(lse[i]) - static_cast<double>(tl[i]);
-      out.count += 1;
-    }
+    if (V > 0) matmul_weight(c, false, true, n, V, C_, xr, C_, w_, W, C_, 0.0f, L, V);
+    ce.loss(L, targets + r0, n, out);
     if (dx == nullptr || V == 0) continue;
-    cpu::ce_softmax_grad_inplace(L, lse.data(), tr, scale.data(), n, V, v0);
+    ce.grad_inplace(L, targets + r0, n, grad_scale);
     // dx += dlogits W ; dW += dlogits^T x  (this shard's part of both)
     // (under fp16 the rounded dlogits overflow first when the loss scale is too big)
     matmul_weight(c, false, false, n, C_, V, L, V, w_, W, C_, 1.0f, dx + r0 * C_, C_);

@@ -2,23 +2,19 @@
 // time, reduced to per-row losses and, when training, turned into gradients
 // at once, so the (N, V) logits never exist (at most (chunk, V) at a time).
 // Targets < 0 are ignored. The weight is the token table when tied. Under
-// tensor parallelism the head is vocab-parallel and so is the loss: each
-// rank forms logits of its VocabShard only; the row max, the sum of
-// exponentials and the target logit are reduced over tp, never the logits.
+// tensor parallelism the head is vocab-parallel and so is the loss
+// (parallel/tensor/vocab_parallel_cross_entropy.h): each rank forms logits
+// of its VocabShard only.
 // Input x and dx are all N token rows (the caller gathers them under
 // sequence parallelism); dx is this rank's partial sum under tp.
 #pragma once
 #include "model/config.h"
-#include "model/layers/layer_context.h"
+#include "nn/layer_context.h"
 #include "parallel/tensor/tp_group.h"
+#include "parallel/tensor/vocab_parallel_cross_entropy.h"
 #include "parallel/tensor/vocab_shard.h"
 
 namespace parallm {
-
-struct LossSum {
-  double sum = 0.0;     // sum of per-token cross-entropy
-  int64_t count = 0;    // tokens with a target >= 0
-};
 
 class LmHead {
  public:

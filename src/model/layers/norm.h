@@ -5,7 +5,7 @@
 #pragma once
 #include <string>
 
-#include "model/layers/layer_context.h"
+#include "nn/layer_context.h"
 
 namespace parallm {
 

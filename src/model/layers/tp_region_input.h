@@ -6,7 +6,7 @@
 // stream's gradient (all-reduce, or reduce-scatter under sp); without tp it is
 // the stream's gradient itself and finish() does nothing.
 #pragma once
-#include "model/layers/layer_context.h"
+#include "nn/layer_context.h"
 #include "parallel/tensor/mappings.h"
 
 namespace parallm {

@@ -1,28 +1,27 @@
 // DataParallel: what a training step does around forward/backward when the
-// global batch is split over a data-parallel group. It owns the gradient
-// reducer (bucketed, overlapped with backward), the optimizer (replicated,
-// sharded by ZeRO, or on the parameter server only) and the parameter sync
-// after the update. Invariant: after finish_step every rank holds the same
-// parameters as a one-process run on the whole global batch (up to fp32
-// summation order), for every stage and mode. With dp == 1 (or no group) it
-// is the plain one-process step and makes no communication. Stages 2 and 3
-// (dp > 1) keep gradients, and under stage 3 values, only as this rank's
-// shard (parallel/zero/): the model's pointers are rebound unit by unit.
-// With tensor parallelism the dp group is this rank's dp group only (ranks
-// with the same tp rank), which holds the same shards; the global norm also
-// sums over the model's tp group.
+// global batch is split over a data-parallel group, as one interface over
+// the techniques, each in a file named after it: Ddp (ddp.h: bucketed
+// all-reduce overlapped with backward, replicated optimizer), ParameterServer
+// (parameter_server.h), and ZeRO stages 1, 2 and 3 (parallel/zero/zero1.h,
+// zero2.h, zero3.h). make_data_parallel picks one from DpOptions.
+// Invariant: after finish_step every rank holds the same parameters as a
+// one-process run on the whole global batch (up to fp32 summation order),
+// for every technique. With dp == 1 (or no group) every technique is the
+// plain one-process step (Ddp without communication). With tensor
+// parallelism the dp group is this rank's dp group only (ranks with the
+// same tp rank), which holds the same shards; the global norm also sums
+// over the model's tp group (optim/grad_clip.h).
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "model/transformer.h"
-#include "optim/adamw.h"
 #include "optim/optimizer.h"
+#include "parallel/data/comm_stats.h"
 #include "parallel/data/dp_options.h"
-#include "parallel/data/grad_reducer.h"
-#include "parallel/zero/grad_shard_reducer.h"
-#include "parallel/zero/param_gatherer.h"
+#include "parallel/data/shard_layout.h"
 
 namespace parallm {
 
@@ -44,14 +43,7 @@ struct StepGuard {
 
 class DataParallel {
  public:
-  // dp: the data-parallel group (size opts.dp), or nullptr when opts.dp == 1.
-  // Installs a gradient hook on the model; the model must outlive this.
-  DataParallel(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
-               const OptimizerConfig& optim, Allocator& alloc);
-  // AdamW with these settings.
-  DataParallel(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
-               const AdamWConfig& adam, Allocator& alloc);
-  ~DataParallel();
+  virtual ~DataParallel();
   DataParallel(const DataParallel&) = delete;
   DataParallel& operator=(const DataParallel&) = delete;
 
@@ -65,43 +57,56 @@ class DataParallel {
   Optimizer* optimizer() { return opt_.get(); }
   // Values of flat elements [shards().begin(dp_rank()), end) as this rank
   // holds them (the ZeRO-3 shard, else the flat buffer); for checkpoints.
-  const float* shard_values() const;
-  const GradReducer* reducer() const { return reducer_.get(); }
+  virtual const float* shard_values() const;
   // Bytes of unit buffers (tag communication) of ZeRO-2/3, 0 otherwise.
-  int64_t unit_buffer_bytes() const;
+  virtual int64_t unit_buffer_bytes() const { return 0; }
   // Collective: the full flat parameter vector (ZeRO-3 gathers it).
-  std::vector<float> full_parameters();
+  virtual std::vector<float> full_parameters();
 
   // Pipeline parallelism: the loss (last stage only) and the squared norm
   // are also summed over the pp group (each stage holds different layers).
   void set_pipeline_group(comm::Communicator* pp) { pp_ = pp; }
 
-  void begin_step();                  // zeroes the gradients
-  void begin_micro_batch(bool last);  // the last one reduces during its backward
+  virtual void begin_step();                   // zeroes the gradients
+  virtual void begin_micro_batch(bool last) {}  // the last one reduces during its backward
   // After the step's micro-batches: finish the reduction, global loss and
   // norm, clip, update, parameter sync. local_loss_sum: this rank's part.
   DpStepResult finish_step(double local_loss_sum, double lr, double clip,
                            const StepGuard& guard = {});
 
- private:
+ protected:
+  // dp: the data-parallel group (size opts.dp), or nullptr when opts.dp == 1.
+  DataParallel(Transformer& model, comm::Communicator* dp, const DpOptions& opts);
   bool multi() const { return dp_ != nullptr && dp_->size() > 1; }
-  bool is_server() const { return dp_rank() == 0; }
-  void sync_parameters(CommStats& stats);
-  void on_unit(Transformer::UnitPass pass, int segment);
-  // Collective: names the first non-finite gradient and value (optim/nonfinite.h).
-  std::string locate_nonfinite(const float* gn);
+  // What each technique defines: completing the gradient reduction; where
+  // the gradients of the norm range [norm_begin_, norm_end_) and of the
+  // update range [update_begin_, update_end_) are; the update and the
+  // parameter sync after it.
+  virtual void finish_reduction(CommStats& stats) = 0;
+  virtual float* norm_grads() const;
+  virtual float* update_grads() const;
+  virtual void update(double lr, float* grads, CommStats& stats) = 0;
 
   Transformer& model_;
   comm::Communicator* dp_;
   comm::Communicator* pp_ = nullptr;
   DpOptions opts_;
   ShardLayout shards_;
-  int64_t norm_begin_ = 0, norm_end_ = 0;      // gradients whose squares this rank counts
+  // Gradients whose squares this rank counts: replicated gradients (DDP,
+  // ZeRO-1) are identical on every rank, so each counts its shard's once.
+  int64_t norm_begin_ = 0, norm_end_ = 0;
   int64_t update_begin_ = 0, update_end_ = 0;  // parameters this rank updates
-  std::unique_ptr<GradReducer> reducer_;
   std::unique_ptr<Optimizer> opt_;
-  std::unique_ptr<GradShardReducer> shard_reducer_;  // ZeRO-2/3
-  std::unique_ptr<ParamGatherer> gatherer_;          // ZeRO-3
+
+ private:
+  // Collective: names the first non-finite gradient and value (optim/nonfinite.h).
+  std::string locate_nonfinite(const float* gn);
 };
+
+// The technique opts names (dp == 1: the one-process step). Installs hooks
+// on the model, which must outlive the result.
+std::unique_ptr<DataParallel> make_data_parallel(Transformer& model, comm::Communicator* dp,
+                                                 const DpOptions& opts,
+                                                 const OptimizerConfig& optim, Allocator& alloc);
 
 }  // namespace parallm

@@ -9,18 +9,18 @@
 namespace parallm::pipeline {
 
 enum class ActionKind {
-  kForward,
-  kBackward,        // input and weight gradients together
-  kBackwardInput,   // zero-bubble "B": gradient w.r.t. the stage input only
-  kBackwardWeight,  // zero-bubble "W": parameter gradients, deferrable
-  kSendActivation,
-  kRecvActivation,
-  kSendGrad,
-  kRecvGrad,
+  Forward,
+  Backward,        // input and weight gradients together
+  BackwardInput,   // zero-bubble "B": gradient w.r.t. the stage input only
+  BackwardWeight,  // zero-bubble "W": parameter gradients, deferrable
+  SendActivation,
+  RecvActivation,
+  SendGrad,
+  RecvGrad,
 };
 
 struct Action {
-  ActionKind kind = ActionKind::kForward;
+  ActionKind kind = ActionKind::Forward;
   int micro_batch = 0;
   int chunk = 0;  // model chunk on this stage (0 unless interleaved)
   int peer = -1;  // the other stage of a transfer; -1 for compute

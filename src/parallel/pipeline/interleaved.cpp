@@ -13,7 +13,7 @@ Action unit(int k, int pp, int v, bool forward) {
   int chunk = in_group / pp;
   if (!forward) chunk = v - 1 - chunk;
   const int mb = group * pp + in_group % pp;
-  return {forward ? ActionKind::kForward : ActionKind::kBackward, mb, chunk, -1};
+  return {forward ? ActionKind::Forward : ActionKind::Backward, mb, chunk, -1};
 }
 
 }  // namespace

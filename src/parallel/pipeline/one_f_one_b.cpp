@@ -14,9 +14,9 @@ std::vector<std::vector<Action>> one_f_one_b_compute(int pp, int m, ActionKind b
   for (int s = 0; s < pp; ++s) {
     auto& list = out[s];
     const int warmup = one_f_one_b_warmup(pp, s, m);
-    for (int i = 0; i < warmup; ++i) list.push_back({ActionKind::kForward, i, 0, -1});
+    for (int i = 0; i < warmup; ++i) list.push_back({ActionKind::Forward, i, 0, -1});
     for (int i = 0; i < m - warmup; ++i) {
-      list.push_back({ActionKind::kForward, warmup + i, 0, -1});
+      list.push_back({ActionKind::Forward, warmup + i, 0, -1});
       list.push_back({backward, i, 0, -1});
     }
     for (int i = m - warmup; i < m; ++i) list.push_back({backward, i, 0, -1});

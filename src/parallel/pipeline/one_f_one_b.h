@@ -15,6 +15,6 @@ int one_f_one_b_warmup(int pp, int stage, int micro_batches);
 // Compute actions per stage; `backward` is kBackward, or kBackwardInput when
 // the zero-bubble schedule reuses this order and adds its W passes.
 std::vector<std::vector<Action>> one_f_one_b_compute(int pp, int micro_batches,
-                                                     ActionKind backward = ActionKind::kBackward);
+                                                     ActionKind backward = ActionKind::Backward);
 
 }  // namespace parallm::pipeline

@@ -99,7 +99,7 @@ StepRecord PipelineRuntime::run_step(const std::function<Transformer::StageBatch
     const Action& a = list[i];
     if (posted[i] || !is_recv(a.kind)) return;
     posted[i] = true;
-    const bool grad = a.kind == ActionKind::kRecvGrad;
+    const bool grad = a.kind == ActionKind::RecvGrad;
     // A received activation is held until its backward (tag activation).
     Inbox in{Tensor::zeros(model_.allocator(), {rows, C}, DType::F32,
                            grad ? MemTag::Communication : MemTag::Activation),
@@ -117,13 +117,13 @@ StepRecord PipelineRuntime::run_step(const std::function<Transformer::StageBatch
       for (size_t j = i + 1; j < list.size() && !is_compute(list[j].kind); ++j) post(j);
     const double t0 = now_us();
     switch (a.kind) {
-      case ActionKind::kRecvActivation:
-      case ActionKind::kRecvGrad: post(i); break;
-      case ActionKind::kSendActivation:
-      case ActionKind::kSendGrad: {
+      case ActionKind::RecvActivation:
+      case ActionKind::RecvGrad: post(i); break;
+      case ActionKind::SendActivation:
+      case ActionKind::SendGrad: {
         PX_CHECK(last_output.defined(), "stage {}: {} has no output to send", stage_,
                  format_action(a, true));
-        const bool grad = a.kind == ActionKind::kSendGrad;
+        const bool grad = a.kind == ActionKind::SendGrad;
         comm::Work w = pp_->send_async(last_output.data<float>(), static_cast<size_t>(rows * C),
                                        DType::F32, a.peer, tag_of(a, grad));
         sends.emplace_back(std::move(last_output), std::move(w));
@@ -132,28 +132,28 @@ StepRecord PipelineRuntime::run_step(const std::function<Transformer::StageBatch
         record(a, t0, now_us());
         break;
       }
-      case ActionKind::kForward: {
-        Tensor in = take(acts, a, ActionKind::kRecvActivation);
+      case ActionKind::Forward: {
+        Tensor in = take(acts, a, ActionKind::RecvActivation);
         const double c0 = now_us();
         last_output = model_.chunk_forward(a.chunk, a.micro_batch, batch(a.micro_batch),
                                            std::move(in));
         record(a, c0, now_us());
         break;
       }
-      case ActionKind::kBackward:
-      case ActionKind::kBackwardInput: {
-        Tensor dout = take(grads, a, ActionKind::kRecvGrad);
+      case ActionKind::Backward:
+      case ActionKind::BackwardInput: {
+        Tensor dout = take(grads, a, ActionKind::RecvGrad);
         const double c0 = now_us();
         LossSum l;
         last_output = model_.chunk_backward(a.chunk, a.micro_batch, dout,
-                                            a.kind == ActionKind::kBackwardInput, &l);
+                                            a.kind == ActionKind::BackwardInput, &l);
         dout = Tensor();
         rec.loss.sum += l.sum;
         rec.loss.count += l.count;
         record(a, c0, now_us());
         break;
       }
-      case ActionKind::kBackwardWeight: {
+      case ActionKind::BackwardWeight: {
         model_.chunk_backward_weights(a.chunk, a.micro_batch);
         record(a, t0, now_us());
         break;

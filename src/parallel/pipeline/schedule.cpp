@@ -11,20 +11,20 @@
 
 namespace parallm::pipeline {
 
-ScheduleKind parse_schedule_kind(const std::string& name) {
-  if (name == "gpipe") return ScheduleKind::kGPipe;
-  if (name == "1f1b") return ScheduleKind::kOneFOneB;
-  if (name == "interleaved") return ScheduleKind::kInterleaved;
-  if (name == "zb" || name == "zb-h1") return ScheduleKind::kZeroBubbleH1;
+ScheduleKind schedule_kind_from_name(const std::string& name) {
+  if (name == "gpipe") return ScheduleKind::GPipe;
+  if (name == "1f1b") return ScheduleKind::OneFOneB;
+  if (name == "interleaved") return ScheduleKind::Interleaved;
+  if (name == "zb" || name == "zb-h1") return ScheduleKind::ZeroBubbleH1;
   PX_FAIL("unknown pipeline schedule '{}' (expected gpipe, 1f1b, interleaved or zb)", name);
 }
 
 std::string schedule_kind_name(ScheduleKind k) {
   switch (k) {
-    case ScheduleKind::kGPipe: return "gpipe";
-    case ScheduleKind::kOneFOneB: return "1f1b";
-    case ScheduleKind::kInterleaved: return "interleaved";
-    case ScheduleKind::kZeroBubbleH1: return "zb";
+    case ScheduleKind::GPipe: return "gpipe";
+    case ScheduleKind::OneFOneB: return "1f1b";
+    case ScheduleKind::Interleaved: return "interleaved";
+    case ScheduleKind::ZeroBubbleH1: return "zb";
   }
   return "?";
 }
@@ -33,7 +33,7 @@ void validate_spec(const ScheduleSpec& spec) {
   PX_CHECK(spec.pp >= 1, "pipeline size pp ({}) must be at least 1", spec.pp);
   PX_CHECK(spec.micro_batches >= 1, "micro-batches ({}) must be at least 1", spec.micro_batches);
   PX_CHECK(spec.virtual_stages >= 1, "virtual stages ({}) must be at least 1", spec.virtual_stages);
-  if (spec.kind == ScheduleKind::kInterleaved) {
+  if (spec.kind == ScheduleKind::Interleaved) {
     PX_CHECK(spec.pp >= 2, "interleaved schedule needs pp ({}) of at least 2", spec.pp);
     PX_CHECK(spec.micro_batches % spec.pp == 0,
              "interleaved schedule needs micro-batches ({}) divisible by pp ({})",
@@ -49,12 +49,12 @@ Schedule make_schedule(const ScheduleSpec& spec) {
   validate_spec(spec);
   std::vector<std::vector<Action>> compute;
   switch (spec.kind) {
-    case ScheduleKind::kGPipe: compute = gpipe_compute(spec.pp, spec.micro_batches); break;
-    case ScheduleKind::kOneFOneB: compute = one_f_one_b_compute(spec.pp, spec.micro_batches); break;
-    case ScheduleKind::kInterleaved:
+    case ScheduleKind::GPipe: compute = gpipe_compute(spec.pp, spec.micro_batches); break;
+    case ScheduleKind::OneFOneB: compute = one_f_one_b_compute(spec.pp, spec.micro_batches); break;
+    case ScheduleKind::Interleaved:
       compute = interleaved_compute(spec.pp, spec.micro_batches, spec.virtual_stages);
       break;
-    case ScheduleKind::kZeroBubbleH1:
+    case ScheduleKind::ZeroBubbleH1:
       compute = zero_bubble_h1_compute(spec.pp, spec.micro_batches);
       break;
   }
@@ -72,19 +72,19 @@ Schedule with_transfers(const ScheduleSpec& spec, std::vector<std::vector<Action
       const int vs = virtual_stage(pp, s, a.chunk);
       // Stages holding virtual stages vs - 1 and vs + 1.
       const int prev_stage = (vs - 1 + pp) % pp, next_stage = (vs + 1) % pp;
-      const bool fwd = a.kind == ActionKind::kForward;
-      const bool bwd = a.kind == ActionKind::kBackward || a.kind == ActionKind::kBackwardInput;
+      const bool fwd = a.kind == ActionKind::Forward;
+      const bool bwd = a.kind == ActionKind::Backward || a.kind == ActionKind::BackwardInput;
       // Both ends of a transfer name the chunk of the receiving side, so a
       // pair matches on (kind, micro-batch, chunk).
       if (fwd && vs > 0)
-        list.push_back({ActionKind::kRecvActivation, a.micro_batch, a.chunk, prev_stage});
+        list.push_back({ActionKind::RecvActivation, a.micro_batch, a.chunk, prev_stage});
       if (bwd && vs < last)
-        list.push_back({ActionKind::kRecvGrad, a.micro_batch, a.chunk, next_stage});
+        list.push_back({ActionKind::RecvGrad, a.micro_batch, a.chunk, next_stage});
       list.push_back(a);
       if (fwd && vs < last)
-        list.push_back({ActionKind::kSendActivation, a.micro_batch, (vs + 1) / pp, next_stage});
+        list.push_back({ActionKind::SendActivation, a.micro_batch, (vs + 1) / pp, next_stage});
       if (bwd && vs > 0)
-        list.push_back({ActionKind::kSendGrad, a.micro_batch, (vs - 1) / pp, prev_stage});
+        list.push_back({ActionKind::SendGrad, a.micro_batch, (vs - 1) / pp, prev_stage});
     }
   }
   return out;
@@ -93,10 +93,10 @@ Schedule with_transfers(const ScheduleSpec& spec, std::vector<std::vector<Action
 double ideal_bubble_fraction(const ScheduleSpec& spec) {
   const double p = spec.pp, m = spec.micro_batches, v = spec.virtual_stages;
   switch (spec.kind) {
-    case ScheduleKind::kGPipe:
-    case ScheduleKind::kOneFOneB: return (p - 1) / (m + p - 1);
-    case ScheduleKind::kInterleaved: return (p - 1) / (v * m + p - 1);
-    case ScheduleKind::kZeroBubbleH1: return (p - 1) / (3 * m + p - 1);
+    case ScheduleKind::GPipe:
+    case ScheduleKind::OneFOneB: return (p - 1) / (m + p - 1);
+    case ScheduleKind::Interleaved: return (p - 1) / (v * m + p - 1);
+    case ScheduleKind::ZeroBubbleH1: return (p - 1) / (3 * m + p - 1);
   }
   return 0;
 }

@@ -12,13 +12,13 @@
 
 namespace parallm::pipeline {
 
-enum class ScheduleKind { kGPipe, kOneFOneB, kInterleaved, kZeroBubbleH1 };
+enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZeroBubbleH1 };
 
-ScheduleKind parse_schedule_kind(const std::string& name);  // gpipe|1f1b|interleaved|zb
+ScheduleKind schedule_kind_from_name(const std::string& name);  // gpipe|1f1b|interleaved|zb
 std::string schedule_kind_name(ScheduleKind k);
 
 struct ScheduleSpec {
-  ScheduleKind kind = ScheduleKind::kOneFOneB;
+  ScheduleKind kind = ScheduleKind::OneFOneB;
   int pp = 1;              // pipeline stages (ranks)
   int micro_batches = 1;   // m
   int virtual_stages = 1;  // V model chunks per stage (interleaved only)

@@ -44,8 +44,8 @@ std::vector<std::string> schedule_problems(const Schedule& s) {
       for (int c = 0; c < v; ++c) {
         auto& pos = seen[{mb, c}];
         auto at = [&](ActionKind k) { return pos.count(k) ? pos[k] : -1; };
-        const int f = at(ActionKind::kForward), b = at(ActionKind::kBackward);
-        const int bi = at(ActionKind::kBackwardInput), w = at(ActionKind::kBackwardWeight);
+        const int f = at(ActionKind::Forward), b = at(ActionKind::Backward);
+        const int bi = at(ActionKind::BackwardInput), w = at(ActionKind::BackwardWeight);
         const std::string unit = fmt::format("micro-batch {} chunk {}", mb, c);
         if (f < 0) out.push_back(fmt::format("stage {}: no forward of {}", st, unit));
         const bool split = bi >= 0 || w >= 0;
@@ -76,10 +76,10 @@ std::vector<int> peak_in_flight(const Schedule& s, bool release_at_weight) {
   for (const auto& list : s.stages) {
     int held = 0, top = 0;
     for (const Action& a : list) {
-      if (a.kind == ActionKind::kForward) top = std::max(top, ++held);
-      const bool release = a.kind == ActionKind::kBackward ||
-                           (a.kind == ActionKind::kBackwardInput && !release_at_weight) ||
-                           (a.kind == ActionKind::kBackwardWeight && release_at_weight);
+      if (a.kind == ActionKind::Forward) top = std::max(top, ++held);
+      const bool release = a.kind == ActionKind::Backward ||
+                           (a.kind == ActionKind::BackwardInput && !release_at_weight) ||
+                           (a.kind == ActionKind::BackwardWeight && release_at_weight);
       if (release) --held;
     }
     peak.push_back(top);

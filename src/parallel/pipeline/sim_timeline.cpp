@@ -7,16 +7,16 @@ namespace parallm::pipeline {
 
 trace::EventKind event_kind(ActionKind k) {
   switch (k) {
-    case ActionKind::kForward: return trace::EventKind::kForward;
-    case ActionKind::kBackward: return trace::EventKind::kBackward;
-    case ActionKind::kBackwardInput: return trace::EventKind::kBackwardInput;
-    case ActionKind::kBackwardWeight: return trace::EventKind::kBackwardWeight;
-    case ActionKind::kSendActivation:
-    case ActionKind::kSendGrad: return trace::EventKind::kSend;
-    case ActionKind::kRecvActivation:
-    case ActionKind::kRecvGrad: return trace::EventKind::kRecv;
+    case ActionKind::Forward: return trace::EventKind::Forward;
+    case ActionKind::Backward: return trace::EventKind::Backward;
+    case ActionKind::BackwardInput: return trace::EventKind::BackwardInput;
+    case ActionKind::BackwardWeight: return trace::EventKind::BackwardWeight;
+    case ActionKind::SendActivation:
+    case ActionKind::SendGrad: return trace::EventKind::Send;
+    case ActionKind::RecvActivation:
+    case ActionKind::RecvGrad: return trace::EventKind::Recv;
   }
-  return trace::EventKind::kOther;
+  return trace::EventKind::Other;
 }
 
 trace::Timeline simulation_timeline(const Simulation& sim, int virtual_stages, double us_per_unit) {

@@ -28,10 +28,10 @@ CostModel default_costs(int virtual_stages) {
 
 double compute_cost(ActionKind k, const CostModel& c) {
   switch (k) {
-    case ActionKind::kForward: return c.forward;
-    case ActionKind::kBackward: return c.backward;
-    case ActionKind::kBackwardInput: return c.backward_input;
-    case ActionKind::kBackwardWeight: return c.backward_weight;
+    case ActionKind::Forward: return c.forward;
+    case ActionKind::Backward: return c.backward;
+    case ActionKind::BackwardInput: return c.backward_input;
+    case ActionKind::BackwardWeight: return c.backward_weight;
     default: return 0;
   }
 }
@@ -58,7 +58,7 @@ Simulation simulate(const Schedule& schedule, const CostModel& costs) {
       record(s, clock[s], clock[s] + cost);
       return true;
     }
-    if (costs.mode == SendMode::kEager) {
+    if (costs.mode == SendMode::Eager) {
       if (is_send(a.kind)) {
         const double end = clock[s] + costs.transfer;
         arrived[{a.kind, a.micro_batch, a.chunk, s, a.peer}] = end + costs.latency;

@@ -14,15 +14,15 @@
 namespace parallm::pipeline {
 
 enum class SendMode {
-  kEager,       // isend: a send never waits; the data is there after `latency`
-  kRendezvous,  // blocking send: sender and receiver both wait for the pair
+  Eager,       // isend: a send never waits; the data is there after `latency`
+  Rendezvous,  // blocking send: sender and receiver both wait for the pair
 };
 
 struct CostModel {
   double forward = 1, backward = 2, backward_input = 1, backward_weight = 1;
   double transfer = 0;  // time a stage spends issuing a send or finishing a receive
   double latency = 0;   // from the end of a send until its data can be received
-  SendMode mode = SendMode::kEager;
+  SendMode mode = SendMode::Eager;
   // When set, the cost of compute action a on stage s (measured replays).
   std::function<double(int s, const Action& a)> per_action;
 };

@@ -6,7 +6,7 @@
 #pragma once
 #include <vector>
 
-#include "model/parameters.h"
+#include "nn/parameters.h"
 #include "parallel/tensor/tp_group.h"
 
 namespace parallm {

@@ -3,8 +3,8 @@
 #include "base/error.h"
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/matmul.h"
-#include "model/layers/weight_grad_queue.h"
-#include "model/layers/matmul_precision.h"
+#include "nn/weight_grad_queue.h"
+#include "nn/matmul_precision.h"
 #include "parallel/tensor/mappings.h"
 
 namespace parallm {

@@ -10,7 +10,7 @@
 #pragma once
 #include <string>
 
-#include "model/layers/layer_context.h"
+#include "nn/layer_context.h"
 #include "parallel/tensor/tp_group.h"
 
 namespace parallm {

@@ -7,7 +7,7 @@
 #pragma once
 #include <cstdint>
 
-#include "model/parameters.h"
+#include "nn/parameters.h"
 #include "parallel/tensor/tp_group.h"
 
 namespace parallm {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kernels/cpu/gemm_bf16.h"
-#include "model/layers/layer_context.h"
+#include "nn/layer_context.h"
 
 namespace parallm {
 

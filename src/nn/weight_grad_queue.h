@@ -10,8 +10,8 @@
 #include <functional>
 #include <vector>
 
-#include "model/layers/layer_context.h"
-#include "model/layers/matmul_precision.h"
+#include "nn/layer_context.h"
+#include "nn/matmul_precision.h"
 
 namespace parallm {
 

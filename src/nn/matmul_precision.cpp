@@ -1,7 +1,7 @@
 // Dispatch of the model's GEMMs on the context's precision. Invariant: with
 // c.matmul == nullptr every function is bit-for-bit the fp32 kernel call it
 // replaces; under bf16/fp16 both GEMM operands are rounded to 16 bits first.
-#include "model/layers/matmul_precision.h"
+#include "nn/matmul_precision.h"
 
 #include <algorithm>
 

@@ -4,14 +4,14 @@
 #pragma once
 #include <cstdint>
 
-#include "model/parameters.h"
-#include "plan/memory_model.h"  // Precision, Recompute
+#include "nn/parameters.h"
+#include "nn/precision.h"
 #include "tensor/tensor.h"
 
 namespace parallm {
 
 class WeightGradQueue;
-class MatmulPrecision;  // model/layers/matmul_precision.h
+class MatmulPrecision;  // nn/matmul_precision.h
 
 struct LayerContext {
   Allocator& alloc;

@@ -1,7 +1,7 @@
 // Atomic file replacement via temp file + fsync + rename (see atomic_file.h).
 // The rename is atomic on POSIX file systems only within one directory, which
 // is why the temporary file sits beside the target rather than in /tmp.
-#include "io/atomic_file.h"
+#include "base/atomic_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>

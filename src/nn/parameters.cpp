@@ -1,16 +1,8 @@
-#include "model/parameters.h"
+#include "nn/parameters.h"
 
 #include "base/rng.h"
 
 namespace parallm {
-
-namespace {
-int64_t product(const std::vector<int64_t>& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-}  // namespace
 
 ParamRef ParameterSet::add(ParamSpec spec) {
   PX_CHECK(!allocated(), "parameter '{}' registered after allocation", spec.name);
@@ -20,7 +12,7 @@ ParamRef ParameterSet::add(ParamSpec spec) {
            spec.name);
   offsets_.push_back(total_);
   // Pad each tensor to 16 floats so every parameter starts 64-byte aligned.
-  total_ += (product(spec.shape) + 15) / 16 * 16;
+  total_ += (numel_of(spec.shape) + 15) / 16 * 16;
   specs_.push_back(std::move(spec));
   return ParamRef{static_cast<int>(specs_.size()) - 1};
 }
@@ -61,7 +53,7 @@ void ParameterSet::release_flat_grads() {
   grad_ptr_.assign(size(), nullptr);
 }
 
-int64_t ParameterSet::numel(int i) const { return product(specs_[i].shape); }
+int64_t ParameterSet::numel(int i) const { return numel_of(specs_[i].shape); }
 
 Tensor ParameterSet::value_tensor(int i) const {
   return values_.flat_range(offsets_[i], numel(i)).view(Shape(specs_[i].shape));

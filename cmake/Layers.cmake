@@ -1,0 +1,75 @@
+# The layers of parallm (docs/architecture.md): one static library per layer,
+# each linking only the layers below it, and a configure-time check that no
+# source includes a header of a layer it does not depend on. A static
+# library would still link a wrong-way call (the executable links every
+# layer), so the include check is what makes a wrong way fail: cmake stops
+# and names the file, the header and both layers.
+
+set(PARALLM_LAYERS "")
+
+# parallm_layer(NAME DIRS dir... [DEPS layer...] [LINKS target...] [EXCLUDE regex])
+# DIRS are relative to src/; a directory belongs to the layer that names the
+# longest prefix of it (parallel/tensor is its own layer below model, the
+# rest of parallel/ above it).
+function(parallm_layer name)
+  cmake_parse_arguments(L "" "EXCLUDE" "DIRS;DEPS;LINKS" ${ARGN})
+  set(sources "")
+  foreach(d ${L_DIRS})
+    file(GLOB_RECURSE s CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${d}/*.cpp)
+    list(APPEND sources ${s})
+  endforeach()
+  if(L_EXCLUDE)
+    list(FILTER sources EXCLUDE REGEX "${L_EXCLUDE}")
+  endif()
+  set(PARALLM_LAYER_${name}_DIRS ${L_DIRS} PARENT_SCOPE)
+  set(PARALLM_LAYER_${name}_DEPS ${L_DEPS} PARENT_SCOPE)
+  set(PARALLM_LAYERS ${PARALLM_LAYERS} ${name} PARENT_SCOPE)
+  set(target parallm_${name})
+  if(sources)
+    add_library(${target} STATIC ${sources})
+    set(scope PUBLIC)
+  else()
+    add_library(${target} INTERFACE)
+    set(scope INTERFACE)
+  endif()
+  target_include_directories(${target} ${scope} ${PROJECT_SOURCE_DIR}/src)
+  # Designated initializers leave fields at their defaults on purpose.
+  target_compile_options(${target} ${scope} -Wall -Wextra -Wno-unused-parameter
+                         -Wno-missing-field-initializers)
+  if(sources)
+    # Nothing reads errno after a math call; without this, glibc's errno
+    # path around sqrtf keeps the optimizer loops scalar (docs/optimizers.md).
+    target_compile_options(${target} PRIVATE -fno-math-errno)
+  endif()
+  if(PARALLM_NATIVE)
+    target_compile_options(${target} ${scope} -march=native)
+  endif()
+  foreach(dep ${L_DEPS})
+    target_link_libraries(${target} ${scope} parallm_${dep})
+  endforeach()
+  if(L_LINKS)
+    target_link_libraries(${target} ${scope} ${L_LINKS})
+  endif()
+endfunction()
+
+# Writes the layer table, checks it now, and adds a build step that checks
+# it again on every build (the configure step does not rerun when only an
+# #include line changes).
+function(parallm_enforce_layers)
+  set(table ${PROJECT_BINARY_DIR}/parallm_layers.cmake)
+  set(text "set(PARALLM_SRC_ROOT \"${PROJECT_SOURCE_DIR}\")\nset(PARALLM_LAYERS ${PARALLM_LAYERS})\n")
+  foreach(name ${PARALLM_LAYERS})
+    string(APPEND text "set(PARALLM_LAYER_${name}_DIRS ${PARALLM_LAYER_${name}_DIRS})\n")
+    string(APPEND text "set(PARALLM_LAYER_${name}_DEPS ${PARALLM_LAYER_${name}_DEPS})\n")
+  endforeach()
+  file(WRITE ${table} "${text}")
+  set(PARALLM_LAYER_TABLE ${table})
+  include(${PROJECT_SOURCE_DIR}/cmake/CheckLayers.cmake)
+  add_custom_target(parallm_layer_check ALL
+                    COMMAND ${CMAKE_COMMAND} -DPARALLM_LAYER_TABLE=${table}
+                            -P ${PROJECT_SOURCE_DIR}/cmake/CheckLayers.cmake
+                    COMMENT "Checking that no layer of src/ includes a higher one")
+  foreach(name ${PARALLM_LAYERS})
+    add_dependencies(parallm_${name} parallm_layer_check)
+  endforeach()
+endfunction()
