@@ -1,6 +1,7 @@
 #include "parallel/data/data_parallel.h"
 
 #include <cmath>
+#include <optional>
 
 #include "base/error.h"
 #include "kernels/cpu/optimizer.h"
@@ -74,7 +75,8 @@ DpStepResult DataParallel::finish_step(double local_loss_sum, double lr, double 
   double loss = local_loss_sum;
   {
     ExposedTimer t(res.comm);  // the dp reduction of [loss, squares] is exposed
-    TpCommTimer tp_timer(*model_.tp().counters);
+    std::optional<TpCommTimer> tp_timer;
+    if (model_.tp().active()) tp_timer.emplace(*model_.tp().counters);
     res.grad_norm = global_grad_norm(model_.params(), gn, norm_begin_, norm_end_,
                                      {.dp = dp_, .tp = &model_.tp(), .pp = pp_}, {&loss, 1});
   }
