@@ -15,7 +15,7 @@
 #include "data/data_loader.h"
 #include "model/layers/matmul_precision.h"
 #include "model/transformer.h"
-#include "optim/adamw.h"
+#include "optim/optimizer.h"
 #include "optim/loss_scaler.h"
 #include "parallel/data/data_parallel.h"
 #include "optim/lr_schedule.h"

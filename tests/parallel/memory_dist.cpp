@@ -30,7 +30,7 @@ TEST(DataParallelMemory, TaggedBytesFollowTheZeroFormulas) {
       o.dp = dp;
       o.zero = zero;
       o.mode = mode;
-      DataParallel d(m, dp > 1 ? world : nullptr, o, AdamWConfig{}, alloc);
+      DataParallel d(m, dp > 1 ? world : nullptr, o, OptimizerConfig{}, alloc);
       const int64_t N = m.params().total_numel();
       const int64_t S = (N + dp - 1) / dp;
       const std::string what = fmt::format("dp {} {} zero {}", dp, dp_mode_name(mode), zero);

@@ -9,22 +9,6 @@
 
 namespace parallm {
 
-namespace {
-OptimizerConfig adamw_config(const AdamWConfig& a) {
-  OptimizerConfig c;
-  c.kind = OptimizerKind::AdamW;
-  c.beta1 = a.beta1;
-  c.beta2 = a.beta2;
-  c.eps = a.eps;
-  c.weight_decay = a.weight_decay;
-  return c;
-}
-}  // namespace
-
-DataParallel::DataParallel(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
-                           const AdamWConfig& adam, Allocator& alloc)
-    : DataParallel(model, dp, opts, adamw_config(adam), alloc) {}
-
 DataParallel::DataParallel(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
                            const OptimizerConfig& optim, Allocator& alloc)
     : model_(model), dp_(dp), opts_(opts) {

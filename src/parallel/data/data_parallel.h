@@ -17,7 +17,6 @@
 
 #include "comm/communicator.h"
 #include "model/transformer.h"
-#include "optim/adamw.h"
 #include "optim/optimizer.h"
 #include "parallel/data/dp_options.h"
 #include "parallel/data/grad_reducer.h"
@@ -48,9 +47,6 @@ class DataParallel {
   // Installs a gradient hook on the model; the model must outlive this.
   DataParallel(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
                const OptimizerConfig& optim, Allocator& alloc);
-  // AdamW with these settings.
-  DataParallel(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
-               const AdamWConfig& adam, Allocator& alloc);
   ~DataParallel();
   DataParallel(const DataParallel&) = delete;
   DataParallel& operator=(const DataParallel&) = delete;
