@@ -192,7 +192,7 @@ struct CheckpointCadence {
 // After the loop: the measured pipeline pictures (pp > 1), the validation
 // loss, the closing line and the Hugging Face export (--save-hf).
 void finish(const RunConfig& rc, const TrainJobOptions& opts, const RankGrid& grid,
-            const RankGroups& groups, const Transformer& model, Trainer& trainer,
+            const RankGroups& groups, Transformer& model, Trainer& trainer,
             const ProgressLog& progress, comm::Communicator* world, int rank, std::ostream& log) {
   const ParallelismConfig& par = rc.train.parallelism;
   const LoggingConfig& lg = rc.train.logging;
