@@ -1,7 +1,8 @@
 // ParallelismConfig: the [parallelism] table: the layout of the rank grid
 // (world = pp x dp x tp; parallel/data/dp_options.h for dp and ZeRO,
-// docs/tensor_parallel.md, docs/pipeline.md). validate() checks the values
-// alone; how they meet the model and the batch is TrainConfig::validate's.
+// docs/tensor_parallel.md, docs/pipeline.md). validate() checks the pipeline
+// values alone; dp's options and the sizes against the world and the batch
+// are validate_dp_layout's, and how they meet the model TrainConfig::validate's.
 #pragma once
 #include <string>
 
