@@ -129,9 +129,10 @@ TEST(PipelineLayout, RejectsImpossibleLayouts) {
   t.training.global_batch_size = 9;
   t.parallelism.schedule = "interleaved";
   t.parallelism.virtual_stages = 2;
+  t.training.seq_len = 16;
   auto message = [&](const ModelConfig& m) {
     try {
-      validate_pipeline(t, m);
+      t.validate(m);
     } catch (const Error& e) {
       return std::string(e.what());
     }
