@@ -20,15 +20,18 @@ cat > "$work/run.toml" <<TOML
 preset = "gpt2-tiny"
 [data]
 train = "$data"
-[train]
+[training]
 steps = $steps
 micro_batch_size = 4
 global_batch_size = 16
 seq_len = 128
-lr = 1e-3
-warmup = 2
 clip_grad = 1.0
 seed = 1234
+[optimizer]
+lr = 1e-3
+[lr_schedule]
+warmup = 2
+[logging]
 log_interval = 1000
 TOML
 mpi=(mpirun --oversubscribe --bind-to none --mca btl self,vader --mca mpi_yield_when_idle 1 -np 2)

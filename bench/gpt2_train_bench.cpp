@@ -14,7 +14,7 @@
 #include "base/rng.h"
 #include "kernels/cpu/threads.h"
 #include "model/transformer.h"
-#include "optim/adamw.h"
+#include "optim/adam.h"
 #include "optim/grad_clip.h"
 #include "plan/flops.h"
 #include "model/model_catalog.h"
@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   Allocator alloc;
   Transformer model(cfg, alloc);
   model.params().init_random(1);
-  AdamW opt(model.params(), AdamWConfig{}, alloc);
+  Adam opt(model.params(), OptimizerConfig{}, alloc);  // AdamW by default
   std::vector<int32_t> in(B * T), tg(B * T);
   uint64_t key = stream_key(3, "bench");
   for (int64_t i = 0; i < B * T; ++i) {

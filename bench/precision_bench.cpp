@@ -22,7 +22,7 @@
 #include "kernels/cpu/threads.h"
 #include "nn/matmul_precision.h"
 #include "model/transformer.h"
-#include "optim/adamw.h"
+#include "optim/adam.h"
 #include "optim/grad_clip.h"
 #include "model/model_catalog.h"
 
@@ -40,7 +40,7 @@ nlohmann::json run(const Opts& o, const std::string& precision, bool emulate, Re
   Allocator alloc;
   Transformer model(cfg, alloc);
   model.params().init_random(1);
-  AdamW opt(model.params(), AdamWConfig{}, alloc);
+  Adam opt(model.params(), OptimizerConfig{}, alloc);  // AdamW by default
   std::unique_ptr<MatmulPrecision> mp;
   const Precision p = precision_from_name(precision);
   if (p != Precision::FP32) mp = std::make_unique<MatmulPrecision>(p, model.params(), alloc, !emulate);

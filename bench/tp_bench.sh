@@ -27,15 +27,18 @@ num_heads = 8
 max_positions = 256
 [data]
 train = "$data"
-[train]
+[training]
 steps = $steps
 micro_batch_size = 2
 global_batch_size = 4
 seq_len = 256
-lr = 1e-3
-warmup = 2
 clip_grad = 1.0
 seed = 1234
+[optimizer]
+lr = 1e-3
+[lr_schedule]
+warmup = 2
+[logging]
 log_interval = 1000
 TOML
 mpi=(mpirun --oversubscribe --bind-to none --mca btl self,vader --mca mpi_yield_when_idle 1)

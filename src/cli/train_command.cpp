@@ -1,160 +1,205 @@
 // `parallm train --config FILE.toml [overrides]`: flags override the file
-// (Megatron's names where one exists), then the job runs.
+// (Megatron's names where one exists), then the job runs. Each flag writes
+// the one field of the configuration tree its TOML key does
+// (train/train_config.h); the groups below follow the tables.
 #include <iostream>
 #include <memory>
 
 #include "base/env.h"
 #include "base/error.h"
+#include "model/model_catalog.h"
 #include "cli/commands.h"
 #include "comm/mpi/mpi_runtime.h"
 #include "model/config.h"
-#include "model/model_catalog.h"
 #include "train/train_job.h"
 
 namespace parallm::cli {
 
 namespace {
+// Flags given on the command line, applied over the run file in order.
 struct TrainFlags {
-  std::string config, preset, dp_mode, precision, recompute, on_nan;
-  bool emulate_lowp_gemm = false;
-  bool no_overlap = false;
-  bool sequence_parallel = false;
-  bool nesterov = false;
-  bool resume = false;
+  std::string config, preset;
   TrainJobOptions job;
-  TrainConfig t;  // flag targets; copied over the file's values when given
-  std::vector<std::pair<CLI::Option*, std::function<void(TrainConfig&)>>> overrides;
+  std::vector<std::pair<CLI::Option*, std::function<void(RunConfig&)>>> overrides;
 };
 
-template <class T>
-void flag(CLI::App* sub, TrainFlags& f, const std::string& names, T TrainConfig::*member,
+// A valued flag stored in the field `field(run)` returns.
+template <class Field>
+void flag(CLI::App* sub, TrainFlags& f, const std::string& names, Field field,
           const std::string& help) {
-  CLI::Option* o = sub->add_option(names, f.t.*member, help);
-  f.overrides.emplace_back(o, [&f, member](TrainConfig& dst) { dst.*member = f.t.*member; });
+  using T = std::remove_reference_t<decltype(field(std::declval<RunConfig&>()))>;
+  auto value = std::make_shared<T>();
+  CLI::Option* o = sub->add_option(names, *value, help);
+  f.overrides.emplace_back(o, [value, field](RunConfig& rc) { field(rc) = *value; });
 }
+// A flag whose value is a name that `parse` turns into the field's type.
+template <class Field, class Parse>
+void named(CLI::App* sub, TrainFlags& f, const std::string& names, Field field, Parse parse,
+           const std::string& help) {
+  auto value = std::make_shared<std::string>();
+  CLI::Option* o = sub->add_option(names, *value, help);
+  f.overrides.emplace_back(o, [value, field, parse](RunConfig& rc) { field(rc) = parse(*value); });
+}
+// A switch: present sets the field to `to`.
+template <class Field>
+void on_off(CLI::App* sub, TrainFlags& f, const std::string& names, Field field, bool to,
+            const std::string& help) {
+  CLI::Option* o = sub->add_flag(names, help);
+  f.overrides.emplace_back(o, [field, to](RunConfig& rc) { field(rc) = to; });
+}
+#define FIELD(path) [](RunConfig& rc) -> auto& { return rc.path; }
+
+void add_model_and_data_flags(CLI::App* sub, TrainFlags& f) {
+  flag(sub, f, "--attention-dropout", FIELD(model.attn_dropout),
+       "dropout probability on attention probabilities (default 0)");
+  flag(sub, f, "--hidden-dropout", FIELD(model.hidden_dropout),
+       "dropout probability on attention and MLP outputs (default 0)");
+  flag(sub, f, "--data", FIELD(train.data.train), "training token shards");
+  flag(sub, f, "--val-data", FIELD(train.data.val), "validation token shards");
+}
+
+void add_training_flags(CLI::App* sub, TrainFlags& f) {
+  flag(sub, f, "--steps,--train-iters", FIELD(train.training.steps), "optimizer steps");
+  flag(sub, f, "--micro-batch-size", FIELD(train.training.micro_batch_size),
+       "sequences per micro-batch");
+  flag(sub, f, "--global-batch-size", FIELD(train.training.global_batch_size),
+       "sequences per optimizer step (gradient accumulation when larger than the micro-batch)");
+  flag(sub, f, "--seq-len,--seq-length", FIELD(train.training.seq_len), "tokens per sequence");
+  flag(sub, f, "--seed", FIELD(train.training.seed), "seed for initialisation and data order");
+  flag(sub, f, "--clip-grad", FIELD(train.training.clip_grad),
+       "global gradient-norm clip (0: off)");
+  named(sub, f, "--recompute", FIELD(train.training.recompute), recompute_from_name,
+        "activation recomputation: none, selective or full");
+}
+
+void add_optimizer_flags(CLI::App* sub, TrainFlags& f) {
+  named(sub, f, "--optimizer", FIELD(train.optimizer.kind), optimizer_from_name,
+        "sgd, momentum, adam, adamw (default) or muon (docs/optimizers.md)");
+  flag(sub, f, "--lr", FIELD(train.optimizer.lr), "peak learning rate");
+  flag(sub, f, "--weight-decay", FIELD(train.optimizer.weight_decay),
+       "weight decay: decoupled (adamw, muon's AdamW part) or L2 (sgd, momentum, adam)");
+  flag(sub, f, "--momentum", FIELD(train.optimizer.momentum),
+       "SGD momentum (optimizer momentum; default 0.9)");
+  on_off(sub, f, "--nesterov", FIELD(train.optimizer.nesterov), true,
+         "Nesterov momentum (optimizer momentum)");
+  flag(sub, f, "--muon-momentum", FIELD(train.optimizer.muon_momentum),
+       "Muon Nesterov momentum (0.95)");
+  flag(sub, f, "--muon-ns-steps", FIELD(train.optimizer.muon_ns_steps),
+       "Muon Newton-Schulz steps (5)");
+  flag(sub, f, "--muon-lr", FIELD(train.optimizer.muon_lr),
+       "Muon peak lr for the block matrices (0.02); the others take --lr with AdamW");
+  flag(sub, f, "--muon-weight-decay", FIELD(train.optimizer.muon_weight_decay),
+       "Muon decoupled weight decay (0)");
+  flag(sub, f, "--warmup", FIELD(train.lr_schedule.warmup), "linear warmup steps");
+  flag(sub, f, "--min-lr-ratio", FIELD(train.lr_schedule.min_lr_ratio),
+       "final lr as a fraction of --lr");
+}
+
+void add_parallelism_flags(CLI::App* sub, TrainFlags& f) {
+  flag(sub, f, "--dp", FIELD(train.parallelism.dp.dp),
+       "data parallel size (must equal the number of ranks)");
+  flag(sub, f, "--zero", FIELD(train.parallelism.dp.zero),
+       "ZeRO stage: 0, 1 (optimizer), 2 (+ gradients), 3 (+ parameters)");
+  named(sub, f, "--dp-mode", FIELD(train.parallelism.dp.mode),
+        [](const std::string& s) { return dp_mode_from_name(s); }, "allreduce or ps");
+  flag(sub, f, "--bucket-mb", FIELD(train.parallelism.dp.bucket_mb),
+       "gradient bucket size in MiB (default 25)");
+  on_off(sub, f, "--no-overlap", FIELD(train.parallelism.dp.overlap), false,
+         "reduce gradients after backward, not during it");
+  flag(sub, f, "--tp,--tensor-model-parallel-size", FIELD(train.parallelism.tp),
+       "tensor parallel size (world = dp x tp)");
+  on_off(sub, f, "--sequence-parallel", FIELD(train.parallelism.sequence_parallel), true,
+         "norms and residuals on 1/tp of the tokens (needs --tp > 1)");
+  flag(sub, f, "--pp,--pipeline-model-parallel-size", FIELD(train.parallelism.pp),
+       "pipeline stages (world = pp x dp x tp)");
+  flag(sub, f, "--schedule", FIELD(train.parallelism.schedule),
+       "pipeline schedule: gpipe, 1f1b, interleaved or zb (default 1f1b)");
+  flag(sub, f, "--virtual-stages", FIELD(train.parallelism.virtual_stages),
+       "model chunks per pipeline stage (interleaved schedule)");
+  flag(sub, f, "--pp-layers", FIELD(train.parallelism.pp_layers),
+       "layers per virtual stage, e.g. 3,5,5,3 (default: even split)");
+}
+
+void add_checkpoint_flags(CLI::App* sub, TrainFlags& f) {
+  flag(sub, f, "--init-from", FIELD(train.checkpoint.init_from),
+       "start from a Hugging Face directory");
+  flag(sub, f, "--save", FIELD(train.checkpoint.save_dir),
+       "distributed checkpoints: DIR/step-NNNNNNN at the end and every --save-interval steps");
+  flag(sub, f, "--save-interval", FIELD(train.checkpoint.save_interval),
+       "steps between checkpoints");
+  flag(sub, f, "--keep", FIELD(train.checkpoint.keep),
+       "keep the newest N checkpoints (default: all)");
+  flag(sub, f, "--exit-interval", FIELD(train.checkpoint.exit_interval),
+       "save and stop after a step divisible by N (the lr schedule stays that of --steps)");
+  flag(sub, f, "--load", FIELD(train.checkpoint.load_dir),
+       "resume from the latest checkpoint in DIR (or a step directory), in any layout");
+  on_off(sub, f, "--resume", FIELD(train.checkpoint.resume), true,
+         "resume from --save DIR when it holds a checkpoint");
+  flag(sub, f, "--save-hf", FIELD(train.checkpoint.save_hf_dir),
+       "write a Hugging Face directory at the end (any layout)");
+  sub->add_option("--save-dtype", f.job.save_dtype, "F32 or BF16");
+}
+
+// Mixed precision and NaN handling (docs/mixed_precision.md).
+void add_precision_flags(CLI::App* sub, TrainFlags& f) {
+  named(sub, f, "--precision", FIELD(train.precision.matmul), precision_from_name,
+        "fp32, bf16 or fp16 matmuls (fp32 master weights)");
+  on_off(sub, f, "--emulate-lowp-gemm", FIELD(train.precision.emulate_lowp_gemm), true,
+         "bf16: round inputs and use the f32 GEMM, not oneDNN's bf16 kernels");
+  named(sub, f, "--on-nan", FIELD(train.precision.skip_nonfinite), on_nan_from_name,
+        "a NaN/Inf loss or gradient: stop (default) or skip the step");
+  flag(sub, f, "--initial-loss-scale", FIELD(train.precision.loss_scale.initial_scale),
+       "fp16: first loss scale (65536)");
+  flag(sub, f, "--min-loss-scale", FIELD(train.precision.loss_scale.min_scale),
+       "fp16: the scale never backs off below this (1)");
+  flag(sub, f, "--loss-scale-window", FIELD(train.precision.loss_scale.window),
+       "fp16: clean steps before the scale doubles (1000)");
+  flag(sub, f, "--hysteresis", FIELD(train.precision.loss_scale.hysteresis),
+       "fp16: overflowing steps tolerated before the scale halves (2)");
+}
+
+void add_logging_flags(CLI::App* sub, TrainFlags& f) {
+  flag(sub, f, "--log-interval", FIELD(train.logging.log_interval), "steps between log lines");
+  flag(sub, f, "--eval-interval", FIELD(train.logging.eval_interval), "steps between validations");
+  flag(sub, f, "--metrics", FIELD(train.logging.metrics_path), "JSONL metrics file");
+  flag(sub, f, "--peak-tflops", FIELD(train.logging.peak_tflops),
+       "per-rank peak TFLOP/s for MFU/HFU (default: the measured GEMM peak)");
+  flag(sub, f, "--trace", FIELD(train.logging.trace_path),
+       "Chrome trace JSON of every rank (pp > 1)");
+  flag(sub, f, "--timeline", FIELD(train.logging.timeline_path),
+       "SVG of the measured pipeline schedule (the least disturbed step; pp > 1)");
+}
+#undef FIELD
 }  // namespace
 
 void add_train_command(CLI::App& app, CommandRegistry& reg) {
   auto f = std::make_shared<TrainFlags>();
   CLI::App* sub = app.add_subcommand("train", "train a model");
-  sub->add_option("--config", f->config, "run file (TOML with [model], [data], [train])");
+  sub->add_option("--config", f->config,
+                  "run file (TOML: [model], [data], [training], [optimizer], [lr_schedule], "
+                  "[parallelism], [checkpoint], [precision], [logging])");
   sub->add_option("--model", f->preset, "model preset when no config is given (e.g. gpt2-tiny)");
-  flag(sub, *f, "--init-from", &TrainConfig::init_from, "start from a Hugging Face directory");
-  flag(sub, *f, "--data", &TrainConfig::train_files, "training token shards");
-  flag(sub, *f, "--val-data", &TrainConfig::val_files, "validation token shards");
-  flag(sub, *f, "--steps,--train-iters", &TrainConfig::steps, "optimizer steps");
-  flag(sub, *f, "--micro-batch-size", &TrainConfig::micro_batch_size, "sequences per micro-batch");
-  flag(sub, *f, "--global-batch-size", &TrainConfig::global_batch_size,
-       "sequences per optimizer step (gradient accumulation when larger than the micro-batch)");
-  flag(sub, *f, "--seq-len,--seq-length", &TrainConfig::seq_len, "tokens per sequence");
-  flag(sub, *f, "--lr", &TrainConfig::lr, "peak learning rate");
-  flag(sub, *f, "--warmup", &TrainConfig::warmup, "linear warmup steps");
-  flag(sub, *f, "--min-lr-ratio", &TrainConfig::min_lr_ratio, "final lr as a fraction of --lr");
-  flag(sub, *f, "--weight-decay", &TrainConfig::weight_decay, "weight decay: decoupled (adamw, muon's AdamW part) or L2 (sgd, momentum, adam)");
-  flag(sub, *f, "--optimizer", &TrainConfig::optimizer,
-       "sgd, momentum, adam, adamw (default) or muon (docs/optimizers.md)");
-  flag(sub, *f, "--momentum", &TrainConfig::momentum, "SGD momentum (optimizer momentum; default 0.9)");
-  CLI::Option* nesterov = sub->add_flag("--nesterov", f->nesterov, "Nesterov momentum (optimizer momentum)");
-  f->overrides.emplace_back(nesterov, [](TrainConfig& dst) { dst.nesterov = true; });
-  flag(sub, *f, "--muon-momentum", &TrainConfig::muon_momentum, "Muon Nesterov momentum (0.95)");
-  flag(sub, *f, "--muon-ns-steps", &TrainConfig::muon_ns_steps, "Muon Newton-Schulz steps (5)");
-  flag(sub, *f, "--muon-lr", &TrainConfig::muon_lr,
-       "Muon peak lr for the block matrices (0.02); the others take --lr with AdamW");
-  flag(sub, *f, "--muon-weight-decay", &TrainConfig::muon_weight_decay,
-       "Muon decoupled weight decay (0)");
-  flag(sub, *f, "--clip-grad", &TrainConfig::clip_grad, "global gradient-norm clip (0: off)");
-  flag(sub, *f, "--seed", &TrainConfig::seed, "seed for initialisation and data order");
-  flag(sub, *f, "--attention-dropout", &TrainConfig::attention_dropout,
-       "dropout probability on attention probabilities (default 0)");
-  flag(sub, *f, "--hidden-dropout", &TrainConfig::hidden_dropout,
-       "dropout probability on attention and MLP outputs (default 0)");
-  flag(sub, *f, "--log-interval", &TrainConfig::log_interval, "steps between log lines");
-  flag(sub, *f, "--eval-interval", &TrainConfig::eval_interval, "steps between validations");
-  flag(sub, *f, "--metrics", &TrainConfig::metrics_path, "JSONL metrics file");
-  flag(sub, *f, "--peak-tflops", &TrainConfig::peak_tflops,
-       "per-rank peak TFLOP/s for MFU/HFU (default: the measured GEMM peak)");
-  flag(sub, *f, "--save", &TrainConfig::save_dir,
-       "distributed checkpoints: DIR/step-NNNNNNN at the end and every --save-interval steps");
-  flag(sub, *f, "--save-interval", &TrainConfig::save_interval, "steps between checkpoints");
-  flag(sub, *f, "--keep", &TrainConfig::keep, "keep the newest N checkpoints (default: all)");
-  flag(sub, *f, "--exit-interval", &TrainConfig::exit_interval,
-       "save and stop after a step divisible by N (the lr schedule stays that of --steps)");
-  flag(sub, *f, "--load", &TrainConfig::load_dir,
-       "resume from the latest checkpoint in DIR (or a step directory), in any layout");
-  CLI::Option* resume =
-      sub->add_flag("--resume", f->resume, "resume from --save DIR when it holds a checkpoint");
-  f->overrides.emplace_back(resume, [](TrainConfig& dst) { dst.resume = true; });
-  flag(sub, *f, "--save-hf", &TrainConfig::save_hf_dir,
-       "write a Hugging Face directory at the end (any layout)");
-  sub->add_option("--save-dtype", f->job.save_dtype, "F32 or BF16");
   sub->add_option("--threads", f->job.threads, "CPU threads (default: OMP_NUM_THREADS or all)");
-  auto dp_flag = [&](const std::string& names, auto member, const std::string& help) {
-    CLI::Option* o = sub->add_option(names, f->t.dp.*member, help);
-    f->overrides.emplace_back(o, [f, member](TrainConfig& dst) { dst.dp.*member = f->t.dp.*member; });
-  };
-  dp_flag("--dp", &DpOptions::dp, "data parallel size (must equal the number of ranks)");
-  dp_flag("--zero", &DpOptions::zero, "ZeRO stage: 0, 1 (optimizer), 2 (+ gradients), 3 (+ parameters)");
-  dp_flag("--bucket-mb", &DpOptions::bucket_mb, "gradient bucket size in MiB (default 25)");
-  CLI::Option* mode = sub->add_option("--dp-mode", f->dp_mode, "allreduce or ps");
-  f->overrides.emplace_back(mode, [f](TrainConfig& dst) { dst.dp.mode = dp_mode_from_name(f->dp_mode); });
-  CLI::Option* no_overlap =
-      sub->add_flag("--no-overlap", f->no_overlap, "reduce gradients after backward, not during it");
-  f->overrides.emplace_back(no_overlap, [](TrainConfig& dst) { dst.dp.overlap = false; });
-  flag(sub, *f, "--tp,--tensor-model-parallel-size", &TrainConfig::tp,
-       "tensor parallel size (world = dp x tp)");
-  CLI::Option* sp = sub->add_flag("--sequence-parallel", f->sequence_parallel,
-                                  "norms and residuals on 1/tp of the tokens (needs --tp > 1)");
-  f->overrides.emplace_back(sp, [](TrainConfig& dst) { dst.sequence_parallel = true; });
-  // Mixed precision, NaN handling, recomputation (docs/mixed_precision.md, docs/recompute.md).
-  auto named = [&](const std::string& names, std::string& target, const std::string& help,
-                   std::function<void(TrainConfig&)> apply) {
-    f->overrides.emplace_back(sub->add_option(names, target, help), std::move(apply));
-  };
-  named("--precision", f->precision, "fp32, bf16 or fp16 matmuls (fp32 master weights)",
-        [f](TrainConfig& d) { d.precision = precision_from_name(f->precision); });
-  named("--recompute", f->recompute, "activation recomputation: none, selective or full",
-        [f](TrainConfig& d) { d.recompute = recompute_from_name(f->recompute); });
-  named("--on-nan", f->on_nan, "a NaN/Inf loss or gradient: stop (default) or skip the step",
-        [f](TrainConfig& d) { d.skip_nonfinite = on_nan_from_name(f->on_nan); });
-  CLI::Option* emu = sub->add_flag("--emulate-lowp-gemm", f->emulate_lowp_gemm,
-                                   "bf16: round inputs and use the f32 GEMM, not oneDNN's bf16 kernels");
-  f->overrides.emplace_back(emu, [](TrainConfig& d) { d.emulate_lowp_gemm = true; });
-  auto ls_flag = [&](const std::string& names, auto member, const std::string& help) {
-    CLI::Option* o = sub->add_option(names, f->t.loss_scale.*member, help);
-    f->overrides.emplace_back(
-        o, [f, member](TrainConfig& d) { d.loss_scale.*member = f->t.loss_scale.*member; });
-  };
-  ls_flag("--initial-loss-scale", &LossScalerConfig::initial_scale, "fp16: first loss scale (65536)");
-  ls_flag("--min-loss-scale", &LossScalerConfig::min_scale, "fp16: the scale never backs off below this (1)");
-  ls_flag("--loss-scale-window", &LossScalerConfig::window,
-          "fp16: clean steps before the scale doubles (1000)");
-  ls_flag("--hysteresis", &LossScalerConfig::hysteresis,
-          "fp16: overflowing steps tolerated before the scale halves (2)");
-
-  flag(sub, *f, "--pp,--pipeline-model-parallel-size", &TrainConfig::pp,
-       "pipeline stages (world = pp x dp x tp)");
-  flag(sub, *f, "--schedule", &TrainConfig::schedule,
-       "pipeline schedule: gpipe, 1f1b, interleaved or zb (default 1f1b)");
-  flag(sub, *f, "--virtual-stages", &TrainConfig::virtual_stages,
-       "model chunks per pipeline stage (interleaved schedule)");
-  flag(sub, *f, "--pp-layers", &TrainConfig::pp_layers,
-       "layers per virtual stage, e.g. 3,5,5,3 (default: even split)");
-  flag(sub, *f, "--trace", &TrainConfig::trace_path, "Chrome trace JSON of every rank (pp > 1)");
-  flag(sub, *f, "--timeline", &TrainConfig::timeline_path,
-       "SVG of the measured pipeline schedule (the least disturbed step; pp > 1)");
+  add_model_and_data_flags(sub, *f);
+  add_training_flags(sub, *f);
+  add_optimizer_flags(sub, *f);
+  add_parallelism_flags(sub, *f);
+  add_checkpoint_flags(sub, *f);
+  add_precision_flags(sub, *f);
+  add_logging_flags(sub, *f);
 
   reg.actions.emplace_back(sub, [f]() {
-    PX_CHECK(f->config.empty() || f->preset.empty(), "give --config or --model, not both");
-    if (!f->config.empty()) {
-      f->job.run = load_run_config(f->config);
-    } else {
-      f->job.run.model = catalog_model(f->preset.empty() ? "gpt2-tiny" : f->preset);
-    }
-    for (auto& [opt, apply] : f->overrides)
-      if (opt->count() > 0) apply(f->job.run.train);
     const LaunchEnv env = read_launch_env();
-    // Checked on every rank before MPI starts, reported by rank 0 only.
+    // Read and checked on every rank before MPI starts, reported by rank 0 only.
     try {
+      PX_CHECK(f->config.empty() || f->preset.empty(), "give --config or --model, not both");
+      if (!f->config.empty()) {
+        f->job.run = load_run_config(f->config);
+      } else {
+        f->job.run.model = catalog_model(f->preset.empty() ? "gpt2-tiny" : f->preset);
+      }
+      for (auto& [opt, apply] : f->overrides)
+        if (opt->count() > 0) apply(f->job.run);
       f->job.run = checked_run_config(f->job, env.world_size);
     } catch (const Error&) {
       if (env.rank != 0) return 1;

@@ -1,24 +1,37 @@
-// Adam over a flat range of a ParameterSet with torch.optim.Adam semantics:
-// weight decay is L2, added to the gradient (g + wd * p) of parameters
-// marked for decay before the moments are updated (unlike AdamW's decoupled
-// decay). Moments and the range walk: optim/adam_moments.h.
+// Adam and AdamW over a flat range [begin, end) of a ParameterSet, with
+// torch.optim semantics. One state and one walk: two moment buffers of
+// `capacity` floats (8 bytes/param, tag optimizer; a ZeRO rank pads its
+// shard to the common capacity), element k belonging to flat element
+// begin + k. The two differ only in the decay rule, applied to parameters
+// marked for decay (matrices and embeddings, not norms or biases): Adam adds
+// L2 to the gradient (g + wd * p) before the moments, AdamW decays p
+// decoupled (p *= 1 - lr * wd) before the update.
 #pragma once
-#include "optim/adam_moments.h"
+#include "optim/optimizer.h"
 
 namespace parallm {
 
-class Adam : public AdamMoments {
+class Adam : public Optimizer {
  public:
+  // cfg.kind: Adam or AdamW. Moments for every parameter.
+  Adam(const ParameterSet& params, const OptimizerConfig& cfg, Allocator& alloc)
+      : Adam(params, cfg, alloc, 0, params.total_numel(), params.total_numel()) {}
+  // Moments for the flat range [begin, end) only, stored in `capacity`
+  // (>= end - begin) elements.
   Adam(const ParameterSet& params, const OptimizerConfig& cfg, Allocator& alloc, int64_t begin,
-       int64_t end, int64_t capacity)
-      : AdamMoments(params,
-                    cpu::AdamWParams{.lr = 0, .beta1 = cfg.beta1, .beta2 = cfg.beta2,
-                                     .eps = cfg.eps, .weight_decay = cfg.weight_decay},
-                    alloc, begin, end, capacity) {}
-  void step_range(const ParameterSet& params, double lr, float* p, const float* g) override {
-    update(params, lr, p, g, cpu::adam_step);
+       int64_t end, int64_t capacity);
+  void step_range(const ParameterSet& params, double lr, float* p, const float* g) override;
+  OptimizerKind kind() const override { return kind_; }
+  std::vector<OptimizerState> state() override {
+    return {{"exp_avg", &m_, {{begin_, end_}}}, {"exp_avg_sq", &v_, {{begin_, end_}}}};
   }
-  OptimizerKind kind() const override { return OptimizerKind::Adam; }
+  const Tensor& exp_avg() const { return m_; }
+  const Tensor& exp_avg_sq() const { return v_; }
+
+ private:
+  OptimizerKind kind_;
+  double beta1_, beta2_, eps_, weight_decay_;
+  Tensor m_, v_;
 };
 
 }  // namespace parallm

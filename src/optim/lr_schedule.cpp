@@ -4,7 +4,15 @@
 #include <cmath>
 #include <numbers>
 
+#include "base/error.h"
+
 namespace parallm {
+
+void LrScheduleConfig::validate() const {
+  PX_CHECK(warmup >= 0, "warmup must be >= 0, got {}", warmup);
+  PX_CHECK(min_lr_ratio >= 0 && min_lr_ratio <= 1, "min_lr_ratio must be in [0, 1], got {}",
+           min_lr_ratio);
+}
 
 double LrSchedule::at(int64_t step) const {
   if (step < warmup) return lr * static_cast<double>(step + 1) / static_cast<double>(warmup);

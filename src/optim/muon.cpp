@@ -67,7 +67,7 @@ Muon::Muon(const ParameterSet& params, const OptimizerConfig& cfg, Allocator& al
 void Muon::step_range(const ParameterSet& params, double lr, float* p, const float* g) {
   ++step_;
   const float mu = static_cast<float>(cfg_.muon_momentum);
-  const double lr_m = lr * cfg_.muon_lr_ratio;
+  const double lr_m = lr * cfg_.muon_lr_ratio();
   const float decay = static_cast<float>(1.0 - lr_m * cfg_.muon_weight_decay);
   for (int i = 0; i < params.size(); ++i) {
     const int64_t off = params.offset(i), n = params.numel(i);

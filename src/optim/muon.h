@@ -3,7 +3,7 @@
 // update is orthogonalised: buf = lerp(buf, g, 1 - mu); u = lerp(g, buf, mu)
 // (Nesterov); O = NewtonSchulz5(u) (optim/newton_schulz.h);
 // O *= sqrt(max(1, rows / cols)); p *= 1 - lr_m * wd_m; p -= lr_m * O, with
-// lr_m = lr * muon_lr_ratio. Every other parameter (embeddings, positions,
+// lr_m = lr * muon_lr / (peak lr). Every other parameter (embeddings, positions,
 // LM head, norms, biases) takes AdamW, as the reference's MuonWithAuxAdam.
 // State (tag optimizer): 4 bytes per owned matrix element (momentum), 8 per
 // other owned element (AdamW moments). NS needs whole matrices: a ZeRO

@@ -2,7 +2,6 @@
 
 #include "base/error.h"
 #include "optim/adam.h"
-#include "optim/adamw.h"
 #include "optim/muon.h"
 #include "optim/sgd.h"
 
@@ -29,11 +28,8 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg, const Para
     case OptimizerKind::SGDMomentum:
       return std::make_unique<Sgd>(params, cfg, alloc, begin, end, capacity);
     case OptimizerKind::Adam:
-      return std::make_unique<Adam>(params, cfg, alloc, begin, end, capacity);
     case OptimizerKind::AdamW:
-      return std::make_unique<AdamW>(
-          params, AdamWConfig{cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay}, alloc, begin, end,
-          capacity);
+      return std::make_unique<Adam>(params, cfg, alloc, begin, end, capacity);
     case OptimizerKind::Muon:
       return std::make_unique<Muon>(params, cfg, alloc, begin, end, tp, shard_group, capacity);
   }

@@ -25,6 +25,7 @@ std::string_view optimizer_name(OptimizerKind k) {
 }
 
 void OptimizerConfig::validate() const {
+  PX_CHECK(lr > 0, "lr must be positive, got {}", lr);
   PX_CHECK(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1,
            "betas must be in [0, 1), got ({}, {})", beta1, beta2);
   PX_CHECK(eps > 0, "eps must be positive, got {}", eps);
@@ -40,7 +41,7 @@ void OptimizerConfig::validate() const {
            muon_momentum);
   PX_CHECK(muon_ns_steps >= 1 && muon_ns_steps <= 100,
            "muon Newton-Schulz steps must be in [1, 100], got {}", muon_ns_steps);
-  PX_CHECK(muon_lr_ratio > 0, "muon lr must be positive (ratio to lr {})", muon_lr_ratio);
+  PX_CHECK(muon_lr > 0, "muon_lr must be positive, got {}", muon_lr);
   PX_CHECK(muon_weight_decay >= 0, "muon weight decay must be >= 0, got {}", muon_weight_decay);
 }
 

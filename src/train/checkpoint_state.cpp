@@ -12,17 +12,18 @@ TrainingState training_state_of(const ModelConfig& model, const TrainConfig& cfg
                                 const CheckpointLayout& layout, int64_t completed,
                                 int64_t optimizer_step, int64_t updates,
                                 const LossScalerState& loss_scale) {
+  const TrainingConfig& tr = cfg.training;
   TrainingState s;
   s.step = completed;
-  s.consumed_samples = completed * cfg.global_batch_size;
-  s.global_batch_size = cfg.global_batch_size;
-  s.seq_len = cfg.seq_len;
-  s.seed = cfg.seed;
-  s.lr = cfg.lr;
-  s.min_lr_ratio = cfg.min_lr_ratio;
-  s.warmup = cfg.warmup;
-  s.total_steps = cfg.steps;
-  s.optimizer = std::string(optimizer_name(cfg.optimizer_config().kind));
+  s.consumed_samples = completed * tr.global_batch_size;
+  s.global_batch_size = tr.global_batch_size;
+  s.seq_len = tr.seq_len;
+  s.seed = tr.seed;
+  s.lr = cfg.optimizer.lr;
+  s.min_lr_ratio = cfg.lr_schedule.min_lr_ratio;
+  s.warmup = cfg.lr_schedule.warmup;
+  s.total_steps = tr.steps;
+  s.optimizer = std::string(optimizer_name(cfg.optimizer.kind));
   s.optimizer_step = optimizer_step;
   s.updates = updates < 0 ? completed : updates;
   s.loss_scale = loss_scale;
@@ -98,22 +99,24 @@ std::string check_resume_compatible(const TrainingState& saved, const ModelConfi
   const std::string a = hf_config_json(saved.model, "float32").dump();
   const std::string b = hf_config_json(model, "float32").dump();
   PX_CHECK(a == b, "{}: the checkpoint's model ({}) differs from this run's ({})", source, a, b);
-  PX_CHECK(saved.seed == cfg.seed,
+  const TrainingConfig& tr = cfg.training;
+  PX_CHECK(saved.seed == tr.seed,
            "{}: the checkpoint was trained with seed {}, this run has seed {} (data order and "
-           "dropout would not continue)", source, saved.seed, cfg.seed);
-  PX_CHECK(saved.global_batch_size == cfg.global_batch_size && saved.seq_len == cfg.seq_len,
+           "dropout would not continue)", source, saved.seed, tr.seed);
+  PX_CHECK(saved.global_batch_size == tr.global_batch_size && saved.seq_len == tr.seq_len,
            "{}: the checkpoint was trained with global batch {} x seq_len {}, this run has {} x "
            "{} (the data position would not continue)",
-           source, saved.global_batch_size, saved.seq_len, cfg.global_batch_size, cfg.seq_len);
-  PX_CHECK(saved.step <= cfg.steps, "{}: the checkpoint is at step {}, beyond --steps {}", source,
-           saved.step, cfg.steps);
-  if (saved.lr != cfg.lr || saved.warmup != cfg.warmup || saved.total_steps != cfg.steps ||
-      saved.min_lr_ratio != cfg.min_lr_ratio)
+           source, saved.global_batch_size, saved.seq_len, tr.global_batch_size, tr.seq_len);
+  PX_CHECK(saved.step <= tr.steps, "{}: the checkpoint is at step {}, beyond --steps {}", source,
+           saved.step, tr.steps);
+  const LrSchedule now = cfg.schedule();
+  if (saved.lr != now.lr || saved.warmup != now.warmup || saved.total_steps != now.total_steps ||
+      saved.min_lr_ratio != now.min_lr_ratio)
     return fmt::format(
         "note: the learning-rate schedule changes on resume (saved lr {} warmup {} steps {} "
         "min ratio {}; now lr {} warmup {} steps {} min ratio {})",
-        saved.lr, saved.warmup, saved.total_steps, saved.min_lr_ratio, cfg.lr, cfg.warmup,
-        cfg.steps, cfg.min_lr_ratio);
+        saved.lr, saved.warmup, saved.total_steps, saved.min_lr_ratio, now.lr, now.warmup,
+        now.total_steps, now.min_lr_ratio);
   return "";
 }
 

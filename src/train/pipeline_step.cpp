@@ -10,45 +10,34 @@
 namespace parallm {
 
 pipeline::ScheduleSpec pipeline_spec(const TrainConfig& t) {
-  return pipeline::ScheduleSpec{.kind = pipeline::schedule_kind_from_name(t.schedule),
-                                .pp = t.pp,
+  const ParallelismConfig& p = t.parallelism;
+  return pipeline::ScheduleSpec{.kind = pipeline::schedule_kind_from_name(p.schedule),
+                                .pp = p.pp,
                                 .micro_batches = static_cast<int>(t.grad_accum_steps()),
-                                .virtual_stages = t.virtual_stages};
+                                .virtual_stages = p.virtual_stages};
 }
 
 pipeline::StagePartition pipeline_partition(const TrainConfig& t, const ModelConfig& m) {
+  const ParallelismConfig& p = t.parallelism;
   std::vector<int> counts;
-  if (!t.pp_layers.empty()) counts = pipeline::parse_layer_counts(t.pp_layers);
-  return pipeline::partition_layers(static_cast<int>(m.n_layers), t.pp, t.virtual_stages, counts);
+  if (!p.pp_layers.empty()) counts = pipeline::parse_layer_counts(p.pp_layers);
+  return pipeline::partition_layers(static_cast<int>(m.n_layers), p.pp, p.virtual_stages, counts);
 }
 
 void validate_pipeline(const TrainConfig& t, const ModelConfig& m) {
-  PX_CHECK(t.pp >= 1, "pipeline parallel size (--pp) must be at least 1, got {}", t.pp);
-  PX_CHECK(t.virtual_stages >= 1, "--virtual-stages must be at least 1, got {}", t.virtual_stages);
-  if (t.pp == 1) {
-    PX_CHECK(t.virtual_stages == 1 && t.pp_layers.empty(),
-             "--virtual-stages ({}) and --pp-layers ('{}') need --pp > 1", t.virtual_stages,
-             t.pp_layers);
-    PX_CHECK(t.trace_path.empty() && t.timeline_path.empty(),
-             "--trace and --timeline record the pipeline schedule and need --pp > 1");
-    pipeline::schedule_kind_from_name(t.schedule);  // a typo is an error even when unused
-    return;
-  }
+  if (t.parallelism.pp == 1) return;
   pipeline::validate_spec(pipeline_spec(t));  // names the schedule's own rules
   pipeline_partition(t, m);                   // layers vs pp x V, --pp-layers sums
-  PX_CHECK(t.dp.zero <= 1,
-           "ZeRO stage {} with pp {} is not supported yet (stages 2 and 3 reduce and gather "
-           "per backward unit; use --zero 0 or 1)",
-           t.dp.zero, t.pp);
 }
 
 ModelStage pipeline_stage(const TrainConfig& t, const ModelConfig& m, int pp_rank) {
   ModelStage s;
-  if (t.pp == 1) return s;
+  const int pp = t.parallelism.pp;
+  if (pp == 1) return s;
   const pipeline::StagePartition p = pipeline_partition(t, m);
   s.embedding = pp_rank == 0;
-  s.head = pp_rank == t.pp - 1;
-  for (int c = 0; c < t.virtual_stages; ++c) {
+  s.head = pp_rank == pp - 1;
+  for (int c = 0; c < t.parallelism.virtual_stages; ++c) {
     const pipeline::ChunkLayers& cl = p.at(pp_rank, c);
     s.chunks.push_back({cl.first_layer, cl.num_layers});
   }
@@ -58,7 +47,7 @@ ModelStage pipeline_stage(const TrainConfig& t, const ModelConfig& m, int pp_ran
 PipelineStep::PipelineStep(Transformer& model, const TrainConfig& t, PipelineGroups groups)
     : model_(model), groups_(groups), runtime_(model, groups.pp, make_schedule(pipeline_spec(t))) {
   const ModelStage& s = model.stage();
-  if (model.config().tie_embeddings && t.pp > 1 && (s.embedding || s.head)) {
+  if (model.config().tie_embeddings && t.parallelism.pp > 1 && (s.embedding || s.head)) {
     table_ = model.params().find("embed.weight");
     PX_CHECK(table_ >= 0 && groups.embedding != nullptr && groups.embedding->size() == 2,
              "stage {} holds the tied token table but has no two-rank embedding group", stage());

@@ -25,8 +25,9 @@ struct PipelineGroups {
   comm::Communicator* embedding = nullptr;  // first + last stage (null on middle stages)
 };
 
-// Every pipeline constraint, with values: layers vs pp x V (or --pp-layers),
-// the schedule's micro-batch rules, features not combined with pp yet.
+// The pipeline constraints that need the model and the batch, with values:
+// layers vs pp x V (or --pp-layers), the schedule's micro-batch rules (the
+// values alone: ParallelismConfig::validate).
 void validate_pipeline(const TrainConfig& t, const ModelConfig& m);
 pipeline::ScheduleSpec pipeline_spec(const TrainConfig& t);
 pipeline::StagePartition pipeline_partition(const TrainConfig& t, const ModelConfig& m);

@@ -1,3 +1,9 @@
+// run_train_job as a list of named assembly steps, in the order they run:
+// validate -> the grid's groups -> the model and its weights -> resume the
+// values -> the Trainer (data loaders, the parallel wrappers -- DataParallel
+// with ZeRO, the pipeline step -- and the optimizer, see Trainer's
+// constructor) -> resume the optimizer and step -> banner -> the loop with
+// its checkpoints -> pictures, evaluation, the HF export.
 #include "train/train_job.h"
 
 #include <fmt/ostream.h>
@@ -15,25 +21,210 @@
 #include "train/checkpoint_load.h"
 #include "train/checkpoint_save.h"
 #include "train/pipeline_trace.h"
+#include "train/progress_log.h"
 #include "train/trainer.h"
 
 namespace parallm {
 namespace {
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
 }
+
+// --init-from: the shape comes from the Hugging Face directory; dropout,
+// which its config.json does not carry here, stays the run's.
+ModelConfig init_from_model(const RunConfig& rc) {
+  ModelConfig m = read_hf_model_config(rc.train.checkpoint.init_from);
+  m.attn_dropout = rc.model.attn_dropout;
+  m.hidden_dropout = rc.model.hidden_dropout;
+  return m;
+}
+
+// This rank's groups, split from world by the grid (tp fastest, then dp,
+// then pp); all null in a one-process run.
+struct RankGroups {
+  std::unique_ptr<comm::Communicator> dp, tp, pp;
+  std::unique_ptr<comm::Communicator> embedding;  // first + last stage; null on middle ones
+};
+
+RankGroups split_groups(const RankGrid& grid, comm::Communicator* world, int rank) {
+  RankGroups g;
+  if (grid.world_size() == 1) return g;
+  auto split = [&](GroupKind kind, const char* name) {
+    const int i = grid.group_index(kind, rank);
+    return world->split(i, grid.rank_in_group(kind, rank), fmt::format("{}[{}]", name, i));
+  };
+  g.dp = split(GroupKind::Dp, "dp");
+  g.tp = split(GroupKind::Tp, "tp");
+  if (grid.sizes().pp > 1) {
+    g.pp = split(GroupKind::Pp, "pp");
+    g.embedding = split(GroupKind::Embedding, "embedding");
+  }
+  return g;
+}
+
+// Random init from the seed, or the weights of --init-from.
+void init_weights(Transformer& model, const TrainConfig& t) {
+  if (t.checkpoint.init_from.empty()) {
+    model.params().init_random(t.training.seed);
+  } else {
+    load_hf_weights(t.checkpoint.init_from, model);
+  }
+}
+
+// A resume in two halves: the values go in before the Trainer (and ZeRO)
+// takes its shards; the optimizer state, step, schedule clock and loss
+// scale once the Trainer exists.
+struct Resume {
+  OpenedCheckpoint ck;
+  Clock::time_point started;
+};
+
+// --load DIR, or --resume from --save DIR when it holds a checkpoint.
+Resume resume_values(const RunConfig& rc, Transformer& model, comm::Communicator* world,
+                     std::ostream& log) {
+  const CheckpointConfig& c = rc.train.checkpoint;
+  std::string from = c.load_dir;
+  if (from.empty() && c.resume && has_checkpoint(c.save_dir)) from = c.save_dir;
+  Resume r{.started = Clock::now()};
+  if (from.empty()) return r;
+  r.ck = open_checkpoint(from, world);
+  std::string note = check_resume_compatible(r.ck.state, rc.model, rc.train, r.ck.dir);
+  if (!note.empty()) fmt::print(log, "{}\n", note);
+  check_checkpoint_covers_model(r.ck, model.params(), rc.model);  // (a pipeline stage: its subset)
+  load_checkpoint_values(r.ck, model.params(), rc.model.vocab_size);
+  return r;
+}
+
+void resume_trainer(Resume& r, const ModelConfig& mc, Transformer& model, Trainer& trainer,
+                    std::ostream& log) {
+  if (!r.ck.shards) return;
+  if (Optimizer* opt = trainer.data_parallel().optimizer())
+    load_checkpoint_optimizer(r.ck, model.params(), *opt, mc.vocab_size);
+  trainer.set_start_step(r.ck.state.step);
+  trainer.restore_progress(r.ck.state.updates, r.ck.state.loss_scale);
+  fmt::print(log, "resumed from {} (step {}, saved under {}; verified and loaded in {:.2f} s)\n",
+             r.ck.dir, r.ck.state.step, layout_name(r.ck.state.layout), seconds_since(r.started));
+  r.ck.shards.reset();  // unmaps the files
+}
+
+// The MFU denominator: --peak-tflops, or this machine's GEMM peak measured now.
+struct PeakFlops {
+  double flops;
+  std::string source;
+};
+
+PeakFlops peak_flops(const TrainConfig& t) {
+  const Precision p = t.precision.matmul;
+  if (t.logging.peak_tflops > 0) return {t.logging.peak_tflops * 1e12, "--peak-tflops"};
+  const char* kind = p == Precision::FP32 ? "fp32" : p == Precision::BF16 ? "bf16" : "fp16";
+  return {measure_gemm_peak_flops(p, !t.precision.emulate_lowp_gemm),
+          fmt::format("measured {} GEMM", kind)};
+}
+
+void print_banner(std::ostream& log, const RunConfig& rc, const Trainer& trainer,
+                  const PeakFlops& peak) {
+  const ModelConfig& m = rc.model;
+  const TrainingConfig& tr = rc.train.training;
+  const ParallelismConfig& par = rc.train.parallelism;
+  fmt::print(log,
+             "parallm: {} model, {:.2f}M parameters, {} layers, hidden {}, vocab {}; "
+             "{} steps of {} x {} tokens (micro-batch {}, accumulation {}), {} threads, "
+             "peak {:.1f} GFLOP/s ({})\n",
+             arch_name(m.arch), m.num_parameters() / 1e6, m.n_layers, m.hidden, m.vocab_size,
+             tr.steps, tr.global_batch_size, tr.seq_len, tr.micro_batch_size,
+             rc.train.grad_accum_steps(), cpu::num_threads(), peak.flops / 1e9, peak.source);
+  fmt::print(log, "compute: {}\n", trainer.compute_summary());
+  if (par.dp.dp > 1)
+    fmt::print(log, "data parallel: dp {}, {}, ZeRO stage {}, buckets {} MiB, overlap {}\n",
+               par.dp.dp, dp_mode_name(par.dp.mode), par.dp.zero, par.dp.bucket_mb,
+               par.dp.overlap ? "on" : "off");
+  if (par.tp > 1)
+    fmt::print(log, "tensor parallel: tp {}, sequence parallel {}\n", par.tp,
+               par.sequence_parallel ? "on" : "off");
+  if (par.pp > 1)
+    fmt::print(log, "pipeline parallel: pp {}, schedule {}, virtual stages {}, micro-batches {}\n",
+               par.pp, par.schedule, par.virtual_stages, rc.train.grad_accum_steps());
+}
+
+// After each step: a checkpoint when one is due (every save_interval steps,
+// at an exit and at the end), and whether the run stops (exit_interval).
+struct CheckpointCadence {
+  const RunConfig& rc;
+  const TrainJobOptions& opts;
+  const Transformer& model;
+  Trainer& trainer;
+  comm::Communicator* world;
+  int rank;
+  std::ostream& log;
+
+  bool after_step(int64_t done) const {
+    const CheckpointConfig& c = rc.train.checkpoint;
+    const int64_t steps = rc.train.training.steps;
+    const bool exit = c.exit_interval > 0 && done % c.exit_interval == 0 && done < steps;
+    const bool save = !c.save_dir.empty() &&
+                      ((c.save_interval > 0 && done % c.save_interval == 0) || exit ||
+                       done == steps);
+    if (save) write(done);
+    if (exit) fmt::print(log, "exit interval {}: stopping after step {}\n", c.exit_interval, done);
+    return exit;
+  }
+
+  void write(int64_t done) const {
+    const auto t0 = Clock::now();
+    const ParallelismConfig& par = rc.train.parallelism;
+    const CheckpointLayout layout{par.world_size(), par.dp.dp, par.tp, par.pp, par.dp.zero,
+                                  std::string(dp_mode_name(par.dp.mode)), par.sequence_parallel};
+    const Optimizer* opt = trainer.optimizer();
+    TrainingState st = training_state_of(rc.model, rc.train, layout, done,
+                                         opt ? opt->steps_taken() : done, trainer.updates(),
+                                         trainer.loss_scaler().state());
+    std::string dir = save_checkpoint(
+        {rc.train.checkpoint.save_dir, rc.train.checkpoint.keep, opts.checkpoint_shard_hook}, st,
+        model, trainer.data_parallel(), world);
+    if (rank == 0)
+      fmt::print(log, "saved checkpoint {} ({:.1f} MB in {:.2f} s)\n", dir,
+                 directory_bytes(dir) / 1e6, seconds_since(t0));
+  }
+};
+
+// After the loop: the measured pipeline pictures (pp > 1), the validation
+// loss, the closing line and the Hugging Face export (--save-hf).
+void finish(const RunConfig& rc, const TrainJobOptions& opts, const RankGrid& grid,
+            const RankGroups& groups, Transformer& model, Trainer& trainer,
+            const ProgressLog& progress, comm::Communicator* world, int rank, std::ostream& log) {
+  const ParallelismConfig& par = rc.train.parallelism;
+  const LoggingConfig& lg = rc.train.logging;
+  if (trainer.pipeline() != nullptr)
+    write_pipeline_pictures(
+        *world, grid, *trainer.pipeline(),
+        fmt::format("measured {} schedule, pp {}, {} micro-batches{}", par.schedule, par.pp,
+                    rc.train.grad_accum_steps(),
+                    par.virtual_stages > 1
+                        ? fmt::format(", {} virtual stages", par.virtual_stages)
+                        : std::string()),
+        lg.trace_path, lg.timeline_path);
+  double val = trainer.evaluate();
+  fmt::print(log, "done: loss {:.4f} -> {:.4f}{}\n", progress.first_loss(), progress.last_loss(),
+             std::isnan(val) ? std::string() : fmt::format(", validation loss {:.4f}", val));
+  const std::string& hf = rc.train.checkpoint.save_hf_dir;
+  if (hf.empty()) return;
+  const auto t0 = Clock::now();
+  save_hf_from_layout(hf, model, trainer.data_parallel(), *dtype_from_name(opts.save_dtype), rank,
+                      groups.pp.get());
+  fmt::print(log, "saved {} ({}, {:.2f} s)\n", hf, opts.save_dtype, seconds_since(t0));
+}
+
 }  // namespace
 
 RunConfig checked_run_config(const TrainJobOptions& opts, int world_size) {
   RunConfig rc = opts.run;
-  if (!rc.train.init_from.empty()) rc.model = read_hf_model_config(rc.train.init_from);
-  rc.train.validate(rc.model);
-  validate_dp_layout(rc.train.dp, world_size, rc.train.global_batch_size,
-                     rc.train.micro_batch_size, rc.train.tp, rc.train.pp);
-  validate_pipeline(rc.train, rc.model);
+  if (!rc.train.checkpoint.init_from.empty()) rc.model = init_from_model(rc);
+  rc.train.validate(rc.model, world_size);
   // --load must find a checkpoint (checksums are verified once MPI runs).
-  PX_CHECK(rc.train.load_dir.empty() || has_checkpoint(rc.train.load_dir),
-           "--load: no checkpoint in '{}'", rc.train.load_dir);
+  const std::string& load = rc.train.checkpoint.load_dir;
+  PX_CHECK(load.empty() || has_checkpoint(load), "--load: no checkpoint in '{}'", load);
   auto save_dtype = dtype_from_name(opts.save_dtype);
   PX_CHECK(save_dtype == DType::F32 || save_dtype == DType::BF16,
            "--save-dtype must be F32 or BF16, got '{}'", opts.save_dtype);
@@ -44,167 +235,35 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
                      comm::Communicator* world) {
   const int world_size = world ? world->size() : 1;
   const int rank = world ? world->rank() : 0;
-  RunConfig rc = checked_run_config(opts, world_size);
-  auto save_dtype = dtype_from_name(opts.save_dtype);
+  const RunConfig rc = checked_run_config(opts, world_size);
+  const TrainConfig& t = rc.train;
+  const ParallelismConfig& par = t.parallelism;
   cpu::set_num_threads(opts.threads);
   std::ostream null_log(nullptr);  // ranks other than 0 stay quiet
   std::ostream& log = rank == 0 ? log_in : null_log;
 
-  // This rank's data-, tensor- and pipeline-parallel groups, from the grid
-  // (tp fastest, then dp, then pp).
-  std::unique_ptr<comm::Communicator> dp_group, tp_group, pp_group, embed_group;
-  const RankGrid grid(GridSizes{.tp = rc.train.tp, .dp = rc.train.dp.dp, .pp = rc.train.pp},
-                      world_size);
-  if (world_size > 1) {
-    auto split = [&](GroupKind kind, const char* name) {
-      const int g = grid.group_index(kind, rank);
-      return world->split(g, grid.rank_in_group(kind, rank), fmt::format("{}[{}]", name, g));
-    };
-    dp_group = split(GroupKind::Dp, "dp");
-    tp_group = split(GroupKind::Tp, "tp");
-    if (rc.train.pp > 1) {
-      pp_group = split(GroupKind::Pp, "pp");
-      embed_group = split(GroupKind::Embedding, "embedding");  // null on middle stages
-    }
-  }
-  TpGroup tp{.comm = rc.train.tp > 1 ? tp_group.get() : nullptr,
-             .sequence_parallel = rc.train.sequence_parallel};
+  const RankGrid grid(GridSizes{.tp = par.tp, .dp = par.dp.dp, .pp = par.pp}, world_size);
+  const RankGroups groups = split_groups(grid, world, rank);
 
   Allocator alloc;
-  rc.model.attn_dropout = rc.train.attention_dropout;
-  rc.model.hidden_dropout = rc.train.hidden_dropout;
-  Transformer model(rc.model, alloc, tp,
-                    pipeline_stage(rc.train, rc.model, grid.coord(rank).pp_rank));
-  if (rc.train.init_from.empty()) {
-    model.params().init_random(rc.train.seed);
-  } else {
-    load_hf_weights(rc.train.init_from, model);
-  }
-  // Resume: --load DIR, or --resume from --save DIR when it holds a checkpoint.
-  std::string resume_from = rc.train.load_dir;
-  if (resume_from.empty() && rc.train.resume && has_checkpoint(rc.train.save_dir))
-    resume_from = rc.train.save_dir;
-  OpenedCheckpoint ck;
-  const auto load_start = std::chrono::steady_clock::now();
-  if (!resume_from.empty()) {
-    ck = open_checkpoint(resume_from, world);
-    std::string note = check_resume_compatible(ck.state, rc.model, rc.train, ck.dir);
-    if (!note.empty()) fmt::print(log, "{}\n", note);
-    check_checkpoint_covers_model(ck, model.params(), rc.model);  // (a pipeline stage: its subset)
-    load_checkpoint_values(ck, model.params(), rc.model.vocab_size);
-  }
-  const bool measured = rc.train.peak_tflops <= 0;
-  double peak = measured ? measure_gemm_peak_flops(rc.train.precision, !rc.train.emulate_lowp_gemm)
-                         : rc.train.peak_tflops * 1e12;
-  Trainer trainer(model, rc.train, alloc, peak, rc.train.dp.dp > 1 ? dp_group.get() : nullptr,
-                  PipelineGroups{pp_group.get(), embed_group.get()});
-  if (ck.shards) {
-    if (Optimizer* opt = trainer.data_parallel().optimizer())
-      load_checkpoint_optimizer(ck, model.params(), *opt, rc.model.vocab_size);
-    trainer.set_start_step(ck.state.step);
-    trainer.restore_progress(ck.state.updates, ck.state.loss_scale);
-    fmt::print(log, "resumed from {} (step {}, saved under {}; verified and loaded in {:.2f} s)\n",
-               ck.dir, ck.state.step, layout_name(ck.state.layout), seconds_since(load_start));
-    ck.shards.reset();  // unmaps the files
-  }
-  const char* gemm_kind = rc.train.precision == Precision::FP32   ? "fp32"
-                          : rc.train.precision == Precision::BF16 ? "bf16"
-                                                                  : "fp16";
-  fmt::print(log,
-             "parallm: {} model, {:.2f}M parameters, {} layers, hidden {}, vocab {}; "
-             "{} steps of {} x {} tokens (micro-batch {}, accumulation {}), {} threads, "
-             "peak {:.1f} GFLOP/s ({})\n",
-             arch_name(rc.model.arch), rc.model.num_parameters() / 1e6, rc.model.n_layers,
-             rc.model.hidden, rc.model.vocab_size, rc.train.steps, rc.train.global_batch_size,
-             rc.train.seq_len, rc.train.micro_batch_size, rc.train.grad_accum_steps(),
-             cpu::num_threads(), peak / 1e9,
-             measured ? fmt::format("measured {} GEMM", gemm_kind) : std::string("--peak-tflops"));
-  fmt::print(log, "compute: {}\n", trainer.compute_summary());
-  if (rc.train.dp.dp > 1)
-    fmt::print(log, "data parallel: dp {}, {}, ZeRO stage {}, buckets {} MiB, overlap {}\n",
-               rc.train.dp.dp, dp_mode_name(rc.train.dp.mode), rc.train.dp.zero,
-               rc.train.dp.bucket_mb, rc.train.dp.overlap ? "on" : "off");
+  const TpGroup tp{.comm = par.tp > 1 ? groups.tp.get() : nullptr,
+                   .sequence_parallel = par.sequence_parallel};
+  Transformer model(rc.model, alloc, tp, pipeline_stage(t, rc.model, grid.coord(rank).pp_rank));
+  init_weights(model, t);
+  Resume resume = resume_values(rc, model, world, log);
 
-  double first_loss = 0.0, last_loss = 0.0;
-  bool have_first = false;
-  const bool tty = env.stderr_is_tty && &log == &std::cerr;
-  if (rc.train.tp > 1)
-    fmt::print(log, "tensor parallel: tp {}, sequence parallel {}\n", rc.train.tp,
-               rc.train.sequence_parallel ? "on" : "off");
-  if (rc.train.pp > 1)
-    fmt::print(log, "pipeline parallel: pp {}, schedule {}, virtual stages {}, micro-batches {}\n",
-               rc.train.pp, rc.train.schedule, rc.train.virtual_stages,
-               rc.train.grad_accum_steps());
-  const bool dist = rc.train.dp.dp > 1 || rc.train.tp > 1 || rc.train.pp > 1;
-  const CheckpointLayout layout{world_size, rc.train.dp.dp, rc.train.tp, rc.train.pp,
-                                rc.train.dp.zero, std::string(dp_mode_name(rc.train.dp.mode)),
-                                rc.train.sequence_parallel};
-  const TrainConfig& tc = rc.train;
-  auto after_step = [&](int64_t done) {
-    const bool exit = tc.exit_interval > 0 && done % tc.exit_interval == 0 && done < tc.steps;
-    const bool save = !tc.save_dir.empty() &&
-                      ((tc.save_interval > 0 && done % tc.save_interval == 0) || exit ||
-                       done == tc.steps);
-    if (save) {
-      const auto t0 = std::chrono::steady_clock::now();
-      const Optimizer* opt = trainer.optimizer();
-      TrainingState st =
-          training_state_of(rc.model, tc, layout, done, opt ? opt->steps_taken() : done,
-                            trainer.updates(), trainer.loss_scaler().state());
-      std::string dir = save_checkpoint({tc.save_dir, tc.keep, opts.checkpoint_shard_hook}, st,
-                                        model, trainer.data_parallel(), world);
-      if (rank == 0)
-        fmt::print(log, "saved checkpoint {} ({:.1f} MB in {:.2f} s)\n", dir,
-                   directory_bytes(dir) / 1e6, seconds_since(t0));
-    }
-    if (exit) fmt::print(log, "exit interval {}: stopping after step {}\n", tc.exit_interval, done);
-    return exit;
-  };
-  trainer.run([&](const StepStats& s) {
-    if (!have_first) first_loss = s.loss;
-    have_first = true;
-    last_loss = s.loss;
-    bool last = s.step + 1 == rc.train.steps;
-    std::string line = fmt::format(
-        "step {:>5}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {:.0f} ms | {:.0f} tok/s | "
-        "MFU {:.1f}%",
-        s.step + 1, rc.train.steps, s.loss, s.lr, s.grad_norm, s.step_seconds * 1e3,
-        s.tokens_per_s, s.mfu * 100);
-    if (dist) line += fmt::format(" | exposed comm {:.0f} ms", s.exposed_comm_ms);
-    if (rc.train.pp > 1) line += fmt::format(" | bubble {:.1f}%", s.bubble_fraction * 100);
-    if (rc.train.precision == Precision::FP16) line += fmt::format(" | loss scale {}", s.loss_scale);
-    if (s.skipped) {  // always its own line, whatever the log interval
-      fmt::print(log, "{}step {} skipped: non-finite loss or gradients ({})\n", tty ? "\n" : "",
-                 s.step + 1, s.nonfinite);
-    }
-    if (tty) {
-      fmt::print(log, "\r{}\x1b[K", line);
-      if (last) fmt::print(log, "\n");
-    } else if (s.step % rc.train.log_interval == 0 || last) {
-      fmt::print(log, "{}\n", line);
-    }
-    log.flush();
-  }, after_step);
-  if (trainer.pipeline() != nullptr)
-    write_pipeline_pictures(
-        *world, grid, *trainer.pipeline(),
-        fmt::format("measured {} schedule, pp {}, {} micro-batches{}", rc.train.schedule,
-                    rc.train.pp, rc.train.grad_accum_steps(),
-                    rc.train.virtual_stages > 1
-                        ? fmt::format(", {} virtual stages", rc.train.virtual_stages)
-                        : std::string()),
-        rc.train.trace_path, rc.train.timeline_path);
-  double val = trainer.evaluate();
-  fmt::print(log, "done: loss {:.4f} -> {:.4f}{}\n", first_loss, last_loss,
-             std::isnan(val) ? std::string() : fmt::format(", validation loss {:.4f}", val));
-  if (!rc.train.save_hf_dir.empty()) {
-    const auto t0 = std::chrono::steady_clock::now();
-    save_hf_from_layout(rc.train.save_hf_dir, model, trainer.data_parallel(), *save_dtype, rank,
-                        pp_group.get());
-    fmt::print(log, "saved {} ({}, {:.2f} s)\n", rc.train.save_hf_dir, opts.save_dtype,
-               seconds_since(t0));
-  }
-  return last_loss;
+  const PeakFlops peak = peak_flops(t);
+  Trainer trainer(model, t, alloc, peak.flops, par.dp.dp > 1 ? groups.dp.get() : nullptr,
+                  PipelineGroups{groups.pp.get(), groups.embedding.get()});
+  resume_trainer(resume, rc.model, model, trainer, log);
+  print_banner(log, rc, trainer, peak);
+
+  ProgressLog progress(log, env.stderr_is_tty && &log == &std::cerr, t);
+  const CheckpointCadence cadence{rc, opts, model, trainer, world, rank, log};
+  trainer.run([&](const StepStats& s) { progress.on_step(s); },
+              [&](int64_t done) { return cadence.after_step(done); });
+  finish(rc, opts, grid, groups, model, trainer, progress, world, rank, log);
+  return progress.last_loss();
 }
 
 }  // namespace parallm

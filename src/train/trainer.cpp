@@ -24,61 +24,65 @@ Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, d
       cfg_(cfg),
       alloc_(alloc),
       peak_flops_(peak_flops),
-      flops_per_token_(training_flops_per_token(model.config(), cfg.seq_len)),
-      hw_flops_per_token_(parallm_hardware_flops_per_token(model.config(), cfg.seq_len,
-                                                           cfg.recompute)),
-      train_data_(cfg.train_files, cfg.seq_len, cfg.seed, cfg.shuffle),
-      dp_(make_data_parallel(model, dp_group, cfg.dp, cfg.optimizer_config(), alloc)),
-      sched_{cfg.lr, cfg.warmup, cfg.steps, cfg.min_lr_ratio} {
+      flops_per_token_(training_flops_per_token(model.config(), cfg.training.seq_len)),
+      hw_flops_per_token_(parallm_hardware_flops_per_token(model.config(), cfg.training.seq_len,
+                                                           cfg.training.recompute)),
+      train_data_(cfg.data.train, cfg.training.seq_len, cfg.training.seed, cfg.data.shuffle),
+      dp_(make_data_parallel(model, dp_group, cfg.parallelism.dp, cfg.optimizer, alloc)),
+      sched_(cfg.schedule()) {
   cfg_.validate(model.config());
-  validate_pipeline(cfg_, model.config());
-  if (cfg_.pp > 1) {
+  if (cfg_.parallelism.pp > 1) {
     pipe_ = std::make_unique<PipelineStep>(model, cfg_, pipe);
     dp_->set_pipeline_group(pipe.pp);
   }
-  PX_CHECK(cfg_.tp == model.tp().size(), "the run asks for tp {} but the model was built for tp {}",
-           cfg_.tp, model.tp().size());
+  PX_CHECK(cfg_.parallelism.tp == model.tp().size(),
+           "the run asks for tp {} but the model was built for tp {}", cfg_.parallelism.tp,
+           model.tp().size());
   train_data_.validate_vocab(model.config().vocab_size);
-  if (!cfg_.val_files.empty()) {
-    val_data_ = std::make_unique<DataLoader>(cfg_.val_files, cfg_.seq_len, cfg_.seed, false);
+  if (!cfg_.data.val.empty()) {
+    val_data_ = std::make_unique<DataLoader>(cfg_.data.val, cfg_.training.seq_len,
+                                             cfg_.training.seed, false);
     val_data_->validate_vocab(model.config().vocab_size);
   }
-  if (cfg_.precision != Precision::FP32)
-    matmul_ = std::make_unique<MatmulPrecision>(cfg_.precision, model.params(), alloc,
-                                                !cfg_.emulate_lowp_gemm);
-  if (cfg_.precision == Precision::FP16) scaler_ = LossScaler(cfg_.loss_scale);
-  model_.set_compute(matmul_.get(), cfg_.recompute);
+  const PrecisionConfig& prec = cfg_.precision;
+  if (prec.matmul != Precision::FP32)
+    matmul_ = std::make_unique<MatmulPrecision>(prec.matmul, model.params(), alloc,
+                                                !prec.emulate_lowp_gemm);
+  if (prec.matmul == Precision::FP16) scaler_ = LossScaler(prec.loss_scale);
+  model_.set_compute(matmul_.get(), cfg_.training.recompute);
 }
 
 std::string Trainer::compute_summary() const {
-  std::string s = cfg_.precision == Precision::FP32 ? "fp32"
-                  : cfg_.precision == Precision::BF16 ? "bf16 (fp32 master weights)"
-                                                      : "fp16 (fp32 master weights)";
+  const PrecisionConfig& prec = cfg_.precision;
+  std::string s = prec.matmul == Precision::FP32   ? "fp32"
+                  : prec.matmul == Precision::BF16 ? "bf16 (fp32 master weights)"
+                                                   : "fp16 (fp32 master weights)";
   s = "precision " + s;
   if (matmul_) s += "; GEMM: " + matmul_->gemm().backend();
-  if (cfg_.precision == Precision::FP16)
+  if (prec.matmul == Precision::FP16)
     s += fmt::format("; loss scale {} (window {}, hysteresis {}, min {})", scaler_.scale(),
-                     cfg_.loss_scale.window, cfg_.loss_scale.hysteresis,
-                     cfg_.loss_scale.min_scale);
+                     prec.loss_scale.window, prec.loss_scale.hysteresis,
+                     prec.loss_scale.min_scale);
   else
-    s += cfg_.skip_nonfinite ? "; on NaN: skip the step" : "; on NaN: stop";
-  return s + "; recompute " + recompute_name(cfg_.recompute);
+    s += prec.skip_nonfinite ? "; on NaN: skip the step" : "; on NaN: stop";
+  return s + "; recompute " + recompute_name(cfg_.training.recompute);
 }
 
 StepStats Trainer::train_step(int64_t step) {
   auto t0 = std::chrono::steady_clock::now();
   alloc_.reset_peaks();
-  const int64_t B = cfg_.micro_batch_size, T = cfg_.seq_len;
+  const int64_t B = cfg_.training.micro_batch_size, T = cfg_.training.seq_len;
+  const int64_t GB = cfg_.training.global_batch_size;
+  const uint64_t seed = cfg_.training.seed;
   const int64_t accum = cfg_.grad_accum_steps();
-  const double tokens = static_cast<double>(cfg_.global_batch_size * T);
+  const double tokens = static_cast<double>(GB * T);
   std::vector<int32_t> in(B * T), tg(B * T);
   // This rank's rows of the global batch: a contiguous block of samples.
-  const int64_t first = step * cfg_.global_batch_size +
-                        dp_->dp_rank() * (cfg_.global_batch_size / dp_->dp_size());
+  const int64_t first = step * GB + dp_->dp_rank() * (GB / dp_->dp_size());
 
   const TpCommCounters tp0 = *model_.tp().counters;
   if (matmul_) matmul_->invalidate();  // 16-bit weight copies: once per step, after the update
-  const bool fp16 = cfg_.precision == Precision::FP16;
+  const bool fp16 = cfg_.precision.matmul == Precision::FP16;
   const double loss_scale = fp16 ? scaler_.scale() : 1.0;
   dp_->begin_step();
   double loss_sum = 0.0;
@@ -89,8 +93,7 @@ StepStats Trainer::train_step(int64_t step) {
     for (int64_t m = 0; m < accum; ++m) {
       train_data_.fill_batch(first + m * B, B, ins.data() + m * B * T, tgs.data() + m * B * T);
       mbs.push_back({ins.data() + m * B * T, tgs.data() + m * B * T, B, T, loss_scale / tokens,
-                     DropoutKey{dropout_seed(cfg_.seed, step),
-                                first + m * B - step * cfg_.global_batch_size}});
+                     DropoutKey{dropout_seed(seed, step), first + m * B - step * GB}});
     }
     // Armed, but backward reports no segments: the dp reduction starts in
     // finish_step, after the embedding group has summed the tied table.
@@ -103,8 +106,7 @@ StepStats Trainer::train_step(int64_t step) {
     dp_->begin_micro_batch(m + 1 == accum);
     // Dropout key: per step; the global sample number tells micro-batches and
     // dp ranks apart, so the masks do not depend on the layout.
-    const DropoutKey drop{dropout_seed(cfg_.seed, step),
-                                       first + m * B - step * cfg_.global_batch_size};
+    const DropoutKey drop{dropout_seed(seed, step), first + m * B - step * GB};
     loss_sum +=
         model_.forward_backward(in.data(), tg.data(), B, T, loss_scale / tokens, drop).sum;
   }
@@ -113,8 +115,8 @@ StepStats Trainer::train_step(int64_t step) {
   s.lr = sched_.at(updates_);
   DpStepResult r;
   try {
-    r = dp_->finish_step(loss_sum, s.lr, cfg_.clip_grad,
-                        StepGuard{1.0 / loss_scale, fp16 || cfg_.skip_nonfinite});
+    r = dp_->finish_step(loss_sum, s.lr, cfg_.training.clip_grad,
+                        StepGuard{1.0 / loss_scale, fp16 || cfg_.precision.skip_nonfinite});
   } catch (const Error& e) {
     PX_FAIL("step {}: {}", step, e.what());
   }
@@ -138,7 +140,7 @@ StepStats Trainer::train_step(int64_t step) {
   s.tokens_per_s = tokens / s.step_seconds;
   s.tflops = s.tokens_per_s * flops_per_token_ / 1e12;
   // peak_flops_ is one rank's; the step's tokens ran on dp x tp x pp ranks.
-  const int ranks = dp_->dp_size() * model_.tp().size() * cfg_.pp;
+  const int ranks = dp_->dp_size() * model_.tp().size() * cfg_.parallelism.pp;
   s.mfu = flops_utilisation(s.tokens_per_s, flops_per_token_, peak_flops_, ranks);
   s.hfu = flops_utilisation(s.tokens_per_s, hw_flops_per_token_, peak_flops_, ranks);
   return s;
@@ -146,12 +148,13 @@ StepStats Trainer::train_step(int64_t step) {
 
 double Trainer::evaluate() {
   if (!val_data_) return NAN;
-  const int64_t B = cfg_.micro_batch_size, T = cfg_.seq_len;
+  const int64_t B = cfg_.training.micro_batch_size, T = cfg_.training.seq_len;
+  const int64_t batches = cfg_.logging.eval_batches;
   std::vector<int32_t> in(B * T), tg(B * T);
   if (matmul_) matmul_->invalidate();  // the weights may have changed since the last copy
   LossSum total;
-  if (pipe_) total = pipe_->evaluate(*val_data_, cfg_.eval_batches, B, T);
-  for (int64_t i = 0; i < cfg_.eval_batches && !pipe_; ++i) {
+  if (pipe_) total = pipe_->evaluate(*val_data_, batches, B, T);
+  for (int64_t i = 0; i < batches && !pipe_; ++i) {
     val_data_->fill_batch(i * B, B, in.data(), tg.data());
     LossSum l = model_.forward_loss(in.data(), tg.data(), B, T);
     total.sum += l.sum;
@@ -163,9 +166,11 @@ double Trainer::evaluate() {
 void Trainer::run(const std::function<void(const StepStats&)>& on_step,
                   const std::function<bool(int64_t completed)>& after_step) {
   // Opened here, not at construction: a resumed run knows its first step now.
-  if (!cfg_.metrics_path.empty() && logging_rank() && !metrics_.enabled())
-    metrics_ = MetricsWriter(cfg_.metrics_path, start_step_);
-  for (int64_t step = start_step_; step < cfg_.steps; ++step) {
+  const LoggingConfig& lg = cfg_.logging;
+  const int64_t steps = cfg_.training.steps;
+  if (!lg.metrics_path.empty() && logging_rank() && !metrics_.enabled())
+    metrics_ = MetricsWriter(lg.metrics_path, start_step_);
+  for (int64_t step = start_step_; step < steps; ++step) {
     StepStats s = train_step(step);
     nlohmann::json rec = {{"step", s.step},
                           {"loss", s.loss},
@@ -186,16 +191,16 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step,
                            {{"dp", s.comm_bytes}, {"tp", s.tp_comm_bytes}, {"sp", s.sp_comm_bytes}}},
                           {"memory", memory_json(alloc_.stats())}};
     if (pipe_)
-      rec["pipeline"] = {{"schedule", cfg_.schedule},
-                         {"pp", cfg_.pp},
-                         {"virtual_stages", cfg_.virtual_stages},
+      rec["pipeline"] = {{"schedule", cfg_.parallelism.schedule},
+                         {"pp", cfg_.parallelism.pp},
+                         {"virtual_stages", cfg_.parallelism.virtual_stages},
                          {"micro_batches", cfg_.grad_accum_steps()},
                          {"bubble_fraction", s.bubble_fraction},
                          {"bubble_fraction_replayed", s.bubble_fraction_replayed},
                          {"peak_activation_bytes", s.stage_peak_activation_bytes}};
     if (s.skipped) rec["nonfinite"] = s.nonfinite;
-    bool last = step + 1 == cfg_.steps;
-    if (val_data_ && ((cfg_.eval_interval > 0 && (step + 1) % cfg_.eval_interval == 0) || last))
+    bool last = step + 1 == steps;
+    if (val_data_ && ((lg.eval_interval > 0 && (step + 1) % lg.eval_interval == 0) || last))
       rec["val_loss"] = evaluate();
     metrics_.write(rec);
     if (on_step) on_step(s);

@@ -15,7 +15,7 @@
 #include "data/data_loader.h"
 #include "nn/matmul_precision.h"
 #include "model/transformer.h"
-#include "optim/adamw.h"
+#include "optim/optimizer.h"
 #include "optim/loss_scaler.h"
 #include "parallel/data/data_parallel.h"
 #include "optim/lr_schedule.h"
@@ -54,15 +54,15 @@ class Trainer {
  public:
   // The model must already hold its initial parameters (the same on every
   // rank). peak_flops: one rank's peak FLOP/s (<= 0: no MFU). dp_group: the
-  // data-parallel group when cfg.dp.dp > 1, else null.
-  // pipe: the pp and embedding groups when cfg.pp > 1 (the model is then
+  // data-parallel group when cfg.parallelism.dp.dp > 1, else null.
+  // pipe: the pp and embedding groups when cfg.parallelism.pp > 1 (the model is then
   // this rank's stage, see pipeline_stage()).
   Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, double peak_flops,
           comm::Communicator* dp_group = nullptr, PipelineGroups pipe = {});
   StepStats train_step(int64_t step);
-  // Mean loss over eval_batches micro-batches of the validation files.
+  // Mean loss over logging.eval_batches micro-batches of the validation files.
   double evaluate();
-  // Runs steps [start_step, cfg.steps); on_step is called after each
+  // Runs steps [start_step, cfg.training.steps); on_step is called after each
   // (progress, logging), then after_step (checkpoints) with the number of
   // steps completed, which ends the run early by returning true.
   void run(const std::function<void(const StepStats&)>& on_step,
@@ -75,7 +75,7 @@ class Trainer {
   // checkpoint left them.
   void restore_progress(int64_t updates, const LossScalerState& scaler) {
     updates_ = updates;
-    if (cfg_.precision == Precision::FP16) scaler_.restore(scaler);
+    if (cfg_.precision.matmul == Precision::FP16) scaler_.restore(scaler);
   }
   // This rank's optimizer (null on a parameter-server worker).
   const Optimizer* optimizer() const { return dp_->optimizer(); }

@@ -49,36 +49,36 @@ TrainJobOptions job(const Layout& l, const std::string& save, const std::string&
     m.tie_embeddings = false;
   }
   TrainConfig& t = o.run.train;
-  t.train_files = {env().shard};
-  t.steps = 20;
-  t.micro_batch_size = 2;
-  t.global_batch_size = 8;
-  t.seq_len = 16;
-  t.lr = 1e-2;
-  t.warmup = 3;
-  t.seed = 11;
-  t.attention_dropout = 0.1;
-  t.hidden_dropout = 0.1;
-  t.log_interval = 1000;
-  t.peak_tflops = 1;  // no GEMM measurement
-  t.metrics_path = metrics;
-  t.save_dir = save;
-  t.dp.dp = l.dp;
-  t.dp.zero = l.zero;
-  t.dp.mode = l.ps ? DpMode::ParameterServer : DpMode::AllReduce;
-  t.dp.bucket_mb = 0.01;
-  t.tp = l.tp;
-  t.sequence_parallel = l.sp;
-  t.optimizer = l.optimizer;
+  t.data.train = {env().shard};
+  t.training.steps = 20;
+  t.training.micro_batch_size = 2;
+  t.training.global_batch_size = 8;
+  t.training.seq_len = 16;
+  t.optimizer.lr = 1e-2;
+  t.lr_schedule.warmup = 3;
+  t.training.seed = 11;
+  m.attn_dropout = 0.1;
+  m.hidden_dropout = 0.1;
+  t.logging.log_interval = 1000;
+  t.logging.peak_tflops = 1;  // no GEMM measurement
+  t.logging.metrics_path = metrics;
+  t.checkpoint.save_dir = save;
+  t.parallelism.dp.dp = l.dp;
+  t.parallelism.dp.zero = l.zero;
+  t.parallelism.dp.mode = l.ps ? DpMode::ParameterServer : DpMode::AllReduce;
+  t.parallelism.dp.bucket_mb = 0.01;
+  t.parallelism.tp = l.tp;
+  t.parallelism.sequence_parallel = l.sp;
+  t.optimizer.kind = optimizer_from_name(l.optimizer);
   if (l.fp16) {
-    t.precision = Precision::FP16;
-    t.loss_scale.initial_scale = 1 << 24;
-    t.loss_scale.window = 3;
-    t.loss_scale.hysteresis = 1;
+    t.precision.matmul = Precision::FP16;
+    t.precision.loss_scale.initial_scale = 1 << 24;
+    t.precision.loss_scale.window = 3;
+    t.precision.loss_scale.hysteresis = 1;
   }
-  t.pp = l.pp;
-  t.schedule = l.schedule;
-  t.virtual_stages = l.virtual_stages;
+  t.parallelism.pp = l.pp;
+  t.parallelism.schedule = l.schedule;
+  t.parallelism.virtual_stages = l.virtual_stages;
   o.threads = 1;
   return o;
 }

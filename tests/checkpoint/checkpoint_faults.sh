@@ -32,14 +32,17 @@ intermediate_size = 64
 max_positions = 32
 [data]
 train = "data_train.bin"
-[train]
+[training]
 steps = 6
 micro_batch_size = 2
 global_batch_size = 4
 seq_len = 16
+[parallelism]
 dp = 2
+[checkpoint]
 save = "ck"
 save_interval = 2
+[logging]
 peak_tflops = 1
 TOML
 

@@ -42,8 +42,8 @@ TEST(HfRoundTrip, FromTp2) {
   const Layout l{.tp = 2};
   const std::string dir = env().scratch + "/hf_tp2";
   TrainJobOptions o = job(l, dir, "");
-  o.run.train.steps = 4;
-  o.run.train.save_hf_dir = dir + "_direct";
+  o.run.train.training.steps = 4;
+  o.run.train.checkpoint.save_hf_dir = dir + "_direct";
   run_job(o, l);
   if (world->rank() == 0) {
     export_checkpoint_to_hf(dir, dir + "_export", DType::F32);
@@ -133,8 +133,8 @@ TEST(HfRoundTrip, FromTp2Pp2) {
   const Layout l{.tp = 2, .pp = 2};
   const std::string dir = env().scratch + "/hf_tp2_pp2";
   TrainJobOptions o = job(l, dir, "");
-  o.run.train.steps = 4;
-  o.run.train.save_hf_dir = dir + "_direct";
+  o.run.train.training.steps = 4;
+  o.run.train.checkpoint.save_hf_dir = dir + "_direct";
   run_job(o, l);
   if (world->rank() == 0) export_checkpoint_to_hf(dir, dir + "_export", DType::F32);
   world->barrier();
@@ -165,8 +165,8 @@ TEST(HfRoundTrip, FromTp2Pp2) {
   // the one-process job started from it.
   auto from_export = [&](const Layout& at, const std::string& metrics) {
     TrainJobOptions j = job(at, "", metrics);
-    j.run.train.steps = 3;
-    j.run.train.init_from = dir + "_export";
+    j.run.train.training.steps = 3;
+    j.run.train.checkpoint.init_from = dir + "_export";
     run_job(j, at);
   };
   from_export(Layout{}, dir + "_init_one.jsonl");

@@ -24,10 +24,10 @@ TEST_P(Reshard, ContinuesTheRun) {
   const Reference& ref = reference(p.from);
   const std::string dir = env().scratch + "/reshard_" + p.from.name() + "_to_" + p.to.name();
   TrainJobOptions first = job(p.from, dir, dir + "_a.jsonl");
-  first.run.train.exit_interval = 10;
+  first.run.train.checkpoint.exit_interval = 10;
   run_job(first, p.from);
   TrainJobOptions second = job(p.to, dir, dir + "_b.jsonl");
-  second.run.train.load_dir = dir;
+  second.run.train.checkpoint.load_dir = dir;
   run_job(second, p.to);
   if (env().world->rank() != 0) return;
 

@@ -19,10 +19,10 @@ TEST_P(Resume, IsBitExact) {
   const Reference& ref = reference(l);
   const std::string dir = env().scratch + "/resume_" + l.name();
   TrainJobOptions first = job(l, dir, dir + "_a.jsonl");
-  first.run.train.exit_interval = 10;
+  first.run.train.checkpoint.exit_interval = 10;
   run_job(first, l);
   TrainJobOptions second = job(l, dir, dir + "_b.jsonl");
-  second.run.train.resume = true;
+  second.run.train.checkpoint.resume = true;
   run_job(second, l);
   if (env().world->rank() != 0) return;
 

@@ -53,8 +53,8 @@ grep -q "resumed from .*step-0000012" "$work/resume.log" || fail "resume did not
 
 # Bad inputs.
 expect_error "config file '$work/none.toml' does not exist" "$bin" train --config "$work/none.toml"
-printf '[train]\nsteps = 3\nlr = "fast"\n' > "$work/bad.toml"
-expect_error "[train] lr must be a number" "$bin" train --config "$work/bad.toml"
+printf '[training]\nsteps = 3\n[optimizer]\nlr = "fast"\n' > "$work/bad.toml"
+expect_error "[optimizer] lr must be a number" "$bin" train --config "$work/bad.toml"
 expect_error "global batch size (3) is not divisible by micro batch size (2)" \
   "$bin" train --model gpt2-tiny --data "$work/data_train.bin" --micro-batch-size 2 \
   --global-batch-size 3 --save-hf "$work/never"

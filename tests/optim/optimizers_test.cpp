@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/rng.h"
+#include "optim/adam.h"
 #include "optim/muon.h"
 #include "optim/newton_schulz.h"
 #include "optim/optimizer.h"
@@ -136,6 +137,37 @@ TEST(Optimizers, BadNamesAndValues) {
   c = OptimizerConfig{};
   c.muon_ns_steps = 0;
   EXPECT_THROW(c.validate(), Error);
+}
+
+// Adam and AdamW are one optimizer with two decay rules: the same state, the
+// same names; with no decay they take bitwise the same steps, with decay
+// AdamW's parameters end up different from Adam's (decoupled vs L2).
+TEST(Optimizers, AdamAndAdamWDifferOnlyInTheDecayRule) {
+  auto run = [](OptimizerKind k, double wd) {
+    Allocator alloc;
+    ParameterSet ps;
+    build(ps);
+    ps.allocate(alloc);
+    ps.init_random(3);
+    OptimizerConfig c = config(k);
+    c.weight_decay = wd;
+    Adam opt(ps, c, alloc);
+    EXPECT_EQ(opt.kind(), k);
+    EXPECT_EQ(opt.state().size(), 2u);
+    for (int step = 0; step < 3; ++step) {
+      fill_grads(ps, step);
+      opt.step(ps, 1e-2);
+    }
+    const float* v = ps.flat_values().data<float>();
+    return std::vector<float>(v, v + ps.total_numel());
+  };
+  EXPECT_EQ(run(OptimizerKind::Adam, 0.0), run(OptimizerKind::AdamW, 0.0));
+  EXPECT_NE(run(OptimizerKind::Adam, 0.1), run(OptimizerKind::AdamW, 0.1));
+  Allocator alloc;
+  ParameterSet ps;
+  build(ps);
+  ps.allocate(alloc);
+  EXPECT_THROW(Adam(ps, config(OptimizerKind::SGD), alloc), Error);
 }
 
 TEST(NewtonSchulz, NearOrthogonalAndTransposeConsistent) {

@@ -24,18 +24,18 @@ DpTestEnv& env() {
 RunResult train_run(const ModelConfig& model, const DpOptions& dp, comm::Communicator* group,
                     int steps, const std::string& optimizer) {
   TrainConfig t;
-  t.train_files = {env().shard};
-  t.seq_len = 16;
-  t.micro_batch_size = 2;
-  t.global_batch_size = 24;
-  t.steps = steps;
-  t.lr = 3e-3;
-  t.warmup = 3;
-  t.eps = 1e-6;  // see layout_invariance_dist.cpp
-  t.clip_grad = 0.5;  // low enough that clipping is active in early steps
-  t.dp = dp;
-  t.optimizer = optimizer;
-  if (optimizer == "sgd" || optimizer == "momentum") t.lr = 0.1;
+  t.data.train = {env().shard};
+  t.training.seq_len = 16;
+  t.training.micro_batch_size = 2;
+  t.training.global_batch_size = 24;
+  t.training.steps = steps;
+  t.optimizer.lr = 3e-3;
+  t.lr_schedule.warmup = 3;
+  t.optimizer.eps = 1e-6;  // see layout_invariance_dist.cpp
+  t.training.clip_grad = 0.5;  // low enough that clipping is active in early steps
+  t.parallelism.dp = dp;
+  t.optimizer.kind = optimizer_from_name(optimizer);
+  if (optimizer == "sgd" || optimizer == "momentum") t.optimizer.lr = 0.1;
   Allocator alloc;
   Transformer m(model, alloc);
   m.params().init_random(7);

@@ -123,38 +123,39 @@ TEST(PipelineLayout, UnevenStagesMatchOneProcess) {
 // What the trainer rejects before building anything, with the values.
 TEST(PipelineLayout, RejectsImpossibleLayouts) {
   TrainConfig t;
-  t.train_files = {"x"};
-  t.pp = 4;
-  t.micro_batch_size = 1;
-  t.global_batch_size = 9;
-  t.schedule = "interleaved";
-  t.virtual_stages = 2;
+  t.data.train = {"x"};
+  t.parallelism.pp = 4;
+  t.training.micro_batch_size = 1;
+  t.training.global_batch_size = 9;
+  t.parallelism.schedule = "interleaved";
+  t.parallelism.virtual_stages = 2;
+  t.training.seq_len = 16;
   auto message = [&](const ModelConfig& m) {
     try {
-      validate_pipeline(t, m);
+      t.validate(m);
     } catch (const Error& e) {
       return std::string(e.what());
     }
     return std::string();
   };
   EXPECT_NE(message(pp_gpt2()).find("divisible by pp (4)"), std::string::npos) << message(pp_gpt2());
-  t.global_batch_size = 8;
+  t.training.global_batch_size = 8;
   ModelConfig small = pp_gpt2();
   small.n_layers = 6;
   EXPECT_NE(message(small).find("cannot split 6 layers into 4 stages x 2 chunks"), std::string::npos)
       << message(small);
-  t.schedule = "1f1b";
-  t.virtual_stages = 1;
-  t.pp_layers = "2,2,2,1";
+  t.parallelism.schedule = "1f1b";
+  t.parallelism.virtual_stages = 1;
+  t.parallelism.pp_layers = "2,2,2,1";
   EXPECT_NE(message(pp_gpt2()).find("sums to 7 layers, but the model has 8"), std::string::npos)
       << message(pp_gpt2());
-  t.pp_layers = "";
-  t.dp.zero = 2;
+  t.parallelism.pp_layers = "";
+  t.parallelism.dp.zero = 2;
   EXPECT_NE(message(pp_gpt2()).find("ZeRO stage 2 with pp 4"), std::string::npos);
-  t.dp.zero = 0;
-  t.schedule = "zb2";
+  t.parallelism.dp.zero = 0;
+  t.parallelism.schedule = "zb2";
   EXPECT_NE(message(pp_gpt2()).find("unknown pipeline schedule 'zb2'"), std::string::npos);
-  t.schedule = "gpipe";
+  t.parallelism.schedule = "gpipe";
   EXPECT_EQ(message(pp_gpt2()), "");
 }
 

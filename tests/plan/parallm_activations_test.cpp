@@ -10,7 +10,7 @@
 
 #include "../model/test_models.h"
 #include "model/transformer.h"
-#include "optim/adamw.h"
+#include "optim/adam.h"
 #include "plan/memory_model.h"
 
 namespace parallm {
@@ -24,7 +24,7 @@ Measured run_one_step(const ModelConfig& cfg, int64_t B, int64_t T) {
   Allocator alloc;
   Transformer model(cfg, alloc);
   model.params().init_random(7);
-  AdamW opt(model.params(), AdamWConfig{}, alloc);
+  Adam opt(model.params(), OptimizerConfig{}, alloc);  // AdamW by default
   std::vector<int32_t> in(B * T), tg(B * T);
   for (int64_t i = 0; i < B * T; ++i) {
     in[i] = static_cast<int32_t>((i * 37 + 11) % cfg.vocab_size);

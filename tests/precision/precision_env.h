@@ -28,13 +28,13 @@ inline std::string make_shard(const std::string& name) {
 
 inline TrainConfig small_run(const std::string& shard, int64_t steps) {
   TrainConfig t;
-  t.train_files = {shard};
-  t.seq_len = 32;
-  t.micro_batch_size = 4;
-  t.global_batch_size = 8;  // two micro-batches: accumulation is exercised
-  t.steps = steps;
-  t.lr = 3e-3;
-  t.warmup = 5;
+  t.data.train = {shard};
+  t.training.seq_len = 32;
+  t.training.micro_batch_size = 4;
+  t.training.global_batch_size = 8;  // two micro-batches: accumulation is exercised
+  t.training.steps = steps;
+  t.optimizer.lr = 3e-3;
+  t.lr_schedule.warmup = 5;
   return t;
 }
 

@@ -46,7 +46,7 @@ void expect_tracks_fp32(const std::string& name) {
   TrainConfig t = small_run(shard, 50);
   const RunResult f32 = train(c, t);
   for (Precision p : {Precision::BF16, Precision::FP16}) {
-    t.precision = p;
+    t.precision.matmul = p;
     const RunResult r = train(c, t);
     const Gap g = gap(r, f32);
     const bool bf16 = p == Precision::BF16;
@@ -71,9 +71,9 @@ TEST(MixedPrecision, EmulatedBf16MatchesNative) {
   if (!cpu::cpu_has_avx512_bf16()) GTEST_SKIP() << "no AVX512-BF16";
   const std::string shard = make_shard("precision_emu");
   TrainConfig t = small_run(shard, 10);
-  t.precision = Precision::BF16;
+  t.precision.matmul = Precision::BF16;
   const RunResult native = train(family("gpt2"), t);
-  t.emulate_lowp_gemm = true;
+  t.precision.emulate_lowp_gemm = true;
   const RunResult emulated = train(family("gpt2"), t);
   const Gap g = gap(emulated, native);
   EXPECT_LE(g.loss, 1e-3);
@@ -88,9 +88,9 @@ TEST(MixedPrecision, EmulatedBf16MatchesNative) {
 TEST(MixedPrecision, Fp16OverflowIsSkippedAndTheScaleBacksOffThenGrows) {
   const std::string shard = make_shard("precision_overflow");
   TrainConfig t = small_run(shard, 30);
-  t.precision = Precision::FP16;
-  t.loss_scale = LossScalerConfig{.initial_scale = std::ldexp(1.0, 40), .window = 4,
-                                  .hysteresis = 1};
+  t.precision.matmul = Precision::FP16;
+  t.precision.loss_scale = LossScalerConfig{.initial_scale = std::ldexp(1.0, 40), .window = 4,
+                                            .hysteresis = 1};
   std::vector<float> initial;
   const RunResult r = train(family("gpt2"), t, [&](Transformer& m, Trainer&) {
     const Tensor& v = m.params().flat_values();
@@ -125,7 +125,7 @@ TEST(MixedPrecision, Fp16OverflowIsSkippedAndTheScaleBacksOffThenGrows) {
   EXPECT_LT(r.steps.back().loss, r.steps[first_clean].loss);
   // Nothing changed the parameters while every step was skipped: rerun only
   // the skipped prefix and compare.
-  t.steps = first_clean;
+  t.training.steps = first_clean;
   const RunResult prefix = train(family("gpt2"), t);
   ASSERT_EQ(prefix.params.size(), initial.size());
   EXPECT_EQ(std::memcmp(prefix.params.data(), initial.data(), initial.size() * sizeof(float)), 0);
@@ -162,7 +162,7 @@ TEST(NonFinite, StopNamesTheStepAndTheParameter) {
 TEST(NonFinite, SkipRefusesTheStepAndGoesOn) {
   const std::string shard = make_shard("precision_nan_skip");
   TrainConfig t = small_run(shard, 4);
-  t.skip_nonfinite = true;
+  t.precision.skip_nonfinite = true;
   int calls = 0;
   const RunResult r = train(family("gpt2"), t,
                             [&](Transformer& m, Trainer&) { plant_nan(m, 1, &calls); });

@@ -17,10 +17,10 @@ namespace {
 double predicted_activations(const ModelConfig& c, const TrainConfig& t) {
   MemoryQuery q;
   q.model = c;
-  q.seq_len = t.seq_len;
-  q.micro_batch = t.micro_batch_size;
-  q.precision = t.precision;
-  q.recompute = t.recompute;
+  q.seq_len = t.training.seq_len;
+  q.micro_batch = t.training.micro_batch_size;
+  q.precision = t.precision.matmul;
+  q.recompute = t.training.recompute;
   q.activation_model = ActivationModel::Parallm;
   const ParallmActivations a = parallm_activations(q);
   return a.per_layer * static_cast<double>(c.n_layers) + a.outside + a.working;
@@ -33,8 +33,8 @@ void expect_bit_identical(const std::string& name, Precision precision) {
   const Recompute modes[3] = {Recompute::None, Recompute::Selective, Recompute::Full};
   for (int k = 0; k < 3; ++k) {
     TrainConfig t = small_run(shard, 4);
-    t.precision = precision;
-    t.recompute = modes[k];
+    t.precision.matmul = precision;
+    t.training.recompute = modes[k];
     runs[k] = train(c, t);
     EXPECT_NEAR(static_cast<double>(runs[k].activation_peak), predicted_activations(c, t),
                 0.01 * predicted_activations(c, t))

@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   LrSchedule sched{.lr = 1e-2, .warmup = 2, .total_steps = steps, .min_lr_ratio = 0.1};
 
   OptimizerConfig base;
+  base.lr = sched.lr;  // the schedule scales it (and Muon's lr) per step
   base.beta1 = 0.9;
   base.beta2 = 0.95;
   base.eps = 1e-8;
@@ -57,7 +58,7 @@ int main(int argc, char** argv) {
   base.momentum = 0.9;
   base.muon_momentum = 0.95;
   base.muon_ns_steps = 5;
-  base.muon_lr_ratio = 2.0;
+  base.muon_lr = 2.0 * sched.lr;  // exactly twice the scheduled lr
   base.muon_weight_decay = 0.05;
   std::vector<Case> cases;
   for (auto [name, kind, nesterov] :
@@ -133,7 +134,7 @@ int main(int argc, char** argv) {
                         {"momentum", base.momentum},
                         {"muon_momentum", base.muon_momentum},
                         {"muon_ns_steps", base.muon_ns_steps},
-                        {"muon_lr_ratio", base.muon_lr_ratio},
+                        {"muon_lr_ratio", base.muon_lr_ratio()},
                         {"muon_weight_decay", base.muon_weight_decay},
                         {"cases", {"sgd", "momentum", "nesterov", "adam", "adamw", "muon"}}}
              .dump(2);

@@ -15,7 +15,7 @@
 #include "io/hf_layout.h"
 #include "io/hf_model.h"
 #include "io/safetensors.h"
-#include "optim/adamw.h"
+#include "optim/adam.h"
 #include "optim/grad_clip.h"
 #include "optim/lr_schedule.h"
 
@@ -100,7 +100,8 @@ int main(int argc, char** argv) {
   // (softmax ignores a per-row shift), so both sides hold fp32 rounding noise
   // (~1e-9) there, which eps 1e-8 would turn into lr-sized updates of random
   // sign; with 1e-6 the comparison measures the optimizer, not that noise.
-  AdamWConfig ac{.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-6, .weight_decay = 0.1};
+  OptimizerConfig ac{.kind = OptimizerKind::AdamW, .lr = sched.lr, .beta1 = 0.9, .beta2 = 0.95,
+                     .eps = 1e-6, .weight_decay = 0.1};
   const double clip = 0.5;
   const int steps = 5;
   std::ofstream(out / "train.json")
@@ -117,7 +118,7 @@ int main(int argc, char** argv) {
   st.add("logits", {B, T, cfg.vocab_size},
          std::vector<float>(logits.data<float>(), logits.data<float>() + logits.numel()));
 
-  AdamW opt(model.params(), ac, alloc);
+  Adam opt(model.params(), ac, alloc);
   for (int s = 0; s < steps; ++s) {
     model.params().zero_grads();
     LossSum l = model.forward_backward(tokens.data(), targets.data(), B, T, 1.0 / count);

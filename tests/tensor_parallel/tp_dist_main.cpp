@@ -72,13 +72,13 @@ TpRunResult tp_train_run(const ModelConfig& model, const TpLayout& l, int steps)
   }
   TpGroup tp{.comm = l.tp > 1 ? tp_comm.get() : nullptr, .sequence_parallel = l.sp};
   TrainConfig t;
-  t.train_files = {env().shard};
-  t.seq_len = 16;
-  t.micro_batch_size = 2;
-  t.global_batch_size = 24;
-  t.steps = steps;
-  t.lr = 3e-3;
-  t.warmup = 3;
+  t.data.train = {env().shard};
+  t.training.seq_len = 16;
+  t.training.micro_batch_size = 2;
+  t.training.global_batch_size = 24;
+  t.training.steps = steps;
+  t.optimizer.lr = 3e-3;
+  t.lr_schedule.warmup = 3;
   // Adam divides by sqrt(v) + eps, so an element whose gradient nearly
   // cancels in some step (|g| ~ eps) turns fp32 summation noise into an
   // update difference of up to lr (tests/parallel/layout_invariance_dist.cpp).
@@ -88,18 +88,18 @@ TpRunResult tp_train_run(const ModelConfig& model, const TpLayout& l, int steps)
   // embed[869][49] of the multi-query LLaMA (tp 4, step 4). eps 1e-5 keeps
   // Adam's gain on such elements 10x lower, so the element-wise check below
   // holds at 1e-5 without exceptions.
-  t.eps = 1e-5;
-  t.clip_grad = 0.5;
-  t.dp.dp = l.dp;
-  t.dp.zero = l.zero;
-  t.dp.bucket_mb = 0.05;
-  t.tp = l.tp;
-  t.sequence_parallel = l.sp;
-  t.optimizer = l.optimizer;
-  if (l.optimizer == "sgd" || l.optimizer == "momentum") t.lr = 0.1;
-  t.precision = l.precision;
-  t.recompute = l.recompute;
-  t.loss_scale = l.loss_scale;
+  t.optimizer.eps = 1e-5;
+  t.training.clip_grad = 0.5;
+  t.parallelism.dp.dp = l.dp;
+  t.parallelism.dp.zero = l.zero;
+  t.parallelism.dp.bucket_mb = 0.05;
+  t.parallelism.tp = l.tp;
+  t.parallelism.sequence_parallel = l.sp;
+  t.optimizer.kind = optimizer_from_name(l.optimizer);
+  if (l.optimizer == "sgd" || l.optimizer == "momentum") t.optimizer.lr = 0.1;
+  t.precision.matmul = l.precision;
+  t.training.recompute = l.recompute;
+  t.precision.loss_scale = l.loss_scale;
   Allocator alloc;
   Transformer m(model, alloc, tp);
   m.params().init_random(7);

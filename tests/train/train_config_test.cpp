@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 namespace fs = std::filesystem;
 
@@ -37,22 +38,36 @@ num_layers = 2
 num_heads = 6
 num_kv_heads = 2
 intermediate_size = 200
+attention_dropout = 0.1
 [data]
 train = ["a.bin", "/abs/b.bin"]
-[train]
+[training]
 steps = 7
+[optimizer]
+name = "muon"
 lr = 0.5
+[parallelism]
+dp = 2
+dp_mode = "ps"
+[checkpoint]
+save = "ck"
+[logging]
 metrics = "out/m.jsonl"
 )"));
   EXPECT_EQ(rc.model.arch, Arch::LLaMA);
   EXPECT_EQ(rc.model.head_dim, 12);
   EXPECT_EQ(rc.model.n_kv_heads, 2);
-  EXPECT_EQ(rc.train.steps, 7);
-  EXPECT_EQ(rc.train.lr, 0.5);
-  ASSERT_EQ(rc.train.train_files.size(), 2u);
-  EXPECT_EQ(rc.train.train_files[0], (fs::temp_directory_path() / "a.bin").string());
-  EXPECT_EQ(rc.train.train_files[1], "/abs/b.bin");
-  EXPECT_EQ(rc.train.metrics_path, (fs::temp_directory_path() / "out/m.jsonl").string());
+  EXPECT_EQ(rc.model.attn_dropout, 0.1);
+  EXPECT_EQ(rc.train.training.steps, 7);
+  EXPECT_EQ(rc.train.optimizer.kind, OptimizerKind::Muon);
+  EXPECT_EQ(rc.train.optimizer.lr, 0.5);
+  EXPECT_EQ(rc.train.parallelism.dp.dp, 2);
+  EXPECT_EQ(rc.train.parallelism.dp.mode, DpMode::ParameterServer);
+  EXPECT_EQ(rc.train.checkpoint.save_dir, (fs::temp_directory_path() / "ck").string());
+  ASSERT_EQ(rc.train.data.train.size(), 2u);
+  EXPECT_EQ(rc.train.data.train[0], (fs::temp_directory_path() / "a.bin").string());
+  EXPECT_EQ(rc.train.data.train[1], "/abs/b.bin");
+  EXPECT_EQ(rc.train.logging.metrics_path, (fs::temp_directory_path() / "out/m.jsonl").string());
 }
 
 TEST(RunConfig, PresetWithGpt2Defaults) {
@@ -63,12 +78,20 @@ TEST(RunConfig, PresetWithGpt2Defaults) {
 }
 
 TEST(RunConfig, ErrorsNameTheProblem) {
-  EXPECT_NE(error_of("[train]\nstesp = 3\n").find("unknown key 'stesp' in [train]"),
+  EXPECT_NE(error_of("[training]\nstesp = 3\n").find("unknown key 'stesp' in [training]"),
+            std::string::npos);
+  // A key in the wrong table is unknown there.
+  EXPECT_NE(error_of("[training]\nlr = 3\n").find("unknown key 'lr' in [training]"),
             std::string::npos);
   EXPECT_NE(error_of("[trian]\n").find("unknown table 'trian'"), std::string::npos);
-  EXPECT_NE(error_of("[train]\nsteps = \"many\"\n").find("steps must be an integer"),
+  // The flat table this tree replaced is named with a pointer to the new ones.
+  EXPECT_NE(error_of("[train]\nsteps = 3\n").find("[train] was split into those tables"),
             std::string::npos);
-  EXPECT_NE(error_of("[train\nsteps = 1\n").find("malformed TOML"), std::string::npos);
+  EXPECT_NE(error_of("[training]\nsteps = \"many\"\n").find("steps must be an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of("[optimizer]\nname = \"lion\"\n").find("unknown optimizer 'lion'"),
+            std::string::npos);
+  EXPECT_NE(error_of("[training\nsteps = 1\n").find("malformed TOML"), std::string::npos);
   EXPECT_NE(error_of("[model]\npreset = \"gpt5\"\n").find("unknown model 'gpt5'"),
             std::string::npos);
   EXPECT_NE(error_of("[model]\narch = \"bert\"\n").find("unknown model arch 'bert'"),
@@ -79,6 +102,48 @@ TEST(RunConfig, ErrorsNameTheProblem) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "config file '/nonexistent/run.toml' does not exist");
   }
+}
+
+// Each part names its own bad values; TrainConfig::validate the ones that
+// relate two parts or the model.
+TEST(TrainConfig, ValidateNamesTheValues) {
+  auto error_of_run = [](const std::function<void(TrainConfig&)>& edit) {
+    TrainConfig t;
+    t.data.train = {"x.bin"};
+    edit(t);
+    try {
+      t.validate(ModelConfig{});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(error_of_run([](TrainConfig&) {}), "(no error)");
+  EXPECT_NE(error_of_run([](TrainConfig& t) { t.data.train.clear(); }).find("no training data"),
+            std::string::npos);
+  EXPECT_NE(error_of_run([](TrainConfig& t) { t.optimizer.lr = 0; }).find("lr must be positive, got 0"),
+            std::string::npos);
+  EXPECT_NE(error_of_run([](TrainConfig& t) { t.optimizer.beta2 = 1; }).find("betas must be in [0, 1)"),
+            std::string::npos);
+  EXPECT_NE(error_of_run([](TrainConfig& t) { t.lr_schedule.min_lr_ratio = 2; })
+                .find("min_lr_ratio must be in [0, 1], got 2"),
+            std::string::npos);
+  EXPECT_NE(error_of_run([](TrainConfig& t) { t.checkpoint.resume = true; })
+                .find("--resume needs --save or --load"),
+            std::string::npos);
+  EXPECT_NE(error_of_run([](TrainConfig& t) { t.logging.log_interval = 0; })
+                .find("log_interval must be positive, got 0"),
+            std::string::npos);
+  EXPECT_NE(error_of_run([](TrainConfig& t) { t.training.seq_len = 2048; })
+                .find("seq_len (2048) exceeds the model's max_positions (1024)"),
+            std::string::npos);
+  EXPECT_NE(error_of_run([](TrainConfig& t) { t.parallelism.dp.dp = 3; })
+                .find("global batch size (4) is not divisible by micro batch size (4) times data "
+                      "parallel size (3)"),
+            std::string::npos);
+  EXPECT_NE(error_of_run([](TrainConfig& t) { t.logging.trace_path = "t.json"; })
+                .find("--trace and --timeline record the pipeline schedule"),
+            std::string::npos);
 }
 
 }  // namespace

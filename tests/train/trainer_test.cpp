@@ -26,13 +26,13 @@ std::string make_shard(const std::string& name) {
 
 TrainConfig small_run(const std::string& shard) {
   TrainConfig t;
-  t.train_files = {shard};
-  t.seq_len = 32;
-  t.micro_batch_size = 4;
-  t.global_batch_size = 4;
-  t.steps = 40;
-  t.lr = 3e-3;
-  t.warmup = 5;
+  t.data.train = {shard};
+  t.training.seq_len = 32;
+  t.training.micro_batch_size = 4;
+  t.training.global_batch_size = 4;
+  t.training.steps = 40;
+  t.optimizer.lr = 3e-3;
+  t.lr_schedule.warmup = 5;
   return t;
 }
 
@@ -63,8 +63,8 @@ TEST(Trainer, GradientAccumulationMatchesOneLargeBatch) {
   std::vector<double> losses[2];
   for (int k = 0; k < 2; ++k) {
     TrainConfig t = small_run(shard);
-    t.steps = 8;
-    t.micro_batch_size = k == 0 ? 4 : 2;
+    t.training.steps = 8;
+    t.training.micro_batch_size = k == 0 ? 4 : 2;
     Allocator a;
     Transformer m(c, a);
     m.params().init_random(1);
@@ -80,7 +80,7 @@ TEST(Trainer, RefusesBadRunsBeforeAllocating) {
   std::string shard = make_shard("trainer_bad");
   ModelConfig c = testing::tiny_gpt2();  // vocabulary 1000 > 257: fine
   TrainConfig t = small_run(shard);
-  t.global_batch_size = 6;
+  t.training.global_batch_size = 6;
   try {
     t.validate(c);
     FAIL();
@@ -88,7 +88,7 @@ TEST(Trainer, RefusesBadRunsBeforeAllocating) {
     EXPECT_STREQ(e.what(), "global batch size (6) is not divisible by micro batch size (4)");
   }
   t = small_run(shard);
-  t.seq_len = 100;  // > max_positions 64
+  t.training.seq_len = 100;  // > max_positions 64
   EXPECT_THROW(t.validate(c), Error);
   c.vocab_size = 100;  // the data holds byte values up to 'z' = 122
   Allocator a;

@@ -1,0 +1,26 @@
+// ParallelismConfig: the [parallelism] table: the layout of the rank grid
+// (world = pp x dp x tp; parallel/data/dp_options.h for dp and ZeRO,
+// docs/tensor_parallel.md, docs/pipeline.md). validate() checks the pipeline
+// values alone; dp's options and the sizes against the world and the batch
+// are validate_dp_layout's, and how they meet the model TrainConfig::validate's.
+#pragma once
+#include <string>
+
+#include "parallel/data/dp_options.h"
+
+namespace parallm {
+
+struct ParallelismConfig {
+  DpOptions dp;                    // --dp, --zero, --dp-mode, --bucket-mb, --no-overlap
+  int tp = 1;                      // --tp: tensor parallel size
+  bool sequence_parallel = false;  // --sequence-parallel (matters with tp > 1)
+  int pp = 1;                      // --pp: pipeline stages
+  std::string schedule = "1f1b";   // --schedule gpipe|1f1b|interleaved|zb
+  int virtual_stages = 1;          // --virtual-stages: model chunks per stage (interleaved)
+  std::string pp_layers;           // --pp-layers 3,5,5,3: layers per virtual stage (empty: even)
+
+  int world_size() const { return pp * dp.dp * tp; }
+  void validate() const;
+};
+
+}  // namespace parallm
