@@ -92,6 +92,7 @@ PpRunResult pp_train_run(const ModelConfig& model, const PpLayout& l, int steps)
   t.virtual_stages = l.virtual_stages;
   t.pp_layers = l.pp_layers;
   t.optimizer = l.optimizer;
+  if (l.optimizer == "sgd") t.lr = 0.1;  // as the dp and tp tests: SGD must move the weights
   t.precision = l.precision;
   t.recompute = l.recompute;
   Allocator alloc;
