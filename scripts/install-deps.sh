@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Installs every Debian package parallm needs on a fresh Debian 12 machine.
-# Idempotent: skips apt entirely when all packages are already present.
+# Installs every package parallm and its tests need on a fresh Debian 12
+# machine: Debian packages with apt (skipped when all are present), then the
+# Python packages the tests import that Debian lacks, with pip into Debian's
+# /usr/bin/python3. Fails, naming the package, when any of them is still
+# missing afterwards: a test must never skip for want of a dependency.
 set -euo pipefail
 
 PKGS=(
@@ -9,29 +12,61 @@ PKGS=(
   libopenblas-openmp-dev libdnnl-dev libomp-dev
   nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libfmt-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3-torch python3-numpy
+  python3-torch python3-numpy python3-pip
   fortunes
 )
+PY=/usr/bin/python3
+# PyPI packages, pinned; --no-deps so pip cannot replace Debian's torch or
+# numpy with wheels of other versions (safetensors needs neither to import;
+# safetensors.numpy uses Debian's numpy).
+PIP_PKGS=(safetensors==0.8.0)
+# Every Python module a test imports -> the package that provides it
+# (tests/reference/*.py, tests/checkpoint/read_export.py).
+PY_MODULES=(numpy:python3-numpy torch:python3-torch safetensors:safetensors==0.8.0)
 
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-# The Python `safetensors` package (PyPI; no Debian package) reads exported
-# models in tests/checkpoint; best effort, the test skips without it.
-install_py_safetensors() {
-  /usr/bin/python3 -c "import safetensors" 2>/dev/null && return 0
-  /usr/bin/python3 -m pip install --quiet --break-system-packages safetensors >/dev/null 2>&1 ||
-    echo "[install-deps] note: pip could not install safetensors (checkpoint.hf_python will skip)"
-}
-if [ ${#missing[@]} -eq 0 ]; then
-  install_py_safetensors
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "[install-deps] installing: ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-echo "[install-deps] installing: ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-install_py_safetensors
+
+for spec in "${PIP_PKGS[@]}"; do
+  name=${spec%%==*}
+  want=${spec#*==}
+  have=$("$PY" -c "import importlib.metadata as m; print(m.version('$name'))" 2>/dev/null || true)
+  [ "$have" = "$want" ] && continue
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  echo "[install-deps] pip installing $spec (have: ${have:-none})"
+  $SUDO "$PY" -m pip install --quiet --break-system-packages --no-deps "$spec" ||
+    { echo "[install-deps] ERROR: pip could not install $spec" >&2; exit 1; }
+done
+
+# One interpreter start (importing torch takes seconds): each module a test
+# imports must load, and torch and numpy must be Debian's, since a pip wheel
+# shadowing them would change what the reference tests compare against.
+"$PY" - "${PY_MODULES[@]}" <<'PYEOF' || exit 1
+import importlib, sys
+debian = {"torch": "/usr/lib/python3/dist-packages/torch/",
+          "numpy": "/usr/lib/python3/dist-packages/numpy/"}
+bad = []
+for entry in sys.argv[1:]:
+    mod, pkg = entry.split(":", 1)
+    try:
+        m = importlib.import_module(mod)
+    except Exception as e:
+        bad.append(f"cannot import '{mod}' (package {pkg}): {e}")
+        continue
+    if mod in debian and not m.__file__.startswith(debian[mod]):
+        bad.append(f"'{mod}' is not Debian's {pkg}: {m.__file__}")
+for b in bad:
+    print(f"[install-deps] ERROR: {sys.executable}: {b}", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PYEOF

@@ -1,20 +1,17 @@
 #!/usr/bin/env bash
 # The Python `safetensors` package (PyPI) reads what `parallm export` writes
 # from a tp 2 checkpoint, single-file and sharded, with tensors identical to
-# the in-memory gather of --save-hf. Installs the package with pip when it
-# is missing; skips (exit 77) only when pip cannot install it.
+# the in-memory gather of --save-hf. scripts/install-deps.sh installs the
+# package; without it this test fails (it never skips).
 # Usage: hf_python_check.sh PARALLM
 set -u
 bin="$1"
 here="$(cd "$(dirname "$0")" && pwd)"
 py=/usr/bin/python3
-if ! "$py" -c "import safetensors" 2>/dev/null; then
-  "$py" -m pip install --quiet --break-system-packages safetensors >/dev/null 2>&1 \
-    || "$py" -m pip install --quiet --user --break-system-packages safetensors >/dev/null 2>&1
-  if ! "$py" -c "import safetensors" 2>/dev/null; then
-    echo "SKIP: the Python safetensors package is not installed and pip could not install it"
-    exit 77
-  fi
+if ! err=$("$py" -c "import safetensors.numpy, numpy" 2>&1); then
+  echo "FAIL: $py cannot import the Python safetensors package (PyPI safetensors, pinned in"
+  echo "      scripts/install-deps.sh; run it): $err"
+  exit 1
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <thread>
+#include <cstdio>
 
 #include "base/error.h"
 #include "dist_env.h"
@@ -135,6 +135,10 @@ TEST(Errors, AllToAllVCountMismatchIsNamed) {
   }
 }
 
+// Rank 0's all-reduce cannot complete before its 300 ms timeout whatever
+// the scheduling: the other ranks join only after rank 0 tells them (on the
+// separate world communicator) that its wait has thrown. Their 30 s timeout
+// and the 30 s retry are hang guards only.
 TEST(Errors, AsyncTimeoutNamesTheOperation) {
   auto& env = dist_env();
   const int p = env.world->size();
@@ -143,20 +147,28 @@ TEST(Errors, AsyncTimeoutNamesTheOperation) {
   opts.timeout = env.world->rank() == 0 ? milliseconds(300) : milliseconds(30000);
   auto w = env.runtime->world(opts);
   float x = 1;
+  int32_t timed_out = 0;
   if (w->rank() == 0) {
     Work a = w->all_reduce_async(&x, &x, 1, DType::F32, ReduceOp::Sum);
+    const auto start = std::chrono::steady_clock::now();
     const std::string msg = error_of([&] { a.wait(); });
+    std::printf("rank 0's all_reduce timed out after %.0f ms (timeout 300 ms)\n",
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                    .count());
     EXPECT_NE(msg.find(fmt::format(
                   "all_reduce #1 on group 'world' (rank 0 of {}) did not complete within 300 ms",
                   p)),
               std::string::npos)
         << msg;
     EXPECT_FALSE(a.done());
+    timed_out = !msg.empty();
+    for (int r = 1; r < p; ++r) env.world->send(&timed_out, 1, DType::I32, r, 77);
     a.wait(std::chrono::seconds(30));  // the others arrive; the op completes
   } else {
-    std::this_thread::sleep_for(milliseconds(800));
+    env.world->recv(&timed_out, 1, DType::I32, 0, 77);
     w->all_reduce(&x, 1, DType::F32, ReduceOp::Sum);
   }
+  EXPECT_EQ(timed_out, 1);
   EXPECT_EQ(x, static_cast<float>(p));
 }
 

@@ -6,6 +6,8 @@
 // 1e-5 relative, for GPT-2
 // (tied embedding) and LLaMA (untied head). The reference is computed on
 // every rank. Parameter counts do not divide by 3 (np 3 runs uneven shards).
+// Every layout runs under AdamW and under plain SGD: Adam's update does not
+// change when an element's gradient is off by a constant factor, SGD's does.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -21,12 +23,17 @@
 namespace parallm::dp_test {
 namespace {
 
-const RunResult& reference(const std::string& family) {
+// SGD runs 8 steps (at lr 0.1, dp_dist_main.cpp): a wrong gradient scale
+// shows from the first update on, and the suite stays short.
+int steps_for(const std::string& optimizer) { return optimizer == "sgd" ? 8 : 20; }
+
+const RunResult& reference(const std::string& family, const std::string& optimizer) {
   static std::map<std::string, RunResult> cache;
-  auto it = cache.find(family);
+  const std::string key = family + "+" + optimizer;
+  auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   ModelConfig m = family == "gpt2" ? testing::tiny_gpt2() : testing::tiny_llama();
-  return cache[family] = train_run(m, DpOptions{}, nullptr);
+  return cache[key] = train_run(m, DpOptions{}, nullptr, steps_for(optimizer), optimizer);
 }
 
 struct Layout {
@@ -38,7 +45,8 @@ struct Layout {
   }
 };
 
-void expect_same_trajectory(const std::string& family, const Layout& l) {
+void expect_same_trajectory(const std::string& family, const Layout& l,
+                            const std::string& optimizer = "adamw") {
   comm::Communicator* world = env().world;
   DpOptions o;
   o.dp = world->size();
@@ -47,9 +55,10 @@ void expect_same_trajectory(const std::string& family, const Layout& l) {
   o.overlap = l.overlap;
   o.bucket_mb = 0.05;  // ~13k floats: several buckets, some inside one block
   ModelConfig m = family == "gpt2" ? testing::tiny_gpt2() : testing::tiny_llama();
-  const RunResult& ref = reference(family);
-  RunResult got = train_run(m, o, world->size() > 1 ? world : nullptr);
-  const std::string what = fmt::format("{} dp {} {}", family, o.dp, l.name());
+  const RunResult& ref = reference(family, optimizer);
+  RunResult got = train_run(m, o, world->size() > 1 ? world : nullptr, steps_for(optimizer),
+                            optimizer);
+  const std::string what = fmt::format("{} {} dp {} {}", family, optimizer, o.dp, l.name());
   ASSERT_EQ(got.losses.size(), ref.losses.size()) << what;
   for (size_t s = 0; s < ref.losses.size(); ++s) {
     EXPECT_NEAR(got.losses[s], ref.losses[s], 1e-5 * std::abs(ref.losses[s]))
@@ -101,6 +110,11 @@ TEST(DataParallelLayout, LlamaMatchesOneProcess) {
   for (const Layout& l : kLayouts) expect_same_trajectory("llama", l);
 }
 
+TEST(DataParallelLayout, SgdMatchesOneProcess) {
+  for (const char* family : {"gpt2", "llama"})
+    for (const Layout& l : kLayouts) expect_same_trajectory(family, l, "sgd");
+}
+
 }  // namespace
 }  // namespace parallm::dp_test
 
@@ -131,7 +145,7 @@ TEST(DataParallelLayout, OptimizersMatchOneProcess) {
   if (world->size() > 1) {
     EXPECT_GT(cut_matrices(testing::tiny_gpt2(), world->size()), 0) << "no Muon matrix is cut";
   }
-  for (const char* opt : {"sgd", "momentum", "adam", "muon"}) {
+  for (const char* opt : {"momentum", "adam", "muon"}) {  // sgd: SgdMatchesOneProcess
     for (const char* family : {"llama", "gpt2"}) {
       if (std::string(family) == "gpt2" && std::string(opt) != "muon") continue;
       const ModelConfig m = std::string(family) == "gpt2" ? testing::tiny_gpt2() : testing::tiny_llama();

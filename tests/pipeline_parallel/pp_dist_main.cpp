@@ -92,6 +92,7 @@ PpRunResult pp_train_run(const ModelConfig& model, const PpLayout& l, int steps)
   t.parallelism.virtual_stages = l.virtual_stages;
   t.parallelism.pp_layers = l.pp_layers;
   t.optimizer.kind = optimizer_from_name(l.optimizer);
+  if (l.optimizer == "sgd") t.optimizer.lr = 0.1;  // as the dp and tp tests: SGD must move the weights
   t.precision.matmul = l.precision;
   t.training.recompute = l.recompute;
   Allocator alloc;

@@ -8,7 +8,10 @@
 // copy of GPT-2's tied token table included), within 1e-5 relative. The
 // interleaved schedule takes only m divisible by pp (Megatron's rule), so
 // it runs at m = pp and rejects 1 and 2pp+1 up front (checked below).
-// Combined with tp 2 / dp 2 every schedule runs at every m too.
+// Combined with tp 2 / dp 2 every schedule runs at every m too. Every layout
+// also runs 4 steps of plain SGD (lr 0.1): Adam's update ignores a gradient
+// off by a constant factor per element (a micro-batch scaled 1/m twice, a
+// tied table's two halves not summed), SGD's moves by it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -31,21 +34,27 @@ ModelConfig family_model(const std::string& family) {
   return m;
 }
 
+// SGD: 4 steps, enough for a wrong scale to move the parameters from the
+// first update on while keeping the doubled layout list short.
+int steps_for(const std::string& optimizer) { return optimizer == "sgd" ? 4 : 10; }
+
 const PpRunResult& reference(const std::string& family, int64_t micro_batch_size,
-                             int global_micro_batches) {
-  static std::map<std::tuple<std::string, int64_t, int>, PpRunResult> cache;
-  const auto key = std::make_tuple(family, micro_batch_size, global_micro_batches);
+                             int global_micro_batches, const std::string& optimizer) {
+  static std::map<std::tuple<std::string, int64_t, int, std::string>, PpRunResult> cache;
+  const auto key = std::make_tuple(family, micro_batch_size, global_micro_batches, optimizer);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   PpLayout one;
   one.micro_batch_size = micro_batch_size;
   one.micro_batches = global_micro_batches;
-  return cache[key] = pp_train_run(family_model(family), one);
+  one.optimizer = optimizer;
+  return cache[key] = pp_train_run(family_model(family), one, steps_for(optimizer));
 }
 
 void expect_same_trajectory(const std::string& family, const PpLayout& l) {
-  const PpRunResult& ref = reference(family, l.micro_batch_size, l.micro_batches * l.dp);
-  PpRunResult got = pp_train_run(family_model(family), l);
+  const PpRunResult& ref =
+      reference(family, l.micro_batch_size, l.micro_batches * l.dp, l.optimizer);
+  PpRunResult got = pp_train_run(family_model(family), l, steps_for(l.optimizer));
   if (!got.ran) return;  // not in this layout
   const std::string what = family + " " + l.name();
   ASSERT_EQ(got.losses.size(), ref.losses.size()) << what;
@@ -99,15 +108,27 @@ TEST(PipelineLayout, LlamaMatchesOneProcess) {
     for (const PpLayout& l : schedules_for(g)) expect_same_trajectory("llama", l);
 }
 
+TEST(PipelineLayout, SgdMatchesOneProcess) {
+  for (const char* family : {"gpt2", "llama"})
+    for (PpLayout g : grids_for(env().world->size())) {
+      g.optimizer = "sgd";
+      for (const PpLayout& l : schedules_for(g)) expect_same_trajectory(family, l);
+    }
+}
+
 // tp without sequence parallelism, and ZeRO-1 over the dp group of a stage;
 // ZB-H1 with a key/value head replicated over tp (its dW stays in B).
 TEST(PipelineLayout, TpWithoutSpAndZero1) {
   if (env().world->size() != 4) GTEST_SKIP() << "runs at np 4";
-  expect_same_trajectory("llama-kv1", PpLayout{.pp = 2, .tp = 2, .schedule = "zb", .micro_batches = 3});
-  for (const char* family : {"gpt2", "llama"}) {
-    expect_same_trajectory(family, PpLayout{.pp = 2, .tp = 2, .schedule = "zb", .micro_batches = 2});
-    expect_same_trajectory(family, PpLayout{.pp = 2, .dp = 2, .zero = 1, .schedule = "1f1b",
-                                            .micro_batches = 3});
+  for (const char* opt : {"adamw", "sgd"}) {
+    expect_same_trajectory("llama-kv1", PpLayout{.pp = 2, .tp = 2, .schedule = "zb",
+                                                 .micro_batches = 3, .optimizer = opt});
+    for (const char* family : {"gpt2", "llama"}) {
+      expect_same_trajectory(family, PpLayout{.pp = 2, .tp = 2, .schedule = "zb",
+                                              .micro_batches = 2, .optimizer = opt});
+      expect_same_trajectory(family, PpLayout{.pp = 2, .dp = 2, .zero = 1, .schedule = "1f1b",
+                                              .micro_batches = 3, .optimizer = opt});
+    }
   }
 }
 
@@ -117,6 +138,8 @@ TEST(PipelineLayout, UnevenStagesMatchOneProcess) {
   if (world != 2 && world != 4) GTEST_SKIP() << "runs at np 2 and 4";
   PpLayout l{.pp = world, .schedule = "1f1b", .micro_batches = world + 1};
   l.pp_layers = world == 2 ? "5,3" : "1,3,3,1";
+  expect_same_trajectory("gpt2", l);
+  l.optimizer = "sgd";
   expect_same_trajectory("gpt2", l);
 }
 

@@ -1,20 +1,25 @@
 // Reference dump: builds a tiny GPT-2 or LLaMA with odd sizes, saves it as an
 // HF directory, runs one forward/backward and then a few AdamW steps (with
 // warmup and clipping) on a fixed batch, and writes everything PyTorch must
-// reproduce (tests/reference/compare_reference.py checks it).
-// Usage: reference_dump gpt2|llama OUT_DIR
+// reproduce (tests/reference/compare_reference.py checks it). Cases beyond
+// the two base models: a tied LLaMA, a LLaMA whose heads x head_dim is not
+// the hidden size, and bf16 GEMMs (train.json says which precision).
+// Usage: reference_dump CASE OUT_DIR   (CASE: see kCases)
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <string>
 
 #include "../model/test_models.h"
 #include "base/rng.h"
 #include "io/hf_layout.h"
 #include "io/hf_model.h"
 #include "io/safetensors.h"
+#include "nn/matmul_precision.h"
 #include "optim/adam.h"
 #include "optim/grad_clip.h"
 #include "optim/lr_schedule.h"
@@ -23,10 +28,25 @@ using namespace parallm;
 
 namespace {
 
-ModelConfig tiny(const std::string& arch) {
-  ModelConfig c = arch == "gpt2" ? testing::tiny_gpt2() : testing::tiny_llama();
+struct Case {
+  const char* name;
+  bool gpt2;
+  Precision precision;
+};
+constexpr Case kCases[] = {
+    {"gpt2", true, Precision::FP32},       {"llama", false, Precision::FP32},
+    {"llama_tied", false, Precision::FP32}, {"llama_head_dim", false, Precision::FP32},
+    {"gpt2_bf16", true, Precision::BF16},  {"llama_bf16", false, Precision::BF16},
+};
+
+ModelConfig tiny(const std::string& name, bool gpt2) {
+  ModelConfig c = gpt2 ? testing::tiny_gpt2() : testing::tiny_llama();
   c.init_std = 0.1;
   if (c.arch == Arch::LLaMA) c.rope_theta = 500.0;  // many rotation angles at short T
+  // The token table is also the head: its gradient sums both uses.
+  if (name == "llama_tied") c.tie_embeddings = true;
+  // q and o project between hidden 72 and 6 x 16 = 96 (k, v: 2 x 16).
+  if (name == "llama_head_dim") c.head_dim = 16;
   return c;
 }
 
@@ -64,19 +84,29 @@ struct Store {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    fmt::print(stderr, "usage: reference_dump gpt2|llama OUT_DIR\n");
+  const Case* kase = nullptr;
+  for (const Case& k : kCases)
+    if (argc == 3 && std::string(argv[1]) == k.name) kase = &k;
+  if (kase == nullptr) {
+    fmt::print(stderr, "usage: reference_dump CASE OUT_DIR; CASE one of:");
+    for (const Case& k : kCases) fmt::print(stderr, " {}", k.name);
+    fmt::print(stderr, "\n");
     return 2;
   }
-  const std::string arch = argv[1];
   const std::filesystem::path out = argv[2];
   std::filesystem::create_directories(out);
-  ModelConfig cfg = tiny(arch);
+  ModelConfig cfg = tiny(kase->name, kase->gpt2);
   Allocator alloc;
   Transformer model(cfg, alloc);
   model.params().init_random(7);
   perturb_norms_and_biases(model.params(), 7);
   save_hf_model((out / "model").string(), model, DType::F32);
+  // bf16: GEMM operands rounded to bf16 at each GEMM, fp32 everywhere else,
+  // the weights' copies refreshed after every update (docs/mixed_precision.md).
+  std::unique_ptr<MatmulPrecision> matmul;
+  if (kase->precision == Precision::BF16)
+    matmul = std::make_unique<MatmulPrecision>(Precision::BF16, model.params(), alloc);
+  model.set_compute(matmul.get(), Recompute::None);
 
   const int64_t B = 2, T = 17;
   std::vector<int32_t> tokens(B * T), targets(B * T);
@@ -109,7 +139,8 @@ int main(int argc, char** argv) {
                         {"total_steps", sched.total_steps}, {"min_lr_ratio", sched.min_lr_ratio},
                         {"weight_decay", ac.weight_decay}, {"beta1", ac.beta1},
                         {"beta2", ac.beta2},        {"eps", ac.eps},
-                        {"clip", clip},             {"steps", steps}}
+                        {"clip", clip},             {"steps", steps},
+                        {"precision", kase->precision == Precision::BF16 ? "bf16" : "fp32"}}
              .dump(2);
 
   Store st;
@@ -131,6 +162,7 @@ int main(int argc, char** argv) {
     double norm = global_grad_norm(model.params());
     clip_grad_norm(model.params(), norm, clip);
     opt.step(model.params(), sched.at(s));
+    if (matmul) matmul->invalidate();
   }
   st.add_hf(model.params(), layout, fmt::format("step{}.", steps), false);
   st.w.write((out / "parallm.safetensors").string());

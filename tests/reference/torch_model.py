@@ -5,7 +5,9 @@ schema + model.safetensors with HF parameter names). The module tree mirrors HF
 naming, so named_parameters() yields exactly the HF names (tied weights appear
 once, under the embedding's name): gradients and optimizer state can be matched
 name by name against parallm's output. Everything runs in the dtype passed in
-(float32 by default; float64 for a higher-precision oracle).
+(float32 by default; float64 for a higher-precision oracle). With bf16_gemm
+the linear layers and the LM head round their GEMM operands to bf16 as
+parallm's --precision bf16 does (see _RoundedMatmul).
 """
 import json
 import math
@@ -26,6 +28,48 @@ def _causal_softmax(scores):
     return F.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
 
 
+def _bf16(x):
+    """Round to nearest even bf16, kept in x's dtype."""
+    return x.to(torch.bfloat16).to(x.dtype)
+
+
+class _RoundedMatmul(torch.autograd.Function):
+    """a (..., K) @ b (K, N) as parallm computes it under --precision bf16
+    (docs/mixed_precision.md): both operands rounded to bf16, the gradient
+    flowing back rounded once and used by both backward GEMMs, every product
+    and sum in fp32. This is exact emulation, not autocast: autocast would also
+    round the outputs, which parallm keeps in fp32."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ar, br = _bf16(a), _bf16(b)
+        ctx.save_for_backward(ar, br)
+        return ar @ br
+
+    @staticmethod
+    def backward(ctx, g):
+        ar, br = ctx.saved_tensors
+        gr = _bf16(g)
+        da = gr @ br.t()
+        db = ar.reshape(-1, ar.shape[-1]).t() @ gr.reshape(-1, gr.shape[-1])
+        return da, db
+
+
+def gemm(module, a, b):
+    """a @ b, rounded like parallm's bf16 GEMMs when module.bf16_gemm is set."""
+    return _RoundedMatmul.apply(a, b) if getattr(module, "bf16_gemm", False) else a @ b
+
+
+class Linear(nn.Linear):
+    """nn.Linear whose GEMM follows gemm()."""
+
+    def forward(self, x):
+        if not getattr(self, "bf16_gemm", False):
+            return super().forward(x)
+        y = gemm(self, x, self.weight.t())
+        return y if self.bias is None else y + self.bias
+
+
 # ----------------------------------------------------------------------------- GPT-2
 
 
@@ -38,7 +82,7 @@ class Conv1D(nn.Module):
         self.bias = nn.Parameter(torch.zeros(n_out))
 
     def forward(self, x):
-        return x @ self.weight + self.bias
+        return gemm(self, x, self.weight) + self.bias  # the bias gradient stays unrounded
 
 
 class Gpt2Attention(nn.Module):
@@ -105,7 +149,7 @@ class Gpt2LMHead(nn.Module):
         x = tr.wte(tokens) + tr.wpe(pos)
         for block in tr.h:
             x = block(x)
-        return tr.ln_f(x) @ tr.wte.weight.t()
+        return gemm(self, tr.ln_f(x), tr.wte.weight.t())
 
     def init_random(self, seed, std=0.02):
         """GPT-2 style init: N(0, std) matrices, residual projections scaled by
@@ -156,10 +200,10 @@ class LlamaAttention(nn.Module):
     def __init__(self, c, n_head, n_kv, head_dim, theta):
         super().__init__()
         self.n_head, self.n_kv, self.head_dim, self.theta = n_head, n_kv, head_dim, theta
-        self.q_proj = nn.Linear(c, n_head * head_dim, bias=False)
-        self.k_proj = nn.Linear(c, n_kv * head_dim, bias=False)
-        self.v_proj = nn.Linear(c, n_kv * head_dim, bias=False)
-        self.o_proj = nn.Linear(n_head * head_dim, c, bias=False)
+        self.q_proj = Linear(c, n_head * head_dim, bias=False)
+        self.k_proj = Linear(c, n_kv * head_dim, bias=False)
+        self.v_proj = Linear(c, n_kv * head_dim, bias=False)
+        self.o_proj = Linear(n_head * head_dim, c, bias=False)
 
     def forward(self, x):
         b, t, _ = x.shape
@@ -182,9 +226,9 @@ class LlamaAttention(nn.Module):
 class LlamaMlp(nn.Module):
     def __init__(self, c, inter):
         super().__init__()
-        self.gate_proj = nn.Linear(c, inter, bias=False)
-        self.up_proj = nn.Linear(c, inter, bias=False)
-        self.down_proj = nn.Linear(inter, c, bias=False)
+        self.gate_proj = Linear(c, inter, bias=False)
+        self.up_proj = Linear(c, inter, bias=False)
+        self.down_proj = Linear(inter, c, bias=False)
 
     def forward(self, x):
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
@@ -224,7 +268,7 @@ class LlamaLM(nn.Module):
         self.tied = bool(cfg.get("tie_word_embeddings", False))
         self.model = LlamaBody(cfg)
         if not self.tied:
-            self.lm_head = nn.Linear(cfg["hidden_size"], cfg["vocab_size"], bias=False)
+            self.lm_head = Linear(cfg["hidden_size"], cfg["vocab_size"], bias=False)
 
     def forward(self, tokens):
         x = self.model.embed_tokens(tokens)
@@ -232,7 +276,7 @@ class LlamaLM(nn.Module):
             x = layer(x)
         x = self.model.norm(x)
         w = self.model.embed_tokens.weight if self.tied else self.lm_head.weight
-        return x @ w.t()
+        return gemm(self, x, w.t())
 
     def init_random(self, seed, std=0.02):
         g = torch.Generator().manual_seed(seed)
@@ -265,9 +309,10 @@ def hf_params(model):
     return dict(model.named_parameters())
 
 
-def load_hf_dir(path, dtype=torch.float32):
+def load_hf_dir(path, dtype=torch.float32, bf16_gemm=False):
     """Model from path/config.json + path/model.safetensors; every HF tensor must be
-    used and every parameter provided (a mismatch raises KeyError)."""
+    used and every parameter provided (a mismatch raises KeyError). bf16_gemm:
+    the GEMMs round their operands to bf16 (_RoundedMatmul)."""
     with open(os.path.join(path, "config.json")) as f:
         cfg = json.load(f)
     weights = safetensors_np.load(os.path.join(path, "model.safetensors"))
@@ -286,6 +331,8 @@ def load_hf_dir(path, dtype=torch.float32):
             if tuple(w.shape) != tuple(p.shape):
                 raise KeyError(f"{path}: {name} has shape {tuple(w.shape)}, want {tuple(p.shape)}")
             p.copy_(w)
+    for m in model.modules():
+        m.bf16_gemm = bf16_gemm
     return model.to(dtype)
 
 

@@ -13,5 +13,5 @@ foreach(np 1 2 4 8)
            COMMAND ${CMAKE_COMMAND} -E env OMPI_ALLOW_RUN_AS_ROOT=1
                    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
                    ${PARALLM_TP_MPIRUN} -np ${np} $<TARGET_FILE:tp_dist_tests>)
-  set_tests_properties(tensor_parallel.np${np} PROPERTIES LABELS dist TIMEOUT 300)
+  set_tests_properties(tensor_parallel.np${np} PROPERTIES LABELS dist TIMEOUT 600)
 endforeach()
