@@ -29,7 +29,8 @@ Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, d
                                                            cfg.recompute)),
       train_data_(cfg.train_files, cfg.seq_len, cfg.seed, cfg.shuffle),
       dp_(make_data_parallel(model, dp_group, cfg.dp, cfg.optimizer_config(), alloc)),
-      sched_{cfg.lr, cfg.warmup, cfg.steps, cfg.min_lr_ratio} {
+      sched_{cfg.lr, cfg.warmup, cfg.steps, cfg.min_lr_ratio},
+      comm_meter_({dp_group, model.tp().comm, pipe.pp, pipe.embedding}) {
   cfg_.validate(model.config());
   validate_pipeline(cfg_, model.config());
   if (cfg_.pp > 1) {
@@ -76,7 +77,7 @@ StepStats Trainer::train_step(int64_t step) {
   const int64_t first = step * cfg_.global_batch_size +
                         dp_->dp_rank() * (cfg_.global_batch_size / dp_->dp_size());
 
-  const TpCommCounters tp0 = *model_.tp().counters;
+  comm_meter_.start();
   if (matmul_) matmul_->invalidate();  // 16-bit weight copies: once per step, after the update
   const bool fp16 = cfg_.precision == Precision::FP16;
   const double loss_scale = fp16 ? scaler_.scale() : 1.0;
@@ -125,14 +126,19 @@ StepStats Trainer::train_step(int64_t step) {
   if (!r.skipped) ++updates_;
   s.loss = r.loss_sum / tokens;
   s.grad_norm = r.grad_norm;
-  s.exposed_comm_ms = r.comm.exposed_seconds * 1e3;
   s.bubble_fraction = ps.bubble_fraction;
   s.bubble_fraction_replayed = ps.bubble_fraction_replayed;
   s.stage_peak_activation_bytes = ps.stage_peak_activation_bytes;
-  s.comm_bytes = r.comm.bytes;
-  s.tp_comm_bytes = model_.tp().counters->tp_bytes - tp0.tp_bytes;
-  s.sp_comm_bytes = model_.tp().counters->sp_bytes - tp0.sp_bytes;
-  s.tp_comm_ms = (model_.tp().counters->seconds - tp0.seconds) * 1e3;
+  s.comm_by_group = comm_meter_.since_start();
+  const auto group = [&](const char* kind) {
+    const auto it = s.comm_by_group.find(kind);
+    return it == s.comm_by_group.end() ? GroupComm{} : it->second;
+  };
+  s.exposed_comm_ms = group("dp").blocked_ms;
+  s.comm_bytes = group("dp").bytes;
+  s.tp_comm_bytes = group("tp").bytes;
+  s.sp_comm_bytes = group("sp").bytes;
+  s.tp_comm_ms = group("tp").blocked_ms + group("sp").blocked_ms;
 
   s.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   s.tokens_per_s = tokens / s.step_seconds;
@@ -167,6 +173,13 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step,
     metrics_ = MetricsWriter(cfg_.metrics_path, start_step_);
   for (int64_t step = start_step_; step < cfg_.steps; ++step) {
     StepStats s = train_step(step);
+    // dp, tp and sp always (README), other groups when the step used them.
+    nlohmann::json bytes = {{"dp", s.comm_bytes}, {"tp", s.tp_comm_bytes}, {"sp", s.sp_comm_bytes}};
+    nlohmann::json ms = nlohmann::json::object();
+    for (const auto& [kind, g] : s.comm_by_group) {
+      bytes[kind] = g.bytes;
+      ms[kind] = g.blocked_ms;
+    }
     nlohmann::json rec = {{"step", s.step},
                           {"loss", s.loss},
                           {"lr", s.lr},
@@ -182,8 +195,8 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step,
                           {"exposed_comm_ms", s.exposed_comm_ms},
                           {"tp_comm_ms", s.tp_comm_ms},
                           {"comm_bytes", s.comm_bytes},
-                          {"comm_bytes_by_group",
-                           {{"dp", s.comm_bytes}, {"tp", s.tp_comm_bytes}, {"sp", s.sp_comm_bytes}}},
+                          {"comm_bytes_by_group", bytes},
+                          {"comm_ms_by_group", ms},
                           {"memory", memory_json(alloc_.stats())}};
     if (pipe_)
       rec["pipeline"] = {{"schedule", cfg_.schedule},
