@@ -130,7 +130,7 @@ TEST(CommCounters, WorkWaitIsBlockedTimeAndOverlapIsNot) {
   FakeCommunicator c("dp[0]", 0, 2);
   c.gate = std::make_shared<std::atomic<bool>>(false);
   std::vector<float> a(4);
-  Work w = c.all_reduce_async(a.data(), 4, DType::F32, ReduceOp::Sum);
+  Work w = c.all_reduce_async(a.data(), a.data(), 4, DType::F32, ReduceOp::Sum);
   // "Compute" overlapping the op: not blocked, and test() does not block.
   std::this_thread::sleep_for(milliseconds(150));
   EXPECT_FALSE(w.test());
