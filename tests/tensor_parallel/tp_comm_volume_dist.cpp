@@ -11,7 +11,7 @@
 //         + N*C          vocab-parallel embedding, forward all-reduce
 //         + N*C          LM head input gradient, backward all-reduce
 //         + 3*N )        vocab-parallel cross-entropy: row max, then
-//                        (sum-exp, target logit)
+//                        (sum-exp, target logit), per chunk of LM-head rows
 //   sequence parallel, "sp" bytes (the all-gathers and reduce-scatters):
 //     F * ( L * 2 * (N*C/t + N*C       forward all-gather + reduce-scatter
 //                  + 2*N*C/t + N*C)    backward all-gather of the output
@@ -30,6 +30,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "model/transformer.h"
 #include "tp_env.h"
 
@@ -40,12 +42,22 @@ struct Volume {
   int64_t tp_bytes = 0, sp_bytes = 0, tp_ops = 0, sp_ops = 0;
 };
 
+// The LM head computes the loss a chunk of rows at a time, at least two
+// chunks of at least 16 rows (LmHead::chunk_rows; with these small
+// vocabularies the 32 MiB logits cap never binds), and the vocab-parallel
+// cross-entropy all-reduces twice per chunk: 3*N floats in 2 * chunks ops.
+int64_t loss_ops(int64_t N) {
+  const int64_t rows = std::clamp<int64_t>((N + 1) / 2, 16, std::max<int64_t>(N, 1));
+  const int64_t chunks = (N + rows - 1) / rows;
+  return 2 * chunks;
+}
+
 Volume expected_volume(const ModelConfig& m, int t, bool sp, int64_t N) {
   const int64_t F = sizeof(float), C = m.hidden, L = m.n_layers, NC = N * C;
   Volume v;
   if (!sp) {
     v.tp_bytes = F * (L * 4 * NC + NC + NC + 3 * N);
-    v.tp_ops = L * 4 + 1 + 1 + 2;
+    v.tp_ops = L * 4 + 1 + 1 + loss_ops(N);
     return v;
   }
   v.sp_bytes = F * (L * 2 * (3 * NC / t + 2 * NC) + 2 * (NC + NC / t));
@@ -56,9 +68,9 @@ Volume expected_volume(const ModelConfig& m, int t, bool sp, int64_t N) {
   const int64_t embed_partial = m.uses_learned_positions() ? m.max_positions * C : 0;
   const int64_t partial = L * block_partial + embed_partial + norm;
   v.tp_bytes = F * (3 * N + partial);
-  // The loss's 2, one partial sync per unit holding partial gradients
-  // (every block, the tail, the embedding with positions).
-  v.tp_ops = 2 + L + 1 + (embed_partial > 0 ? 1 : 0);
+  // The loss's, one partial sync per unit holding partial gradients (every
+  // block, the tail, the embedding with positions).
+  v.tp_ops = loss_ops(N) + L + 1 + (embed_partial > 0 ? 1 : 0);
   return v;
 }
 
