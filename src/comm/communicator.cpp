@@ -42,11 +42,6 @@ std::string Communicator::label() const {
   return fmt::format("group '{}' (rank {} of {})", name(), rank(), size());
 }
 
-std::string_view Communicator::kind() const {
-  const std::string_view n = name();
-  return n.substr(0, n.find('['));
-}
-
 void Communicator::run(const OpSpec& s) {
   validate(s, rank(), size(), name());
   counters_->add_op(s.kind, payload_bytes(s, rank(), size()));

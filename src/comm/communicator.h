@@ -12,7 +12,6 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <string_view>
 
 #include "comm/comm_counters.h"
 #include "comm/comm_options.h"
@@ -28,10 +27,6 @@ class Communicator {
   Communicator& operator=(const Communicator&) = delete;
 
   virtual const std::string& name() const = 0;  // "world", "tp[1]"
-  // The name without its group index: "tp" for "tp[1]". The grid names its
-  // groups "<GroupKind name>[<group index>]" (train/train_job.cpp), so this
-  // is the group kind that metrics report by.
-  std::string_view kind() const;
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual const CommOptions& options() const = 0;

@@ -1,7 +1,5 @@
 #include "train/comm_meter.h"
 
-#include <algorithm>
-
 #include "parallel/tensor/tp_group.h"
 
 namespace parallm {
@@ -14,23 +12,22 @@ void add(GroupComm& g, const comm::OpTally& t) {
 }
 }  // namespace
 
-CommMeter::CommMeter(const std::vector<comm::Communicator*>& groups) {
-  for (comm::Communicator* c : groups)
-    if (c != nullptr && std::find(groups_.begin(), groups_.end(), c) == groups_.end())
-      groups_.push_back(c);
+CommMeter::CommMeter(const std::vector<Group>& groups) {
+  for (const Group& g : groups)
+    if (g.comm != nullptr) groups_.push_back(g);
 }
 
 void CommMeter::start() {
   at_start_.clear();
-  for (const comm::Communicator* c : groups_) at_start_.push_back(c->counters());
+  for (const Group& g : groups_) at_start_.push_back(g.comm->counters());
 }
 
 CommByGroup CommMeter::since_start() const {
   CommByGroup out;
   for (size_t i = 0; i < groups_.size(); ++i) {
-    const comm::CommCounters d = groups_[i]->counters() - at_start_[i];
-    const std::string kind(groups_[i]->kind());
-    if (kind == "tp") {
+    const comm::CommCounters d = groups_[i].comm->counters() - at_start_[i];
+    const std::string kind(group_kind_name(groups_[i].kind));
+    if (groups_[i].kind == GroupKind::Tp) {
       const TpTraffic t = tp_traffic(d);
       add(out["tp"], t.tp);
       add(out["sp"], t.sp);

@@ -1,8 +1,9 @@
 // One step's communication by group kind, read from the counters every
-// Communicator keeps (comm/comm_counters.h): a snapshot of each group the
-// step uses at its start, the differences at its end. Keys are the groups'
-// kinds ("dp", "pp", "embedding"), the tp kind split into "tp" and "sp" by
-// op kind (tp_traffic, parallel/tensor/tp_group.h). Nothing is counted by hand.
+// Communicator keeps (comm/comm_counters.h): a snapshot of each group at the
+// step's start, the differences at its end. The kind of a group is the role
+// it was handed over in (the Trainer's dp group, the model's tp group, ...),
+// keyed by the grid's GroupKind name; the tp group is split into "tp" and
+// "sp" by op kind (tp_traffic, parallel/tensor/tp_group.h).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "grid/group_kind.h"
 
 namespace parallm {
 
@@ -23,13 +25,17 @@ using CommByGroup = std::map<std::string, GroupComm>;
 class CommMeter {
  public:
   CommMeter() = default;
-  // The groups a step communicates on; nulls and repeats are dropped.
-  explicit CommMeter(const std::vector<comm::Communicator*>& groups);
+  struct Group {
+    GroupKind kind;
+    comm::Communicator* comm;  // null: not used by this run
+  };
+  // The groups a step communicates on; null ones are dropped.
+  explicit CommMeter(const std::vector<Group>& groups);
   void start();
   CommByGroup since_start() const;
 
  private:
-  std::vector<comm::Communicator*> groups_;
+  std::vector<Group> groups_;
   std::vector<comm::CommCounters> at_start_;
 };
 

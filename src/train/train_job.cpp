@@ -56,18 +56,15 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   const RankGrid grid(GridSizes{.tp = rc.train.tp, .dp = rc.train.dp.dp, .pp = rc.train.pp},
                       world_size);
   if (world_size > 1) {
-    // Named "<kind>[<index>]": Communicator::kind() is then the grid's
-    // GroupKind name, which the step's metrics report by.
-    auto split = [&](GroupKind kind) {
+    auto split = [&](GroupKind kind, const char* name) {
       const int g = grid.group_index(kind, rank);
-      return world->split(g, grid.rank_in_group(kind, rank),
-                          fmt::format("{}[{}]", group_kind_name(kind), g));
+      return world->split(g, grid.rank_in_group(kind, rank), fmt::format("{}[{}]", name, g));
     };
-    dp_group = split(GroupKind::Dp);
-    tp_group = split(GroupKind::Tp);
+    dp_group = split(GroupKind::Dp, "dp");
+    tp_group = split(GroupKind::Tp, "tp");
     if (rc.train.pp > 1) {
-      pp_group = split(GroupKind::Pp);
-      embed_group = split(GroupKind::Embedding);  // null on middle stages
+      pp_group = split(GroupKind::Pp, "pp");
+      embed_group = split(GroupKind::Embedding, "embedding");  // null on middle stages
     }
   }
   TpGroup tp{.comm = rc.train.tp > 1 ? tp_group.get() : nullptr,

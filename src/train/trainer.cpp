@@ -30,7 +30,10 @@ Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, d
       train_data_(cfg.train_files, cfg.seq_len, cfg.seed, cfg.shuffle),
       dp_(make_data_parallel(model, dp_group, cfg.dp, cfg.optimizer_config(), alloc)),
       sched_{cfg.lr, cfg.warmup, cfg.steps, cfg.min_lr_ratio},
-      comm_meter_({dp_group, model.tp().comm, pipe.pp, pipe.embedding}) {
+      comm_meter_({{GroupKind::Dp, dp_group},
+                   {GroupKind::Tp, model.tp().comm},
+                   {GroupKind::Pp, pipe.pp},
+                   {GroupKind::Embedding, pipe.embedding}}) {
   cfg_.validate(model.config());
   validate_pipeline(cfg_, model.config());
   if (cfg_.pp > 1) {
