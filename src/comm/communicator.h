@@ -4,13 +4,16 @@
 // rank of the group calls the same collectives in the same order; reductions
 // of bf16/f16 accumulate in fp32; avg of integers truncates toward zero.
 // In place follows NCCL's pointer rules (comm/op_spec.h). A communicator is
-// used by one thread at a time. Backends: comm/mpi/ (NCCL later).
+// used by one thread at a time, and so are its Works. Every op is counted
+// here, not in the backends: bytes, ops and blocked time per op kind
+// (comm/comm_counters.h). Backends: comm/mpi/ (NCCL later).
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
 
+#include "comm/comm_counters.h"
 #include "comm/comm_options.h"
 #include "comm/op_spec.h"
 #include "comm/work.h"
@@ -31,6 +34,8 @@ class Communicator {
   virtual uint64_t collectives_issued() const = 0;
   // "group 'tp[1]' (rank 1 of 2)", for messages.
   std::string label() const;
+  // A snapshot of everything issued on this communicator so far.
+  CommCounters counters() const { return *counters_; }
 
   // Collective over this group: ranks with the same color form a new group,
   // ordered by key (ties by rank). color < 0: this rank joins none (nullptr).
@@ -153,9 +158,13 @@ class Communicator {
  protected:
   Communicator() = default;
   virtual void do_run(const OpSpec& s) = 0;
-  virtual Work do_start(const OpSpec& s) = 0;
+  // The operation in flight, or null when it already completed.
+  virtual std::unique_ptr<PendingOp> do_start(const OpSpec& s) = 0;
 
  private:
+  // Shared with the Works in flight, which add their wait time to it.
+  std::shared_ptr<CommCounters> counters_ = std::make_shared<CommCounters>();
+
   static OpSpec bufs(OpKind k, const void* send, void* recv, size_t n, DType dt,
                      ReduceOp op = ReduceOp::Sum) {
     OpSpec s;

@@ -29,7 +29,11 @@ Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, d
                                                            cfg.training.recompute)),
       train_data_(cfg.data.train, cfg.training.seq_len, cfg.training.seed, cfg.data.shuffle),
       dp_(make_data_parallel(model, dp_group, cfg.parallelism.dp, cfg.optimizer, alloc)),
-      sched_(cfg.schedule()) {
+      sched_(cfg.schedule()),
+      comm_meter_({{GroupKind::Dp, dp_group},
+                   {GroupKind::Tp, model.tp().comm},
+                   {GroupKind::Pp, pipe.pp},
+                   {GroupKind::Embedding, pipe.embedding}}) {
   cfg_.validate(model.config());
   if (cfg_.parallelism.pp > 1) {
     pipe_ = std::make_unique<PipelineStep>(model, cfg_, pipe);
@@ -80,7 +84,7 @@ StepStats Trainer::train_step(int64_t step) {
   // This rank's rows of the global batch: a contiguous block of samples.
   const int64_t first = step * GB + dp_->dp_rank() * (GB / dp_->dp_size());
 
-  const TpCommCounters tp0 = *model_.tp().counters;
+  comm_meter_.start();
   if (matmul_) matmul_->invalidate();  // 16-bit weight copies: once per step, after the update
   const bool fp16 = cfg_.precision.matmul == Precision::FP16;
   const double loss_scale = fp16 ? scaler_.scale() : 1.0;
@@ -127,14 +131,19 @@ StepStats Trainer::train_step(int64_t step) {
   if (!r.skipped) ++updates_;
   s.loss = r.loss_sum / tokens;
   s.grad_norm = r.grad_norm;
-  s.exposed_comm_ms = r.comm.exposed_seconds * 1e3;
   s.bubble_fraction = ps.bubble_fraction;
   s.bubble_fraction_replayed = ps.bubble_fraction_replayed;
   s.stage_peak_activation_bytes = ps.stage_peak_activation_bytes;
-  s.comm_bytes = r.comm.bytes;
-  s.tp_comm_bytes = model_.tp().counters->tp_bytes - tp0.tp_bytes;
-  s.sp_comm_bytes = model_.tp().counters->sp_bytes - tp0.sp_bytes;
-  s.tp_comm_ms = (model_.tp().counters->seconds - tp0.seconds) * 1e3;
+  s.comm_by_group = comm_meter_.since_start();
+  const auto group = [&](const char* kind) {
+    const auto it = s.comm_by_group.find(kind);
+    return it == s.comm_by_group.end() ? GroupComm{} : it->second;
+  };
+  s.exposed_comm_ms = group("dp").blocked_ms;
+  s.comm_bytes = group("dp").bytes;
+  s.tp_comm_bytes = group("tp").bytes;
+  s.sp_comm_bytes = group("sp").bytes;
+  s.tp_comm_ms = group("tp").blocked_ms + group("sp").blocked_ms;
 
   s.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   s.tokens_per_s = tokens / s.step_seconds;
@@ -172,6 +181,13 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step,
     metrics_ = MetricsWriter(lg.metrics_path, start_step_);
   for (int64_t step = start_step_; step < steps; ++step) {
     StepStats s = train_step(step);
+    // dp, tp and sp always (README), other groups when the step used them.
+    nlohmann::json bytes = {{"dp", s.comm_bytes}, {"tp", s.tp_comm_bytes}, {"sp", s.sp_comm_bytes}};
+    nlohmann::json ms = nlohmann::json::object();
+    for (const auto& [kind, g] : s.comm_by_group) {
+      bytes[kind] = g.bytes;
+      ms[kind] = g.blocked_ms;
+    }
     nlohmann::json rec = {{"step", s.step},
                           {"loss", s.loss},
                           {"lr", s.lr},
@@ -187,8 +203,8 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step,
                           {"exposed_comm_ms", s.exposed_comm_ms},
                           {"tp_comm_ms", s.tp_comm_ms},
                           {"comm_bytes", s.comm_bytes},
-                          {"comm_bytes_by_group",
-                           {{"dp", s.comm_bytes}, {"tp", s.tp_comm_bytes}, {"sp", s.sp_comm_bytes}}},
+                          {"comm_bytes_by_group", bytes},
+                          {"comm_ms_by_group", ms},
                           {"memory", memory_json(alloc_.stats())}};
     if (pipe_)
       rec["pipeline"] = {{"schedule", cfg_.parallelism.schedule},

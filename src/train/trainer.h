@@ -19,6 +19,7 @@
 #include "optim/loss_scaler.h"
 #include "parallel/data/data_parallel.h"
 #include "optim/lr_schedule.h"
+#include "train/comm_meter.h"
 #include "train/metrics.h"
 #include "train/pipeline_step.h"
 #include "train/train_config.h"
@@ -35,11 +36,13 @@ struct StepStats {
   double tflops = 0.0;
   double mfu = 0.0;
   double hfu = 0.0;  // counts recomputation FLOPs too (== mfu without recomputation)
-  double exposed_comm_ms = 0.0;  // waiting on communication compute did not hide
-  int64_t comm_bytes = 0;        // bytes this rank handed to dp collectives
-  int64_t tp_comm_bytes = 0;     // ... to tensor-parallel all-reduces (and the tp norm sum)
-  int64_t sp_comm_bytes = 0;     // ... to sequence-parallel all-gathers / reduce-scatters
-  double tp_comm_ms = 0.0;       // wall time inside tp/sp collectives (blocking: all exposed)
+  // Communication, as the communicators counted it (comm/comm_counters.h).
+  double exposed_comm_ms = 0.0;  // dp: blocked on what compute did not hide
+  int64_t comm_bytes = 0;        // payload this rank handed to dp ops
+  int64_t tp_comm_bytes = 0;     // ... to tp ops other than all-gather/reduce-scatter
+  int64_t sp_comm_bytes = 0;     // ... to tp all-gathers / reduce-scatters
+  double tp_comm_ms = 0.0;       // blocked in tp and sp ops (blocking: all exposed)
+  CommByGroup comm_by_group;     // every group the step used, by kind
   // Pipeline (pp > 1), on the logging rank: measured bubble fraction of the
   // step and each stage's peak activation bytes (allocator, tag activation).
   double bubble_fraction = 0.0;           // wall clock
@@ -107,6 +110,7 @@ class Trainer {
   int64_t updates_ = 0;
   LrSchedule sched_;
   MetricsWriter metrics_;
+  CommMeter comm_meter_;
   int64_t start_step_ = 0;
 };
 

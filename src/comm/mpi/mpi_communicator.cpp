@@ -124,20 +124,20 @@ void MpiCommunicator::do_run(const OpSpec& s) {
   Work(std::make_unique<MpiTaskWork>(task, opts_.timeout)).wait();
 }
 
-Work MpiCommunicator::do_start(const OpSpec& s) {
+std::unique_ptr<PendingOp> MpiCommunicator::do_start(const OpSpec& s) {
   OpLabel l = next_label(s);
   check(s, l);
   if (is_collective(s.kind) && !rt_.thread_multiple()) {  // no worker thread: run it now
     run_inline(s, l);
-    return Work();
+    return nullptr;
   }
   MpiPlan p = make_plan(s, comm_, rank_, size_, opts_.allocator, name_);
   if (!is_collective(s.kind))
-    return Work(std::make_unique<MpiRequestWork>(std::move(p), std::move(l), opts_.timeout));
+    return std::make_unique<MpiRequestWork>(std::move(p), std::move(l), opts_.timeout);
   if (worker_ == nullptr) worker_ = std::make_unique<MpiWorker>();
   auto task = std::make_shared<MpiTask>(std::move(p), std::move(l));
   worker_->enqueue(task);
-  return Work(std::make_unique<MpiTaskWork>(std::move(task), opts_.timeout));
+  return std::make_unique<MpiTaskWork>(std::move(task), opts_.timeout);
 }
 
 }  // namespace parallm::comm

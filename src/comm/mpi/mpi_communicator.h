@@ -39,7 +39,7 @@ class MpiCommunicator final : public Communicator {
 
  protected:
   void do_run(const OpSpec& s) override;
-  Work do_start(const OpSpec& s) override;
+  std::unique_ptr<PendingOp> do_start(const OpSpec& s) override;
 
  private:
   OpLabel next_label(const OpSpec& s);

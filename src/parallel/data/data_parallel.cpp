@@ -63,7 +63,7 @@ float* DataParallel::update_grads() const {
 DpStepResult DataParallel::finish_step(double local_loss_sum, double lr, double clip,
                                        const StepGuard& guard) {
   DpStepResult res;
-  finish_reduction(res.comm);
+  finish_reduction();
   // gn[k], gu[k]: gradients of flat elements norm_begin_ + k, update_begin_ + k.
   float* gn = norm_grads();
   float* gu = update_grads();
@@ -73,21 +73,8 @@ DpStepResult DataParallel::finish_step(double local_loss_sum, double lr, double 
   if (guard.grad_unscale != 1.0)
     cpu::scale_inplace(gu, n_update, static_cast<float>(guard.grad_unscale));
   double loss = local_loss_sum;
-  {
-    ExposedTimer t(res.comm);  // the dp reduction of [loss, squares] is exposed
-    std::optional<TpCommTimer> tp_timer;
-    if (model_.tp().active()) tp_timer.emplace(*model_.tp().counters);
-    res.grad_norm = global_grad_norm(model_.params(), gn, norm_begin_, norm_end_,
-                                     {.dp = dp_, .tp = &model_.tp(), .pp = pp_}, {&loss, 1});
-  }
-  if (multi()) {
-    res.comm.bytes += 2 * sizeof(double);
-    ++res.comm.collectives;
-  }
-  if (model_.tp().active()) {
-    model_.tp().counters->tp_bytes += sizeof(double);
-    ++model_.tp().counters->tp_collectives;
-  }
+  res.grad_norm = global_grad_norm(model_.params(), gn, norm_begin_, norm_end_,
+                                   {.dp = dp_, .tp = &model_.tp(), .pp = pp_}, {&loss, 1});
   res.loss_sum = loss;
   if (!std::isfinite(res.loss_sum) || !std::isfinite(res.grad_norm)) {
     res.nonfinite = locate_nonfinite(gn);
@@ -97,7 +84,7 @@ DpStepResult DataParallel::finish_step(double local_loss_sum, double lr, double 
     return res;
   }
   clip_grad_norm(gu, n_update, res.grad_norm, clip);  // on the range this rank updates
-  update(lr, gu, res.comm);
+  update(lr, gu);
   return res;
 }
 

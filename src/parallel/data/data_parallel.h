@@ -19,7 +19,6 @@
 #include "comm/communicator.h"
 #include "model/transformer.h"
 #include "optim/optimizer.h"
-#include "parallel/data/comm_stats.h"
 #include "parallel/data/dp_options.h"
 #include "parallel/data/shard_layout.h"
 
@@ -28,7 +27,6 @@ namespace parallm {
 struct DpStepResult {
   double loss_sum = 0.0;   // sum of token losses over the whole global batch
   double grad_norm = 0.0;  // global, before clipping
-  CommStats comm;
   bool skipped = false;    // non-finite loss or gradients: no update (StepGuard)
   std::string nonfinite;   // where, when the loss or a gradient was non-finite
 };
@@ -82,10 +80,10 @@ class DataParallel {
   // the gradients of the norm range [norm_begin_, norm_end_) and of the
   // update range [update_begin_, update_end_) are; the update and the
   // parameter sync after it.
-  virtual void finish_reduction(CommStats& stats) = 0;
+  virtual void finish_reduction() = 0;
   virtual float* norm_grads() const;
   virtual float* update_grads() const;
-  virtual void update(double lr, float* grads, CommStats& stats) = 0;
+  virtual void update(double lr, float* grads) = 0;
 
   Transformer& model_;
   comm::Communicator* dp_;

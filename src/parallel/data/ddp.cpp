@@ -36,10 +36,10 @@ void Ddp::begin_micro_batch(bool last) {
   if (last && reducer_) reducer_->arm();
 }
 
-void Ddp::finish_reduction(CommStats& stats) {
-  if (reducer_) reducer_->finish(stats);
+void Ddp::finish_reduction() {
+  if (reducer_) reducer_->finish();
 }
 
-void Ddp::update(double lr, float* grads, CommStats& stats) { opt_->step(model_.params(), lr); }
+void Ddp::update(double lr, float* grads) { opt_->step(model_.params(), lr); }
 
 }  // namespace parallm

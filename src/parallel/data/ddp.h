@@ -22,8 +22,8 @@ class Ddp : public DataParallel {
   enum class Optimizing { Everything, OwnShard };
   Ddp(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
       const OptimizerConfig& optim, Allocator& alloc, Optimizing what);
-  void finish_reduction(CommStats& stats) override;
-  void update(double lr, float* grads, CommStats& stats) override;
+  void finish_reduction() override;
+  void update(double lr, float* grads) override;
 
  private:
   std::unique_ptr<GradReducer> reducer_;  // null with dp == 1

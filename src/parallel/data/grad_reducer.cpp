@@ -33,15 +33,12 @@ void GradReducer::on_segment_ready(int segment) {
 void GradReducer::launch(const GradBucket& b) {
   const size_t n = static_cast<size_t>(b.end - b.begin);
   float* p = grads_ + b.begin;
-  bytes_ += static_cast<int64_t>(n * sizeof(float));
   switch (target_) {
     case GradTarget::AllRanks:
       in_flight_.push_back(dp_.all_reduce_async(p, p, n, DType::F32, comm::ReduceOp::Sum));
-      ++launched_;
       break;
     case GradTarget::Root:
       in_flight_.push_back(dp_.reduce_async(p, p, n, DType::F32, comm::ReduceOp::Sum, 0));
-      ++launched_;
       break;
     case GradTarget::Owners:
       // Each owner's part of the bucket is reduced to it; the other ranks'
@@ -53,23 +50,16 @@ void GradReducer::launch(const GradBucket& b) {
         in_flight_.push_back(dp_.reduce_async(grads_ + lo, grads_ + lo,
                                               static_cast<size_t>(hi - lo), DType::F32,
                                               comm::ReduceOp::Sum, r));
-        ++launched_;
       }
       break;
   }
 }
 
-void GradReducer::finish(CommStats& stats) {
+void GradReducer::finish() {
   PX_CHECK(armed_, "gradient reducer finished without being armed");
-  {
-    ExposedTimer t(stats);
-    while (next_ < buckets_.size()) launch(buckets_[next_++]);
-    for (auto& w : in_flight_) w.wait();
-  }
+  while (next_ < buckets_.size()) launch(buckets_[next_++]);
+  for (auto& w : in_flight_) w.wait();
   in_flight_.clear();
-  stats.bytes += bytes_;
-  stats.collectives += launched_;
-  bytes_ = launched_ = 0;
   next_ = 0;
   armed_ = false;
 }

@@ -12,7 +12,6 @@
 
 #include "comm/communicator.h"
 #include "parallel/data/bucket_plan.h"
-#include "parallel/data/comm_stats.h"
 #include "parallel/data/shard_layout.h"
 
 namespace parallm {
@@ -28,9 +27,8 @@ class GradReducer {
   void arm();
   // The hook: segment `segment` of the model's grad_segments() is complete.
   void on_segment_ready(int segment);
-  // Starts any bucket not yet started, waits for all; stats gets the bytes
-  // and the waiting time (all of it when overlap is off). Disarms.
-  void finish(CommStats& stats);
+  // Starts any bucket not yet started, waits for all. Disarms.
+  void finish();
   const std::vector<GradBucket>& buckets() const { return buckets_; }
 
  private:
@@ -44,8 +42,6 @@ class GradReducer {
   bool overlap_;
   bool armed_ = false;
   size_t next_ = 0;  // first bucket not yet started
-  int64_t bytes_ = 0;
-  int64_t launched_ = 0;
   std::vector<comm::Work> in_flight_;
 };
 

@@ -24,15 +24,12 @@ void ParameterServer::begin_micro_batch(bool last) {
   if (last) reducer_->arm();
 }
 
-void ParameterServer::finish_reduction(CommStats& stats) { reducer_->finish(stats); }
+void ParameterServer::finish_reduction() { reducer_->finish(); }
 
-void ParameterServer::update(double lr, float* grads, CommStats& stats) {
+void ParameterServer::update(double lr, float* grads) {
   if (opt_) opt_->step(model_.params(), lr);
   float* v = model_.params().flat_values().data<float>();
-  ExposedTimer t(stats);
   dp_->broadcast(v, static_cast<size_t>(shards_.total), DType::F32, 0);
-  stats.bytes += shards_.total * 4;
-  ++stats.collectives;
 }
 
 }  // namespace parallm

@@ -19,8 +19,8 @@ class ParameterServer : public DataParallel {
   void begin_micro_batch(bool last) override;
 
  protected:
-  void finish_reduction(CommStats& stats) override;
-  void update(double lr, float* grads, CommStats& stats) override;
+  void finish_reduction() override;
+  void update(double lr, float* grads) override;
 
  private:
   bool is_server() const { return dp_rank() == 0; }

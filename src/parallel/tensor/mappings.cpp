@@ -16,10 +16,7 @@ void copy_rows(float* dst, const float* src, int64_t n) {
 }
 
 void all_reduce(const TpGroup& g, float* x, int64_t n) {
-  TpCommTimer timer(*g.counters);
   g.comm->all_reduce(x, static_cast<size_t>(n), DType::F32, comm::ReduceOp::Sum);
-  g.counters->tp_bytes += n * kF;
-  ++g.counters->tp_collectives;
 }
 }  // namespace
 
@@ -45,10 +42,7 @@ void gather_from_tp_region(const TpGroup& g, float* out, const float* in, int64_
   const int P = g.size();
   // Inference and tests only (the full logits); the staging copy is untagged.
   std::vector<float> blocks(static_cast<size_t>(rows * cols_local * P));
-  TpCommTimer timer(*g.counters);
   g.comm->all_gather(in, blocks.data(), static_cast<size_t>(rows * cols_local), DType::F32);
-  g.counters->tp_bytes += rows * cols_local * kF;
-  ++g.counters->tp_collectives;
   // blocks (P, rows, w) -> out (rows, P * w)
   for (int p = 0; p < P; ++p)
     for (int64_t r = 0; r < rows; ++r)
@@ -59,20 +53,14 @@ void gather_from_tp_region(const TpGroup& g, float* out, const float* in, int64_
 void gather_from_sequence_region(const TpGroup& g, float* full, const float* local,
                                  int64_t rows_local, int64_t cols) {
   if (!g.active()) return copy_rows(full, local, rows_local * cols);
-  TpCommTimer timer(*g.counters);
   g.comm->all_gather(local, full, static_cast<size_t>(rows_local * cols), DType::F32);
-  g.counters->sp_bytes += rows_local * cols * kF;
-  ++g.counters->sp_collectives;
 }
 
 void reduce_scatter_to_sequence_region(const TpGroup& g, float* local, const float* full,
                                        int64_t rows_local, int64_t cols) {
   if (!g.active()) return copy_rows(local, full, rows_local * cols);
-  TpCommTimer timer(*g.counters);
   g.comm->reduce_scatter(full, local, static_cast<size_t>(rows_local * cols), DType::F32,
                          comm::ReduceOp::Sum);
-  g.counters->sp_bytes += rows_local * cols * g.size() * kF;
-  ++g.counters->sp_collectives;
 }
 
 void enter_tp_region(const TpGroup& g, float* full, const float* stream, int64_t N, int64_t C) {

@@ -1,8 +1,8 @@
 // The communication mappings of tensor and sequence parallelism (Megatron's
 // f / g operators), each named by its forward action, with its backward
-// beside it. Buffers are row-major (rows, cols) fp32. Each call counts its
-// payload in g.counters. With an inactive group every mapping is the
-// identity (a copy where the buffers differ).
+// beside it. Buffers are row-major (rows, cols) fp32. The communicator
+// counts each call's traffic (tp_traffic in tp_group.h). With an inactive
+// group every mapping is the identity (a copy where the buffers differ).
 #pragma once
 #include <cstdint>
 

@@ -53,24 +53,15 @@ void PartialGradSync::after_backward(const ParameterSet& ps, int unit) {
   float* red = keep + keep_;
   // Lay out this micro-batch's partial gradients: a replicated shard in its
   // slot of a zeroed block (the other holders' slots stay zero here).
-  int64_t n = 0, partial_bytes = 0;
+  int64_t n = 0;
   for (const Entry& e : entries_[unit]) {
     const int64_t k = ps.numel(e.param), total = reduced_numel(ps, e);
     const int64_t slot = e.replicas == 1 ? 0 : tp_.rank() / e.replicas;
     std::memset(red + n, 0, static_cast<size_t>(total) * sizeof(float));
     std::memcpy(red + n + slot * k, ps.grad(ParamRef{e.param}), k * sizeof(float));
-    if (e.replicas == 1) partial_bytes += k * static_cast<int64_t>(sizeof(float));
     n += total;
   }
-  {
-    TpCommTimer timer(*tp_.counters);
-    tp_.comm->all_reduce(red, static_cast<size_t>(n), DType::F32, comm::ReduceOp::Sum);
-  }
-  // Sequence-parallel partials count as sp traffic, replicated k/v shards as tp.
-  const int64_t bytes = n * static_cast<int64_t>(sizeof(float));
-  tp_.counters->sp_bytes += partial_bytes;
-  tp_.counters->tp_bytes += bytes - partial_bytes;
-  ++(partial_bytes > 0 ? tp_.counters->sp_collectives : tp_.counters->tp_collectives);
+  tp_.comm->all_reduce(red, static_cast<size_t>(n), DType::F32, comm::ReduceOp::Sum);
   n = 0;
   for (const Entry& e : entries_[unit]) {
     float* g = ps.grad(ParamRef{e.param});

@@ -12,4 +12,10 @@ int64_t tp_local_rows(const TpGroup& g, int64_t N) {
   return N / g.size();
 }
 
+TpTraffic tp_traffic(const comm::CommCounters& c) {
+  comm::OpTally sp = c.of(comm::OpKind::AllGather);
+  sp += c.of(comm::OpKind::ReduceScatter);
+  return {.tp = c.total() - sp, .sp = sp};
+}
+
 }  // namespace parallm

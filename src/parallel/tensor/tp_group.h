@@ -1,48 +1,30 @@
 // TpGroup: what a layer needs to run tensor parallel: the tp communicator
 // (null or size 1: no tensor parallelism), whether sequence parallelism is
-// on, and the counters its collectives add to. Passed explicitly to the
-// model at construction (DESIGN principle 3); copies share the counters.
+// on. Passed explicitly to the model at construction (DESIGN principle 3);
+// its traffic is counted by the communicator (tp_traffic below).
 // Invariant: every rank of the group builds the same model with the same
 // TpGroup settings, so collectives line up call for call.
 #pragma once
-#include <chrono>
 #include <cstdint>
-#include <memory>
 
 #include "comm/communicator.h"
 
 namespace parallm {
 
-// Payload bytes this rank handed to tp collectives, split by kind: "tp" is
-// all-reduce traffic, "sp" the all-gather / reduce-scatter of sequence
-// parallelism (per rank: the buffer it contributes). tp collectives are
-// blocking and sit on the critical path, so the wall time spent inside them
-// is exposed communication (waiting for the slowest rank included).
-struct TpCommCounters {
-  int64_t tp_bytes = 0, sp_bytes = 0;
-  int64_t tp_collectives = 0, sp_collectives = 0;
-  double seconds = 0.0;
+// The traffic of a tp communicator, split by op kind, a rule the
+// Communicator's own counters can apply (docs/tensor_parallel.md): "sp" is
+// its all-gathers and reduce-scatters (sequence parallelism's gather and
+// scatter of the residual stream; also the rarer tp gathers of inference
+// logits and Muon's tp weights), "tp" every other op (all-reduces: the
+// layers' and the loss's, the partial-gradient sync, the norm sum).
+struct TpTraffic {
+  comm::OpTally tp, sp;
 };
-
-// Adds the lifetime of the object to counters.seconds (one collective call).
-class TpCommTimer {
- public:
-  explicit TpCommTimer(TpCommCounters& c) : c_(c), t0_(std::chrono::steady_clock::now()) {}
-  ~TpCommTimer() {
-    c_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-  }
-  TpCommTimer(const TpCommTimer&) = delete;
-  TpCommTimer& operator=(const TpCommTimer&) = delete;
-
- private:
-  TpCommCounters& c_;
-  std::chrono::steady_clock::time_point t0_;
-};
+TpTraffic tp_traffic(const comm::CommCounters& c);
 
 struct TpGroup {
   comm::Communicator* comm = nullptr;
   bool sequence_parallel = false;
-  std::shared_ptr<TpCommCounters> counters = std::make_shared<TpCommCounters>();
 
   int size() const { return comm ? comm->size() : 1; }
   int rank() const { return comm ? comm->rank() : 0; }

@@ -22,9 +22,6 @@ void VocabParallelCrossEntropy::loss(const float* L, const int32_t* tr, int64_t 
     std::fill(mx_.begin(), mx_.end(), -std::numeric_limits<float>::infinity());
   }
   if (tp_.active()) {  // the global row max, then shard sums against it
-    ++tp_.counters->tp_collectives;
-    tp_.counters->tp_bytes += n * static_cast<int64_t>(sizeof(float));
-    TpCommTimer timer(*tp_.counters);
     tp_.comm->all_reduce(mx_.data(), static_cast<size_t>(n), DType::F32, comm::ReduceOp::Max);
   }
   // The sum of exponentials (first n) and target logits (next n), adjacent
@@ -37,9 +34,6 @@ void VocabParallelCrossEntropy::loss(const float* L, const int32_t* tr, int64_t 
     cpu::ce_target_logit(tl, L, tr, n, V, shard_.begin);
   }
   if (tp_.active()) {
-    ++tp_.counters->tp_collectives;
-    tp_.counters->tp_bytes += 2 * n * static_cast<int64_t>(sizeof(float));
-    TpCommTimer timer(*tp_.counters);
     tp_.comm->all_reduce(se, static_cast<size_t>(2 * n), DType::F32, comm::ReduceOp::Sum);
   }
   for (int64_t i = 0; i < n; ++i) {

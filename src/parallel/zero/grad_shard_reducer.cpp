@@ -39,18 +39,13 @@ void GradShardReducer::on_segment_ready(int segment) {
     float* p = s->data() + (lo - seg.begin);
     s->works.push_back(
         dp_.reduce_async(p, p, static_cast<size_t>(hi - lo), DType::F32, comm::ReduceOp::Sum, r));
-    stats_.bytes += (hi - lo) * 4;
-    ++stats_.collectives;
   }
   if (!overlap_) complete(*s);
 }
 
 void GradShardReducer::complete(UnitSlot& s) {
   if (s.segment < 0 || s.works.empty()) return;
-  {
-    ExposedTimer t(stats_);
-    for (auto& w : s.works) w.wait();
-  }
+  for (auto& w : s.works) w.wait();
   s.works.clear();
   const auto& seg = slots_.segment(s.segment);
   const int me = dp_.rank();
@@ -61,12 +56,8 @@ void GradShardReducer::complete(UnitSlot& s) {
   for (int64_t k = 0; k < hi - lo; ++k) dst[k] += src[k];
 }
 
-void GradShardReducer::finish(CommStats& stats) {
+void GradShardReducer::finish() {
   for (auto& s : slots_.all()) complete(s);
-  stats.bytes += stats_.bytes;
-  stats.exposed_seconds += stats_.exposed_seconds;
-  stats.collectives += stats_.collectives;
-  stats_ = CommStats{};
 }
 
 }  // namespace parallm

@@ -11,7 +11,6 @@
 #include <memory>
 
 #include "model/transformer.h"
-#include "parallel/data/comm_stats.h"
 #include "parallel/data/shard_layout.h"
 #include "parallel/zero/unit_staging.h"
 
@@ -27,8 +26,8 @@ class GradShardReducer {
   void prepare(int segment);
   // Segment s's gradients are complete: reduce them to their owners.
   void on_segment_ready(int segment);
-  // Waits for every reduction, adding into the shard; stats gets bytes and waits.
-  void finish(CommStats& stats);
+  // Waits for every reduction, adding into the shard.
+  void finish();
   // shard()[k]: gradient of flat element shards.begin(rank) + k.
   float* shard() const { return shard_.data<float>(); }
   void zero_shard() const { shard_.zero_(); }
@@ -43,7 +42,6 @@ class GradShardReducer {
   bool overlap_;
   Tensor shard_;
   UnitSlots slots_;
-  CommStats stats_;
 };
 
 }  // namespace parallm

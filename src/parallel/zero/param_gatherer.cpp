@@ -31,12 +31,9 @@ void ParamGatherer::start_gather(UnitSlot& s, int segment) {
     const int64_t hi = std::min(seg.end, shards_.end(r));
     if (hi <= lo) continue;
     float* p = s.data() + (lo - seg.begin);
-    if (r == me) {
+    if (r == me)
       std::memcpy(p, shard() + (lo - shards_.begin(me)), static_cast<size_t>(hi - lo) * 4);
-      stats_.bytes += (hi - lo) * 4;
-    }
     s.works.push_back(dp_.broadcast_async(p, p, static_cast<size_t>(hi - lo), DType::F32, r));
-    ++stats_.collectives;
   }
 }
 
@@ -48,11 +45,8 @@ void ParamGatherer::acquire(int segment, int next) {
   } else {
     slots_.pick(segment, nullptr);  // refresh its age
   }
-  if (!s->works.empty()) {
-    ExposedTimer t(stats_);
-    for (auto& w : s->works) w.wait();
-    s->works.clear();
-  }
+  for (auto& w : s->works) w.wait();
+  s->works.clear();
   const auto& seg = slots_.segment(segment);
   params_.bind_values(seg.first_param, seg.end_param, s->data());
   if (segment != slots_.pinned_segment()) current_ = s;
@@ -81,13 +75,6 @@ std::vector<float> ParamGatherer::full_values() {
     if (n > 0) dp_.broadcast(out.data() + shards_.begin(r), static_cast<size_t>(n), DType::F32, r);
   }
   return out;
-}
-
-void ParamGatherer::take_stats(CommStats& stats) {
-  stats.bytes += stats_.bytes;
-  stats.exposed_seconds += stats_.exposed_seconds;
-  stats.collectives += stats_.collectives;
-  stats_ = CommStats{};
 }
 
 }  // namespace parallm

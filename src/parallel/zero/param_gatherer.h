@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "model/transformer.h"
-#include "parallel/data/comm_stats.h"
 #include "parallel/data/shard_layout.h"
 #include "parallel/zero/unit_staging.h"
 
@@ -30,7 +29,6 @@ class ParamGatherer {
   float* shard() const { return shard_.data<float>(); }
   // Collective: the full flat parameter vector on every rank.
   std::vector<float> full_values();
-  void take_stats(CommStats& stats);
   int64_t buffer_bytes() const { return slots_.bytes(); }
 
  private:
@@ -42,7 +40,6 @@ class ParamGatherer {
   Tensor shard_;
   UnitSlots slots_;
   UnitSlot* current_ = nullptr;
-  CommStats stats_;
 };
 
 }  // namespace parallm

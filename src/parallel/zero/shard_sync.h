@@ -3,13 +3,11 @@
 // shards so every rank holds the whole updated model again.
 #pragma once
 #include "comm/communicator.h"
-#include "parallel/data/comm_stats.h"
 #include "parallel/data/shard_layout.h"
 
 namespace parallm {
 
 // values: the flat buffer (shards.total floats), this rank's shard current.
-void all_gather_shards(comm::Communicator& dp, float* values, const ShardLayout& shards,
-                       CommStats& stats);
+void all_gather_shards(comm::Communicator& dp, float* values, const ShardLayout& shards);
 
 }  // namespace parallm

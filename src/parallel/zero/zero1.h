@@ -14,7 +14,7 @@ class Zero1 : public Ddp {
         const OptimizerConfig& optim, Allocator& alloc);
 
  protected:
-  void update(double lr, float* grads, CommStats& stats) override;
+  void update(double lr, float* grads) override;
 };
 
 }  // namespace parallm

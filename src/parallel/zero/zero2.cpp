@@ -30,10 +30,10 @@ void Zero2::on_unit(Transformer::UnitPass pass, int segment) {
   shard_reducer_->prepare(segment);
 }
 
-void Zero2::update(double lr, float* grads, CommStats& stats) {
+void Zero2::update(double lr, float* grads) {
   const ParameterSet& ps = model_.params();
   opt_->step_range(ps, lr, ps.flat_values().data<float>() + update_begin_, grads);
-  all_gather_shards(*dp_, ps.flat_values().data<float>(), shards_, stats);
+  all_gather_shards(*dp_, ps.flat_values().data<float>(), shards_);
 }
 
 }  // namespace parallm

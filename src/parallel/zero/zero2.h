@@ -19,10 +19,10 @@ class Zero2 : public DataParallel {
   int64_t unit_buffer_bytes() const override { return shard_reducer_->staging_bytes(); }
 
  protected:
-  void finish_reduction(CommStats& stats) override { shard_reducer_->finish(stats); }
+  void finish_reduction() override { shard_reducer_->finish(); }
   float* norm_grads() const override { return shard_reducer_->shard(); }
   float* update_grads() const override { return shard_reducer_->shard(); }
-  void update(double lr, float* grads, CommStats& stats) override;
+  void update(double lr, float* grads) override;
   // Called before each unit's forward and backward (Transformer::set_unit_hook).
   virtual void on_unit(Transformer::UnitPass pass, int segment);
 

@@ -11,11 +11,6 @@ int64_t Zero3::unit_buffer_bytes() const {
   return Zero2::unit_buffer_bytes() + gatherer_->buffer_bytes();
 }
 
-void Zero3::finish_reduction(CommStats& stats) {
-  Zero2::finish_reduction(stats);
-  gatherer_->take_stats(stats);
-}
-
 // Gathers the unit about to run and prefetches the next in the same pass:
 // forward walks L+1 .. 0, backward 0 .. L+1 (the embedding stays pinned).
 void Zero3::on_unit(Transformer::UnitPass pass, int segment) {
@@ -27,7 +22,7 @@ void Zero3::on_unit(Transformer::UnitPass pass, int segment) {
   Zero2::on_unit(pass, segment);
 }
 
-void Zero3::update(double lr, float* grads, CommStats& stats) {
+void Zero3::update(double lr, float* grads) {
   opt_->step_range(model_.params(), lr, gatherer_->shard(), grads);
   gatherer_->invalidate();
 }
