@@ -2,7 +2,7 @@
 tp and sp bytes per step, the MEASURED time inside tp collectives per step
 (`tp_comm_ms`: they are blocking, so it is all exposed, waiting for the
 slower rank included) and, beside it, an estimate from the analytical
-collective count (the count tests/tensor_parallel/tp_comm_volume_dist.cpp
+collective count (the count tests/parallel/tensor/tp_comm_volume_dist.cpp
 checks) priced at the 2-rank blocking timings of docs/comm.md, scaled from
 the 1 MiB row (the bench's N*C*4 is exactly 1 MiB): the difference between
 the two is time spent waiting for the other rank, not moving bytes.

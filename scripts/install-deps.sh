@@ -21,7 +21,7 @@ PY=/usr/bin/python3
 # safetensors.numpy uses Debian's numpy).
 PIP_PKGS=(safetensors==0.8.0)
 # Every Python module a test imports -> the package that provides it
-# (tests/reference/*.py, tests/checkpoint/read_export.py).
+# (tests/reference/*.py, tests/train/checkpoint/read_export.py).
 PY_MODULES=(numpy:python3-numpy torch:python3-torch safetensors:safetensors==0.8.0)
 
 missing=()

@@ -9,7 +9,7 @@
 #include "base/error.h"
 #include "tensor/half.h"
 #include "dist_env.h"
-#include "../common/rank_failure_printer.h"
+#include "common/rank_failure_printer.h"
 
 namespace parallm::comm::dist {
 

@@ -1,24 +1,12 @@
 # MPI tests (label dist): one gtest binary run by `mpirun --oversubscribe -np N`
 # for N = 1..8, and fault tests that kill, abort, fail or hang one rank and
 # check that the whole job ends non-zero within 30 s with a message.
-file(GLOB PARALLM_COMM_DIST_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*_dist.cpp)
-add_executable(comm_dist_tests ${CMAKE_CURRENT_LIST_DIR}/comm_dist_main.cpp
-                               ${PARALLM_COMM_DIST_SOURCES})
-target_link_libraries(comm_dist_tests PRIVATE parallm_core GTest::gtest)
+parallm_mpi_test_binary(comm_dist_tests ${CMAKE_CURRENT_LIST_DIR}/comm_dist_main.cpp)
 add_executable(comm_fault_job ${CMAKE_CURRENT_LIST_DIR}/comm_fault_job.cpp)
 target_link_libraries(comm_fault_job PRIVATE parallm_core)
 
-# Reliable inside a container without network: shared memory only, no core
-# binding (ranks share cores), yield when idle (ranks outnumber cores).
-set(PARALLM_MPIRUN mpirun --oversubscribe --bind-to none --mca btl self,vader
-    --mca mpi_yield_when_idle 1)
-set(PARALLM_MPI_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1)
-
 foreach(np RANGE 1 8)
-  add_test(NAME comm.dist.np${np}
-           COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
-                   ${PARALLM_MPIRUN} -np ${np} $<TARGET_FILE:comm_dist_tests>)
-  set_tests_properties(comm.dist.np${np} PROPERTIES LABELS dist TIMEOUT 240)
+  parallm_mpi_test(NAME comm.dist.np${np} NP ${np} TARGET comm_dist_tests TIMEOUT 240)
 endforeach()
 
 # mode|ranks|an extended regular expression the job's output must match.

@@ -11,7 +11,7 @@
 #include <set>
 
 #include "base/error.h"
-#include "../common/test_util.h"
+#include "common/test_util.h"
 
 namespace parallm {
 namespace {

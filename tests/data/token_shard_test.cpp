@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "base/error.h"
-#include "../common/test_util.h"
+#include "common/test_util.h"
 
 namespace parallm {
 namespace {

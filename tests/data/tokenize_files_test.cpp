@@ -11,7 +11,7 @@
 #include "data/byte_tokenizer.h"
 #include "data/data_loader.h"
 #include "data/token_shard.h"
-#include "../common/test_util.h"
+#include "common/test_util.h"
 
 namespace parallm {
 namespace {

@@ -9,7 +9,7 @@
 #include "base/error.h"
 #include "grid/grid_request.h"
 #include "grid/rank_grid.h"
-#include "../common/test_util.h"
+#include "common/test_util.h"
 
 namespace parallm {
 namespace {

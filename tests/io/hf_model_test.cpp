@@ -6,11 +6,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "../model/test_models.h"
+#include "common/test_models.h"
 #include "io/hf_config.h"
 #include "io/safetensors.h"
 #include "tensor/half.h"
-#include "../common/test_util.h"
+#include "common/test_util.h"
 
 namespace fs = std::filesystem;
 

@@ -10,7 +10,7 @@
 
 #include "base/rng.h"
 #include "model/transformer.h"
-#include "test_models.h"
+#include "common/test_models.h"
 
 namespace parallm {
 namespace {

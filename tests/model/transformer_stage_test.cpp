@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "model/transformer.h"
-#include "test_models.h"
+#include "common/test_models.h"
 
 namespace parallm {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "base/rng.h"
 #include "model/model_catalog.h"
-#include "test_models.h"
+#include "common/test_models.h"
 
 namespace parallm {
 namespace {

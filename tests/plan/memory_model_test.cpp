@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "../common/test_util.h"
+#include "common/test_util.h"
 #include "model/model_catalog.h"
 
 namespace parallm {

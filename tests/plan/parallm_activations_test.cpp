@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "../model/test_models.h"
+#include "common/test_models.h"
 #include "model/transformer.h"
 #include "optim/adam.h"
 #include "plan/memory_model.h"

@@ -3,13 +3,13 @@
 // every local element (never sharded), fp32 gradients, optimizer states
 // without a master copy; the Megatron model keeps the ZeRO paper's 2 + 2 +
 // (state + 4) bytes. Also the per-rank key/value width when kv heads are
-// replicated over tp. The allocator check is tests/tensor_parallel/
+// replicated over tp. The allocator check is tests/parallel/tensor/
 // memory_model_dist.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "../model/test_models.h"
+#include "common/test_models.h"
 #include "plan/memory_model.h"
 #include "plan/parallm_activations.h"
 

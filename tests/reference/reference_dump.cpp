@@ -14,7 +14,7 @@
 #include <memory>
 #include <string>
 
-#include "../model/test_models.h"
+#include "common/test_models.h"
 #include "base/rng.h"
 #include "io/hf_layout.h"
 #include "io/hf_model.h"

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <vector>
 
-#include "../common/test_util.h"
+#include "common/test_util.h"
 
 namespace parallm {
 namespace {

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "../model/test_models.h"
+#include "common/test_models.h"
 #include "data/byte_tokenizer.h"
 #include "data/token_shard.h"
 

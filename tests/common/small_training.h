@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "../model/test_models.h"
+#include "common/test_models.h"
 #include "data/byte_tokenizer.h"
 #include "data/token_shard.h"
 #include "train/trainer.h"

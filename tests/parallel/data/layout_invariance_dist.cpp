@@ -14,7 +14,7 @@
 #include <cmath>
 #include <map>
 
-#include "../model/test_models.h"
+#include "common/test_models.h"
 #include "dp_env.h"
 #include "model/transformer.h"
 #include "optim/muon.h"

@@ -16,7 +16,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "../common/param_match.h"
+#include "common/param_match.h"
 #include "tp_env.h"
 
 namespace parallm::tp_test {

@@ -16,7 +16,9 @@
 #include "parallel/tensor/gather_parameters.h"
 #include "tp_env.h"
 #include "train/trainer.h"
-#include "../common/mpi_gtest.h"
+#include "common/layout_groups.h"
+#include "common/mpi_gtest.h"
+#include "common/trajectory_config.h"
 
 namespace parallm::tp_test {
 
@@ -25,85 +27,36 @@ TpTestEnv& env() {
   return e;
 }
 
-ModelConfig tp_gpt2() {
-  ModelConfig c;
-  c.vocab_size = 1003;
-  c.hidden = 64;
-  c.n_layers = 2;
-  c.n_heads = c.n_kv_heads = 4;
-  c.head_dim = 16;
-  c.intermediate = 256;
-  c.max_positions = 64;
-  return c;
-}
-
-ModelConfig tp_llama() {
-  ModelConfig c = tp_gpt2();
-  c.arch = Arch::LLaMA;
-  c.n_heads = 8;
-  c.n_kv_heads = 4;
-  c.head_dim = 8;
-  c.intermediate = 192;
-  c.tie_embeddings = false;
-  return c;
-}
-
 std::string TpLayout::name() const {
   return fmt::format("tp {} dp {} sp {} zero {} {}", tp, dp, sp ? "on" : "off", zero, optimizer);
 }
 
 TpRunResult tp_train_run(const ModelConfig& model, const TpLayout& l, int steps) {
-  comm::Communicator* world = env().world;
-  const int n = l.tp * l.dp;
-  const bool alone = n == 1;
-  // Ranks beyond the layout take color -1 and sit this layout out.
-  const int rank = world->rank();
-  const bool in = alone || rank < n;
-  std::unique_ptr<comm::Communicator> sub, tp_comm, dp_comm;
-  if (!alone) {
-    sub = world->split(in ? 0 : -1, rank, "layout");
-    if (!in) return {};
-    RankGrid grid(GridSizes{.tp = l.tp, .dp = l.dp}, n);
-    const int r = sub->rank();
-    tp_comm = sub->split(grid.group_index(GroupKind::Tp, r), grid.rank_in_group(GroupKind::Tp, r),
-                         "tp");
-    dp_comm = sub->split(grid.group_index(GroupKind::Dp, r), grid.rank_in_group(GroupKind::Dp, r),
-                         "dp");
-  }
-  TpGroup tp{.comm = l.tp > 1 ? tp_comm.get() : nullptr, .sequence_parallel = l.sp};
-  TrainConfig t;
-  t.data.train = {env().shard};
-  t.training.seq_len = 16;
-  t.training.micro_batch_size = 2;
-  t.training.global_batch_size = 24;
-  t.training.steps = steps;
-  t.optimizer.lr = 3e-3;
-  t.lr_schedule.warmup = 3;
+  testing::LayoutGroups g = testing::split_layout(*env().world, {.tp = l.tp, .dp = l.dp});
+  if (!g.member) return {};
+  TpGroup tp{.comm = l.tp > 1 ? g.tp.get() : nullptr, .sequence_parallel = l.sp};
   // Adam divides by sqrt(v) + eps, so an element whose gradient nearly
   // cancels in some step (|g| ~ eps) turns fp32 summation noise into an
-  // update difference of up to lr (tests/parallel/layout_invariance_dist.cpp).
+  // update difference of up to lr (tests/parallel/data/layout_invariance_dist.cpp).
   // At eps 1e-6 two such elements showed up here, each a one-step jump that
   // then stays constant while every loss, grad norm and the parameter norm
   // agree to 1e-6: pos_embed[0][29] of GPT-2 with dropout (tp 2, step 1) and
   // embed[869][49] of the multi-query LLaMA (tp 4, step 4). eps 1e-5 keeps
   // Adam's gain on such elements 10x lower, so the element-wise check below
   // holds at 1e-5 without exceptions.
-  t.optimizer.eps = 1e-5;
-  t.training.clip_grad = 0.5;
+  TrainConfig t = testing::trajectory_config(env().shard, steps, l.optimizer, 1e-5);
   t.parallelism.dp.dp = l.dp;
   t.parallelism.dp.zero = l.zero;
   t.parallelism.dp.bucket_mb = 0.05;
   t.parallelism.tp = l.tp;
   t.parallelism.sequence_parallel = l.sp;
-  t.optimizer.kind = optimizer_from_name(l.optimizer);
-  if (l.optimizer == "sgd" || l.optimizer == "momentum") t.optimizer.lr = 0.1;
   t.precision.matmul = l.precision;
   t.training.recompute = l.recompute;
   t.precision.loss_scale = l.loss_scale;
   Allocator alloc;
   Transformer m(model, alloc, tp);
   m.params().init_random(7);
-  Trainer tr(m, t, alloc, 0.0, l.dp > 1 ? dp_comm.get() : nullptr);
+  Trainer tr(m, t, alloc, 0.0, l.dp > 1 ? g.dp.get() : nullptr);
   TpRunResult res;
   tr.run([&](const StepStats& s) {
     res.losses.push_back(s.loss);
@@ -120,8 +73,6 @@ TpRunResult tp_train_run(const ModelConfig& model, const TpLayout& l, int steps)
     res.params[ps.spec(i).name] = gather_tp_parameter(ps, i, flat.data() + ps.offset(i), tp);
   return res;
 }
-
-
 }  // namespace parallm::tp_test
 
 int main(int argc, char** argv) {

@@ -12,7 +12,8 @@
 #include "kernels/cpu/threads.h"
 #include "model/transformer.h"
 #include "train/trainer.h"
-#include "../common/mpi_gtest.h"
+#include "common/mpi_gtest.h"
+#include "common/trajectory_config.h"
 
 namespace parallm::dp_test {
 
@@ -23,19 +24,9 @@ DpTestEnv& env() {
 
 RunResult train_run(const ModelConfig& model, const DpOptions& dp, comm::Communicator* group,
                     int steps, const std::string& optimizer) {
-  TrainConfig t;
-  t.data.train = {env().shard};
-  t.training.seq_len = 16;
-  t.training.micro_batch_size = 2;
-  t.training.global_batch_size = 24;
-  t.training.steps = steps;
-  t.optimizer.lr = 3e-3;
-  t.lr_schedule.warmup = 3;
-  t.optimizer.eps = 1e-6;  // see layout_invariance_dist.cpp
-  t.training.clip_grad = 0.5;  // low enough that clipping is active in early steps
+  TrainConfig t = testing::trajectory_config(env().shard, steps, optimizer, 1e-6);  // eps: see
+                                                                                  // layout_invariance_dist.cpp
   t.parallelism.dp = dp;
-  t.optimizer.kind = optimizer_from_name(optimizer);
-  if (optimizer == "sgd" || optimizer == "momentum") t.optimizer.lr = 0.1;
   Allocator alloc;
   Transformer m(model, alloc);
   m.params().init_random(7);
@@ -50,8 +41,6 @@ RunResult train_run(const ModelConfig& model, const DpOptions& dp, comm::Communi
   r.params = tr.data_parallel().full_parameters();
   return r;
 }
-
-
 }  // namespace parallm::dp_test
 
 int main(int argc, char** argv) {

@@ -9,7 +9,7 @@
 
 #include "plan/memory_model.h"
 #include "plan/parallm_activations.h"
-#include "precision_env.h"
+#include "common/small_training.h"
 
 namespace parallm::precision_test {
 namespace {

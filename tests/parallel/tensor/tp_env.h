@@ -1,14 +1,14 @@
 // Shared state of the tensor-parallel MPI test binary (tp_dist_main.cpp):
-// the world, a token shard, tp-compatible tiny models (vocabulary 1003, odd,
-// so tp 2 and 4 pad it) and a helper that trains one layout (global batch
-// 24 x 16 tokens, micro-batch 2, so every layout accumulates gradients) and
-// returns its losses and its parameters assembled whole, by name.
+// the world, a token shard, the tp test models (common/test_models.h) and a
+// helper that trains one layout (common/trajectory_config.h) and returns its
+// losses and its parameters assembled whole, by name.
 #pragma once
 #include <map>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "common/test_models.h"
 #include "model/config.h"
 #include "optim/loss_scaler.h"
 #include "parallel/data/dp_options.h"
@@ -22,8 +22,8 @@ struct TpTestEnv {
 };
 TpTestEnv& env();
 
-ModelConfig tp_gpt2();   // 4 heads, hidden 64, tied embeddings
-ModelConfig tp_llama();  // 8 query heads, 4 key/value groups, untied head
+using testing::tp_gpt2;
+using testing::tp_llama;
 
 struct TpLayout {
   int tp = 1, dp = 1;

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <limits>
 
-#include "precision_env.h"
+#include "common/small_training.h"
 
 namespace parallm::precision_test {
 namespace {

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "../common/test_util.h"
+#include "common/test_util.h"
 #include "parallel/pipeline/interleaved.h"
 #include "parallel/pipeline/schedule.h"
 #include "parallel/pipeline/schedule_checks.h"

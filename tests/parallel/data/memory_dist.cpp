@@ -11,7 +11,7 @@
 
 #include <algorithm>
 
-#include "../model/test_models.h"
+#include "common/test_models.h"
 #include "dp_env.h"
 #include "parallel/data/data_parallel.h"
 

@@ -3,8 +3,8 @@
 // model built with an inactive tp group is the plain one-process model.
 #include <gtest/gtest.h>
 
-#include "../common/test_util.h"
-#include "../model/test_models.h"
+#include "common/test_util.h"
+#include "common/test_models.h"
 #include "model/transformer.h"
 #include "parallel/tensor/vocab_shard.h"
 

@@ -20,11 +20,16 @@
 #include "grid/rank_grid.h"
 #include "model/transformer.h"
 #include "plan/memory_model.h"
-#include "tp_env.h"
+#include "plan_env.h"
 #include "train/trainer.h"
+#include "common/layout_groups.h"
+#include "common/test_models.h"
 
-namespace parallm::tp_test {
+namespace parallm::plan_test {
 namespace {
+
+using testing::tp_gpt2;
+using testing::tp_llama;
 
 struct Case {
   std::string family;
@@ -55,23 +60,11 @@ constexpr int64_t kSeq = 16, kMicro = 2, kAccum = 2;
 
 // Peaks per tag over one training step (-1 on ranks outside the layout).
 std::array<int64_t, kNumMemTags> measure(const Case& c, const ModelConfig& model) {
-  comm::Communicator* world = env().world;
-  const int n = c.tp * c.dp;
-  std::unique_ptr<comm::Communicator> sub, tp_comm, dp_comm;
   std::array<int64_t, kNumMemTags> peaks{};
   peaks.fill(-1);
-  if (n > 1) {
-    const bool in = world->rank() < n;
-    sub = world->split(in ? 0 : -1, world->rank(), "memory_model");
-    if (!in) return peaks;
-    RankGrid grid(GridSizes{.tp = c.tp, .dp = c.dp}, n);
-    const int r = sub->rank();
-    tp_comm = sub->split(grid.group_index(GroupKind::Tp, r), grid.rank_in_group(GroupKind::Tp, r),
-                         "tp");
-    dp_comm = sub->split(grid.group_index(GroupKind::Dp, r), grid.rank_in_group(GroupKind::Dp, r),
-                         "dp");
-  }
-  TpGroup tp{.comm = c.tp > 1 ? tp_comm.get() : nullptr, .sequence_parallel = c.sp};
+  testing::LayoutGroups g = testing::split_layout(*env().world, {.tp = c.tp, .dp = c.dp});
+  if (!g.member) return peaks;
+  TpGroup tp{.comm = c.tp > 1 ? g.tp.get() : nullptr, .sequence_parallel = c.sp};
   TrainConfig t;
   t.data.train = {env().shard};
   t.training.seq_len = kSeq;
@@ -89,12 +82,12 @@ std::array<int64_t, kNumMemTags> measure(const Case& c, const ModelConfig& model
   Allocator alloc;
   Transformer m(model, alloc, tp);
   m.params().init_random(7);
-  Trainer tr(m, t, alloc, 0.0, c.dp > 1 ? dp_comm.get() : nullptr);
+  Trainer tr(m, t, alloc, 0.0, c.dp > 1 ? g.dp.get() : nullptr);
   tr.train_step(0);  // resets the peaks first: construction-time buffers do not count
   for (size_t i = 0; i < kNumMemTags; ++i) peaks[i] = alloc.peak(static_cast<MemTag>(i));
   // The model describes the most loaded rank: Muon's ZeRO shards hold
   // different mixes of matrix (4 bytes) and other (8 bytes) elements.
-  if (sub) sub->all_reduce(peaks.data(), kNumMemTags, DType::I64, comm::ReduceOp::Max);
+  if (g.layout) g.layout->all_reduce(peaks.data(), kNumMemTags, DType::I64, comm::ReduceOp::Max);
   return peaks;
 }
 
@@ -205,4 +198,4 @@ TEST(MemoryModel, PredictionMatchesTheAllocatorUnderMixedPrecisionAndRecompute) 
 }
 
 }  // namespace
-}  // namespace parallm::tp_test
+}  // namespace parallm::plan_test

@@ -1,7 +1,7 @@
 // Tests of the layer split over stages and model chunks.
 #include <gtest/gtest.h>
 
-#include "../common/test_util.h"
+#include "common/test_util.h"
 #include "parallel/pipeline/stage_partition.h"
 
 namespace parallm::pipeline {

@@ -18,7 +18,7 @@
 #include <tuple>
 
 #include "base/error.h"
-#include "../common/param_match.h"
+#include "common/param_match.h"
 #include "pp_env.h"
 #include "train/pipeline_step.h"
 

@@ -9,7 +9,9 @@
 #include "parallel/tensor/gather_parameters.h"
 #include "pp_env.h"
 #include "train/trainer.h"
-#include "../common/mpi_gtest.h"
+#include "common/layout_groups.h"
+#include "common/mpi_gtest.h"
+#include "common/trajectory_config.h"
 
 namespace parallm::pp_test {
 
@@ -48,40 +50,17 @@ std::string PpLayout::name() const {
 }
 
 PpRunResult pp_train_run(const ModelConfig& model, const PpLayout& l, int steps) {
-  comm::Communicator* world = env().world;
-  const int n = l.pp * l.tp * l.dp;
-  const bool alone = n == 1;
-  const int rank = world->rank();
-  const bool in = alone || rank < n;
-  std::unique_ptr<comm::Communicator> sub, tp_comm, dp_comm, pp_comm, emb_comm;
-  int pp_rank = 0;
-  if (!alone) {
-    sub = world->split(in ? 0 : -1, rank, "layout");
-    if (!in) return {};
-    RankGrid grid(GridSizes{.tp = l.tp, .dp = l.dp, .pp = l.pp}, n);
-    const int r = sub->rank();
-    auto split = [&](GroupKind k, const char* name) {
-      return sub->split(grid.group_index(k, r), grid.rank_in_group(k, r), name);
-    };
-    tp_comm = split(GroupKind::Tp, "tp");
-    dp_comm = split(GroupKind::Dp, "dp");
-    pp_comm = split(GroupKind::Pp, "pp");
-    emb_comm = split(GroupKind::Embedding, "embedding");
-    pp_rank = grid.coord(r).pp_rank;
-  }
-  TpGroup tp{.comm = l.tp > 1 ? tp_comm.get() : nullptr, .sequence_parallel = l.sp};
-  TrainConfig t;
-  t.data.train = {l.shard.empty() ? env().shard : l.shard};
+  testing::LayoutGroups g =
+      testing::split_layout(*env().world, {.tp = l.tp, .dp = l.dp, .pp = l.pp});
+  if (!g.member) return {};
+  TpGroup tp{.comm = l.tp > 1 ? g.tp.get() : nullptr, .sequence_parallel = l.sp};
+  TrainConfig t = testing::trajectory_config(l.shard.empty() ? env().shard : l.shard, steps,
+                                             l.optimizer, 1e-5);  // eps as the tp tests
   t.data.val = t.data.train;
   t.logging.eval_batches = 2;
   t.training.seq_len = l.seq_len;
   t.training.micro_batch_size = l.micro_batch_size;
   t.training.global_batch_size = l.micro_batch_size * l.micro_batches * l.dp;
-  t.training.steps = steps;
-  t.optimizer.lr = 3e-3;
-  t.lr_schedule.warmup = 3;
-  t.optimizer.eps = 1e-5;  // as the tp tests: Adam does not amplify near-zero gradients
-  t.training.clip_grad = 0.5;
   t.parallelism.dp.dp = l.dp;
   t.parallelism.dp.zero = l.zero;
   t.parallelism.dp.bucket_mb = 0.05;
@@ -91,15 +70,13 @@ PpRunResult pp_train_run(const ModelConfig& model, const PpLayout& l, int steps)
   t.parallelism.schedule = l.schedule;
   t.parallelism.virtual_stages = l.virtual_stages;
   t.parallelism.pp_layers = l.pp_layers;
-  t.optimizer.kind = optimizer_from_name(l.optimizer);
-  if (l.optimizer == "sgd") t.optimizer.lr = 0.1;  // as the dp and tp tests: SGD must move the weights
   t.precision.matmul = l.precision;
   t.training.recompute = l.recompute;
   Allocator alloc;
-  Transformer m(model, alloc, tp, pipeline_stage(t, model, pp_rank));
+  Transformer m(model, alloc, tp, pipeline_stage(t, model, g.pp_rank));
   m.params().init_random(7);
-  Trainer tr(m, t, alloc, 0.0, l.dp > 1 ? dp_comm.get() : nullptr,
-             PipelineGroups{l.pp > 1 ? pp_comm.get() : nullptr, emb_comm.get()});
+  Trainer tr(m, t, alloc, 0.0, l.dp > 1 ? g.dp.get() : nullptr,
+             PipelineGroups{l.pp > 1 ? g.pp.get() : nullptr, g.embedding.get()});
   PpRunResult res;
   res.ran = true;
   tr.run([&](const StepStats& s) {
