@@ -28,8 +28,8 @@ double median_ms(int reps, F&& f) {
   for (int r = 0; r < reps; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     f();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                     .count());
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
@@ -51,8 +51,8 @@ void naive_forward(float* out, float* scores, const float* q, const float* k, co
     const int64_t b = bh / d.Hq, h = bh % d.Hq;
     float* s = scores + bh * T * T;
     const int64_t off = b * T * ld + h * d.D;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, d.D, scale, q + off, ld, k + off,
-                ld, 0.0f, s, T);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, d.D, scale, q + off, ld, k + off, ld,
+                0.0f, s, T);
     for (int64_t i = 0; i < T; ++i) {
       float* row = s + i * T;
       const float m = *std::max_element(row, row + i + 1);
@@ -61,8 +61,8 @@ void naive_forward(float* out, float* scores, const float* q, const float* k, co
       for (int64_t j = 0; j <= i; ++j) row[j] /= sum;
       std::fill(row + i + 1, row + T, 0.0f);
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, d.D, T, 1.0f, s, T, v + off, ld,
-                0.0f, out + off, ld);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, d.D, T, 1.0f, s, T, v + off, ld, 0.0f,
+                out + off, ld);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <oneapi/dnnl/dnnl.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -19,7 +20,6 @@
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
 #include <string>
@@ -43,7 +43,7 @@ struct Options {
   int rounds = 3;
   double min_time_s = 0.3;
   bool bf16 = true;
-  bool quick = false;  // drop the LM head shapes (the slow ones)
+  bool quick = false;          // drop the LM head shapes (the slow ones)
   bool openblas_only = false;  // e.g. to rerun under another OPENBLAS_CORETYPE
   bool determinism = false;    // only check: same bits at 1 and 2 threads?
   std::string only;            // run only shapes whose name contains this
@@ -52,9 +52,12 @@ struct Options {
 constexpr int64_t kRows = 1024;  // B * T
 
 std::vector<Shape> gpt2_shapes(bool quick) {
-  struct Layer { const char* name; int64_t ic, oc; };
-  std::vector<Layer> layers = {{"qkv", 768, 2304}, {"attn.proj", 768, 768}, {"fc", 768, 3072},
-                               {"fc.proj", 3072, 768}};
+  struct Layer {
+    const char* name;
+    int64_t ic, oc;
+  };
+  std::vector<Layer> layers = {
+      {"qkv", 768, 2304}, {"attn.proj", 768, 768}, {"fc", 768, 3072}, {"fc.proj", 3072, 768}};
   if (!quick) layers.push_back({"lm_head", 768, 50304});
   std::vector<Shape> out;
   for (const Layer& l : layers) {
@@ -199,8 +202,8 @@ Row measure(const Shape& s, const Options& opt) {
   std::vector<float> ref = fresh([&] { run_openblas(s, ops); });
   if (opt.openblas_only) {
     for (int r = 0; r < opt.rounds; ++r)
-      row.gf_blas = std::max(row.gf_blas, s.gflop() / best_time([&] { run_openblas(s, ops); },
-                                                                opt.min_time_s));
+      row.gf_blas = std::max(row.gf_blas,
+                             s.gflop() / best_time([&] { run_openblas(s, ops); }, opt.min_time_s));
     return row;
   }
   row.err_sgemm = rel_err(fresh([&] { run_dnnl_sgemm(s, ops); }), ref);
@@ -211,11 +214,14 @@ Row measure(const Shape& s, const Options& opt) {
 
   for (int r = 0; r < opt.rounds; ++r) {
     auto gf = [&](double t) { return s.gflop() / t; };
-    row.gf_blas = std::max(row.gf_blas, gf(best_time([&] { run_openblas(s, ops); }, opt.min_time_s)));
+    row.gf_blas =
+        std::max(row.gf_blas, gf(best_time([&] { run_openblas(s, ops); }, opt.min_time_s)));
     settle();
-    row.gf_sgemm = std::max(row.gf_sgemm, gf(best_time([&] { run_dnnl_sgemm(s, ops); }, opt.min_time_s)));
+    row.gf_sgemm =
+        std::max(row.gf_sgemm, gf(best_time([&] { run_dnnl_sgemm(s, ops); }, opt.min_time_s)));
     row.gf_mm = std::max(row.gf_mm, gf(best_time([&] { mm.run(); }, opt.min_time_s)));
-    if (mm16) row.gf_bf16 = std::max(row.gf_bf16, gf(best_time([&] { mm16->run(); }, opt.min_time_s)));
+    if (mm16)
+      row.gf_bf16 = std::max(row.gf_bf16, gf(best_time([&] { mm16->run(); }, opt.min_time_s)));
     settle();
   }
   return row;
@@ -230,7 +236,10 @@ void check_determinism(const std::vector<Shape>& shapes) {
     auto fresh = [&](int threads, bool dnnl) {
       set_threads(threads);
       std::fill(ops.c.begin(), ops.c.end(), 0.0f);
-      if (dnnl) run_dnnl_sgemm(s, ops); else run_openblas(s, ops);
+      if (dnnl)
+        run_dnnl_sgemm(s, ops);
+      else
+        run_openblas(s, ops);
       return ops.c;
     };
     auto verdict = [&](bool dnnl) {
@@ -246,12 +255,18 @@ void check_determinism(const std::vector<Shape>& shapes) {
 
 const char* isa_name(dnnl_cpu_isa_t isa) {
   switch (isa) {
-    case dnnl_cpu_isa_avx2: return "avx2";
-    case dnnl_cpu_isa_avx512_core: return "avx512_core";
-    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
-    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
-    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
-    default: return "other";
+    case dnnl_cpu_isa_avx2:
+      return "avx2";
+    case dnnl_cpu_isa_avx512_core:
+      return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return "other";
   }
 }
 
@@ -260,7 +275,10 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
-      if (i + 1 >= argc) { std::fprintf(stderr, "%s needs a value\n", a.c_str()); std::exit(2); }
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
       return argv[++i];
     };
     if (a == "--threads") {
@@ -302,10 +320,11 @@ int main(int argc, char** argv) {
   Options opt = parse(argc, argv);
   const dnnl_version_t* v = dnnl_version();
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
-  std::printf("OpenBLAS: %s, kernels for core %s (OPENBLAS_CORETYPE=%s)\n"
-              "oneDNN %d.%d.%d, effective ISA %s\n",
-              openblas_get_config(), openblas_get_corename(), coretype ? coretype : "unset",
-              v->major, v->minor, v->patch, isa_name(dnnl_get_effective_cpu_isa()));
+  std::printf(
+      "OpenBLAS: %s, kernels for core %s (OPENBLAS_CORETYPE=%s)\n"
+      "oneDNN %d.%d.%d, effective ISA %s\n",
+      openblas_get_config(), openblas_get_corename(), coretype ? coretype : "unset", v->major,
+      v->minor, v->patch, isa_name(dnnl_get_effective_cpu_isa()));
   std::vector<Shape> shapes = gpt2_shapes(opt.quick);
   std::erase_if(shapes, [&](const Shape& s) { return s.name.find(opt.only) == std::string::npos; });
   if (opt.determinism) {
@@ -316,8 +335,9 @@ int main(int argc, char** argv) {
     set_threads(t);
     std::printf("\n### %d thread%s (GFLOP/s, best of %d rounds)\n\n", t, t == 1 ? "" : "s",
                 opt.rounds);
-    std::printf("| shape | op | M x N x K | OpenBLAS | dnnl_sgemm | dnnl matmul f32 | "
-                "dnnl matmul bf16 | best dnnl f32 / OpenBLAS |\n");
+    std::printf(
+        "| shape | op | M x N x K | OpenBLAS | dnnl_sgemm | dnnl matmul f32 | "
+        "dnnl matmul bf16 | best dnnl f32 / OpenBLAS |\n");
     std::printf("|---|---|---|---:|---:|---:|---:|---:|\n");
     double peak = 0, sum_blas = 0, sum_dnnl = 0, flops = 0;
     std::string peak_where, impls;
@@ -325,11 +345,10 @@ int main(int argc, char** argv) {
       Row r = measure(s, opt);
       double best_dnnl = opt.openblas_only ? r.gf_blas : std::max(r.gf_sgemm, r.gf_mm);
       auto cell = [](double g) { return g > 0 ? fmt::format("{:.1f}", g) : std::string("-"); };
-      std::printf("| %s | %s%s | %lldx%lldx%lld | %s | %s | %s | %s | %.2f |\n",
-                  s.name.c_str(), s.trans_a ? "T" : "N", s.trans_b ? "T" : "N",
-                  (long long)s.m, (long long)s.n, (long long)s.k, cell(r.gf_blas).c_str(),
-                  cell(r.gf_sgemm).c_str(), cell(r.gf_mm).c_str(), cell(r.gf_bf16).c_str(),
-                  best_dnnl / r.gf_blas);
+      std::printf("| %s | %s%s | %lldx%lldx%lld | %s | %s | %s | %s | %.2f |\n", s.name.c_str(),
+                  s.trans_a ? "T" : "N", s.trans_b ? "T" : "N", (long long)s.m, (long long)s.n,
+                  (long long)s.k, cell(r.gf_blas).c_str(), cell(r.gf_sgemm).c_str(),
+                  cell(r.gf_mm).c_str(), cell(r.gf_bf16).c_str(), best_dnnl / r.gf_blas);
       std::fflush(stdout);
       for (double g : {r.gf_blas, r.gf_sgemm, r.gf_mm}) {
         if (g > peak) {
@@ -348,8 +367,10 @@ int main(int argc, char** argv) {
       if (impls.find(r.impl_mm + "/" + r.impl_bf16) == std::string::npos)
         impls += " " + r.impl_mm + "/" + r.impl_bf16;
     }
-    std::printf("\ntraining-shape mix (flop-weighted): OpenBLAS %.1f GFLOP/s, best oneDNN f32 "
-                "%.1f GFLOP/s\n", flops / sum_blas, flops / sum_dnnl);
+    std::printf(
+        "\ntraining-shape mix (flop-weighted): OpenBLAS %.1f GFLOP/s, best oneDNN f32 "
+        "%.1f GFLOP/s\n",
+        flops / sum_blas, flops / sum_dnnl);
     std::printf("peak f32 at %d thread%s: %.1f GFLOP/s (%s)\n", t, t == 1 ? "" : "s", peak,
                 peak_where.c_str());
     std::printf("oneDNN matmul implementations (f32/bf16):%s\n", impls.c_str());

@@ -13,11 +13,11 @@
 
 #include "base/rng.h"
 #include "kernels/cpu/threads.h"
+#include "model/model_catalog.h"
 #include "model/transformer.h"
 #include "optim/adam.h"
 #include "optim/grad_clip.h"
 #include "plan/flops.h"
-#include "model/model_catalog.h"
 
 using namespace parallm;
 
@@ -27,14 +27,22 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     int64_t v = std::stoll(argv[i + 1]);
-    if (k == "--batch") B = v;
-    else if (k == "--seq") T = v;
-    else if (k == "--steps") steps = v;
-    else if (k == "--warmup") warmup = v;
-    else if (k == "--layers") layers = v;
-    else if (k == "--hidden") hidden = v;
-    else if (k == "--heads") heads = v;
-    else if (k == "--vocab") vocab = v;
+    if (k == "--batch")
+      B = v;
+    else if (k == "--seq")
+      T = v;
+    else if (k == "--steps")
+      steps = v;
+    else if (k == "--warmup")
+      warmup = v;
+    else if (k == "--layers")
+      layers = v;
+    else if (k == "--hidden")
+      hidden = v;
+    else if (k == "--heads")
+      heads = v;
+    else if (k == "--vocab")
+      vocab = v;
     else {
       fmt::print(stderr, "unknown option {}\n", k);
       return 2;
@@ -60,7 +68,8 @@ int main(int argc, char** argv) {
     loss = model.forward_backward(in.data(), tg.data(), B, T, 1.0 / (B * T)).sum / (B * T);
     clip_grad_norm(model.params(), global_grad_norm(model.params()), 1.0);
     opt.step(model.params(), 1e-4);
-    double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    double t =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (s >= warmup) ms.push_back(t);
   }
   std::sort(ms.begin(), ms.end());

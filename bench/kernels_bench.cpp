@@ -45,11 +45,12 @@ void BM_LinearForward(benchmark::State& state) {
 
 void BM_LinearBackward(benchmark::State& state) {
   const int64_t ic = state.range(0), oc = state.range(1);
-  auto inp = randn(kRows * ic, "inp"), w = randn(oc * ic, "w", 0.02f), dout = randn(kRows * oc, "d");
+  auto inp = randn(kRows * ic, "inp"), w = randn(oc * ic, "w", 0.02f),
+       dout = randn(kRows * oc, "d");
   std::vector<float> dinp(kRows * ic), dw(oc * ic), db(oc);
   for (auto _ : state) {
-    linear_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), kRows,
-                    ic, oc);
+    linear_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), kRows, ic,
+                    oc);
     benchmark::DoNotOptimize(dinp.data());
   }
   set_gflops(state, 4.0 * kRows * ic * oc);
@@ -76,8 +77,8 @@ void BM_LayerNormBackward(benchmark::State& state) {
   auto inp = randn(kRows * kC, "inp"), w = randn(kC, "w"), b = randn(kC, "b");
   auto dout = randn(kRows * kC, "d");
   std::vector<float> out(kRows * kC), mean(kRows), rstd(kRows);
-  layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), kRows,
-                    kC, 1e-5);
+  layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), kRows, kC,
+                    1e-5);
   std::vector<float> dinp(kRows * kC), dw(kC), db(kC);
   for (auto _ : state) {
     layernorm_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(),

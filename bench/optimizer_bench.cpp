@@ -47,7 +47,8 @@ int main(int argc, char** argv) {
     ps.allocate(alloc);
     ps.init_random(1);
     float* g = ps.flat_grads().data<float>();
-    for (int64_t i = 0; i < ps.total_numel(); ++i) g[i] = static_cast<float>(1e-2 * normal_at(5, i));
+    for (int64_t i = 0; i < ps.total_numel(); ++i)
+      g[i] = static_cast<float>(1e-2 * normal_at(5, i));
     OptimizerConfig cfg;
     cfg.kind = optimizer_from_name(name);
     auto opt = make_optimizer(cfg, ps, alloc, 0, ps.total_numel(), ps.total_numel());
@@ -56,8 +57,8 @@ int main(int argc, char** argv) {
     for (int s = 0; s < steps; ++s) {
       auto t0 = std::chrono::steady_clock::now();
       opt->step(ps, 1e-3);
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                       .count());
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     std::sort(ms.begin(), ms.end());
     fmt::print("{{\"optimizer\": \"{}\", \"params\": {}, \"ms\": {:.3f}}}\n", name,

@@ -10,8 +10,8 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <time.h>
+#include <algorithm>
 
 #include <chrono>
 #include <cmath>
@@ -20,11 +20,11 @@
 
 #include "base/rng.h"
 #include "kernels/cpu/threads.h"
-#include "nn/matmul_precision.h"
+#include "model/model_catalog.h"
 #include "model/transformer.h"
+#include "nn/matmul_precision.h"
 #include "optim/adam.h"
 #include "optim/grad_clip.h"
-#include "model/model_catalog.h"
 
 using namespace parallm;
 
@@ -43,7 +43,8 @@ nlohmann::json run(const Opts& o, const std::string& precision, bool emulate, Re
   Adam opt(model.params(), OptimizerConfig{}, alloc);  // AdamW by default
   std::unique_ptr<MatmulPrecision> mp;
   const Precision p = precision_from_name(precision);
-  if (p != Precision::FP32) mp = std::make_unique<MatmulPrecision>(p, model.params(), alloc, !emulate);
+  if (p != Precision::FP32)
+    mp = std::make_unique<MatmulPrecision>(p, model.params(), alloc, !emulate);
   model.set_compute(mp.get(), rc);
   std::vector<int32_t> in(o.B * o.T), tg(o.B * o.T);
   const uint64_t key = stream_key(3, "bench");
@@ -67,8 +68,8 @@ nlohmann::json run(const Opts& o, const std::string& precision, bool emulate, Re
     const double c0 = cpu_ms();
     if (mp) mp->invalidate();
     model.params().zero_grads();
-    loss = model.forward_backward(in.data(), tg.data(), o.B, o.T, 1.0 / (o.B * o.T)).sum /
-           (o.B * o.T);
+    loss =
+        model.forward_backward(in.data(), tg.data(), o.B, o.T, 1.0 / (o.B * o.T)).sum / (o.B * o.T);
     clip_grad_norm(model.params(), global_grad_norm(model.params()), 1.0);
     opt.step(model.params(), 1e-4);
     const double t =
@@ -108,15 +109,24 @@ int main(int argc, char** argv) {
       continue;
     }
     const int64_t v = std::stoll(argv[i + 1]);
-    if (k == "--batch") o.B = v;
-    else if (k == "--seq") o.T = v;
-    else if (k == "--steps") o.steps = v;
-    else if (k == "--warmup") o.warmup = v;
-    else if (k == "--layers") o.layers = v;
-    else if (k == "--hidden") o.hidden = v;
-    else if (k == "--heads") o.heads = v;
-    else if (k == "--vocab") o.vocab = v;
-    else if (k == "--rounds") o.rounds = v;
+    if (k == "--batch")
+      o.B = v;
+    else if (k == "--seq")
+      o.T = v;
+    else if (k == "--steps")
+      o.steps = v;
+    else if (k == "--warmup")
+      o.warmup = v;
+    else if (k == "--layers")
+      o.layers = v;
+    else if (k == "--hidden")
+      o.hidden = v;
+    else if (k == "--heads")
+      o.heads = v;
+    else if (k == "--vocab")
+      o.vocab = v;
+    else if (k == "--rounds")
+      o.rounds = v;
     else {
       fmt::print(stderr, "unknown option {}\n", k);
       return 2;
@@ -133,10 +143,13 @@ int main(int argc, char** argv) {
   };
   std::vector<Config> configs;
   if (only.empty() || only == "precision")
-    configs = {{"fp32", false, Recompute::None}, {"bf16", false, Recompute::None},
-               {"bf16", true, Recompute::None}, {"fp16", false, Recompute::None}};
+    configs = {{"fp32", false, Recompute::None},
+               {"bf16", false, Recompute::None},
+               {"bf16", true, Recompute::None},
+               {"fp16", false, Recompute::None}};
   if (only.empty() || only == "recompute")
-    for (Recompute rc : {Recompute::Selective, Recompute::Full}) configs.push_back({"fp32", false, rc});
+    for (Recompute rc : {Recompute::Selective, Recompute::Full})
+      configs.push_back({"fp32", false, rc});
   if (only == "recompute") configs.insert(configs.begin(), {"fp32", false, Recompute::None});
   std::vector<nlohmann::json> best(configs.size());
   for (int64_t r = 0; r < o.rounds; ++r)
@@ -149,8 +162,8 @@ int main(int argc, char** argv) {
       for (const char* k : {"step_ms_best", "step_cpu_ms_best"})
         best[i][k] = std::min(best[i][k].get<double>(), j[k].get<double>());
       best[i]["step_ms_median"] = j["step_ms_median"];  // the last round's
-      best[i]["tokens_per_s"] = static_cast<double>(o.B * o.T) /
-                                (best[i]["step_ms_best"].get<double>() / 1e3);
+      best[i]["tokens_per_s"] =
+          static_cast<double>(o.B * o.T) / (best[i]["step_ms_best"].get<double>() / 1e3);
     }
   for (const auto& j : best) fmt::print("{}\n", j.dump());
   return 0;

@@ -69,8 +69,8 @@ void write_file_atomically(const std::string& path,
       PX_FAIL("{}: writing temporary file {} failed: {}", path, tmp, errno_text(errno));
     }
     fsync_file(tmp, path);
-    PX_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "{}: cannot rename {} over it: {}",
-             path, tmp, errno_text(errno));
+    PX_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "{}: cannot rename {} over it: {}", path,
+             tmp, errno_text(errno));
   } catch (...) {
     if (out.is_open()) {
       out.exceptions(std::ios::goodbit);  // closing a failed stream must not throw again

@@ -13,8 +13,7 @@ namespace parallm {
 // `fill` writes the whole content to the stream. The stream throws on write
 // errors (bad/fail bits), which arrive here as parallm::Error naming `path`;
 // an exception from `fill` itself is propagated unchanged after the cleanup.
-void write_file_atomically(const std::string& path,
-                           const std::function<void(std::ostream&)>& fill);
+void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& fill);
 
 // The temporary name used for `path` by this process: "<path>.tmp.<pid>".
 std::string atomic_temp_path(const std::string& path);

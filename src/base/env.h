@@ -6,7 +6,7 @@
 namespace parallm {
 
 struct LaunchEnv {
-  int rank = 0;         // global rank from mpirun (OMPI_COMM_WORLD_RANK) or srun (SLURM_PROCID)
+  int rank = 0;  // global rank from mpirun (OMPI_COMM_WORLD_RANK) or srun (SLURM_PROCID)
   int world_size = 1;
   int local_rank = 0;
   int num_threads = 0;  // OMP_NUM_THREADS, 0 when unset

@@ -16,8 +16,8 @@ class Error : public std::runtime_error {
 };
 
 // Throws Error(fmt::format(...)) when cond is false.
-#define PX_CHECK(cond, ...)                                   \
-  do {                                                        \
+#define PX_CHECK(cond, ...)                                        \
+  do {                                                             \
     if (!(cond)) throw ::parallm::Error(fmt::format(__VA_ARGS__)); \
   } while (0)
 

@@ -53,8 +53,8 @@ void add_bench_command(CLI::App& app, CommandRegistry& reg) {
     PX_CHECK(dt.has_value(), "unknown dtype '{}'", f->dtype);
     o.dtype = *dt;
     bool found = false;
-    for (auto r : {comm::ReduceOp::Sum, comm::ReduceOp::Avg, comm::ReduceOp::Max,
-                   comm::ReduceOp::Min})
+    for (auto r :
+         {comm::ReduceOp::Sum, comm::ReduceOp::Avg, comm::ReduceOp::Max, comm::ReduceOp::Min})
       if (comm::reduce_op_name(r) == f->op) o.op = r, found = true;
     PX_CHECK(found, "unknown reduce op '{}' (sum, avg, max, min)", f->op);
     return comm::run_mpi_job([&](comm::MpiRuntime& rt) {

@@ -27,8 +27,9 @@ void add_eval_command(CLI::App& app, CommandRegistry& reg) {
   reg.actions.emplace_back(sub, [f]() {
     EvalResult r =
         evaluate_hf_model(f->model, f->data, f->seq_len, f->micro_batch, f->batches, f->threads);
-    std::cout << nlohmann::json{{"loss", r.loss}, {"tokens", r.tokens}, {"batches", r.batches}}.dump()
-              << std::endl;
+    std::cout
+        << nlohmann::json{{"loss", r.loss}, {"tokens", r.tokens}, {"batches", r.batches}}.dump()
+        << std::endl;
     return 0;
   });
 }

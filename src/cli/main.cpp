@@ -1,7 +1,7 @@
 // parallm command-line entry: parses the subcommand and hands over to one
 // file per subcommand (cli/*_command.cpp). Errors print once, exit non-zero.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 
 #include "base/error.h"
 #include "cli/commands.h"

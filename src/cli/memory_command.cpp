@@ -8,8 +8,8 @@
 
 #include "cli/commands.h"
 #include "io/hf_config.h"
-#include "plan/memory_report.h"
 #include "model/model_catalog.h"
+#include "plan/memory_report.h"
 
 namespace parallm::cli {
 
@@ -28,7 +28,8 @@ void add_memory_command(CLI::App& app, CommandRegistry& reg) {
       "parameters by dp x cp), activations (Korthikanti et al. 2022, per layer, 16-bit: "
       "sbh(34 + 5as/h); tp: sbh(10 + 24/t + 5as/(ht)); tp+sp: sbh(34/t + 5as/(ht)); selective "
       "recompute drops 5as/h; full recompute keeps 2sbh), communication buffers");
-  sub->add_option("--model", f->model, "preset (gpt3-175b, llama2-7b, llama3-8b, ...) or an HF config.json");
+  sub->add_option("--model", f->model,
+                  "preset (gpt3-175b, llama2-7b, llama3-8b, ...) or an HF config.json");
   sub->add_option("--seq-len,--seq-length", f->q.seq_len, "sequence length");
   sub->add_option("--micro-batch-size", f->q.micro_batch, "sequences per micro-batch");
   sub->add_option("--micro-batches", f->q.micro_batches, "micro-batches per step per dp rank");
@@ -42,7 +43,9 @@ void add_memory_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_flag("--sequence-parallel", f->q.sequence_parallel, "Megatron sequence parallelism");
   sub->add_option("--zero", f->q.zero, "ZeRO stage 0-3");
   sub->add_option("--precision", f->precision, "fp32, bf16 or fp16");
-  sub->add_option("--optimizer", f->optimizer, "sgd, momentum, adam, adamw or muon (Muon: 4 bytes per block-matrix element, AdamW 8 for the rest)");
+  sub->add_option("--optimizer", f->optimizer,
+                  "sgd, momentum, adam, adamw or muon (Muon: 4 bytes per block-matrix element, "
+                  "AdamW 8 for the rest)");
   sub->add_option("--recompute", f->recompute, "none, selective or full");
   sub->add_option("--activations", f->activations,
                   "megatron (Korthikanti et al., Megatron-LM's 16-bit layers) or parallm (the "
@@ -51,7 +54,7 @@ void add_memory_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_flag("--json", f->json, "machine-readable output");
   reg.actions.emplace_back(sub, [f]() {
     f->q.model = std::filesystem::path(f->model).extension() == ".json" ? read_hf_config(f->model)
-                                                                          : catalog_model(f->model);
+                                                                        : catalog_model(f->model);
     f->q.precision = precision_from_name(f->precision);
     f->q.optimizer = optimizer_from_name(f->optimizer);
     f->q.recompute = recompute_from_name(f->recompute);

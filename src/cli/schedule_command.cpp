@@ -29,8 +29,7 @@ void add_schedule_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--pp,--pipeline-model-parallel-size", f->pp, "pipeline stages");
   sub->add_option("--micro-batches,-m", f->micro_batches, "micro-batches per step");
   sub->add_option("--schedule", f->schedule, "gpipe | 1f1b | interleaved | zb");
-  sub->add_option("--virtual-stages,-v", f->virtual_stages,
-                  "model chunks per stage (interleaved)");
+  sub->add_option("--virtual-stages,-v", f->virtual_stages, "model chunks per stage (interleaved)");
   sub->add_option("--svg", f->svg, "write the simulated timeline as SVG");
   sub->add_option("--trace", f->trace, "write the simulated timeline as a Chrome trace (JSON)");
   sub->add_flag("--transfers", f->transfers, "list sends and receives too");
@@ -45,16 +44,18 @@ void add_schedule_command(CLI::App& app, CommandRegistry& reg) {
     const Schedule schedule = make_schedule(spec);
     const Simulation sim = simulate(schedule, default_costs(spec.virtual_stages));
     PX_CHECK(!sim.deadlocked, "schedule deadlocks: {}", sim.deadlock);
-    fmt::print("{} schedule, pp {}, {} micro-batches{}\n", schedule_kind_name(spec.kind), spec.pp,
-               spec.micro_batches,
-               spec.virtual_stages > 1 ? fmt::format(", {} virtual stages", spec.virtual_stages)
-                                       : "");
+    fmt::print(
+        "{} schedule, pp {}, {} micro-batches{}\n", schedule_kind_name(spec.kind), spec.pp,
+        spec.micro_batches,
+        spec.virtual_stages > 1 ? fmt::format(", {} virtual stages", spec.virtual_stages) : "");
     fmt::print("{}", format_schedule(schedule, f->transfers));
-    fmt::print("simulated bubble {:.4f} (formula {:.4f}), step time {:.4g} (1 = one forward of a whole stage)\n",
-               sim.bubble_fraction, ideal_bubble_fraction(spec), sim.step_time);
-    const std::string title = fmt::format(
-        "{} pp={} m={}{}", schedule_kind_name(spec.kind), spec.pp, spec.micro_batches,
-        spec.virtual_stages > 1 ? fmt::format(" V={}", spec.virtual_stages) : "");
+    fmt::print(
+        "simulated bubble {:.4f} (formula {:.4f}), step time {:.4g} (1 = one forward of a whole "
+        "stage)\n",
+        sim.bubble_fraction, ideal_bubble_fraction(spec), sim.step_time);
+    const std::string title =
+        fmt::format("{} pp={} m={}{}", schedule_kind_name(spec.kind), spec.pp, spec.micro_batches,
+                    spec.virtual_stages > 1 ? fmt::format(" V={}", spec.virtual_stages) : "");
     const trace::Timeline timeline = simulation_timeline(sim, spec.virtual_stages);
     if (!f->svg.empty()) {
       trace::write_timeline_svg(timeline, {.title = title}, f->svg);

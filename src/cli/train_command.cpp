@@ -7,10 +7,10 @@
 
 #include "base/env.h"
 #include "base/error.h"
-#include "model/model_catalog.h"
 #include "cli/commands.h"
 #include "comm/mpi/mpi_runtime.h"
 #include "model/config.h"
+#include "model/model_catalog.h"
 #include "train/train_job.h"
 
 namespace parallm::cli {
@@ -47,7 +47,8 @@ void on_off(CLI::App* sub, TrainFlags& f, const std::string& names, Field field,
   CLI::Option* o = sub->add_flag(names, help);
   f.overrides.emplace_back(o, [field, to](RunConfig& rc) { field(rc) = to; });
 }
-#define FIELD(path) [](RunConfig& rc) -> auto& { return rc.path; }
+#define FIELD(path) \
+  [](RunConfig & rc) -> auto& { return rc.path; }
 
 void add_model_and_data_flags(CLI::App* sub, TrainFlags& f) {
   flag(sub, f, "--attention-dropout", FIELD(model.attn_dropout),
@@ -100,8 +101,9 @@ void add_parallelism_flags(CLI::App* sub, TrainFlags& f) {
        "data parallel size (must equal the number of ranks)");
   flag(sub, f, "--zero", FIELD(train.parallelism.dp.zero),
        "ZeRO stage: 0, 1 (optimizer), 2 (+ gradients), 3 (+ parameters)");
-  named(sub, f, "--dp-mode", FIELD(train.parallelism.dp.mode),
-        [](const std::string& s) { return dp_mode_from_name(s); }, "allreduce or ps");
+  named(
+      sub, f, "--dp-mode", FIELD(train.parallelism.dp.mode),
+      [](const std::string& s) { return dp_mode_from_name(s); }, "allreduce or ps");
   flag(sub, f, "--bucket-mb", FIELD(train.parallelism.dp.bucket_mb),
        "gradient bucket size in MiB (default 25)");
   on_off(sub, f, "--no-overlap", FIELD(train.parallelism.dp.overlap), false,

@@ -4,8 +4,8 @@
 #include <fmt/ostream.h>
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -18,13 +18,16 @@ namespace parallm::comm {
 double bus_factor(OpKind k, int n) {
   const double r = static_cast<double>(n);
   switch (k) {
-    case OpKind::AllReduce: return 2.0 * (r - 1) / r;
+    case OpKind::AllReduce:
+      return 2.0 * (r - 1) / r;
     case OpKind::AllGather:
     case OpKind::ReduceScatter:
     case OpKind::AllToAll:
     case OpKind::Gather:
-    case OpKind::Scatter: return (r - 1) / r;
-    default: return 1.0;
+    case OpKind::Scatter:
+      return (r - 1) / r;
+    default:
+      return 1.0;
   }
 }
 
@@ -57,7 +60,8 @@ std::vector<OpKind> parse_op_kinds(std::string_view list) {
       }
     PX_CHECK(found && name != "barrier",
              "unknown collective '{}' (all_reduce, all_gather, reduce_scatter, broadcast, "
-             "reduce, gather, scatter, all_to_all)", name);
+             "reduce, gather, scatter, all_to_all)",
+             name);
     list = comma == std::string_view::npos ? "" : list.substr(comma + 1);
   }
   return out;
@@ -72,25 +76,45 @@ bool blocked(OpKind k) {  // the size is split into n blocks
 
 void store(void* p, DType t, size_t i, double v) {
   switch (t) {
-    case DType::F32: static_cast<float*>(p)[i] = static_cast<float>(v); break;
-    case DType::F64: static_cast<double*>(p)[i] = v; break;
-    case DType::BF16: static_cast<uint16_t*>(p)[i] = f32_to_bf16(static_cast<float>(v)); break;
-    case DType::F16: static_cast<uint16_t*>(p)[i] = f32_to_f16(static_cast<float>(v)); break;
-    case DType::I32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
-    case DType::I64: static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); break;
-    default: PX_FAIL("bench dtype {} unsupported", dtype_name(t));
+    case DType::F32:
+      static_cast<float*>(p)[i] = static_cast<float>(v);
+      break;
+    case DType::F64:
+      static_cast<double*>(p)[i] = v;
+      break;
+    case DType::BF16:
+      static_cast<uint16_t*>(p)[i] = f32_to_bf16(static_cast<float>(v));
+      break;
+    case DType::F16:
+      static_cast<uint16_t*>(p)[i] = f32_to_f16(static_cast<float>(v));
+      break;
+    case DType::I32:
+      static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v);
+      break;
+    case DType::I64:
+      static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v);
+      break;
+    default:
+      PX_FAIL("bench dtype {} unsupported", dtype_name(t));
   }
 }
 
 double load(const void* p, DType t, size_t i) {
   switch (t) {
-    case DType::F32: return static_cast<const float*>(p)[i];
-    case DType::F64: return static_cast<const double*>(p)[i];
-    case DType::BF16: return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
-    case DType::F16: return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
-    case DType::I32: return static_cast<const int32_t*>(p)[i];
-    case DType::I64: return static_cast<double>(static_cast<const int64_t*>(p)[i]);
-    default: PX_FAIL("bench dtype {} unsupported", dtype_name(t));
+    case DType::F32:
+      return static_cast<const float*>(p)[i];
+    case DType::F64:
+      return static_cast<const double*>(p)[i];
+    case DType::BF16:
+      return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    case DType::F16:
+      return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    case DType::I32:
+      return static_cast<const int32_t*>(p)[i];
+    case DType::I64:
+      return static_cast<double>(static_cast<const int64_t*>(p)[i]);
+    default:
+      PX_FAIL("bench dtype {} unsupported", dtype_name(t));
   }
 }
 
@@ -116,8 +140,11 @@ struct Case {
     return b;
   }
   char* at(char* p, size_t elems) const { return p + elems * dtype_size(t); }
-  size_t send_elems() const { return kind == OpKind::ReduceScatter || kind == OpKind::AllToAll ||
-                                     kind == OpKind::Scatter ? count * n : count; }
+  size_t send_elems() const {
+    return kind == OpKind::ReduceScatter || kind == OpKind::AllToAll || kind == OpKind::Scatter
+               ? count * n
+               : count;
+  }
   void fill() const {
     void* s = const_cast<void*>(send());
     for (size_t i = 0; i < send_elems(); ++i)
@@ -126,9 +153,12 @@ struct Case {
   double reduced() const {
     const double sum = n * (n + 1) / 2.0;
     switch (op) {
-      case ReduceOp::Sum: return sum;
-      case ReduceOp::Max: return n;
-      case ReduceOp::Min: return 1;
+      case ReduceOp::Sum:
+        return sum;
+      case ReduceOp::Max:
+        return n;
+      case ReduceOp::Min:
+        return 1;
       case ReduceOp::Avg:
         return t == DType::I32 || t == DType::I64 ? std::floor(sum / n)
                                                   : static_cast<float>(sum) / static_cast<float>(n);
@@ -141,18 +171,23 @@ struct Case {
       switch (kind) {
         case OpKind::AllReduce:
         case OpKind::ReduceScatter:
-        case OpKind::Reduce: return reduced();
+        case OpKind::Reduce:
+          return reduced();
         case OpKind::AllGather:
         case OpKind::Gather:
-        case OpKind::AllToAll: return static_cast<double>(i / count + 1);
-        case OpKind::Scatter: return rank + 1.0;
-        default: return 1.0;  // broadcast from rank 0
+        case OpKind::AllToAll:
+          return static_cast<double>(i / count + 1);
+        case OpKind::Scatter:
+          return rank + 1.0;
+        default:
+          return 1.0;  // broadcast from rank 0
       }
     };
     const bool rooted_elsewhere = (kind == OpKind::Reduce || kind == OpKind::Gather) && rank != 0;
     if (rooted_elsewhere) return 0;
     const size_t m = blocked(kind) && kind != OpKind::ReduceScatter && kind != OpKind::Scatter
-                         ? count * n : count;
+                         ? count * n
+                         : count;
     int64_t bad = 0;
     for (size_t i = 0; i < m; ++i) bad += load(r, t, i) != expect(i);
     return bad;
@@ -164,15 +199,32 @@ void ours_async(Communicator& c, const Case& k) {
   void* r = k.recv();
   Work w;
   switch (k.kind) {
-    case OpKind::AllReduce: w = c.all_reduce_async(s, r, k.count, k.t, k.op); break;
-    case OpKind::AllGather: w = c.all_gather_async(s, r, k.count, k.t); break;
-    case OpKind::ReduceScatter: w = c.reduce_scatter_async(s, r, k.count, k.t, k.op); break;
-    case OpKind::Broadcast: w = c.broadcast_async(s, r, k.count, k.t, 0); break;
-    case OpKind::Reduce: w = c.reduce_async(s, r, k.count, k.t, k.op, 0); break;
-    case OpKind::Gather: w = c.gather_async(s, r, k.count, k.t, 0); break;
-    case OpKind::Scatter: w = c.scatter_async(s, r, k.count, k.t, 0); break;
-    case OpKind::AllToAll: w = c.all_to_all_async(s, r, k.count, k.t); break;
-    default: PX_FAIL("bench: {} is not benchmarked", op_kind_name(k.kind));
+    case OpKind::AllReduce:
+      w = c.all_reduce_async(s, r, k.count, k.t, k.op);
+      break;
+    case OpKind::AllGather:
+      w = c.all_gather_async(s, r, k.count, k.t);
+      break;
+    case OpKind::ReduceScatter:
+      w = c.reduce_scatter_async(s, r, k.count, k.t, k.op);
+      break;
+    case OpKind::Broadcast:
+      w = c.broadcast_async(s, r, k.count, k.t, 0);
+      break;
+    case OpKind::Reduce:
+      w = c.reduce_async(s, r, k.count, k.t, k.op, 0);
+      break;
+    case OpKind::Gather:
+      w = c.gather_async(s, r, k.count, k.t, 0);
+      break;
+    case OpKind::Scatter:
+      w = c.scatter_async(s, r, k.count, k.t, 0);
+      break;
+    case OpKind::AllToAll:
+      w = c.all_to_all_async(s, r, k.count, k.t);
+      break;
+    default:
+      PX_FAIL("bench: {} is not benchmarked", op_kind_name(k.kind));
   }
   w.wait();
 }
@@ -181,15 +233,24 @@ void ours_blocking(Communicator& c, const Case& k) {
   const void* s = k.send();
   void* r = k.recv();
   switch (k.kind) {
-    case OpKind::AllReduce: return c.all_reduce(s, r, k.count, k.t, k.op);
-    case OpKind::AllGather: return c.all_gather(s, r, k.count, k.t);
-    case OpKind::ReduceScatter: return c.reduce_scatter(s, r, k.count, k.t, k.op);
-    case OpKind::Broadcast: return c.broadcast(s, r, k.count, k.t, 0);
-    case OpKind::Reduce: return c.reduce(s, r, k.count, k.t, k.op, 0);
-    case OpKind::Gather: return c.gather(s, r, k.count, k.t, 0);
-    case OpKind::Scatter: return c.scatter(s, r, k.count, k.t, 0);
-    case OpKind::AllToAll: return c.all_to_all(s, r, k.count, k.t);
-    default: PX_FAIL("bench: {} is not benchmarked", op_kind_name(k.kind));
+    case OpKind::AllReduce:
+      return c.all_reduce(s, r, k.count, k.t, k.op);
+    case OpKind::AllGather:
+      return c.all_gather(s, r, k.count, k.t);
+    case OpKind::ReduceScatter:
+      return c.reduce_scatter(s, r, k.count, k.t, k.op);
+    case OpKind::Broadcast:
+      return c.broadcast(s, r, k.count, k.t, 0);
+    case OpKind::Reduce:
+      return c.reduce(s, r, k.count, k.t, k.op, 0);
+    case OpKind::Gather:
+      return c.gather(s, r, k.count, k.t, 0);
+    case OpKind::Scatter:
+      return c.scatter(s, r, k.count, k.t, 0);
+    case OpKind::AllToAll:
+      return c.all_to_all(s, r, k.count, k.t);
+    default:
+      PX_FAIL("bench: {} is not benchmarked", op_kind_name(k.kind));
   }
 }
 
@@ -230,15 +291,16 @@ std::vector<CommBenchRow> run_comm_bench(Communicator& c, PeerCollectives* peer,
   auto say = [&](const std::string& s) {
     if (out != nullptr) *out << s << std::flush;
   };
-  say(fmt::format("# parallm bench comm: {} ranks, {}, {}, {}, {}; time: {} of {} rounds "
+  say(
+      fmt::format("# parallm bench comm: {} ranks, {}, {}, {}, {}; time: {} of {} rounds "
                   "(slowest rank), ours and {} alternating; ratio: median of paired rounds\n",
                   n, dtype_name(o.dtype), reduce_op_name(o.op),
                   o.in_place ? "in-place" : "out-of-place", o.async ? "async" : "blocking",
-                  o.min_time ? "fastest" : "median", o.rounds,
-                  peer ? peer->name() : "no peer"));
-  say(fmt::format("# {:<14} {:>11} {:>10} | {:>10} {:>8} {:>8} {:>6} | {:>10} {:>8} {:>8} | {:>6}\n",
-                  "collective", "size(B)", "count", "time(us)", "algbw", "busbw", "#wrong",
-                  peer ? peer->name() + " us" : "-", "algbw", "busbw", "ratio"));
+                  o.min_time ? "fastest" : "median", o.rounds, peer ? peer->name() : "no peer"));
+  say(fmt::format(
+      "# {:<14} {:>11} {:>10} | {:>10} {:>8} {:>8} {:>6} | {:>10} {:>8} {:>8} | {:>6}\n",
+      "collective", "size(B)", "count", "time(us)", "algbw", "busbw", "#wrong",
+      peer ? peer->name() + " us" : "-", "algbw", "busbw", "ratio"));
   std::vector<CommBenchRow> rows;
   for (OpKind kind : o.ops) {
     for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.step_factor) {
@@ -304,10 +366,11 @@ std::vector<CommBenchRow> run_comm_bench(Communicator& c, PeerCollectives* peer,
       at = &r;
     }
   if (at != nullptr)
-    say(fmt::format("# target busbw >= 0.95 x {} for all_reduce, all_gather, reduce_scatter at "
+    say(
+        fmt::format("# target busbw >= 0.95 x {} for all_reduce, all_gather, reduce_scatter at "
                     ">= 1 MiB: {} (lowest ratio {:.3f}: {} at {} B)\n",
-                    peer->name(), worst >= 0.95 ? "holds" : "MISSED", worst,
-                    op_kind_name(at->kind), at->bytes));
+                    peer->name(), worst >= 0.95 ? "holds" : "MISSED", worst, op_kind_name(at->kind),
+                    at->bytes));
   return rows;
 }
 

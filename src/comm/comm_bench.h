@@ -38,15 +38,15 @@ struct CommBenchOptions {
   ReduceOp op = ReduceOp::Sum;
   bool in_place = false;
   bool async = false;
-  int rounds = 7;          // timed rounds per size and side (see min_time)
-  bool min_time = false;   // report the fastest round instead of the median
-  double round_ms = 40;    // target length of one round (sets the iterations)
+  int rounds = 7;         // timed rounds per size and side (see min_time)
+  bool min_time = false;  // report the fastest round instead of the median
+  double round_ms = 40;   // target length of one round (sets the iterations)
   int max_iters = 1000;
 };
 
 struct CommBenchRow {
   OpKind kind;
-  size_t bytes = 0, count = 0;  // nccl-tests size; elements per rank block
+  size_t bytes = 0, count = 0;          // nccl-tests size; elements per rank block
   double us = 0, algbw = 0, busbw = 0;  // ours; GB/s = 1e9 B/s
   int64_t wrong = 0;                    // elements that differ from the expectation
   bool has_peer = false;

@@ -43,8 +43,7 @@ class Communicator {
   virtual std::unique_ptr<Communicator> split(int color, int key, std::string name) = 0;
   // Collective over the listed ranks only (ranks of this group, in the new
   // group's order); every listed rank calls it, others need not.
-  virtual std::unique_ptr<Communicator> subgroup(std::span<const int> ranks,
-                                                 std::string name) = 0;
+  virtual std::unique_ptr<Communicator> subgroup(std::span<const int> ranks, std::string name) = 0;
 
   // Executes a spec: run() blocks, start() returns at once. Both validate.
   void run(const OpSpec& s);
@@ -83,8 +82,8 @@ class Communicator {
   void reduce(const void* send, void* recv, size_t count, DType dt, ReduceOp op, int root) {
     run(rooted(OpKind::Reduce, send, recv, count, dt, root, op));
   }
-  [[nodiscard]] Work reduce_async(const void* send, void* recv, size_t count, DType dt,
-                                  ReduceOp op, int root) {
+  [[nodiscard]] Work reduce_async(const void* send, void* recv, size_t count, DType dt, ReduceOp op,
+                                  int root) {
     return start(rooted(OpKind::Reduce, send, recv, count, dt, root, op));
   }
 
@@ -103,8 +102,7 @@ class Communicator {
   void gather(const void* send, void* recv, size_t count, DType dt, int root) {
     run(rooted(OpKind::Gather, send, recv, count, dt, root));
   }
-  [[nodiscard]] Work gather_async(const void* send, void* recv, size_t count, DType dt,
-                                  int root) {
+  [[nodiscard]] Work gather_async(const void* send, void* recv, size_t count, DType dt, int root) {
     return start(rooted(OpKind::Gather, send, recv, count, dt, root));
   }
 
@@ -120,8 +118,7 @@ class Communicator {
   void scatter(const void* send, void* recv, size_t count, DType dt, int root) {
     run(rooted(OpKind::Scatter, send, recv, count, dt, root));
   }
-  [[nodiscard]] Work scatter_async(const void* send, void* recv, size_t count, DType dt,
-                                   int root) {
+  [[nodiscard]] Work scatter_async(const void* send, void* recv, size_t count, DType dt, int root) {
     return start(rooted(OpKind::Scatter, send, recv, count, dt, root));
   }
 
@@ -150,8 +147,7 @@ class Communicator {
     run(varsplit(send, send_counts, recv, recv_counts, dt));
   }
   [[nodiscard]] Work all_to_all_v_async(const void* send, std::span<const size_t> send_counts,
-                                        void* recv, std::span<const size_t> recv_counts,
-                                        DType dt) {
+                                        void* recv, std::span<const size_t> recv_counts, DType dt) {
     return start(varsplit(send, send_counts, recv, recv_counts, dt));
   }
 
@@ -182,8 +178,7 @@ class Communicator {
     s.root = root;
     return s;
   }
-  static OpSpec p2p(OpKind k, const void* send, void* recv, size_t n, DType dt, int peer,
-                    int tag) {
+  static OpSpec p2p(OpKind k, const void* send, void* recv, size_t n, DType dt, int peer, int tag) {
     OpSpec s = rooted(k, send, recv, n, dt, peer);
     s.tag = tag;
     return s;

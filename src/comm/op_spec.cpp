@@ -10,28 +10,44 @@ namespace parallm::comm {
 
 std::string_view op_kind_name(OpKind k) {
   switch (k) {
-    case OpKind::Barrier: return "barrier";
-    case OpKind::Broadcast: return "broadcast";
-    case OpKind::Reduce: return "reduce";
-    case OpKind::AllReduce: return "all_reduce";
-    case OpKind::Gather: return "gather";
-    case OpKind::AllGather: return "all_gather";
-    case OpKind::Scatter: return "scatter";
-    case OpKind::ReduceScatter: return "reduce_scatter";
-    case OpKind::AllToAll: return "all_to_all";
-    case OpKind::AllToAllV: return "all_to_all_v";
-    case OpKind::Send: return "send";
-    case OpKind::Recv: return "recv";
+    case OpKind::Barrier:
+      return "barrier";
+    case OpKind::Broadcast:
+      return "broadcast";
+    case OpKind::Reduce:
+      return "reduce";
+    case OpKind::AllReduce:
+      return "all_reduce";
+    case OpKind::Gather:
+      return "gather";
+    case OpKind::AllGather:
+      return "all_gather";
+    case OpKind::Scatter:
+      return "scatter";
+    case OpKind::ReduceScatter:
+      return "reduce_scatter";
+    case OpKind::AllToAll:
+      return "all_to_all";
+    case OpKind::AllToAllV:
+      return "all_to_all_v";
+    case OpKind::Send:
+      return "send";
+    case OpKind::Recv:
+      return "recv";
   }
   return "unknown";
 }
 
 std::string_view reduce_op_name(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return "sum";
-    case ReduceOp::Avg: return "avg";
-    case ReduceOp::Max: return "max";
-    case ReduceOp::Min: return "min";
+    case ReduceOp::Sum:
+      return "sum";
+    case ReduceOp::Avg:
+      return "avg";
+    case ReduceOp::Max:
+      return "max";
+    case ReduceOp::Min:
+      return "min";
   }
   return "unknown";
 }
@@ -60,14 +76,20 @@ bool is_in_place(const OpSpec& s, int rank, int size) {
   if (s.send == nullptr || s.recv == nullptr) return false;
   const void* r = s.recv;
   switch (s.kind) {
-    case OpKind::AllGather: return s.send == at(r, s.count * rank, s.dtype);
-    case OpKind::Gather: return rank == s.root && s.send == at(r, s.count * rank, s.dtype);
-    case OpKind::ReduceScatter: return r == at(s.send, s.count * rank, s.dtype);
-    case OpKind::Scatter: return rank == s.root && r == at(s.send, s.count * rank, s.dtype);
+    case OpKind::AllGather:
+      return s.send == at(r, s.count * rank, s.dtype);
+    case OpKind::Gather:
+      return rank == s.root && s.send == at(r, s.count * rank, s.dtype);
+    case OpKind::ReduceScatter:
+      return r == at(s.send, s.count * rank, s.dtype);
+    case OpKind::Scatter:
+      return rank == s.root && r == at(s.send, s.count * rank, s.dtype);
     case OpKind::Send:
     case OpKind::Recv:
-    case OpKind::Barrier: return false;
-    default: return s.send == r;
+    case OpKind::Barrier:
+      return false;
+    default:
+      return s.send == r;
   }
 }
 
@@ -75,13 +97,19 @@ size_t send_elems(const OpSpec& s, int rank, int size) {
   const size_t n = static_cast<size_t>(size);
   switch (s.kind) {
     case OpKind::Barrier:
-    case OpKind::Recv: return 0;
-    case OpKind::Broadcast: return rank == s.root ? s.count : 0;
-    case OpKind::Scatter: return rank == s.root ? s.count * n : 0;
+    case OpKind::Recv:
+      return 0;
+    case OpKind::Broadcast:
+      return rank == s.root ? s.count : 0;
+    case OpKind::Scatter:
+      return rank == s.root ? s.count * n : 0;
     case OpKind::ReduceScatter:
-    case OpKind::AllToAll: return s.count * n;
-    case OpKind::AllToAllV: return sum(s.send_counts);
-    default: return s.count;
+    case OpKind::AllToAll:
+      return s.count * n;
+    case OpKind::AllToAllV:
+      return sum(s.send_counts);
+    default:
+      return s.count;
   }
 }
 
@@ -89,13 +117,19 @@ size_t recv_elems(const OpSpec& s, int rank, int size) {
   const size_t n = static_cast<size_t>(size);
   switch (s.kind) {
     case OpKind::Barrier:
-    case OpKind::Send: return 0;
-    case OpKind::Reduce: return rank == s.root ? s.count : 0;
-    case OpKind::Gather: return rank == s.root ? s.count * n : 0;
+    case OpKind::Send:
+      return 0;
+    case OpKind::Reduce:
+      return rank == s.root ? s.count : 0;
+    case OpKind::Gather:
+      return rank == s.root ? s.count * n : 0;
     case OpKind::AllGather:
-    case OpKind::AllToAll: return s.count * n;
-    case OpKind::AllToAllV: return sum(s.recv_counts);
-    default: return s.count;
+    case OpKind::AllToAll:
+      return s.count * n;
+    case OpKind::AllToAllV:
+      return sum(s.recv_counts);
+    default:
+      return s.count;
   }
 }
 

@@ -31,7 +31,7 @@ enum class OpKind : uint8_t {
   Recv,
 };
 
-std::string_view op_kind_name(OpKind k);      // "all_reduce", ...
+std::string_view op_kind_name(OpKind k);       // "all_reduce", ...
 std::string_view reduce_op_name(ReduceOp op);  // "sum", "avg", "max", "min"
 bool is_collective(OpKind k);                  // all but Send/Recv
 bool is_reducing(OpKind k);                    // Reduce, AllReduce, ReduceScatter
@@ -45,8 +45,8 @@ struct OpSpec {
   size_t count = 0;  // elements; per rank for gather/scatter-like kinds (see OpKind)
   DType dtype = DType::F32;
   ReduceOp op = ReduceOp::Sum;
-  int root = 0;  // root rank for rooted collectives, the peer for Send/Recv
-  int tag = 0;   // Send/Recv only
+  int root = 0;                         // root rank for rooted collectives, the peer for Send/Recv
+  int tag = 0;                          // Send/Recv only
   std::span<const size_t> send_counts;  // AllToAllV only, one per rank
   std::span<const size_t> recv_counts;
 };

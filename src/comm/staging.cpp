@@ -95,11 +95,16 @@ void divide(void* buf, size_t n, int divisor) {
 void divide_in_place(void* buf, DType t, size_t n, int divisor) {
   if (divisor == 1) return;
   switch (t) {
-    case DType::F32: return divide<float>(buf, n, divisor);
-    case DType::F64: return divide<double>(buf, n, divisor);
-    case DType::I32: return divide<int32_t>(buf, n, divisor);
-    case DType::I64: return divide<int64_t>(buf, n, divisor);
-    default: PX_FAIL("avg is not defined for dtype {}", dtype_name(t));
+    case DType::F32:
+      return divide<float>(buf, n, divisor);
+    case DType::F64:
+      return divide<double>(buf, n, divisor);
+    case DType::I32:
+      return divide<int32_t>(buf, n, divisor);
+    case DType::I64:
+      return divide<int64_t>(buf, n, divisor);
+    default:
+      PX_FAIL("avg is not defined for dtype {}", dtype_name(t));
   }
 }
 

@@ -26,9 +26,9 @@ bool WatchSlot::expired(int64_t now, std::string* message) const {
   const int64_t deadline = deadline_ns_.load(std::memory_order_acquire);
   if (deadline == 0 || now < deadline) return false;
   const int peer = peer_.load(std::memory_order_relaxed);
-  const std::string what =
-      peer < 0 ? fmt::format("{} #{}", op_.load(), seq_.load())
-               : fmt::format("{} #{} with rank {}", op_.load(), seq_.load(), peer);
+  const std::string what = peer < 0
+                               ? fmt::format("{} #{}", op_.load(), seq_.load())
+                               : fmt::format("{} #{} with rank {}", op_.load(), seq_.load(), peer);
   *message = fmt::format(
       "{} on {} did not complete within {}: a peer rank may have died, hung, or called a "
       "different collective; aborting the job",

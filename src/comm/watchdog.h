@@ -30,7 +30,7 @@ class WatchSlot {
   static int64_t now_ns();
 
  private:
-  const std::string label_;  // "group 'tp[1]' (rank 1 of 2)"
+  const std::string label_;              // "group 'tp[1]' (rank 1 of 2)"
   std::atomic<int64_t> deadline_ns_{0};  // 0: idle
   std::atomic<const char*> op_{nullptr};
   std::atomic<uint64_t> seq_{0};

@@ -65,9 +65,10 @@ void Work::wait(std::chrono::milliseconds timeout) {
     op_.reset();
     return;
   }
-  PX_FAIL("{} did not complete within {}: a peer rank may have died, hung, or called a "
-          "different collective (set check_collectives to compare calls)",
-          op_->describe(), format_duration(timeout));
+  PX_FAIL(
+      "{} did not complete within {}: a peer rank may have died, hung, or called a "
+      "different collective (set check_collectives to compare calls)",
+      op_->describe(), format_duration(timeout));
 }
 
 }  // namespace parallm::comm

@@ -73,9 +73,10 @@ DataLoader::DataLoader(std::vector<std::string> files, int64_t T, uint64_t seed,
   if (n < T + 1) {
     std::string names;  // joined by hand: fmt::join of strings trips a gcc 12 warning
     for (const std::string& f : files_) names += (names.empty() ? "" : ", ") + f;
-    PX_FAIL("data has {} tokens in total ({}), but seq_len {} needs at least seq_len + 1 = {} "
-            "tokens",
-            n, names, T, T + 1);
+    PX_FAIL(
+        "data has {} tokens in total ({}), but seq_len {} needs at least seq_len + 1 = {} "
+        "tokens",
+        n, names, T, T + 1);
   }
   num_windows_ = (n - 1) / T;
 }
@@ -95,7 +96,8 @@ void DataLoader::read_tokens(int64_t begin, int64_t n, int32_t* out) const {
   // Shard k holds stream [starts_[k], starts_[k+1]); empty shards are skipped
   // naturally because upper_bound lands past them.
   size_t k = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), begin) -
-                                 starts_.begin()) - 1;
+                                 starts_.begin()) -
+             1;
   while (n > 0) {
     const int64_t local = begin - starts_[k];
     const int64_t take = std::min(n, shards_[k].size() - local);

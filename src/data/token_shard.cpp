@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "base/error.h"
 #include "base/atomic_file.h"
+#include "base/error.h"
 
 namespace parallm {
 
@@ -79,7 +79,8 @@ void write_token_shard(const std::string& path, std::span<const int32_t> tokens,
            "split the data into several shards",
            path, tokens.size(), std::numeric_limits<int32_t>::max());
   for (size_t i = 0; i < tokens.size(); ++i) {
-    PX_CHECK(tokens[i] >= 0, "cannot write {}: token {} at index {} is negative", path, tokens[i], i);
+    PX_CHECK(tokens[i] >= 0, "cannot write {}: token {} at index {} is negative", path, tokens[i],
+             i);
     if (format == ShardFormat::U16) {
       PX_CHECK(tokens[i] <= 0xFFFF,
                "cannot write {}: token {} at index {} does not fit the uint16 shard format "
@@ -139,9 +140,10 @@ TokenShard::TokenShard(const std::string& path) : path_(path) {
       format_ = ShardFormat::U32;
       want_version = kShardVersionU32;
     } else {
-      PX_FAIL("token shard {}: unknown magic {} (expected {} for uint16 tokens or {} for uint32 "
-              "tokens); is this an llm.c token file?",
-              path, magic, kShardMagicU16, kShardMagicU32);
+      PX_FAIL(
+          "token shard {}: unknown magic {} (expected {} for uint16 tokens or {} for uint32 "
+          "tokens); is this an llm.c token file?",
+          path, magic, kShardMagicU16, kShardMagicU32);
     }
     PX_CHECK(version == want_version,
              "token shard {}: version {} does not match magic {} (expected version {})", path,

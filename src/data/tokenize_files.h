@@ -15,7 +15,7 @@ struct TokenizeSummary {
   std::string val_path;    // <out_prefix>_val.bin, or "" when val_fraction == 0
   int64_t train_tokens = 0;
   int64_t val_tokens = 0;
-  int64_t documents = 0;   // input files
+  int64_t documents = 0;  // input files
   int64_t input_bytes = 0;
 };
 

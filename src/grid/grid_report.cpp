@@ -71,20 +71,23 @@ void append_groups(std::string& out, const RankGrid& grid, int gpus_per_node) {
       continue;
     }
     auto groups = grid.groups(kind);
-    auto same = std::find_if(shown.begin(), shown.end(), [&](const auto& p) { return p.second == groups; });
+    auto same =
+        std::find_if(shown.begin(), shown.end(), [&](const auto& p) { return p.second == groups; });
     if (same != shown.end()) {
       out += fmt::format("{} groups: same as {}\n", name, group_kind_name(same->first));
       continue;
     }
     const std::string where = node_locality(groups, gpus_per_node);
-    const std::string head = kind == GroupKind::Embedding
-                                 ? fmt::format("{} groups (first and last stage, {}):", name, where)
-                                 : fmt::format("{} groups ({} ranks, {}):", name, grid.group_size(kind), where);
+    const std::string head =
+        kind == GroupKind::Embedding
+            ? fmt::format("{} groups (first and last stage, {}):", name, where)
+            : fmt::format("{} groups ({} ranks, {}):", name, grid.group_size(kind), where);
     append_wrapped(out, head, groups);
     shown.emplace_back(kind, std::move(groups));
   }
   if (!single.empty())
-    out += fmt::format("single-rank groups (nothing to communicate): {}\n", fmt::join(single, ", "));
+    out +=
+        fmt::format("single-rank groups (nothing to communicate): {}\n", fmt::join(single, ", "));
 }
 
 // One row per pipeline stage, one column per (dp, cp) position, one [..] per
@@ -117,7 +120,8 @@ void append_picture(std::string& out, const RankGrid& grid, int gpus_per_node) {
   size_t label_width = 0;
   const int stage_ranks = s.tp * columns;
   for (int pp = 0; pp < s.pp; ++pp) {
-    labels[pp] = fmt::format("pp{}  {}", pp, node_span(pp * stage_ranks, (pp + 1) * stage_ranks - 1, gpus_per_node));
+    labels[pp] = fmt::format(
+        "pp{}  {}", pp, node_span(pp * stage_ranks, (pp + 1) * stage_ranks - 1, gpus_per_node));
     label_width = std::max(label_width, labels[pp].size());
   }
   auto row = [&](const std::string& label, const std::vector<std::string>& items) {
@@ -141,7 +145,8 @@ void append_node_table(std::string& out, const RankGrid& grid, int gpus_per_node
     out += expert ? "  rank  tp  cp  dp  pp  ep  edp\n" : "  rank  tp  cp  dp  pp\n";
     for (int r = first; r <= last; ++r) {
       const GridCoord c = grid.coord(r);
-      out += fmt::format("  {:>4}  {:>2}  {:>2}  {:>2}  {:>2}", r, c.tp_rank, c.cp_rank, c.dp_rank, c.pp_rank);
+      out += fmt::format("  {:>4}  {:>2}  {:>2}  {:>2}  {:>2}", r, c.tp_rank, c.cp_rank, c.dp_rank,
+                         c.pp_rank);
       if (expert) out += fmt::format("  {:>2}  {:>3}", c.ep_rank, c.edp_rank);
       out += "\n";
     }
@@ -162,13 +167,16 @@ std::string format_grid_text(const RankGrid& grid, int gpus_per_node) {
   const int world = grid.world_size();
   const int nodes = (world + gpus_per_node - 1) / gpus_per_node;
   std::string out = fmt::format(
-      "rank grid: world {} = tp {} x cp {} x dp {} x pp {}; ranks ordered tp fastest, then cp, dp, pp\n",
+      "rank grid: world {} = tp {} x cp {} x dp {} x pp {}; ranks ordered tp fastest, then cp, dp, "
+      "pp\n",
       world, s.tp, s.cp, s.dp, s.pp);
   if (s.ep > 1)
     out += fmt::format("expert layers: dp x cp = {} folded into ep {} x edp {} (ep fastest)\n",
                        s.dp * s.cp, s.ep, s.edp());
   out += fmt::format("nodes: {} x {} ranks per node{}\n\n", nodes, gpus_per_node,
-                     world % gpus_per_node == 0 ? "" : fmt::format(" (last node holds {})", world % gpus_per_node));
+                     world % gpus_per_node == 0
+                         ? ""
+                         : fmt::format(" (last node holds {})", world % gpus_per_node));
   append_groups(out, grid, gpus_per_node);
   out += "\n";
   append_picture(out, grid, gpus_per_node);
@@ -184,11 +192,13 @@ nlohmann::ordered_json grid_to_json(const RankGrid& grid, int gpus_per_node) {
   j["world_size"] = grid.world_size();
   j["order"] = "tp-cp-dp-pp";
   j["expert_order"] = "tp-ep-edp-pp";
-  j["sizes"] = {{"tp", s.tp}, {"cp", s.cp}, {"dp", s.dp}, {"pp", s.pp}, {"ep", s.ep}, {"edp", s.edp()}};
+  j["sizes"] = {{"tp", s.tp}, {"cp", s.cp}, {"dp", s.dp},
+                {"pp", s.pp}, {"ep", s.ep}, {"edp", s.edp()}};
   j["gpus_per_node"] = gpus_per_node;
   j["nodes"] = (grid.world_size() + gpus_per_node - 1) / gpus_per_node;
   nlohmann::ordered_json groups = nlohmann::ordered_json::object();
-  for (GroupKind kind : kAllGroupKinds) groups[std::string(group_kind_name(kind))] = grid.groups(kind);
+  for (GroupKind kind : kAllGroupKinds)
+    groups[std::string(group_kind_name(kind))] = grid.groups(kind);
   j["groups"] = std::move(groups);
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
   for (int r = 0; r < grid.world_size(); ++r) {
@@ -217,7 +227,8 @@ std::string format_grid_json(const RankGrid& grid, int gpus_per_node) {
       out += "{\n";
       size_t g = 0;
       for (const auto& [kind, groups] : value.items())
-        out += fmt::format("    \"{}\": {}{}\n", kind, groups.dump(), ++g < value.size() ? "," : "");
+        out +=
+            fmt::format("    \"{}\": {}{}\n", kind, groups.dump(), ++g < value.size() ? "," : "");
       out += "  }";
     } else if (value.is_array() && key == "ranks") {
       out += "[\n";

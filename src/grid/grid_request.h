@@ -12,9 +12,9 @@ namespace parallm {
 
 struct GridRequest {
   GridSizes sizes;
-  bool dp_given = true;            // false: dp = world / (tp x cp x pp)
+  bool dp_given = true;                          // false: dp = world / (tp x cp x pp)
   std::optional<int> world_size = std::nullopt;  // --world
-  int launch_world_size = 1;       // LaunchEnv::world_size; 1 when not launched
+  int launch_world_size = 1;                     // LaunchEnv::world_size; 1 when not launched
 };
 
 // Throws parallm::Error (with the values) when the request is not a grid.

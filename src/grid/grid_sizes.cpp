@@ -8,9 +8,7 @@
 
 namespace parallm {
 
-long long GridSizes::world_size() const {
-  return static_cast<long long>(tp) * cp * dp * pp;
-}
+long long GridSizes::world_size() const { return static_cast<long long>(tp) * cp * dp * pp; }
 
 std::vector<std::string> grid_size_violations(const GridSizes& s, int world_size) {
   std::vector<std::string> out;
@@ -22,11 +20,13 @@ std::vector<std::string> grid_size_violations(const GridSizes& s, int world_size
   // The products below are meaningless with a non-positive factor.
   if (!out.empty()) return out;
   if (s.world_size() != world_size)
-    out.push_back(fmt::format("world size ({}) is not equal to tp ({}) x cp ({}) x dp ({}) x pp ({}) = {}",
-                              world_size, s.tp, s.cp, s.dp, s.pp, s.world_size()));
+    out.push_back(
+        fmt::format("world size ({}) is not equal to tp ({}) x cp ({}) x dp ({}) x pp ({}) = {}",
+                    world_size, s.tp, s.cp, s.dp, s.pp, s.world_size()));
   const long long dc = static_cast<long long>(s.dp) * s.cp;
   if (dc % s.ep != 0)
-    out.push_back(fmt::format("ep ({}) does not divide dp ({}) x cp ({}) = {}", s.ep, s.dp, s.cp, dc));
+    out.push_back(
+        fmt::format("ep ({}) does not divide dp ({}) x cp ({}) = {}", s.ep, s.dp, s.cp, dc));
   return out;
 }
 

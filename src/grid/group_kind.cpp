@@ -10,18 +10,30 @@ namespace parallm {
 
 std::string_view group_kind_name(GroupKind kind) {
   switch (kind) {
-    case GroupKind::Tp: return "tp";
-    case GroupKind::Cp: return "cp";
-    case GroupKind::Dp: return "dp";
-    case GroupKind::Pp: return "pp";
-    case GroupKind::DpCp: return "dp_cp";
-    case GroupKind::TpCp: return "tp_cp";
-    case GroupKind::Mp: return "mp";
-    case GroupKind::Ep: return "ep";
-    case GroupKind::Edp: return "edp";
-    case GroupKind::TpEp: return "tp_ep";
-    case GroupKind::TpEpPp: return "tp_ep_pp";
-    case GroupKind::Embedding: return "embedding";
+    case GroupKind::Tp:
+      return "tp";
+    case GroupKind::Cp:
+      return "cp";
+    case GroupKind::Dp:
+      return "dp";
+    case GroupKind::Pp:
+      return "pp";
+    case GroupKind::DpCp:
+      return "dp_cp";
+    case GroupKind::TpCp:
+      return "tp_cp";
+    case GroupKind::Mp:
+      return "mp";
+    case GroupKind::Ep:
+      return "ep";
+    case GroupKind::Edp:
+      return "edp";
+    case GroupKind::TpEp:
+      return "tp_ep";
+    case GroupKind::TpEpPp:
+      return "tp_ep_pp";
+    case GroupKind::Embedding:
+      return "embedding";
   }
   PX_FAIL("unknown GroupKind ({})", static_cast<int>(kind));
 }

@@ -24,8 +24,8 @@ enum class GroupKind {
 };
 
 inline constexpr std::array<GroupKind, 12> kAllGroupKinds = {
-    GroupKind::Tp,   GroupKind::Cp,   GroupKind::Dp,   GroupKind::Pp,
-    GroupKind::DpCp, GroupKind::TpCp, GroupKind::Mp,   GroupKind::Ep,
+    GroupKind::Tp,   GroupKind::Cp,   GroupKind::Dp,     GroupKind::Pp,
+    GroupKind::DpCp, GroupKind::TpCp, GroupKind::Mp,     GroupKind::Ep,
     GroupKind::Edp,  GroupKind::TpEp, GroupKind::TpEpPp, GroupKind::Embedding};
 
 std::string_view group_kind_name(GroupKind kind);

@@ -48,18 +48,30 @@ Reading reading_of(GroupKind kind, const GridSizes& s) {
   const std::array<int, 4> dense = {s.tp, s.cp, s.dp, s.pp};
   const std::array<int, 4> expert = {s.tp, s.ep, s.edp(), s.pp};
   switch (kind) {
-    case GroupKind::Tp: return {dense, 0b0001};
-    case GroupKind::Cp: return {dense, 0b0010};
-    case GroupKind::Dp: return {dense, 0b0100};
-    case GroupKind::Pp: return {dense, 0b1000};
-    case GroupKind::DpCp: return {dense, 0b0110};
-    case GroupKind::TpCp: return {dense, 0b0011};
-    case GroupKind::Mp: return {dense, 0b1001};
-    case GroupKind::Ep: return {expert, 0b0010};
-    case GroupKind::Edp: return {expert, 0b0100};
-    case GroupKind::TpEp: return {expert, 0b0011};
-    case GroupKind::TpEpPp: return {expert, 0b1011};
-    case GroupKind::Embedding: break;
+    case GroupKind::Tp:
+      return {dense, 0b0001};
+    case GroupKind::Cp:
+      return {dense, 0b0010};
+    case GroupKind::Dp:
+      return {dense, 0b0100};
+    case GroupKind::Pp:
+      return {dense, 0b1000};
+    case GroupKind::DpCp:
+      return {dense, 0b0110};
+    case GroupKind::TpCp:
+      return {dense, 0b0011};
+    case GroupKind::Mp:
+      return {dense, 0b1001};
+    case GroupKind::Ep:
+      return {expert, 0b0010};
+    case GroupKind::Edp:
+      return {expert, 0b0100};
+    case GroupKind::TpEp:
+      return {expert, 0b0011};
+    case GroupKind::TpEpPp:
+      return {expert, 0b1011};
+    case GroupKind::Embedding:
+      break;
   }
   PX_FAIL("group kind '{}' has no axis reading", group_kind_name(kind));
 }
@@ -70,8 +82,9 @@ constexpr long long kMaxWorld = 2147483647;
 // below 1, which check_grid_sizes reports by itself, so 1 stands in for it.
 int implied_world(const GridSizes& s) {
   const long long p = s.world_size();
-  PX_CHECK(p <= kMaxWorld, "tp ({}) x cp ({}) x dp ({}) x pp ({}) = {} exceeds the largest world size ({})",
-           s.tp, s.cp, s.dp, s.pp, p, kMaxWorld);
+  PX_CHECK(p <= kMaxWorld,
+           "tp ({}) x cp ({}) x dp ({}) x pp ({}) = {} exceeds the largest world size ({})", s.tp,
+           s.cp, s.dp, s.pp, p, kMaxWorld);
   return p > 0 ? static_cast<int>(p) : 1;
 }
 
@@ -79,7 +92,8 @@ int implied_world(const GridSizes& s) {
 
 RankGrid::RankGrid(const GridSizes& sizes) : RankGrid(sizes, implied_world(sizes)) {}
 
-RankGrid::RankGrid(const GridSizes& sizes, int world_size) : sizes_(sizes), world_size_(world_size) {
+RankGrid::RankGrid(const GridSizes& sizes, int world_size)
+    : sizes_(sizes), world_size_(world_size) {
   check_grid_sizes(sizes, world_size);
 }
 
@@ -96,11 +110,13 @@ GridCoord RankGrid::coord(int rank) const {
 }
 
 int RankGrid::rank_of(int tp_rank, int cp_rank, int dp_rank, int pp_rank) const {
-  PX_CHECK(tp_rank >= 0 && tp_rank < sizes_.tp && cp_rank >= 0 && cp_rank < sizes_.cp &&
-               dp_rank >= 0 && dp_rank < sizes_.dp && pp_rank >= 0 && pp_rank < sizes_.pp,
-           "coordinate (tp {}, cp {}, dp {}, pp {}) is outside the grid (tp {}, cp {}, dp {}, pp {})",
-           tp_rank, cp_rank, dp_rank, pp_rank, sizes_.tp, sizes_.cp, sizes_.dp, sizes_.pp);
-  return compose({tp_rank, cp_rank, dp_rank, pp_rank}, {sizes_.tp, sizes_.cp, sizes_.dp, sizes_.pp});
+  PX_CHECK(
+      tp_rank >= 0 && tp_rank < sizes_.tp && cp_rank >= 0 && cp_rank < sizes_.cp && dp_rank >= 0 &&
+          dp_rank < sizes_.dp && pp_rank >= 0 && pp_rank < sizes_.pp,
+      "coordinate (tp {}, cp {}, dp {}, pp {}) is outside the grid (tp {}, cp {}, dp {}, pp {})",
+      tp_rank, cp_rank, dp_rank, pp_rank, sizes_.tp, sizes_.cp, sizes_.dp, sizes_.pp);
+  return compose({tp_rank, cp_rank, dp_rank, pp_rank},
+                 {sizes_.tp, sizes_.cp, sizes_.dp, sizes_.pp});
 }
 
 int RankGrid::expert_rank_of(int tp_rank, int ep_rank, int edp_rank, int pp_rank) const {
@@ -109,7 +125,8 @@ int RankGrid::expert_rank_of(int tp_rank, int ep_rank, int edp_rank, int pp_rank
            "expert coordinate (tp {}, ep {}, edp {}, pp {}) is outside the grid "
            "(tp {}, ep {}, edp {}, pp {})",
            tp_rank, ep_rank, edp_rank, pp_rank, sizes_.tp, sizes_.ep, sizes_.edp(), sizes_.pp);
-  return compose({tp_rank, ep_rank, edp_rank, pp_rank}, {sizes_.tp, sizes_.ep, sizes_.edp(), sizes_.pp});
+  return compose({tp_rank, ep_rank, edp_rank, pp_rank},
+                 {sizes_.tp, sizes_.ep, sizes_.edp(), sizes_.pp});
 }
 
 int RankGrid::group_size(GroupKind kind) const {

@@ -99,8 +99,10 @@ void gather_hf_tensor(const ParameterSet& ps, const HfTensor& t, bool grads, flo
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t k = 0; k < cols; ++k) {
         float v = p[r * cols + k];
-        if (t.transpose) dst[k * total_rows + row0 + r] = v;
-        else dst[(row0 + r) * cols + k] = v;
+        if (t.transpose)
+          dst[k * total_rows + row0 + r] = v;
+        else
+          dst[(row0 + r) * cols + k] = v;
       }
   });
 }

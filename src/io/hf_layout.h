@@ -14,10 +14,10 @@
 namespace parallm {
 
 struct HfTensor {
-  std::string name;                 // HF name
-  std::vector<int64_t> shape;       // HF shape
-  std::vector<std::string> parts;   // internal names, concatenated along dim 0
-  bool transpose = false;           // HF holds the transpose of the concatenation
+  std::string name;                // HF name
+  std::vector<int64_t> shape;      // HF shape
+  std::vector<std::string> parts;  // internal names, concatenated along dim 0
+  bool transpose = false;          // HF holds the transpose of the concatenation
 };
 
 std::vector<HfTensor> hf_layout(const ModelConfig& cfg);

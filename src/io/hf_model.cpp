@@ -20,7 +20,8 @@ namespace {
 
 // Writes into a sibling temporary directory and renames it into place, so a
 // failure never leaves a half-written model at `dir`.
-void write_dir_atomically(const std::string& dir, const std::function<void(const fs::path&)>& fill) {
+void write_dir_atomically(const std::string& dir,
+                          const std::function<void(const fs::path&)>& fill) {
   fs::path target = fs::path(dir).lexically_normal();
   if (target.filename().empty()) target = target.parent_path();
   fs::path tmp = target;
@@ -79,9 +80,9 @@ void save_hf_model(const std::string& dir, const Transformer& model, DType dtype
     file_of[i] = files.size() - 1;
   }
   auto file_name = [&](size_t k) {
-    return files.size() == 1 ? std::string("model.safetensors")
-                             : fmt::format("model-{:05d}-of-{:05d}.safetensors", k + 1,
-                                           files.size());
+    return files.size() == 1
+               ? std::string("model.safetensors")
+               : fmt::format("model-{:05d}-of-{:05d}.safetensors", k + 1, files.size());
   };
   for (size_t i = 0; i < layout.size(); ++i) weight_map[layout[i].name] = file_name(file_of[i]);
   std::string torch_dtype = dtype == DType::F32 ? "float32" : "bfloat16";
@@ -114,8 +115,10 @@ std::vector<std::string> weight_files(const std::string& dir) {
   fs::path single = fs::path(dir) / "model.safetensors";
   if (fs::exists(single)) return {single.string()};
   fs::path index = fs::path(dir) / "model.safetensors.index.json";
-  PX_CHECK(fs::exists(index), "model directory '{}' has neither model.safetensors nor "
-           "model.safetensors.index.json", dir);
+  PX_CHECK(fs::exists(index),
+           "model directory '{}' has neither model.safetensors nor "
+           "model.safetensors.index.json",
+           dir);
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(std::ifstream(index));
@@ -209,8 +212,8 @@ void load_hf_weights(const std::string& dir, Transformer& model) {
       std::string name = hf_canonical_name(cfg, e.name);
       auto it = expected.find(name);
       if (it == expected.end()) {
-        PX_CHECK(hf_ignorable(cfg, name), "{}: unexpected tensor '{}' for a {} model", file,
-                 e.name, arch_name(cfg.arch));
+        PX_CHECK(hf_ignorable(cfg, name), "{}: unexpected tensor '{}' for a {} model", file, e.name,
+                 arch_name(cfg.arch));
         continue;
       }
       const HfTensor& t = *it->second;

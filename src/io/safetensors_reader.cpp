@@ -58,10 +58,9 @@ std::shared_ptr<const std::byte> map_file(const std::string& path, uint64_t* siz
   ::close(fd);  // the mapping keeps the file alive
   PX_CHECK(addr != MAP_FAILED, "{}: cannot mmap {} bytes: {}", path, size, std::strerror(err));
   *size_out = size;
-  return std::shared_ptr<const std::byte>(static_cast<const std::byte*>(addr),
-                                          [size](const std::byte* p) {
-                                            ::munmap(const_cast<std::byte*>(p), size);
-                                          });
+  return std::shared_ptr<const std::byte>(
+      static_cast<const std::byte*>(addr),
+      [size](const std::byte* p) { ::munmap(const_cast<std::byte*>(p), size); });
 }
 
 // Parses the header, remembering the first duplicate key of any object:
@@ -102,8 +101,9 @@ std::map<std::string, std::string> parse_metadata(const std::string& path, const
            j.type_name());
   std::map<std::string, std::string> out;
   for (const auto& [key, value] : j.items()) {
-    PX_CHECK(value.is_string(), "{}: '__metadata__' value for key '{}' is JSON {} ({}), not a string",
-             path, key, value.type_name(), value.dump());
+    PX_CHECK(value.is_string(),
+             "{}: '__metadata__' value for key '{}' is JSON {} ({}), not a string", path, key,
+             value.type_name(), value.dump());
     out.emplace(key, value.get<std::string>());
   }
   return out;
@@ -117,9 +117,10 @@ DType parse_dtype(const std::string& path, const std::string& name, const json& 
   if (std::find(kUnsupportedNames.begin(), kUnsupportedNames.end(), s) != kUnsupportedNames.end())
     PX_FAIL("{}: tensor '{}' has dtype {}, which is valid safetensors but not supported by parallm",
             path, name, s);
-  PX_FAIL("{}: tensor '{}' has unknown dtype '{}' (expected one of F64, F32, F16, BF16, I64, I32, "
-          "I16, I8, U16, U8, BOOL)",
-          path, name, s);
+  PX_FAIL(
+      "{}: tensor '{}' has unknown dtype '{}' (expected one of F64, F32, F16, BF16, I64, I32, "
+      "I16, I8, U16, U8, BOOL)",
+      path, name, s);
 }
 
 std::vector<int64_t> parse_shape(const std::string& path, const std::string& name, const json& j) {
@@ -128,8 +129,8 @@ std::vector<int64_t> parse_shape(const std::string& path, const std::string& nam
   std::vector<int64_t> shape;
   for (const auto& d : j) {
     PX_CHECK(!(d.is_number_integer() && !d.is_number_unsigned()),
-             "{}: tensor '{}' has negative dimension {} in shape {}", path, name,
-             d.get<int64_t>(), j.dump());
+             "{}: tensor '{}' has negative dimension {} in shape {}", path, name, d.get<int64_t>(),
+             j.dump());
     PX_CHECK(d.is_number_unsigned(),
              "{}: tensor '{}' shape {} must hold non-negative integers, found JSON {} ({})", path,
              name, j.dump(), d.type_name(), d.dump());
@@ -143,10 +144,12 @@ std::vector<int64_t> parse_shape(const std::string& path, const std::string& nam
 
 void parse_offsets(const std::string& path, const std::string& name, const json& j,
                    TensorEntry* e) {
-  const bool ok = j.is_array() && j.size() == 2 && j[0].is_number_unsigned() &&
-                  j[1].is_number_unsigned();
-  PX_CHECK(ok, "{}: tensor '{}' field 'data_offsets' must be [begin, end] with non-negative "
-           "integers, got {}", path, name, j.dump());
+  const bool ok =
+      j.is_array() && j.size() == 2 && j[0].is_number_unsigned() && j[1].is_number_unsigned();
+  PX_CHECK(ok,
+           "{}: tensor '{}' field 'data_offsets' must be [begin, end] with non-negative "
+           "integers, got {}",
+           path, name, j.dump());
   e->begin = j[0].get<uint64_t>();
   e->end = j[1].get<uint64_t>();
 }
@@ -164,8 +167,8 @@ TensorEntry parse_entry(const std::string& path, const std::string& name, const 
   e.shape = parse_shape(path, name, j["shape"]);
   parse_offsets(path, name, j["data_offsets"], &e);
 
-  PX_CHECK(e.begin <= e.end, "{}: tensor '{}' data_offsets [{}, {}): begin is after end", path, name,
-           e.begin, e.end);
+  PX_CHECK(e.begin <= e.end, "{}: tensor '{}' data_offsets [{}, {}): begin is after end", path,
+           name, e.begin, e.end);
   PX_CHECK(e.end <= data_bytes,
            "{}: tensor '{}' data_offsets [{}, {}): end is beyond the data buffer of {} bytes", path,
            name, e.begin, e.end, data_bytes);
@@ -181,8 +184,7 @@ TensorEntry parse_entry(const std::string& path, const std::string& name, const 
 }
 
 // The reference requires tensors to tile [0, data_bytes) exactly.
-void check_tiling(const std::string& path, std::vector<TensorEntry>& entries,
-                  uint64_t data_bytes) {
+void check_tiling(const std::string& path, std::vector<TensorEntry>& entries, uint64_t data_bytes) {
   std::sort(entries.begin(), entries.end(), [](const TensorEntry& a, const TensorEntry& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });

@@ -25,7 +25,7 @@ constexpr uint64_t kSafetensorsMaxHeaderBytes = 100'000'000;
 struct TensorEntry {
   std::string name;
   DType dtype;
-  std::vector<int64_t> shape;  // empty for a 0-d scalar
+  std::vector<int64_t> shape;   // empty for a 0-d scalar
   uint64_t begin = 0, end = 0;  // [begin, end) relative to the data buffer
   int64_t numel() const;
   uint64_t nbytes() const { return end - begin; }

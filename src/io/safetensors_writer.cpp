@@ -7,8 +7,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "base/error.h"
 #include "base/atomic_file.h"
+#include "base/error.h"
 #include "io/safetensors_reader.h"
 #include "tensor/half.h"
 
@@ -19,17 +19,28 @@ namespace {
 // order (roughly by width) its writer sorts on, widest first.
 int reference_rank(DType t) {
   switch (t) {
-    case DType::BOOL: return 0;
-    case DType::U8: return 1;
-    case DType::I8: return 2;
-    case DType::I16: return 5;
-    case DType::U16: return 6;
-    case DType::F16: return 7;
-    case DType::BF16: return 8;
-    case DType::I32: return 9;
-    case DType::F32: return 11;
-    case DType::F64: return 12;
-    case DType::I64: return 13;
+    case DType::BOOL:
+      return 0;
+    case DType::U8:
+      return 1;
+    case DType::I8:
+      return 2;
+    case DType::I16:
+      return 5;
+    case DType::U16:
+      return 6;
+    case DType::F16:
+      return 7;
+    case DType::BF16:
+      return 8;
+    case DType::I32:
+      return 9;
+    case DType::F32:
+      return 11;
+    case DType::F64:
+      return 12;
+    case DType::I64:
+      return 13;
   }
   return 0;
 }

@@ -43,11 +43,11 @@ class SafetensorsWriter {
  private:
   struct Pending {
     std::string name;
-    DType dtype;          // as stored in the file
+    DType dtype;  // as stored in the file
     std::vector<int64_t> shape;
-    const void* data;     // in dtype, or f32 when from_f32
-    bool from_f32;        // convert f32 -> dtype while writing
-    uint64_t nbytes;      // in the file
+    const void* data;  // in dtype, or f32 when from_f32
+    bool from_f32;     // convert f32 -> dtype while writing
+    uint64_t nbytes;   // in the file
   };
   void add_pending(Pending p);
   std::vector<const Pending*> file_order() const;

@@ -19,16 +19,17 @@ void ModelConfig::validate() const {
            "n_kv_heads {}, head_dim {}, intermediate {}, max_positions {})",
            vocab_size, hidden, n_layers, n_heads, n_kv_heads, head_dim, intermediate,
            max_positions);
-  PX_CHECK(attn_dropout >= 0.0 && attn_dropout < 1.0 && hidden_dropout >= 0.0 &&
-               hidden_dropout < 1.0,
-           "dropout probabilities must be in [0, 1) (attention {}, hidden {})", attn_dropout,
-           hidden_dropout);
+  PX_CHECK(
+      attn_dropout >= 0.0 && attn_dropout < 1.0 && hidden_dropout >= 0.0 && hidden_dropout < 1.0,
+      "dropout probabilities must be in [0, 1) (attention {}, hidden {})", attn_dropout,
+      hidden_dropout);
   PX_CHECK(n_heads % n_kv_heads == 0,
            "num_attention_heads ({}) is not divisible by num_key_value_heads ({})", n_heads,
            n_kv_heads);
   if (arch == Arch::GPT2) {
-    PX_CHECK(n_kv_heads == n_heads, "gpt2 has no grouped-query attention (n_heads {}, n_kv_heads {})",
-             n_heads, n_kv_heads);
+    PX_CHECK(n_kv_heads == n_heads,
+             "gpt2 has no grouped-query attention (n_heads {}, n_kv_heads {})", n_heads,
+             n_kv_heads);
     PX_CHECK(q_dim() == hidden, "gpt2 needs n_heads * head_dim ({} * {}) == hidden ({})", n_heads,
              head_dim, hidden);
   } else {
@@ -39,7 +40,7 @@ void ModelConfig::validate() const {
 
 int64_t ModelConfig::num_parameters() const {
   int64_t C = hidden, I = intermediate;
-  int64_t n = vocab_size * C;                     // token embedding
+  int64_t n = vocab_size * C;  // token embedding
   if (uses_learned_positions()) n += max_positions * C;
   int64_t per = C * q_dim() + 2 * C * kv_dim() + q_dim() * C;  // q, k, v, o
   per += uses_swiglu() ? 3 * C * I : 2 * C * I;

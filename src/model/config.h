@@ -33,7 +33,7 @@ struct ModelConfig {
   bool uses_layernorm() const { return arch == Arch::GPT2; }  // else RMSNorm
   bool uses_bias() const { return arch == Arch::GPT2; }
   bool uses_learned_positions() const { return arch == Arch::GPT2; }  // else RoPE
-  bool uses_swiglu() const { return arch == Arch::LLaMA; }           // else GELU MLP
+  bool uses_swiglu() const { return arch == Arch::LLaMA; }            // else GELU MLP
 
   int64_t q_dim() const { return n_heads * head_dim; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
@@ -41,8 +41,7 @@ struct ModelConfig {
   int64_t num_parameters() const;
 };
 
-std::string arch_name(Arch a);          // "gpt2" / "llama"
+std::string arch_name(Arch a);              // "gpt2" / "llama"
 Arch arch_from_name(const std::string& s);  // throws on unknown names
-
 
 }  // namespace parallm

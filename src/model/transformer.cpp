@@ -41,13 +41,16 @@ Transformer::Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup
     ParamRef table = embed_.token_table();
     if (cfg_.tie_embeddings && !stage_.embedding) {  // this stage's copy of the tied table
       const VocabShard vs = VocabShard::of(cfg_.vocab_size, tp_.size(), tp_.rank());
-      table = params_.add({.name = "embed.weight", .shape = {vs.rows, cfg_.hidden},
+      table = params_.add({.name = "embed.weight",
+                           .shape = {vs.rows, cfg_.hidden},
                            .global_shape = {vs.padded, cfg_.hidden},
-                           .shard_dim = tp_.active() ? 0 : -1, .shard_begin = vs.begin,
-                           .init_std = cfg_.init_std, .pipeline_copy = true});
+                           .shard_dim = tp_.active() ? 0 : -1,
+                           .shard_begin = vs.begin,
+                           .init_std = cfg_.init_std,
+                           .pipeline_copy = true});
     }
-    final_norm_ = Norm(params_, "final_norm", cfg_.hidden, cfg_.uses_layernorm(), cfg_.norm_eps,
-                       tp_.sp());
+    final_norm_ =
+        Norm(params_, "final_norm", cfg_.hidden, cfg_.uses_layernorm(), cfg_.norm_eps, tp_.sp());
     head_ = LmHead(params_, cfg_, table, tp_);
   }
   params_.allocate(alloc_);
@@ -148,8 +151,7 @@ LossSum Transformer::forward_backward(const int32_t* inputs, const int32_t* targ
       Tensor dfull = c.workspace({c.N(), cfg_.hidden});
       loss = head_.loss_and_grad(c, dfull.data<float>(), x.data<float>(), targets, grad_scale);
       x = Tensor();
-      enter_tp_region_backward(tp_, dnorm.data<float>(), dfull.data<float>(), c.N(),
-                               cfg_.hidden);
+      enter_tp_region_backward(tp_, dnorm.data<float>(), dfull.data<float>(), c.N(), cfg_.hidden);
     }
     final_norm_.backward(cs, dx.data<float>(), dnorm.data<float>(), f.xs[L].data<float>(),
                          f.final_norm);

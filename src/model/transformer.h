@@ -28,8 +28,8 @@
 #include "model/layers/block.h"
 #include "model/layers/embedding.h"
 #include "model/layers/lm_head.h"
-#include "nn/weight_grad_queue.h"
 #include "model/model_stage.h"
+#include "nn/weight_grad_queue.h"
 #include "parallel/tensor/partial_grad_sync.h"
 
 namespace parallm {
@@ -129,7 +129,8 @@ class Transformer {
  private:
   struct ChunkState;
   struct Forward {
-    std::vector<Tensor> xs;  // xs[l]: input of block l; xs[L]: input of the final norm (stream rows)
+    std::vector<Tensor>
+        xs;  // xs[l]: input of block l; xs[L]: input of the final norm (stream rows)
     std::vector<Block::Saved> blocks;
     Norm::Saved final_norm;
   };

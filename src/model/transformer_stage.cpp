@@ -67,8 +67,8 @@ Tensor Transformer::chunk_forward(int chunk, int micro_batch, const StageBatch& 
     before_unit(UnitPass::Forward, embed_segment_);
     embed_.forward(c, st->xs[0].data<float>(), st->inputs.data());
   } else {
-    PX_CHECK(in.defined() && in.numel() == rows * C,
-             "chunk {} expects a ({}, {}) input activation", chunk, rows, C);
+    PX_CHECK(in.defined() && in.numel() == rows * C, "chunk {} expects a ({}, {}) input activation",
+             chunk, rows, C);
     st->xs.push_back(std::move(in));
   }
   const LayerRange r = stage_.chunks[chunk];

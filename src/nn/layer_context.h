@@ -16,9 +16,9 @@ class MatmulPrecision;  // nn/matmul_precision.h
 struct LayerContext {
   Allocator& alloc;
   const ParameterSet& params;
-  int64_t B;                  // micro-batch rows
-  int64_t T;                  // tokens per row held by this rank
-  const int64_t* positions;   // (T) global positions of this rank's tokens
+  int64_t B;                 // micro-batch rows
+  int64_t T;                 // tokens per row held by this rank
+  const int64_t* positions;  // (T) global positions of this rank's tokens
   // Dropout key of this micro-batch (0: eval, no dropout; a block replaces it
   // by its layer's key) and the global sample number of row 0, so masks
   // depend only on global indices (docs/tensor_parallel.md, "Dropout").
@@ -35,8 +35,12 @@ struct LayerContext {
   MemTag saved_tag = MemTag::Activation;
   int64_t N() const { return B * T; }
 
-  Tensor activation(Shape s) const { return Tensor::zeros(alloc, std::move(s), DType::F32, saved_tag); }
-  Tensor workspace(Shape s) const { return Tensor::zeros(alloc, std::move(s), DType::F32, MemTag::Workspace); }
+  Tensor activation(Shape s) const {
+    return Tensor::zeros(alloc, std::move(s), DType::F32, saved_tag);
+  }
+  Tensor workspace(Shape s) const {
+    return Tensor::zeros(alloc, std::move(s), DType::F32, MemTag::Workspace);
+  }
 };
 
 // The context of row-wise layers (norms) on the residual stream's `rows`

@@ -54,21 +54,20 @@ void matmul_weight(const LayerContext& c, bool trans_a, bool trans_w, int64_t M,
                         c.matmul->weight(c.params, w), ldw, beta, C, ldc, c.alloc);
 }
 
-void matmul_act(const LayerContext& c, bool trans_a, bool trans_b, int64_t M, int64_t N,
-                int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
-                float* C, int64_t ldc) {
+void matmul_act(const LayerContext& c, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+                int64_t ldc) {
   if (c.matmul == nullptr)
     return cpu::gemm<float>(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
   Tensor a = rounded(c, A, (trans_a ? K : M) * lda);
   Tensor b = rounded(c, B, (trans_b ? N : K) * ldb);
-  c.matmul->gemm().gemm(trans_a, trans_b, M, N, K, a.half_bits(), lda, b.half_bits(),
-                        ldb, beta, C, ldc, c.alloc);
+  c.matmul->gemm().gemm(trans_a, trans_b, M, N, K, a.half_bits(), lda, b.half_bits(), ldb, beta, C,
+                        ldc, c.alloc);
 }
 
 void linear_forward(const LayerContext& c, float* out, const float* inp, ParamRef w,
                     const float* bias, int64_t N, int64_t IC, int64_t OC) {
-  if (c.matmul == nullptr)
-    return cpu::linear_forward(out, inp, c.params.value(w), bias, N, IC, OC);
+  if (c.matmul == nullptr) return cpu::linear_forward(out, inp, c.params.value(w), bias, N, IC, OC);
   matmul_weight(c, false, true, N, OC, IC, inp, IC, w, c.params.value(w), IC, 0.0f, out, OC);
   if (bias == nullptr) return;
   for (int64_t n = 0; n < N; ++n)
@@ -84,12 +83,12 @@ void linear_backward(const LayerContext& c, float* dinp, float* dweight, float* 
   // 65504 becomes Inf here, which the loss scaler then sees.
   Tensor d = rounded(c, dout, N * OC);
   if (dinp != nullptr)
-    c.matmul->gemm().gemm(false, false, N, IC, OC, d.half_bits(), OC,
-                          c.matmul->weight(c.params, w), IC, 1.0f, dinp, IC, c.alloc);
+    c.matmul->gemm().gemm(false, false, N, IC, OC, d.half_bits(), OC, c.matmul->weight(c.params, w),
+                          IC, 1.0f, dinp, IC, c.alloc);
   if (dweight != nullptr) {
     Tensor x = rounded(c, inp, N * IC);
-    c.matmul->gemm().gemm(true, false, OC, IC, N, d.half_bits(), OC, x.half_bits(), IC,
-                          1.0f, dweight, IC, c.alloc);
+    c.matmul->gemm().gemm(true, false, OC, IC, N, d.half_bits(), OC, x.half_bits(), IC, 1.0f,
+                          dweight, IC, c.alloc);
   }
   // The bias gradient: the f32 kernel's fixed-order row sum.
   if (dbias != nullptr)

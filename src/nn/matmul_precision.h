@@ -29,8 +29,8 @@ class MatmulPrecision {
  private:
   Precision precision_;
   cpu::LowpGemm gemm_;
-  Tensor copy_;               // (total_numel) 16-bit, tag Parameter, laid out as the flat values
-  std::vector<char> valid_;   // per parameter: copy_ holds this step's values
+  Tensor copy_;              // (total_numel) 16-bit, tag Parameter, laid out as the flat values
+  std::vector<char> valid_;  // per parameter: copy_ holds this step's values
 };
 
 // C (M, N) = op(A) op(W) + beta C, A an f32 activation, W a weight (param w,
@@ -39,9 +39,9 @@ void matmul_weight(const LayerContext& c, bool trans_a, bool trans_w, int64_t M,
                    int64_t K, const float* A, int64_t lda, ParamRef w, const float* wvals,
                    int64_t ldw, float beta, float* C, int64_t ldc);
 // C (M, N) = op(A) op(B) + beta C, both f32 activations (weight gradients).
-void matmul_act(const LayerContext& c, bool trans_a, bool trans_b, int64_t M, int64_t N,
-                int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
-                float* C, int64_t ldc);
+void matmul_act(const LayerContext& c, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+                int64_t ldc);
 
 // cpu::linear_forward / linear_backward for parameter w (the signatures of
 // kernels/cpu/matmul.h plus the context and the weight's ref).

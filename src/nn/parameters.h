@@ -20,14 +20,14 @@ namespace parallm {
 enum class InitKind { Normal, Ones, Zeros };
 
 struct ParamSpec {
-  std::string name;                  // internal name, e.g. "layers.0.attn.q.weight"
-  std::vector<int64_t> shape;        // local shape
-  std::vector<int64_t> global_shape; // full tensor shape (== shape when unsharded)
-  int shard_dim = -1;                // dimension split across ranks, -1 for none
-  int64_t shard_begin = 0;           // first global index along shard_dim
+  std::string name;                   // internal name, e.g. "layers.0.attn.q.weight"
+  std::vector<int64_t> shape;         // local shape
+  std::vector<int64_t> global_shape;  // full tensor shape (== shape when unsharded)
+  int shard_dim = -1;                 // dimension split across ranks, -1 for none
+  int64_t shard_begin = 0;            // first global index along shard_dim
   InitKind init = InitKind::Normal;
   double init_std = 0.02;
-  bool weight_decay = true;          // false for norms and biases
+  bool weight_decay = true;  // false for norms and biases
   // Replicated over tp, but each tp rank's gradient covers only its slice of
   // the sequence (norms, row-parallel biases, positions under sequence
   // parallelism): the model sums it over the tp group after backward.

@@ -26,8 +26,8 @@ class WeightGradQueue {
     std::memcpy(x.data<float>(), inp, static_cast<size_t>(N * in) * sizeof(float));
     // The context carries the GEMM precision (valid for the whole step).
     work_.push_back([=] {
-      linear_backward(c, nullptr, c.params.grad(w), nullptr, d.data<float>(), x.data<float>(), w,
-                      N, in, out);
+      linear_backward(c, nullptr, c.params.grad(w), nullptr, d.data<float>(), x.data<float>(), w, N,
+                      in, out);
     });
   }
   bool empty() const { return work_.empty(); }

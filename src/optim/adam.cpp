@@ -5,8 +5,8 @@
 
 namespace parallm {
 
-Adam::Adam(const ParameterSet& params, const OptimizerConfig& cfg, Allocator& alloc,
-           int64_t begin, int64_t end, int64_t capacity)
+Adam::Adam(const ParameterSet& params, const OptimizerConfig& cfg, Allocator& alloc, int64_t begin,
+           int64_t end, int64_t capacity)
     : Optimizer(begin, end),
       kind_(cfg.kind),
       beta1_(cfg.beta1),
@@ -29,7 +29,10 @@ void Adam::step_range(const ParameterSet& params, double lr, float* p, const flo
   float* m = m_.data<float>();
   float* v = v_.data<float>();
   for_each_param_in(params, begin_, end_, [&](int i, int64_t lo, int64_t hi) {
-    const cpu::AdamWParams h{.lr = lr, .beta1 = beta1_, .beta2 = beta2_, .eps = eps_,
+    const cpu::AdamWParams h{.lr = lr,
+                             .beta1 = beta1_,
+                             .beta2 = beta2_,
+                             .eps = eps_,
                              .weight_decay = params.spec(i).weight_decay ? weight_decay_ : 0.0,
                              .step = step_};
     const int64_t k = lo - begin_;

@@ -15,8 +15,8 @@ struct LossScalerConfig {
   double min_scale = 1.0;
   double growth_factor = 2.0;
   double backoff_factor = 0.5;
-  int64_t window = 1000;  // --loss-scale-window: clean steps before growing
-  int64_t hysteresis = 2; // --hysteresis: overflowing steps tolerated before backing off
+  int64_t window = 1000;   // --loss-scale-window: clean steps before growing
+  int64_t hysteresis = 2;  // --hysteresis: overflowing steps tolerated before backing off
   void validate() const;
 };
 

@@ -17,18 +17,18 @@ bool Muon::is_matrix(const ParamSpec& s) {
 namespace {
 void push_span(std::vector<FlatSpan>& spans, int64_t b, int64_t e) {
   if (b >= e) return;
-  if (!spans.empty() && spans.back().end == b) spans.back().end = e;
-  else spans.push_back({b, e});
+  if (!spans.empty() && spans.back().end == b)
+    spans.back().end = e;
+  else
+    spans.push_back({b, e});
 }
 }  // namespace
 
-Muon::Muon(const ParameterSet& params, const OptimizerConfig& cfg, Allocator& alloc,
-           int64_t begin, int64_t end, const TpGroup& tp, comm::Communicator* shard_group,
-           int64_t shard_size)
+Muon::Muon(const ParameterSet& params, const OptimizerConfig& cfg, Allocator& alloc, int64_t begin,
+           int64_t end, const TpGroup& tp, comm::Communicator* shard_group, int64_t shard_size)
     : Optimizer(begin, end), cfg_(cfg), alloc_(alloc), tp_(tp), shard_group_(shard_group) {
   PX_CHECK(0 <= begin && begin <= end && end <= params.total_numel(),
-           "optimizer range [{}, {}) does not fit {} parameters", begin, end,
-           params.total_numel());
+           "optimizer range [{}, {}) does not fit {} parameters", begin, end, params.total_numel());
   PX_CHECK(shard_size > 0 || shard_group == nullptr, "muon: shard size {} must be positive",
            shard_size);
   PX_CHECK(shard_group != nullptr || (begin == 0 && end == params.total_numel()),
@@ -74,7 +74,10 @@ void Muon::step_range(const ParameterSet& params, double lr, float* p, const flo
     const int64_t lo = std::max(begin_, off), hi = std::min(end_, off + n);  // owned elements
     if (!matrix_[i]) {
       if (hi <= lo) continue;
-      cpu::AdamWParams h{.lr = lr, .beta1 = cfg_.beta1, .beta2 = cfg_.beta2, .eps = cfg_.eps,
+      cpu::AdamWParams h{.lr = lr,
+                         .beta1 = cfg_.beta1,
+                         .beta2 = cfg_.beta2,
+                         .eps = cfg_.eps,
                          .weight_decay = params.spec(i).weight_decay ? cfg_.weight_decay : 0.0,
                          .step = step_};
       cpu::adamw_step(p + (lo - begin_), g + (lo - begin_), m_.data<float>() + slot_[i],

@@ -39,10 +39,10 @@ class Muon : public Optimizer {
   Allocator& alloc_;
   TpGroup tp_;
   comm::Communicator* shard_group_;
-  std::vector<bool> matrix_;    // per parameter
-  std::vector<bool> cut_;       // per parameter: a matrix split between ZeRO ranks
-  std::vector<int64_t> slot_;   // per parameter: where its first owned element sits in
-                                // momentum_ (matrices) or m_/v_ (others)
+  std::vector<bool> matrix_;   // per parameter
+  std::vector<bool> cut_;      // per parameter: a matrix split between ZeRO ranks
+  std::vector<int64_t> slot_;  // per parameter: where its first owned element sits in
+                               // momentum_ (matrices) or m_/v_ (others)
   Tensor momentum_, m_, v_;
   std::vector<FlatSpan> matrix_spans_, other_spans_;
 };

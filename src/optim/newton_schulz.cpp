@@ -24,8 +24,10 @@ void newton_schulz_orthogonalise(float* x, int64_t rows, int64_t cols, int steps
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) {
       const float e = x[i * cols + j] * inv;
-      if (tall) X[j * c + i] = e;
-      else X[i * c + j] = e;
+      if (tall)
+        X[j * c + i] = e;
+      else
+        X[i * c + j] = e;
     }
   float* A = a.data<float>();
   float* B = b.data<float>();

@@ -15,7 +15,6 @@ inline constexpr double kNsA = 3.4445, kNsB = -4.7750, kNsC = 2.0315;
 
 // x: (rows, cols) row-major, replaced by its orthogonalised form. Scratch
 // buffers are tagged workspace.
-void newton_schulz_orthogonalise(float* x, int64_t rows, int64_t cols, int steps,
-                                 Allocator& alloc);
+void newton_schulz_orthogonalise(float* x, int64_t rows, int64_t cols, int steps, Allocator& alloc);
 
 }  // namespace parallm

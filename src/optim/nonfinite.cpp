@@ -12,13 +12,13 @@ bool any_nonfinite(const float* x, int64_t n) {
 }
 }  // namespace
 
-int64_t first_nonfinite_grad(const Transformer& model, const float* g, int64_t begin,
-                             int64_t end) {
+int64_t first_nonfinite_grad(const Transformer& model, const float* g, int64_t begin, int64_t end) {
   const ParameterSet& ps = model.params();
   int64_t key = 0;
   for (const auto& seg : model.grad_segments()) {
     for (int p = seg.first_param; p < seg.end_param; ++p, ++key) {
-      const int64_t lo = std::max(begin, ps.offset(p)), hi = std::min(end, ps.offset(p) + ps.numel(p));
+      const int64_t lo = std::max(begin, ps.offset(p)),
+                    hi = std::min(end, ps.offset(p) + ps.numel(p));
       if (lo < hi && any_nonfinite(g + (lo - begin), hi - lo)) return key;
     }
   }

@@ -15,11 +15,16 @@ OptimizerKind optimizer_from_name(const std::string& s) {
 
 std::string_view optimizer_name(OptimizerKind k) {
   switch (k) {
-    case OptimizerKind::SGD: return "sgd";
-    case OptimizerKind::SGDMomentum: return "momentum";
-    case OptimizerKind::Adam: return "adam";
-    case OptimizerKind::AdamW: return "adamw";
-    case OptimizerKind::Muon: return "muon";
+    case OptimizerKind::SGD:
+      return "sgd";
+    case OptimizerKind::SGDMomentum:
+      return "momentum";
+    case OptimizerKind::Adam:
+      return "adam";
+    case OptimizerKind::AdamW:
+      return "adamw";
+    case OptimizerKind::Muon:
+      return "muon";
   }
   return "?";
 }
@@ -47,10 +52,14 @@ void OptimizerConfig::validate() const {
 
 double optimizer_state_bytes_per_element(OptimizerKind k, bool muon_matrix) {
   switch (k) {
-    case OptimizerKind::SGD: return 0;
-    case OptimizerKind::SGDMomentum: return 4;
-    case OptimizerKind::Muon: return muon_matrix ? 4 : 8;
-    default: return 8;
+    case OptimizerKind::SGD:
+      return 0;
+    case OptimizerKind::SGDMomentum:
+      return 4;
+    case OptimizerKind::Muon:
+      return muon_matrix ? 4 : 8;
+    default:
+      return 8;
   }
 }
 

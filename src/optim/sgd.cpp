@@ -23,7 +23,9 @@ void Sgd::step_range(const ParameterSet& params, double lr, float* p, const floa
   float* buf = buf_.defined() ? buf_.data<float>() : nullptr;
   for_each_param_in(params, begin_, end_, [&](int i, int64_t lo, int64_t hi) {
     const int64_t k = lo - begin_;
-    cpu::SgdParams h{.lr = lr, .momentum = momentum_, .nesterov = nesterov_,
+    cpu::SgdParams h{.lr = lr,
+                     .momentum = momentum_,
+                     .nesterov = nesterov_,
                      .weight_decay = params.spec(i).weight_decay ? weight_decay_ : 0.0};
     cpu::sgd_step(p + k, g + k, buf ? buf + k : nullptr, hi - lo, h);
   });

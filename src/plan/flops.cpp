@@ -34,8 +34,10 @@ double training_flops_per_token(const ModelConfig& c, int64_t T) {
 
 double recompute_flops_per_token(const ModelConfig& c, int64_t T, Recompute mode) {
   switch (mode) {
-    case Recompute::None: return 0.0;
-    case Recompute::Selective: return 4.0 * lhqt(c, T);
+    case Recompute::None:
+      return 0.0;
+    case Recompute::Selective:
+      return 4.0 * lhqt(c, T);
     case Recompute::Full:
       return 2.0 * static_cast<double>(block_matmul_parameters(c)) + 4.0 * lhqt(c, T);
   }
@@ -75,11 +77,9 @@ double measure_gemm_peak_flops(Precision precision, bool allow_native_lowp) {
   for (int rep = 0; rep < 4; ++rep) {
     auto t0 = std::chrono::steady_clock::now();
     if (lowp)
-      lowp->gemm(false, false, n, n, n, a16.data(), n, b16.data(), n, 0.0f, out.data(), n,
-                 scratch);
+      lowp->gemm(false, false, n, n, n, a16.data(), n, b16.data(), n, 0.0f, out.data(), n, scratch);
     else
-      cpu::gemm<float>(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, out.data(),
-                       n);
+      cpu::gemm<float>(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, out.data(), n);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (rep > 0) best = std::max(best, 2.0 * n * n * n / s);  // first run warms caches/threads
   }

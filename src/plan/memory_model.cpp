@@ -18,9 +18,10 @@ ActivationModel activation_model_from_name(const std::string& s) {
 
 void MemoryQuery::validate() const {
   model.validate();
-  PX_CHECK(tp >= 1 && pp >= 1 && dp >= 1 && cp >= 1 && ep >= 1 && virtual_stages >= 1,
-           "parallel sizes must be at least 1 (tp {}, pp {}, dp {}, cp {}, ep {}, virtual stages {})",
-           tp, pp, dp, cp, ep, virtual_stages);
+  PX_CHECK(
+      tp >= 1 && pp >= 1 && dp >= 1 && cp >= 1 && ep >= 1 && virtual_stages >= 1,
+      "parallel sizes must be at least 1 (tp {}, pp {}, dp {}, cp {}, ep {}, virtual stages {})",
+      tp, pp, dp, cp, ep, virtual_stages);
   PX_CHECK(model.n_heads % tp == 0, "num_attention_heads ({}) is not divisible by tp ({})",
            model.n_heads, tp);
   PX_CHECK(model.n_layers % (pp * virtual_stages) == 0 || virtual_stages == 1,
@@ -43,12 +44,18 @@ double layer_activation_bytes(const MemoryQuery& q) {
   const double sbh = s * b * h;
   const double attn = 5.0 * a * s / (h * t);  // softmax input/output and dropout mask
   double rest;
-  if (q.sequence_parallel || t == 1) rest = 34.0 / t;
-  else rest = 10.0 + 24.0 / t;
+  if (q.sequence_parallel || t == 1)
+    rest = 34.0 / t;
+  else
+    rest = 10.0 + 24.0 / t;
   double bytes = 0.0;
   switch (q.recompute) {
-    case Recompute::None: bytes = sbh * (rest + attn); break;
-    case Recompute::Selective: bytes = sbh * rest; break;
+    case Recompute::None:
+      bytes = sbh * (rest + attn);
+      break;
+    case Recompute::Selective:
+      bytes = sbh * rest;
+      break;
     case Recompute::Full:
       bytes = 2.0 * sbh / (q.sequence_parallel ? t : 1.0);
       break;
@@ -60,9 +67,12 @@ double in_flight(const MemoryQuery& q) {
   const double m = static_cast<double>(q.micro_batches), p = q.pp, v = q.virtual_stages;
   if (q.pp == 1) return 1.0;  // accumulation runs micro-batches one after another
   switch (q.schedule) {
-    case pipeline::ScheduleKind::GPipe: return m;
-    case pipeline::ScheduleKind::Interleaved: return std::min(p, m) * (1.0 + (p - 1.0) / (p * v));
-    default: return std::min(p, m);  // 1F1B and ZB-H1 keep at most pp on stage 0
+    case pipeline::ScheduleKind::GPipe:
+      return m;
+    case pipeline::ScheduleKind::Interleaved:
+      return std::min(p, m) * (1.0 + (p - 1.0) / (p * v));
+    default:
+      return std::min(p, m);  // 1F1B and ZB-H1 keep at most pp on stage 0
   }
 }
 
@@ -84,7 +94,7 @@ void add_block_parameters(ParamCounter& pc, const ModelConfig& m, int64_t t) {
   const bool bias = m.uses_bias();
   const int64_t norm_tensors = m.uses_layernorm() ? 2 : 1;
   for (int64_t i = 0; i < 2 * norm_tensors; ++i) pc.add(C);  // norm1, norm2
-  for (int64_t out : {Q, K, K}) {                           // q, k, v
+  for (int64_t out : {Q, K, K}) {                            // q, k, v
     pc.add(C * out);
     if (bias) pc.add(out);
   }
@@ -152,7 +162,8 @@ double muon_state_bytes(const MemoryQuery& q, int64_t align, int64_t shards) {
     int64_t mat = 0;
     for (const auto& [begin, m] : slots)
       mat += std::max<int64_t>(0, std::min(e, begin + m) - std::max(b, begin));
-    worst = std::max(worst, 4.0 * static_cast<double>(mat) + 8.0 * static_cast<double>(e - b - mat));
+    worst =
+        std::max(worst, 4.0 * static_cast<double>(mat) + 8.0 * static_cast<double>(e - b - mat));
   }
   return worst;
 }
@@ -269,8 +280,9 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
   if (parallm) {
     const ParallmActivations a = parallm_activations(q);
     r.activation_per_layer = a.per_layer;
-    r.activations = (a.per_layer * static_cast<double>(layers_here) + a.outside) *
-                        r.micro_batches_in_flight + a.working;
+    r.activations =
+        (a.per_layer * static_cast<double>(layers_here) + a.outside) * r.micro_batches_in_flight +
+        a.working;
     r.workspace = a.head_chunk;
   } else {
     r.activation_per_layer = layer_activation_bytes(q);
@@ -311,15 +323,38 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
 
 std::vector<MemorySuggestion> suggest_fits(const MemoryQuery& q, double device_bytes) {
   std::vector<std::pair<std::string, std::function<bool(MemoryQuery&)>>> changes = {
-      {"--sequence-parallel", [](MemoryQuery& x) { return x.tp > 1 && !x.sequence_parallel ? (x.sequence_parallel = true) : false; }},
-      {"--recompute selective", [](MemoryQuery& x) { return x.recompute == Recompute::None ? (x.recompute = Recompute::Selective, true) : false; }},
-      {"--zero 1", [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 1 ? (x.zero = 1, true) : false; }},
-      {"--zero 2", [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 2 ? (x.zero = 2, true) : false; }},
-      {"--zero 3", [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 3 ? (x.zero = 3, true) : false; }},
-      {"--recompute full", [](MemoryQuery& x) { return x.recompute != Recompute::Full ? (x.recompute = Recompute::Full, true) : false; }},
-      {"--micro-batch-size halved", [](MemoryQuery& x) { return x.micro_batch > 1 ? (x.micro_batch /= 2, x.micro_batches *= 2, true) : false; }},
-      {"--tp doubled (dp halved)", [](MemoryQuery& x) { return x.dp % 2 == 0 && x.model.n_heads % (2 * x.tp) == 0 ? (x.tp *= 2, x.dp /= 2, true) : false; }},
-      {"--pp doubled (dp halved)", [](MemoryQuery& x) { return x.dp % 2 == 0 && x.model.n_layers >= 2 * x.pp ? (x.pp *= 2, x.dp /= 2, true) : false; }},
+      {"--sequence-parallel",
+       [](MemoryQuery& x) {
+         return x.tp > 1 && !x.sequence_parallel ? (x.sequence_parallel = true) : false;
+       }},
+      {"--recompute selective",
+       [](MemoryQuery& x) {
+         return x.recompute == Recompute::None ? (x.recompute = Recompute::Selective, true) : false;
+       }},
+      {"--zero 1",
+       [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 1 ? (x.zero = 1, true) : false; }},
+      {"--zero 2",
+       [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 2 ? (x.zero = 2, true) : false; }},
+      {"--zero 3",
+       [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 3 ? (x.zero = 3, true) : false; }},
+      {"--recompute full",
+       [](MemoryQuery& x) {
+         return x.recompute != Recompute::Full ? (x.recompute = Recompute::Full, true) : false;
+       }},
+      {"--micro-batch-size halved",
+       [](MemoryQuery& x) {
+         return x.micro_batch > 1 ? (x.micro_batch /= 2, x.micro_batches *= 2, true) : false;
+       }},
+      {"--tp doubled (dp halved)",
+       [](MemoryQuery& x) {
+         return x.dp % 2 == 0 && x.model.n_heads % (2 * x.tp) == 0 ? (x.tp *= 2, x.dp /= 2, true)
+                                                                   : false;
+       }},
+      {"--pp doubled (dp halved)",
+       [](MemoryQuery& x) {
+         return x.dp % 2 == 0 && x.model.n_layers >= 2 * x.pp ? (x.pp *= 2, x.dp /= 2, true)
+                                                              : false;
+       }},
   };
   std::vector<MemorySuggestion> out;
   for (auto& [name, apply] : changes) {  // single changes
@@ -349,10 +384,16 @@ double parse_bytes(const std::string& s) {
     PX_FAIL("cannot read a byte count from '{}' (e.g. 80GiB, 24GB)", s);
   }
   std::string unit = s.substr(i);
-  const std::pair<const char*, double> kUnits[] = {
-      {"", 1},      {"B", 1},          {"KB", 1e3},          {"MB", 1e6},
-      {"GB", 1e9},  {"TB", 1e12},      {"KiB", 1024.0},      {"MiB", 1048576.0},
-      {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+  const std::pair<const char*, double> kUnits[] = {{"", 1},
+                                                   {"B", 1},
+                                                   {"KB", 1e3},
+                                                   {"MB", 1e6},
+                                                   {"GB", 1e9},
+                                                   {"TB", 1e12},
+                                                   {"KiB", 1024.0},
+                                                   {"MiB", 1048576.0},
+                                                   {"GiB", 1073741824.0},
+                                                   {"TiB", 1099511627776.0}};
   for (const auto& [name, mult] : kUnits)
     if (unit == name) return v * mult;
   PX_FAIL("unknown unit '{}' in '{}' (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", unit, s);

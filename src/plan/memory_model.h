@@ -22,8 +22,8 @@
 
 #include "model/config.h"
 #include "nn/precision.h"
-#include "parallel/pipeline/schedule.h"
 #include "optim/optimizer_config.h"
+#include "parallel/pipeline/schedule.h"
 
 namespace parallm {
 

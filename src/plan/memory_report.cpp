@@ -14,7 +14,8 @@ std::string layout_line(const MemoryQuery& q) {
   return fmt::format(
       "tp {} pp {} dp {} cp {}{}{}, zero {}, seq {} x micro-batch {} ({} micro-batches, {}), {}, "
       "{}, recompute {}, {} activations",
-      q.tp, q.pp, q.dp, q.cp, q.virtual_stages > 1 ? fmt::format(" x {} virtual", q.virtual_stages) : "",
+      q.tp, q.pp, q.dp, q.cp,
+      q.virtual_stages > 1 ? fmt::format(" x {} virtual", q.virtual_stages) : "",
       q.sequence_parallel ? " +sp" : "", q.zero, q.seq_len, q.micro_batch, q.micro_batches,
       pipeline::schedule_kind_name(q.schedule), precision_name(q.precision),
       optimizer_name(q.optimizer), recompute_name(q.recompute),
@@ -36,8 +37,9 @@ std::string memory_report_text(const MemoryQuery& q, const std::string& name, do
   row("communication buffers", r.communication);
   if (r.workspace > 0) row("workspace (LM head)", r.workspace);
   row("total", r.total());
-  out += fmt::format("  (activations: {} per layer per micro-batch, {:.2f} micro-batches in flight)\n",
-                     gib(r.activation_per_layer), r.micro_batches_in_flight);
+  out +=
+      fmt::format("  (activations: {} per layer per micro-batch, {:.2f} micro-batches in flight)\n",
+                  gib(r.activation_per_layer), r.micro_batches_in_flight);
   if (device > 0) {
     bool fits = r.total() <= device;
     out += fmt::format("verdict: {} {} ({:.0f}% of it)\n", fits ? "fits in" : "does NOT fit in",
@@ -72,7 +74,8 @@ nlohmann::json memory_report_json(const MemoryQuery& q, const std::string& name,
     j["fits"] = r.total() <= device;
     nlohmann::json sug = nlohmann::json::array();
     if (r.total() > device)
-      for (const auto& x : suggest_fits(q, device)) sug.push_back({{"change", x.change}, {"total", x.total}});
+      for (const auto& x : suggest_fits(q, device))
+        sug.push_back({{"change", x.change}, {"total", x.total}});
     j["suggestions"] = sug;
   }
   return j;

@@ -20,21 +20,21 @@ ParallmActivations parallm_activations(const MemoryQuery& q) {
   const double t = q.tp;
   const double B = static_cast<double>(q.micro_batch);
   const double T = static_cast<double>(q.seq_len / q.cp);
-  const double N = B * T;                                  // token rows of the micro-batch
-  const double rows = q.sequence_parallel ? N / t : N;     // residual-stream rows
+  const double N = B * T;                               // token rows of the micro-batch
+  const double rows = q.sequence_parallel ? N / t : N;  // residual-stream rows
   const double C = static_cast<double>(m.hidden);
-  const double Q = static_cast<double>(m.q_dim()) / t;     // this rank's query width
+  const double Q = static_cast<double>(m.q_dim()) / t;  // this rank's query width
   // Key/value width: with fewer kv heads than tp ranks each rank keeps one
   // whole (replicated) group, so ceil(n_kv / t) heads, not kv_dim / t.
   const double K = static_cast<double>(m.head_dim * ((m.n_kv_heads + q.tp - 1) / q.tp));
   const double I = static_cast<double>(m.intermediate) / t;
   const double H = static_cast<double>(m.n_heads) / t;
-  const double stats = m.uses_layernorm() ? 2.0 : 1.0;     // mean + rstd, or rstd
-  const double elem = 4.0;  // fp32 saved tensors under every precision
+  const double stats = m.uses_layernorm() ? 2.0 : 1.0;  // mean + rstd, or rstd
+  const double elem = 4.0;                              // fp32 saved tensors under every precision
 
   const double norm_out = rows * C, norm_stats = rows * stats;
-  const double block_out = rows * C;                       // next block's input (xs[l+1])
-  const double attn = N * (Q + 2 * K) + N * Q + B * H * T; // q, k, v, att, lse
+  const double block_out = rows * C;                        // next block's input (xs[l+1])
+  const double attn = N * (Q + 2 * K) + N * Q + B * H * T;  // q, k, v, att, lse
   const double mid = rows * C;
   const double mlp_pre = N * I * (m.uses_swiglu() ? 2.0 : 1.0);  // fc, or gate and up
   const double mlp_act = N * I;
@@ -42,9 +42,15 @@ ParallmActivations parallm_activations(const MemoryQuery& q) {
 
   ParallmActivations r;
   switch (q.recompute) {
-    case Recompute::None: r.per_layer = full; break;
-    case Recompute::Selective: r.per_layer = full - 2 * (norm_out + norm_stats) - mlp_act; break;
-    case Recompute::Full: r.per_layer = block_out; break;
+    case Recompute::None:
+      r.per_layer = full;
+      break;
+    case Recompute::Selective:
+      r.per_layer = full - 2 * (norm_out + norm_stats) - mlp_act;
+      break;
+    case Recompute::Full:
+      r.per_layer = block_out;
+      break;
   }
   // Full: the backward of the last block rebuilds its set (full - its
   // output) after its output, the final norm's output and its stats are

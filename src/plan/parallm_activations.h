@@ -32,9 +32,9 @@ ParallmActivations parallm_activations(const MemoryQuery& q);
 // GEMM copy of the values (also tag Parameter, never sharded) under
 // bf16/fp16. Optimizer states hold no extra master copy.
 struct ParallmStateBytes {
-  double master = 4.0;    // fp32 values (sharded by ZeRO-3)
-  double gemm_copy = 0.0; // 2 under bf16/fp16 (kept whole on every rank)
-  double gradient = 4.0;  // fp32 (sharded by ZeRO-2)
+  double master = 4.0;     // fp32 values (sharded by ZeRO-3)
+  double gemm_copy = 0.0;  // 2 under bf16/fp16 (kept whole on every rank)
+  double gradient = 4.0;   // fp32 (sharded by ZeRO-2)
 };
 ParallmStateBytes parallm_state_bytes(Precision p);
 

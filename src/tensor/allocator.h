@@ -11,7 +11,14 @@
 
 namespace parallm {
 
-enum class MemTag : uint8_t { Parameter, Gradient, Optimizer, Activation, Workspace, Communication };
+enum class MemTag : uint8_t {
+  Parameter,
+  Gradient,
+  Optimizer,
+  Activation,
+  Workspace,
+  Communication
+};
 inline constexpr size_t kNumMemTags = 6;
 std::string_view mem_tag_name(MemTag t);  // "parameter", "gradient", ...
 

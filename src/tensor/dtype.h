@@ -14,13 +14,32 @@ size_t dtype_size(DType t);
 std::string_view dtype_name(DType t);                      // "F32", "BF16", ...
 std::optional<DType> dtype_from_name(std::string_view s);  // inverse of dtype_name
 
-template <class T> constexpr DType dtype_of();
-template <> constexpr DType dtype_of<float>() { return DType::F32; }
-template <> constexpr DType dtype_of<double>() { return DType::F64; }
-template <> constexpr DType dtype_of<int64_t>() { return DType::I64; }
-template <> constexpr DType dtype_of<int32_t>() { return DType::I32; }
-template <> constexpr DType dtype_of<uint16_t>() { return DType::U16; }
-template <> constexpr DType dtype_of<uint8_t>() { return DType::U8; }
+template <class T>
+constexpr DType dtype_of();
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::F32;
+}
+template <>
+constexpr DType dtype_of<double>() {
+  return DType::F64;
+}
+template <>
+constexpr DType dtype_of<int64_t>() {
+  return DType::I64;
+}
+template <>
+constexpr DType dtype_of<int32_t>() {
+  return DType::I32;
+}
+template <>
+constexpr DType dtype_of<uint16_t>() {
+  return DType::U16;
+}
+template <>
+constexpr DType dtype_of<uint8_t>() {
+  return DType::U8;
+}
 
 enum class Device : uint8_t { CPU, CUDA };
 

@@ -26,8 +26,8 @@ Tensor Tensor::zeros(Allocator& a, Shape shape, DType dt, MemTag tag, Device dev
   for (size_t i = 0; i < shape.rank(); ++i)
     PX_CHECK(shape[i] >= 0, "negative dimension in shape {}", shape.str());
   Tensor t;
-  t.storage_ = std::make_shared<Storage>(a, static_cast<size_t>(shape.numel()) * dtype_size(dt),
-                                         tag, dev);
+  t.storage_ =
+      std::make_shared<Storage>(a, static_cast<size_t>(shape.numel()) * dtype_size(dt), tag, dev);
   t.shape_ = std::move(shape);
   t.dtype_ = dt;
   return t;
@@ -62,9 +62,8 @@ Tensor Tensor::flat_range(int64_t begin, int64_t len) const {
 void Tensor::zero_() const { std::memset(raw(), 0, nbytes()); }
 
 void Tensor::copy_from(const Tensor& src) const {
-  PX_CHECK(src.numel() == numel() && src.dtype() == dtype_,
-           "copy_from: {} {} into {} {}", src.shape().str(), dtype_name(src.dtype()), shape_.str(),
-           dtype_name(dtype_));
+  PX_CHECK(src.numel() == numel() && src.dtype() == dtype_, "copy_from: {} {} into {} {}",
+           src.shape().str(), dtype_name(src.dtype()), shape_.str(), dtype_name(dtype_));
   std::memmove(raw(), src.raw(), nbytes());
 }
 

@@ -77,8 +77,8 @@ class Tensor {
     return static_cast<uint16_t*>(raw());
   }
 
-  Tensor view(Shape s) const;                       // same numel
-  Tensor narrow0(int64_t begin, int64_t len) const;  // rows [begin, begin+len) of dim 0
+  Tensor view(Shape s) const;                           // same numel
+  Tensor narrow0(int64_t begin, int64_t len) const;     // rows [begin, begin+len) of dim 0
   Tensor flat_range(int64_t begin, int64_t len) const;  // 1-D view of elements
   void zero_() const;
   void copy_from(const Tensor& src) const;  // same numel and dtype

@@ -12,8 +12,8 @@
 namespace parallm::trace {
 
 struct SvgOptions {
-  std::string title;       // the bubble fraction is appended
-  double width_px = 960;   // of the time axis
+  std::string title;      // the bubble fraction is appended
+  double width_px = 960;  // of the time axis
   double row_px = 30;
 };
 

@@ -8,21 +8,29 @@ namespace parallm::trace {
 
 std::string event_kind_name(EventKind k) {
   switch (k) {
-    case EventKind::Forward: return "forward";
-    case EventKind::Backward: return "backward";
-    case EventKind::BackwardInput: return "backward_input";
-    case EventKind::BackwardWeight: return "backward_weight";
-    case EventKind::Send: return "send";
-    case EventKind::Recv: return "recv";
-    case EventKind::Collective: return "collective";
-    case EventKind::Other: return "other";
+    case EventKind::Forward:
+      return "forward";
+    case EventKind::Backward:
+      return "backward";
+    case EventKind::BackwardInput:
+      return "backward_input";
+    case EventKind::BackwardWeight:
+      return "backward_weight";
+    case EventKind::Send:
+      return "send";
+    case EventKind::Recv:
+      return "recv";
+    case EventKind::Collective:
+      return "collective";
+    case EventKind::Other:
+      return "other";
   }
   return "other";
 }
 
 bool is_compute(EventKind k) {
-  return k == EventKind::Forward || k == EventKind::Backward ||
-         k == EventKind::BackwardInput || k == EventKind::BackwardWeight;
+  return k == EventKind::Forward || k == EventKind::Backward || k == EventKind::BackwardInput ||
+         k == EventKind::BackwardWeight;
 }
 
 double bubble_fraction(const Timeline& t) {

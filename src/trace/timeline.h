@@ -8,8 +8,16 @@
 
 namespace parallm::trace {
 
-enum class EventKind { Forward, Backward, BackwardInput, BackwardWeight, Send, Recv,
-                       Collective, Other };
+enum class EventKind {
+  Forward,
+  Backward,
+  BackwardInput,
+  BackwardWeight,
+  Send,
+  Recv,
+  Collective,
+  Other
+};
 
 std::string event_kind_name(EventKind k);  // "forward", "backward", ...
 bool is_compute(EventKind k);              // the four passes
@@ -17,7 +25,7 @@ bool is_compute(EventKind k);              // the four passes
 struct Event {
   int rank = 0;
   EventKind kind = EventKind::Other;
-  std::string name;      // shown in the trace, e.g. "F3"
+  std::string name;  // shown in the trace, e.g. "F3"
   double start_us = 0, end_us = 0;
   int micro_batch = -1;  // -1 when not about one micro-batch
   int chunk = -1;        // model chunk, -1 when not chunked

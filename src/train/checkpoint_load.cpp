@@ -41,8 +41,10 @@ OpenedCheckpoint open_checkpoint(const std::string& path, comm::Communicator* wo
   bool listed = false;
   std::vector<std::string> shards;
   for (const auto& e : m.files) {
-    if (e.file == kTrainStateName) listed = true;
-    else shards.push_back((fs::path(*dir) / e.file).string());
+    if (e.file == kTrainStateName)
+      listed = true;
+    else
+      shards.push_back((fs::path(*dir) / e.file).string());
   }
   PX_CHECK(listed, "{}: the manifest does not list {}", (fs::path(*dir) / kManifestName).string(),
            kTrainStateName);
@@ -99,9 +101,8 @@ void load_checkpoint_optimizer(const OpenedCheckpoint& ck, const ParameterSet& p
         const int64_t a = std::max(sp.begin, off), b = std::min(sp.end, off + ps.numel(i));
         if (b <= a) continue;
         const ParamSpec& s = ps.spec(i);
-        TensorSlice want =
-            TensorSlice::of_box(s.global_shape, s.shape, s.shard_dim, s.shard_begin)
-                .sub_range(a - off, b - off);
+        TensorSlice want = TensorSlice::of_box(s.global_shape, s.shape, s.shard_dim, s.shard_begin)
+                               .sub_range(a - off, b - off);
         ck.shards->fill(st.name, s.name, want, base + (a - sp.begin), vocab);
       }
       base += sp.size();

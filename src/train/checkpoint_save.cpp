@@ -7,8 +7,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "base/error.h"
 #include "base/atomic_file.h"
+#include "base/error.h"
 #include "io/checkpoint/checkpoint_dir.h"
 #include "io/checkpoint/manifest.h"
 #include "io/checkpoint/shard_file.h"
@@ -47,8 +47,8 @@ std::vector<CheckpointPiece> checkpoint_pieces(const Transformer& model, DataPar
       // tp, the first holder of a shard that several tp ranks share.
       // The last pipeline stage's copy of the tied table is the first stage's
       // (same name, same values and moments): that stage writes it.
-      const bool copy = s.pipeline_copy ||
-                        (s.shard_dim < 0 ? tp_rank != 0 : tp_rank % s.tp_replicas != 0);
+      const bool copy =
+          s.pipeline_copy || (s.shard_dim < 0 ? tp_rank != 0 : tp_rank % s.tp_replicas != 0);
       if (b <= a || copy) continue;
       TensorSlice slice = TensorSlice::of_box(s.global_shape, s.shape, s.shard_dim, s.shard_begin)
                               .sub_range(a - off, b - off);
@@ -82,8 +82,7 @@ std::vector<CheckpointPiece> checkpoint_pieces(const Transformer& model, DataPar
 }
 
 std::string save_checkpoint(const CheckpointSaveOptions& opts, const TrainingState& state,
-                            const Transformer& model, DataParallel& dp,
-                            comm::Communicator* world) {
+                            const Transformer& model, DataParallel& dp, comm::Communicator* world) {
   const int rank = world ? world->rank() : 0;
   const int size = world ? world->size() : 1;
   const std::string name = step_dir_name(state.step);
@@ -104,8 +103,10 @@ std::string save_checkpoint(const CheckpointSaveOptions& opts, const TrainingSta
   std::memcpy(w.sha256, mine.sha256.data(), sizeof(w.sha256));
   w.bytes = mine.bytes;
   std::vector<WireEntry> all(static_cast<size_t>(size));
-  if (world) world->gather(&w, all.data(), sizeof(WireEntry), DType::U8, 0);
-  else all[0] = w;
+  if (world)
+    world->gather(&w, all.data(), sizeof(WireEntry), DType::U8, 0);
+  else
+    all[0] = w;
 
   if (rank == 0) {
     Manifest m;

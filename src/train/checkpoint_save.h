@@ -32,8 +32,7 @@ struct CheckpointSaveOptions {
 // Collective over world (null: one process). The state's step names the
 // directory. Returns the final step directory path.
 std::string save_checkpoint(const CheckpointSaveOptions& opts, const TrainingState& state,
-                            const Transformer& model, DataParallel& dp,
-                            comm::Communicator* world);
+                            const Transformer& model, DataParallel& dp, comm::Communicator* world);
 
 // The pieces this rank writes (exposed for tests): values, and moments when
 // this rank holds an optimizer.

@@ -42,16 +42,25 @@ nlohmann::json training_state_json(const TrainingState& s) {
           {"seq_len", s.seq_len},
           {"rng", {{"seed", s.seed}, {"kind", "counter (seed, step)"}}},
           {"lr_schedule",
-           {{"lr", s.lr}, {"warmup", s.warmup}, {"total_steps", s.total_steps},
-            {"min_lr_ratio", s.min_lr_ratio}, {"next_step", s.step}, {"updates", s.updates}}},
+           {{"lr", s.lr},
+            {"warmup", s.warmup},
+            {"total_steps", s.total_steps},
+            {"min_lr_ratio", s.min_lr_ratio},
+            {"next_step", s.step},
+            {"updates", s.updates}}},
           {"optimizer", {{"type", s.optimizer}, {"step", s.optimizer_step}}},
           {"loss_scale",
            {{"scale", s.loss_scale.scale},
             {"growth_tracker", s.loss_scale.growth_tracker},
             {"hysteresis_tracker", s.loss_scale.hysteresis_tracker}}},
           {"layout",
-           {{"world", l.world}, {"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"zero", l.zero},
-            {"dp_mode", l.dp_mode}, {"sequence_parallel", l.sequence_parallel}}},
+           {{"world", l.world},
+            {"dp", l.dp},
+            {"tp", l.tp},
+            {"pp", l.pp},
+            {"zero", l.zero},
+            {"dp_mode", l.dp_mode},
+            {"sequence_parallel", l.sequence_parallel}}},
           {"model", hf_config_json(s.model, "float32")}};
 }
 
@@ -77,9 +86,13 @@ TrainingState training_state_from_json(const nlohmann::json& j, const std::strin
     s.loss_scale = {ls.at("scale").get<double>(), ls.at("growth_tracker").get<int64_t>(),
                     ls.at("hysteresis_tracker").get<int64_t>()};
     const auto& l = j.at("layout");
-    s.layout = {l.at("world").get<int>(), l.at("dp").get<int>(), l.at("tp").get<int>(),
-                l.at("pp").get<int>(), l.at("zero").get<int>(),
-                l.at("dp_mode").get<std::string>(), l.at("sequence_parallel").get<bool>()};
+    s.layout = {l.at("world").get<int>(),
+                l.at("dp").get<int>(),
+                l.at("tp").get<int>(),
+                l.at("pp").get<int>(),
+                l.at("zero").get<int>(),
+                l.at("dp_mode").get<std::string>(),
+                l.at("sequence_parallel").get<bool>()};
     s.model = model_config_from_hf(j.at("model"), source);
   } catch (const nlohmann::json::exception& e) {
     PX_FAIL("{}: malformed training state: {}", source, e.what());
@@ -102,7 +115,8 @@ std::string check_resume_compatible(const TrainingState& saved, const ModelConfi
   const TrainingConfig& tr = cfg.training;
   PX_CHECK(saved.seed == tr.seed,
            "{}: the checkpoint was trained with seed {}, this run has seed {} (data order and "
-           "dropout would not continue)", source, saved.seed, tr.seed);
+           "dropout would not continue)",
+           source, saved.seed, tr.seed);
   PX_CHECK(saved.global_batch_size == tr.global_batch_size && saved.seq_len == tr.seq_len,
            "{}: the checkpoint was trained with global batch {} x seq_len {}, this run has {} x "
            "{} (the data position would not continue)",

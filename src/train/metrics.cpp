@@ -36,7 +36,7 @@ nlohmann::json memory_json(const MemStats& s) {
   nlohmann::json j;
   for (size_t i = 0; i < kNumMemTags; ++i)
     j[std::string(mem_tag_name(static_cast<MemTag>(i)))] = {{"current", s.current[i]},
-                                                             {"peak", s.peak[i]}};
+                                                            {"peak", s.peak[i]}};
   j["total"] = {{"current", s.total_current}, {"peak", s.total_peak}};
   return j;
 }

@@ -69,8 +69,10 @@ double PipelineStep::replayed_bubble(const pipeline::StepRecord& rec) const {
         mine[k * kMaxPasses + count[k]++] = e.end_us - e.start_us;
   const int n = stages();
   std::vector<double> all(mine.size() * static_cast<size_t>(n));
-  if (groups_.pp) groups_.pp->gather(mine.data(), all.data(), mine.size(), DType::F64, 0);
-  else all = mine;
+  if (groups_.pp)
+    groups_.pp->gather(mine.data(), all.data(), mine.size(), DType::F64, 0);
+  else
+    all = mine;
   if (stage() != 0) return 0.0;
   double med[kKinds] = {};
   for (int k = 0; k < kKinds; ++k) {
@@ -85,11 +87,16 @@ double PipelineStep::replayed_bubble(const pipeline::StepRecord& rec) const {
   pipeline::CostModel costs;
   costs.per_action = [&](int, const pipeline::Action& a) {
     switch (a.kind) {
-      case pipeline::ActionKind::Forward: return med[0];
-      case pipeline::ActionKind::Backward: return med[1];
-      case pipeline::ActionKind::BackwardInput: return med[2];
-      case pipeline::ActionKind::BackwardWeight: return med[3];
-      default: return 0.0;
+      case pipeline::ActionKind::Forward:
+        return med[0];
+      case pipeline::ActionKind::Backward:
+        return med[1];
+      case pipeline::ActionKind::BackwardInput:
+        return med[2];
+      case pipeline::ActionKind::BackwardWeight:
+        return med[3];
+      default:
+        return 0.0;
     }
   };
   return pipeline::simulate(runtime_.schedule(), costs).bubble_fraction;
@@ -119,8 +126,10 @@ PipelineStepStats PipelineStep::run(const std::vector<Transformer::StageBatch>& 
   double mine[4] = {rec.compute_us, rec.start_us, rec.end_us,
                     static_cast<double>(model_.allocator().peak(MemTag::Activation))};
   std::vector<double> all(4 * static_cast<size_t>(n));
-  if (groups_.pp) groups_.pp->gather(mine, all.data(), 4, DType::F64, 0);
-  else std::copy(mine, mine + 4, all.begin());
+  if (groups_.pp)
+    groups_.pp->gather(mine, all.data(), 4, DType::F64, 0);
+  else
+    std::copy(mine, mine + 4, all.begin());
   if (stage() == 0) {
     double lo = all[1], hi = all[2], busy = 0;
     for (int s = 0; s < n; ++s) {

@@ -35,8 +35,8 @@ pipeline::StagePartition pipeline_partition(const TrainConfig& t, const ModelCon
 ModelStage pipeline_stage(const TrainConfig& t, const ModelConfig& m, int pp_rank);
 
 struct PipelineStepStats {
-  double loss_sum = 0;                     // this stage's (the last stage's is the loss)
-  double bubble_fraction = 0;              // pp rank 0 only: 1 - busy / (pp x span)
+  double loss_sum = 0;         // this stage's (the last stage's is the loss)
+  double bubble_fraction = 0;  // pp rank 0 only: 1 - busy / (pp x span)
   // pp rank 0 only: the schedule replayed with the median measured duration
   // of each pass kind (over all stages; up to kMaxPasses samples each per
   // stage), transfers free: the bubble the schedule's dependencies cause at
@@ -45,7 +45,7 @@ struct PipelineStepStats {
   // where the wall clock is not. It assumes equal stages, so it cannot show
   // an imbalance (the wall-clock figure does).
   double bubble_fraction_replayed = 0;
-  std::vector<double> stage_busy_us;       // pp rank 0 only, per stage
+  std::vector<double> stage_busy_us;                 // pp rank 0 only, per stage
   std::vector<int64_t> stage_peak_activation_bytes;  // pp rank 0 only, per stage
 };
 

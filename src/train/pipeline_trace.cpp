@@ -17,13 +17,27 @@ constexpr int kFields = 6;  // kind, micro-batch, chunk, start, end, step
 std::string event_name(const trace::Event& e) {
   std::string p;
   switch (e.kind) {
-    case trace::EventKind::Forward: p = "F"; break;
-    case trace::EventKind::Backward: p = "B"; break;
-    case trace::EventKind::BackwardInput: p = "B"; break;
-    case trace::EventKind::BackwardWeight: p = "W"; break;
-    case trace::EventKind::Send: p = "send "; break;
-    case trace::EventKind::Recv: p = "recv "; break;
-    default: p = "?"; break;
+    case trace::EventKind::Forward:
+      p = "F";
+      break;
+    case trace::EventKind::Backward:
+      p = "B";
+      break;
+    case trace::EventKind::BackwardInput:
+      p = "B";
+      break;
+    case trace::EventKind::BackwardWeight:
+      p = "W";
+      break;
+    case trace::EventKind::Send:
+      p = "send ";
+      break;
+    case trace::EventKind::Recv:
+      p = "recv ";
+      break;
+    default:
+      p = "?";
+      break;
   }
   std::string s = p + std::to_string(e.micro_batch);
   if (e.chunk >= 0) s += fmt::format("c{}", e.chunk);
@@ -60,14 +74,15 @@ void write_pipeline_pictures(comm::Communicator& world, const RankGrid& grid,
     if (count > 0) world.send(mine.data(), mine.size(), DType::F64, 0, 77);
     return;
   }
-  trace::Timeline all;  // every rank, every step
+  trace::Timeline all;                                    // every rank, every step
   std::map<int64_t, std::vector<trace::Event>> pipeline;  // rank 0's pipeline, by step
   for (int r = 0; r < n; ++r) {
     const GridCoord c = grid.coord(r);
     all.rank_names.push_back(
         fmt::format("rank {} (pp {}, dp {}, tp {})", r, c.pp_rank, c.dp_rank, c.tp_rank));
     std::vector<double> buf;
-    if (r == 0) buf = mine;
+    if (r == 0)
+      buf = mine;
     else if (counts[r] > 0) {
       buf.resize(static_cast<size_t>(counts[r]));
       world.recv(buf.data(), buf.size(), DType::F64, r, 77);
@@ -107,8 +122,8 @@ void write_pipeline_pictures(comm::Communicator& world, const RankGrid& grid,
     if (best == pipeline.begin() || span(it->second) < span(best->second)) best = it;
   trace::write_timeline_svg(
       stage_timeline(best->second, grid.sizes().pp),
-      trace::SvgOptions{.title = fmt::format("{}, step {} of {}", title, best->first + 1,
-                                             pipeline.size())},
+      trace::SvgOptions{
+          .title = fmt::format("{}, step {} of {}", title, best->first + 1, pipeline.size())},
       svg_path);
 }
 

@@ -24,8 +24,8 @@ void TrainConfig::validate(const ModelConfig& m, int world_size) const {
   PX_CHECK(!m.uses_learned_positions() || tr.seq_len <= m.max_positions,
            "seq_len ({}) exceeds the model's max_positions ({})", tr.seq_len, m.max_positions);
   // dp's own values and the batch against dp and the world size.
-  validate_dp_layout(par.dp, world_size > 0 ? world_size : par.world_size(),
-                     tr.global_batch_size, tr.micro_batch_size, par.tp, par.pp);
+  validate_dp_layout(par.dp, world_size > 0 ? world_size : par.world_size(), tr.global_batch_size,
+                     tr.micro_batch_size, par.tp, par.pp);
   check_tp_divides(m, par.tp);
   PX_CHECK(!par.sequence_parallel || (tr.micro_batch_size * tr.seq_len) % par.tp == 0,
            "sequence parallel: micro batch size ({}) x seq_len ({}) is not divisible by tp ({})",

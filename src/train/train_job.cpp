@@ -163,9 +163,9 @@ struct CheckpointCadence {
     const CheckpointConfig& c = rc.train.checkpoint;
     const int64_t steps = rc.train.training.steps;
     const bool exit = c.exit_interval > 0 && done % c.exit_interval == 0 && done < steps;
-    const bool save = !c.save_dir.empty() &&
-                      ((c.save_interval > 0 && done % c.save_interval == 0) || exit ||
-                       done == steps);
+    const bool save =
+        !c.save_dir.empty() &&
+        ((c.save_interval > 0 && done % c.save_interval == 0) || exit || done == steps);
     if (save) write(done);
     if (exit) fmt::print(log, "exit interval {}: stopping after step {}\n", c.exit_interval, done);
     return exit;
@@ -174,12 +174,17 @@ struct CheckpointCadence {
   void write(int64_t done) const {
     const auto t0 = Clock::now();
     const ParallelismConfig& par = rc.train.parallelism;
-    const CheckpointLayout layout{par.world_size(), par.dp.dp, par.tp, par.pp, par.dp.zero,
-                                  std::string(dp_mode_name(par.dp.mode)), par.sequence_parallel};
+    const CheckpointLayout layout{par.world_size(),
+                                  par.dp.dp,
+                                  par.tp,
+                                  par.pp,
+                                  par.dp.zero,
+                                  std::string(dp_mode_name(par.dp.mode)),
+                                  par.sequence_parallel};
     const Optimizer* opt = trainer.optimizer();
-    TrainingState st = training_state_of(rc.model, rc.train, layout, done,
-                                         opt ? opt->steps_taken() : done, trainer.updates(),
-                                         trainer.loss_scaler().state());
+    TrainingState st =
+        training_state_of(rc.model, rc.train, layout, done, opt ? opt->steps_taken() : done,
+                          trainer.updates(), trainer.loss_scaler().state());
     std::string dir = save_checkpoint(
         {rc.train.checkpoint.save_dir, rc.train.checkpoint.keep, opts.checkpoint_shard_hook}, st,
         model, trainer.data_parallel(), world);
@@ -201,9 +206,8 @@ void finish(const RunConfig& rc, const TrainJobOptions& opts, const RankGrid& gr
         *world, grid, *trainer.pipeline(),
         fmt::format("measured {} schedule, pp {}, {} micro-batches{}", par.schedule, par.pp,
                     rc.train.grad_accum_steps(),
-                    par.virtual_stages > 1
-                        ? fmt::format(", {} virtual stages", par.virtual_stages)
-                        : std::string()),
+                    par.virtual_stages > 1 ? fmt::format(", {} virtual stages", par.virtual_stages)
+                                           : std::string()),
         lg.trace_path, lg.timeline_path);
   double val = trainer.evaluate();
   fmt::print(log, "done: loss {:.4f} -> {:.4f}{}\n", progress.first_loss(), progress.last_loss(),

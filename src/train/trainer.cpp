@@ -65,8 +65,7 @@ std::string Trainer::compute_summary() const {
   if (matmul_) s += "; GEMM: " + matmul_->gemm().backend();
   if (prec.matmul == Precision::FP16)
     s += fmt::format("; loss scale {} (window {}, hysteresis {}, min {})", scaler_.scale(),
-                     prec.loss_scale.window, prec.loss_scale.hysteresis,
-                     prec.loss_scale.min_scale);
+                     prec.loss_scale.window, prec.loss_scale.hysteresis, prec.loss_scale.min_scale);
   else
     s += prec.skip_nonfinite ? "; on NaN: skip the step" : "; on NaN: stop";
   return s + "; recompute " + recompute_name(cfg_.training.recompute);
@@ -111,8 +110,7 @@ StepStats Trainer::train_step(int64_t step) {
     // Dropout key: per step; the global sample number tells micro-batches and
     // dp ranks apart, so the masks do not depend on the layout.
     const DropoutKey drop{dropout_seed(seed, step), first + m * B - step * GB};
-    loss_sum +=
-        model_.forward_backward(in.data(), tg.data(), B, T, loss_scale / tokens, drop).sum;
+    loss_sum += model_.forward_backward(in.data(), tg.data(), B, T, loss_scale / tokens, drop).sum;
   }
   StepStats s;
   s.step = step;
@@ -120,7 +118,7 @@ StepStats Trainer::train_step(int64_t step) {
   DpStepResult r;
   try {
     r = dp_->finish_step(loss_sum, s.lr, cfg_.training.clip_grad,
-                        StepGuard{1.0 / loss_scale, fp16 || cfg_.precision.skip_nonfinite});
+                         StepGuard{1.0 / loss_scale, fp16 || cfg_.precision.skip_nonfinite});
   } catch (const Error& e) {
     PX_FAIL("step {}: {}", step, e.what());
   }

@@ -13,12 +13,12 @@
 #include <memory>
 
 #include "data/data_loader.h"
-#include "nn/matmul_precision.h"
 #include "model/transformer.h"
-#include "optim/optimizer.h"
+#include "nn/matmul_precision.h"
 #include "optim/loss_scaler.h"
-#include "parallel/data/data_parallel.h"
 #include "optim/lr_schedule.h"
+#include "optim/optimizer.h"
+#include "parallel/data/data_parallel.h"
 #include "train/comm_meter.h"
 #include "train/metrics.h"
 #include "train/pipeline_step.h"
@@ -48,9 +48,9 @@ struct StepStats {
   double bubble_fraction = 0.0;           // wall clock
   double bubble_fraction_replayed = 0.0;  // measured pass durations, replayed (pipeline_step.h)
   std::vector<int64_t> stage_peak_activation_bytes;
-  double loss_scale = 1.0;       // fp16: the loss scale this step ran with (else 1)
-  bool skipped = false;          // non-finite loss/gradients: no update (fp16, --on-nan skip)
-  std::string nonfinite;         // where the NaN/Inf was, when skipped
+  double loss_scale = 1.0;  // fp16: the loss scale this step ran with (else 1)
+  bool skipped = false;     // non-finite loss/gradients: no update (fp16, --on-nan skip)
+  std::string nonfinite;    // where the NaN/Inf was, when skipped
 };
 
 class Trainer {

@@ -143,8 +143,8 @@ TEST(CommCounters, WorkWaitIsBlockedTimeAndOverlapIsNot) {
   const OpTally t = c.counters().of(OpKind::AllReduce);
   EXPECT_EQ(t.ops, 1);
   EXPECT_EQ(t.bytes, 4 * kF32);
-  EXPECT_GE(t.blocked_ms(), 30.0);         // (the opener may start before the wait)
-  EXPECT_LT(t.blocked_ms(), 150.0);        // the overlapped 150 ms are not in it
+  EXPECT_GE(t.blocked_ms(), 30.0);   // (the opener may start before the wait)
+  EXPECT_LT(t.blocked_ms(), 150.0);  // the overlapped 150 ms are not in it
 }
 
 TEST(CommCounters, AWorkDroppedPendingCountsItsWait) {

@@ -7,9 +7,9 @@
 #include <cstdio>
 
 #include "base/error.h"
-#include "tensor/half.h"
-#include "dist_env.h"
 #include "common/rank_failure_printer.h"
+#include "dist_env.h"
+#include "tensor/half.h"
 
 namespace parallm::comm::dist {
 
@@ -26,11 +26,16 @@ uint64_t encode(DType t, double v) {
       std::memcpy(&u, &f, 4);
       return u;
     }
-    case DType::BF16: return f32_to_bf16(static_cast<float>(v));
-    case DType::F16: return f32_to_f16(static_cast<float>(v));
-    case DType::I32: return static_cast<uint32_t>(static_cast<int32_t>(v));
-    case DType::I64: return static_cast<uint64_t>(static_cast<int64_t>(v));
-    default: PX_FAIL("test dtype {} unsupported", dtype_name(t));
+    case DType::BF16:
+      return f32_to_bf16(static_cast<float>(v));
+    case DType::F16:
+      return f32_to_f16(static_cast<float>(v));
+    case DType::I32:
+      return static_cast<uint32_t>(static_cast<int32_t>(v));
+    case DType::I64:
+      return static_cast<uint64_t>(static_cast<int64_t>(v));
+    default:
+      PX_FAIL("test dtype {} unsupported", dtype_name(t));
   }
 }
 
@@ -42,11 +47,16 @@ double decode(DType t, uint64_t b) {
       std::memcpy(&f, &u, 4);
       return f;
     }
-    case DType::BF16: return bf16_to_f32(static_cast<uint16_t>(b));
-    case DType::F16: return f16_to_f32(static_cast<uint16_t>(b));
-    case DType::I32: return static_cast<int32_t>(static_cast<uint32_t>(b));
-    case DType::I64: return static_cast<double>(static_cast<int64_t>(b));
-    default: PX_FAIL("test dtype {} unsupported", dtype_name(t));
+    case DType::BF16:
+      return bf16_to_f32(static_cast<uint16_t>(b));
+    case DType::F16:
+      return f16_to_f32(static_cast<uint16_t>(b));
+    case DType::I32:
+      return static_cast<int32_t>(static_cast<uint32_t>(b));
+    case DType::I64:
+      return static_cast<double>(static_cast<int64_t>(b));
+    default:
+      PX_FAIL("test dtype {} unsupported", dtype_name(t));
   }
 }
 
@@ -84,8 +94,10 @@ int main(int argc, char** argv) {
     const int r = world->rank(), n = world->size();
     for (int k : {2, 3}) {
       if (k >= n) continue;
-      owned.push_back(world->split(r % k, r, "mod" + std::to_string(k) + "[" + std::to_string(r % k) + "]"));
-      owned.push_back(world->split(r / k, r, "div" + std::to_string(k) + "[" + std::to_string(r / k) + "]"));
+      owned.push_back(
+          world->split(r % k, r, "mod" + std::to_string(k) + "[" + std::to_string(r % k) + "]"));
+      owned.push_back(
+          world->split(r / k, r, "div" + std::to_string(k) + "[" + std::to_string(r / k) + "]"));
     }
     if (n >= 3) {  // the upper half, reversed, through MPI_Comm_create_group
       std::vector<int> members;

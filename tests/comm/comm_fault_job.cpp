@@ -17,8 +17,7 @@ using namespace parallm::comm;
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  PX_CHECK(mode == "kill" || mode == "abort" || mode == "error" || mode == "exit" ||
-               mode == "hang",
+  PX_CHECK(mode == "kill" || mode == "abort" || mode == "error" || mode == "exit" || mode == "hang",
            "usage: comm_fault_job kill|abort|error|exit|hang (got '{}')", mode);
   return run_mpi_job([&](MpiRuntime& rt) {
     CommOptions opts;
@@ -31,8 +30,8 @@ int main(int argc, char** argv) {
         // rank has started its part of it too (its worker thread is in MPI).
         if (mode == "exit") std::_Exit(3);
         if (mode == "hang") std::this_thread::sleep_for(std::chrono::hours(1));
-        Work w = world->all_reduce_async(buf.data(), buf.data(), buf.size(), DType::F32,
-                                         ReduceOp::Sum);
+        Work w =
+            world->all_reduce_async(buf.data(), buf.data(), buf.size(), DType::F32, ReduceOp::Sum);
         w.test();
         if (mode == "kill") raise(SIGKILL);
         if (mode == "abort") std::abort();

@@ -109,8 +109,8 @@ void for_each_case(F fn) {
           for (bool async : {false, true}) fn(*c, t, n, ip, async);
 }
 
-inline std::string case_name(const Communicator& c, std::string_view op, DType t, size_t n,
-                             bool ip, bool async) {
+inline std::string case_name(const Communicator& c, std::string_view op, DType t, size_t n, bool ip,
+                             bool async) {
   return fmt::format("{} on {}: {} count={}{}{}", op, c.label(), dtype_name(t), n,
                      ip ? " in-place" : "", async ? " async" : "");
 }

@@ -22,7 +22,8 @@ std::vector<GridSizes> grids_for(int world) {
         if (world % (tp * cp * pp) != 0) continue;
         int dp = world / (tp * cp * pp);
         for (int ep = 1; ep <= dp * cp; ++ep)
-          if ((dp * cp) % ep == 0) out.push_back(GridSizes{.tp = tp, .cp = cp, .dp = dp, .pp = pp, .ep = ep});
+          if ((dp * cp) % ep == 0)
+            out.push_back(GridSizes{.tp = tp, .cp = cp, .dp = dp, .pp = pp, .ep = ep});
       }
   return out;
 }
@@ -42,8 +43,8 @@ TEST(GridGroups, EveryGroupOfEveryGridCommunicates) {
         continue;
       }
       const std::vector<int> members = grid.group_members(kind, me);
-      SCOPED_TRACE(fmt::format("tp {} cp {} dp {} pp {} ep {} group {} {}", s.tp, s.cp, s.dp,
-                               s.pp, s.ep, group_kind_name(kind), fmt::join(members, ",")));
+      SCOPED_TRACE(fmt::format("tp {} cp {} dp {} pp {} ep {} group {} {}", s.tp, s.cp, s.dp, s.pp,
+                               s.ep, group_kind_name(kind), fmt::join(members, ",")));
       ASSERT_NE(comm, nullptr);
       ASSERT_EQ(comm->size(), static_cast<int>(members.size()));
       ASSERT_EQ(comm->rank(), grid.rank_in_group(kind, me));

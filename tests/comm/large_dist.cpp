@@ -33,29 +33,39 @@ TEST(Large, Reductions) {
       for (size_t i = 0; i < kLarge; ++i) in.set(i, reduce_value(r, i));
       Buf& res = k.ip ? in : out;
       c->all_reduce(in.ptr(), res.ptr(), kLarge, k.t, k.op);
-      expect_values(res, 0, kLarge, [&](size_t i) {
-        return expect_reduce(k.op, k.t, p, [&](int q) { return reduce_value(q, i); });
-      }, case_name(*c, "large all_reduce", k.t, kLarge, k.ip, false));
+      expect_values(
+          res, 0, kLarge,
+          [&](size_t i) {
+            return expect_reduce(k.op, k.t, p, [&](int q) { return reduce_value(q, i); });
+          },
+          case_name(*c, "large all_reduce", k.t, kLarge, k.ip, false));
     }
     {  // reduce_scatter, in place, bf16 sum, async
       Buf in(DType::BF16, kLarge * p);
       for (size_t g = 0; g < kLarge * p; ++g) in.set(g, reduce_value(r, g));
-      Work w = c->reduce_scatter_async(in.ptr(), in.ptr(kLarge * r), kLarge, DType::BF16,
-                                       ReduceOp::Sum);
+      Work w =
+          c->reduce_scatter_async(in.ptr(), in.ptr(kLarge * r), kLarge, DType::BF16, ReduceOp::Sum);
       w.wait();
-      expect_values(in, kLarge * r, kLarge, [&](size_t i) {
-        return expect_reduce(ReduceOp::Sum, DType::BF16, p,
-                             [&](int q) { return reduce_value(q, kLarge * r + i); });
-      }, case_name(*c, "large reduce_scatter", DType::BF16, kLarge, true, true));
+      expect_values(
+          in, kLarge * r, kLarge,
+          [&](size_t i) {
+            return expect_reduce(ReduceOp::Sum, DType::BF16, p,
+                                 [&](int q) { return reduce_value(q, kLarge * r + i); });
+          },
+          case_name(*c, "large reduce_scatter", DType::BF16, kLarge, true, true));
     }
     {  // reduce to the last rank, i32 sum
       Buf in(DType::I32, kLarge), out(DType::I32, kLarge);
       for (size_t i = 0; i < kLarge; ++i) in.set(i, reduce_value(r, i));
       c->reduce(in.ptr(), out.ptr(), kLarge, DType::I32, ReduceOp::Sum, p - 1);
       if (r == p - 1)
-        expect_values(out, 0, kLarge, [&](size_t i) {
-          return expect_reduce(ReduceOp::Sum, DType::I32, p, [&](int q) { return reduce_value(q, i); });
-        }, case_name(*c, "large reduce", DType::I32, kLarge, false, false));
+        expect_values(
+            out, 0, kLarge,
+            [&](size_t i) {
+              return expect_reduce(ReduceOp::Sum, DType::I32, p,
+                                   [&](int q) { return reduce_value(q, i); });
+            },
+            case_name(*c, "large reduce", DType::I32, kLarge, false, false));
     }
   }
 }
@@ -68,8 +78,9 @@ TEST(Large, Movement) {
       Buf recv(DType::BF16, n * p);
       for (size_t i = 0; i < n; ++i) recv.set(n * r + i, move_value(r, i));
       c->all_gather(recv.ptr(n * r), recv.ptr(), n, DType::BF16);
-      expect_values(recv, 0, n * p, [&](size_t g) { return move_value(g / n, g % n); },
-                    case_name(*c, "large all_gather", DType::BF16, n, true, false));
+      expect_values(
+          recv, 0, n * p, [&](size_t g) { return move_value(g / n, g % n); },
+          case_name(*c, "large all_gather", DType::BF16, n, true, false));
     }
     {  // gather to rank 0, f16, async
       Buf send(DType::F16, n), recv(DType::F16, n * p);
@@ -77,28 +88,32 @@ TEST(Large, Movement) {
       Work w = c->gather_async(send.ptr(), recv.ptr(), n, DType::F16, 0);
       w.wait();
       if (r == 0)
-        expect_values(recv, 0, n * p, [&](size_t g) { return move_value(g / n, g % n); },
-                      case_name(*c, "large gather", DType::F16, n, false, true));
+        expect_values(
+            recv, 0, n * p, [&](size_t g) { return move_value(g / n, g % n); },
+            case_name(*c, "large gather", DType::F16, n, false, true));
     }
     {  // scatter from the last rank, i32; broadcast from rank 0, f32
       Buf send(DType::I32, n * p), recv(DType::I32, n);
       if (r == p - 1)
         for (size_t g = 0; g < n * p; ++g) send.set(g, move_value(g / n, g % n));
       c->scatter(send.ptr(), recv.ptr(), n, DType::I32, p - 1);
-      expect_values(recv, 0, n, [&](size_t i) { return move_value(r, i); },
-                    case_name(*c, "large scatter", DType::I32, n, false, false));
+      expect_values(
+          recv, 0, n, [&](size_t i) { return move_value(r, i); },
+          case_name(*c, "large scatter", DType::I32, n, false, false));
       Buf b(DType::F32, n);
       for (size_t i = 0; i < n; ++i) b.set(i, r == 0 ? move_value(0, i) : 0.0);
       c->broadcast(b.ptr(), n, DType::F32, 0);
-      expect_values(b, 0, n, [&](size_t i) { return move_value(0, i); },
-                    case_name(*c, "large broadcast", DType::F32, n, true, false));
+      expect_values(
+          b, 0, n, [&](size_t i) { return move_value(0, i); },
+          case_name(*c, "large broadcast", DType::F32, n, true, false));
     }
     {  // all_to_all, i64; all_to_all_v, f16 with uneven counts
       Buf send(DType::I64, n * p), recv(DType::I64, n * p);
       for (size_t g = 0; g < n * p; ++g) send.set(g, a2a_value(r, g / n, g % n));
       c->all_to_all(send.ptr(), recv.ptr(), n, DType::I64);
-      expect_values(recv, 0, n * p, [&](size_t g) { return a2a_value(g / n, r, g % n); },
-                    case_name(*c, "large all_to_all", DType::I64, n, false, false));
+      expect_values(
+          recv, 0, n * p, [&](size_t g) { return a2a_value(g / n, r, g % n); },
+          case_name(*c, "large all_to_all", DType::I64, n, false, false));
       std::vector<size_t> sc(p), rc(p);
       for (int j = 0; j < p; ++j) {
         sc[j] = (r + j) % 2 == 0 ? n : 7;
@@ -112,8 +127,9 @@ TEST(Large, Movement) {
       Work w = c->all_to_all_v_async(vs.ptr(), sc, vr.ptr(), rc, DType::F16);
       w.wait();
       for (size_t j = 0, off = 0; j < static_cast<size_t>(p); off += rc[j], ++j)
-        expect_values(vr, off, rc[j], [&](size_t i) { return a2a_value(static_cast<int>(j), r, i); },
-                      case_name(*c, "large all_to_all_v", DType::F16, n, false, true));
+        expect_values(
+            vr, off, rc[j], [&](size_t i) { return a2a_value(static_cast<int>(j), r, i); },
+            case_name(*c, "large all_to_all_v", DType::F16, n, false, true));
     }
   }
 }

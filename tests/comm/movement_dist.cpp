@@ -27,10 +27,12 @@ TEST(Movement, Broadcast) {
     Buf send(t, n), recv(t, n);
     for (size_t i = 0; i < n; ++i) send.set(i, r == root ? move_value(root, i) : -1.0);
     Buf& dst = ip ? send : recv;
-    call(async, [&] { c.broadcast(send.ptr(), dst.ptr(), n, t, root); },
-         [&] { return c.broadcast_async(send.ptr(), dst.ptr(), n, t, root); });
-    expect_values(dst, 0, n, [&](size_t i) { return move_value(root, i); },
-                  case_name(c, "broadcast", t, n, ip, async));
+    call(
+        async, [&] { c.broadcast(send.ptr(), dst.ptr(), n, t, root); },
+        [&] { return c.broadcast_async(send.ptr(), dst.ptr(), n, t, root); });
+    expect_values(
+        dst, 0, n, [&](size_t i) { return move_value(root, i); },
+        case_name(c, "broadcast", t, n, ip, async));
   });
 }
 
@@ -44,11 +46,13 @@ TEST(Movement, Gather) {
       for (size_t i = 0; i < n; ++i) recv.set(n * r + i, move_value(r, i));
       src = recv.ptr(n * r);
     }
-    call(async, [&] { c.gather(src, recv.ptr(), n, t, root); },
-         [&] { return c.gather_async(src, recv.ptr(), n, t, root); });
+    call(
+        async, [&] { c.gather(src, recv.ptr(), n, t, root); },
+        [&] { return c.gather_async(src, recv.ptr(), n, t, root); });
     if (r == root)
-      expect_values(recv, 0, n * p, [&](size_t g) { return move_value(g / n, g % n); },
-                    case_name(c, "gather", t, n, ip, async));
+      expect_values(
+          recv, 0, n * p, [&](size_t g) { return move_value(g / n, g % n); },
+          case_name(c, "gather", t, n, ip, async));
   });
 }
 
@@ -62,10 +66,12 @@ TEST(Movement, AllGather) {
       for (size_t i = 0; i < n; ++i) recv.set(n * r + i, move_value(r, i));
       src = recv.ptr(n * r);
     }
-    call(async, [&] { c.all_gather(src, recv.ptr(), n, t); },
-         [&] { return c.all_gather_async(src, recv.ptr(), n, t); });
-    expect_values(recv, 0, n * p, [&](size_t g) { return move_value(g / n, g % n); },
-                  case_name(c, "all_gather", t, n, ip, async));
+    call(
+        async, [&] { c.all_gather(src, recv.ptr(), n, t); },
+        [&] { return c.all_gather_async(src, recv.ptr(), n, t); });
+    expect_values(
+        recv, 0, n * p, [&](size_t g) { return move_value(g / n, g % n); },
+        case_name(c, "all_gather", t, n, ip, async));
   });
 }
 
@@ -77,10 +83,12 @@ TEST(Movement, Scatter) {
       for (size_t g = 0; g < n * p; ++g) send.set(g, move_value(g / n, g % n));
     Buf& dst_buf = ip && r == root ? send : recv;
     void* dst = ip && r == root ? send.ptr(n * r) : recv.ptr();
-    call(async, [&] { c.scatter(send.ptr(), dst, n, t, root); },
-         [&] { return c.scatter_async(send.ptr(), dst, n, t, root); });
-    expect_values(dst_buf, ip && r == root ? n * r : 0, n, [&](size_t i) { return move_value(r, i); },
-                  case_name(c, "scatter", t, n, ip, async));
+    call(
+        async, [&] { c.scatter(send.ptr(), dst, n, t, root); },
+        [&] { return c.scatter_async(send.ptr(), dst, n, t, root); });
+    expect_values(
+        dst_buf, ip && r == root ? n * r : 0, n, [&](size_t i) { return move_value(r, i); },
+        case_name(c, "scatter", t, n, ip, async));
   });
 }
 
@@ -90,10 +98,12 @@ TEST(Movement, AllToAll) {
     Buf send(t, n * p), recv(t, n * p);
     for (size_t g = 0; g < n * p; ++g) send.set(g, a2a_value(r, g / n, g % n));
     Buf& dst = ip ? send : recv;
-    call(async, [&] { c.all_to_all(send.ptr(), dst.ptr(), n, t); },
-         [&] { return c.all_to_all_async(send.ptr(), dst.ptr(), n, t); });
-    expect_values(dst, 0, n * p, [&](size_t g) { return a2a_value(g / n, r, g % n); },
-                  case_name(c, "all_to_all", t, n, ip, async));
+    call(
+        async, [&] { c.all_to_all(send.ptr(), dst.ptr(), n, t); },
+        [&] { return c.all_to_all_async(send.ptr(), dst.ptr(), n, t); });
+    expect_values(
+        dst, 0, n * p, [&](size_t g) { return a2a_value(g / n, r, g % n); },
+        case_name(c, "all_to_all", t, n, ip, async));
   });
 }
 
@@ -118,11 +128,13 @@ TEST(Movement, AllToAllV) {
     for (int j = 0; j < p; ++j)
       for (size_t i = 0; i < sc[j]; ++i) send.set(soff[j] + i, a2a_value(r, j, i));
     Buf& dst = ip ? send : recv;
-    call(async, [&] { c.all_to_all_v(send.ptr(), sc, dst.ptr(), rc, t); },
-         [&] { return c.all_to_all_v_async(send.ptr(), sc, dst.ptr(), rc, t); });
+    call(
+        async, [&] { c.all_to_all_v(send.ptr(), sc, dst.ptr(), rc, t); },
+        [&] { return c.all_to_all_v_async(send.ptr(), sc, dst.ptr(), rc, t); });
     for (int j = 0; j < p; ++j)
-      expect_values(dst, roff[j], rc[j], [&](size_t i) { return a2a_value(j, r, i); },
-                    case_name(c, "all_to_all_v", t, n, ip, async) + fmt::format(" from {}", j));
+      expect_values(
+          dst, roff[j], rc[j], [&](size_t i) { return a2a_value(j, r, i); },
+          case_name(c, "all_to_all_v", t, n, ip, async) + fmt::format(" from {}", j));
   });
 }
 

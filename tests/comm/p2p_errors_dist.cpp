@@ -46,8 +46,9 @@ TEST(PointToPoint, RingBlockingAndAsync) {
             c->recv(in.ptr(), n, t, prev, 5);
             c->send(out.ptr(), n, t, next, 5);
           }
-          expect_values(in, 0, n, [&](size_t i) { return move_value(prev, i); },
-                        case_name(*c, "ring send/recv", t, n, false, async));
+          expect_values(
+              in, 0, n, [&](size_t i) { return move_value(prev, i); },
+              case_name(*c, "ring send/recv", t, n, false, async));
         }
   }
 }
@@ -99,12 +100,12 @@ TEST(Errors, MismatchedCollectivesAreNamed) {
   });
   EXPECT_NE(msg.find("collective mismatch"), std::string::npos) << msg;
   EXPECT_NE(msg.find(fmt::format("rank 0 called all_reduce(count=7, F32, sum) as #{}", seq)),
-            std::string::npos) << msg;
+            std::string::npos)
+      << msg;
   EXPECT_NE(msg.find("called broadcast(count=7, F32, root=0)"), std::string::npos) << msg;
   // A count mismatch on the same operation, then an async one.
-  const std::string count_msg = error_of([&] {
-    w.all_reduce(x, w.rank() == p - 1 ? 8 : 7, DType::F32, ReduceOp::Max);
-  });
+  const std::string count_msg =
+      error_of([&] { w.all_reduce(x, w.rank() == p - 1 ? 8 : 7, DType::F32, ReduceOp::Max); });
   EXPECT_NE(count_msg.find("all_reduce(count=8, F32, max)"), std::string::npos) << count_msg;
   const std::string async_msg = error_of([&] {
     int32_t mine[2] = {}, all[16] = {};
@@ -155,10 +156,10 @@ TEST(Errors, AsyncTimeoutNamesTheOperation) {
     std::printf("rank 0's all_reduce timed out after %.0f ms (timeout 300 ms)\n",
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                     .count());
-    EXPECT_NE(msg.find(fmt::format(
-                  "all_reduce #1 on group 'world' (rank 0 of {}) did not complete within 300 ms",
-                  p)),
-              std::string::npos)
+    EXPECT_NE(
+        msg.find(fmt::format(
+            "all_reduce #1 on group 'world' (rank 0 of {}) did not complete within 300 ms", p)),
+        std::string::npos)
         << msg;
     EXPECT_FALSE(a.done());
     timed_out = !msg.empty();

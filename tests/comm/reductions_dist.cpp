@@ -27,9 +27,12 @@ TEST(Reductions, AllReduce) {
       } else {
         c.all_reduce(in.ptr(), res.ptr(), n, t, op);
       }
-      expect_values(res, 0, n, [&](size_t i) {
-        return expect_reduce(op, t, p, [&](int q) { return reduce_value(q, i); });
-      }, case_name(c, reduce_op_name(op), t, n, ip, async));
+      expect_values(
+          res, 0, n,
+          [&](size_t i) {
+            return expect_reduce(op, t, p, [&](int q) { return reduce_value(q, i); });
+          },
+          case_name(c, reduce_op_name(op), t, n, ip, async));
     }
   });
 }
@@ -51,11 +54,15 @@ TEST(Reductions, Reduce) {
       }
       const std::string name = case_name(c, reduce_op_name(op), t, n, ip, async);
       if (r == root) {
-        expect_values(res, 0, n, [&](size_t i) {
-          return expect_reduce(op, t, p, [&](int q) { return reduce_value(q, i); });
-        }, name + " (root)");
+        expect_values(
+            res, 0, n,
+            [&](size_t i) {
+              return expect_reduce(op, t, p, [&](int q) { return reduce_value(q, i); });
+            },
+            name + " (root)");
       } else if (!ip) {  // a non-root's recv buffer is not touched
-        expect_values(out, 0, n, [](size_t) { return -99.0; }, name + " (non-root recv)");
+        expect_values(
+            out, 0, n, [](size_t) { return -99.0; }, name + " (non-root recv)");
       }
     }
   });
@@ -74,9 +81,12 @@ TEST(Reductions, ReduceScatter) {
       } else {
         c.reduce_scatter(in.ptr(), recv, n, t, op);
       }
-      expect_values(ip ? in : out, ip ? n * r : 0, n, [&](size_t i) {
-        return expect_reduce(op, t, p, [&](int q) { return reduce_value(q, n * r + i); });
-      }, case_name(c, reduce_op_name(op), t, n, ip, async));
+      expect_values(
+          ip ? in : out, ip ? n * r : 0, n,
+          [&](size_t i) {
+            return expect_reduce(op, t, p, [&](int q) { return reduce_value(q, n * r + i); });
+          },
+          case_name(c, reduce_op_name(op), t, n, ip, async));
     }
   });
 }

@@ -77,9 +77,7 @@ TEST(Watchdog, ReportsAnOverrunningCallOnce) {
       },
       milliseconds(5));
   auto slot = dog.add_slot("group 'dp[0]' (rank 3 of 4)");
-  {
-    WatchGuard quick(*slot, "broadcast", 1, -1, std::chrono::hours(1));
-  }
+  { WatchGuard quick(*slot, "broadcast", 1, -1, std::chrono::hours(1)); }
   const auto start = std::chrono::steady_clock::now();
   {
     WatchGuard slow(*slot, "all_gather", 9, -1, milliseconds(20));
@@ -96,7 +94,8 @@ TEST(Watchdog, ReportsAnOverrunningCallOnce) {
   }
   std::lock_guard<std::mutex> lock(mu);
   EXPECT_EQ(fired, 1);
-  EXPECT_EQ(message.rfind("all_gather #9 on group 'dp[0]' (rank 3 of 4) did not complete within 20 ms", 0),
+  EXPECT_EQ(message.rfind(
+                "all_gather #9 on group 'dp[0]' (rank 3 of 4) did not complete within 20 ms", 0),
             0u)
       << message;
 }

@@ -47,7 +47,7 @@ inline ModelConfig family(const std::string& name, bool dropout = false) {
 
 struct RunResult {
   std::vector<StepStats> steps;
-  std::vector<float> params;  // flat values at the end
+  std::vector<float> params;    // flat values at the end
   int64_t activation_peak = 0;  // MemTag::Activation peak of the last step
   int64_t updates = 0;
 };

@@ -172,12 +172,15 @@ TEST(DataLoader, ErrorsNameFilesAndNumbers) {
   write_token_shard(d.file("a.bin"), stream(0, 6));
   write_token_shard(d.file("b.bin"), stream(6, 10));
   std::string m = message_of([&] { DataLoader({d.file("a.bin"), d.file("b.bin")}, 10, 0, false); });
-  EXPECT_NE(m.find("data has 10 tokens in total (" + d.file("a.bin") + ", " + d.file("b.bin") + ")"),
-            std::string::npos) << m;
+  EXPECT_NE(
+      m.find("data has 10 tokens in total (" + d.file("a.bin") + ", " + d.file("b.bin") + ")"),
+      std::string::npos)
+      << m;
   EXPECT_NE(m.find("seq_len 10 needs at least seq_len + 1 = 11 tokens"), std::string::npos) << m;
 
   m = message_of([&] { DataLoader({d.file("nope_*.bin")}, 4, 0, false); });
-  EXPECT_NE(m.find("data pattern " + d.file("nope_*.bin") + " matches no files"), std::string::npos) << m;
+  EXPECT_NE(m.find("data pattern " + d.file("nope_*.bin") + " matches no files"), std::string::npos)
+      << m;
   m = message_of([&] { DataLoader({d.file("missing.bin")}, 4, 0, false); });
   EXPECT_NE(m.find(d.file("missing.bin")), std::string::npos) << m;
   m = message_of([&] { DataLoader({d.file("a.bin")}, 0, 0, false); });
@@ -188,11 +191,13 @@ TEST(DataLoader, ErrorsNameFilesAndNumbers) {
   dl.validate_vocab(2009);
   m = message_of([&] { dl.validate_vocab(2008); });
   EXPECT_NE(m.find("data file " + d.file("b.bin") + ": token id 2008 at position 2"),
-            std::string::npos) << m;
+            std::string::npos)
+      << m;
   EXPECT_NE(m.find("(vocab_size 2008)"), std::string::npos) << m;
   m = message_of([&] { dl.validate_vocab(1001); });
   EXPECT_NE(m.find("data file " + d.file("a.bin") + ": token id 1001 at position 1"),
-            std::string::npos) << m;
+            std::string::npos)
+      << m;
 }
 
 }  // namespace

@@ -39,7 +39,8 @@ void expect_error(F&& f, std::initializer_list<std::string> pieces) {
     ADD_FAILURE() << "expected parallm::Error";
   } catch (const Error& e) {
     std::string msg = e.what();
-    for (const std::string& p : pieces) EXPECT_NE(msg.find(p), std::string::npos) << msg << "\n  lacks: " << p;
+    for (const std::string& p : pieces)
+      EXPECT_NE(msg.find(p), std::string::npos) << msg << "\n  lacks: " << p;
   }
 }
 
@@ -88,8 +89,11 @@ TEST(TokenShard, Uint32RoundTripChosenByMaxToken) {
   EXPECT_EQ(TokenShard(d.file("c.bin")).format(), ShardFormat::U32);
   expect_error([&] { write_token_shard(d.file("e.bin"), tokens, ShardFormat::U16); },
                {d.file("e.bin"), "token 65536 at index 1", "uint16"});
-  expect_error([&] { write_token_shard(d.file("e.bin"), std::vector<int32_t>{3, -2}); },
-               {d.file("e.bin"), "token -2 at index 1 is negative"});
+  expect_error(
+      [&] {
+        write_token_shard(d.file("e.bin"), std::vector<int32_t>{3, -2});
+      },
+      {d.file("e.bin"), "token -2 at index 1 is negative"});
   EXPECT_FALSE(fs::exists(d.file("e.bin")));
 }
 
@@ -124,12 +128,10 @@ TEST(TokenShard, ValidationErrorsNameTheFileAndNumbers) {
                {"token shard", d.file("missing.bin"), "cannot open", "No such file"});
 
   std::ofstream(p, std::ios::binary) << "short";
-  expect_error([&] { TokenShard s(p); },
-               {p, "file is 5 bytes, shorter than the 1024-byte header"});
+  expect_error([&] { TokenShard s(p); }, {p, "file is 5 bytes, shorter than the 1024-byte header"});
 
   write_raw(p, 12345, 1, 0, 0);
-  expect_error([&] { TokenShard s(p); },
-               {p, "unknown magic 12345", "20240520", "20240801"});
+  expect_error([&] { TokenShard s(p); }, {p, "unknown magic 12345", "20240520", "20240801"});
 
   write_raw(p, 20240520, 7, 0, 0);
   expect_error([&] { TokenShard s(p); },

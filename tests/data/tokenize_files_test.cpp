@@ -8,10 +8,10 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "common/test_util.h"
 #include "data/byte_tokenizer.h"
 #include "data/data_loader.h"
 #include "data/token_shard.h"
-#include "common/test_util.h"
 
 namespace parallm {
 namespace {
@@ -82,7 +82,8 @@ TEST(TokenizeFiles, MissingInputLeavesNoOutput) {
     ADD_FAILURE() << "expected an error";
   } catch (const Error& e) {
     std::string m = e.what();
-    EXPECT_NE(m.find("cannot read input text file " + d.file("missing.txt")), std::string::npos) << m;
+    EXPECT_NE(m.find("cannot read input text file " + d.file("missing.txt")), std::string::npos)
+        << m;
   }
   EXPECT_THROW(tokenize_files({a, d.path.string()}, d.file("out"), 0.1), Error);  // a directory
   EXPECT_THROW(tokenize_files({a}, d.file("out"), 1.0), Error);

@@ -18,17 +18,22 @@ TEST(GridReport, PtdExampleText) {
   SCOPED_TRACE(text);
   EXPECT_TRUE(contains(text, "rank grid: world 16 = tp 2 x cp 1 x dp 2 x pp 4"));
   EXPECT_TRUE(contains(text, "nodes: 2 x 8 ranks per node\n"));
+  EXPECT_TRUE(contains(text,
+                       "tp groups (2 ranks, within a node): [0 1] [2 3] [4 5] [6 7] [8 9] [10 11] "
+                       "[12 13] [14 15]\n"));
+  EXPECT_TRUE(contains(text,
+                       "dp groups (2 ranks, within a node): [0 2] [1 3] [4 6] [5 7] [8 10] [9 11] "
+                       "[12 14] [13 15]\n"));
   EXPECT_TRUE(contains(
-      text, "tp groups (2 ranks, within a node): [0 1] [2 3] [4 5] [6 7] [8 9] [10 11] [12 13] [14 15]\n"));
-  EXPECT_TRUE(contains(
-      text, "dp groups (2 ranks, within a node): [0 2] [1 3] [4 6] [5 7] [8 10] [9 11] [12 14] [13 15]\n"));
-  EXPECT_TRUE(contains(
-      text, "pp groups (4 ranks, all cross nodes): [0 4 8 12] [1 5 9 13] [2 6 10 14] [3 7 11 15]\n"));
+      text,
+      "pp groups (4 ranks, all cross nodes): [0 4 8 12] [1 5 9 13] [2 6 10 14] [3 7 11 15]\n"));
   EXPECT_TRUE(contains(text, "dp_cp groups: same as dp\n"));
   EXPECT_TRUE(contains(text, "tp_cp groups: same as tp\n"));
   EXPECT_TRUE(contains(
       text, "mp groups (8 ranks, all cross nodes): [0 1 4 5 8 9 12 13] [2 3 6 7 10 11 14 15]\n"));
-  EXPECT_TRUE(contains(text, "embedding groups (first and last stage, all cross nodes): [0 12] [1 13] [2 14] [3 15]\n"));
+  EXPECT_TRUE(contains(
+      text,
+      "embedding groups (first and last stage, all cross nodes): [0 12] [1 13] [2 14] [3 15]\n"));
   EXPECT_TRUE(contains(text, "single-rank groups (nothing to communicate): cp\n"));
   EXPECT_FALSE(contains(text, "edp"));  // ep = 1: expert layers use the dense groups
   EXPECT_TRUE(contains(text,
@@ -37,7 +42,8 @@ TEST(GridReport, PtdExampleText) {
                        "  pp1  node 0  [4 5]    [6 7]\n"
                        "  pp2  node 1  [8 9]    [10 11]\n"
                        "  pp3  node 1  [12 13]  [14 15]\n"));
-  EXPECT_TRUE(contains(text, "node 1 (ranks 8-15):\n  rank  tp  cp  dp  pp\n     8   0   0   0   2\n"));
+  EXPECT_TRUE(
+      contains(text, "node 1 (ranks 8-15):\n  rank  tp  cp  dp  pp\n     8   0   0   0   2\n"));
 }
 
 TEST(GridReport, ExpertAndPartialNodes) {
@@ -56,7 +62,9 @@ TEST(GridReport, ExpertAndPartialNodes) {
                        "                  dp0 cp0   dp0 cp1   dp1 cp0   dp1 cp1\n"
                        "                  ep0 edp0  ep1 edp0  ep0 edp1  ep1 edp1\n"
                        "  pp0  nodes 0-2  [0 1]     [2 3]     [4 5]     [6 7]\n"));
-  EXPECT_TRUE(contains(text, "node 2 (ranks 6-7):\n  rank  tp  cp  dp  pp  ep  edp\n     6   0   1   1   0   1    1\n"));
+  EXPECT_TRUE(contains(
+      text,
+      "node 2 (ranks 6-7):\n  rank  tp  cp  dp  pp  ep  edp\n     6   0   1   1   0   1    1\n"));
 
   // ep 2 over dp 4 (cp 1): ep pairs adjacent dp ranks; the groups differ from every dense kind.
   const std::string dp4 = format_grid_text(RankGrid(GridSizes{.tp = 2, .dp = 4, .ep = 2}, 8), 8);

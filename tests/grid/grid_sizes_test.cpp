@@ -7,9 +7,9 @@
 #include <functional>
 
 #include "base/error.h"
+#include "common/test_util.h"
 #include "grid/grid_request.h"
 #include "grid/rank_grid.h"
-#include "common/test_util.h"
 
 namespace parallm {
 namespace {
@@ -47,7 +47,8 @@ TEST(GridSizes, AllViolationsAreReportedTogether) {
             "ep (3) does not divide dp (2) x cp (2) = 4");
   EXPECT_EQ(error_of([] { check_grid_sizes(GridSizes{.tp = 0, .pp = 0}, 4); }),
             "tp (0) must be at least 1; pp (0) must be at least 1");
-  EXPECT_TRUE(grid_size_violations(GridSizes{.tp = 2, .cp = 2, .dp = 3, .pp = 2, .ep = 6}, 24).empty());
+  EXPECT_TRUE(
+      grid_size_violations(GridSizes{.tp = 2, .cp = 2, .dp = 3, .pp = 2, .ep = 6}, 24).empty());
 }
 
 TEST(GridSizes, HugeProductsDoNotOverflow) {
@@ -55,8 +56,9 @@ TEST(GridSizes, HugeProductsDoNotOverflow) {
   EXPECT_EQ(error_of([] { RankGrid(GridSizes{.tp = 65536, .dp = 65536}); }),
             "tp (65536) x cp (1) x dp (65536) x pp (1) = 4294967296 exceeds the largest world size "
             "(2147483647)");
-  EXPECT_EQ(error_of([] { RankGrid(GridSizes{.tp = 65536, .dp = 65536}, 16); }),
-            "world size (16) is not equal to tp (65536) x cp (1) x dp (65536) x pp (1) = 4294967296");
+  EXPECT_EQ(
+      error_of([] { RankGrid(GridSizes{.tp = 65536, .dp = 65536}, 16); }),
+      "world size (16) is not equal to tp (65536) x cp (1) x dp (65536) x pp (1) = 4294967296");
 }
 
 TEST(GridSizes, DeriveDpLikeMegatron) {

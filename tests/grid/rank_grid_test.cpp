@@ -21,11 +21,13 @@ TEST(RankGrid, PtdExampleGroups) {
   const RankGrid g(GridSizes{.tp = 2, .dp = 2, .pp = 4}, 16);
   EXPECT_EQ(g.groups(GroupKind::Tp),
             (Groups{{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {14, 15}}));
-  EXPECT_EQ(g.groups(GroupKind::Pp), (Groups{{0, 4, 8, 12}, {1, 5, 9, 13}, {2, 6, 10, 14}, {3, 7, 11, 15}}));
+  EXPECT_EQ(g.groups(GroupKind::Pp),
+            (Groups{{0, 4, 8, 12}, {1, 5, 9, 13}, {2, 6, 10, 14}, {3, 7, 11, 15}}));
   EXPECT_EQ(g.groups(GroupKind::Dp),
             (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}, {8, 10}, {9, 11}, {12, 14}, {13, 15}}));
   // The two model replicas: the left and right halves of the figure.
-  EXPECT_EQ(g.groups(GroupKind::Mp), (Groups{{0, 1, 4, 5, 8, 9, 12, 13}, {2, 3, 6, 7, 10, 11, 14, 15}}));
+  EXPECT_EQ(g.groups(GroupKind::Mp),
+            (Groups{{0, 1, 4, 5, 8, 9, 12, 13}, {2, 3, 6, 7, 10, 11, 14, 15}}));
   EXPECT_EQ(g.groups(GroupKind::Embedding), (Groups{{0, 12}, {1, 13}, {2, 14}, {3, 15}}));
   // Without cp, the dense gradient group is dp and tp_cp is tp.
   EXPECT_EQ(g.groups(GroupKind::DpCp), g.groups(GroupKind::Dp));
@@ -72,8 +74,10 @@ TEST(RankGrid, ExpertFoldEp2OverDp2Cp2) {
             (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}, {8, 10}, {9, 11}, {12, 14}, {13, 15}}));
   EXPECT_EQ(g.groups(GroupKind::Edp),
             (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}, {8, 12}, {9, 13}, {10, 14}, {11, 15}}));
-  EXPECT_EQ(g.groups(GroupKind::DpCp), (Groups{{0, 2, 4, 6}, {1, 3, 5, 7}, {8, 10, 12, 14}, {9, 11, 13, 15}}));
-  EXPECT_EQ(g.groups(GroupKind::TpEp), (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}, {12, 13, 14, 15}}));
+  EXPECT_EQ(g.groups(GroupKind::DpCp),
+            (Groups{{0, 2, 4, 6}, {1, 3, 5, 7}, {8, 10, 12, 14}, {9, 11, 13, 15}}));
+  EXPECT_EQ(g.groups(GroupKind::TpEp),
+            (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}, {12, 13, 14, 15}}));
   EXPECT_EQ(g.groups(GroupKind::TpEpPp),
             (Groups{{0, 1, 2, 3, 8, 9, 10, 11}, {4, 5, 6, 7, 12, 13, 14, 15}}));
   EXPECT_EQ(g.expert_rank_of(1, 1, 1, 1), 15);
@@ -97,18 +101,30 @@ struct Varies {
 
 Varies varies(GroupKind kind) {
   switch (kind) {
-    case GroupKind::Tp: return {true, false, false, false, false, false};
-    case GroupKind::Cp: return {false, true, false, false, true, true};
-    case GroupKind::Dp: return {false, false, true, false, true, true};
-    case GroupKind::Pp: return {false, false, false, true, false, false};
-    case GroupKind::DpCp: return {false, true, true, false, true, true};
-    case GroupKind::TpCp: return {true, true, false, false, true, true};
-    case GroupKind::Mp: return {true, false, false, true, false, false};
-    case GroupKind::Ep: return {false, true, true, false, true, false};
-    case GroupKind::Edp: return {false, true, true, false, false, true};
-    case GroupKind::TpEp: return {true, true, true, false, true, false};
-    case GroupKind::TpEpPp: return {true, true, true, true, true, false};
-    case GroupKind::Embedding: return {false, false, false, true, false, false};
+    case GroupKind::Tp:
+      return {true, false, false, false, false, false};
+    case GroupKind::Cp:
+      return {false, true, false, false, true, true};
+    case GroupKind::Dp:
+      return {false, false, true, false, true, true};
+    case GroupKind::Pp:
+      return {false, false, false, true, false, false};
+    case GroupKind::DpCp:
+      return {false, true, true, false, true, true};
+    case GroupKind::TpCp:
+      return {true, true, false, false, true, true};
+    case GroupKind::Mp:
+      return {true, false, false, true, false, false};
+    case GroupKind::Ep:
+      return {false, true, true, false, true, false};
+    case GroupKind::Edp:
+      return {false, true, true, false, false, true};
+    case GroupKind::TpEp:
+      return {true, true, true, false, true, false};
+    case GroupKind::TpEpPp:
+      return {true, true, true, true, true, false};
+    case GroupKind::Embedding:
+      return {false, false, false, true, false, false};
   }
   return {};
 }
@@ -227,12 +243,14 @@ TEST(RankGrid, RejectsOutOfRangeRanksAndCoordinates) {
             "rank (-1) is outside the world of 16 ranks (0..15)");
   EXPECT_EQ(error_of([&] { g.rank_of(2, 0, 0, 0); }),
             "coordinate (tp 2, cp 0, dp 0, pp 0) is outside the grid (tp 2, cp 1, dp 2, pp 4)");
-  EXPECT_EQ(error_of([&] { g.expert_rank_of(0, 1, 0, 0); }),
-            "expert coordinate (tp 0, ep 1, edp 0, pp 0) is outside the grid (tp 2, ep 1, edp 2, pp 4)");
+  EXPECT_EQ(
+      error_of([&] { g.expert_rank_of(0, 1, 0, 0); }),
+      "expert coordinate (tp 0, ep 1, edp 0, pp 0) is outside the grid (tp 2, ep 1, edp 2, pp 4)");
 }
 
 TEST(GroupKind, NamesRoundTrip) {
-  for (GroupKind kind : kAllGroupKinds) EXPECT_EQ(group_kind_from_name(group_kind_name(kind)), kind);
+  for (GroupKind kind : kAllGroupKinds)
+    EXPECT_EQ(group_kind_from_name(group_kind_name(kind)), kind);
   EXPECT_EQ(error_of([] { group_kind_from_name("zp"); }),
             "unknown group kind 'zp' (known: tp, cp, dp, pp, dp_cp, tp_cp, mp, ep, edp, tp_ep, "
             "tp_ep_pp, embedding)");

@@ -7,10 +7,10 @@
 #include <fstream>
 
 #include "common/test_models.h"
+#include "common/test_util.h"
 #include "io/hf_config.h"
 #include "io/safetensors.h"
 #include "tensor/half.h"
-#include "common/test_util.h"
 
 namespace fs = std::filesystem;
 
@@ -43,7 +43,8 @@ TEST_P(HfBoth, SaveLoadRoundTripIsExactInF32) {
   Transformer m2(back, a);
   load_hf_weights(dir.string(), m2);
   for (int64_t i = 0; i < m.params().total_numel(); ++i)
-    ASSERT_EQ(m.params().flat_values().data<float>()[i], m2.params().flat_values().data<float>()[i]);
+    ASSERT_EQ(m.params().flat_values().data<float>()[i],
+              m2.params().flat_values().data<float>()[i]);
   fs::remove_all(dir);
 }
 
@@ -111,8 +112,9 @@ TEST(HfModel, LoadRefusesMismatchedFilesClearly) {
     wr.write((dir / "model.safetensors").string());
   }
   Transformer m2(testing::tiny_llama(), a);
-  EXPECT_NE(error_of([&] { load_hf_weights(dir.string(), m2); }).find("lacks tensor 'model.norm.weight'"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { load_hf_weights(dir.string(), m2); }).find("lacks tensor 'model.norm.weight'"),
+      std::string::npos);
 
   EXPECT_NE(error_of([&] { read_hf_model_config((dir / "nope").string()); }).find("does not exist"),
             std::string::npos);
@@ -120,7 +122,9 @@ TEST(HfModel, LoadRefusesMismatchedFilesClearly) {
   EXPECT_NE(error_of([&] { read_hf_model_config(dir.string()); }).find("malformed JSON"),
             std::string::npos);
   std::ofstream(dir / "config.json") << "{\"model_type\": \"bert\"}";
-  EXPECT_NE(error_of([&] { read_hf_model_config(dir.string()); }).find("model_type 'bert' is not supported"),
+  EXPECT_NE(error_of([&] {
+              read_hf_model_config(dir.string());
+            }).find("model_type 'bert' is not supported"),
             std::string::npos);
   std::ofstream(dir / "config.json") << "{\"model_type\": \"gpt2\", \"n_embd\": 72}";
   EXPECT_NE(error_of([&] { read_hf_model_config(dir.string()); }).find("missing required field"),
@@ -129,12 +133,18 @@ TEST(HfModel, LoadRefusesMismatchedFilesClearly) {
 }
 
 TEST(HfConfig, ReadsTheHfSchema) {
-  nlohmann::json j = {{"model_type", "llama"},       {"vocab_size", 32000},
-                      {"hidden_size", 4096},         {"intermediate_size", 11008},
-                      {"num_hidden_layers", 32},     {"num_attention_heads", 32},
-                      {"num_key_value_heads", 32},   {"rms_norm_eps", 1e-5},
-                      {"max_position_embeddings", 4096}, {"rope_theta", 10000.0},
-                      {"tie_word_embeddings", false}, {"hidden_act", "silu"}};
+  nlohmann::json j = {{"model_type", "llama"},
+                      {"vocab_size", 32000},
+                      {"hidden_size", 4096},
+                      {"intermediate_size", 11008},
+                      {"num_hidden_layers", 32},
+                      {"num_attention_heads", 32},
+                      {"num_key_value_heads", 32},
+                      {"rms_norm_eps", 1e-5},
+                      {"max_position_embeddings", 4096},
+                      {"rope_theta", 10000.0},
+                      {"tie_word_embeddings", false},
+                      {"hidden_act", "silu"}};
   ModelConfig c = model_config_from_hf(j, "llama2-7b/config.json");
   EXPECT_EQ(c.head_dim, 128);
   EXPECT_EQ(c.num_parameters(), 6738415616);  // Llama-2-7b

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "base/error.h"
 #include "base/atomic_file.h"
+#include "base/error.h"
 #include "io/safetensors.h"
 #include "tensor/half.h"
 
@@ -25,8 +25,7 @@ class SafetensorsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           fmt::format("parallm_st_{}_{}", ::getpid(), info->name());
+    dir_ = fs::temp_directory_path() / fmt::format("parallm_st_{}_{}", ::getpid(), info->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -56,7 +55,8 @@ class SafetensorsTest : public ::testing::Test {
     } catch (const Error& e) {
       const std::string msg = e.what();
       EXPECT_NE(msg.find(file), std::string::npos) << msg;
-      for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+      for (const auto& p : parts)
+        EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
     }
   }
 
@@ -160,13 +160,12 @@ TEST_F(SafetensorsTest, LayoutMatchesTheReferenceWriter) {
   w.set_metadata("format", "pt");
   w.write(path("layout.safetensors"));
 
-  const std::string expect_json =
-      R"({"__metadata__":{"format":"pt"},)"
-      R"("f64":{"dtype":"F64","shape":[1],"data_offsets":[0,8]},)"
-      R"("a.f32":{"dtype":"F32","shape":[2],"data_offsets":[8,16]},)"
-      R"("b.f32":{"dtype":"F32","shape":[2],"data_offsets":[16,24]},)"
-      R"("bf16":{"dtype":"BF16","shape":[3],"data_offsets":[24,30]},)"
-      R"("z.u8":{"dtype":"U8","shape":[3],"data_offsets":[30,33]}})";
+  const std::string expect_json = R"({"__metadata__":{"format":"pt"},)"
+                                  R"("f64":{"dtype":"F64","shape":[1],"data_offsets":[0,8]},)"
+                                  R"("a.f32":{"dtype":"F32","shape":[2],"data_offsets":[8,16]},)"
+                                  R"("b.f32":{"dtype":"F32","shape":[2],"data_offsets":[16,24]},)"
+                                  R"("bf16":{"dtype":"BF16","shape":[3],"data_offsets":[24,30]},)"
+                                  R"("z.u8":{"dtype":"U8","shape":[3],"data_offsets":[30,33]}})";
   const std::string header = w.header();
   EXPECT_EQ(header.size() % 8, 0u);
   EXPECT_EQ(header.substr(0, expect_json.size()), expect_json);
@@ -194,7 +193,7 @@ TEST_F(SafetensorsTest, MetadataRoundTrips) {
   SafetensorsWriter w;
   w.set_metadata("format", "pt");
   w.set_metadata("note", "héllo \"quoted\" \n tab\t");
-  w.set_metadata("format", "np");  // last value wins
+  w.set_metadata("format", "np");     // last value wins
   w.write(path("meta.safetensors"));  // no tensors at all is valid
   const auto f = SafetensorsFile::open(path("meta.safetensors"));
   EXPECT_TRUE(f.entries().empty());
@@ -297,7 +296,8 @@ TEST_F(SafetensorsTest, RefusesHeaderThatIsNotAJsonObject) {
   expect_refused(write_st("  7", 0), {"starting with '{'", "byte 2 is 0x37"});
   expect_refused(write_st("", 0), {"starting with '{'", "empty"});
   expect_refused(write_st("   ", 0), {"starting with '{'", "empty"});
-  EXPECT_NO_THROW(SafetensorsFile::open(write_st(" {} ", 0, "ws.safetensors")));  // as the reference
+  EXPECT_NO_THROW(
+      SafetensorsFile::open(write_st(" {} ", 0, "ws.safetensors")));  // as the reference
   expect_refused(write_st("{} x", 0), {"not valid JSON"});
   expect_refused(write_st("{\"a\xff\": 1}", 0), {"not valid JSON"});  // not UTF-8
 }
@@ -331,13 +331,15 @@ TEST_F(SafetensorsTest, RefusesEntryWithWrongJsonTypes) {
 TEST_F(SafetensorsTest, RefusesUnknownDtype) {
   expect_refused(write_st(R"({"t": {"dtype": "F33", "shape": [1], "data_offsets": [0, 4]}})", 4),
                  {"'t'", "unknown dtype 'F33'"});
-  expect_refused(write_st(R"({"t": {"dtype": "F8_E4M3", "shape": [4], "data_offsets": [0, 4]}})", 4),
-                 {"'t'", "F8_E4M3", "not supported"});
+  expect_refused(
+      write_st(R"({"t": {"dtype": "F8_E4M3", "shape": [4], "data_offsets": [0, 4]}})", 4),
+      {"'t'", "F8_E4M3", "not supported"});
 }
 
 TEST_F(SafetensorsTest, RefusesNegativeDimension) {
-  expect_refused(write_st(R"({"t": {"dtype": "F32", "shape": [2, -3], "data_offsets": [0, 0]}})", 0),
-                 {"'t'", "negative dimension -3"});
+  expect_refused(
+      write_st(R"({"t": {"dtype": "F32", "shape": [2, -3], "data_offsets": [0, 0]}})", 0),
+      {"'t'", "negative dimension -3"});
 }
 
 TEST_F(SafetensorsTest, RefusesBeginAfterEnd) {
@@ -357,19 +359,22 @@ TEST_F(SafetensorsTest, RefusesSizeThatDoesNotMatchShape) {
   expect_refused(file, {"tensor 'h.0.attn.weight' data_offsets [0, 100) hold 100 bytes but "
                         "shape (5, 6) of F32 needs 120"});
   expect_refused(write_st(R"({"t": {"dtype": "F64", "shape": [4294967296, 4294967296],)"
-                          R"( "data_offsets": [0, 8]}})", 8),
+                          R"( "data_offsets": [0, 8]}})",
+                          8),
                  {"'t'", "overflows"});
 }
 
 TEST_F(SafetensorsTest, RefusesOverlappingTensors) {
   expect_refused(write_st(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},)"
-                          R"( "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})", 12),
+                          R"( "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})",
+                          12),
                  {"'a' [0, 8)", "'b' [4, 12)", "overlap"});
 }
 
 TEST_F(SafetensorsTest, RefusesHolesInTheDataBuffer) {
   expect_refused(write_st(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},)"
-                          R"( "b": {"dtype": "F32", "shape": [1], "data_offsets": [8, 12]}})", 12),
+                          R"( "b": {"dtype": "F32", "shape": [1], "data_offsets": [8, 12]}})",
+                          12),
                  {"hole", "[4, 8)", "'b'"});
   expect_refused(write_st(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", 8),
                  {"hole", "[0, 4)", "'a'"});
@@ -379,10 +384,12 @@ TEST_F(SafetensorsTest, RefusesHolesInTheDataBuffer) {
 
 TEST_F(SafetensorsTest, RefusesDuplicateNames) {
   expect_refused(write_st(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},)"
-                          R"( "a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", 8),
+                          R"( "a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
+                          8),
                  {"duplicate tensor name 'a'"});
   expect_refused(write_st(R"({"a": {"dtype": "F32", "dtype": "I32", "shape": [1],)"
-                          R"( "data_offsets": [0, 4]}})", 4),
+                          R"( "data_offsets": [0, 4]}})",
+                          4),
                  {"duplicate key 'dtype' inside 'a'"});
 }
 
@@ -391,7 +398,8 @@ TEST_F(SafetensorsTest, AcceptsHandWrittenFileWithExtraFieldsAndZeroSizeTensors)
   // zero-size tensor between two others.
   const std::string file = write_st(
       R"({"b":{"shape":[],"dtype":"I32","data_offsets":[4,8]},"e":{"dtype":"F16","shape":[0,5],)"
-      R"("data_offsets":[4,4]},"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4],"x":1}})", 8);
+      R"("data_offsets":[4,4]},"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4],"x":1}})",
+      8);
   const auto f = SafetensorsFile::open(file);
   ASSERT_EQ(f.entries().size(), 3u);
   EXPECT_EQ(f.entries()[0].name, "a");

@@ -8,8 +8,8 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/cpu/vec_math.h"
 #include "finite_diff.h"
+#include "kernels/cpu/vec_math.h"
 
 namespace parallm::cpu {
 namespace {
@@ -38,8 +38,9 @@ TEST(VecMath, ExpF32MatchesLibm) {
 TEST(Gelu, ForwardMatchesPyTorchTanhApproximation) {
   // torch.nn.functional.gelu(x, approximate='tanh') in float64.
   const std::vector<double> x = {-3.0, -1.0, -0.5, 0.0, 0.3, 1.0, 2.5};
-  const std::vector<double> want = {-0.00363739208177299, -0.158808009391723, -0.154285990174856,
-                                    0.0, 0.185370923542759, 0.841191990608277, 2.48491573391};
+  const std::vector<double> want = {
+      -0.00363739208177299, -0.158808009391723, -0.154285990174856, 0.0,
+      0.185370923542759,    0.841191990608277,  2.48491573391};
   std::vector<double> out(x.size());
   gelu_forward(out.data(), x.data(), static_cast<int64_t>(x.size()));
   for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(out[i], want[i], 1e-12) << x[i];

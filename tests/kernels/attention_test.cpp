@@ -113,8 +113,8 @@ template <class T>
 Result<T> run(const Inputs& in, bool with_backward, AttnBwdSplit split = AttnBwdSplit::Auto) {
   const AttnDims& d = in.d;
   const auto q = cast<T>(in.q), k = cast<T>(in.k), v = cast<T>(in.v), r = cast<T>(in.r);
-  Result<T> res{std::vector<T>(q_numel(d), T(7)), std::vector<T>(d.B * d.Hq * d.Tq, T(7)), {}, {},
-                {}};
+  Result<T> res{
+      std::vector<T>(q_numel(d), T(7)), std::vector<T>(d.B * d.Hq * d.Tq, T(7)), {}, {}, {}};
   attention_forward(res.out.data(), res.lse.data(), q.data(), k.data(), v.data(), d, in.scale);
   if (with_backward) {
     res.dq.assign(q_numel(d), T(0.5));
@@ -160,7 +160,6 @@ const AttnDims kShapes[] = {
     {.B = 2, .Tq = 100, .Tk = 100, .Hq = 4, .Hkv = 1, .D = 16},
     {.B = 2, .Tq = 131, .Tk = 131, .Hq = 2, .Hkv = 2, .D = 16},
 };
-
 
 // dq, dk, dv of `res` against central differences of L = sum(out * r) with
 // respect to every element of in.q, in.k and in.v (double precision).
@@ -257,8 +256,8 @@ TEST(Attention, KvCacheTokenEqualsLastRowOfFullAttention) {
 
 TEST(Attention, FutureKeyBlockGivesZeroOutputAndNoGradient) {
   for (auto split : {AttnBwdSplit::ByKvHead, AttnBwdSplit::TwoPass}) {
-    const Inputs in(AttnDims{.B = 2, .Tq = 4, .Tk = 4, .Hq = 2, .Hkv = 1, .D = 3, .q_pos0 = 0,
-                             .k_pos0 = 4});
+    const Inputs in(
+        AttnDims{.B = 2, .Tq = 4, .Tk = 4, .Hq = 2, .Hkv = 1, .D = 3, .q_pos0 = 0, .k_pos0 = 4});
     const Result<float> res = run<float>(in, true, split);
     for (float x : res.out) EXPECT_EQ(x, 0.0f);
     for (float x : res.lse) EXPECT_EQ(x, -std::numeric_limits<float>::infinity());
@@ -300,8 +299,8 @@ TEST(Attention, KeyBlocksMergeByLse) {
         lse[li] = m + std::log(std::exp(l0 - m) + std::exp(l1 - m));
         const int64_t oi = ((b * dfull.Tq + i) * dfull.Hq + h) * D;
         for (int64_t e = 0; e < D; ++e)
-          out[oi + e] = std::exp(l0 - lse[li]) * r0.out[oi + e] +
-                        std::exp(l1 - lse[li]) * r1.out[oi + e];
+          out[oi + e] =
+              std::exp(l0 - lse[li]) * r0.out[oi + e] + std::exp(l1 - lse[li]) * r1.out[oi + e];
       }
     }
   }

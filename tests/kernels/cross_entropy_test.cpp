@@ -62,7 +62,8 @@ TEST(CrossEntropy, VocabShardsCombineToFullLoss) {
   for (int64_t i = 0; i < N; ++i) {
     if (kTargets[i] < 0) continue;
     const double mx = std::max(mx_s[0][i], mx_s[1][i]);  // all-reduce max
-    const double se = se_s[0][i] * std::exp(mx_s[0][i] - mx) + se_s[1][i] * std::exp(mx_s[1][i] - mx);
+    const double se =
+        se_s[0][i] * std::exp(mx_s[0][i] - mx) + se_s[1][i] * std::exp(mx_s[1][i] - mx);
     EXPECT_NEAR(mx + std::log(se) - (tl_s[0][i] + tl_s[1][i]), full[i], 1e-12) << i;
   }
 }

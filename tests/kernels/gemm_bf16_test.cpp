@@ -87,20 +87,26 @@ TEST(GemmBf16, Fp16IsEmulatedAndExact) {
 }
 
 TEST(GemmBf16, RoundingIsNearestEvenAndF16Overflows) {
-  const float in[] = {1.0f, 1.0f + 1.0f / 256, 1.0f + 3.0f / 256, 65504.0f, 65519.0f, 65520.0f,
-                      -1e6f, std::numeric_limits<float>::quiet_NaN()};
+  const float in[] = {1.0f,
+                      1.0f + 1.0f / 256,
+                      1.0f + 3.0f / 256,
+                      65504.0f,
+                      65519.0f,
+                      65520.0f,
+                      -1e6f,
+                      std::numeric_limits<float>::quiet_NaN()};
   uint16_t h[8];
   float back[8];
   cpu::round_to_lowp(h, in, 8, LowpType::BF16);
   cpu::widen_lowp(back, h, 8, LowpType::BF16);
-  EXPECT_EQ(back[1], 1.0f);                  // tie -> even (bf16 keeps 7 fraction bits)
-  EXPECT_EQ(back[2], 1.0f + 4.0f / 256);     // tie -> even, upwards
-  EXPECT_EQ(back[6], -999424.0f);            // bf16 has f32's range
+  EXPECT_EQ(back[1], 1.0f);               // tie -> even (bf16 keeps 7 fraction bits)
+  EXPECT_EQ(back[2], 1.0f + 4.0f / 256);  // tie -> even, upwards
+  EXPECT_EQ(back[6], -999424.0f);         // bf16 has f32's range
   EXPECT_TRUE(std::isnan(back[7]));
   cpu::round_to_lowp(h, in, 8, LowpType::F16);
   cpu::widen_lowp(back, h, 8, LowpType::F16);
-  EXPECT_EQ(back[1], 1.0f + 1.0f / 256);     // f16 keeps 10 fraction bits
-  EXPECT_EQ(back[3], 65504.0f);              // the largest f16
+  EXPECT_EQ(back[1], 1.0f + 1.0f / 256);  // f16 keeps 10 fraction bits
+  EXPECT_EQ(back[3], 65504.0f);           // the largest f16
   EXPECT_EQ(back[4], 65504.0f);
   EXPECT_TRUE(std::isinf(back[5]) && back[5] > 0);  // rounds past the largest: Inf
   EXPECT_TRUE(std::isinf(back[6]) && back[6] < 0);

@@ -57,8 +57,8 @@ TEST(Linear, ForwardMatchesNaiveWithAndWithoutBias) {
     auto fi = test::cast_vec<float>(inp), fw = test::cast_vec<float>(w),
          fb = test::cast_vec<float>(b);
     std::vector<float> fout(N * OC);
-    linear_forward(fout.data(), fi.data(), fw.data(), bias != nullptr ? fb.data() : nullptr, N,
-                   IC, OC);
+    linear_forward(fout.data(), fi.data(), fw.data(), bias != nullptr ? fb.data() : nullptr, N, IC,
+                   OC);
     test::expect_all_near(fout, want, 1e-5, "float linear");
   }
 }

@@ -29,7 +29,8 @@ TEST(LayerNorm, ForwardNormalisesAndFloatMatchesDouble) {
   }
   layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N, C,
                     kEps);
-  auto fi = test::cast_vec<float>(inp), fw = test::cast_vec<float>(w), fb = test::cast_vec<float>(b);
+  auto fi = test::cast_vec<float>(inp), fw = test::cast_vec<float>(w),
+       fb = test::cast_vec<float>(b);
   std::vector<float> fout(N * C), fmean(N), frstd(N);
   layernorm_forward(fout.data(), fmean.data(), frstd.data(), fi.data(), fw.data(), fb.data(), N, C,
                     kEps);
@@ -49,8 +50,8 @@ TEST(LayerNorm, BackwardMatchesFiniteDifferences) {
   };
   loss();
   std::vector<double> dinp(N * C, 0.0), dw(C, 0.0), db(C, 0.0);
-  layernorm_backward(dinp.data(), dw.data(), db.data(), r.data(), inp.data(), w.data(),
-                     mean.data(), rstd.data(), N, C);
+  layernorm_backward(dinp.data(), dw.data(), db.data(), r.data(), inp.data(), w.data(), mean.data(),
+                     rstd.data(), N, C);
   test::expect_grad_matches(loss, inp, dinp, "dinp");
   test::expect_grad_matches(loss, w, dw, "dweight");
   test::expect_grad_matches(loss, b, db, "dbias");
@@ -63,8 +64,8 @@ TEST(LayerNorm, BackwardAccumulates) {
   layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N, C,
                     kEps);
   std::vector<double> dinp(N * C, 0.0), dw(C, 0.0), db(C, 0.0);
-  layernorm_backward(dinp.data(), dw.data(), db.data(), d.data(), inp.data(), w.data(),
-                     mean.data(), rstd.data(), N, C);
+  layernorm_backward(dinp.data(), dw.data(), db.data(), d.data(), inp.data(), w.data(), mean.data(),
+                     rstd.data(), N, C);
   std::vector<double> dinp2(N * C, 1.0), dw2(C, 1.0), db2(C, 1.0);
   layernorm_backward(dinp2.data(), dw2.data(), db2.data(), d.data(), inp.data(), w.data(),
                      mean.data(), rstd.data(), N, C);

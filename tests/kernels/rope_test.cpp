@@ -22,8 +22,8 @@ const std::vector<int64_t> kPos = {4, 0, 1037};
 TEST(Rope, MatchesHuggingFaceRotateHalf) {
   // HF apply_rotary_pos_emb on x = 1..6 at position 5 (float64 PyTorch).
   std::vector<double> x = {1, 2, 3, 4, 5, 6};
-  const std::vector<double> want = {4.11935928411578, 0.796371890233204, 2.93519415139368,
-                                    0.175724467189767, 5.32595454472214, 6.03196777955787};
+  const std::vector<double> want = {4.11935928411578,  0.796371890233204, 2.93519415139368,
+                                    0.175724467189767, 5.32595454472214,  6.03196777955787};
   const int64_t pos = 5;
   rope_forward(x.data(), &pos, 1, 1, 1, 6, kTheta);
   for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(x[i], want[i], 1e-12) << i;

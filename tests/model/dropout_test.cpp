@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "base/rng.h"
-#include "model/transformer.h"
 #include "common/test_models.h"
+#include "model/transformer.h"
 
 namespace parallm {
 namespace {
@@ -67,8 +67,8 @@ TEST_P(DropoutBoth, ChangesLossAndIsKeyedByGlobalSample) {
   m.params().zero_grads();
   double sum = 0;
   for (int k = 0; k < 2; ++k)
-    sum += m.forward_backward(in.data() + k * 2 * T, tg.data() + k * 2 * T, 2, T, 1.0,
-                              {42, 2 * k}).sum;
+    sum += m.forward_backward(in.data() + k * 2 * T, tg.data() + k * 2 * T, 2, T, 1.0, {42, 2 * k})
+               .sum;
   EXPECT_NEAR(sum, whole, 1e-5 * std::abs(whole));
   const std::vector<float> g = grads(m);
   double num = 0, den = 0;

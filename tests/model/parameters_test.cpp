@@ -10,8 +10,10 @@ TEST(ParameterSet, ShardedInitEqualsSliceOfFullTensor) {
   Allocator a;
   ParameterSet full, shard0, shard1;
   full.add({.name = "w", .shape = {6, 5}});
-  shard0.add({.name = "w", .shape = {6, 2}, .global_shape = {6, 5}, .shard_dim = 1, .shard_begin = 0});
-  shard1.add({.name = "w", .shape = {6, 3}, .global_shape = {6, 5}, .shard_dim = 1, .shard_begin = 2});
+  shard0.add(
+      {.name = "w", .shape = {6, 2}, .global_shape = {6, 5}, .shard_dim = 1, .shard_begin = 0});
+  shard1.add(
+      {.name = "w", .shape = {6, 3}, .global_shape = {6, 5}, .shard_dim = 1, .shard_begin = 2});
   for (auto* p : {&full, &shard0, &shard1}) {
     p->allocate(a);
     p->init_random(42);

@@ -7,9 +7,9 @@
 
 #include <cstring>
 
+#include "common/small_training.h"
 #include "plan/memory_model.h"
 #include "plan/parallm_activations.h"
-#include "common/small_training.h"
 
 namespace parallm::precision_test {
 namespace {

@@ -10,8 +10,8 @@
 #include <cmath>
 #include <vector>
 
-#include "model/transformer.h"
 #include "common/test_models.h"
+#include "model/transformer.h"
 
 namespace parallm {
 namespace {
@@ -95,8 +95,12 @@ void check_stages_match_whole(ModelConfig cfg, bool split_backward) {
   }
 }
 
-TEST(TransformerStage, Gpt2StagesMatchWholeModel) { check_stages_match_whole(testing::tiny_gpt2(), false); }
-TEST(TransformerStage, LlamaStagesMatchWholeModel) { check_stages_match_whole(testing::tiny_llama(), false); }
+TEST(TransformerStage, Gpt2StagesMatchWholeModel) {
+  check_stages_match_whole(testing::tiny_gpt2(), false);
+}
+TEST(TransformerStage, LlamaStagesMatchWholeModel) {
+  check_stages_match_whole(testing::tiny_llama(), false);
+}
 TEST(TransformerStage, ZeroBubbleSplitMatchesWholeBackward) {
   check_stages_match_whole(testing::tiny_gpt2(), true);
   check_stages_match_whole(testing::tiny_llama(), true);

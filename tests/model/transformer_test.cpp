@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "base/rng.h"
-#include "model/model_catalog.h"
 #include "common/test_models.h"
+#include "model/model_catalog.h"
 
 namespace parallm {
 namespace {
@@ -47,11 +47,12 @@ TEST_P(TransformerBoth, AccumulatedMicroBatchesEqualOneBatch) {
   m.params().zero_grads();
   double sum = 0;
   for (int k = 0; k < 2; ++k)
-    sum += m.forward_backward(in.data() + k * 2 * T, tg.data() + k * 2 * T, 2, T, 1.0 / (B * T)).sum;
+    sum +=
+        m.forward_backward(in.data() + k * 2 * T, tg.data() + k * 2 * T, 2, T, 1.0 / (B * T)).sum;
   EXPECT_NEAR(sum, whole.sum, 1e-9 * std::abs(whole.sum) + 1e-3);
-  EXPECT_LT(max_rel_diff(m.params().flat_grads().data<float>(), g_whole.data(),
-                         m.params().total_numel()),
-            1e-5);
+  EXPECT_LT(
+      max_rel_diff(m.params().flat_grads().data<float>(), g_whole.data(), m.params().total_numel()),
+      1e-5);
 }
 
 // Activations are freed when backward finishes, and the fused head never

@@ -10,7 +10,8 @@ namespace parallm {
 namespace {
 
 TEST(LossScaler, BacksOffAfterHysteresisAndGrowsAfterWindow) {
-  LossScaler s(LossScalerConfig{.initial_scale = 1024, .min_scale = 64, .window = 3, .hysteresis = 2});
+  LossScaler s(
+      LossScalerConfig{.initial_scale = 1024, .min_scale = 64, .window = 3, .hysteresis = 2});
   EXPECT_EQ(s.scale(), 1024);
   s.update(true);  // first overflow: tolerated by the hysteresis
   EXPECT_EQ(s.scale(), 1024);

@@ -23,10 +23,14 @@ namespace {
 
 void build(ParameterSet& ps) {
   ps.add({.name = "embed.weight", .shape = {21, 16}, .global_shape = {21, 16}});
-  ps.add({.name = "layers.0.norm1.weight", .shape = {16}, .global_shape = {16}, .init = InitKind::Ones,
+  ps.add({.name = "layers.0.norm1.weight",
+          .shape = {16},
+          .global_shape = {16},
+          .init = InitKind::Ones,
           .weight_decay = false});
   ps.add({.name = "layers.0.attn.q.weight", .shape = {24, 16}, .global_shape = {24, 16}});
-  ps.add({.name = "layers.0.attn.q.bias", .shape = {24}, .global_shape = {24}, .weight_decay = false});
+  ps.add(
+      {.name = "layers.0.attn.q.bias", .shape = {24}, .global_shape = {24}, .weight_decay = false});
   ps.add({.name = "layers.0.mlp.down.weight", .shape = {16, 40}, .global_shape = {16, 40}});
 }
 
@@ -188,8 +192,10 @@ TEST(NewtonSchulz, NearOrthogonalAndTransposeConsistent) {
     for (int64_t b = 0; b < R; ++b) {
       double d = 0;
       for (int64_t j = 0; j < C; ++j) d += double(g[a * C + j]) * g[b * C + j];
-      if (a == b) EXPECT_NEAR(d, 1.0, 0.35) << a;
-      else EXPECT_NEAR(d, 0.0, 0.35) << a << "," << b;
+      if (a == b)
+        EXPECT_NEAR(d, 1.0, 0.35) << a;
+      else
+        EXPECT_NEAR(d, 0.0, 0.35) << a << "," << b;
     }
   EXPECT_EQ(alloc.current(MemTag::Workspace), 0);
 }

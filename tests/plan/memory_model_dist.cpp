@@ -17,13 +17,13 @@
 
 #include <cmath>
 
+#include "common/layout_groups.h"
+#include "common/test_models.h"
 #include "grid/rank_grid.h"
 #include "model/transformer.h"
 #include "plan/memory_model.h"
 #include "plan_env.h"
 #include "train/trainer.h"
-#include "common/layout_groups.h"
-#include "common/test_models.h"
 
 namespace parallm::plan_test {
 namespace {
@@ -147,7 +147,8 @@ std::vector<Case> precision_cases_for(int world) {
           if (p == Precision::FP32 && r == Recompute::None) continue;  // the first matrix
           out.push_back({family, l.tp, l.dp, l.sp, l.zero, "adamw", p, r});
         }
-  if (world == 1) out.push_back({"llama", 1, 1, false, 0, "adamw", Precision::FP16, Recompute::None});
+  if (world == 1)
+    out.push_back({"llama", 1, 1, false, 0, "adamw", Precision::FP16, Recompute::None});
   if (world == 2) {
     out.push_back({"gpt2", 1, 2, false, 3, "adamw", Precision::FP16, Recompute::Selective});
     out.push_back({"llama", 2, 1, true, 0, "adamw", Precision::FP16, Recompute::Full});
@@ -174,13 +175,13 @@ void check_cases(const std::vector<Case>& cases) {
     EXPECT_NEAR(want.activations, act, 0.05 * act) << what;
     EXPECT_EQ(static_cast<int64_t>(want.communication), peak(MemTag::Communication)) << what;
     if (env().world->rank() == 0)
-      std::printf("[memory] %-58s param %8lld/%8lld grad %8lld/%8lld opt %8lld/%8lld act %8.0f/%8lld "
-                  "comm %8.0f/%8lld (predicted/measured bytes)\n",
-                  what.c_str(), (long long)want.parameters, (long long)peak(MemTag::Parameter),
-                  (long long)want.gradients, (long long)peak(MemTag::Gradient),
-                  (long long)want.optimizer, (long long)peak(MemTag::Optimizer), want.activations,
-                  (long long)peak(MemTag::Activation), want.communication,
-                  (long long)peak(MemTag::Communication));
+      std::printf(
+          "[memory] %-58s param %8lld/%8lld grad %8lld/%8lld opt %8lld/%8lld act %8.0f/%8lld "
+          "comm %8.0f/%8lld (predicted/measured bytes)\n",
+          what.c_str(), (long long)want.parameters, (long long)peak(MemTag::Parameter),
+          (long long)want.gradients, (long long)peak(MemTag::Gradient), (long long)want.optimizer,
+          (long long)peak(MemTag::Optimizer), want.activations, (long long)peak(MemTag::Activation),
+          want.communication, (long long)peak(MemTag::Communication));
   }
 }
 

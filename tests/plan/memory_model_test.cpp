@@ -56,7 +56,8 @@ TEST(MemoryModel, TensorAndSequenceParallelActivations) {
   MemoryQuery q = gpt3(1);
   q.tp = 8;
   const double s = 2048, h = 12288, a = 96, t = 8, sbh = s * h;
-  EXPECT_DOUBLE_EQ(estimate_memory(q).activation_per_layer, sbh * (10 + 24 / t + 5 * a * s / (h * t)));
+  EXPECT_DOUBLE_EQ(estimate_memory(q).activation_per_layer,
+                   sbh * (10 + 24 / t + 5 * a * s / (h * t)));
   q.sequence_parallel = true;
   EXPECT_DOUBLE_EQ(estimate_memory(q).activation_per_layer, sbh * (34 / t + 5 * a * s / (h * t)));
   q.recompute = Recompute::Selective;

@@ -8,8 +8,8 @@
 
 #include <cmath>
 
-#include "plan/memory_model.h"
 #include "model/model_catalog.h"
+#include "plan/memory_model.h"
 
 namespace parallm {
 namespace {
@@ -23,7 +23,8 @@ MemoryQuery gpt3(OptimizerKind k, Precision p) {
 }
 
 TEST(OptimizerMemory, BytesPerParameterFollowTheSeedTable) {
-  const double psi = static_cast<double>(estimate_memory(gpt3(OptimizerKind::SGD, Precision::FP32)).params_per_rank);
+  const double psi = static_cast<double>(
+      estimate_memory(gpt3(OptimizerKind::SGD, Precision::FP32)).params_per_rank);
   const ModelConfig m = catalog_model("gpt3-175b");
   // Muon's matrices: q, k, v, o (4 h^2) and fc, proj (8 h^2) per layer.
   const double h = static_cast<double>(m.hidden);
@@ -44,7 +45,8 @@ TEST(OptimizerMemory, BytesPerParameterFollowTheSeedTable) {
   }
   // Muon's matrices are almost all of GPT-3 (embeddings and norms are 0.4%
   // of it): about 4.015 bytes per parameter, half of AdamW's.
-  EXPECT_NEAR(estimate_memory(gpt3(OptimizerKind::Muon, Precision::FP32)).optimizer / psi, 4.015, 0.001);
+  EXPECT_NEAR(estimate_memory(gpt3(OptimizerKind::Muon, Precision::FP32)).optimizer / psi, 4.015,
+              0.001);
 }
 
 TEST(OptimizerMemory, MuonUnderZeroTakesTheMostLoadedShard) {
@@ -54,7 +56,7 @@ TEST(OptimizerMemory, MuonUnderZeroTakesTheMostLoadedShard) {
   q.zero = 1;
   const double shard = estimate_memory(q).optimizer;
   const double psi = static_cast<double>(estimate_memory(q).params_per_rank);
-  EXPECT_GE(shard, whole / 8);             // the average shard
+  EXPECT_GE(shard, whole / 8);               // the average shard
   EXPECT_LE(shard, 8 * std::ceil(psi / 8));  // all 8-byte elements at worst
   EXPECT_GT(shard, 4 * psi / 8);
 }

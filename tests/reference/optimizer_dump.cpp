@@ -28,13 +28,23 @@ struct Case {
 
 void build(ParameterSet& ps) {
   ps.add({.name = "embed.weight", .shape = {50, 32}, .global_shape = {50, 32}});
-  ps.add({.name = "layers.0.norm1.weight", .shape = {32}, .global_shape = {32}, .init = InitKind::Ones,
+  ps.add({.name = "layers.0.norm1.weight",
+          .shape = {32},
+          .global_shape = {32},
+          .init = InitKind::Ones,
           .weight_decay = false});
-  ps.add({.name = "layers.0.attn.q.weight", .shape = {48, 32}, .global_shape = {48, 32}});  // tall (out > in)
-  ps.add({.name = "layers.0.attn.q.bias", .shape = {48}, .global_shape = {48}, .init = InitKind::Zeros,
+  ps.add({.name = "layers.0.attn.q.weight",
+          .shape = {48, 32},
+          .global_shape = {48, 32}});  // tall (out > in)
+  ps.add({.name = "layers.0.attn.q.bias",
+          .shape = {48},
+          .global_shape = {48},
+          .init = InitKind::Zeros,
           .weight_decay = false});
-  ps.add({.name = "layers.0.mlp.down.weight", .shape = {32, 80}, .global_shape = {32, 80}});  // wide
-  ps.add({.name = "layers.0.mlp.fc.weight", .shape = {40, 40}, .global_shape = {40, 40}});   // square
+  ps.add(
+      {.name = "layers.0.mlp.down.weight", .shape = {32, 80}, .global_shape = {32, 80}});  // wide
+  ps.add(
+      {.name = "layers.0.mlp.fc.weight", .shape = {40, 40}, .global_shape = {40, 40}});  // square
 }
 
 }  // namespace
@@ -61,13 +71,12 @@ int main(int argc, char** argv) {
   base.muon_lr = 2.0 * sched.lr;  // exactly twice the scheduled lr
   base.muon_weight_decay = 0.05;
   std::vector<Case> cases;
-  for (auto [name, kind, nesterov] :
-       {std::tuple{"sgd", OptimizerKind::SGD, false},
-        std::tuple{"momentum", OptimizerKind::SGDMomentum, false},
-        std::tuple{"nesterov", OptimizerKind::SGDMomentum, true},
-        std::tuple{"adam", OptimizerKind::Adam, false},
-        std::tuple{"adamw", OptimizerKind::AdamW, false},
-        std::tuple{"muon", OptimizerKind::Muon, false}}) {
+  for (auto [name, kind, nesterov] : {std::tuple{"sgd", OptimizerKind::SGD, false},
+                                      std::tuple{"momentum", OptimizerKind::SGDMomentum, false},
+                                      std::tuple{"nesterov", OptimizerKind::SGDMomentum, true},
+                                      std::tuple{"adam", OptimizerKind::Adam, false},
+                                      std::tuple{"adamw", OptimizerKind::AdamW, false},
+                                      std::tuple{"muon", OptimizerKind::Muon, false}}) {
     OptimizerConfig c = base;
     c.kind = kind;
     c.nesterov = nesterov;
@@ -111,8 +120,9 @@ int main(int argc, char** argv) {
         const double scale = 0.01 * (1 + i);
         for (int64_t j = 0; j < ps.numel(i); ++j)
           ps.grad({i})[j] = static_cast<float>(scale * normal_at(key, j));
-        if (first) add(fmt::format("grad.{}.{}", s, ps.spec(i).name), ps.spec(i).shape,
-                       ps.grad({i}), ps.numel(i));
+        if (first)
+          add(fmt::format("grad.{}.{}", s, ps.spec(i).name), ps.spec(i).shape, ps.grad({i}),
+              ps.numel(i));
       }
       opt->step(ps, sched.at(s));
     }

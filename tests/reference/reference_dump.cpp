@@ -14,8 +14,8 @@
 #include <memory>
 #include <string>
 
-#include "common/test_models.h"
 #include "base/rng.h"
+#include "common/test_models.h"
 #include "io/hf_layout.h"
 #include "io/hf_model.h"
 #include "io/safetensors.h"
@@ -34,9 +34,9 @@ struct Case {
   Precision precision;
 };
 constexpr Case kCases[] = {
-    {"gpt2", true, Precision::FP32},       {"llama", false, Precision::FP32},
+    {"gpt2", true, Precision::FP32},        {"llama", false, Precision::FP32},
     {"llama_tied", false, Precision::FP32}, {"llama_head_dim", false, Precision::FP32},
-    {"gpt2_bf16", true, Precision::BF16},  {"llama_bf16", false, Precision::BF16},
+    {"gpt2_bf16", true, Precision::BF16},   {"llama_bf16", false, Precision::BF16},
 };
 
 ModelConfig tiny(const std::string& name, bool gpt2) {
@@ -69,8 +69,8 @@ struct Store {
     keep.push_back(std::move(data));
     w.add(name, DType::F32, std::move(shape), keep.back().data());
   }
-  void add_hf(const ParameterSet& ps, const std::vector<HfTensor>& layout, const std::string& prefix,
-              bool grads) {
+  void add_hf(const ParameterSet& ps, const std::vector<HfTensor>& layout,
+              const std::string& prefix, bool grads) {
     for (const auto& t : layout) {
       int64_t n = 1;
       for (int64_t d : t.shape) n *= d;
@@ -130,18 +130,28 @@ int main(int argc, char** argv) {
   // (softmax ignores a per-row shift), so both sides hold fp32 rounding noise
   // (~1e-9) there, which eps 1e-8 would turn into lr-sized updates of random
   // sign; with 1e-6 the comparison measures the optimizer, not that noise.
-  OptimizerConfig ac{.kind = OptimizerKind::AdamW, .lr = sched.lr, .beta1 = 0.9, .beta2 = 0.95,
-                     .eps = 1e-6, .weight_decay = 0.1};
+  OptimizerConfig ac{.kind = OptimizerKind::AdamW,
+                     .lr = sched.lr,
+                     .beta1 = 0.9,
+                     .beta2 = 0.95,
+                     .eps = 1e-6,
+                     .weight_decay = 0.1};
   const double clip = 0.5;
   const int steps = 5;
-  std::ofstream(out / "train.json")
-      << nlohmann::json{{"lr", sched.lr},           {"warmup", sched.warmup},
-                        {"total_steps", sched.total_steps}, {"min_lr_ratio", sched.min_lr_ratio},
-                        {"weight_decay", ac.weight_decay}, {"beta1", ac.beta1},
-                        {"beta2", ac.beta2},        {"eps", ac.eps},
-                        {"clip", clip},             {"steps", steps},
-                        {"precision", kase->precision == Precision::BF16 ? "bf16" : "fp32"}}
-             .dump(2);
+  std::ofstream(out / "train.json") << nlohmann::json{
+      {"lr", sched.lr},
+      {"warmup", sched.warmup},
+      {"total_steps", sched.total_steps},
+      {"min_lr_ratio", sched.min_lr_ratio},
+      {"weight_decay", ac.weight_decay},
+      {"beta1", ac.beta1},
+      {"beta2", ac.beta2},
+      {"eps", ac.eps},
+      {"clip", clip},
+      {"steps", steps},
+      {"precision", kase->precision == Precision::BF16
+                        ? "bf16"
+                        : "fp32"}}.dump(2);
 
   Store st;
   auto layout = hf_layout(cfg);

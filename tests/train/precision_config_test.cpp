@@ -29,11 +29,11 @@ std::string error_of(const std::string& body) {
 }
 
 TEST(PrecisionConfig, ReadsTheKeys) {
-  const RunConfig rc = load_run_config(write_toml(
-      "[training]\nrecompute = \"selective\"\n"
-      "[precision]\nmatmul = \"fp16\"\non_nan = \"skip\"\n"
-      "initial_loss_scale = 1024.0\nmin_loss_scale = 2.0\nloss_scale_window = 50\n"
-      "hysteresis = 3\nemulate_lowp_gemm = true\n"));
+  const RunConfig rc = load_run_config(
+      write_toml("[training]\nrecompute = \"selective\"\n"
+                 "[precision]\nmatmul = \"fp16\"\non_nan = \"skip\"\n"
+                 "initial_loss_scale = 1024.0\nmin_loss_scale = 2.0\nloss_scale_window = 50\n"
+                 "hysteresis = 3\nemulate_lowp_gemm = true\n"));
   EXPECT_EQ(rc.train.precision.matmul, Precision::FP16);
   EXPECT_EQ(rc.train.training.recompute, Recompute::Selective);
   EXPECT_TRUE(rc.train.precision.skip_nonfinite);

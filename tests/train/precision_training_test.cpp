@@ -89,8 +89,8 @@ TEST(MixedPrecision, Fp16OverflowIsSkippedAndTheScaleBacksOffThenGrows) {
   const std::string shard = make_shard("precision_overflow");
   TrainConfig t = small_run(shard, 30);
   t.precision.matmul = Precision::FP16;
-  t.precision.loss_scale = LossScalerConfig{.initial_scale = std::ldexp(1.0, 40), .window = 4,
-                                            .hysteresis = 1};
+  t.precision.loss_scale =
+      LossScalerConfig{.initial_scale = std::ldexp(1.0, 40), .window = 4, .hysteresis = 1};
   std::vector<float> initial;
   const RunResult r = train(family("gpt2"), t, [&](Transformer& m, Trainer&) {
     const Tensor& v = m.params().flat_values();
@@ -138,7 +138,7 @@ void plant_nan(Transformer& m, int at_step, int* calls) {
   const int param = m.params().find("layers.0.attn.q.weight");
   const int L = m.config().n_layers;
   m.set_grad_ready_hook([&m, param, L, at_step, calls](int segment) {
-    if (segment != L) return;  // block 0's unit completes as segment L
+    if (segment != L) return;               // block 0's unit completes as segment L
     if ((*calls)++ / 2 != at_step) return;  // two micro-batches per step
     m.params().grad({param})[3] = std::numeric_limits<float>::quiet_NaN();
   });
@@ -164,8 +164,8 @@ TEST(NonFinite, SkipRefusesTheStepAndGoesOn) {
   TrainConfig t = small_run(shard, 4);
   t.precision.skip_nonfinite = true;
   int calls = 0;
-  const RunResult r = train(family("gpt2"), t,
-                            [&](Transformer& m, Trainer&) { plant_nan(m, 1, &calls); });
+  const RunResult r =
+      train(family("gpt2"), t, [&](Transformer& m, Trainer&) { plant_nan(m, 1, &calls); });
   ASSERT_EQ(r.steps.size(), 4u);
   EXPECT_FALSE(r.steps[0].skipped);
   EXPECT_TRUE(r.steps[1].skipped);

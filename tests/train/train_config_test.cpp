@@ -121,28 +121,35 @@ TEST(TrainConfig, ValidateNamesTheValues) {
   EXPECT_EQ(error_of_run([](TrainConfig&) {}), "(no error)");
   EXPECT_NE(error_of_run([](TrainConfig& t) { t.data.train.clear(); }).find("no training data"),
             std::string::npos);
-  EXPECT_NE(error_of_run([](TrainConfig& t) { t.optimizer.lr = 0; }).find("lr must be positive, got 0"),
+  EXPECT_NE(
+      error_of_run([](TrainConfig& t) { t.optimizer.lr = 0; }).find("lr must be positive, got 0"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of_run([](TrainConfig& t) { t.optimizer.beta2 = 1; }).find("betas must be in [0, 1)"),
+      std::string::npos);
+  EXPECT_NE(error_of_run([](TrainConfig& t) {
+              t.lr_schedule.min_lr_ratio = 2;
+            }).find("min_lr_ratio must be in [0, 1], got 2"),
             std::string::npos);
-  EXPECT_NE(error_of_run([](TrainConfig& t) { t.optimizer.beta2 = 1; }).find("betas must be in [0, 1)"),
+  EXPECT_NE(error_of_run([](TrainConfig& t) {
+              t.checkpoint.resume = true;
+            }).find("--resume needs --save or --load"),
             std::string::npos);
-  EXPECT_NE(error_of_run([](TrainConfig& t) { t.lr_schedule.min_lr_ratio = 2; })
-                .find("min_lr_ratio must be in [0, 1], got 2"),
+  EXPECT_NE(error_of_run([](TrainConfig& t) {
+              t.logging.log_interval = 0;
+            }).find("log_interval must be positive, got 0"),
             std::string::npos);
-  EXPECT_NE(error_of_run([](TrainConfig& t) { t.checkpoint.resume = true; })
-                .find("--resume needs --save or --load"),
-            std::string::npos);
-  EXPECT_NE(error_of_run([](TrainConfig& t) { t.logging.log_interval = 0; })
-                .find("log_interval must be positive, got 0"),
-            std::string::npos);
-  EXPECT_NE(error_of_run([](TrainConfig& t) { t.training.seq_len = 2048; })
-                .find("seq_len (2048) exceeds the model's max_positions (1024)"),
+  EXPECT_NE(error_of_run([](TrainConfig& t) {
+              t.training.seq_len = 2048;
+            }).find("seq_len (2048) exceeds the model's max_positions (1024)"),
             std::string::npos);
   EXPECT_NE(error_of_run([](TrainConfig& t) { t.parallelism.dp.dp = 3; })
                 .find("global batch size (4) is not divisible by micro batch size (4) times data "
                       "parallel size (3)"),
             std::string::npos);
-  EXPECT_NE(error_of_run([](TrainConfig& t) { t.logging.trace_path = "t.json"; })
-                .find("--trace and --timeline record the pipeline schedule"),
+  EXPECT_NE(error_of_run([](TrainConfig& t) {
+              t.logging.trace_path = "t.json";
+            }).find("--trace and --timeline record the pipeline schedule"),
             std::string::npos);
 }
 

@@ -18,10 +18,10 @@ using Signature = std::array<int64_t, kFields>;
 
 Signature signature_of(const OpSpec& s, uint64_t seq) {
   const bool v = s.kind == OpKind::AllToAllV;  // counts differ by rank; checked pairwise
-  return {static_cast<int64_t>(s.kind), static_cast<int64_t>(s.dtype),
-          v ? -1 : static_cast<int64_t>(s.count),
-          is_reducing(s.kind) ? static_cast<int64_t>(s.op) : -1,
-          is_rooted(s.kind) ? s.root : -1, static_cast<int64_t>(seq)};
+  return {
+      static_cast<int64_t>(s.kind),           static_cast<int64_t>(s.dtype),
+      v ? -1 : static_cast<int64_t>(s.count), is_reducing(s.kind) ? static_cast<int64_t>(s.op) : -1,
+      is_rooted(s.kind) ? s.root : -1,        static_cast<int64_t>(seq)};
 }
 
 std::string describe_signature(const Signature& g) {
@@ -47,9 +47,10 @@ void wait_check(MPI_Request* req, const OpLabel& label, std::chrono::millisecond
     if (i >= 64) std::this_thread::yield();
     if (i % 16 == 15 && Clock::now() >= deadline) break;
   }
-  PX_FAIL("{}: the collective check did not complete within {}: a peer rank may have died, "
-          "hung, or not reached this collective",
-          label.str(), format_duration(timeout));
+  PX_FAIL(
+      "{}: the collective check did not complete within {}: a peer rank may have died, "
+      "hung, or not reached this collective",
+      label.str(), format_duration(timeout));
 }
 
 void check_pair_counts(const OpSpec& s, const OpLabel& label, MPI_Comm comm, int rank, int size,
@@ -90,9 +91,9 @@ void check_collective(const OpSpec& s, const OpLabel& label, MPI_Comm comm, int 
   if (calls.size() > 1) {
     std::string who;
     for (const auto& [sig, ranks] : calls)
-      who += fmt::format("{}rank{} {} called {}", who.empty() ? "" : "; ",
-                         ranks.size() > 1 ? "s" : "", fmt::join(ranks, ","),
-                         describe_signature(sig));
+      who +=
+          fmt::format("{}rank{} {} called {}", who.empty() ? "" : "; ", ranks.size() > 1 ? "s" : "",
+                      fmt::join(ranks, ","), describe_signature(sig));
     PX_FAIL("collective mismatch at {}: {}", label.str(), who);
   }
   if (s.kind == OpKind::AllToAllV) check_pair_counts(s, label, comm, rank, size, timeout);

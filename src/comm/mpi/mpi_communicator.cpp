@@ -14,8 +14,7 @@
 
 namespace parallm::comm {
 
-MpiCommunicator::MpiCommunicator(MpiRuntime& rt, MPI_Comm comm, std::string name,
-                                 CommOptions opts)
+MpiCommunicator::MpiCommunicator(MpiRuntime& rt, MPI_Comm comm, std::string name, CommOptions opts)
     : rt_(rt), comm_(comm), name_(std::move(name)), opts_(opts) {
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
@@ -54,8 +53,8 @@ std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key, std::st
   const std::string ctx = fmt::format("split into '{}' on {}", name, *label_);
   {
     WatchGuard guard(*slot_, "split", coll_seq_, -1, opts_.timeout);
-    mpi_check(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &sub),
-              "MPI_Comm_split", ctx);
+    mpi_check(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &sub), "MPI_Comm_split",
+              ctx);
   }
   if (sub == MPI_COMM_NULL) return nullptr;
   return std::make_unique<MpiCommunicator>(rt_, sub, std::move(name), opts_);

@@ -16,8 +16,8 @@ class MpiPeer final : public PeerCollectives {
 
   bool supports(OpKind k, DType t, ReduceOp op) const override {
     // MPI has no bf16/f16 arithmetic and no avg.
-    return !is_reducing(k) || (dtype_reducible(t) && t != DType::BF16 && t != DType::F16 &&
-                               op != ReduceOp::Avg);
+    return !is_reducing(k) ||
+           (dtype_reducible(t) && t != DType::BF16 && t != DType::F16 && op != ReduceOp::Avg);
   }
 
   void run(OpKind k, const void* send, void* recv, size_t count, DType t, ReduceOp op, int root,
@@ -74,7 +74,8 @@ class MpiPeer final : public PeerCollectives {
         rc = req ? MPI_Ialltoall(in, n, ty, recv, n, ty, comm_, req)
                  : MPI_Alltoall(in, n, ty, recv, n, ty, comm_);
         break;
-      default: PX_FAIL("MPI peer: {} is not benchmarked", op_kind_name(k));
+      default:
+        PX_FAIL("MPI peer: {} is not benchmarked", op_kind_name(k));
     }
     if (rc == MPI_SUCCESS && req != nullptr) rc = MPI_Wait(req, MPI_STATUS_IGNORE);
     mpi_check(rc, "raw MPI call", "the benchmark's MPI peer");

@@ -20,8 +20,8 @@ void check_recv_count(const MPI_Status& st, MPI_Datatype type, size_t expected,
                       const OpLabel& label) {
   int got = 0;
   MPI_Get_count(&st, type, &got);
-  PX_CHECK(static_cast<size_t>(got) == expected,
-           "{}: expected {} elements, the sender sent {}", label.str(), expected, got);
+  PX_CHECK(static_cast<size_t>(got) == expected, "{}: expected {} elements, the sender sent {}",
+           label.str(), expected, got);
 }
 
 MpiRequestWork::MpiRequestWork(MpiPlan plan, OpLabel label, std::chrono::milliseconds timeout)
@@ -40,6 +40,5 @@ bool MpiRequestWork::poll() {
     check_recv_count(st, plan_.call.type, plan_.expect_recv, label_);
   return true;
 }
-
 
 }  // namespace parallm::comm

@@ -70,8 +70,7 @@ void plan_reduction(const OpSpec& s, int rank, int size, bool in_place, Allocato
   }
 }
 
-void plan_all_to_all_v(const OpSpec& s, int size, bool in_place, std::string_view ctx,
-                       MpiCall& c) {
+void plan_all_to_all_v(const OpSpec& s, int size, bool in_place, std::string_view ctx, MpiCall& c) {
   if (in_place)
     PX_CHECK(std::equal(s.send_counts.begin(), s.send_counts.end(), s.recv_counts.begin()),
              "{}: in-place all_to_all_v needs send_counts == recv_counts", ctx);
@@ -103,10 +102,13 @@ MpiPlan make_plan(const OpSpec& s, MPI_Comm comm, int rank, int size, Allocator*
   c.count = mpi_count(s.count, context);
   const bool in_place = is_in_place(s, rank, size);
   switch (s.kind) {
-    case OpKind::Barrier: break;
+    case OpKind::Barrier:
+      break;
     case OpKind::Reduce:
     case OpKind::AllReduce:
-    case OpKind::ReduceScatter: plan_reduction(s, rank, size, in_place, alloc, p); break;
+    case OpKind::ReduceScatter:
+      plan_reduction(s, rank, size, in_place, alloc, p);
+      break;
     case OpKind::Broadcast:
       if (rank == s.root && s.send != s.recv && s.count > 0)
         std::memcpy(s.recv, s.send, s.count * dtype_size(s.dtype));
@@ -125,7 +127,9 @@ MpiPlan make_plan(const OpSpec& s, MPI_Comm comm, int rank, int size, Allocator*
       c.recv = s.recv;
       c.type = mpi_datatype(s.dtype);
       break;
-    case OpKind::AllToAllV: plan_all_to_all_v(s, size, in_place, context, c); break;
+    case OpKind::AllToAllV:
+      plan_all_to_all_v(s, size, in_place, context, c);
+      break;
     case OpKind::Send:
     case OpKind::Recv:
       c.send = s.send;
@@ -139,18 +143,30 @@ MpiPlan make_plan(const OpSpec& s, MPI_Comm comm, int rank, int size, Allocator*
 
 const char* mpi_call_name(OpKind k, bool nb) {
   switch (k) {
-    case OpKind::Barrier: return nb ? "MPI_Ibarrier" : "MPI_Barrier";
-    case OpKind::Broadcast: return nb ? "MPI_Ibcast" : "MPI_Bcast";
-    case OpKind::Reduce: return nb ? "MPI_Ireduce" : "MPI_Reduce";
-    case OpKind::AllReduce: return nb ? "MPI_Iallreduce" : "MPI_Allreduce";
-    case OpKind::Gather: return nb ? "MPI_Igather" : "MPI_Gather";
-    case OpKind::AllGather: return nb ? "MPI_Iallgather" : "MPI_Allgather";
-    case OpKind::Scatter: return nb ? "MPI_Iscatter" : "MPI_Scatter";
-    case OpKind::ReduceScatter: return nb ? "MPI_Ireduce_scatter_block" : "MPI_Reduce_scatter_block";
-    case OpKind::AllToAll: return nb ? "MPI_Ialltoall" : "MPI_Alltoall";
-    case OpKind::AllToAllV: return nb ? "MPI_Ialltoallv" : "MPI_Alltoallv";
-    case OpKind::Send: return nb ? "MPI_Isend" : "MPI_Send";
-    case OpKind::Recv: return nb ? "MPI_Irecv" : "MPI_Recv";
+    case OpKind::Barrier:
+      return nb ? "MPI_Ibarrier" : "MPI_Barrier";
+    case OpKind::Broadcast:
+      return nb ? "MPI_Ibcast" : "MPI_Bcast";
+    case OpKind::Reduce:
+      return nb ? "MPI_Ireduce" : "MPI_Reduce";
+    case OpKind::AllReduce:
+      return nb ? "MPI_Iallreduce" : "MPI_Allreduce";
+    case OpKind::Gather:
+      return nb ? "MPI_Igather" : "MPI_Gather";
+    case OpKind::AllGather:
+      return nb ? "MPI_Iallgather" : "MPI_Allgather";
+    case OpKind::Scatter:
+      return nb ? "MPI_Iscatter" : "MPI_Scatter";
+    case OpKind::ReduceScatter:
+      return nb ? "MPI_Ireduce_scatter_block" : "MPI_Reduce_scatter_block";
+    case OpKind::AllToAll:
+      return nb ? "MPI_Ialltoall" : "MPI_Alltoall";
+    case OpKind::AllToAllV:
+      return nb ? "MPI_Ialltoallv" : "MPI_Alltoallv";
+    case OpKind::Send:
+      return nb ? "MPI_Isend" : "MPI_Send";
+    case OpKind::Recv:
+      return nb ? "MPI_Irecv" : "MPI_Recv";
   }
   return "MPI";
 }
@@ -159,7 +175,8 @@ int invoke(const MpiCall& c, MPI_Request* req, MPI_Status* status) {
   void* send = const_cast<void*>(c.send);  // MPI-3 takes const; older headers did not
   const bool nb = req != nullptr;
   switch (c.kind) {
-    case OpKind::Barrier: return nb ? MPI_Ibarrier(c.comm, req) : MPI_Barrier(c.comm);
+    case OpKind::Barrier:
+      return nb ? MPI_Ibarrier(c.comm, req) : MPI_Barrier(c.comm);
     case OpKind::Broadcast:
       return nb ? MPI_Ibcast(c.recv, c.count, c.type, c.root, c.comm, req)
                 : MPI_Bcast(c.recv, c.count, c.type, c.root, c.comm);
@@ -176,8 +193,7 @@ int invoke(const MpiCall& c, MPI_Request* req, MPI_Status* status) {
       return nb ? MPI_Iallgather(send, c.count, c.type, c.recv, c.count, c.type, c.comm, req)
                 : MPI_Allgather(send, c.count, c.type, c.recv, c.count, c.type, c.comm);
     case OpKind::Scatter:
-      return nb ? MPI_Iscatter(send, c.count, c.type, c.recv, c.count, c.type, c.root, c.comm,
-                               req)
+      return nb ? MPI_Iscatter(send, c.count, c.type, c.recv, c.count, c.type, c.root, c.comm, req)
                 : MPI_Scatter(send, c.count, c.type, c.recv, c.count, c.type, c.root, c.comm);
     case OpKind::ReduceScatter:
       return nb ? MPI_Ireduce_scatter_block(send, c.recv, c.count, c.type, c.op, c.comm, req)
@@ -186,9 +202,8 @@ int invoke(const MpiCall& c, MPI_Request* req, MPI_Status* status) {
       return nb ? MPI_Ialltoall(send, c.count, c.type, c.recv, c.count, c.type, c.comm, req)
                 : MPI_Alltoall(send, c.count, c.type, c.recv, c.count, c.type, c.comm);
     case OpKind::AllToAllV:
-      return nb ? MPI_Ialltoallv(send, c.send_counts.data(), c.send_displs.data(), c.type,
-                                 c.recv, c.recv_counts.data(), c.recv_displs.data(), c.type,
-                                 c.comm, req)
+      return nb ? MPI_Ialltoallv(send, c.send_counts.data(), c.send_displs.data(), c.type, c.recv,
+                                 c.recv_counts.data(), c.recv_displs.data(), c.type, c.comm, req)
                 : MPI_Alltoallv(send, c.send_counts.data(), c.send_displs.data(), c.type, c.recv,
                                 c.recv_counts.data(), c.recv_displs.data(), c.type, c.comm);
     case OpKind::Send:

@@ -8,17 +8,25 @@ namespace parallm::comm {
 
 MPI_Datatype mpi_datatype(DType t) {
   switch (t) {
-    case DType::F32: return MPI_FLOAT;
-    case DType::F64: return MPI_DOUBLE;
-    case DType::I64: return MPI_INT64_T;
-    case DType::I32: return MPI_INT32_T;
-    case DType::I16: return MPI_INT16_T;
-    case DType::I8: return MPI_INT8_T;
+    case DType::F32:
+      return MPI_FLOAT;
+    case DType::F64:
+      return MPI_DOUBLE;
+    case DType::I64:
+      return MPI_INT64_T;
+    case DType::I32:
+      return MPI_INT32_T;
+    case DType::I16:
+      return MPI_INT16_T;
+    case DType::I8:
+      return MPI_INT8_T;
     case DType::BF16:
     case DType::F16:
-    case DType::U16: return MPI_UINT16_T;
+    case DType::U16:
+      return MPI_UINT16_T;
     case DType::U8:
-    case DType::BOOL: return MPI_UINT8_T;
+    case DType::BOOL:
+      return MPI_UINT8_T;
   }
   PX_FAIL("no MPI datatype for dtype {}", static_cast<int>(t));
 }
@@ -26,9 +34,12 @@ MPI_Datatype mpi_datatype(DType t) {
 MPI_Op mpi_op(ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum:
-    case ReduceOp::Avg: return MPI_SUM;
-    case ReduceOp::Max: return MPI_MAX;
-    case ReduceOp::Min: return MPI_MIN;
+    case ReduceOp::Avg:
+      return MPI_SUM;
+    case ReduceOp::Max:
+      return MPI_MAX;
+    case ReduceOp::Min:
+      return MPI_MIN;
   }
   PX_FAIL("unknown reduce op {}", static_cast<int>(op));
 }

@@ -25,7 +25,7 @@ struct MpiTask {
   OpLabel label;
   std::mutex mu;
   std::condition_variable cv;
-  bool done = false;  // guarded by mu; set after finish (or the error)
+  bool done = false;                   // guarded by mu; set after finish (or the error)
   std::atomic<bool> done_flag{false};  // the same, for polling without the lock
   std::exception_ptr error;
   void run() noexcept;  // the blocking MPI call, then the finish step

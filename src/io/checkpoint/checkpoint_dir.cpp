@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "base/error.h"
 #include "base/atomic_file.h"
+#include "base/error.h"
 #include "io/checkpoint/manifest.h"
 
 namespace fs = std::filesystem;

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "base/error.h"
 #include "base/atomic_file.h"
+#include "base/error.h"
 #include "io/checkpoint/file_digest.h"
 
 namespace fs = std::filesystem;
@@ -23,8 +23,8 @@ void write_manifest(const std::string& dir, const Manifest& m) {
   nlohmann::json files = nlohmann::json::array();
   for (const auto& e : m.files)
     files.push_back({{"file", e.file}, {"bytes", e.bytes}, {"sha256", e.sha256}});
-  nlohmann::json j = {{"format", "parallm-checkpoint"}, {"version", 1}, {"step", m.step},
-                      {"files", files}};
+  nlohmann::json j = {
+      {"format", "parallm-checkpoint"}, {"version", 1}, {"step", m.step}, {"files", files}};
   write_file_atomically((fs::path(dir) / kManifestName).string(),
                         [&](std::ostream& out) { out << j.dump(2) << "\n"; });
 }

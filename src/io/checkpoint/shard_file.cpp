@@ -91,9 +91,9 @@ void ShardSet::fill(const std::string& kind, const std::string& tensor, const Te
     // Skip pieces that cannot overlap before touching their bytes.
     bool overlap = true;
     for (size_t d = 0; d < want.box.size(); ++d)
-      overlap = overlap && std::max(r.slice.offset[d], want.offset[d]) <
-                               std::min(r.slice.offset[d] + r.slice.box[d],
-                                        want.offset[d] + want.box[d]);
+      overlap =
+          overlap && std::max(r.slice.offset[d], want.offset[d]) <
+                         std::min(r.slice.offset[d] + r.slice.box[d], want.offset[d] + want.box[d]);
     if (!overlap) continue;
     // Pieces are F32 and the writer aligns them, so the mapping is read in
     // place: only the pages of the rows that overlap are touched.

@@ -38,8 +38,8 @@ class ShardSet {
   // The saved global shape must equal want's, except that dim 0 may differ
   // when both are >= rows_padding_from (a vocabulary padded to a multiple of
   // tp): elements beyond the saved rows are left untouched.
-  void fill(const std::string& kind, const std::string& tensor, const TensorSlice& want,
-            float* dst, int64_t rows_padding_from) const;
+  void fill(const std::string& kind, const std::string& tensor, const TensorSlice& want, float* dst,
+            int64_t rows_padding_from) const;
   // Global shape recorded for (kind, tensor); empty when absent.
   std::vector<int64_t> global_shape(const std::string& kind, const std::string& tensor) const;
   // Every saved tensor name of a kind (sorted).

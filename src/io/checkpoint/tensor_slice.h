@@ -16,9 +16,9 @@
 namespace parallm {
 
 struct TensorSlice {
-  std::vector<int64_t> global_shape;  // full tensor
-  std::vector<int64_t> offset;        // box origin in the global tensor
-  std::vector<int64_t> box;           // box extent (the holder's local shape)
+  std::vector<int64_t> global_shape;     // full tensor
+  std::vector<int64_t> offset;           // box origin in the global tensor
+  std::vector<int64_t> box;              // box extent (the holder's local shape)
   int64_t flat_begin = 0, flat_end = 0;  // row-major element range inside the box
 
   int64_t numel() const { return flat_end - flat_begin; }

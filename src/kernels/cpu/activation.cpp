@@ -75,12 +75,12 @@ void axpy(T* y, T a, const T* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
-#define PX_INSTANTIATE(T)                                                            \
-  template void gelu_forward<T>(T*, const T*, int64_t);                              \
-  template void gelu_backward<T>(T*, const T*, const T*, int64_t);                   \
-  template void swiglu_forward<T>(T*, const T*, const T*, int64_t);                  \
-  template void swiglu_backward<T>(T*, T*, const T*, const T*, const T*, int64_t);   \
-  template void add_inplace<T>(T*, const T*, int64_t);                               \
+#define PX_INSTANTIATE(T)                                                          \
+  template void gelu_forward<T>(T*, const T*, int64_t);                            \
+  template void gelu_backward<T>(T*, const T*, const T*, int64_t);                 \
+  template void swiglu_forward<T>(T*, const T*, const T*, int64_t);                \
+  template void swiglu_backward<T>(T*, T*, const T*, const T*, const T*, int64_t); \
+  template void add_inplace<T>(T*, const T*, int64_t);                             \
   template void axpy<T>(T*, T, const T*, int64_t);
 PX_INSTANTIATE(float)
 PX_INSTANTIATE(double)

@@ -55,8 +55,6 @@ class SingleThreadedBlas {
   int prev_;
 };
 
-
-
 // The row loops live in their own non-inlined functions: inlined into the
 // OpenMP-outlined task loop, GCC 12 left them scalar (measured: the softmax
 // then cost as much as the GEMMs).
@@ -139,9 +137,8 @@ struct Layout {
 // One forward tile: query rows [i0, i1) of head h in batch b, all visible keys.
 // s: nq * Tk scratch; inv: nq scratch.
 template <class T>
-void forward_tile(T* out, T* lse, const T* q, const T* k, const T* v, const Layout& L,
-                  double scale, int64_t b, int64_t h, int64_t i0, int64_t i1, T* s, double* inv,
-                  T* mask) {
+void forward_tile(T* out, T* lse, const T* q, const T* k, const T* v, const Layout& L, double scale,
+                  int64_t b, int64_t h, int64_t i0, int64_t i1, T* s, double* inv, T* mask) {
   const int64_t nq = i1 - i0, D = L.d.D, g = h / L.group;
   const int64_t kn = L.visible(i1 - 1);  // visible() grows with i: the last row sees most
   T* o = out + L.q_off(b, i0, h);
@@ -289,7 +286,7 @@ void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, co
     // the two-pass split cost less than idle threads.
     const int64_t nthreads = parallel ? omp_get_max_threads() : 1;
     split = (nthreads == 1 || d.B * d.Hkv >= 2 * nthreads) ? AttnBwdSplit::ByKvHead
-                                                            : AttnBwdSplit::TwoPass;
+                                                           : AttnBwdSplit::TwoPass;
   }
   const size_t ws = static_cast<size_t>(kQueryBlock * d.Tk);
   SingleThreadedBlas blas_guard;
@@ -307,7 +304,9 @@ void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, co
           for (int64_t qb = 0; qb < L.nqb; ++qb) {
             const int64_t i0 = qb * kQueryBlock, i1 = std::min(d.Tq, i0 + kQueryBlock);
             const int64_t kn = L.visible(i1 - 1);
-            if (kn > 0) backward_tile(a, L, b, h, i0, i1, 0, kn, true, true, s.data(), dp.data(), mask.data());
+            if (kn > 0)
+              backward_tile(a, L, b, h, i0, i1, 0, kn, true, true, s.data(), dp.data(),
+                            mask.data());
           }
         }
       }
@@ -329,7 +328,9 @@ void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, co
         for (int64_t qb = 0; qb < L.nqb; ++qb) {
           const int64_t i0 = qb * kQueryBlock, i1 = std::min(d.Tq, i0 + kQueryBlock);
           const int64_t kend = std::min(j1, L.visible(i1 - 1));
-          if (kend > j0) backward_tile(a, L, b, h, i0, i1, j0, kend, false, true, s.data(), dp.data(), mask.data());
+          if (kend > j0)
+            backward_tile(a, L, b, h, i0, i1, j0, kend, false, true, s.data(), dp.data(),
+                          mask.data());
         }
       }
     }
@@ -339,7 +340,8 @@ void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, co
       const int64_t qb = t % L.nqb, h = (t / L.nqb) % d.Hq, b = t / (L.nqb * d.Hq);
       const int64_t i0 = qb * kQueryBlock, i1 = std::min(d.Tq, i0 + kQueryBlock);
       const int64_t kn = L.visible(i1 - 1);
-      if (kn > 0) backward_tile(a, L, b, h, i0, i1, 0, kn, true, false, s.data(), dp.data(), mask.data());
+      if (kn > 0)
+        backward_tile(a, L, b, h, i0, i1, 0, kn, true, false, s.data(), dp.data(), mask.data());
     }
   }
 }
@@ -350,13 +352,13 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T*
   attention_backward_split(dq, dk, dv, dout, q, k, v, out, lse, d, scale, AttnBwdSplit::Auto);
 }
 
-#define PARALLM_INSTANTIATE_ATTENTION(T)                                                          \
-  template void attention_forward<T>(T*, T*, const T*, const T*, const T*, const AttnDims&,       \
-                                     double);                                                     \
-  template void attention_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,         \
-                                      const T*, const T*, const AttnDims&, double);               \
-  template void attention_backward_split<T>(T*, T*, T*, const T*, const T*, const T*, const T*,   \
-                                            const T*, const T*, const AttnDims&, double,          \
+#define PARALLM_INSTANTIATE_ATTENTION(T)                                                        \
+  template void attention_forward<T>(T*, T*, const T*, const T*, const T*, const AttnDims&,     \
+                                     double);                                                   \
+  template void attention_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,       \
+                                      const T*, const T*, const AttnDims&, double);             \
+  template void attention_backward_split<T>(T*, T*, T*, const T*, const T*, const T*, const T*, \
+                                            const T*, const T*, const AttnDims&, double,        \
                                             AttnBwdSplit);
 PARALLM_INSTANTIATE_ATTENTION(float)
 PARALLM_INSTANTIATE_ATTENTION(double)

@@ -56,8 +56,8 @@ void ce_target_logit(T* tl, const T* logits, const int32_t* targets, int64_t n, 
 }
 
 template <class T>
-void ce_softmax_grad_inplace(T* logits, const T* lse, const int32_t* targets,
-                             const T* row_scale, int64_t n, int64_t V, int64_t vocab_begin) {
+void ce_softmax_grad_inplace(T* logits, const T* lse, const int32_t* targets, const T* row_scale,
+                             int64_t n, int64_t V, int64_t vocab_begin) {
 #pragma omp parallel for schedule(static) if (n * V > kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
     T* l = logits + i * V;
@@ -73,11 +73,11 @@ void ce_softmax_grad_inplace(T* logits, const T* lse, const int32_t* targets,
   }
 }
 
-#define PX_INSTANTIATE(T)                                                                 \
-  template void ce_row_max<T>(T*, const T*, int64_t, int64_t);                            \
-  template void ce_row_sumexp<T>(T*, const T*, const T*, int64_t, int64_t);               \
+#define PX_INSTANTIATE(T)                                                                    \
+  template void ce_row_max<T>(T*, const T*, int64_t, int64_t);                               \
+  template void ce_row_sumexp<T>(T*, const T*, const T*, int64_t, int64_t);                  \
   template void ce_target_logit<T>(T*, const T*, const int32_t*, int64_t, int64_t, int64_t); \
-  template void ce_softmax_grad_inplace<T>(T*, const T*, const int32_t*, const T*, int64_t, \
+  template void ce_softmax_grad_inplace<T>(T*, const T*, const int32_t*, const T*, int64_t,  \
                                            int64_t, int64_t);
 PX_INSTANTIATE(float)
 PX_INSTANTIATE(double)

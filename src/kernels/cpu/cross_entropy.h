@@ -22,7 +22,7 @@ void ce_target_logit(T* tl, const T* logits, const int32_t* targets, int64_t n, 
 // In place: logits[i, j] <- (exp(logits[i, j] - lse[i]) - [j is target]) * row_scale[i].
 // This is d(loss_i * row_scale[i]) / d logits. Rows whose target < 0 become 0.
 template <class T>
-void ce_softmax_grad_inplace(T* logits, const T* lse, const int32_t* targets,
-                             const T* row_scale, int64_t n, int64_t V, int64_t vocab_begin);
+void ce_softmax_grad_inplace(T* logits, const T* lse, const int32_t* targets, const T* row_scale,
+                             int64_t n, int64_t V, int64_t vocab_begin);
 
 }  // namespace parallm::cpu

@@ -64,9 +64,9 @@ void embedding_backward(T* dtable, const int32_t* tokens, const T* dout, int64_t
   }
 }
 
-#define PX_INSTANTIATE(T)                                                                    \
-  template void embedding_forward<T>(T*, const int32_t*, const T*, int64_t, int64_t, int64_t, \
-                                     int64_t, bool);                                         \
+#define PX_INSTANTIATE(T)                                                                      \
+  template void embedding_forward<T>(T*, const int32_t*, const T*, int64_t, int64_t, int64_t,  \
+                                     int64_t, bool);                                           \
   template void embedding_backward<T>(T*, const int32_t*, const T*, int64_t, int64_t, int64_t, \
                                       int64_t);
 PX_INSTANTIATE(float)

@@ -156,18 +156,18 @@ std::string LowpGemm::backend() const {
          (cache_->impl.empty() ? std::string() : " (" + cache_->impl + ")");
 }
 
-void LowpGemm::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                    const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb, float beta,
-                    float* C, int64_t ldc, Allocator& scratch) const {
+void LowpGemm::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const uint16_t* A,
+                    int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                    Allocator& scratch) const {
   PX_CHECK(beta == 0.0f || beta == 1.0f, "LowpGemm: beta must be 0 or 1, got {}", beta);
   if (M <= 0 || N <= 0) return;
   if (K <= 0 || !native_) {
     // Widen exactly and reuse the f32 GEMM: the same products, f32 sums.
     const int64_t a_rows = trans_a ? K : M, b_rows = trans_b ? N : K;
-    Tensor a = Tensor::zeros(scratch, {std::max<int64_t>(a_rows * lda, 1)}, DType::F32,
-                             MemTag::Workspace);
-    Tensor b = Tensor::zeros(scratch, {std::max<int64_t>(b_rows * ldb, 1)}, DType::F32,
-                             MemTag::Workspace);
+    Tensor a =
+        Tensor::zeros(scratch, {std::max<int64_t>(a_rows * lda, 1)}, DType::F32, MemTag::Workspace);
+    Tensor b =
+        Tensor::zeros(scratch, {std::max<int64_t>(b_rows * ldb, 1)}, DType::F32, MemTag::Workspace);
     if (K > 0) {
       widen_lowp(a.data<float>(), A, a_rows * lda, type_);
       widen_lowp(b.data<float>(), B, b_rows * ldb, type_);
@@ -202,7 +202,8 @@ void LowpGemm::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
   memory a(e.a, cache_->eng, const_cast<uint16_t*>(A));
   memory b(e.b, cache_->eng, const_cast<uint16_t*>(B));
   memory c(e.c, cache_->eng, C);
-  it->second.prim.execute(cache_->strm, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+  it->second.prim.execute(cache_->strm,
+                          {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
   cache_->strm.wait();
 }
 

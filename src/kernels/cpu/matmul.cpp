@@ -1,7 +1,7 @@
-// GEMM (f32 through oneDNN's dnnl_sgemm, f64 through BLAS) and the linear layer (out = inp * W^T + b) with its
-// backward. Invariant: backward accumulates (beta = 1) into dinp, dweight and
-// dbias; dbias is reduced over rows in a fixed order, so results do not
-// depend on the thread count or on scheduling.
+// GEMM (f32 through oneDNN's dnnl_sgemm, f64 through BLAS) and the linear layer (out = inp * W^T +
+// b) with its backward. Invariant: backward accumulates (beta = 1) into dinp, dweight and dbias;
+// dbias is reduced over rows in a fixed order, so results do not depend on the thread count or on
+// scheduling.
 #include "kernels/cpu/matmul.h"
 
 #include <cblas.h>
@@ -43,8 +43,8 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, 
     return;
   }
   blas_gemm<T>(trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-               static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), alpha,
-               A, static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta, C,
+               static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), alpha, A,
+               static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta, C,
                static_cast<blasint>(ldc));
 }
 
@@ -84,11 +84,11 @@ void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
   }
 }
 
-#define PX_INSTANTIATE(T)                                                                     \
-  template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, \
-                        int64_t, T, T*, int64_t);                                             \
+#define PX_INSTANTIATE(T)                                                                       \
+  template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*,  \
+                        int64_t, T, T*, int64_t);                                               \
   template void linear_forward<T>(T*, const T*, const T*, const T*, int64_t, int64_t, int64_t); \
-  template void linear_backward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t, \
+  template void linear_backward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t,  \
                                    int64_t);
 PX_INSTANTIATE(float)
 PX_INSTANTIATE(double)

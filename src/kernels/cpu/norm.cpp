@@ -37,8 +37,8 @@ void column_block_grads(T* dweight, T* dbias, const T* dout, const T* inp, const
 }
 
 template <class T>
-void weight_grads(T* dweight, T* dbias, const T* dout, const T* inp, const T* shift,
-                  const T* rstd, int64_t N, int64_t C) {
+void weight_grads(T* dweight, T* dbias, const T* dout, const T* inp, const T* shift, const T* rstd,
+                  int64_t N, int64_t C) {
   if (dweight == nullptr && dbias == nullptr) return;
   const int64_t nblocks = (C + kColBlock - 1) / kColBlock;
 #pragma omp parallel for schedule(static) if (N * C > kParallelMin)
@@ -86,8 +86,8 @@ void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, 
 }
 
 template <class T>
-void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
-                        const T* weight, const T* mean, const T* rstd, int64_t N, int64_t C) {
+void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
+                        const T* mean, const T* rstd, int64_t N, int64_t C) {
   if (dinp != nullptr) {
 #pragma omp parallel for schedule(static) if (N * C > kParallelMin)
     for (int64_t n = 0; n < N; ++n) {

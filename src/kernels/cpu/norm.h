@@ -12,8 +12,8 @@ void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, 
                        int64_t N, int64_t C, double eps);
 // dinp += ..., dweight += ..., dbias += ... (dbias may be null).
 template <class T>
-void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
-                        const T* weight, const T* mean, const T* rstd, int64_t N, int64_t C);
+void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
+                        const T* mean, const T* rstd, int64_t N, int64_t C);
 
 // out (N, C) = inp * rstd * weight, rstd = 1/sqrt(mean(inp^2) + eps); saves rstd (N).
 template <class T>

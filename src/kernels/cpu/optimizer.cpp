@@ -31,7 +31,8 @@ void adam_update(float* p, const float* g, float* m, float* v, int64_t n, const 
   const float decay = static_cast<float>(1.0 - h.lr * decoupled);
   const float wd = static_cast<float>(l2);
   const float b1 = static_cast<float>(h.beta1), b2 = static_cast<float>(h.beta2);
-  const float one_b1 = static_cast<float>(1.0 - h.beta1), one_b2 = static_cast<float>(1.0 - h.beta2);
+  const float one_b1 = static_cast<float>(1.0 - h.beta1),
+              one_b2 = static_cast<float>(1.0 - h.beta2);
   const float step_size = static_cast<float>(h.lr / bc1);
   const float bc2_sqrt = static_cast<float>(std::sqrt(bc2));
   const float eps = static_cast<float>(h.eps);

@@ -21,7 +21,7 @@ void adam_step(float* p, const float* g, float* m, float* v, int64_t n, const Ad
 
 struct SgdParams {
   double lr;
-  double momentum = 0.0;      // 0: plain SGD (buf unused, may be null)
+  double momentum = 0.0;  // 0: plain SGD (buf unused, may be null)
   bool nesterov = false;
   double weight_decay = 0.0;  // L2: added to the gradient
 };

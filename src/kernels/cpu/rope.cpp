@@ -64,11 +64,9 @@ void rope_backward(T* dx, const int64_t* positions, int64_t B, int64_t T_, int64
   rope_apply(dx, positions, B, T_, H, D, theta, true);
 }
 
-#define PX_INSTANTIATE(T)                                                                \
-  template void rope_forward<T>(T*, const int64_t*, int64_t, int64_t, int64_t, int64_t, \
-                                double);                                                 \
-  template void rope_backward<T>(T*, const int64_t*, int64_t, int64_t, int64_t, int64_t, \
-                                 double);
+#define PX_INSTANTIATE(T)                                                                        \
+  template void rope_forward<T>(T*, const int64_t*, int64_t, int64_t, int64_t, int64_t, double); \
+  template void rope_backward<T>(T*, const int64_t*, int64_t, int64_t, int64_t, int64_t, double);
 PX_INSTANTIATE(float)
 PX_INSTANTIATE(double)
 #undef PX_INSTANTIATE

@@ -50,8 +50,8 @@ Attention::Attention(ParameterSet& ps, const std::string& prefix, const ModelCon
 }
 
 cpu::AttnDims Attention::dims(const LayerContext& c) const {
-  cpu::AttnDims d{.B = c.B, .Tq = c.T, .Tk = c.T, .Hq = n_heads_, .Hkv = n_kv_heads_,
-                  .D = head_dim_};
+  cpu::AttnDims d{
+      .B = c.B, .Tq = c.T, .Tk = c.T, .Hq = n_heads_, .Hkv = n_kv_heads_, .D = head_dim_};
   d.q_pos0 = c.positions[0];
   d.k_pos0 = c.positions[0];
   if (dropout_ > 0.0 && c.dropout_seed != 0) {  // keyed by global head and sample

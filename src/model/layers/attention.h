@@ -38,7 +38,7 @@ class Attention {
   ColumnParallelLinear q_, k_, v_;
   RowParallelLinear o_;
   int64_t n_heads_ = 0, n_kv_heads_ = 0, head_dim_ = 0, C_ = 0;  // heads: this rank's
-  double dropout_ = 0.0;  // attention dropout probability
+  double dropout_ = 0.0;                                         // attention dropout probability
   bool rope_ = false;
   double rope_theta_ = 10000.0;
   TpGroup tp_;

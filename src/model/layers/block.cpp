@@ -99,8 +99,9 @@ void Block::run_backward(const LayerContext& c, float* dinp, const float* dout, 
       hidden_dropout(c, DropoutSite::MlpOut, hidden_dropout_, dmlp.data<float>(), row0, rows, C_);
     }
     // Selective: the same kernel on the same input gives the same bits.
-    const Norm::Saved norm2 =
-        s.norm2.out.defined() ? s.norm2 : norm2_.forward(transient_context(cs), s.mid.data<float>());
+    const Norm::Saved norm2 = s.norm2.out.defined()
+                                  ? s.norm2
+                                  : norm2_.forward(transient_context(cs), s.mid.data<float>());
     mlp_.backward(c, dnorm2.data<float>(), drop ? dmlp.data<float>() : dout,
                   norm2.out.data<float>(), s.mlp);
     norm2_.backward(cs, dmid.data<float>(), dnorm2.data<float>(), s.mid.data<float>(), norm2);

@@ -10,11 +10,16 @@ Embedding::Embedding(ParameterSet& ps, const ModelConfig& cfg, const TpGroup& tp
       P_(cfg.max_positions),
       shard_(VocabShard::of(cfg.vocab_size, tp.size(), tp.rank())),
       tp_(tp) {
-  wte_ = ps.add({.name = "embed.weight", .shape = {shard_.rows, C_},
-                 .global_shape = {shard_.padded, C_}, .shard_dim = tp.active() ? 0 : -1,
-                 .shard_begin = shard_.begin, .init_std = cfg.init_std});
+  wte_ = ps.add({.name = "embed.weight",
+                 .shape = {shard_.rows, C_},
+                 .global_shape = {shard_.padded, C_},
+                 .shard_dim = tp.active() ? 0 : -1,
+                 .shard_begin = shard_.begin,
+                 .init_std = cfg.init_std});
   if (cfg.uses_learned_positions())
-    wpe_ = ps.add({.name = "pos_embed.weight", .shape = {P_, C_}, .init_std = cfg.init_std / 2,
+    wpe_ = ps.add({.name = "pos_embed.weight",
+                   .shape = {P_, C_},
+                   .init_std = cfg.init_std / 2,
                    .tp_partial_grad = tp.sp()});
 }
 
@@ -37,8 +42,8 @@ void Embedding::forward(const LayerContext& c, float* out, const int32_t* tokens
     cpu::embedding_forward(out, tokens, wte, c.N(), C_, 0, shard_.rows, false);
   } else {
     Tensor partial = c.workspace({c.N(), C_});
-    cpu::embedding_forward(partial.data<float>(), tokens, wte, c.N(), C_, shard_.begin,
-                           shard_.rows, false);
+    cpu::embedding_forward(partial.data<float>(), tokens, wte, c.N(), C_, shard_.begin, shard_.rows,
+                           false);
     leave_tp_region(tp_, out, partial.data<float>(), c.N(), C_);
   }
   if (wpe_.index >= 0) {
@@ -56,8 +61,7 @@ void Embedding::backward(const LayerContext& c, const float* dout, const int32_t
     leave_tp_region_backward(tp_, gathered.data<float>(), dout, c.N(), C_);
     dfull = gathered.data<float>();
   }
-  cpu::embedding_backward(c.params.grad(wte_), tokens, dfull, c.N(), C_, shard_.begin,
-                          shard_.rows);
+  cpu::embedding_backward(c.params.grad(wte_), tokens, dfull, c.N(), C_, shard_.begin, shard_.rows);
   if (wpe_.index >= 0) {
     auto pos = stream_positions(c, rows);
     cpu::embedding_backward(c.params.grad(wpe_), pos.data(), dout, rows, C_, 0, P_);

@@ -8,11 +8,13 @@ namespace parallm {
 
 LmHead::LmHead(ParameterSet& ps, const ModelConfig& cfg, ParamRef tied_table, const TpGroup& tp)
     : C_(cfg.hidden), shard_(VocabShard::of(cfg.vocab_size, tp.size(), tp.rank())), tp_(tp) {
-  w_ = cfg.tie_embeddings
-           ? tied_table
-           : ps.add({.name = "lm_head.weight", .shape = {shard_.rows, C_},
-                     .global_shape = {shard_.padded, C_}, .shard_dim = tp.active() ? 0 : -1,
-                     .shard_begin = shard_.begin, .init_std = cfg.init_std});
+  w_ = cfg.tie_embeddings ? tied_table
+                          : ps.add({.name = "lm_head.weight",
+                                    .shape = {shard_.rows, C_},
+                                    .global_shape = {shard_.padded, C_},
+                                    .shard_dim = tp.active() ? 0 : -1,
+                                    .shard_begin = shard_.begin,
+                                    .init_std = cfg.init_std});
 }
 
 int64_t LmHead::chunk_rows(int64_t N) const {

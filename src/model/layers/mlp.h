@@ -15,9 +15,9 @@ namespace parallm {
 class Mlp {
  public:
   struct Saved {
-    Tensor pre;   // (N, I/tp): fc output (GPT-2) or gate output (SwiGLU)
-    Tensor up;    // (N, I/tp): SwiGLU only
-    Tensor act;   // (N, I/tp): input of the projection back to C (empty: recompute)
+    Tensor pre;  // (N, I/tp): fc output (GPT-2) or gate output (SwiGLU)
+    Tensor up;   // (N, I/tp): SwiGLU only
+    Tensor act;  // (N, I/tp): input of the projection back to C (empty: recompute)
   };
   Mlp() = default;
   Mlp(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, double proj_std,
@@ -28,7 +28,7 @@ class Mlp {
 
  private:
   bool swiglu_ = false;
-  int64_t inter_ = 0, C_ = 0;  // inter_: this rank's features
+  int64_t inter_ = 0, C_ = 0;     // inter_: this rank's features
   ColumnParallelLinear fc_, up_;  // fc_ is "gate" under SwiGLU
   RowParallelLinear proj_;
   TpGroup tp_;

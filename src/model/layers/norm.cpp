@@ -7,11 +7,17 @@ namespace parallm {
 Norm::Norm(ParameterSet& ps, const std::string& name, int64_t C, bool layernorm, double eps,
            bool tp_partial_grad)
     : C_(C), layernorm_(layernorm), eps_(eps) {
-  w_ = ps.add({.name = name + ".weight", .shape = {C}, .init = InitKind::Ones,
-               .weight_decay = false, .tp_partial_grad = tp_partial_grad});
+  w_ = ps.add({.name = name + ".weight",
+               .shape = {C},
+               .init = InitKind::Ones,
+               .weight_decay = false,
+               .tp_partial_grad = tp_partial_grad});
   if (layernorm)
-    b_ = ps.add({.name = name + ".bias", .shape = {C}, .init = InitKind::Zeros,
-                 .weight_decay = false, .tp_partial_grad = tp_partial_grad});
+    b_ = ps.add({.name = name + ".bias",
+                 .shape = {C},
+                 .init = InitKind::Zeros,
+                 .weight_decay = false,
+                 .tp_partial_grad = tp_partial_grad});
 }
 
 Norm::Saved Norm::forward(const LayerContext& c, const float* inp) const {
@@ -23,8 +29,8 @@ Norm::Saved Norm::forward(const LayerContext& c, const float* inp) const {
     cpu::layernorm_forward(s.out.data<float>(), s.mean.data<float>(), s.rstd.data<float>(), inp,
                            c.params.value(w_), c.params.value(b_), c.N(), C_, eps_);
   } else {
-    cpu::rmsnorm_forward(s.out.data<float>(), s.rstd.data<float>(), inp, c.params.value(w_),
-                         c.N(), C_, eps_);
+    cpu::rmsnorm_forward(s.out.data<float>(), s.rstd.data<float>(), inp, c.params.value(w_), c.N(),
+                         C_, eps_);
   }
   return s;
 }

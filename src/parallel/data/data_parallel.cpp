@@ -19,8 +19,7 @@ DataParallel::DataParallel(Transformer& model, comm::Communicator* dp, const DpO
     : model_(model), dp_(dp), opts_(opts) {
   PX_CHECK(dp != nullptr || opts.dp == 1, "data parallel size {} needs a dp group", opts.dp);
   PX_CHECK(dp == nullptr || dp->size() == opts.dp,
-           "the dp group has {} ranks but data parallel size is {}", dp ? dp->size() : 1,
-           opts.dp);
+           "the dp group has {} ranks but data parallel size is {}", dp ? dp->size() : 1, opts.dp);
   shards_ = ShardLayout{model.params().total_numel(), dp_size()};
 }
 
@@ -78,8 +77,8 @@ DpStepResult DataParallel::finish_step(double local_loss_sum, double lr, double 
   res.loss_sum = loss;
   if (!std::isfinite(res.loss_sum) || !std::isfinite(res.grad_norm)) {
     res.nonfinite = locate_nonfinite(gn);
-    PX_CHECK(guard.skip_nonfinite, "non-finite loss ({}) or gradient norm ({}): {}",
-             res.loss_sum, res.grad_norm, res.nonfinite);
+    PX_CHECK(guard.skip_nonfinite, "non-finite loss ({}) or gradient norm ({}): {}", res.loss_sum,
+             res.grad_norm, res.nonfinite);
     res.skipped = true;  // no update, no parameter sync: every rank keeps its values
     return res;
   }
@@ -89,19 +88,17 @@ DpStepResult DataParallel::finish_step(double local_loss_sum, double lr, double 
 }
 
 std::string DataParallel::locate_nonfinite(const float* gn) {
-  double keys[2] = {
-      static_cast<double>(first_nonfinite_grad(model_, gn, norm_begin_, norm_end_)),
-      static_cast<double>(first_nonfinite_value(model_.params()))};
+  double keys[2] = {static_cast<double>(first_nonfinite_grad(model_, gn, norm_begin_, norm_end_)),
+                    static_cast<double>(first_nonfinite_value(model_.params()))};
   if (multi()) dp_->all_reduce(keys, 2, DType::F64, comm::ReduceOp::Min);
   if (model_.tp().active()) model_.tp().comm->all_reduce(keys, 2, DType::F64, comm::ReduceOp::Min);
   const auto g = static_cast<int64_t>(keys[0]), v = static_cast<int64_t>(keys[1]);
-  std::string out = g == kNoNonfinite
-                        ? "no non-finite gradient"
-                        : "first non-finite gradient (backward order) in " +
-                              grad_order_name(model_, g);
+  std::string out = g == kNoNonfinite ? "no non-finite gradient"
+                                      : "first non-finite gradient (backward order) in " +
+                                            grad_order_name(model_, g);
   if (v != kNoNonfinite)
-    out += "; first non-finite parameter value in " +
-           model_.params().spec(static_cast<int>(v)).name;
+    out +=
+        "; first non-finite parameter value in " + model_.params().spec(static_cast<int>(v)).name;
   return out;
 }
 

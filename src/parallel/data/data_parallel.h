@@ -35,8 +35,8 @@ struct DpStepResult {
 // The global gradient norm is reduced over every group, so a NaN/Inf on any
 // rank makes it non-finite on all: every rank skips (or fails) together.
 struct StepGuard {
-  double grad_unscale = 1.0;     // gradients *= this before the norm (1 / loss scale)
-  bool skip_nonfinite = false;   // a non-finite loss or norm: skip the update, else throw
+  double grad_unscale = 1.0;    // gradients *= this before the norm (1 / loss scale)
+  bool skip_nonfinite = false;  // a non-finite loss or norm: skip the update, else throw
 };
 
 class DataParallel {
@@ -65,7 +65,7 @@ class DataParallel {
   // are also summed over the pp group (each stage holds different layers).
   void set_pipeline_group(comm::Communicator* pp) { pp_ = pp; }
 
-  virtual void begin_step();                   // zeroes the gradients
+  virtual void begin_step();                    // zeroes the gradients
   virtual void begin_micro_batch(bool last) {}  // the last one reduces during its backward
   // After the step's micro-batches: finish the reduction, global loss and
   // norm, clip, update, parameter sync. local_loss_sum: this rank's part.

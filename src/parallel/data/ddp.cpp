@@ -25,10 +25,9 @@ Ddp::Ddp(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
     opt_ = make_optimizer(optim, ps, alloc, 0, total, total, model.tp());
   }
   if (!multi()) return;
-  reducer_ = std::make_unique<GradReducer>(
-      *dp_, ps.flat_grads().data<float>(),
-      plan_buckets(model.grad_segments(), opts.bucket_elems()), GradTarget::AllRanks, shards_,
-      opts.overlap);
+  reducer_ = std::make_unique<GradReducer>(*dp_, ps.flat_grads().data<float>(),
+                                           plan_buckets(model.grad_segments(), opts.bucket_elems()),
+                                           GradTarget::AllRanks, shards_, opts.overlap);
   model_.set_grad_ready_hook([this](int s) { reducer_->on_segment_ready(s); });
 }
 

@@ -12,9 +12,7 @@ DpMode dp_mode_from_name(std::string_view name) {
   PX_FAIL("unknown --dp-mode '{}' (expected allreduce or ps)", name);
 }
 
-std::string_view dp_mode_name(DpMode m) {
-  return m == DpMode::AllReduce ? "allreduce" : "ps";
-}
+std::string_view dp_mode_name(DpMode m) { return m == DpMode::AllReduce ? "allreduce" : "ps"; }
 
 int64_t DpOptions::bucket_elems() const {
   return std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * 1024.0 * 1024.0 / 4.0));

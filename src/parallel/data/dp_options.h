@@ -18,10 +18,10 @@ std::string_view dp_mode_name(DpMode m);
 
 struct DpOptions {
   int dp = 1;
-  int zero = 0;               // 0 (DDP), 1 (optimizer states), 2 (+ gradients), 3 (+ parameters)
+  int zero = 0;  // 0 (DDP), 1 (optimizer states), 2 (+ gradients), 3 (+ parameters)
   DpMode mode = DpMode::AllReduce;
-  double bucket_mb = 25.0;    // gradient bucket size in MiB
-  bool overlap = true;        // reduce buckets during backward (false: after it)
+  double bucket_mb = 25.0;       // gradient bucket size in MiB
+  bool overlap = true;           // reduce buckets during backward (false: after it)
   int64_t bucket_elems() const;  // fp32 elements per bucket, at least 1
 };
 

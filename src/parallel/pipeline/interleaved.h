@@ -15,7 +15,6 @@ namespace parallm::pipeline {
 
 int interleaved_warmup(int pp, int stage, int micro_batches, int virtual_stages);
 
-std::vector<std::vector<Action>> interleaved_compute(int pp, int micro_batches,
-                                                     int virtual_stages);
+std::vector<std::vector<Action>> interleaved_compute(int pp, int micro_batches, int virtual_stages);
 
 }  // namespace parallm::pipeline

@@ -75,8 +75,10 @@ StepRecord PipelineRuntime::run_step(const std::function<Transformer::StageBatch
   auto poll_sends = [&] {
     pending = 0;
     for (auto& s : sends)
-      if (!s.second.done() && !s.second.test()) ++pending;
-      else s.first = Tensor();
+      if (!s.second.done() && !s.second.test())
+        ++pending;
+      else
+        s.first = Tensor();
   };
   // Waits for a posted receive (if any) and records the wait.
   auto take = [&](std::map<std::pair<int, int>, Inbox>& box, const Action& a, ActionKind kind) {
@@ -118,7 +120,9 @@ StepRecord PipelineRuntime::run_step(const std::function<Transformer::StageBatch
     const double t0 = now_us();
     switch (a.kind) {
       case ActionKind::RecvActivation:
-      case ActionKind::RecvGrad: post(i); break;
+      case ActionKind::RecvGrad:
+        post(i);
+        break;
       case ActionKind::SendActivation:
       case ActionKind::SendGrad: {
         PX_CHECK(last_output.defined(), "stage {}: {} has no output to send", stage_,
@@ -135,8 +139,8 @@ StepRecord PipelineRuntime::run_step(const std::function<Transformer::StageBatch
       case ActionKind::Forward: {
         Tensor in = take(acts, a, ActionKind::RecvActivation);
         const double c0 = now_us();
-        last_output = model_.chunk_forward(a.chunk, a.micro_batch, batch(a.micro_batch),
-                                           std::move(in));
+        last_output =
+            model_.chunk_forward(a.chunk, a.micro_batch, batch(a.micro_batch), std::move(in));
         record(a, c0, now_us());
         break;
       }

@@ -11,7 +11,6 @@
 #include <functional>
 #include <vector>
 
-
 #include "comm/communicator.h"
 #include "model/transformer.h"
 #include "parallel/pipeline/schedule.h"

@@ -21,10 +21,14 @@ ScheduleKind schedule_kind_from_name(const std::string& name) {
 
 std::string schedule_kind_name(ScheduleKind k) {
   switch (k) {
-    case ScheduleKind::GPipe: return "gpipe";
-    case ScheduleKind::OneFOneB: return "1f1b";
-    case ScheduleKind::Interleaved: return "interleaved";
-    case ScheduleKind::ZeroBubbleH1: return "zb";
+    case ScheduleKind::GPipe:
+      return "gpipe";
+    case ScheduleKind::OneFOneB:
+      return "1f1b";
+    case ScheduleKind::Interleaved:
+      return "interleaved";
+    case ScheduleKind::ZeroBubbleH1:
+      return "zb";
   }
   return "?";
 }
@@ -39,9 +43,8 @@ void validate_spec(const ScheduleSpec& spec) {
              "interleaved schedule needs micro-batches ({}) divisible by pp ({})",
              spec.micro_batches, spec.pp);
   } else {
-    PX_CHECK(spec.virtual_stages == 1,
-             "virtual stages ({}) need the interleaved schedule, not {}", spec.virtual_stages,
-             schedule_kind_name(spec.kind));
+    PX_CHECK(spec.virtual_stages == 1, "virtual stages ({}) need the interleaved schedule, not {}",
+             spec.virtual_stages, schedule_kind_name(spec.kind));
   }
 }
 
@@ -49,8 +52,12 @@ Schedule make_schedule(const ScheduleSpec& spec) {
   validate_spec(spec);
   std::vector<std::vector<Action>> compute;
   switch (spec.kind) {
-    case ScheduleKind::GPipe: compute = gpipe_compute(spec.pp, spec.micro_batches); break;
-    case ScheduleKind::OneFOneB: compute = one_f_one_b_compute(spec.pp, spec.micro_batches); break;
+    case ScheduleKind::GPipe:
+      compute = gpipe_compute(spec.pp, spec.micro_batches);
+      break;
+    case ScheduleKind::OneFOneB:
+      compute = one_f_one_b_compute(spec.pp, spec.micro_batches);
+      break;
     case ScheduleKind::Interleaved:
       compute = interleaved_compute(spec.pp, spec.micro_batches, spec.virtual_stages);
       break;
@@ -94,9 +101,12 @@ double ideal_bubble_fraction(const ScheduleSpec& spec) {
   const double p = spec.pp, m = spec.micro_batches, v = spec.virtual_stages;
   switch (spec.kind) {
     case ScheduleKind::GPipe:
-    case ScheduleKind::OneFOneB: return (p - 1) / (m + p - 1);
-    case ScheduleKind::Interleaved: return (p - 1) / (v * m + p - 1);
-    case ScheduleKind::ZeroBubbleH1: return (p - 1) / (3 * m + p - 1);
+    case ScheduleKind::OneFOneB:
+      return (p - 1) / (m + p - 1);
+    case ScheduleKind::Interleaved:
+      return (p - 1) / (v * m + p - 1);
+    case ScheduleKind::ZeroBubbleH1:
+      return (p - 1) / (3 * m + p - 1);
   }
   return 0;
 }

@@ -30,7 +30,8 @@ std::vector<std::string> schedule_problems(const Schedule& s) {
         pos[a.kind] = i;
         continue;
       }
-      const bool neighbour = a.peer != st && (a.peer == (st + 1) % pp || a.peer == (st + pp - 1) % pp);
+      const bool neighbour =
+          a.peer != st && (a.peer == (st + 1) % pp || a.peer == (st + pp - 1) % pp);
       if (!neighbour) {
         out.push_back(fmt::format("stage {}: {} is not with a neighbouring stage", st, name));
         continue;
@@ -65,8 +66,9 @@ std::vector<std::string> schedule_problems(const Schedule& s) {
     if (n == 0) continue;
     const auto [kind, mb, c, from, to] = key;
     const Action a{static_cast<ActionKind>(kind), mb, c, to};
-    out.push_back(fmt::format("{} from stage {} to stage {}: {} {} unmatched", format_action(a, true),
-                              from, to, std::abs(n), n > 0 ? "send(s)" : "receive(s)"));
+    out.push_back(fmt::format("{} from stage {} to stage {}: {} {} unmatched",
+                              format_action(a, true), from, to, std::abs(n),
+                              n > 0 ? "send(s)" : "receive(s)"));
   }
   return out;
 }

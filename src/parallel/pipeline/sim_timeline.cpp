@@ -7,14 +7,20 @@ namespace parallm::pipeline {
 
 trace::EventKind event_kind(ActionKind k) {
   switch (k) {
-    case ActionKind::Forward: return trace::EventKind::Forward;
-    case ActionKind::Backward: return trace::EventKind::Backward;
-    case ActionKind::BackwardInput: return trace::EventKind::BackwardInput;
-    case ActionKind::BackwardWeight: return trace::EventKind::BackwardWeight;
+    case ActionKind::Forward:
+      return trace::EventKind::Forward;
+    case ActionKind::Backward:
+      return trace::EventKind::Backward;
+    case ActionKind::BackwardInput:
+      return trace::EventKind::BackwardInput;
+    case ActionKind::BackwardWeight:
+      return trace::EventKind::BackwardWeight;
     case ActionKind::SendActivation:
-    case ActionKind::SendGrad: return trace::EventKind::Send;
+    case ActionKind::SendGrad:
+      return trace::EventKind::Send;
     case ActionKind::RecvActivation:
-    case ActionKind::RecvGrad: return trace::EventKind::Recv;
+    case ActionKind::RecvGrad:
+      return trace::EventKind::Recv;
   }
   return trace::EventKind::Other;
 }

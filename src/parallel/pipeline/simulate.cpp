@@ -28,11 +28,16 @@ CostModel default_costs(int virtual_stages) {
 
 double compute_cost(ActionKind k, const CostModel& c) {
   switch (k) {
-    case ActionKind::Forward: return c.forward;
-    case ActionKind::Backward: return c.backward;
-    case ActionKind::BackwardInput: return c.backward_input;
-    case ActionKind::BackwardWeight: return c.backward_weight;
-    default: return 0;
+    case ActionKind::Forward:
+      return c.forward;
+    case ActionKind::Backward:
+      return c.backward;
+    case ActionKind::BackwardInput:
+      return c.backward_input;
+    case ActionKind::BackwardWeight:
+      return c.backward_weight;
+    default:
+      return 0;
   }
 }
 
@@ -96,9 +101,9 @@ Simulation simulate(const Schedule& schedule, const CostModel& costs) {
   for (int s = 0; s < pp; ++s) {
     if (!done(s)) {
       sim.deadlocked = true;
-      sim.deadlock += fmt::format("{}stage {} stuck at action {} ({})",
-                                  sim.deadlock.empty() ? "" : "; ", s, next[s],
-                                  format_action(schedule.stages[s][next[s]], true));
+      sim.deadlock +=
+          fmt::format("{}stage {} stuck at action {} ({})", sim.deadlock.empty() ? "" : "; ", s,
+                      next[s], format_action(schedule.stages[s][next[s]], true));
     }
     for (const TimedAction& t : sim.stages[s]) {
       sim.step_time = std::max(sim.step_time, t.end);

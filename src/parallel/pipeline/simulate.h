@@ -41,7 +41,7 @@ struct TimedAction {
 struct Simulation {
   std::vector<std::vector<TimedAction>> stages;  // as the schedule, with times
   double step_time = 0;                          // latest end over all stages
-  double bubble_fraction = 0;  // 1 - compute time / (stages x step_time)
+  double bubble_fraction = 0;                    // 1 - compute time / (stages x step_time)
   bool deadlocked = false;
   std::string deadlock;  // where each unfinished stage is stuck
 };

@@ -3,8 +3,8 @@
 #include "base/error.h"
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/matmul.h"
-#include "nn/weight_grad_queue.h"
 #include "nn/matmul_precision.h"
+#include "nn/weight_grad_queue.h"
 #include "parallel/tensor/mappings.h"
 
 namespace parallm {
@@ -13,21 +13,30 @@ ColumnParallelLinear::ColumnParallelLinear(ParameterSet& ps, const std::string& 
                                            int64_t out_features, bool bias, double init_std,
                                            const TpGroup& tp, int replicas)
     : in_(in) {
-  PX_CHECK(replicas >= 1 && tp.size() % replicas == 0,
-           "{}: {} replicas do not divide tp ({})", name, replicas, tp.size());
+  PX_CHECK(replicas >= 1 && tp.size() % replicas == 0, "{}: {} replicas do not divide tp ({})",
+           name, replicas, tp.size());
   const int shards = tp.size() / replicas;
   PX_CHECK(out_features % shards == 0, "{}: output features ({}) are not divisible by {} shards",
            name, out_features, shards);
   out_ = out_features / shards;
   const int64_t begin = (tp.rank() / replicas) * out_;
   const int dim = tp.active() ? 0 : -1;
-  w_ = ps.add({.name = name + ".weight", .shape = {out_, in}, .global_shape = {out_features, in},
-               .shard_dim = dim, .shard_begin = begin, .init_std = init_std,
+  w_ = ps.add({.name = name + ".weight",
+               .shape = {out_, in},
+               .global_shape = {out_features, in},
+               .shard_dim = dim,
+               .shard_begin = begin,
+               .init_std = init_std,
                .tp_replicas = replicas});
   if (bias)
-    b_ = ps.add({.name = name + ".bias", .shape = {out_}, .global_shape = {out_features},
-                 .shard_dim = dim, .shard_begin = begin, .init = InitKind::Zeros,
-                 .weight_decay = false, .tp_replicas = replicas});
+    b_ = ps.add({.name = name + ".bias",
+                 .shape = {out_},
+                 .global_shape = {out_features},
+                 .shard_dim = dim,
+                 .shard_begin = begin,
+                 .init = InitKind::Zeros,
+                 .weight_decay = false,
+                 .tp_replicas = replicas});
 }
 
 void ColumnParallelLinear::forward(const LayerContext& c, float* out, const float* inp) const {
@@ -47,18 +56,23 @@ void ColumnParallelLinear::backward(const LayerContext& c, float* dinp, const fl
   linear_backward(c, dinp, c.params.grad(w_), db, dout, inp, w_, c.N(), in_, out_);
 }
 
-RowParallelLinear::RowParallelLinear(ParameterSet& ps, const std::string& name,
-                                     int64_t in_features, int64_t out, bool bias, double init_std,
-                                     const TpGroup& tp)
+RowParallelLinear::RowParallelLinear(ParameterSet& ps, const std::string& name, int64_t in_features,
+                                     int64_t out, bool bias, double init_std, const TpGroup& tp)
     : in_(in_features / tp.size()), out_(out), tp_(tp) {
   PX_CHECK(in_features % tp.size() == 0, "{}: input features ({}) are not divisible by tp ({})",
            name, in_features, tp.size());
-  w_ = ps.add({.name = name + ".weight", .shape = {out, in_}, .global_shape = {out, in_features},
-               .shard_dim = tp.active() ? 1 : -1, .shard_begin = tp.rank() * in_,
+  w_ = ps.add({.name = name + ".weight",
+               .shape = {out, in_},
+               .global_shape = {out, in_features},
+               .shard_dim = tp.active() ? 1 : -1,
+               .shard_begin = tp.rank() * in_,
                .init_std = init_std});
   if (bias)
-    b_ = ps.add({.name = name + ".bias", .shape = {out}, .init = InitKind::Zeros,
-                 .weight_decay = false, .tp_partial_grad = tp.sp()});
+    b_ = ps.add({.name = name + ".bias",
+                 .shape = {out},
+                 .init = InitKind::Zeros,
+                 .weight_decay = false,
+                 .tp_partial_grad = tp.sp()});
 }
 
 void RowParallelLinear::forward(const LayerContext& c, float* stream, const float* inp) const {

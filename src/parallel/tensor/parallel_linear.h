@@ -21,9 +21,8 @@ class ColumnParallelLinear {
   // out_features: the global width; must divide by tp / replicas. With
   // replicas > 1, each group of `replicas` consecutive tp ranks holds the
   // same slice (ParamSpec::tp_replicas).
-  ColumnParallelLinear(ParameterSet& ps, const std::string& name, int64_t in,
-                       int64_t out_features, bool bias, double init_std, const TpGroup& tp,
-                       int replicas = 1);
+  ColumnParallelLinear(ParameterSet& ps, const std::string& name, int64_t in, int64_t out_features,
+                       bool bias, double init_std, const TpGroup& tp, int replicas = 1);
   // out (N, out/tp) = inp (N, in) W_r^T + b_r
   void forward(const LayerContext& c, float* out, const float* inp) const;
   // dinp (N, in) += dout W_r (the caller sums dinp over tp); dW_r, db_r accumulate.

@@ -15,8 +15,8 @@ double tp_grad_sum_squares(const ParameterSet& ps, const float* g, int64_t begin
   double s = 0.0;
   for (int i = 0; i < ps.size(); ++i) {
     const ParamSpec& spec = ps.spec(i);
-    if (spec.pipeline_copy) continue;  // counted by the stage that owns it
-    if (!all && spec.shard_dim < 0) continue;  // replicated: counted by tp rank 0
+    if (spec.pipeline_copy) continue;                 // counted by the stage that owns it
+    if (!all && spec.shard_dim < 0) continue;         // replicated: counted by tp rank 0
     if (tp.rank() % spec.tp_replicas != 0) continue;  // a replicated shard: its first holder
     const int64_t lo = std::max(begin, ps.offset(i));
     const int64_t hi = std::min(end, ps.offset(i) + ps.numel(i));

@@ -11,7 +11,11 @@ namespace parallm {
 
 VocabParallelCrossEntropy::VocabParallelCrossEntropy(const VocabShard& shard, const TpGroup& tp,
                                                      int64_t max_rows)
-    : shard_(shard), tp_(tp), mx_(max_rows), sums_(2 * max_rows), lse_(max_rows),
+    : shard_(shard),
+      tp_(tp),
+      mx_(max_rows),
+      sums_(2 * max_rows),
+      lse_(max_rows),
       scale_(max_rows) {}
 
 void VocabParallelCrossEntropy::loss(const float* L, const int32_t* tr, int64_t n, LossSum& out) {
@@ -50,8 +54,7 @@ void VocabParallelCrossEntropy::grad_inplace(float* L, const int32_t* tr, int64_
                                              double grad_scale) {
   if (shard_.valid == 0) return;
   std::fill(scale_.begin(), scale_.begin() + n, static_cast<float>(grad_scale));
-  cpu::ce_softmax_grad_inplace(L, lse_.data(), tr, scale_.data(), n, shard_.valid,
-                               shard_.begin);
+  cpu::ce_softmax_grad_inplace(L, lse_.data(), tr, scale_.data(), n, shard_.valid, shard_.begin);
 }
 
 }  // namespace parallm

@@ -15,8 +15,8 @@
 namespace parallm {
 
 struct LossSum {
-  double sum = 0.0;     // sum of per-token cross-entropy
-  int64_t count = 0;    // tokens with a target >= 0
+  double sum = 0.0;   // sum of per-token cross-entropy
+  int64_t count = 0;  // tokens with a target >= 0
 };
 
 class VocabParallelCrossEntropy {

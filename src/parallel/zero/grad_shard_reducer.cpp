@@ -6,8 +6,8 @@
 
 namespace parallm {
 
-GradShardReducer::GradShardReducer(comm::Communicator& dp, Transformer& model,
-                                   ShardLayout shards, bool overlap, Allocator& alloc)
+GradShardReducer::GradShardReducer(comm::Communicator& dp, Transformer& model, ShardLayout shards,
+                                   bool overlap, Allocator& alloc)
     : dp_(dp),
       params_(model.params()),
       shards_(shards),

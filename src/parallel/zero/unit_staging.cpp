@@ -7,8 +7,7 @@ namespace parallm {
 UnitSlots::UnitSlots(const std::vector<Transformer::GradSegment>& segments, Allocator& alloc)
     : segs_(segments), slots_(3) {
   int64_t rot = 1;
-  for (size_t s = 0; s + 1 < segs_.size(); ++s)
-    rot = std::max(rot, segs_[s].end - segs_[s].begin);
+  for (size_t s = 0; s + 1 < segs_.size(); ++s) rot = std::max(rot, segs_[s].end - segs_[s].begin);
   const int64_t pin = std::max<int64_t>(1, segs_.back().end - segs_.back().begin);
   for (int i = 0; i < 2; ++i)
     slots_[i].buf = Tensor::zeros(alloc, {rot}, DType::F32, MemTag::Communication);

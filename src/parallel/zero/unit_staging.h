@@ -16,9 +16,9 @@ namespace parallm {
 
 struct UnitSlot {
   Tensor buf;
-  int segment = -1;                // resident unit, -1 for none
-  std::vector<comm::Work> works;   // collectives in flight on buf
-  int64_t stamp = 0;               // when it was last picked
+  int segment = -1;               // resident unit, -1 for none
+  std::vector<comm::Work> works;  // collectives in flight on buf
+  int64_t stamp = 0;              // when it was last picked
   float* data() const { return buf.data<float>(); }
 };
 

@@ -16,8 +16,10 @@ int64_t Zero3::unit_buffer_bytes() const {
 void Zero3::on_unit(Transformer::UnitPass pass, int segment) {
   const int last = static_cast<int>(model_.grad_segments().size()) - 1;
   int next = -1;
-  if (pass == Transformer::UnitPass::Forward) next = segment > 0 ? segment - 1 : -1;
-  else if (segment < last - 1) next = segment + 1;
+  if (pass == Transformer::UnitPass::Forward)
+    next = segment > 0 ? segment - 1 : -1;
+  else if (segment < last - 1)
+    next = segment + 1;
   gatherer_->acquire(segment, next);
   Zero2::on_unit(pass, segment);
 }

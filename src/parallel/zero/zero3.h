@@ -20,7 +20,7 @@ class Zero3 : public Zero2 {
   std::vector<float> full_parameters() override { return gatherer_->full_values(); }
 
  protected:
-    void update(double lr, float* grads) override;
+  void update(double lr, float* grads) override;
   void on_unit(Transformer::UnitPass pass, int segment) override;
 
  private:

@@ -9,8 +9,8 @@
 #include <set>
 
 #include "base/error.h"
-#include "train/train_config.h"
 #include "model/model_catalog.h"
+#include "train/train_config.h"
 
 namespace parallm {
 namespace {
@@ -108,8 +108,10 @@ void read_model(TableReader& r, ModelConfig& mc) {
   r.get("intermediate_size", inter);
   if (heads > 0) mc.n_heads = heads;
   if (kv > 0 || heads > 0) mc.n_kv_heads = kv > 0 ? kv : heads;
-  if (inter > 0) mc.intermediate = inter;
-  else if (mc.arch == Arch::GPT2) mc.intermediate = 4 * mc.hidden;
+  if (inter > 0)
+    mc.intermediate = inter;
+  else if (mc.arch == Arch::GPT2)
+    mc.intermediate = 4 * mc.hidden;
   r.get("max_positions", mc.max_positions);
   r.get("norm_eps", mc.norm_eps);
   r.get("rope_theta", mc.rope_theta);
@@ -203,9 +205,9 @@ void read_logging(TableReader& r, LoggingConfig& l, const Path& base) {
   r.get_path("timeline", l.timeline_path, base);
 }
 
-constexpr std::string_view kTables[] = {"model",       "data",       "training",  "optimizer",
-                                   "lr_schedule", "parallelism", "checkpoint", "precision",
-                                   "logging"};
+constexpr std::string_view kTables[] = {"model",      "data",        "training",
+                                        "optimizer",  "lr_schedule", "parallelism",
+                                        "checkpoint", "precision",   "logging"};
 
 }  // namespace
 

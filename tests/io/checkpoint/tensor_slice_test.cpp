@@ -20,8 +20,8 @@ std::vector<TensorSlice> cut(int64_t rows, int64_t cols, int shard_dim, int part
   for (int p = 0; p < parts; ++p) {
     std::vector<int64_t> box = {rows, cols};
     box[static_cast<size_t>(shard_dim)] /= parts;
-    TensorSlice s = TensorSlice::of_box({rows, cols}, box, shard_dim,
-                                        p * box[static_cast<size_t>(shard_dim)]);
+    TensorSlice s =
+        TensorSlice::of_box({rows, cols}, box, shard_dim, p * box[static_cast<size_t>(shard_dim)]);
     int64_t prev = 0;
     fractions.push_back(1.0);
     for (double f : fractions) {
@@ -45,7 +45,7 @@ std::vector<float> values_of(const TensorSlice& s, int64_t cols) {
 
 TEST(TensorSlice, PiecesReassembleAnyOtherCutting) {
   const int64_t R = 12, C = 10;
-  const auto src = cut(R, C, 0, 3, {0.37, 0.5});  // tp 3 on rows, ZeRO-like ranges
+  const auto src = cut(R, C, 0, 3, {0.37, 0.5});   // tp 3 on rows, ZeRO-like ranges
   const auto dst = cut(R, C, 1, 2, {0.23, 0.81});  // tp 2 on columns, other ranges
   for (const auto& d : dst) {
     std::vector<float> got(static_cast<size_t>(d.numel()), -1.0f);

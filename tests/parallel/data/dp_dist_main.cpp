@@ -8,12 +8,12 @@
 #include <filesystem>
 
 #include "comm/mpi/mpi_runtime.h"
+#include "common/mpi_gtest.h"
+#include "common/trajectory_config.h"
 #include "dp_env.h"
 #include "kernels/cpu/threads.h"
 #include "model/transformer.h"
 #include "train/trainer.h"
-#include "common/mpi_gtest.h"
-#include "common/trajectory_config.h"
 
 namespace parallm::dp_test {
 
@@ -24,8 +24,9 @@ DpTestEnv& env() {
 
 RunResult train_run(const ModelConfig& model, const DpOptions& dp, comm::Communicator* group,
                     int steps, const std::string& optimizer) {
-  TrainConfig t = testing::trajectory_config(env().shard, steps, optimizer, 1e-6);  // eps: see
-                                                                                  // layout_invariance_dist.cpp
+  TrainConfig t = testing::trajectory_config(env().shard, steps, optimizer,
+                                             1e-6);  // eps: see
+                                                     // layout_invariance_dist.cpp
   t.parallelism.dp = dp;
   Allocator alloc;
   Transformer m(model, alloc);

@@ -56,8 +56,8 @@ void expect_same_trajectory(const std::string& family, const Layout& l,
   o.bucket_mb = 0.05;  // ~13k floats: several buckets, some inside one block
   ModelConfig m = family == "gpt2" ? testing::tiny_gpt2() : testing::tiny_llama();
   const RunResult& ref = reference(family, optimizer);
-  RunResult got = train_run(m, o, world->size() > 1 ? world : nullptr, steps_for(optimizer),
-                            optimizer);
+  RunResult got =
+      train_run(m, o, world->size() > 1 ? world : nullptr, steps_for(optimizer), optimizer);
   const std::string what = fmt::format("{} {} dp {} {}", family, optimizer, o.dp, l.name());
   ASSERT_EQ(got.losses.size(), ref.losses.size()) << what;
   for (size_t s = 0; s < ref.losses.size(); ++s) {
@@ -97,8 +97,8 @@ void expect_same_trajectory(const std::string& family, const Layout& l,
 }
 
 const Layout kLayouts[] = {
-    {0, DpMode::AllReduce, true},  {0, DpMode::AllReduce, false}, {1, DpMode::AllReduce, true},
-    {2, DpMode::AllReduce, true},  {2, DpMode::AllReduce, false}, {3, DpMode::AllReduce, true},
+    {0, DpMode::AllReduce, true},  {0, DpMode::AllReduce, false},      {1, DpMode::AllReduce, true},
+    {2, DpMode::AllReduce, true},  {2, DpMode::AllReduce, false},      {3, DpMode::AllReduce, true},
     {3, DpMode::AllReduce, false}, {0, DpMode::ParameterServer, true},
 };
 
@@ -148,10 +148,12 @@ TEST(DataParallelLayout, OptimizersMatchOneProcess) {
   for (const char* opt : {"momentum", "adam", "muon"}) {  // sgd: SgdMatchesOneProcess
     for (const char* family : {"llama", "gpt2"}) {
       if (std::string(family) == "gpt2" && std::string(opt) != "muon") continue;
-      const ModelConfig m = std::string(family) == "gpt2" ? testing::tiny_gpt2() : testing::tiny_llama();
+      const ModelConfig m =
+          std::string(family) == "gpt2" ? testing::tiny_gpt2() : testing::tiny_llama();
       const RunResult ref = train_run(m, DpOptions{}, nullptr, 8, opt);
-      for (Layout l : {Layout{0, DpMode::AllReduce, true}, Layout{1, DpMode::AllReduce, true},
-                       Layout{3, DpMode::AllReduce, true}, Layout{0, DpMode::ParameterServer, true}}) {
+      for (Layout l :
+           {Layout{0, DpMode::AllReduce, true}, Layout{1, DpMode::AllReduce, true},
+            Layout{3, DpMode::AllReduce, true}, Layout{0, DpMode::ParameterServer, true}}) {
         DpOptions o;
         o.dp = world->size();
         o.zero = l.zero;
@@ -161,7 +163,8 @@ TEST(DataParallelLayout, OptimizersMatchOneProcess) {
         const std::string what = fmt::format("{} {} dp {} {}", family, opt, o.dp, l.name());
         ASSERT_EQ(got.losses.size(), ref.losses.size()) << what;
         for (size_t s = 0; s < ref.losses.size(); ++s)
-          EXPECT_NEAR(got.losses[s], ref.losses[s], 1e-5 * std::abs(ref.losses[s])) << what << " " << s;
+          EXPECT_NEAR(got.losses[s], ref.losses[s], 1e-5 * std::abs(ref.losses[s]))
+              << what << " " << s;
         double ss = 0.0, dd = 0.0;
         for (size_t i = 0; i < ref.params.size(); ++i) {
           ss += double(ref.params[i]) * ref.params[i];

@@ -4,14 +4,14 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "common/layout_groups.h"
+#include "common/mpi_gtest.h"
+#include "common/trajectory_config.h"
 #include "grid/rank_grid.h"
 #include "model/transformer.h"
 #include "parallel/tensor/gather_parameters.h"
 #include "pp_env.h"
 #include "train/trainer.h"
-#include "common/layout_groups.h"
-#include "common/mpi_gtest.h"
-#include "common/trajectory_config.h"
 
 namespace parallm::pp_test {
 
@@ -45,7 +45,9 @@ std::string PpLayout::name() const {
   return fmt::format("pp {} tp {} dp {}{}{} {} V {} m {} {} {} recompute {}", pp, tp, dp,
                      sp ? " sp" : "", zero ? fmt::format(" zero {}", zero) : "", schedule,
                      virtual_stages, micro_batches, optimizer,
-                     precision == Precision::FP32 ? "fp32" : precision == Precision::BF16 ? "bf16" : "fp16",
+                     precision == Precision::FP32   ? "fp32"
+                     : precision == Precision::BF16 ? "bf16"
+                                                    : "fp16",
                      static_cast<int>(recompute));
 }
 

@@ -94,7 +94,8 @@ std::vector<PpLayout> grids_for(int world) {
   for (int pp : {2, 4})
     for (int tp : {1, 2})
       for (int dp : {1, 2})
-        if (pp * tp * dp == world) out.push_back(PpLayout{.pp = pp, .tp = tp, .dp = dp, .sp = tp > 1});
+        if (pp * tp * dp == world)
+          out.push_back(PpLayout{.pp = pp, .tp = tp, .dp = dp, .sp = tp > 1});
   return out;
 }
 
@@ -121,13 +122,19 @@ TEST(PipelineLayout, SgdMatchesOneProcess) {
 TEST(PipelineLayout, TpWithoutSpAndZero1) {
   if (env().world->size() != 4) GTEST_SKIP() << "runs at np 4";
   for (const char* opt : {"adamw", "sgd"}) {
-    expect_same_trajectory("llama-kv1", PpLayout{.pp = 2, .tp = 2, .schedule = "zb",
-                                                 .micro_batches = 3, .optimizer = opt});
+    expect_same_trajectory(
+        "llama-kv1",
+        PpLayout{.pp = 2, .tp = 2, .schedule = "zb", .micro_batches = 3, .optimizer = opt});
     for (const char* family : {"gpt2", "llama"}) {
-      expect_same_trajectory(family, PpLayout{.pp = 2, .tp = 2, .schedule = "zb",
-                                              .micro_batches = 2, .optimizer = opt});
-      expect_same_trajectory(family, PpLayout{.pp = 2, .dp = 2, .zero = 1, .schedule = "1f1b",
-                                              .micro_batches = 3, .optimizer = opt});
+      expect_same_trajectory(
+          family,
+          PpLayout{.pp = 2, .tp = 2, .schedule = "zb", .micro_batches = 2, .optimizer = opt});
+      expect_same_trajectory(family, PpLayout{.pp = 2,
+                                              .dp = 2,
+                                              .zero = 1,
+                                              .schedule = "1f1b",
+                                              .micro_batches = 3,
+                                              .optimizer = opt});
     }
   }
 }
@@ -161,11 +168,13 @@ TEST(PipelineLayout, RejectsImpossibleLayouts) {
     }
     return std::string();
   };
-  EXPECT_NE(message(pp_gpt2()).find("divisible by pp (4)"), std::string::npos) << message(pp_gpt2());
+  EXPECT_NE(message(pp_gpt2()).find("divisible by pp (4)"), std::string::npos)
+      << message(pp_gpt2());
   t.training.global_batch_size = 8;
   ModelConfig small = pp_gpt2();
   small.n_layers = 6;
-  EXPECT_NE(message(small).find("cannot split 6 layers into 4 stages x 2 chunks"), std::string::npos)
+  EXPECT_NE(message(small).find("cannot split 6 layers into 4 stages x 2 chunks"),
+            std::string::npos)
       << message(small);
   t.parallelism.schedule = "1f1b";
   t.parallelism.virtual_stages = 1;

@@ -9,8 +9,8 @@
 //   clearly below 1F1B, ZB-H1 below it (replayed bubble, see the test).
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <unistd.h>
+#include <algorithm>
 
 #include <cmath>
 #include <filesystem>
@@ -55,9 +55,11 @@ std::string small_vocab_shard() {
   static std::string path;
   if (!path.empty()) return path;
   std::vector<int32_t> tokens(20000);
-  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 7 + i / 13) % 32);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] = static_cast<int32_t>((i * 7 + i / 13) % 32);
   path = (std::filesystem::temp_directory_path() /
-          ("parallm_pp_small_" + std::to_string(getpid()) + ".bin")).string();
+          ("parallm_pp_small_" + std::to_string(getpid()) + ".bin"))
+             .string();
   write_token_shard(path, tokens);
   return path;
 }
@@ -77,8 +79,12 @@ Bubble median_bubble(const std::string& schedule, int m, int v) {
   c.head_dim = 32;
   c.intermediate = 512;
   c.n_layers = 8;
-  PpLayout l{.pp = 2, .schedule = schedule, .virtual_stages = v, .micro_batches = m,
-             .micro_batch_size = 4, .seq_len = 64};
+  PpLayout l{.pp = 2,
+             .schedule = schedule,
+             .virtual_stages = v,
+             .micro_batches = m,
+             .micro_batch_size = 4,
+             .seq_len = 64};
   l.shard = small_vocab_shard();
   PpRunResult r = pp_train_run(c, l, /*steps=*/5);
   auto median = [](const std::vector<double>& x) {
@@ -111,15 +117,16 @@ TEST(PipelineMeasure, BubbleFraction) {
   const Bubble gpipe = median_bubble("gpipe", m, 1), f1b = median_bubble("1f1b", m, 1);
   const Bubble zb = median_bubble("zb", m, 1), inter = median_bubble("interleaved", m, 2);
   std::filesystem::remove(small_vocab_shard());
-  std::printf("bubble, pp 2, m %d (wall clock / replayed): gpipe %.3f / %.3f, 1f1b %.3f / %.3f, "
-              "interleaved V 2 %.3f / %.3f, zb %.3f / %.3f; theory %.3f, %.3f, %.3f, %.3f "
-              "(zb with F = B = W)\n",
-              m, gpipe.wall, gpipe.replayed, f1b.wall, f1b.replayed, inter.wall, inter.replayed,
-              zb.wall, zb.replayed, theory, theory, 1.0 / (2 * m + 1), 1.0 / (3 * m + 1));
+  std::printf(
+      "bubble, pp 2, m %d (wall clock / replayed): gpipe %.3f / %.3f, 1f1b %.3f / %.3f, "
+      "interleaved V 2 %.3f / %.3f, zb %.3f / %.3f; theory %.3f, %.3f, %.3f, %.3f "
+      "(zb with F = B = W)\n",
+      m, gpipe.wall, gpipe.replayed, f1b.wall, f1b.replayed, inter.wall, inter.replayed, zb.wall,
+      zb.replayed, theory, theory, 1.0 / (2 * m + 1), 1.0 / (3 * m + 1));
   EXPECT_NEAR(gpipe.replayed, theory, 0.02);
   EXPECT_NEAR(f1b.replayed, theory, 0.02);
   EXPECT_LT(inter.replayed, f1b.replayed - 0.03);  // theory: 1/9 against 1/5
-  EXPECT_LT(zb.replayed, f1b.replayed);  // theory: 1/13 with F = B = W
+  EXPECT_LT(zb.replayed, f1b.replayed);            // theory: 1/13 with F = B = W
 }
 
 }  // namespace

@@ -67,7 +67,9 @@ TEST(PipelineSchedule, InFlightBoundedAsPromised) {
     for (int st = 0; st < spec.pp; ++st) {
       const int m = spec.micro_batches;
       switch (spec.kind) {
-        case ScheduleKind::GPipe: EXPECT_EQ(held[st], m) << name(spec); break;
+        case ScheduleKind::GPipe:
+          EXPECT_EQ(held[st], m) << name(spec);
+          break;
         case ScheduleKind::OneFOneB:
           EXPECT_EQ(held[st], std::min(spec.pp - st, m)) << name(spec) << " stage " << st;
           break;
@@ -100,9 +102,11 @@ TEST(PipelineSchedule, CompactListsMatchTheTextbook) {
       << text;
   EXPECT_NE(text.find("stage 3: F0 B0 F1 B1"), std::string::npos) << text;
   const std::string g = format_schedule(make_schedule({ScheduleKind::GPipe, 2, 2, 1}), true);
-  EXPECT_EQ(g, "stage 0: F0 SA0>1 F1 SA1>1 RG0<1 B0 RG1<1 B1\n"
-               "stage 1: RA0<0 F0 RA1<0 F1 B0 SG0>0 B1 SG1>0\n");
-  const std::string zb = format_schedule(make_schedule({ScheduleKind::ZeroBubbleH1, 2, 3, 1}), false);
+  EXPECT_EQ(g,
+            "stage 0: F0 SA0>1 F1 SA1>1 RG0<1 B0 RG1<1 B1\n"
+            "stage 1: RA0<0 F0 RA1<0 F1 B0 SG0>0 B1 SG1>0\n");
+  const std::string zb =
+      format_schedule(make_schedule({ScheduleKind::ZeroBubbleH1, 2, 3, 1}), false);
   EXPECT_EQ(zb, "stage 0: F0 F1 B0 W0 F2 B1 W1 B2 W2\nstage 1: F0 B0 F1 B1 W0 F2 B2 W1 W2\n");
   const std::string il =
       format_schedule(make_schedule({ScheduleKind::Interleaved, 2, 2, 2}), false);
@@ -126,7 +130,8 @@ TEST(PipelineSchedule, InterleavedCutsTheBubbleByV) {
       for (int v : {2, 3}) {
         const ScheduleSpec spec{ScheduleKind::Interleaved, pp, m, v};
         const double sim = simulate(make_schedule(spec)).bubble_fraction;
-        const double one = simulate(make_schedule({ScheduleKind::OneFOneB, pp, m, 1})).bubble_fraction;
+        const double one =
+            simulate(make_schedule({ScheduleKind::OneFOneB, pp, m, 1})).bubble_fraction;
         // bubble / ideal compute: (p-1)/(V m) vs (p-1)/m
         const double ratio = (sim / (1 - sim)) / (one / (1 - one));
         EXPECT_NEAR(ratio, 1.0 / v, 0.02) << name(spec);
@@ -139,7 +144,8 @@ TEST(PipelineSchedule, ZeroBubbleBelow1F1B) {
     for (int m = 1; m <= 16; ++m) {
       const ScheduleSpec spec{ScheduleKind::ZeroBubbleH1, pp, m, 1};
       const double zb = simulate(make_schedule(spec)).bubble_fraction;
-      const double one = simulate(make_schedule({ScheduleKind::OneFOneB, pp, m, 1})).bubble_fraction;
+      const double one =
+          simulate(make_schedule({ScheduleKind::OneFOneB, pp, m, 1})).bubble_fraction;
       EXPECT_LT(zb, one) << name(spec);
       // With m >= pp the H1 bubble is (p-1)(F+B-W): a third of 1F1B's at F=B=W.
       if (m >= pp) {
@@ -149,9 +155,13 @@ TEST(PipelineSchedule, ZeroBubbleBelow1F1B) {
 }
 
 TEST(PipelineSchedule, ClearErrors) {
-  EXPECT_EQ(testing::error_of([] { make_schedule({ScheduleKind::Interleaved, 4, 6, 2}); }),
+  EXPECT_EQ(testing::error_of([] {
+              make_schedule({ScheduleKind::Interleaved, 4, 6, 2});
+            }),
             "interleaved schedule needs micro-batches (6) divisible by pp (4)");
-  EXPECT_EQ(testing::error_of([] { make_schedule({ScheduleKind::OneFOneB, 4, 8, 2}); }),
+  EXPECT_EQ(testing::error_of([] {
+              make_schedule({ScheduleKind::OneFOneB, 4, 8, 2});
+            }),
             "virtual stages (2) need the interleaved schedule, not 1f1b");
   EXPECT_EQ(testing::error_of([] { schedule_kind_from_name("pipedream"); }),
             "unknown pipeline schedule 'pipedream' (expected gpipe, 1f1b, interleaved or zb)");

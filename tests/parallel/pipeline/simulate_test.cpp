@@ -34,14 +34,19 @@ TEST(PipelineSimulate, DetectsADeadlockAndNamesIt) {
   // Each stage waits for the other's data before sending its own.
   Schedule s;
   s.spec = {ScheduleKind::GPipe, 2, 1, 1};
-  s.stages = {{{ActionKind::RecvGrad, 0, 0, 1}, {ActionKind::Forward, 0, 0, -1},
-               {ActionKind::SendActivation, 0, 0, 1}, {ActionKind::Backward, 0, 0, -1}},
-              {{ActionKind::RecvActivation, 0, 0, 0}, {ActionKind::Forward, 0, 0, -1},
-               {ActionKind::Backward, 0, 0, -1}, {ActionKind::SendGrad, 0, 0, 0}}};
+  s.stages = {{{ActionKind::RecvGrad, 0, 0, 1},
+               {ActionKind::Forward, 0, 0, -1},
+               {ActionKind::SendActivation, 0, 0, 1},
+               {ActionKind::Backward, 0, 0, -1}},
+              {{ActionKind::RecvActivation, 0, 0, 0},
+               {ActionKind::Forward, 0, 0, -1},
+               {ActionKind::Backward, 0, 0, -1},
+               {ActionKind::SendGrad, 0, 0, 0}}};
   EXPECT_TRUE(schedule_problems(s).empty());  // every transfer matched, yet the order deadlocks
   const Simulation sim = simulate(s);
   EXPECT_TRUE(sim.deadlocked);
-  EXPECT_EQ(sim.deadlock, "stage 0 stuck at action 0 (RG0c0<1); stage 1 stuck at action 0 (RA0c0<0)");
+  EXPECT_EQ(sim.deadlock,
+            "stage 0 stuck at action 0 (RG0c0<1); stage 1 stuck at action 0 (RA0c0<0)");
 }
 
 TEST(PipelineSimulate, UnmatchedTransferIsFound) {
@@ -60,7 +65,8 @@ TEST(PipelineSimulate, BlockingSendsDeadlock1F1BSoTheRuntimeMustIsend) {
   // ... 1F1B does: stage 0 sends activation 1 while stage 1 sends gradient 0.
   const Simulation sim = simulate(make_schedule({ScheduleKind::OneFOneB, 2, 4, 1}), c);
   EXPECT_TRUE(sim.deadlocked);
-  EXPECT_EQ(sim.deadlock, "stage 0 stuck at action 3 (SA1c0>1); stage 1 stuck at action 3 (SG0c0>0)");
+  EXPECT_EQ(sim.deadlock,
+            "stage 0 stuck at action 3 (SA1c0>1); stage 1 stuck at action 3 (SG0c0>0)");
 }
 
 }  // namespace

@@ -51,11 +51,17 @@ TEST(StagePartition, ClearErrors) {
   using testing::error_of;
   EXPECT_EQ(error_of([] { partition_layers(10, 4, 3); }),
             "cannot split 10 layers into 4 stages x 3 chunks");
-  EXPECT_EQ(error_of([] { partition_layers(12, 4, 1, {3, 5, 5, 3}); }),
+  EXPECT_EQ(error_of([] {
+              partition_layers(12, 4, 1, {3, 5, 5, 3});
+            }),
             "--pp-layers 3,5,5,3 sums to 16 layers, but the model has 12");
-  EXPECT_EQ(error_of([] { partition_layers(12, 4, 1, {4, 4, 4}); }),
+  EXPECT_EQ(error_of([] {
+              partition_layers(12, 4, 1, {4, 4, 4});
+            }),
             "--pp-layers lists 3 layer counts, but pp (4) x virtual stages (1) needs 4");
-  EXPECT_EQ(error_of([] { partition_layers(12, 4, 1, {6, 6, 0, 0}); }),
+  EXPECT_EQ(error_of([] {
+              partition_layers(12, 4, 1, {6, 6, 0, 0});
+            }),
             "--pp-layers gives virtual stage 2 0 layers; each needs at least 1");
   EXPECT_EQ(error_of([] { parse_layer_counts("3,x,5"); }),
             "bad layer count 'x' in '3,x,5' (expected non-negative integers like 3,5,5,3)");

@@ -34,7 +34,8 @@ double dot(const std::vector<float>& a, const std::vector<float>& b) {
 void expect_near_all(const std::vector<float>& got, const std::vector<float>& want,
                      const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << what << " [" << i << "]";
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], 1e-5) << what << " [" << i << "]";
 }
 
 // Runs body(group) on tp groups of size t tiling the first ranks of the

@@ -85,8 +85,8 @@ TEST(TensorParallelActivationMemory, SequenceParallelDividesEverythingByTp) {
           peak[li] = measure(m, tk, sp, B, T);
           if (peak[li] < 0) continue;
           const int64_t want = F * expected_floats(m, tk, sp, N).total(m.n_layers);
-          EXPECT_EQ(peak[li], want) << f << " tp " << tk << " sp " << sp << " layers "
-                                    << m.n_layers;
+          EXPECT_EQ(peak[li], want)
+              << f << " tp " << tk << " sp " << sp << " layers " << m.n_layers;
         }
         per_layer[k] = (peak[1] - peak[0]) / 2.0;
       }
@@ -103,10 +103,11 @@ TEST(TensorParallelActivationMemory, SequenceParallelDividesEverythingByTp) {
       EXPECT_GT(per_layer[1], per_layer[2]);
       EXPECT_DOUBLE_EQ(per_layer[1] - per_layer[2], F * outside * (1.0 - 1.0 / t));
       if (env().world->rank() == 0)
-        std::printf("[activation] %s tp %d: per layer %.0f / %.0f / %.0f bytes (tp1 / tp / tp+sp); "
-                    "tp ratio %.3f (Megatron fp16 %.3f), sp ratio %.3f (Megatron %.3f)\n",
-                    f, t, per_layer[0], per_layer[1], per_layer[2], tp_ratio,
-                    (10.0 + 24.0 / t) / 34.0, per_layer[2] / per_layer[0], 1.0 / t);
+        std::printf(
+            "[activation] %s tp %d: per layer %.0f / %.0f / %.0f bytes (tp1 / tp / tp+sp); "
+            "tp ratio %.3f (Megatron fp16 %.3f), sp ratio %.3f (Megatron %.3f)\n",
+            f, t, per_layer[0], per_layer[1], per_layer[2], tp_ratio, (10.0 + 24.0 / t) / 34.0,
+            per_layer[2] / per_layer[0], 1.0 / t);
     }
   }
 }

@@ -3,8 +3,8 @@
 // model built with an inactive tp group is the plain one-process model.
 #include <gtest/gtest.h>
 
-#include "common/test_util.h"
 #include "common/test_models.h"
+#include "common/test_util.h"
 #include "model/transformer.h"
 #include "parallel/tensor/vocab_shard.h"
 
@@ -16,7 +16,7 @@ TEST(VocabShard, PadsToAMultipleOfTpAndMarksValidRows) {
   EXPECT_EQ(a.padded, 1004);
   EXPECT_EQ(a.rows, 251);
   EXPECT_EQ(a.begin, 753);
-  EXPECT_EQ(a.valid, 250);  // the last row is padding
+  EXPECT_EQ(a.valid, 250);                 // the last row is padding
   VocabShard b = VocabShard::of(5, 4, 3);  // a rank may hold only padding
   EXPECT_EQ(b.padded, 8);
   EXPECT_EQ(b.valid, 0);
@@ -30,8 +30,9 @@ TEST(TensorParallelConfig, DivisibilityErrorsNameTheNumbers) {
   EXPECT_EQ(testing::error_of([&] { check_tp_divides(c, 2); }),
             "num_attention_heads (3) is not divisible by tp (2)");
   ModelConfig l = testing::tiny_llama();  // 6 heads, 2 key/value groups
-  EXPECT_NE(testing::error_of([&] { check_tp_divides(l, 3); }).find(
-                "num_key_value_heads (2) and tp (3): one must divide the other"),
+  EXPECT_NE(testing::error_of([&] {
+              check_tp_divides(l, 3);
+            }).find("num_key_value_heads (2) and tp (3): one must divide the other"),
             std::string::npos);
   // Fewer key/value groups than ranks: replicated, tp / n_kv ranks per group.
   l.n_kv_heads = 1;

@@ -10,15 +10,15 @@
 #include <filesystem>
 
 #include "comm/mpi/mpi_runtime.h"
+#include "common/layout_groups.h"
+#include "common/mpi_gtest.h"
+#include "common/trajectory_config.h"
 #include "grid/rank_grid.h"
 #include "kernels/cpu/threads.h"
 #include "model/transformer.h"
 #include "parallel/tensor/gather_parameters.h"
 #include "tp_env.h"
 #include "train/trainer.h"
-#include "common/layout_groups.h"
-#include "common/mpi_gtest.h"
-#include "common/trajectory_config.h"
 
 namespace parallm::tp_test {
 

@@ -29,19 +29,19 @@ struct TpLayout {
   int tp = 1, dp = 1;
   bool sp = false;
   int zero = 0;
-  std::string optimizer = "adamw";  // --optimizer (SGD and momentum run at lr 0.1)
+  std::string optimizer = "adamw";        // --optimizer (SGD and momentum run at lr 0.1)
   Precision precision = Precision::FP32;  // mixed precision (tests/precision too)
   Recompute recompute = Recompute::None;
-  LossScalerConfig loss_scale;            // fp16 only
+  LossScalerConfig loss_scale;  // fp16 only
   std::string name() const;
 };
 
 struct TpRunResult {
   std::vector<double> losses, grad_norms;
-  std::vector<int64_t> tp_bytes, sp_bytes;       // per step
-  std::vector<double> tp_comm_ms;                 // per step, measured
-  std::vector<double> loss_scales;               // per step (fp16)
-  std::vector<bool> skipped;                     // per step
+  std::vector<int64_t> tp_bytes, sp_bytes;           // per step
+  std::vector<double> tp_comm_ms;                    // per step, measured
+  std::vector<double> loss_scales;                   // per step (fp16)
+  std::vector<bool> skipped;                         // per step
   std::map<std::string, std::vector<float>> params;  // name -> full tensor
 };
 

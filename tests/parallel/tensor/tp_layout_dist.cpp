@@ -127,8 +127,8 @@ TEST(TensorParallelLayout, ZeroStagesWithTp) {
   for (int zero : {1, 2, 3})
     for (const char* family : {"gpt2", "llama"})
       for (const char* opt : {"adamw", "sgd"})
-        expect_same_trajectory(family, TpLayout{.tp = 2, .dp = 2, .sp = true, .zero = zero,
-                                                .optimizer = opt});
+        expect_same_trajectory(
+            family, TpLayout{.tp = 2, .dp = 2, .sp = true, .zero = zero, .optimizer = opt});
 }
 
 }  // namespace
@@ -146,8 +146,7 @@ TEST(TensorParallelLayout, OptimizersMatchOneProcess) {
   const int world = env().world->size();
   if (world != 2 && world != 4) GTEST_SKIP() << "runs at np 2 (tp 2) and np 4 (tp 2 x dp 2)";
   for (const char* opt : {"momentum", "adam", "muon"}) {  // sgd: SgdMatchesOneProcess
-    TpLayout l{.tp = 2, .dp = world / 2, .sp = true, .zero = world == 4 ? 1 : 0,
-               .optimizer = opt};
+    TpLayout l{.tp = 2, .dp = world / 2, .sp = true, .zero = world == 4 ? 1 : 0, .optimizer = opt};
     expect_same_trajectory("llama", l, false);
   }
 }

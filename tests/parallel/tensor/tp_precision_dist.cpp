@@ -59,8 +59,8 @@ TEST(TpPrecision, Bf16FollowsOneProcess) {
 TEST(TpPrecision, Fp16OverflowSkipsEveryRank) {
   TpLayout one;
   one.precision = Precision::FP16;
-  one.loss_scale = LossScalerConfig{.initial_scale = std::ldexp(1.0, 30), .window = 2,
-                                    .hysteresis = 1};
+  one.loss_scale =
+      LossScalerConfig{.initial_scale = std::ldexp(1.0, 30), .window = 2, .hysteresis = 1};
   const TpRunResult ref = tp_train_run(tp_gpt2(), one, 12);
   ASSERT_TRUE(ref.skipped[0]);
   for (TpLayout l : layouts()) {

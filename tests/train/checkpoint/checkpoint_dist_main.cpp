@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "common/mpi_gtest.h"
 #include "ckpt_env.h"
+#include "common/mpi_gtest.h"
 #include "io/checkpoint/checkpoint_dir.h"
 #include "train/checkpoint_load.h"
 

@@ -24,12 +24,12 @@ CkptTestEnv& env();
 struct Layout {
   int dp = 1, tp = 1, zero = 0;
   bool ps = false, sp = false;
-  bool llama = false;  // LLaMA (GQA, untied head) instead of GPT-2
+  bool llama = false;               // LLaMA (GQA, untied head) instead of GPT-2
   std::string optimizer = "adamw";  // --optimizer
   int pp = 1;                       // --pp, with --schedule and --virtual-stages
   std::string schedule = "1f1b";
   int virtual_stages = 1;
-  int layers = 2;                   // the model's (interleaving 2 stages x 2 needs 4)
+  int layers = 2;  // the model's (interleaving 2 stages x 2 needs 4)
   // fp16: a loss scale high enough to overflow at first and a short growth
   // window, so steps are skipped and the scaler's state matters at resume.
   bool fp16 = false;

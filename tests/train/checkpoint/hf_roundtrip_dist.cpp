@@ -33,7 +33,8 @@ namespace {
 
 std::vector<int32_t> tokens(int64_t n) {
   std::vector<int32_t> t(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) t[static_cast<size_t>(i)] = static_cast<int32_t>((i * 37 + 5) % 1001);
+  for (int64_t i = 0; i < n; ++i)
+    t[static_cast<size_t>(i)] = static_cast<int32_t>((i * 37 + 5) % 1001);
   return t;
 }
 
@@ -190,8 +191,8 @@ TEST(HfRoundTrip, FromTp2Pp2) {
     auto st = SafetensorsFile::open(f.path().string());
     for (const auto& e : st.entries())
       if (e.name.rfind("param/", 0) == 0)
-        saved += std::accumulate(e.shape.begin(), e.shape.end(), int64_t{1},
-                                 std::multiplies<int64_t>());
+        saved +=
+            std::accumulate(e.shape.begin(), e.shape.end(), int64_t{1}, std::multiplies<int64_t>());
   }
   EXPECT_EQ(saved, want) << "elements saved over all ranks vs the model's";
 

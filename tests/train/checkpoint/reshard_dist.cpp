@@ -57,8 +57,7 @@ TEST_P(Reshard, ContinuesTheRun) {
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, Reshard,
-    ::testing::Values(Pair{{.dp = 4}, {.dp = 2, .tp = 2}},
-                      Pair{{.tp = 2}, {.dp = 2, .zero = 2}},
+    ::testing::Values(Pair{{.dp = 4}, {.dp = 2, .tp = 2}}, Pair{{.tp = 2}, {.dp = 2, .zero = 2}},
                       Pair{{.dp = 2, .zero = 3}, {}},
                       Pair{{.dp = 2, .tp = 2, .zero = 1, .sp = true}, {.tp = 4}},
                       Pair{{.dp = 2, .ps = true}, {.dp = 4, .zero = 3}},
@@ -70,8 +69,12 @@ INSTANTIATE_TEST_SUITE_P(
                       // Pipeline stages, out of and into every other layout
                       Pair{{.tp = 2, .pp = 2}, {.dp = 4, .zero = 2}},
                       Pair{{.dp = 4, .layers = 4},
-                           {.dp = 2, .zero = 1, .pp = 2, .schedule = "interleaved",
-                            .virtual_stages = 2, .layers = 4}},
+                           {.dp = 2,
+                            .zero = 1,
+                            .pp = 2,
+                            .schedule = "interleaved",
+                            .virtual_stages = 2,
+                            .layers = 4}},
                       Pair{{.pp = 2, .schedule = "gpipe"}, {}}),
     [](const auto& info) { return info.param.from.name() + "_to_" + info.param.to.name(); });
 

@@ -75,9 +75,8 @@ TEST_P(Resume, IsBitExact) {
 INSTANTIATE_TEST_SUITE_P(
     Layouts, Resume,
     ::testing::Values(Layout{}, Layout{.dp = 2}, Layout{.dp = 2, .zero = 1},
-                      Layout{.dp = 2, .zero = 3}, Layout{.dp = 4, .zero = 2},
-                      Layout{.tp = 2}, Layout{.dp = 2, .tp = 2, .zero = 3, .sp = true},
-                      Layout{.dp = 2, .ps = true},
+                      Layout{.dp = 2, .zero = 3}, Layout{.dp = 4, .zero = 2}, Layout{.tp = 2},
+                      Layout{.dp = 2, .tp = 2, .zero = 3, .sp = true}, Layout{.dp = 2, .ps = true},
                       Layout{.dp = 2, .tp = 2, .zero = 1, .llama = true},
                       Layout{.tp = 4, .llama = true},
                       Layout{.dp = 2, .zero = 1, .optimizer = "momentum"},
