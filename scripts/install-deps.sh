@@ -13,16 +13,22 @@ PKGS=(
   nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libfmt-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-torch python3-numpy python3-pip
+  python3-regex python3-jinja2 python3-filelock python3-tqdm python3-packaging python3-fsspec
+  python3-yaml python3-requests
+  libonig-dev libpcre2-dev libcpp-httplib-dev
   fortunes
 )
 PY=/usr/bin/python3
 # PyPI packages, pinned; --no-deps so pip cannot replace Debian's torch or
 # numpy with wheels of other versions (safetensors needs neither to import;
-# safetensors.numpy uses Debian's numpy).
-PIP_PKGS=(safetensors==0.8.0)
+# safetensors.numpy uses Debian's numpy). transformers 4.44 is the judge of
+# Hugging Face compatibility (generation, chat templates) and runs on Debian's
+# torch; its other dependencies come from Debian above.
+PIP_PKGS=(safetensors==0.8.0 tokenizers==0.19.1 huggingface_hub==0.24.7 transformers==4.44.2)
 # Every Python module a test imports -> the package that provides it
 # (tests/reference/*.py, tests/train/checkpoint/read_export.py).
-PY_MODULES=(numpy:python3-numpy torch:python3-torch safetensors:safetensors==0.8.0)
+PY_MODULES=(numpy:python3-numpy torch:python3-torch safetensors:safetensors==0.8.0
+  tokenizers:tokenizers==0.19.1 transformers:transformers==4.44.2 jinja2:python3-jinja2)
 
 missing=()
 for p in "${PKGS[@]}"; do
