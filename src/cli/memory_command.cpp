@@ -18,7 +18,9 @@ void add_memory_command(CLI::App& app, CommandRegistry& reg) {
     std::string model = "gpt3-175b", precision = "bf16", optimizer = "adamw", recompute = "none",
                 schedule = "1f1b", activations = "megatron", device;
     MemoryQuery q;
-    bool json = false;
+    bool json = false, inference = false;
+    int64_t batch = 1, context = 0;
+    std::string kv_dtype = "bf16";
   };
   auto f = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand(
@@ -52,15 +54,36 @@ void add_memory_command(CLI::App& app, CommandRegistry& reg) {
                   "tensors this implementation's layers save, held against its allocator)");
   sub->add_option("--device-memory", f->device, "e.g. 80GiB: print a verdict and what would fit");
   sub->add_flag("--json", f->json, "machine-readable output");
+  sub->add_flag("--inference", f->inference,
+                "serving instead of training: weights (--precision) plus the KV cache, "
+                "2 x layers x kv_heads x head_dim x bytes per token, per rank under --tp/--pp, "
+                "and the largest batch x context that fits --device-memory");
+  sub->add_option("--batch", f->batch, "inference: sequences held at once");
+  sub->add_option("--context", f->context, "inference: tokens per sequence (default: the model's)");
+  sub->add_option("--kv-dtype", f->kv_dtype, "inference: KV cache storage, fp32 or bf16");
   reg.actions.emplace_back(sub, [f]() {
     f->q.model = std::filesystem::path(f->model).extension() == ".json" ? read_hf_config(f->model)
                                                                         : catalog_model(f->model);
+    double device = f->device.empty() ? 0.0 : parse_bytes(f->device);
+    if (f->inference) {
+      InferenceMemoryQuery iq{.model = f->q.model,
+                              .tp = f->q.tp,
+                              .pp = f->q.pp,
+                              .weights = precision_from_name(f->precision),
+                              .kv_cache = precision_from_name(f->kv_dtype),
+                              .batch = f->batch,
+                              .context = f->context};
+      if (f->json)
+        std::cout << inference_memory_json(iq, f->model, device).dump(2) << "\n";
+      else
+        std::cout << inference_memory_text(iq, f->model, device);
+      return 0;
+    }
     f->q.precision = precision_from_name(f->precision);
     f->q.optimizer = optimizer_from_name(f->optimizer);
     f->q.recompute = recompute_from_name(f->recompute);
     f->q.schedule = pipeline::schedule_kind_from_name(f->schedule);
     f->q.activation_model = activation_model_from_name(f->activations);
-    double device = f->device.empty() ? 0.0 : parse_bytes(f->device);
     if (f->json) {
       std::cout << memory_report_json(f->q, f->model, device).dump(2) << "\n";
     } else {

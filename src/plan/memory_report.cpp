@@ -81,4 +81,71 @@ nlohmann::json memory_report_json(const MemoryQuery& q, const std::string& name,
   return j;
 }
 
+namespace {
+
+int64_t context_tokens(const InferenceMemoryQuery& q) {
+  return q.context > 0 ? q.context : q.model.max_positions;
+}
+
+}  // namespace
+
+std::string inference_memory_text(const InferenceMemoryQuery& q, const std::string& name,
+                                  double device) {
+  const InferenceMemory r = estimate_inference_memory(q);
+  const int64_t ctx = context_tokens(q);
+  std::string out = fmt::format(
+      "{}: {:.2f}B parameters; inference, tp {} pp {}, weights {}, KV cache {}\n", name,
+      q.model.num_parameters() / 1e9, q.tp, q.pp, precision_name(q.weights),
+      precision_name(q.kv_cache));
+  out += fmt::format("per rank (first pipeline stage, {} parameters, {} layers, {} kv heads):\n",
+                     r.params_per_rank, r.layers_per_rank, r.kv_heads_per_rank);
+  out += fmt::format("  {:<22} {}\n", "weights", gib(r.weights));
+  out += fmt::format("  {:<22} {:.0f} bytes (2 x {} layers x {} kv heads x {} head dim x {} B)\n",
+                     "KV cache per token", r.kv_bytes_per_token, r.layers_per_rank,
+                     r.kv_heads_per_rank, q.model.head_dim, q.kv_cache == Precision::FP32 ? 4 : 2);
+  out += fmt::format("  {:<22} {} (batch {} x context {})\n", "KV cache", gib(r.kv_cache), q.batch,
+                     ctx);
+  out += fmt::format("  {:<22} {}\n", "total", gib(r.total()));
+  if (device > 0) {
+    const int64_t tokens = max_cached_tokens(q, device);
+    out += fmt::format("verdict: {} {} ({:.0f}% of it)\n",
+                       r.total() <= device ? "fits in" : "does NOT fit in", gib(device),
+                       100.0 * r.total() / device);
+    if (tokens == 0)
+      out += "  the weights alone do not fit: raise tp or pp\n";
+    else
+      out += fmt::format("  largest cache: {} tokens = batch {} at context {}\n", tokens,
+                         tokens / ctx, ctx);
+  }
+  return out;
+}
+
+nlohmann::json inference_memory_json(const InferenceMemoryQuery& q, const std::string& name,
+                                     double device) {
+  const InferenceMemory r = estimate_inference_memory(q);
+  const int64_t ctx = context_tokens(q);
+  nlohmann::json j = {{"model", name},
+                      {"mode", "inference"},
+                      {"tp", q.tp},
+                      {"pp", q.pp},
+                      {"params_per_rank", r.params_per_rank},
+                      {"layers_per_rank", r.layers_per_rank},
+                      {"kv_heads_per_rank", r.kv_heads_per_rank},
+                      {"batch", q.batch},
+                      {"context", ctx},
+                      {"bytes",
+                       {{"weights", r.weights},
+                        {"kv_cache_per_token", r.kv_bytes_per_token},
+                        {"kv_cache", r.kv_cache},
+                        {"total", r.total()}}}};
+  if (device > 0) {
+    const int64_t tokens = max_cached_tokens(q, device);
+    j["device_bytes"] = device;
+    j["fits"] = r.total() <= device;
+    j["max_cached_tokens"] = tokens;
+    j["max_batch_at_context"] = tokens / ctx;
+  }
+  return j;
+}
+
 }  // namespace parallm
