@@ -17,6 +17,7 @@ import json
 import os
 import sys
 import tempfile
+import warnings
 
 from jinja2.exceptions import TemplateError
 from tokenizers import Tokenizer
@@ -51,9 +52,26 @@ def render(tok, messages, add_generation_prompt, chat_template):
 
 
 def main():
-    fixtures_dir, dump_path = sys.argv[1], sys.argv[2]
+    warnings.filterwarnings("ignore", category=FutureWarning)  # transformers' clean_up_tokenization_spaces notice
+    self_test = sys.argv[1] == "--self-test"
+    fixtures_dir, dump_path = sys.argv[-2], sys.argv[-1]
     with open(dump_path, encoding="utf-8") as f:
         dump = json.load(f)
+    if self_test:
+        # Plant one trailing space and one changed raise message: both must be caught.
+        texts = [r for r in dump["renderings"] if "text" in r]
+        raised = [r for r in dump["renderings"] if "raised" in r]
+        texts[len(texts) // 2]["text"] += " "
+        raised[0]["raised"] += "!"
+        failures, matched, total = compare(fixtures_dir, dump, quiet=True)
+        caught = total - matched
+        print(f"chat templates self-test: {caught} of 2 planted differences caught")
+        return 0 if caught == 2 else 1
+    failures, matched, total = compare(fixtures_dir, dump, quiet=False)
+    return 0 if not failures and matched == total else 1
+
+
+def compare(fixtures_dir, dump, quiet):
     conversations = {c["name"]: c["messages"] for c in
                      json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                  "conversations.json"), encoding="utf-8"))}
@@ -103,14 +121,16 @@ def main():
             c["error"] += ok and "error" in got
     total = sum(c["total"] for c in counts.values())
     matched = sum(c["match"] for c in counts.values())
+    if quiet:
+        return failures, matched, total
     for name, c in sorted(counts.items()):
-        print(f"{name:24s} {c['match']:3d}/{c['total']:3d} match "
-              f"({c['match'] - c['raised'] - c['error']} texts, {c['raised']} raise_exception, "
-              f"{c['error']} both refused)")
-    print(f"chat templates: {matched}/{total} renderings byte-identical to transformers")
+        print(f"{name:24s} {c['match']:3d}/{c['total']:3d} match: "
+              f"{c['match'] - c['raised'] - c['error']} texts byte-identical, "
+              f"{c['raised']} same raise_exception message, {c['error']} refused by both")
+    print(f"chat templates: {matched}/{total} renderings match transformers' apply_chat_template")
     for f in failures:
         print("MISMATCH " + f)
-    return 0 if not failures and matched == total else 1
+    return failures, matched, total
 
 
 if __name__ == "__main__":
