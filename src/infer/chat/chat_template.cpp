@@ -20,20 +20,21 @@ std::string token_text(const json& v, const std::string& key, const std::string&
   if (v.is_string()) return v.get<std::string>();
   if (v.is_object() && v.contains("content") && v["content"].is_string())
     return v["content"].get<std::string>();
-  PX_CHECK(v.is_null(), "chat template: {}: '{}' is neither a string nor a token object: {}", origin,
-           key, v.dump());
+  PX_CHECK(v.is_null(), "chat template: {}: '{}' is neither a string nor a token object: {}",
+           origin, key, v.dump());
   return "";
 }
 
 SpecialTokens special_tokens_of(const json& config, const std::string& origin) {
   SpecialTokens out;
-  for (const char* key :
-       {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
+  for (const char* key : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token",
+                          "cls_token", "mask_token"}) {
     if (!config.contains(key)) continue;
     std::string text = token_text(config[key], key, origin);
     if (!text.empty()) out.tokens.emplace_back(key, std::move(text));
   }
-  if (config.contains("additional_special_tokens") && config["additional_special_tokens"].is_array())
+  if (config.contains("additional_special_tokens") &&
+      config["additional_special_tokens"].is_array())
     for (const json& t : config["additional_special_tokens"])
       out.additional.push_back(token_text(t, "additional_special_tokens", origin));
   return out;
@@ -124,7 +125,8 @@ ChatPrompt ChatTemplate::render(const std::vector<ChatMessage>& messages,
   using chat::Value;
   chat::List list;
   for (const ChatMessage& m : messages)
-    list.push_back(Value::dict({{"role", Value::string(m.role)}, {"content", Value::string(m.content)}}));
+    list.push_back(
+        Value::dict({{"role", Value::string(m.role)}, {"content", Value::string(m.content)}}));
   chat::Dict globals = {{"messages", Value::list(std::move(list))},
                         {"tools", Value::none()},
                         {"documents", Value::none()},

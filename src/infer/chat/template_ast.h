@@ -33,7 +33,7 @@ enum class ExprKind {
   kAnd,
   kOr,
   kNot,
-  kCond,     // args[0] if args[1] else args[2] (args[2] null: undefined)
+  kCond,  // args[0] if args[1] else args[2] (args[2] null: undefined)
 };
 
 struct Expr;

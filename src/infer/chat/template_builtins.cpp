@@ -13,14 +13,14 @@ namespace parallm::chat {
 namespace {
 
 constexpr std::array<std::string_view, 16> kFilters = {
-    "trim",  "length", "count", "upper", "lower", "capitalize", "tojson", "string",
-    "join",  "default", "d",    "first", "last",  "list",       "items",  "safe"};
+    "trim", "length",  "count", "upper", "lower", "capitalize", "tojson", "string",
+    "join", "default", "d",     "first", "last",  "list",       "items",  "safe"};
 constexpr std::array<std::string_view, 16> kTests = {
-    "defined", "undefined", "none",     "string", "number", "integer", "float", "boolean",
-    "true",    "false",     "mapping",  "sequence", "iterable", "odd", "even", "divisibleby"};
+    "defined", "undefined", "none",    "string",   "number",   "integer", "float", "boolean",
+    "true",    "false",     "mapping", "sequence", "iterable", "odd",     "even",  "divisibleby"};
 constexpr std::array<std::string_view, 14> kMethods = {
-    "strip", "lstrip", "rstrip", "upper", "lower", "capitalize", "startswith",
-    "endswith", "split", "replace", "get", "items", "keys", "values"};
+    "strip",    "lstrip", "rstrip",  "upper", "lower", "capitalize", "startswith",
+    "endswith", "split",  "replace", "get",   "items", "keys",       "values"};
 constexpr std::array<std::string_view, 3> kFunctions = {"raise_exception", "namespace", "range"};
 
 template <size_t N>
@@ -80,7 +80,8 @@ List to_list(const Value& v, const std::string& what, int line) {
     case ValueKind::kUndefined:
       return {};
     default:
-      PX_FAIL("chat template: {}: '{}' object is not iterable at line {}", what, v.type_name(), line);
+      PX_FAIL("chat template: {}: '{}' object is not iterable at line {}", what, v.type_name(),
+              line);
   }
 }
 
@@ -212,7 +213,8 @@ Value call_method(const Value& receiver, const std::string& name, const std::vec
       const StripSide side = name == "strip"    ? StripSide::kBoth
                              : name == "lstrip" ? StripSide::kLeft
                                                 : StripSide::kRight;
-      return Value::string(python_strip(s, opt_string(arg(args, kwargs, 0, "chars"), name, line), side));
+      return Value::string(
+          python_strip(s, opt_string(arg(args, kwargs, 0, "chars"), name, line), side));
     }
     if (name == "upper") return Value::string(cased(ascii_upper(s), "upper", line));
     if (name == "lower") return Value::string(cased(ascii_lower(s), "lower", line));
@@ -224,8 +226,9 @@ Value call_method(const Value& receiver, const std::string& name, const std::vec
       const List options = a->is_string() ? List{*a} : a->as_list();
       for (const Value& o : options) {
         const std::string& p = o.to_str();
-        if (name == "startswith" ? s.compare(0, p.size(), p) == 0 && s.size() >= p.size()
-                                 : s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0)
+        if (name == "startswith"
+                ? s.compare(0, p.size(), p) == 0 && s.size() >= p.size()
+                : s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0)
           return Value::boolean(true);
       }
       return Value::boolean(false);
@@ -241,8 +244,8 @@ Value call_method(const Value& receiver, const std::string& name, const std::vec
     if (name == "replace") {
       PX_CHECK(args.size() >= 2 && args[0].is_string() && args[1].is_string(),
                "chat template: replace needs two string arguments at line {}", line);
-      return Value::string(
-          python_replace(s, args[0].as_string(), args[1].as_string(), args.size() > 2 ? args[2].as_int() : -1));
+      return Value::string(python_replace(s, args[0].as_string(), args[1].as_string(),
+                                          args.size() > 2 ? args[2].as_int() : -1));
     }
   }
   if (receiver.kind() == ValueKind::kDict) {

@@ -117,7 +117,8 @@ std::string decode_escapes(std::string_view body, int line) {
       default:
         if (c >= '0' && c <= '7') {
           char32_t cp = c - '0';
-          for (int k = 0; k < 2 && i + 1 < body.size() && body[i + 1] >= '0' && body[i + 1] <= '7'; ++k)
+          for (int k = 0; k < 2 && i + 1 < body.size() && body[i + 1] >= '0' && body[i + 1] <= '7';
+               ++k)
             cp = cp * 8 + char32_t(body[++i] - '0');
           utf8_append(out, cp);
         } else {
@@ -146,9 +147,8 @@ class Lexer {
         break;
       }
       const char kind = src_[at + 1];
-      const char sign = at + 2 < src_.size() && (src_[at + 2] == '-' || src_[at + 2] == '+')
-                            ? src_[at + 2]
-                            : 0;
+      const char sign =
+          at + 2 < src_.size() && (src_[at + 2] == '-' || src_[at + 2] == '+') ? src_[at + 2] : 0;
       if (sign == '-') {
         text = python_strip(text, std::nullopt, StripSide::kRight);
       } else if (sign != '+' && kind != '{') {
@@ -195,8 +195,10 @@ class Lexer {
   void comment() {
     const int start = line_;
     const size_t end = src_.find("#}", pos_);
-    PX_CHECK(end != std::string::npos, "chat template: unterminated comment '{{#' at line {}", start);
-    const char sign = end > pos_ && (src_[end - 1] == '-' || src_[end - 1] == '+') ? src_[end - 1] : 0;
+    PX_CHECK(end != std::string::npos, "chat template: unterminated comment '{{#' at line {}",
+             start);
+    const char sign =
+        end > pos_ && (src_[end - 1] == '-' || src_[end - 1] == '+') ? src_[end - 1] : 0;
     line_ += count_newlines(std::string_view(src_).substr(pos_, end - pos_));
     pos_ = end + 2;
     after_close(sign, true);
@@ -217,7 +219,8 @@ class Lexer {
         const std::string_view close = is_var ? "}}" : "%}";
         for (char sign : {'-', '+', '\0'}) {
           if (is_var && sign == '+') continue;
-          const std::string full = sign ? std::string(1, sign) + std::string(close) : std::string(close);
+          const std::string full =
+              sign ? std::string(1, sign) + std::string(close) : std::string(close);
           if (rest.substr(0, full.size()) == full) {
             push(is_var ? TokenKind::kVarEnd : TokenKind::kBlockEnd, std::string(close), line_);
             pos_ += full.size();
@@ -265,7 +268,8 @@ class Lexer {
       pos_ += i;
     } else if (c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
       size_t i = 0;
-      while (i < rest.size() && (rest[i] == '_' || std::isalnum(static_cast<unsigned char>(rest[i]))))
+      while (i < rest.size() &&
+             (rest[i] == '_' || std::isalnum(static_cast<unsigned char>(rest[i]))))
         ++i;
       push(TokenKind::kName, std::string(rest.substr(0, i)), line_);
       pos_ += i;

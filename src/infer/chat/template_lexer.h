@@ -21,7 +21,7 @@ enum class TokenKind {
   kString,      // a string literal, escapes already decoded
   kInt,
   kFloat,
-  kOp,          // + - * / // % ** ~ == != < > <= >= ( ) [ ] { } , . : | =
+  kOp,  // + - * / // % ** ~ == != < > <= >= ( ) [ ] { } , . : | =
   kEof,
 };
 

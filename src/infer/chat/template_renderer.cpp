@@ -1,6 +1,6 @@
-// Renderer of parsed chat templates (see template_renderer.h). Operators
-// follow Python on the values (Jinja2 compiles to Python): `and`/`or` return
-// an operand, `+` adds numbers and joins strings or lists, `~` joins str().
+// Renderer of parsed chat templates (see template_renderer.h). `and`/`or`
+// return an operand, as Python's do (Jinja2 compiles to Python); the other
+// operators live in template_operators.
 #include "infer/chat/template_renderer.h"
 
 #include <algorithm>
@@ -8,34 +8,13 @@
 #include <unordered_map>
 
 #include "infer/chat/template_builtins.h"
+#include "infer/chat/template_operators.h"
 #include "infer/chat/template_text.h"
 
 namespace parallm::chat {
 namespace {
 
 // Python's slice.indices(len) followed by the walk.
-std::vector<int64_t> slice_positions(int64_t len, const Value* start, const Value* stop,
-                                     const Value* step, int line) {
-  auto as_int = [&](const Value* v) -> std::optional<int64_t> {
-    if (!v || v->is_none()) return std::nullopt;
-    PX_CHECK(v->kind() == ValueKind::kInt || v->kind() == ValueKind::kBool,
-             "chat template: slice indices must be integers, got {} at line {}", v->type_name(), line);
-    return v->as_int();
-  };
-  const int64_t st = as_int(step).value_or(1);
-  PX_CHECK(st != 0, "chat template: slice step cannot be zero at line {}", line);
-  auto clamp = [&](std::optional<int64_t> v, int64_t dflt) {
-    if (!v) return dflt;
-    int64_t x = *v < 0 ? *v + len : *v;
-    if (st > 0) return std::clamp<int64_t>(x, 0, len);
-    return std::clamp<int64_t>(x, -1, len - 1);
-  };
-  const int64_t b = clamp(as_int(start), st > 0 ? 0 : len - 1);
-  const int64_t e = clamp(as_int(stop), st > 0 ? len : -1);
-  std::vector<int64_t> out;
-  for (int64_t i = b; st > 0 ? i < e : i > e; i += st) out.push_back(i);
-  return out;
-}
 
 class Renderer {
  public:
@@ -79,9 +58,10 @@ class Renderer {
         return;
       case StmtKind::kSetAttr: {
         const Value target = lookup(s.targets[0]);
-        PX_CHECK(target.kind() == ValueKind::kNamespace,
-                 "chat template: cannot assign attribute on non-namespace object '{}' ({}) at line {}",
-                 s.targets[0], target.type_name(), s.line);
+        PX_CHECK(
+            target.kind() == ValueKind::kNamespace,
+            "chat template: cannot assign attribute on non-namespace object '{}' ({}) at line {}",
+            s.targets[0], target.type_name(), s.line);
         Value v = eval(*s.expr);
         Dict& attrs = target.namespace_attrs();
         for (auto& [k, old] : attrs) {
@@ -110,8 +90,8 @@ class Renderer {
 
   void exec_for(const Stmt& s) {
     const Value seq = eval(*s.expr);
-    PX_CHECK(seq.kind() == ValueKind::kList || seq.kind() == ValueKind::kDict ||
-                 seq.is_string() || seq.is_undefined(),
+    PX_CHECK(seq.kind() == ValueKind::kList || seq.kind() == ValueKind::kDict || seq.is_string() ||
+                 seq.is_undefined(),
              "chat template: '{}' object is not iterable at line {}", seq.type_name(), s.line);
     List items;
     if (seq.is_string() || seq.kind() == ValueKind::kDict) {
@@ -181,8 +161,8 @@ class Renderer {
     check_defined(obj, line);
     const bool int_key = key.kind() == ValueKind::kInt || key.kind() == ValueKind::kBool;
     if (int_key && (obj.kind() == ValueKind::kList || obj.is_string())) {
-      const std::vector<char32_t> cps = obj.is_string() ? utf8_decode(obj.as_string())
-                                                        : std::vector<char32_t>{};
+      const std::vector<char32_t> cps =
+          obj.is_string() ? utf8_decode(obj.as_string()) : std::vector<char32_t>{};
       const auto len = int64_t(obj.is_string() ? cps.size() : obj.as_list().size());
       const int64_t i = key.as_int() < 0 ? key.as_int() + len : key.as_int();
       if (i >= 0 && i < len) {
@@ -206,105 +186,18 @@ class Renderer {
     auto part = [&](int i) { return e.args[size_t(i) + 1] ? &parts[i] : nullptr; };
     if (obj.kind() == ValueKind::kList) {
       List out;
-      for (int64_t i : slice_positions(int64_t(obj.as_list().size()), part(0), part(1), part(2), e.line))
+      for (int64_t i :
+           slice_positions(int64_t(obj.as_list().size()), part(0), part(1), part(2), e.line))
         out.push_back(obj.as_list()[size_t(i)]);
       return Value::list(std::move(out));
     }
-    PX_CHECK(obj.is_string(), "chat template: cannot slice a {} at line {}", obj.type_name(), e.line);
+    PX_CHECK(obj.is_string(), "chat template: cannot slice a {} at line {}", obj.type_name(),
+             e.line);
     const std::vector<char32_t> cps = utf8_decode(obj.as_string());
     std::vector<char32_t> out;
     for (int64_t i : slice_positions(int64_t(cps.size()), part(0), part(1), part(2), e.line))
       out.push_back(cps[size_t(i)]);
     return Value::string(utf8_encode(out));
-  }
-
-  [[noreturn]] static void bad_operands(const std::string& op, const Value& a, const Value& b,
-                                        int line) {
-    check_defined(a, line);
-    check_defined(b, line);
-    PX_FAIL("chat template: unsupported operand types for {}: '{}' and '{}' at line {}", op,
-            a.type_name(), b.type_name(), line);
-  }
-
-  Value binary(const std::string& op, const Value& a, const Value& b, int line) {
-    if (op == "~") return Value::string(a.to_str() + b.to_str());
-    const bool nums = a.is_number() && b.is_number();
-    const bool floats = nums && (a.kind() == ValueKind::kFloat || b.kind() == ValueKind::kFloat);
-    if (op == "+") {
-      if (nums) return floats ? Value::real(a.as_float() + b.as_float()) : Value::integer(a.as_int() + b.as_int());
-      if (a.is_string() && b.is_string()) return Value::string(a.as_string() + b.as_string());
-      if (a.kind() == ValueKind::kList && b.kind() == ValueKind::kList) {
-        List out = a.as_list();
-        out.insert(out.end(), b.as_list().begin(), b.as_list().end());
-        return Value::list(std::move(out));
-      }
-      bad_operands(op, a, b, line);
-    }
-    if (op == "*" && (a.is_string() || a.kind() == ValueKind::kList) && b.kind() == ValueKind::kInt) {
-      if (a.is_string()) {
-        std::string out;
-        for (int64_t i = 0; i < b.as_int(); ++i) out += a.as_string();
-        return Value::string(out);
-      }
-      List out;
-      for (int64_t i = 0; i < b.as_int(); ++i) out.insert(out.end(), a.as_list().begin(), a.as_list().end());
-      return Value::list(std::move(out));
-    }
-    PX_CHECK(!(op == "%" && a.is_string()),
-             "chat template: unsupported string formatting with '%' at line {}", line);
-    if (!nums) bad_operands(op, a, b, line);
-    if (op == "-") return floats ? Value::real(a.as_float() - b.as_float()) : Value::integer(a.as_int() - b.as_int());
-    if (op == "*") return floats ? Value::real(a.as_float() * b.as_float()) : Value::integer(a.as_int() * b.as_int());
-    if (op == "**") {
-      if (!floats && b.as_int() >= 0) {
-        int64_t r = 1;
-        for (int64_t i = 0; i < b.as_int(); ++i) r *= a.as_int();
-        return Value::integer(r);
-      }
-      return Value::real(std::pow(a.as_float(), b.as_float()));
-    }
-    PX_CHECK(b.as_float() != 0, "chat template: division by zero at line {}", line);
-    if (op == "/") return Value::real(a.as_float() / b.as_float());
-    if (floats) {
-      const double q = std::floor(a.as_float() / b.as_float());
-      return op == "//" ? Value::real(q) : Value::real(a.as_float() - q * b.as_float());
-    }
-    int64_t q = a.as_int() / b.as_int();
-    if ((a.as_int() % b.as_int() != 0) && ((a.as_int() < 0) != (b.as_int() < 0))) --q;
-    return op == "//" ? Value::integer(q) : Value::integer(a.as_int() - q * b.as_int());
-  }
-
-  bool compare(const std::string& op, const Value& a, const Value& b, int line) {
-    if (op == "==") return values_equal(a, b);
-    if (op == "!=") return !values_equal(a, b);
-    if (op == "in" || op == "notin") {
-      bool found = false;
-      if (b.is_string()) {
-        PX_CHECK(a.is_string(), "chat template: 'in <string>' requires string as left operand, not {} at line {}",
-                 a.type_name(), line);
-        found = b.as_string().find(a.as_string()) != std::string::npos;
-      } else if (b.kind() == ValueKind::kList) {
-        for (const Value& v : b.as_list()) found = found || values_equal(a, v);
-      } else if (b.kind() == ValueKind::kDict) {
-        found = a.is_string() && b.find(a.as_string());
-      } else {
-        PX_CHECK(b.is_undefined(), "chat template: argument of type '{}' is not iterable at line {}",
-                 b.type_name(), line);
-      }
-      return op == "in" ? found : !found;
-    }
-    int c = 0;
-    if (a.is_number() && b.is_number()) {
-      c = a.as_float() < b.as_float() ? -1 : a.as_float() > b.as_float() ? 1 : 0;
-    } else if (a.is_string() && b.is_string()) {
-      c = a.as_string().compare(b.as_string());
-    } else {
-      bad_operands(op, a, b, line);
-    }
-    if (op == "<") return c < 0;
-    if (op == ">") return c > 0;
-    if (op == "<=") return c <= 0;
-    return c >= 0;
   }
 
   Value call(const Expr& e, const std::vector<Value>& args, const Kwargs& kwargs) {
@@ -314,24 +207,27 @@ class Renderer {
     if (e.name == "namespace") {
       Dict attrs;
       for (const Value& a : args) {
-        PX_CHECK(a.kind() == ValueKind::kDict, "chat template: namespace() takes a dict, got {} at line {}",
-                 a.type_name(), e.line);
+        PX_CHECK(a.kind() == ValueKind::kDict,
+                 "chat template: namespace() takes a dict, got {} at line {}", a.type_name(),
+                 e.line);
         attrs.insert(attrs.end(), a.as_dict().begin(), a.as_dict().end());
       }
       attrs.insert(attrs.end(), kwargs.begin(), kwargs.end());
       return Value::name_space(std::move(attrs));
     }
     // range(stop) / range(start, stop[, step])
-    PX_CHECK(!args.empty() && args.size() <= 3, "chat template: range takes 1 to 3 integers at line {}", e.line);
+    PX_CHECK(!args.empty() && args.size() <= 3,
+             "chat template: range takes 1 to 3 integers at line {}", e.line);
     for (const Value& a : args)
-      PX_CHECK(a.kind() == ValueKind::kInt, "chat template: range takes integers, got {} at line {}",
-               a.type_name(), e.line);
+      PX_CHECK(a.kind() == ValueKind::kInt,
+               "chat template: range takes integers, got {} at line {}", a.type_name(), e.line);
     const int64_t start = args.size() > 1 ? args[0].as_int() : 0;
     const int64_t stop = args.size() > 1 ? args[1].as_int() : args[0].as_int();
     const int64_t step = args.size() > 2 ? args[2].as_int() : 1;
     PX_CHECK(step != 0, "chat template: range step cannot be zero at line {}", e.line);
     List out;
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.push_back(Value::integer(i));
+    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
+      out.push_back(Value::integer(i));
     return Value::list(std::move(out));
   }
 
@@ -385,16 +281,18 @@ class Renderer {
         check_defined(v, e.line);
         PX_CHECK(v.is_number(), "chat template: bad operand type for unary {}: '{}' at line {}",
                  e.kind == ExprKind::kNeg ? '-' : '+', v.type_name(), e.line);
-        if (e.kind == ExprKind::kPos) return v.kind() == ValueKind::kBool ? Value::integer(v.as_int()) : v;
-        return v.kind() == ValueKind::kFloat ? Value::real(-v.as_float()) : Value::integer(-v.as_int());
+        if (e.kind == ExprKind::kPos)
+          return v.kind() == ValueKind::kBool ? Value::integer(v.as_int()) : v;
+        return v.kind() == ValueKind::kFloat ? Value::real(-v.as_float())
+                                             : Value::integer(-v.as_int());
       }
       case ExprKind::kBinary:
-        return binary(e.name, eval(*e.args[0]), eval(*e.args[1]), e.line);
+        return binary_op(e.name, eval(*e.args[0]), eval(*e.args[1]), e.line);
       case ExprKind::kCompare: {
         Value left = eval(*e.args[0]);
         for (size_t i = 0; i < e.ops.size(); ++i) {
           Value right = eval(*e.args[i + 1]);
-          if (!compare(e.ops[i], left, right, e.line)) return Value::boolean(false);
+          if (!compare_op(e.ops[i], left, right, e.line)) return Value::boolean(false);
           left = std::move(right);
         }
         return Value::boolean(true);

@@ -156,7 +156,8 @@ std::string python_replace(std::string_view s, std::string_view from, std::strin
 
 namespace {
 bool all_ascii(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return static_cast<unsigned char>(c) < 0x80; });
 }
 char upper(char c) { return c >= 'a' && c <= 'z' ? char(c - 32) : c; }
 char lower(char c) { return c >= 'A' && c <= 'Z' ? char(c + 32) : c; }

@@ -157,7 +157,9 @@ void json_dump(const Value& v, const JsonOptions& o, int level, std::string& out
       return;
     case ValueKind::kFloat: {
       const double d = v.as_float();
-      out += std::isnan(d) ? "NaN" : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity") : float_repr(d);
+      out += std::isnan(d)   ? "NaN"
+             : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity")
+                             : float_repr(d);
       return;
     }
     case ValueKind::kString:

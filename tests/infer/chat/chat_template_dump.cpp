@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
   json renderings = json::array();
   for (const fs::path& path : configs) {
     const std::string name = path.stem().string();
-    const parallm::ChatTemplate tmpl = parallm::ChatTemplate::from_config_file_or_plain(path.string());
+    const parallm::ChatTemplate tmpl =
+        parallm::ChatTemplate::from_config_file_or_plain(path.string());
     fixtures[name] = {{"source", tmpl.source()},
                       {"plain", tmpl.source() == parallm::ChatTemplate::kPlainSource}};
     for (const json& conv : conversations) {

@@ -69,10 +69,11 @@ TEST(ChatTemplate, MistralRefusesASystemRole) {
 }
 
 TEST(ChatTemplate, PlainFormatForModelsWithoutTemplate) {
-  EXPECT_EQ(error_of([] { ChatTemplate::from_config_file(fixture("gpt2")); }),
-            "chat template: " + fixture("gpt2") +
-                " has no 'chat_template' (a base model such as GPT-2?); ChatTemplate::plain() joins "
-                "the contents with newlines instead");
+  EXPECT_EQ(
+      error_of([] { ChatTemplate::from_config_file(fixture("gpt2")); }),
+      "chat template: " + fixture("gpt2") +
+          " has no 'chat_template' (a base model such as GPT-2?); ChatTemplate::plain() joins "
+          "the contents with newlines instead");
   const ChatTemplate t = ChatTemplate::from_config_file_or_plain(fixture("gpt2"));
   const ChatPrompt p = t.render(kChat, true);
   EXPECT_EQ(p.text, "Be brief.\nHi\nHello\nBye");
@@ -80,8 +81,9 @@ TEST(ChatTemplate, PlainFormatForModelsWithoutTemplate) {
 }
 
 TEST(ChatTemplate, BadConfigs) {
-  EXPECT_EQ(error_of([] { ChatTemplate::from_config_text("{\"chat_template\": ", "cfg.json"); })
-                .rfind("chat template: cfg.json is not valid JSON: ", 0),
+  EXPECT_EQ(error_of([] {
+              ChatTemplate::from_config_text("{\"chat_template\": ", "cfg.json");
+            }).rfind("chat template: cfg.json is not valid JSON: ", 0),
             0u);
   EXPECT_EQ(error_of([] { ChatTemplate::from_config_text("{\"chat_template\": 3}", "cfg.json"); }),
             "chat template: cfg.json: chat_template must be a string or a list, got number");

@@ -28,7 +28,8 @@ std::string render_error(std::string_view source) {
 }
 
 TEST(ChatTemplateRefusal, UnknownConstructsByName) {
-  EXPECT_EQ(parse_error("a\nb\n{{ x | xyz }}"), "chat template: unsupported filter 'xyz' at line 3");
+  EXPECT_EQ(parse_error("a\nb\n{{ x | xyz }}"),
+            "chat template: unsupported filter 'xyz' at line 3");
   EXPECT_EQ(parse_error("{{ x | reject('equalto', 1) }}"),
             "chat template: unsupported filter 'reject' at line 1");
   EXPECT_EQ(parse_error("{% if x is sameas(y) %}{% endif %}"),

@@ -50,8 +50,9 @@ TEST(ChatTemplateRender, LoopVariables) {
 
 TEST(ChatTemplateRender, Scoping) {
   // A set inside a loop body lasts one iteration; inside an if it is not scoped.
-  EXPECT_EQ(render("{% set x = 1 %}{% for i in [1,2] %}{{ x }}{% set x = i + 10 %}{% endfor %}{{ x }}"),
-            "111");
+  EXPECT_EQ(
+      render("{% set x = 1 %}{% for i in [1,2] %}{{ x }}{% set x = i + 10 %}{% endfor %}{{ x }}"),
+      "111");
   EXPECT_EQ(render("{% for i in [1,2] %}{% set y = i %}{% endfor %}{{ y }}"), "");
   EXPECT_EQ(render("{% if true %}{% set z = 5 %}{% endif %}{{ z }}"), "5");
   EXPECT_EQ(render("{% set ns = namespace(n=0) %}{% for i in [1,2,3] %}{% set ns.n = ns.n + i %}"
@@ -64,17 +65,21 @@ TEST(ChatTemplateRender, SubscriptsAndSlices) {
   EXPECT_EQ(render("{{ xs[::-1] }}{{ xs[1:] }}{{ xs[-1] }}{{ 'héllo'[1:3] }}{{ xs[5] }}|", g),
             "[3, 2, 1][2, 3]3él|");
   const Dict m = {{"m", Value::dict({{"role", Value::string("user")}})}};
-  EXPECT_EQ(render("{{ m['role'] }}{{ m.role }}{{ m.missing }}{{ m.get('x', 'd') }}", m), "useruserd");
+  EXPECT_EQ(render("{{ m['role'] }}{{ m.role }}{{ m.missing }}{{ m.get('x', 'd') }}", m),
+            "useruserd");
 }
 
 TEST(ChatTemplateRender, OperatorsFollowPython) {
   EXPECT_EQ(render("{{ 'a' + ' b ' | trim + 'c' }}"), "abc");  // the filter binds first
-  EXPECT_EQ(render("{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ 2 ** 10 }} {{ 'ab' * 2 }} {{ 1 ~ 'x' ~ none }}"),
+  EXPECT_EQ(render("{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ 2 ** 10 }} {{ 'ab' * 2 }} {{ 1 ~ 'x' "
+                   "~ none }}"),
             "3 -4 1 1024 abab 1xNone");
   EXPECT_EQ(render("{{ '' or 'd' }}{{ 'a' and 'b' }}{{ 0 or none }}"), "dbNone");
-  EXPECT_EQ(render("{{ 'x' if 1 > 2 else 'y' }}{{ 3 in [1, 3] }}{{ 'b' in 'abc' }}{{ 'k' not in {'k': 1} }}"),
+  EXPECT_EQ(render("{{ 'x' if 1 > 2 else 'y' }}{{ 3 in [1, 3] }}{{ 'b' in 'abc' }}{{ 'k' not in "
+                   "{'k': 1} }}"),
             "yTrueTrueFalse");
-  EXPECT_EQ(render("{{ 1 == 1.0 }}{{ true == 1 }}{{ 'a' != false }}{{ (1 + 2) * 3 }}"), "TrueTrueTrue9");
+  EXPECT_EQ(render("{{ 1 == 1.0 }}{{ true == 1 }}{{ 'a' != false }}{{ (1 + 2) * 3 }}"),
+            "TrueTrueTrue9");
 }
 
 TEST(ChatTemplateRender, PrintsValuesAsPython) {
@@ -107,8 +112,10 @@ TEST(ChatTemplateRender, TrimIsPythonStrip) {
 
 TEST(ChatTemplateRender, ToJsonAsTransformers) {
   // transformers' tojson: json.dumps(ensure_ascii=False), no HTML escaping.
-  EXPECT_EQ(render("{{ {'a': [1, 2], 'é': 'ü\"<'} | tojson }}"), "{\"a\": [1, 2], \"é\": \"ü\\\"<\"}");
-  EXPECT_EQ(render("{{ {'a': [1, 2]} | tojson(indent=2) }}"), "{\n  \"a\": [\n    1,\n    2\n  ]\n}");
+  EXPECT_EQ(render("{{ {'a': [1, 2], 'é': 'ü\"<'} | tojson }}"),
+            "{\"a\": [1, 2], \"é\": \"ü\\\"<\"}");
+  EXPECT_EQ(render("{{ {'a': [1, 2]} | tojson(indent=2) }}"),
+            "{\n  \"a\": [\n    1,\n    2\n  ]\n}");
 }
 
 TEST(ChatTemplateRender, RaiseExceptionCarriesTheMessage) {
