@@ -142,7 +142,7 @@ class Renderer {
       auto found = it->find(name);
       if (found != it->end()) return found->second;
     }
-    return Value::undefined("'" + name + "' is undefined");
+    return Value::undefined(fmt::format("'{}' is undefined", name));
   }
 
   static void check_defined(const Value& v, int line) {
@@ -154,7 +154,8 @@ class Renderer {
     if (obj.kind() == ValueKind::kDict || obj.kind() == ValueKind::kNamespace) {
       if (const Value* v = obj.find(name)) return *v;
     }
-    return Value::undefined("'" + obj.type_name() + " object' has no attribute '" + name + "'");
+    return Value::undefined(
+        fmt::format("'{} object' has no attribute '{}'", obj.type_name(), name));
   }
 
   Value item(const Value& obj, const Value& key, int line) {
@@ -174,7 +175,8 @@ class Renderer {
     } else if (key.is_string()) {
       return attribute(obj, key.as_string(), line);  // dict item, else no attribute
     }
-    return Value::undefined("'" + obj.type_name() + " object' has no element " + key.repr());
+    return Value::undefined(
+        fmt::format("'{} object' has no element {}", obj.type_name(), key.repr()));
   }
 
   Value slice(const Expr& e) {

@@ -69,7 +69,10 @@ std::string float_repr(double d) {
     }
   } else {
     out = digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
+    if (digits.size() > 1) {
+      out += '.';
+      out += digits.substr(1);
+    }
     out += fmt::format("e{}{:02d}", exp < 0 ? '-' : '+', std::abs(exp));
   }
   return neg ? "-" + out : out;
@@ -140,7 +143,10 @@ std::string json_string(const std::string& s) {
 void json_dump(const Value& v, const JsonOptions& o, int level, std::string& out) {
   const std::string item_sep = o.indent ? "," : ", ";
   auto newline = [&](int lvl) {
-    if (o.indent) out += "\n" + std::string(size_t(*o.indent) * lvl, ' ');
+    if (o.indent) {
+      out += '\n';
+      out.append(size_t(*o.indent) * lvl, ' ');
+    }
   };
   switch (v.kind()) {
     case ValueKind::kUndefined:
