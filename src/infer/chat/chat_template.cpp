@@ -1,4 +1,6 @@
 // ChatTemplate: tokenizer_config.json to a rendered prompt (see chat_template.h).
+// The config is read the way transformers reads it: special tokens may be
+// strings or AddedToken objects, and a list of named templates yields "default".
 #include "infer/chat/chat_template.h"
 
 #include <fstream>

@@ -1,4 +1,6 @@
 // Expression parser of the chat-template subset (see template_expression_parser.h).
+// One method per precedence level, as jinja2/parser.py, so that templates
+// relying on Jinja's binding (filters before `+`) parse the same way.
 #include "infer/chat/template_expression_parser.h"
 
 #include <algorithm>

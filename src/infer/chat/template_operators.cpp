@@ -1,4 +1,6 @@
-// Python's operators on template values (see template_operators.h).
+// Python's operators on template values (see template_operators.h). Integer
+// `//` and `%` floor toward negative infinity, as Python's do, not toward zero
+// as C++'s.
 #include "infer/chat/template_operators.h"
 
 #include <algorithm>

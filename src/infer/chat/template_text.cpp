@@ -1,4 +1,6 @@
-// Python str operations on UTF-8 text (see template_text.h).
+// Python str operations on UTF-8 text (see template_text.h). Work is done on
+// decoded code points where Python counts them (strip, len, split on
+// whitespace) and on bytes where that is the same (split on a separator).
 #include "infer/chat/template_text.h"
 
 #include <algorithm>

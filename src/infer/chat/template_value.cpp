@@ -1,4 +1,6 @@
-// Value with Python semantics (see template_value.h).
+// Value with Python semantics (see template_value.h). str() of containers uses
+// repr() of their items, as Python does, and tojson follows json.dumps with
+// ensure_ascii=False: only '"', '\\' and control characters are escaped.
 #include "infer/chat/template_value.h"
 
 #include <fmt/format.h>
