@@ -15,25 +15,25 @@
 namespace parallm::chat {
 
 enum class ExprKind {
-  kLiteral,  // literal
-  kName,     // name
-  kList,     // args: items
-  kDict,     // args: key0, value0, key1, value1, ...
-  kAttr,     // args[0].name
-  kItem,     // args[0][args[1]]
-  kSlice,    // args[0][args[1]:args[2]:args[3]], absent parts null
-  kCall,     // name(args, kwargs): a global function
-  kMethod,   // args[0].name(args[1:], kwargs)
-  kFilter,   // args[0] | name(args[1:], kwargs)
-  kTest,     // args[0] is [not] name(args[1:])
-  kNeg,      // -args[0]
-  kPos,      // +args[0]
-  kBinary,   // args[0] name args[1]: + - * / // % ** ~
-  kCompare,  // args[0] ops[0] args[1] ops[1] args[2] ...: == != < > <= >= in notin
-  kAnd,
-  kOr,
-  kNot,
-  kCond,  // args[0] if args[1] else args[2] (args[2] null: undefined)
+  Literal,  // literal
+  Name,     // name
+  List,     // args: items
+  Dict,     // args: key0, value0, key1, value1, ...
+  Attr,     // args[0].name
+  Item,     // args[0][args[1]]
+  Slice,    // args[0][args[1]:args[2]:args[3]], absent parts null
+  Call,     // name(args, kwargs): a global function
+  Method,   // args[0].name(args[1:], kwargs)
+  Filter,   // args[0] | name(args[1:], kwargs)
+  Test,     // args[0] is [not] name(args[1:])
+  Neg,      // -args[0]
+  Pos,      // +args[0]
+  Binary,   // args[0] name args[1]: + - * / // % ** ~
+  Compare,  // args[0] ops[0] args[1] ops[1] args[2] ...: == != < > <= >= in notin
+  And,
+  Or,
+  Not,
+  Cond,  // args[0] if args[1] else args[2] (args[2] null: undefined)
 };
 
 struct Expr;
@@ -50,13 +50,20 @@ struct Expr {
   bool negated = false;  // `is not`
 };
 
+inline ExprPtr make_expr(ExprKind kind, int line) {
+  auto e = std::make_unique<Expr>();
+  e->kind = kind;
+  e->line = line;
+  return e;
+}
+
 enum class StmtKind {
-  kText,     // text
-  kOutput,   // {{ expr }}
-  kIf,       // branches: (condition, body); a null condition is the else branch
-  kFor,      // {% for targets in expr [if filter] %} body [{% else %} else_body]
-  kSet,      // {% set targets[0] = expr %}
-  kSetAttr,  // {% set targets[0].targets[1] = expr %}
+  Text,     // text
+  Output,   // {{ expr }}
+  If,       // branches: (condition, body); a null condition is the else branch
+  For,      // {% for targets in expr [if filter] %} body [{% else %} else_body]
+  Set,      // {% set targets[0] = expr %}
+  SetAttr,  // {% set targets[0].targets[1] = expr %}
 };
 
 struct Stmt;

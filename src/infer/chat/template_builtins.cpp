@@ -61,14 +61,14 @@ List items_of(const Value& v) {
 // Python's list(x) for the iterables a template meets.
 List to_list(const Value& v, const std::string& what, int line) {
   switch (v.kind()) {
-    case ValueKind::kList:
+    case ValueKind::List:
       return v.as_list();
-    case ValueKind::kDict: {
+    case ValueKind::Dict: {
       List keys;
       for (const auto& [k, item] : v.as_dict()) keys.push_back(Value::string(k));
       return keys;
     }
-    case ValueKind::kString: {
+    case ValueKind::String: {
       List chars;
       for (char32_t cp : utf8_decode(v.as_string())) {
         std::string one;
@@ -77,7 +77,7 @@ List to_list(const Value& v, const std::string& what, int line) {
       }
       return chars;
     }
-    case ValueKind::kUndefined:
+    case ValueKind::Undefined:
       return {};
     default:
       PX_FAIL("chat template: {}: '{}' object is not iterable at line {}", what, v.type_name(),
@@ -87,13 +87,13 @@ List to_list(const Value& v, const std::string& what, int line) {
 
 int64_t length_of(const Value& v, int line) {
   switch (v.kind()) {
-    case ValueKind::kString:
+    case ValueKind::String:
       return python_len(v.as_string());
-    case ValueKind::kList:
+    case ValueKind::List:
       return int64_t(v.as_list().size());
-    case ValueKind::kDict:
+    case ValueKind::Dict:
       return int64_t(v.as_dict().size());
-    case ValueKind::kUndefined:
+    case ValueKind::Undefined:
       return 0;
     default:
       PX_FAIL("chat template: length: object of type '{}' has no len() at line {}", v.type_name(),
@@ -113,7 +113,7 @@ Value apply_filter(const std::string& name, const Value& input, const std::vecto
   if (name == "trim") {
     const Value* chars = arg(args, kwargs, 0, "chars");
     return Value::string(
-        python_strip(input.to_str(), opt_string(chars, "trim", line), StripSide::kBoth));
+        python_strip(input.to_str(), opt_string(chars, "trim", line), StripSide::Both));
   }
   if (name == "length" || name == "count") return Value::integer(length_of(input, line));
   if (name == "upper") return Value::string(cased(ascii_upper(input.to_str()), "upper", line));
@@ -124,7 +124,7 @@ Value apply_filter(const std::string& name, const Value& input, const std::vecto
   if (name == "tojson") {
     JsonOptions options;
     if (const Value* indent = arg(args, kwargs, 1, "indent"); indent && !indent->is_none()) {
-      PX_CHECK(indent->kind() == ValueKind::kInt,
+      PX_CHECK(indent->kind() == ValueKind::Int,
                "chat template: tojson indent must be an integer, got {} at line {}",
                indent->type_name(), line);
       options.indent = int(indent->as_int());
@@ -163,7 +163,7 @@ Value apply_filter(const std::string& name, const Value& input, const std::vecto
   if (name == "list") return Value::list(to_list(input, "list", line));
   if (name == "items") {
     if (input.is_undefined()) return Value::list({});
-    PX_CHECK(input.kind() == ValueKind::kDict,
+    PX_CHECK(input.kind() == ValueKind::Dict,
              "chat template: items: can only get item pairs from a mapping, got {} at line {}",
              input.type_name(), line);
     return Value::list(items_of(input));
@@ -178,22 +178,22 @@ bool apply_test(const std::string& name, const Value& v, const std::vector<Value
   if (name == "none") return v.is_none();
   if (name == "string") return v.is_string();
   if (name == "number") return v.is_number();
-  if (name == "integer") return k == ValueKind::kInt;
-  if (name == "float") return k == ValueKind::kFloat;
-  if (name == "boolean") return k == ValueKind::kBool;
-  if (name == "true") return k == ValueKind::kBool && v.as_bool();
-  if (name == "false") return k == ValueKind::kBool && !v.as_bool();
-  if (name == "mapping") return k == ValueKind::kDict;
+  if (name == "integer") return k == ValueKind::Int;
+  if (name == "float") return k == ValueKind::Float;
+  if (name == "boolean") return k == ValueKind::Bool;
+  if (name == "true") return k == ValueKind::Bool && v.as_bool();
+  if (name == "false") return k == ValueKind::Bool && !v.as_bool();
+  if (name == "mapping") return k == ValueKind::Dict;
   if (name == "sequence" || name == "iterable")
-    return k == ValueKind::kString || k == ValueKind::kList || k == ValueKind::kDict ||
-           (name == "iterable" && k == ValueKind::kUndefined);
+    return k == ValueKind::String || k == ValueKind::List || k == ValueKind::Dict ||
+           (name == "iterable" && k == ValueKind::Undefined);
   if (name == "odd" || name == "even" || name == "divisibleby") {
-    PX_CHECK(k == ValueKind::kInt || k == ValueKind::kBool,
+    PX_CHECK(k == ValueKind::Int || k == ValueKind::Bool,
              "chat template: test '{}' needs an integer, got {} at line {}", name, v.type_name(),
              line);
     int64_t divisor = 2;
     if (name == "divisibleby") {
-      PX_CHECK(args.size() == 1 && args[0].kind() == ValueKind::kInt && args[0].as_int() != 0,
+      PX_CHECK(args.size() == 1 && args[0].kind() == ValueKind::Int && args[0].as_int() != 0,
                "chat template: divisibleby needs one non-zero integer at line {}", line);
       divisor = args[0].as_int();
     }
@@ -210,9 +210,9 @@ Value call_method(const Value& receiver, const std::string& name, const std::vec
   if (receiver.is_string()) {
     const std::string& s = receiver.as_string();
     if (name == "strip" || name == "lstrip" || name == "rstrip") {
-      const StripSide side = name == "strip"    ? StripSide::kBoth
-                             : name == "lstrip" ? StripSide::kLeft
-                                                : StripSide::kRight;
+      const StripSide side = name == "strip"    ? StripSide::Both
+                             : name == "lstrip" ? StripSide::Left
+                                                : StripSide::Right;
       return Value::string(
           python_strip(s, opt_string(arg(args, kwargs, 0, "chars"), name, line), side));
     }
@@ -221,7 +221,7 @@ Value call_method(const Value& receiver, const std::string& name, const std::vec
     if (name == "capitalize") return Value::string(cased(ascii_capitalize(s), "capitalize", line));
     if (name == "startswith" || name == "endswith") {
       const Value* a = arg(args, kwargs, 0, "prefix");
-      PX_CHECK(a && (a->is_string() || a->kind() == ValueKind::kList),
+      PX_CHECK(a && (a->is_string() || a->kind() == ValueKind::List),
                "chat template: {} needs a string argument at line {}", name, line);
       const List options = a->is_string() ? List{*a} : a->as_list();
       for (const Value& o : options) {
@@ -248,7 +248,7 @@ Value call_method(const Value& receiver, const std::string& name, const std::vec
                                           args.size() > 2 ? args[2].as_int() : -1));
     }
   }
-  if (receiver.kind() == ValueKind::kDict) {
+  if (receiver.kind() == ValueKind::Dict) {
     if (name == "get") {
       const Value* key = arg(args, kwargs, 0, "key");
       PX_CHECK(key, "chat template: get needs a key at line {}", line);

@@ -15,17 +15,17 @@ const Token& TokenCursor::peek(size_t ahead) const {
 }
 Token TokenCursor::next() { return tokens_[std::min(pos_++, tokens_.size() - 1)]; }
 bool TokenCursor::is_op(std::string_view op, size_t ahead) const {
-  return peek(ahead).kind == TokenKind::kOp && peek(ahead).text == op;
+  return peek(ahead).kind == TokenKind::Op && peek(ahead).text == op;
 }
 bool TokenCursor::is_name(std::string_view name, size_t ahead) const {
-  return peek(ahead).kind == TokenKind::kName && peek(ahead).text == name;
+  return peek(ahead).kind == TokenKind::Name && peek(ahead).text == name;
 }
 void TokenCursor::unexpected(std::string_view wanted) const {
   const Token& t = peek();
-  const std::string got = t.kind == TokenKind::kEof        ? "end of template"
-                          : t.kind == TokenKind::kBlockEnd ? "'%}'"
-                          : t.kind == TokenKind::kVarEnd   ? "'}}'"
-                                                           : "'" + t.text + "'";
+  const std::string got = t.kind == TokenKind::Eof        ? "end of template"
+                          : t.kind == TokenKind::BlockEnd ? "'%}'"
+                          : t.kind == TokenKind::VarEnd   ? "'}}'"
+                                                          : "'" + t.text + "'";
   PX_FAIL("chat template: expected {}, got {} at line {}", wanted, got, t.line);
 }
 void TokenCursor::expect_op(std::string_view op) {
@@ -37,18 +37,11 @@ void TokenCursor::expect(TokenKind kind, std::string_view what) {
   next();
 }
 std::string TokenCursor::expect_name() {
-  if (peek().kind != TokenKind::kName) unexpected("a name");
+  if (peek().kind != TokenKind::Name) unexpected("a name");
   return next().text;
 }
 
 namespace {
-
-ExprPtr make(ExprKind kind, int line) {
-  auto e = std::make_unique<Expr>();
-  e->kind = kind;
-  e->line = line;
-  return e;
-}
 
 class ExpressionParser {
  public:
@@ -58,7 +51,7 @@ class ExpressionParser {
     ExprPtr e = parse_or();
     if (!is_name("if")) return e;
     const int line = next().line;
-    auto c = make(ExprKind::kCond, line);
+    auto c = make_expr(ExprKind::Cond, line);
     c->args.push_back(std::move(e));
     c->args.push_back(parse_or());
     if (is_name("else")) {
@@ -73,7 +66,7 @@ class ExpressionParser {
   ExprPtr parse_or() {
     ExprPtr left = parse_and();
     while (is_name("or")) {
-      auto e = make(ExprKind::kOr, next().line);
+      auto e = make_expr(ExprKind::Or, next().line);
       e->args.push_back(std::move(left));
       e->args.push_back(parse_and());
       left = std::move(e);
@@ -84,7 +77,7 @@ class ExpressionParser {
   ExprPtr parse_and() {
     ExprPtr left = parse_not();
     while (is_name("and")) {
-      auto e = make(ExprKind::kAnd, next().line);
+      auto e = make_expr(ExprKind::And, next().line);
       e->args.push_back(std::move(left));
       e->args.push_back(parse_not());
       left = std::move(e);
@@ -94,7 +87,7 @@ class ExpressionParser {
 
   ExprPtr parse_not() {
     if (!is_name("not")) return parse_compare();
-    auto e = make(ExprKind::kNot, next().line);
+    auto e = make_expr(ExprKind::Not, next().line);
     e->args.push_back(parse_not());
     return e;
   }
@@ -104,7 +97,7 @@ class ExpressionParser {
     ExprPtr cmp;
     for (;;) {
       std::string op;
-      if (peek().kind == TokenKind::kOp &&
+      if (peek().kind == TokenKind::Op &&
           (peek().text == "==" || peek().text == "!=" || peek().text == "<" || peek().text == ">" ||
            peek().text == "<=" || peek().text == ">=")) {
         op = next().text;
@@ -119,7 +112,7 @@ class ExpressionParser {
         break;
       }
       if (!cmp) {
-        cmp = make(ExprKind::kCompare, first->line);
+        cmp = make_expr(ExprKind::Compare, first->line);
         cmp->args.push_back(std::move(first));
       }
       cmp->ops.push_back(op);
@@ -136,7 +129,7 @@ class ExpressionParser {
       for (std::string_view op : ops) matched = matched || is_op(op);
       if (!matched) return left;
       const Token t = next();
-      auto e = make(ExprKind::kBinary, t.line);
+      auto e = make_expr(ExprKind::Binary, t.line);
       e->name = t.text;
       e->args.push_back(std::move(left));
       e->args.push_back((this->*operand)());
@@ -155,7 +148,7 @@ class ExpressionParser {
     ExprPtr e;
     if (is_op("-") || is_op("+")) {
       const Token t = next();
-      e = make(t.text == "-" ? ExprKind::kNeg : ExprKind::kPos, t.line);
+      e = make_expr(t.text == "-" ? ExprKind::Neg : ExprKind::Pos, t.line);
       e->args.push_back(parse_unary(false));
     } else {
       e = parse_primary();
@@ -167,8 +160,8 @@ class ExpressionParser {
 
   ExprPtr parse_primary() {
     const Token t = next();
-    if (t.kind == TokenKind::kName) {
-      auto e = make(ExprKind::kLiteral, t.line);
+    if (t.kind == TokenKind::Name) {
+      auto e = make_expr(ExprKind::Literal, t.line);
       if (t.text == "true" || t.text == "True") {
         e->literal = Value::boolean(true);
       } else if (t.text == "false" || t.text == "False") {
@@ -176,27 +169,27 @@ class ExpressionParser {
       } else if (t.text == "none" || t.text == "None") {
         e->literal = Value::none();
       } else {
-        e->kind = ExprKind::kName;
+        e->kind = ExprKind::Name;
         e->name = t.text;
       }
       return e;
     }
-    if (t.kind == TokenKind::kString) {
+    if (t.kind == TokenKind::String) {
       std::string s = t.text;
-      while (peek().kind == TokenKind::kString) s += next().text;  // 'a' 'b' == 'ab'
-      auto e = make(ExprKind::kLiteral, t.line);
+      while (peek().kind == TokenKind::String) s += next().text;  // 'a' 'b' == 'ab'
+      auto e = make_expr(ExprKind::Literal, t.line);
       e->literal = Value::string(std::move(s));
       return e;
     }
-    if (t.kind == TokenKind::kInt || t.kind == TokenKind::kFloat) {
-      auto e = make(ExprKind::kLiteral, t.line);
-      e->literal = t.kind == TokenKind::kInt ? Value::integer(std::stoll(t.text))
-                                             : Value::real(std::stod(t.text));
+    if (t.kind == TokenKind::Int || t.kind == TokenKind::Float) {
+      auto e = make_expr(ExprKind::Literal, t.line);
+      e->literal = t.kind == TokenKind::Int ? Value::integer(std::stoll(t.text))
+                                            : Value::real(std::stod(t.text));
       return e;
     }
-    if (t.kind == TokenKind::kOp && (t.text == "(" || t.text == "[")) {
+    if (t.kind == TokenKind::Op && (t.text == "(" || t.text == "[")) {
       const std::string close = t.text == "(" ? ")" : "]";
-      auto e = make(ExprKind::kList, t.line);  // tuples render like lists here
+      auto e = make_expr(ExprKind::List, t.line);  // tuples render like lists here
       bool tuple = t.text == "[";
       while (!is_op(close)) {
         e->args.push_back(parse_expr());
@@ -209,8 +202,8 @@ class ExpressionParser {
       PX_CHECK(t.text == "[", "chat template: unsupported tuple literal at line {}", t.line);
       return e;
     }
-    if (t.kind == TokenKind::kOp && t.text == "{") {
-      auto e = make(ExprKind::kDict, t.line);
+    if (t.kind == TokenKind::Op && t.text == "{") {
+      auto e = make_expr(ExprKind::Dict, t.line);
       while (!is_op("}")) {
         e->args.push_back(parse_expr());
         expect_op(":");
@@ -228,7 +221,7 @@ class ExpressionParser {
   void parse_call_args(Expr& e) {
     expect_op("(");
     while (!is_op(")")) {
-      if (peek().kind == TokenKind::kName && is_op("=", 1)) {
+      if (peek().kind == TokenKind::Name && is_op("=", 1)) {
         std::string key = next().text;
         next();
         e.kwargs.emplace_back(std::move(key), parse_expr());
@@ -245,16 +238,16 @@ class ExpressionParser {
     for (;;) {
       if (is_op(".")) {
         const int line = next().line;
-        if (peek().kind == TokenKind::kInt) {  // x.0 is x[0] in Jinja
-          auto item = make(ExprKind::kItem, line);
+        if (peek().kind == TokenKind::Int) {  // x.0 is x[0] in Jinja
+          auto item = make_expr(ExprKind::Item, line);
           item->args.push_back(std::move(e));
-          auto key = make(ExprKind::kLiteral, line);
+          auto key = make_expr(ExprKind::Literal, line);
           key->literal = Value::integer(std::stoll(next().text));
           item->args.push_back(std::move(key));
           e = std::move(item);
           continue;
         }
-        auto attr = make(ExprKind::kAttr, line);
+        auto attr = make_expr(ExprKind::Attr, line);
         attr->name = expect_name();
         attr->args.push_back(std::move(e));
         e = std::move(attr);
@@ -272,7 +265,7 @@ class ExpressionParser {
           }
         }
         expect_op("]");
-        auto item = make(slice ? ExprKind::kSlice : ExprKind::kItem, line);
+        auto item = make_expr(slice ? ExprKind::Slice : ExprKind::Item, line);
         item->args.push_back(std::move(e));
         PX_CHECK(slice || parts[0], "chat template: empty subscript '[]' at line {}", line);
         for (int i = 0; i < (slice ? 3 : 1); ++i) item->args.push_back(std::move(parts[i]));
@@ -280,15 +273,15 @@ class ExpressionParser {
       } else if (is_op("(")) {
         const int line = peek().line;
         ExprPtr call;
-        if (e->kind == ExprKind::kName) {
+        if (e->kind == ExprKind::Name) {
           PX_CHECK(has_function(e->name), "chat template: unsupported function '{}' at line {}",
                    e->name, line);
-          call = make(ExprKind::kCall, line);
+          call = make_expr(ExprKind::Call, line);
           call->name = e->name;
-        } else if (e->kind == ExprKind::kAttr) {
+        } else if (e->kind == ExprKind::Attr) {
           PX_CHECK(has_method(e->name), "chat template: unsupported method '{}' at line {}",
                    e->name, line);
-          call = make(ExprKind::kMethod, line);
+          call = make_expr(ExprKind::Method, line);
           call->name = e->name;
           call->args.push_back(std::move(e->args[0]));
         } else {
@@ -306,7 +299,7 @@ class ExpressionParser {
     for (;;) {
       if (is_op("|")) {
         const int line = next().line;
-        auto f = make(ExprKind::kFilter, line);
+        auto f = make_expr(ExprKind::Filter, line);
         f->name = expect_name();
         PX_CHECK(has_filter(f->name), "chat template: unsupported filter '{}' at line {}", f->name,
                  line);
@@ -315,7 +308,7 @@ class ExpressionParser {
         e = parse_postfix(std::move(f));
       } else if (is_name("is")) {
         const int line = next().line;
-        auto t = make(ExprKind::kTest, line);
+        auto t = make_expr(ExprKind::Test, line);
         if (is_name("not")) {
           next();
           t->negated = true;
@@ -326,8 +319,8 @@ class ExpressionParser {
         t->args.push_back(std::move(e));
         if (is_op("(")) {
           parse_call_args(*t);
-        } else if (peek().kind == TokenKind::kString || peek().kind == TokenKind::kInt ||
-                   peek().kind == TokenKind::kFloat) {
+        } else if (peek().kind == TokenKind::String || peek().kind == TokenKind::Int ||
+                   peek().kind == TokenKind::Float) {
           t->args.push_back(parse_primary());  // `x is divisibleby 3`
         }
         e = std::move(t);

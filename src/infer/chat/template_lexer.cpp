@@ -143,34 +143,34 @@ class Lexer {
       const int text_line = line_;
       line_ += count_newlines(text);
       if (at == src_.size()) {
-        push(TokenKind::kText, std::move(text), text_line);
+        push(TokenKind::Text, std::move(text), text_line);
         break;
       }
       const char kind = src_[at + 1];
       const char sign =
           at + 2 < src_.size() && (src_[at + 2] == '-' || src_[at + 2] == '+') ? src_[at + 2] : 0;
       if (sign == '-') {
-        text = python_strip(text, std::nullopt, StripSide::kRight);
+        text = python_strip(text, std::nullopt, StripSide::Right);
       } else if (sign != '+' && kind != '{') {
         const size_t nl = text.rfind('\n');
         const size_t l_pos = nl == std::string::npos ? 0 : nl + 1;
         if ((l_pos > 0 || line_starting_) && all_space(std::string_view(text).substr(l_pos)))
           text.resize(l_pos);
       }
-      push(TokenKind::kText, std::move(text), text_line);
+      push(TokenKind::Text, std::move(text), text_line);
       pos_ = at + 2 + (sign ? 1 : 0);
       if (kind == '#')
         comment();
       else
         tag(kind == '{');
     }
-    tokens_.push_back({TokenKind::kEof, "", line_});
+    tokens_.push_back({TokenKind::Eof, "", line_});
     return std::move(tokens_);
   }
 
  private:
   void push(TokenKind kind, std::string text, int line) {
-    if (kind == TokenKind::kText && text.empty()) return;
+    if (kind == TokenKind::Text && text.empty()) return;
     tokens_.push_back({kind, std::move(text), line});
   }
 
@@ -206,7 +206,7 @@ class Lexer {
 
   void tag(bool is_var) {
     const int start = line_;
-    push(is_var ? TokenKind::kVarBegin : TokenKind::kBlockBegin, is_var ? "{{" : "{%", line_);
+    push(is_var ? TokenKind::VarBegin : TokenKind::BlockBegin, is_var ? "{{" : "{%", line_);
     int depth = 0;
     for (;;) {
       const size_t n = space_run(src_, pos_);
@@ -222,7 +222,7 @@ class Lexer {
           const std::string full =
               sign ? std::string(1, sign) + std::string(close) : std::string(close);
           if (rest.substr(0, full.size()) == full) {
-            push(is_var ? TokenKind::kVarEnd : TokenKind::kBlockEnd, std::string(close), line_);
+            push(is_var ? TokenKind::VarEnd : TokenKind::BlockEnd, std::string(close), line_);
             pos_ += full.size();
             after_close(sign, !is_var);
             return;
@@ -240,7 +240,7 @@ class Lexer {
       while (i < rest.size() && rest[i] != c) i += rest[i] == '\\' ? 2 : 1;
       PX_CHECK(i < rest.size(), "chat template: unterminated string literal at line {}", line_);
       const std::string_view body = rest.substr(1, i - 1);
-      push(TokenKind::kString, decode_escapes(body, line_), line_);
+      push(TokenKind::String, decode_escapes(body, line_), line_);
       line_ += count_newlines(body);
       pos_ += i + 1;
     } else if (c >= '0' && c <= '9') {
@@ -264,20 +264,20 @@ class Lexer {
       std::string digits;
       for (char d : rest.substr(0, i))
         if (d != '_') digits += d;
-      push(is_float ? TokenKind::kFloat : TokenKind::kInt, digits, line_);
+      push(is_float ? TokenKind::Float : TokenKind::Int, digits, line_);
       pos_ += i;
     } else if (c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
       size_t i = 0;
       while (i < rest.size() &&
              (rest[i] == '_' || std::isalnum(static_cast<unsigned char>(rest[i]))))
         ++i;
-      push(TokenKind::kName, std::string(rest.substr(0, i)), line_);
+      push(TokenKind::Name, std::string(rest.substr(0, i)), line_);
       pos_ += i;
     } else {
       static constexpr std::array<std::string_view, 6> kTwo = {"//", "**", "==", "!=", "<=", ">="};
       for (std::string_view op : kTwo) {
         if (rest.substr(0, 2) == op) {
-          push(TokenKind::kOp, std::string(op), line_);
+          push(TokenKind::Op, std::string(op), line_);
           pos_ += 2;
           return;
         }
@@ -287,7 +287,7 @@ class Lexer {
                "chat template: unexpected character '{}' at line {}", c, line_);
       if (c == '(' || c == '[' || c == '{') ++depth;
       if (c == ')' || c == ']' || c == '}') --depth;
-      push(TokenKind::kOp, std::string(1, c), line_);
+      push(TokenKind::Op, std::string(1, c), line_);
       pos_ += 1;
     }
   }

@@ -12,17 +12,17 @@
 namespace parallm::chat {
 
 enum class TokenKind {
-  kText,        // literal template text (whitespace control already applied)
-  kVarBegin,    // {{
-  kVarEnd,      // }}
-  kBlockBegin,  // {%
-  kBlockEnd,    // %}
-  kName,        // identifiers and keywords (if, and, true, none, ...)
-  kString,      // a string literal, escapes already decoded
-  kInt,
-  kFloat,
-  kOp,  // + - * / // % ** ~ == != < > <= >= ( ) [ ] { } , . : | =
-  kEof,
+  Text,        // literal template text (whitespace control already applied)
+  VarBegin,    // {{
+  VarEnd,      // }}
+  BlockBegin,  // {%
+  BlockEnd,    // %}
+  Name,        // identifiers and keywords (if, and, true, none, ...)
+  String,      // a string literal, escapes already decoded
+  Int,
+  Float,
+  Op,  // + - * / // % ** ~ == != < > <= >= ( ) [ ] { } , . : | =
+  Eof,
 };
 
 struct Token {

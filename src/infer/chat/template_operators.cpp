@@ -25,7 +25,7 @@ std::vector<int64_t> slice_positions(int64_t len, const Value* start, const Valu
                                      const Value* step, int line) {
   auto as_int = [&](const Value* v) -> std::optional<int64_t> {
     if (!v || v->is_none()) return std::nullopt;
-    PX_CHECK(v->kind() == ValueKind::kInt || v->kind() == ValueKind::kBool,
+    PX_CHECK(v->kind() == ValueKind::Int || v->kind() == ValueKind::Bool,
              "chat template: slice indices must be integers, got {} at line {}", v->type_name(),
              line);
     return v->as_int();
@@ -48,20 +48,20 @@ std::vector<int64_t> slice_positions(int64_t len, const Value* start, const Valu
 Value binary_op(const std::string& op, const Value& a, const Value& b, int line) {
   if (op == "~") return Value::string(a.to_str() + b.to_str());
   const bool nums = a.is_number() && b.is_number();
-  const bool floats = nums && (a.kind() == ValueKind::kFloat || b.kind() == ValueKind::kFloat);
+  const bool floats = nums && (a.kind() == ValueKind::Float || b.kind() == ValueKind::Float);
   if (op == "+") {
     if (nums)
       return floats ? Value::real(a.as_float() + b.as_float())
                     : Value::integer(a.as_int() + b.as_int());
     if (a.is_string() && b.is_string()) return Value::string(a.as_string() + b.as_string());
-    if (a.kind() == ValueKind::kList && b.kind() == ValueKind::kList) {
+    if (a.kind() == ValueKind::List && b.kind() == ValueKind::List) {
       List out = a.as_list();
       out.insert(out.end(), b.as_list().begin(), b.as_list().end());
       return Value::list(std::move(out));
     }
     bad_operands(op, a, b, line);
   }
-  if (op == "*" && (a.is_string() || a.kind() == ValueKind::kList) && b.kind() == ValueKind::kInt) {
+  if (op == "*" && (a.is_string() || a.kind() == ValueKind::List) && b.kind() == ValueKind::Int) {
     if (a.is_string()) {
       std::string out;
       for (int64_t i = 0; i < b.as_int(); ++i) out += a.as_string();
@@ -110,9 +110,9 @@ bool compare_op(const std::string& op, const Value& a, const Value& b, int line)
                "chat template: 'in <string>' requires string as left operand, not {} at line {}",
                a.type_name(), line);
       found = b.as_string().find(a.as_string()) != std::string::npos;
-    } else if (b.kind() == ValueKind::kList) {
+    } else if (b.kind() == ValueKind::List) {
       for (const Value& v : b.as_list()) found = found || values_equal(a, v);
-    } else if (b.kind() == ValueKind::kDict) {
+    } else if (b.kind() == ValueKind::Dict) {
       found = a.is_string() && b.find(a.as_string());
     } else {
       PX_CHECK(b.is_undefined(), "chat template: argument of type '{}' is not iterable at line {}",

@@ -13,13 +13,6 @@
 namespace parallm::chat {
 namespace {
 
-ExprPtr make(ExprKind kind, int line) {
-  auto e = std::make_unique<Expr>();
-  e->kind = kind;
-  e->line = line;
-  return e;
-}
-
 class Parser {
  public:
   explicit Parser(std::vector<Token> tokens) : c_(std::move(tokens)) {}
@@ -45,20 +38,20 @@ class Parser {
     Body body;
     for (;;) {
       const Token& t = peek();
-      if (t.kind == TokenKind::kEof) {
+      if (t.kind == TokenKind::Eof) {
         PX_CHECK(ends.empty(), "chat template: missing '{{% {} %}}' at end of template",
                  *ends.rbegin());
         return body;
       }
-      if (t.kind == TokenKind::kText) {
-        Stmt s{StmtKind::kText, t.line};
+      if (t.kind == TokenKind::Text) {
+        Stmt s{StmtKind::Text, t.line};
         s.text = next().text;
         body.push_back(std::move(s));
-      } else if (t.kind == TokenKind::kVarBegin) {
+      } else if (t.kind == TokenKind::VarBegin) {
         next();
-        Stmt s{StmtKind::kOutput, t.line};
+        Stmt s{StmtKind::Output, t.line};
         s.expr = parse_expression(c_);
-        expect(TokenKind::kVarEnd, "'}}'");
+        expect(TokenKind::VarEnd, "'}}'");
         body.push_back(std::move(s));
       } else {
         next();  // {%
@@ -78,13 +71,13 @@ class Parser {
     if (tag == "for") return parse_for(line);
     if (tag == "set") return parse_set(line);
     if (tag == "generation") {  // transformers' assistant-mask tag: renders its body
-      expect(TokenKind::kBlockEnd, "'%}'");
+      expect(TokenKind::BlockEnd, "'%}'");
       std::string end;
-      Stmt s{StmtKind::kIf, line};
-      auto always = make(ExprKind::kLiteral, line);
+      Stmt s{StmtKind::If, line};
+      auto always = make_expr(ExprKind::Literal, line);
       always->literal = Value::boolean(true);
       Body body = parse_body({"endgeneration"}, end);
-      expect(TokenKind::kBlockEnd, "'%}'");
+      expect(TokenKind::BlockEnd, "'%}'");
       s.branches.emplace_back(std::move(always), std::move(body));
       return s;
     }
@@ -95,30 +88,30 @@ class Parser {
   }
 
   Stmt parse_if(int line) {
-    Stmt s{StmtKind::kIf, line};
+    Stmt s{StmtKind::If, line};
     ExprPtr cond = parse_expression(c_);
     for (;;) {
-      expect(TokenKind::kBlockEnd, "'%}'");
+      expect(TokenKind::BlockEnd, "'%}'");
       std::string end;
       Body body = parse_body({"elif", "else", "endif"}, end);
       s.branches.emplace_back(std::move(cond), std::move(body));
       if (end == "elif") {
         cond = parse_expression(c_);
       } else if (end == "else") {
-        expect(TokenKind::kBlockEnd, "'%}'");
+        expect(TokenKind::BlockEnd, "'%}'");
         Body else_body = parse_body({"endif"}, end);
         s.branches.emplace_back(nullptr, std::move(else_body));
-        expect(TokenKind::kBlockEnd, "'%}'");
+        expect(TokenKind::BlockEnd, "'%}'");
         return s;
       } else {
-        expect(TokenKind::kBlockEnd, "'%}'");
+        expect(TokenKind::BlockEnd, "'%}'");
         return s;
       }
     }
   }
 
   Stmt parse_for(int line) {
-    Stmt s{StmtKind::kFor, line};
+    Stmt s{StmtKind::For, line};
     s.targets.push_back(expect_name());
     while (is_op(",")) {
       next();
@@ -133,32 +126,32 @@ class Parser {
     }
     PX_CHECK(!is_name("recursive"), "chat template: unsupported recursive for loop at line {}",
              line);
-    expect(TokenKind::kBlockEnd, "'%}'");
+    expect(TokenKind::BlockEnd, "'%}'");
     std::string end;
     s.body = parse_body({"else", "endfor"}, end);
     if (end == "else") {
-      expect(TokenKind::kBlockEnd, "'%}'");
+      expect(TokenKind::BlockEnd, "'%}'");
       s.else_body = parse_body({"endfor"}, end);
     }
-    expect(TokenKind::kBlockEnd, "'%}'");
+    expect(TokenKind::BlockEnd, "'%}'");
     return s;
   }
 
   Stmt parse_set(int line) {
-    Stmt s{StmtKind::kSet, line};
+    Stmt s{StmtKind::Set, line};
     s.targets.push_back(expect_name());
     if (is_op(".")) {
       next();
-      s.kind = StmtKind::kSetAttr;
+      s.kind = StmtKind::SetAttr;
       s.targets.push_back(expect_name());
     }
     PX_CHECK(!is_op(","), "chat template: unsupported tuple assignment in set at line {}", line);
-    PX_CHECK(peek().kind != TokenKind::kBlockEnd,
+    PX_CHECK(peek().kind != TokenKind::BlockEnd,
              "chat template: unsupported block set ('{{% set {} %}}...{{% endset %}}') at line {}",
              s.targets[0], line);
     expect_op("=");
     s.expr = parse_expression(c_);
-    expect(TokenKind::kBlockEnd, "'%}'");
+    expect(TokenKind::BlockEnd, "'%}'");
     return s;
   }
 

@@ -36,13 +36,13 @@ class Renderer {
 
   void exec(const Stmt& s) {
     switch (s.kind) {
-      case StmtKind::kText:
+      case StmtKind::Text:
         out_ += s.text;
         return;
-      case StmtKind::kOutput:
+      case StmtKind::Output:
         out_ += eval(*s.expr).to_str();
         return;
-      case StmtKind::kIf:
+      case StmtKind::If:
         for (const auto& [cond, body] : s.branches) {
           if (!cond || eval(*cond).truthy()) {
             exec(body);
@@ -50,16 +50,16 @@ class Renderer {
           }
         }
         return;
-      case StmtKind::kFor:
+      case StmtKind::For:
         exec_for(s);
         return;
-      case StmtKind::kSet:
+      case StmtKind::Set:
         scopes_.back()[s.targets[0]] = eval(*s.expr);
         return;
-      case StmtKind::kSetAttr: {
+      case StmtKind::SetAttr: {
         const Value target = lookup(s.targets[0]);
         PX_CHECK(
-            target.kind() == ValueKind::kNamespace,
+            target.kind() == ValueKind::Namespace,
             "chat template: cannot assign attribute on non-namespace object '{}' ({}) at line {}",
             s.targets[0], target.type_name(), s.line);
         Value v = eval(*s.expr);
@@ -82,7 +82,7 @@ class Renderer {
       scope[targets[0]] = item;
       return;
     }
-    PX_CHECK(item.kind() == ValueKind::kList && item.as_list().size() == targets.size(),
+    PX_CHECK(item.kind() == ValueKind::List && item.as_list().size() == targets.size(),
              "chat template: cannot unpack {} into {} loop variables at line {}", item.repr(),
              targets.size(), line);
     for (size_t i = 0; i < targets.size(); ++i) scope[targets[i]] = item.as_list()[i];
@@ -90,11 +90,11 @@ class Renderer {
 
   void exec_for(const Stmt& s) {
     const Value seq = eval(*s.expr);
-    PX_CHECK(seq.kind() == ValueKind::kList || seq.kind() == ValueKind::kDict || seq.is_string() ||
+    PX_CHECK(seq.kind() == ValueKind::List || seq.kind() == ValueKind::Dict || seq.is_string() ||
                  seq.is_undefined(),
              "chat template: '{}' object is not iterable at line {}", seq.type_name(), s.line);
     List items;
-    if (seq.is_string() || seq.kind() == ValueKind::kDict) {
+    if (seq.is_string() || seq.kind() == ValueKind::Dict) {
       items = apply_filter("list", seq, {}, {}, s.line).as_list();
     } else if (!seq.is_undefined()) {
       items = seq.as_list();
@@ -151,7 +151,7 @@ class Renderer {
 
   Value attribute(const Value& obj, const std::string& name, int line) {
     check_defined(obj, line);
-    if (obj.kind() == ValueKind::kDict || obj.kind() == ValueKind::kNamespace) {
+    if (obj.kind() == ValueKind::Dict || obj.kind() == ValueKind::Namespace) {
       if (const Value* v = obj.find(name)) return *v;
     }
     return Value::undefined(
@@ -160,14 +160,14 @@ class Renderer {
 
   Value item(const Value& obj, const Value& key, int line) {
     check_defined(obj, line);
-    const bool int_key = key.kind() == ValueKind::kInt || key.kind() == ValueKind::kBool;
-    if (int_key && (obj.kind() == ValueKind::kList || obj.is_string())) {
+    const bool int_key = key.kind() == ValueKind::Int || key.kind() == ValueKind::Bool;
+    if (int_key && (obj.kind() == ValueKind::List || obj.is_string())) {
       const std::vector<char32_t> cps =
           obj.is_string() ? utf8_decode(obj.as_string()) : std::vector<char32_t>{};
       const auto len = int64_t(obj.is_string() ? cps.size() : obj.as_list().size());
       const int64_t i = key.as_int() < 0 ? key.as_int() + len : key.as_int();
       if (i >= 0 && i < len) {
-        if (obj.kind() == ValueKind::kList) return obj.as_list()[size_t(i)];
+        if (obj.kind() == ValueKind::List) return obj.as_list()[size_t(i)];
         std::string one;
         utf8_append(one, cps[size_t(i)]);
         return Value::string(one);
@@ -186,7 +186,7 @@ class Renderer {
     for (int i = 0; i < 3; ++i)
       if (e.args[size_t(i) + 1]) parts[i] = eval(*e.args[size_t(i) + 1]);
     auto part = [&](int i) { return e.args[size_t(i) + 1] ? &parts[i] : nullptr; };
-    if (obj.kind() == ValueKind::kList) {
+    if (obj.kind() == ValueKind::List) {
       List out;
       for (int64_t i :
            slice_positions(int64_t(obj.as_list().size()), part(0), part(1), part(2), e.line))
@@ -209,7 +209,7 @@ class Renderer {
     if (e.name == "namespace") {
       Dict attrs;
       for (const Value& a : args) {
-        PX_CHECK(a.kind() == ValueKind::kDict,
+        PX_CHECK(a.kind() == ValueKind::Dict,
                  "chat template: namespace() takes a dict, got {} at line {}", a.type_name(),
                  e.line);
         attrs.insert(attrs.end(), a.as_dict().begin(), a.as_dict().end());
@@ -221,8 +221,8 @@ class Renderer {
     PX_CHECK(!args.empty() && args.size() <= 3,
              "chat template: range takes 1 to 3 integers at line {}", e.line);
     for (const Value& a : args)
-      PX_CHECK(a.kind() == ValueKind::kInt,
-               "chat template: range takes integers, got {} at line {}", a.type_name(), e.line);
+      PX_CHECK(a.kind() == ValueKind::Int, "chat template: range takes integers, got {} at line {}",
+               a.type_name(), e.line);
     const int64_t start = args.size() > 1 ? args[0].as_int() : 0;
     const int64_t stop = args.size() > 1 ? args[1].as_int() : args[0].as_int();
     const int64_t step = args.size() > 2 ? args[2].as_int() : 1;
@@ -235,16 +235,16 @@ class Renderer {
 
   Value eval(const Expr& e) {
     switch (e.kind) {
-      case ExprKind::kLiteral:
+      case ExprKind::Literal:
         return e.literal;
-      case ExprKind::kName:
+      case ExprKind::Name:
         return lookup(e.name);
-      case ExprKind::kList: {
+      case ExprKind::List: {
         List items;
         for (const ExprPtr& a : e.args) items.push_back(eval(*a));
         return Value::list(std::move(items));
       }
-      case ExprKind::kDict: {
+      case ExprKind::Dict: {
         Dict items;
         for (size_t i = 0; i < e.args.size(); i += 2) {
           const Value key = eval(*e.args[i]);
@@ -254,43 +254,43 @@ class Renderer {
         }
         return Value::dict(std::move(items));
       }
-      case ExprKind::kAttr:
+      case ExprKind::Attr:
         return attribute(eval(*e.args[0]), e.name, e.line);
-      case ExprKind::kItem: {
+      case ExprKind::Item: {
         const Value obj = eval(*e.args[0]);
         return item(obj, eval(*e.args[1]), e.line);
       }
-      case ExprKind::kSlice:
+      case ExprKind::Slice:
         return slice(e);
-      case ExprKind::kCall:
-      case ExprKind::kMethod:
-      case ExprKind::kFilter:
-      case ExprKind::kTest: {
-        const size_t first = e.kind == ExprKind::kCall ? 0 : 1;
+      case ExprKind::Call:
+      case ExprKind::Method:
+      case ExprKind::Filter:
+      case ExprKind::Test: {
+        const size_t first = e.kind == ExprKind::Call ? 0 : 1;
         const Value subject = first ? eval(*e.args[0]) : Value();
         std::vector<Value> args;
         for (size_t i = first; i < e.args.size(); ++i) args.push_back(eval(*e.args[i]));
         Kwargs kwargs;
         for (const auto& [k, v] : e.kwargs) kwargs.emplace_back(k, eval(*v));
-        if (e.kind == ExprKind::kCall) return call(e, args, kwargs);
-        if (e.kind == ExprKind::kMethod) return call_method(subject, e.name, args, kwargs, e.line);
-        if (e.kind == ExprKind::kFilter) return apply_filter(e.name, subject, args, kwargs, e.line);
+        if (e.kind == ExprKind::Call) return call(e, args, kwargs);
+        if (e.kind == ExprKind::Method) return call_method(subject, e.name, args, kwargs, e.line);
+        if (e.kind == ExprKind::Filter) return apply_filter(e.name, subject, args, kwargs, e.line);
         return Value::boolean(apply_test(e.name, subject, args, e.line) != e.negated);
       }
-      case ExprKind::kNeg:
-      case ExprKind::kPos: {
+      case ExprKind::Neg:
+      case ExprKind::Pos: {
         const Value v = eval(*e.args[0]);
         check_defined(v, e.line);
         PX_CHECK(v.is_number(), "chat template: bad operand type for unary {}: '{}' at line {}",
-                 e.kind == ExprKind::kNeg ? '-' : '+', v.type_name(), e.line);
-        if (e.kind == ExprKind::kPos)
-          return v.kind() == ValueKind::kBool ? Value::integer(v.as_int()) : v;
-        return v.kind() == ValueKind::kFloat ? Value::real(-v.as_float())
-                                             : Value::integer(-v.as_int());
+                 e.kind == ExprKind::Neg ? '-' : '+', v.type_name(), e.line);
+        if (e.kind == ExprKind::Pos)
+          return v.kind() == ValueKind::Bool ? Value::integer(v.as_int()) : v;
+        return v.kind() == ValueKind::Float ? Value::real(-v.as_float())
+                                            : Value::integer(-v.as_int());
       }
-      case ExprKind::kBinary:
+      case ExprKind::Binary:
         return binary_op(e.name, eval(*e.args[0]), eval(*e.args[1]), e.line);
-      case ExprKind::kCompare: {
+      case ExprKind::Compare: {
         Value left = eval(*e.args[0]);
         for (size_t i = 0; i < e.ops.size(); ++i) {
           Value right = eval(*e.args[i + 1]);
@@ -299,17 +299,17 @@ class Renderer {
         }
         return Value::boolean(true);
       }
-      case ExprKind::kAnd: {
+      case ExprKind::And: {
         Value left = eval(*e.args[0]);
         return left.truthy() ? eval(*e.args[1]) : left;
       }
-      case ExprKind::kOr: {
+      case ExprKind::Or: {
         Value left = eval(*e.args[0]);
         return left.truthy() ? left : eval(*e.args[1]);
       }
-      case ExprKind::kNot:
+      case ExprKind::Not:
         return Value::boolean(!eval(*e.args[0]).truthy());
-      case ExprKind::kCond:
+      case ExprKind::Cond:
         if (eval(*e.args[1]).truthy()) return eval(*e.args[0]);
         return e.args[2] ? eval(*e.args[2]) : Value::undefined("the inline if had no else");
     }

@@ -87,9 +87,9 @@ std::string python_strip(std::string_view s, const std::optional<std::string>& c
     return chars ? std::find(set.begin(), set.end(), cp) != set.end() : python_isspace(cp);
   };
   size_t begin = 0, end = cps.size();
-  if (side != StripSide::kRight)
+  if (side != StripSide::Right)
     while (begin < end && strip(cps[begin])) ++begin;
-  if (side != StripSide::kLeft)
+  if (side != StripSide::Left)
     while (end > begin && strip(cps[end - 1])) --end;
   return utf8_encode(std::vector<char32_t>(cps.begin() + begin, cps.begin() + end));
 }

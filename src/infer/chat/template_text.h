@@ -20,7 +20,7 @@ void utf8_append(std::string& out, char32_t cp);
 
 bool python_isspace(char32_t cp);
 
-enum class StripSide { kBoth, kLeft, kRight };
+enum class StripSide { Both, Left, Right };
 // str.strip / lstrip / rstrip; chars = nullopt strips whitespace.
 std::string python_strip(std::string_view s, const std::optional<std::string>& chars,
                          StripSide side);

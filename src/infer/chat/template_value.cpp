@@ -23,21 +23,21 @@ const Value* Value::find(const std::string& key) const {
 
 bool Value::truthy() const {
   switch (kind_) {
-    case ValueKind::kUndefined:
-    case ValueKind::kNone:
+    case ValueKind::Undefined:
+    case ValueKind::None:
       return false;
-    case ValueKind::kBool:
-    case ValueKind::kInt:
+    case ValueKind::Bool:
+    case ValueKind::Int:
       return int_ != 0;
-    case ValueKind::kFloat:
+    case ValueKind::Float:
       return float_ != 0;
-    case ValueKind::kString:
+    case ValueKind::String:
       return !str_.empty();
-    case ValueKind::kList:
+    case ValueKind::List:
       return !list_->empty();
-    case ValueKind::kDict:
+    case ValueKind::Dict:
       return !dict_->empty();
-    case ValueKind::kNamespace:
+    case ValueKind::Namespace:
       return true;
   }
   return false;
@@ -151,29 +151,29 @@ void json_dump(const Value& v, const JsonOptions& o, int level, std::string& out
     }
   };
   switch (v.kind()) {
-    case ValueKind::kUndefined:
+    case ValueKind::Undefined:
       PX_FAIL("chat template: tojson: Object of type Undefined is not JSON serializable ({})",
               v.undefined_hint());
-    case ValueKind::kNone:
+    case ValueKind::None:
       out += "null";
       return;
-    case ValueKind::kBool:
+    case ValueKind::Bool:
       out += v.as_bool() ? "true" : "false";
       return;
-    case ValueKind::kInt:
+    case ValueKind::Int:
       out += std::to_string(v.as_int());
       return;
-    case ValueKind::kFloat: {
+    case ValueKind::Float: {
       const double d = v.as_float();
       out += std::isnan(d)   ? "NaN"
              : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity")
                              : float_repr(d);
       return;
     }
-    case ValueKind::kString:
+    case ValueKind::String:
       out += json_string(v.as_string());
       return;
-    case ValueKind::kList: {
+    case ValueKind::List: {
       if (v.as_list().empty()) {
         out += "[]";
         return;
@@ -190,8 +190,8 @@ void json_dump(const Value& v, const JsonOptions& o, int level, std::string& out
       out += "]";
       return;
     }
-    case ValueKind::kDict:
-    case ValueKind::kNamespace: {
+    case ValueKind::Dict:
+    case ValueKind::Namespace: {
       if (v.as_dict().empty()) {
         out += "{}";
         return;
@@ -220,9 +220,9 @@ void json_dump(const Value& v, const JsonOptions& o, int level, std::string& out
 
 std::string Value::repr() const {
   switch (kind_) {
-    case ValueKind::kString:
+    case ValueKind::String:
       return string_repr(str_);
-    case ValueKind::kUndefined:
+    case ValueKind::Undefined:
       return "Undefined";
     default:
       return to_str();
@@ -231,29 +231,29 @@ std::string Value::repr() const {
 
 std::string Value::to_str() const {
   switch (kind_) {
-    case ValueKind::kUndefined:
+    case ValueKind::Undefined:
       return "";
-    case ValueKind::kNone:
+    case ValueKind::None:
       return "None";
-    case ValueKind::kBool:
+    case ValueKind::Bool:
       return int_ ? "True" : "False";
-    case ValueKind::kInt:
+    case ValueKind::Int:
       return std::to_string(int_);
-    case ValueKind::kFloat:
+    case ValueKind::Float:
       return float_repr(float_);
-    case ValueKind::kString:
+    case ValueKind::String:
       return str_;
-    case ValueKind::kList: {
+    case ValueKind::List: {
       std::string out = "[";
       for (size_t i = 0; i < list_->size(); ++i) out += (i ? ", " : "") + (*list_)[i].repr();
       return out + "]";
     }
-    case ValueKind::kDict:
-    case ValueKind::kNamespace: {
-      std::string out = kind_ == ValueKind::kNamespace ? "<Namespace {" : "{";
+    case ValueKind::Dict:
+    case ValueKind::Namespace: {
+      std::string out = kind_ == ValueKind::Namespace ? "<Namespace {" : "{";
       for (size_t i = 0; i < dict_->size(); ++i)
         out += (i ? ", " : "") + string_repr((*dict_)[i].first) + ": " + (*dict_)[i].second.repr();
-      return out + (kind_ == ValueKind::kNamespace ? "}>" : "}");
+      return out + (kind_ == ValueKind::Namespace ? "}>" : "}");
     }
   }
   return "";
@@ -261,23 +261,23 @@ std::string Value::to_str() const {
 
 std::string Value::type_name() const {
   switch (kind_) {
-    case ValueKind::kUndefined:
+    case ValueKind::Undefined:
       return "Undefined";
-    case ValueKind::kNone:
+    case ValueKind::None:
       return "NoneType";
-    case ValueKind::kBool:
+    case ValueKind::Bool:
       return "bool";
-    case ValueKind::kInt:
+    case ValueKind::Int:
       return "int";
-    case ValueKind::kFloat:
+    case ValueKind::Float:
       return "float";
-    case ValueKind::kString:
+    case ValueKind::String:
       return "str";
-    case ValueKind::kList:
+    case ValueKind::List:
       return "list";
-    case ValueKind::kDict:
+    case ValueKind::Dict:
       return "dict";
-    case ValueKind::kNamespace:
+    case ValueKind::Namespace:
       return "Namespace";
   }
   return "?";
@@ -285,21 +285,21 @@ std::string Value::type_name() const {
 
 bool values_equal(const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) {
-    if (a.kind() == ValueKind::kFloat || b.kind() == ValueKind::kFloat)
+    if (a.kind() == ValueKind::Float || b.kind() == ValueKind::Float)
       return a.as_float() == b.as_float();
     return a.as_int() == b.as_int();
   }
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
-    case ValueKind::kUndefined:
-    case ValueKind::kNone:
+    case ValueKind::Undefined:
+    case ValueKind::None:
       return true;
-    case ValueKind::kString:
+    case ValueKind::String:
       return a.as_string() == b.as_string();
-    case ValueKind::kList:
+    case ValueKind::List:
       return std::equal(a.as_list().begin(), a.as_list().end(), b.as_list().begin(),
                         b.as_list().end(), values_equal);
-    case ValueKind::kDict: {
+    case ValueKind::Dict: {
       if (a.as_dict().size() != b.as_dict().size()) return false;
       for (const auto& [k, v] : a.as_dict()) {
         const Value* other = b.find(k);
@@ -307,7 +307,7 @@ bool values_equal(const Value& a, const Value& b) {
       }
       return true;
     }
-    case ValueKind::kNamespace:
+    case ValueKind::Namespace:
       return &a.namespace_attrs() == &b.namespace_attrs();
     default:
       return false;

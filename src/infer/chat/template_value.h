@@ -19,7 +19,7 @@ class Value;
 using List = std::vector<Value>;
 using Dict = std::vector<std::pair<std::string, Value>>;
 
-enum class ValueKind { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kNamespace };
+enum class ValueKind { Undefined, None, Bool, Int, Float, String, List, Dict, Namespace };
 
 class Value {
  public:
@@ -29,53 +29,53 @@ class Value {
     v.str_ = std::move(hint);
     return v;
   }
-  static Value none() { return Value(ValueKind::kNone); }
+  static Value none() { return Value(ValueKind::None); }
   static Value boolean(bool b) {
-    Value v(ValueKind::kBool);
+    Value v(ValueKind::Bool);
     v.int_ = b;
     return v;
   }
   static Value integer(int64_t i) {
-    Value v(ValueKind::kInt);
+    Value v(ValueKind::Int);
     v.int_ = i;
     return v;
   }
   static Value real(double d) {
-    Value v(ValueKind::kFloat);
+    Value v(ValueKind::Float);
     v.float_ = d;
     return v;
   }
   static Value string(std::string s) {
-    Value v(ValueKind::kString);
+    Value v(ValueKind::String);
     v.str_ = std::move(s);
     return v;
   }
   static Value list(List items) {
-    Value v(ValueKind::kList);
+    Value v(ValueKind::List);
     v.list_ = std::make_shared<List>(std::move(items));
     return v;
   }
   static Value dict(Dict items) {
-    Value v(ValueKind::kDict);
+    Value v(ValueKind::Dict);
     v.dict_ = std::make_shared<Dict>(std::move(items));
     return v;
   }
   static Value name_space(Dict attrs) {
     Value v = dict(std::move(attrs));
-    v.kind_ = ValueKind::kNamespace;
+    v.kind_ = ValueKind::Namespace;
     return v;
   }
 
   ValueKind kind() const { return kind_; }
-  bool is_undefined() const { return kind_ == ValueKind::kUndefined; }
-  bool is_none() const { return kind_ == ValueKind::kNone; }
-  bool is_string() const { return kind_ == ValueKind::kString; }
+  bool is_undefined() const { return kind_ == ValueKind::Undefined; }
+  bool is_none() const { return kind_ == ValueKind::None; }
+  bool is_string() const { return kind_ == ValueKind::String; }
   bool is_number() const {  // Python: bool is an int
-    return kind_ == ValueKind::kBool || kind_ == ValueKind::kInt || kind_ == ValueKind::kFloat;
+    return kind_ == ValueKind::Bool || kind_ == ValueKind::Int || kind_ == ValueKind::Float;
   }
   bool as_bool() const { return int_ != 0; }
   int64_t as_int() const { return int_; }  // also a bool's 0/1
-  double as_float() const { return kind_ == ValueKind::kFloat ? float_ : double(int_); }
+  double as_float() const { return kind_ == ValueKind::Float ? float_ : double(int_); }
   const std::string& as_string() const { return str_; }
   // For undefined values: why it is undefined ("'x' is undefined").
   const std::string& undefined_hint() const { return str_; }
@@ -98,7 +98,7 @@ class Value {
 
  private:
   explicit Value(ValueKind k) : kind_(k) {}
-  ValueKind kind_ = ValueKind::kUndefined;
+  ValueKind kind_ = ValueKind::Undefined;
   int64_t int_ = 0;
   double float_ = 0;
   std::string str_;

@@ -106,7 +106,7 @@ TEST(ChatTemplateRender, TrimIsPythonStrip) {
   // U+00A0 and U+3000 are whitespace to Python's str.strip(), so to `| trim`.
   EXPECT_EQ(render("{{ '\u00a0 x \u3000' | trim }}|{{ ' y '.strip() }}|{{ 'xxay'.lstrip('x') }}"),
             "x|y|ay");
-  EXPECT_EQ(python_strip("\t\n é \u2003", std::nullopt, StripSide::kBoth), "é");
+  EXPECT_EQ(python_strip("\t\n é \u2003", std::nullopt, StripSide::Both), "é");
   EXPECT_EQ(python_len("héllo"), 5);
 }
 
