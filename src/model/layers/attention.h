@@ -13,6 +13,7 @@
 
 #include "kernels/cpu/attention.h"
 #include "model/config.h"
+#include "model/kv_cache.h"
 #include "parallel/tensor/parallel_linear.h"
 
 namespace parallm {
@@ -32,6 +33,12 @@ class Attention {
   // dinp (rows, C) += gradient w.r.t. the layer input.
   void backward(const LayerContext& c, float* dinp, const float* dout, const float* inp,
                 const Saved& s) const;
+  // Inference (nothing saved): c holds the spans' tokens as one row of N =
+  // sum of counts, c.positions their positions (each span continues its
+  // slot's cache). Writes each span's keys and values into the cache of
+  // `layer`, then attends over the slot's whole cache. out (N, C).
+  void forward_cached(const LayerContext& c, float* out, const float* inp, int64_t layer,
+                      KvCache& cache, const std::vector<CacheSpan>& spans) const;
 
  private:
   cpu::AttnDims dims(const LayerContext& c) const;
