@@ -99,7 +99,10 @@ int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, 
     out << std::endl;
   } else {
     for (size_t i = 0; i < res.size(); ++i)
-      out << result_json(i, res[i], gen.sampling.logprobs).dump() << "\n";
+      // Byte tokens may cut UTF-8 sequences: invalid bytes print as U+FFFD.
+      out << result_json(i, res[i], gen.sampling.logprobs)
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+          << "\n";
     out << std::flush;
   }
   auto rate = [](int64_t n, double s) { return s > 0 ? static_cast<double>(n) / s : 0.0; };
