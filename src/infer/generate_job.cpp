@@ -46,7 +46,8 @@ nlohmann::json result_json(size_t i, const Generation& g, int logprobs) {
     nlohmann::json lp = nlohmann::json::array();
     for (const SampledToken& s : g.samples) {
       nlohmann::json top = nlohmann::json::array();
-      for (const TokenLogprob& t : s.top) top.push_back({{"token", t.token}, {"logprob", t.logprob}});
+      for (const TokenLogprob& t : s.top)
+        top.push_back({{"token", t.token}, {"logprob", t.logprob}});
       lp.push_back({{"token", s.token}, {"logprob", s.logprob}, {"top", top}});
     }
     j["logprobs"] = lp;

@@ -10,9 +10,12 @@ namespace parallm {
 
 const char* finish_reason_name(FinishReason r) {
   switch (r) {
-    case FinishReason::Eos: return "eos";
-    case FinishReason::Stop: return "stop";
-    case FinishReason::Length: return "length";
+    case FinishReason::Eos:
+      return "eos";
+    case FinishReason::Stop:
+      return "stop";
+    case FinishReason::Length:
+      return "length";
   }
   return "?";
 }
@@ -40,8 +43,8 @@ void check_request(const ModelConfig& cfg, const std::vector<std::vector<int32_t
              "(max_positions {})",
              i, n, o.max_new_tokens, n + o.max_new_tokens, cfg.max_positions);
     for (int32_t t : prompts[i])
-      PX_CHECK(t >= 0 && t < cfg.vocab_size, "prompt {} holds token {}, outside the vocabulary ({})",
-               i, t, cfg.vocab_size);
+      PX_CHECK(t >= 0 && t < cfg.vocab_size,
+               "prompt {} holds token {}, outside the vocabulary ({})", i, t, cfg.vocab_size);
   }
 }
 
@@ -51,7 +54,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-std::vector<Generation> generate(Transformer& model, const std::vector<std::vector<int32_t>>& prompts,
+std::vector<Generation> generate(Transformer& model,
+                                 const std::vector<std::vector<int32_t>>& prompts,
                                  const GenerateOptions& o, GenerationStats* stats) {
   const ModelConfig& cfg = model.config();
   check_request(cfg, prompts, o);
@@ -87,10 +91,10 @@ std::vector<Generation> generate(Transformer& model, const std::vector<std::vect
     if (tp.rank() == 0)
       for (size_t r = 0; r < active.size(); ++r) {
         const Generation& g = out[static_cast<size_t>(active[r])];
-        samples[r] = sampler.sample({logits.data<float>() + static_cast<int64_t>(r) * V,
-                                     static_cast<size_t>(V)},
-                                    prompts[static_cast<size_t>(active[r])], g.tokens, active[r],
-                                    static_cast<int64_t>(g.tokens.size()));
+        samples[r] = sampler.sample(
+            {logits.data<float>() + static_cast<int64_t>(r) * V, static_cast<size_t>(V)},
+            prompts[static_cast<size_t>(active[r])], g.tokens, active[r],
+            static_cast<int64_t>(g.tokens.size()));
         chosen[r] = samples[r].token;
       }
     if (tp.active()) tp.comm->broadcast(chosen.data(), chosen.size(), DType::I32, 0);

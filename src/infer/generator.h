@@ -50,7 +50,8 @@ struct GenerationStats {
 // Throws, naming the values, on bad options or prompts (empty, ids outside
 // the vocabulary, longer than max_positions, or prompt + max_new_tokens
 // beyond it) before any forward runs.
-std::vector<Generation> generate(Transformer& model, const std::vector<std::vector<int32_t>>& prompts,
+std::vector<Generation> generate(Transformer& model,
+                                 const std::vector<std::vector<int32_t>>& prompts,
                                  const GenerateOptions& opt, GenerationStats* stats = nullptr);
 
 }  // namespace parallm

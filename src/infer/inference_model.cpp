@@ -47,8 +47,7 @@ InferenceModel::InferenceModel(const ModelSource& src, const TpGroup& tp, Precis
     model_->params().init_random(0);  // every element is overwritten below
     check_checkpoint_covers_model(ck, model_->params(), ck.state.model);
     load_checkpoint_values(ck, model_->params(), ck.state.model.vocab_size);
-    if (ck.state.model.vocab_size > ByteTokenizer::kEndOfText)
-      eos_ = {ByteTokenizer::kEndOfText};
+    if (ck.state.model.vocab_size > ByteTokenizer::kEndOfText) eos_ = {ByteTokenizer::kEndOfText};
   }
   if (precision != Precision::FP32) {
     matmul_ = std::make_unique<MatmulPrecision>(precision, model_->params(), *alloc_);

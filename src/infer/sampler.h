@@ -20,8 +20,8 @@ struct TokenLogprob {
 
 struct SampledToken {
   int32_t token = 0;
-  double logprob = 0.0;             // of `token` under the raw logits
-  std::vector<TokenLogprob> top;    // the params.logprobs most likely ids, best first
+  double logprob = 0.0;           // of `token` under the raw logits
+  std::vector<TokenLogprob> top;  // the params.logprobs most likely ids, best first
 };
 
 class Sampler {

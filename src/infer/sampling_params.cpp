@@ -19,9 +19,9 @@ void SamplingParams::validate() const {
            "repetition_penalty must be > 0 (1: off), got {}", repetition_penalty);
   PX_CHECK(std::isfinite(presence_penalty) && presence_penalty >= -2.0 && presence_penalty <= 2.0,
            "presence_penalty must be in [-2, 2] (0: off), got {}", presence_penalty);
-  PX_CHECK(std::isfinite(frequency_penalty) && frequency_penalty >= -2.0 &&
-               frequency_penalty <= 2.0,
-           "frequency_penalty must be in [-2, 2] (0: off), got {}", frequency_penalty);
+  PX_CHECK(
+      std::isfinite(frequency_penalty) && frequency_penalty >= -2.0 && frequency_penalty <= 2.0,
+      "frequency_penalty must be in [-2, 2] (0: off), got {}", frequency_penalty);
   PX_CHECK(logprobs >= 0 && logprobs <= 20, "logprobs must be in [0, 20], got {}", logprobs);
 }
 

@@ -24,8 +24,7 @@ struct CacheSpan {
 
 class KvCache {
  public:
-  KvCache(const ModelConfig& cfg, const TpGroup& tp, int slots, int64_t max_len,
-          Allocator& alloc);
+  KvCache(const ModelConfig& cfg, const TpGroup& tp, int slots, int64_t max_len, Allocator& alloc);
   int slots() const { return static_cast<int>(length_.size()); }
   int64_t max_len() const { return max_len_; }
   int64_t kv_heads() const { return kv_heads_; }

@@ -71,8 +71,7 @@ class Transformer {
   // slot at the slot's cache length (its tokens' positions). Returns the
   // full logits (spans.size(), V) of each span's last token, the same on
   // every tp rank, and advances the cache. Whole model, no sequence parallel.
-  Tensor forward_cached(const int32_t* tokens, const std::vector<CacheSpan>& spans,
-                        KvCache& cache);
+  Tensor forward_cached(const int32_t* tokens, const std::vector<CacheSpan>& spans, KvCache& cache);
 
   // A flat range [begin, end) of params().flat_grads().
   // Its parameters are [first_param, end_param) of params().

@@ -46,8 +46,8 @@ int main(int argc, char** argv) {
     for (const Generation& x : g) out["tokens"].push_back(x.tokens);
     std::ofstream(out_path) << out.dump();
     std::cerr << "generate_dump: tp " << tp.size() << ", prefill " << st.prefill_tokens
-              << " tokens in " << st.prefill_s << " s, decode " << st.decode_tokens
-              << " tokens in " << st.decode_s << " s\n";
+              << " tokens in " << st.prefill_s << " s, decode " << st.decode_tokens << " tokens in "
+              << st.decode_s << " s\n";
     return 0;
   });
 }

@@ -148,8 +148,8 @@ TEST(Generate, StopsOnStopStrings) {
     for (int32_t t : ids) s += std::to_string(t) + " ";
     return s;
   };
-  const std::string stop = std::to_string(free[0].tokens[4]) + " " +
-                           std::to_string(free[0].tokens[5]) + " ";
+  const std::string stop =
+      std::to_string(free[0].tokens[4]) + " " + std::to_string(free[0].tokens[5]) + " ";
   o.stop_strings = {stop};
   const std::vector<Generation> g = generate(m, {{1, 2, 3}}, o);
   EXPECT_EQ(g[0].finish, FinishReason::Stop);

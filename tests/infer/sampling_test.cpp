@@ -101,9 +101,8 @@ TEST(Sampler, SeedReproducesDraws) {
   for (int step = 0; step < 64; ++step) {
     x.push_back(a.sample(l, {}, {}, 3, step).token);
     y.push_back(b.sample(l, {}, {}, 3, step).token);
-    z.push_back(Sampler({.temperature = 1.0, .top_p = 0.9, .seed = 43})
-                    .sample(l, {}, {}, 3, step)
-                    .token);
+    z.push_back(
+        Sampler({.temperature = 1.0, .top_p = 0.9, .seed = 43}).sample(l, {}, {}, 3, step).token);
   }
   EXPECT_EQ(x, y);
   EXPECT_NE(x, z);
