@@ -21,3 +21,10 @@ foreach(case gpt2 llama)
   set_tests_properties(reference.generate.${case}.tp2 PROPERTIES LABELS "reference;dist"
                        TIMEOUT 300 WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 endforeach()
+
+# The CLI refuses a bad sampling value before loading anything, naming it.
+add_test(NAME cli.generate.bad_value
+         COMMAND $<TARGET_FILE:parallm> generate --model does-not-exist --prompt hi
+                 --top-p 1.5)
+set_tests_properties(cli.generate.bad_value PROPERTIES LABELS unit
+                     PASS_REGULAR_EXPRESSION "error: top_p must be in \\(0, 1\\] \\(1: off\\), got 1.5")
