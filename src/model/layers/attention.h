@@ -7,7 +7,9 @@
 // the head outputs and the per-row log-sum-exp are saved, never the
 // (B, H, T, T) probabilities. Input and output are residual-stream rows: all
 // N = B*T, or N/tp under sequence parallelism (the input is re-gathered in
-// backward rather than saved whole).
+// backward rather than saved whole). forward_cached is the inference path:
+// keys and values go to a KvCache (this rank's groups only) and each new
+// query attends over its slot's cache.
 #pragma once
 #include <string>
 
