@@ -190,22 +190,26 @@ Tensor Transformer::logits(const int32_t* inputs, int64_t B, int64_t T) {
   Forward f = run_forward(c, inputs);
   Tensor x = head_input(c, f);
   Tensor out = Tensor::zeros(alloc_, {B, T, cfg_.vocab_size}, DType::F32, MemTag::Activation);
+  full_logits(c, out.data<float>(), x.data<float>());
+  return out;
+}
+
+void Transformer::full_logits(const LayerContext& c, float* out, const float* x) const {
   const VocabShard& vs = head_.vocab_shard();
   if (!tp_.active()) {
-    head_.logits(c, out.data<float>(), x.data<float>());
-    return out;
+    head_.logits(c, out, x);
+    return;
   }
   // Each rank's shard of the padded vocabulary, gathered along the last
   // dimension; the padded columns are dropped.
   const int64_t N = c.N();
   Tensor local = c.workspace({N, vs.rows});
-  head_.logits(c, local.data<float>(), x.data<float>());
+  head_.logits(c, local.data<float>(), x);
   Tensor full = c.workspace({N, vs.padded});
   gather_from_tp_region(tp_, full.data<float>(), local.data<float>(), N, vs.rows);
   for (int64_t i = 0; i < N; ++i)
-    std::memcpy(out.data<float>() + i * vs.vocab, full.data<float>() + i * vs.padded,
+    std::memcpy(out + i * vs.vocab, full.data<float>() + i * vs.padded,
                 static_cast<size_t>(vs.vocab) * sizeof(float));
-  return out;
 }
 
 }  // namespace parallm

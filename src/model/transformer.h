@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/kv_cache.h"
 #include "model/layers/block.h"
 #include "model/layers/embedding.h"
 #include "model/layers/lm_head.h"
@@ -65,6 +66,12 @@ class Transformer {
   LossSum forward_loss(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T);
   // Full logits (B, T, V), for inference and reference tests (gathered over tp).
   Tensor logits(const int32_t* inputs, int64_t B, int64_t T);
+  // Inference through a KV cache (transformer_cached.cpp): tokens holds the
+  // spans' tokens back to back (sum of counts); each span continues its
+  // slot at the slot's cache length (its tokens' positions). Returns the
+  // full logits (spans.size(), V) of each span's last token, the same on
+  // every tp rank, and advances the cache. Whole model, no sequence parallel.
+  Tensor forward_cached(const int32_t* tokens, const std::vector<CacheSpan>& spans, KvCache& cache);
 
   // A flat range [begin, end) of params().flat_grads().
   // Its parameters are [first_param, end_param) of params().
@@ -137,6 +144,8 @@ class Transformer {
   LayerContext context(int64_t B, int64_t T, const std::vector<int64_t>& pos);
   Forward run_forward(const LayerContext& c, const int32_t* inputs);
   void check_batch(const int32_t* inputs, int64_t B, int64_t T) const;
+  // out (N, V) = the head's logits of x (N, C), gathered over tp.
+  void full_logits(const LayerContext& c, float* out, const float* x) const;
   // The final norm's output as all N rows (gathered under sequence parallel).
   Tensor head_input(const LayerContext& c, const Forward& f) const;
   Tensor head_input(const LayerContext& c, const Norm::Saved& final_norm) const;

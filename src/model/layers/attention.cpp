@@ -2,6 +2,7 @@
 #include "model/layers/tp_region_input.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "base/rng.h"
 #include "kernels/cpu/rope.h"
@@ -87,6 +88,44 @@ Attention::Saved Attention::forward(const LayerContext& c, float* out, const flo
                          1.0 / std::sqrt(static_cast<double>(head_dim_)));
   o_.forward(c, out, s.att.data<float>());
   return s;
+}
+
+void Attention::forward_cached(const LayerContext& c, float* out, const float* inp, int64_t layer,
+                               KvCache& cache, const std::vector<CacheSpan>& spans) const {
+  PX_CHECK(!tp_.sp(), "cached attention runs without sequence parallelism");
+  const int64_t N = c.N(), qd = q_.out(), kd = k_.out();
+  Tensor q = c.workspace({N, qd}), k = c.workspace({N, kd}), v = c.workspace({N, kd});
+  q_.forward(c, q.data<float>(), inp);
+  k_.forward(c, k.data<float>(), inp);
+  v_.forward(c, v.data<float>(), inp);
+  if (rope_) {  // one row of N tokens, each at its own position
+    cpu::rope_forward(q.data<float>(), c.positions, 1, N, n_heads_, head_dim_, rope_theta_);
+    cpu::rope_forward(k.data<float>(), c.positions, 1, N, n_kv_heads_, head_dim_, rope_theta_);
+  }
+  Tensor att = c.workspace({N, qd});
+  int64_t r0 = 0;
+  for (const CacheSpan& s : spans) {
+    const int64_t past = cache.length(s.slot);
+    float* ck = cache.k(layer, s.slot);
+    float* cv = cache.v(layer, s.slot);
+    const size_t bytes = static_cast<size_t>(s.count * kd) * sizeof(float);
+    std::memcpy(ck + past * kd, k.data<float>() + r0 * kd, bytes);
+    std::memcpy(cv + past * kd, v.data<float>() + r0 * kd, bytes);
+    const cpu::AttnDims d{.B = 1,
+                          .Tq = s.count,
+                          .Tk = past + s.count,
+                          .Hq = n_heads_,
+                          .Hkv = n_kv_heads_,
+                          .D = head_dim_,
+                          .q_pos0 = past,
+                          .k_pos0 = 0};
+    Tensor lse = c.workspace({n_heads_, s.count});
+    cpu::attention_forward(att.data<float>() + r0 * qd, lse.data<float>(),
+                           q.data<float>() + r0 * qd, ck, cv, d,
+                           1.0 / std::sqrt(static_cast<double>(head_dim_)));
+    r0 += s.count;
+  }
+  o_.forward(c, out, att.data<float>());
 }
 
 void Attention::backward(const LayerContext& c, float* dinp, const float* dout, const float* inp,

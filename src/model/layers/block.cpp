@@ -81,6 +81,20 @@ Block::Saved Block::run_forward(const LayerContext& c, float* out, const float* 
   return s;
 }
 
+void Block::forward_cached(const LayerContext& c, float* out, const float* inp, KvCache& cache,
+                           const std::vector<CacheSpan>& spans) const {
+  const int64_t n = c.N() * C_;
+  Tensor mid = c.workspace({c.N(), C_});
+  {
+    const Norm::Saved n1 = norm1_.forward(c, inp);
+    attn_.forward_cached(c, mid.data<float>(), n1.out.data<float>(), layer_, cache, spans);
+  }
+  cpu::add_inplace(mid.data<float>(), inp, n);
+  const Norm::Saved n2 = norm2_.forward(c, mid.data<float>());
+  mlp_.forward(c, out, n2.out.data<float>());
+  cpu::add_inplace(out, mid.data<float>(), n);
+}
+
 void Block::run_backward(const LayerContext& c, float* dinp, const float* dout, const float* inp,
                          const Saved& s) const {
   const int64_t rows = tp_local_rows(tp_, c.N()), n = rows * C_;

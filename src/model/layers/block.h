@@ -34,6 +34,10 @@ class Block {
   // dinp (rows, C) += d loss / d inp, given dout = d loss / d out.
   void backward(const LayerContext& c, float* dinp, const float* dout, const float* inp,
                 const Saved& s) const;
+  // Inference through the KV cache (Attention::forward_cached): nothing is
+  // saved; out (N, C) = block(inp), same kernels and order as forward.
+  void forward_cached(const LayerContext& c, float* out, const float* inp, KvCache& cache,
+                      const std::vector<CacheSpan>& spans) const;
 
  private:
   // Forward and backward for a context already keyed by this layer.

@@ -1,0 +1,64 @@
+// `parallm generate --model HF_DIR | --checkpoint CKPT --prompt TEXT ...`:
+// text generation with sampling flags; under mpirun the ranks form one
+// tensor-parallel group (--tp must equal the number of ranks).
+#include <iostream>
+#include <memory>
+
+#include "base/env.h"
+#include "base/error.h"
+#include "cli/commands.h"
+#include "comm/mpi/mpi_runtime.h"
+#include "infer/generate_job.h"
+
+namespace parallm::cli {
+
+void add_generate_command(CLI::App& app, CommandRegistry& reg) {
+  struct Flags {
+    GenerateJobOptions job;
+    int tp = 1;
+  };
+  auto f = std::make_shared<Flags>();
+  GenerateJobOptions& j = f->job;
+  SamplingParams& s = j.gen.sampling;
+  CLI::App* sub = app.add_subcommand("generate", "generate text from prompts");
+  auto* model = sub->add_option("--model", j.source.hf_dir, "Hugging Face model directory");
+  sub->add_option("--checkpoint", j.source.checkpoint, "training checkpoint directory")
+      ->excludes(model);
+  sub->add_option("--prompt", j.prompts, "prompt text (repeatable)");
+  sub->add_option("--prompts-file", j.prompts_file, "file with one prompt per line");
+  sub->add_option("--max-new-tokens", j.gen.max_new_tokens, "tokens to generate per prompt");
+  sub->add_option("--temperature", s.temperature, "0: greedy");
+  sub->add_option("--top-k", s.top_k, "keep the k most likely tokens (0: off)");
+  sub->add_option("--top-p", s.top_p, "nucleus sampling mass (1: off)");
+  sub->add_option("--min-p", s.min_p, "keep p >= min_p * max p (0: off)");
+  sub->add_option("--repetition-penalty", s.repetition_penalty, "HF/CTRL penalty (1: off)");
+  sub->add_option("--presence-penalty", s.presence_penalty, "OpenAI presence penalty");
+  sub->add_option("--frequency-penalty", s.frequency_penalty, "OpenAI frequency penalty");
+  sub->add_option("--seed", s.seed, "sampling seed");
+  sub->add_option("--logprobs", s.logprobs, "report the N most likely tokens per step (JSON)");
+  sub->add_option("--stop", j.gen.stop_strings, "stop string (repeatable)");
+  sub->add_option("--dtype", j.dtype, "fp32 | bf16 (GEMMs)");
+  sub->add_flag("--json", j.json, "one JSON object per prompt, even for one prompt");
+  sub->add_option("--threads", j.threads, "CPU threads");
+  sub->add_option("--tp", f->tp, "tensor parallel size (= number of ranks)");
+  reg.actions.emplace_back(sub, [f]() {
+    const LaunchEnv env = read_launch_env();
+    try {
+      PX_CHECK(!f->job.source.hf_dir.empty() || !f->job.source.checkpoint.empty(),
+               "give --model HF_DIR or --checkpoint CKPT_DIR");
+      PX_CHECK(f->tp == env.world_size, "--tp ({}) must equal the number of ranks ({})", f->tp,
+               env.world_size);
+      if (f->job.gen.sampling.logprobs > 0) f->job.json = true;
+      f->job.gen.sampling.validate();
+    } catch (const Error&) {
+      if (env.rank != 0) return 1;
+      throw;
+    }
+    return comm::run_mpi_job([&](comm::MpiRuntime& rt) {
+      auto world = rt.world();
+      return run_generate_job(f->job, world.get(), std::cout, std::cerr);
+    });
+  });
+}
+
+}  // namespace parallm::cli

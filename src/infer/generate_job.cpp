@@ -1,0 +1,120 @@
+// run_generate_job (see generate_job.h).
+#include "infer/generate_job.h"
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+
+#include "data/byte_tokenizer.h"
+#include "kernels/cpu/threads.h"
+
+namespace parallm {
+
+namespace {
+std::vector<std::string> read_prompts(const GenerateJobOptions& o) {
+  std::vector<std::string> p = o.prompts;
+  if (!o.prompts_file.empty()) {
+    std::ifstream f(o.prompts_file);
+    PX_CHECK(f.good(), "cannot read prompts file '{}'", o.prompts_file);
+    for (std::string line; std::getline(f, line);)
+      if (!line.empty()) p.push_back(line);
+  }
+  PX_CHECK(!p.empty(), "no prompts: give --prompt TEXT or --prompts-file FILE");
+  return p;
+}
+
+std::string decode(std::span<const int32_t> ids) { return ByteTokenizer::decode(ids); }
+
+// The text of a generation: an EOS id that ended it is not part of it.
+std::string generated_text(const Generation& g) {
+  std::span<const int32_t> ids(g.tokens);
+  if (g.finish == FinishReason::Eos) ids = ids.first(ids.size() - 1);
+  std::string text = decode(ids);
+  if (g.finish == FinishReason::Stop) text.resize(g.text_end);
+  return text;
+}
+
+nlohmann::json result_json(size_t i, const Generation& g, int logprobs) {
+  const std::string text = generated_text(g);
+  nlohmann::json j{{"prompt", i},
+                   {"text", text},
+                   {"tokens", g.tokens},
+                   {"finish_reason", finish_reason_name(g.finish)}};
+  if (logprobs > 0) {
+    nlohmann::json lp = nlohmann::json::array();
+    for (const SampledToken& s : g.samples) {
+      nlohmann::json top = nlohmann::json::array();
+      for (const TokenLogprob& t : s.top)
+        top.push_back({{"token", t.token}, {"logprob", t.logprob}});
+      lp.push_back({{"token", s.token}, {"logprob", s.logprob}, {"top", top}});
+    }
+    j["logprobs"] = lp;
+  }
+  return j;
+}
+}  // namespace
+
+int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, std::ostream& out,
+                     std::ostream& err) {
+  // Every check that needs no model runs before loading it.
+  opts.gen.sampling.validate();
+  PX_CHECK(opts.gen.max_new_tokens >= 1, "max_new_tokens must be >= 1, got {}",
+           opts.gen.max_new_tokens);
+  const Precision precision = precision_from_name(opts.dtype);
+  PX_CHECK(precision != Precision::FP16, "--dtype must be fp32 or bf16, got {}", opts.dtype);
+  const std::vector<std::string> texts = read_prompts(opts);
+  cpu::set_num_threads(opts.threads);
+  const TpGroup tp{.comm = world && world->size() > 1 ? world : nullptr};
+  const bool writer = tp.rank() == 0;
+  InferenceModel im(opts.source, tp, precision, world);
+
+  GenerateOptions gen = opts.gen;
+  gen.eos_ids = im.eos_ids();
+  gen.decode = decode;
+  std::vector<std::vector<int32_t>> prompts;
+  for (const std::string& t : texts) prompts.push_back(ByteTokenizer::encode(t));
+  const bool stream = texts.size() == 1 && !opts.json;
+  StopStrings stops(gen.stop_strings);
+  std::vector<int32_t> so_far;
+  size_t shown = 0;  // bytes of the decoded text already written
+  if (stream && writer)
+    gen.on_token = [&](int, const SampledToken& s) {
+      if (std::find(gen.eos_ids.begin(), gen.eos_ids.end(), s.token) != gen.eos_ids.end()) return;
+      so_far.push_back(s.token);
+      const std::string text = decode(so_far);
+      const size_t end = stops.empty() ? text.size() : stops.scan(text).end;
+      if (end > shown) {
+        out << text.substr(shown, end - shown) << std::flush;
+        shown = end;
+      }
+    };
+  GenerationStats st;
+  const std::vector<Generation> res = generate(im.model(), prompts, gen, &st);
+  if (!writer) return 0;
+  if (stream) {
+    // A sequence that ended without a stop string may hold back a tail.
+    const std::string text = generated_text(res[0]);
+    if (text.size() > shown) out << text.substr(shown);
+    out << std::endl;
+  } else {
+    for (size_t i = 0; i < res.size(); ++i)
+      // Byte tokens may cut UTF-8 sequences: invalid bytes print as U+FFFD.
+      out << result_json(i, res[i], gen.sampling.logprobs)
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+          << "\n";
+    out << std::flush;
+  }
+  auto rate = [](int64_t n, double s) { return s > 0 ? static_cast<double>(n) / s : 0.0; };
+  err << fmt::format(
+             "generate: {} prompts, tp {}, {}: prefill {} tokens in {:.3f} s ({:.1f} tokens/s), "
+             "decode {} tokens in {:.3f} s ({:.1f} tokens/s)",
+             prompts.size(), tp.size(), opts.dtype, st.prefill_tokens, st.prefill_s,
+             rate(st.prefill_tokens, st.prefill_s), st.decode_tokens, st.decode_s,
+             rate(st.decode_tokens, st.decode_s))
+      << std::endl;
+  return 0;
+}
+
+}  // namespace parallm

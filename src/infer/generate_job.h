@@ -1,0 +1,32 @@
+// The `parallm generate` job: load a model (HF directory or checkpoint, split
+// over tp = the job's ranks), encode the prompts with the byte tokenizer,
+// generate, and report. One prompt streams its text to `out` as tokens
+// arrive (text that may start a stop string is held back until it cannot);
+// several prompts, or --json, give one JSON object per prompt. A summary
+// line with prefill and decode tokens/s goes to `err`. Only tp rank 0 writes.
+#pragma once
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "infer/generator.h"
+#include "infer/inference_model.h"
+
+namespace parallm {
+
+struct GenerateJobOptions {
+  ModelSource source;
+  std::vector<std::string> prompts;
+  std::string prompts_file;  // one prompt per line, after `prompts`
+  GenerateOptions gen;       // decode/stop/eos filled in by the job
+  std::string dtype = "fp32";
+  bool json = false;
+  int threads = 0;
+};
+
+// world: all ranks of the job, which form one tp group (null: one process).
+int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, std::ostream& out,
+                     std::ostream& err);
+
+}  // namespace parallm

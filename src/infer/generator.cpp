@@ -1,0 +1,145 @@
+// generate(): prefill, then one decode forward per step (see generator.h).
+#include "infer/generator.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/error.h"
+
+namespace parallm {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::Eos:
+      return "eos";
+    case FinishReason::Stop:
+      return "stop";
+    case FinishReason::Length:
+      return "length";
+  }
+  return "?";
+}
+
+namespace {
+
+void check_request(const ModelConfig& cfg, const std::vector<std::vector<int32_t>>& prompts,
+                   const GenerateOptions& o) {
+  o.sampling.validate();
+  PX_CHECK(o.max_new_tokens >= 1, "max_new_tokens must be >= 1, got {}", o.max_new_tokens);
+  PX_CHECK(!prompts.empty(), "no prompts to generate from");
+  PX_CHECK(o.stop_strings.empty() || o.decode, "stop strings need a decode function");
+  StopStrings check(o.stop_strings);  // rejects empty stop strings
+  for (int32_t e : o.eos_ids)
+    PX_CHECK(e >= 0 && e < cfg.vocab_size, "EOS id {} is outside the vocabulary ({})", e,
+             cfg.vocab_size);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const int64_t n = static_cast<int64_t>(prompts[i].size());
+    PX_CHECK(n >= 1, "prompt {} is empty", i);
+    PX_CHECK(n <= cfg.max_positions,
+             "prompt {} has {} tokens, more than the model's context (max_positions {})", i, n,
+             cfg.max_positions);
+    PX_CHECK(n + o.max_new_tokens <= cfg.max_positions,
+             "prompt {} ({} tokens) + max_new_tokens ({}) = {} exceeds the model's context "
+             "(max_positions {})",
+             i, n, o.max_new_tokens, n + o.max_new_tokens, cfg.max_positions);
+    for (int32_t t : prompts[i])
+      PX_CHECK(t >= 0 && t < cfg.vocab_size,
+               "prompt {} holds token {}, outside the vocabulary ({})", i, t, cfg.vocab_size);
+  }
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+std::vector<Generation> generate(Transformer& model,
+                                 const std::vector<std::vector<int32_t>>& prompts,
+                                 const GenerateOptions& o, GenerationStats* stats) {
+  const ModelConfig& cfg = model.config();
+  check_request(cfg, prompts, o);
+  const Sampler sampler(o.sampling);
+  const StopStrings stops(o.stop_strings);
+  const TpGroup& tp = model.tp();
+  const int S = static_cast<int>(prompts.size());
+  int64_t longest = 0;
+  for (const auto& p : prompts) longest = std::max<int64_t>(longest, p.size());
+  KvCache cache(cfg, tp, S, longest + o.max_new_tokens, model.allocator());
+
+  std::vector<Generation> out(static_cast<size_t>(S));
+  std::vector<int> active(static_cast<size_t>(S));
+  for (int i = 0; i < S; ++i) active[static_cast<size_t>(i)] = i;
+  std::vector<int32_t> tokens;
+  std::vector<CacheSpan> spans;
+  for (int i = 0; i < S; ++i) {
+    tokens.insert(tokens.end(), prompts[static_cast<size_t>(i)].begin(),
+                  prompts[static_cast<size_t>(i)].end());
+    spans.push_back({i, static_cast<int64_t>(prompts[static_cast<size_t>(i)].size())});
+  }
+  GenerationStats st;
+  st.prefill_tokens = static_cast<int64_t>(tokens.size());
+  bool prefill = true;
+  while (!active.empty()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Tensor logits = model.forward_cached(tokens.data(), spans, cache);
+    if (o.on_logits) o.on_logits(active, logits);
+    const int64_t V = cfg.vocab_size;
+    // tp rank 0 chooses; the others take its ids.
+    std::vector<int32_t> chosen(active.size());
+    std::vector<SampledToken> samples(active.size());
+    if (tp.rank() == 0)
+      for (size_t r = 0; r < active.size(); ++r) {
+        const Generation& g = out[static_cast<size_t>(active[r])];
+        samples[r] = sampler.sample(
+            {logits.data<float>() + static_cast<int64_t>(r) * V, static_cast<size_t>(V)},
+            prompts[static_cast<size_t>(active[r])], g.tokens, active[r],
+            static_cast<int64_t>(g.tokens.size()));
+        chosen[r] = samples[r].token;
+      }
+    if (tp.active()) tp.comm->broadcast(chosen.data(), chosen.size(), DType::I32, 0);
+    std::vector<int> still;
+    tokens.clear();
+    spans.clear();
+    for (size_t r = 0; r < active.size(); ++r) {
+      const int seq = active[r];
+      Generation& g = out[static_cast<size_t>(seq)];
+      samples[r].token = chosen[r];
+      g.tokens.push_back(chosen[r]);
+      g.samples.push_back(samples[r]);
+      if (o.on_token) o.on_token(seq, samples[r]);
+      if (std::find(o.eos_ids.begin(), o.eos_ids.end(), chosen[r]) != o.eos_ids.end()) {
+        g.finish = FinishReason::Eos;
+        continue;
+      }
+      if (!stops.empty()) {
+        const StopStrings::Scan sc = stops.scan(o.decode(g.tokens));
+        if (sc.stopped) {
+          g.finish = FinishReason::Stop;
+          g.text_end = sc.end;
+          continue;
+        }
+      }
+      if (static_cast<int64_t>(g.tokens.size()) >= o.max_new_tokens) {
+        g.finish = FinishReason::Length;
+        continue;
+      }
+      still.push_back(seq);
+      tokens.push_back(chosen[r]);
+      spans.push_back({seq, 1});
+    }
+    active = std::move(still);
+    const double dt = seconds_since(t0);
+    if (prefill) {
+      st.prefill_s += dt;
+    } else {
+      st.decode_s += dt;
+      st.decode_tokens += static_cast<int64_t>(chosen.size());
+    }
+    prefill = false;
+  }
+  if (stats) *stats = st;
+  return out;
+}
+
+}  // namespace parallm

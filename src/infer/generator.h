@@ -1,0 +1,57 @@
+// generate(): batched autoregressive generation through a KV cache. Token
+// ids in, token ids out: every prompt gets its own cache slot and its own
+// positions (no padding, so a batch gives each prompt exactly the tokens it
+// gets alone). All prompts are prefilled in one forward, then each step
+// decodes one token of every unfinished sequence in one forward. Under
+// tensor parallelism every tp rank runs the same calls; tp rank 0 samples
+// and broadcasts the chosen ids, so all ranks agree. Text enters only
+// through the decode callback (stop strings), so any tokenizer fits.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "infer/sampler.h"
+#include "infer/stop_strings.h"
+#include "model/transformer.h"
+
+namespace parallm {
+
+struct GenerateOptions {
+  SamplingParams sampling;
+  int64_t max_new_tokens = 16;
+  std::vector<int32_t> eos_ids;           // generation of a sequence ends after one of these
+  std::vector<std::string> stop_strings;  // ... or once its decoded text contains one
+  // ids -> text; needed when stop_strings is not empty.
+  std::function<std::string(std::span<const int32_t>)> decode;
+  // Each new token of sequence `seq`, as it is chosen (on every rank).
+  std::function<void(int seq, const SampledToken&)> on_token;
+  // Tests: the logits (rows, V) of each forward; seqs[r] is row r's sequence.
+  std::function<void(const std::vector<int>& seqs, const Tensor& logits)> on_logits;
+};
+
+enum class FinishReason { Eos, Stop, Length };
+const char* finish_reason_name(FinishReason r);  // "eos", "stop", "length"
+
+struct Generation {
+  std::vector<int32_t> tokens;        // generated ids (an EOS id that ended it included)
+  std::vector<SampledToken> samples;  // per token (logprobs on tp rank 0 only)
+  FinishReason finish = FinishReason::Length;
+  size_t text_end = 0;  // Stop: length of the decoded text before the stop string
+};
+
+struct GenerationStats {
+  int64_t prefill_tokens = 0, decode_tokens = 0;
+  double prefill_s = 0.0, decode_s = 0.0;
+};
+
+// Throws, naming the values, on bad options or prompts (empty, ids outside
+// the vocabulary, longer than max_positions, or prompt + max_new_tokens
+// beyond it) before any forward runs.
+std::vector<Generation> generate(Transformer& model,
+                                 const std::vector<std::vector<int32_t>>& prompts,
+                                 const GenerateOptions& opt, GenerationStats* stats = nullptr);
+
+}  // namespace parallm

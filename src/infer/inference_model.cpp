@@ -1,0 +1,63 @@
+// InferenceModel loading (see inference_model.h).
+#include "infer/inference_model.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "data/byte_tokenizer.h"
+#include "io/hf_model.h"
+#include "train/checkpoint_load.h"
+
+namespace parallm {
+
+namespace {
+std::vector<int32_t> hf_eos_ids(const std::string& dir, int64_t vocab) {
+  std::ifstream f(std::filesystem::path(dir) / "config.json");
+  const nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
+  std::vector<int32_t> ids;
+  if (j.is_discarded() || !j.contains("eos_token_id")) return ids;
+  const nlohmann::json& e = j["eos_token_id"];
+  auto add = [&](const nlohmann::json& v) {
+    if (v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() < vocab)
+      ids.push_back(v.get<int32_t>());
+  };
+  if (e.is_array())
+    for (const auto& v : e) add(v);
+  else
+    add(e);
+  return ids;
+}
+}  // namespace
+
+InferenceModel::InferenceModel(const ModelSource& src, const TpGroup& tp, Precision precision,
+                               comm::Communicator* world)
+    : alloc_(std::make_unique<Allocator>()) {
+  PX_CHECK(src.hf_dir.empty() != src.checkpoint.empty(),
+           "give exactly one of a model directory and a checkpoint");
+  if (!src.hf_dir.empty()) {
+    const ModelConfig cfg = read_hf_model_config(src.hf_dir);
+    model_ = std::make_unique<Transformer>(cfg, *alloc_, tp);
+    load_hf_weights(src.hf_dir, *model_);
+    eos_ = hf_eos_ids(src.hf_dir, cfg.vocab_size);
+  } else {
+    const OpenedCheckpoint ck = open_checkpoint(src.checkpoint, world);
+    model_ = std::make_unique<Transformer>(ck.state.model, *alloc_, tp);
+    model_->params().init_random(0);  // every element is overwritten below
+    check_checkpoint_covers_model(ck, model_->params(), ck.state.model);
+    load_checkpoint_values(ck, model_->params(), ck.state.model.vocab_size);
+    if (ck.state.model.vocab_size > ByteTokenizer::kEndOfText) eos_ = {ByteTokenizer::kEndOfText};
+  }
+  if (precision != Precision::FP32) {
+    matmul_ = std::make_unique<MatmulPrecision>(precision, model_->params(), *alloc_);
+    model_->set_compute(matmul_.get(), Recompute::None);
+  }
+}
+
+InferenceModel::~InferenceModel() {
+  model_.reset();  // before the allocator and the precision copy it may use
+  matmul_.reset();
+}
+
+}  // namespace parallm

@@ -1,0 +1,40 @@
+// InferenceModel: a Transformer ready to generate, loaded from a Hugging
+// Face directory (config.json + safetensors) or from a training checkpoint
+// of any layout (read directly through the slice-mapping loader), split
+// over the tp group given, with fp32 or bf16 GEMMs. Owns the allocator the
+// model's buffers come from, so it outlives them.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/transformer.h"
+#include "nn/matmul_precision.h"
+
+namespace parallm {
+
+struct ModelSource {
+  std::string hf_dir;      // either this
+  std::string checkpoint;  // or this (a checkpoint directory or a step directory)
+};
+
+class InferenceModel {
+ public:
+  // world: the communicator the checkpoint is verified over (null: one
+  // process); tp: the tensor-parallel group the model is split over.
+  InferenceModel(const ModelSource& src, const TpGroup& tp, Precision precision,
+                 comm::Communicator* world);
+  ~InferenceModel();
+  Transformer& model() { return *model_; }
+  // End-of-sequence ids: config.json's eos_token_id (an id or a list) for a
+  // HF directory; else the byte tokenizer's end of text when in the vocabulary.
+  const std::vector<int32_t>& eos_ids() const { return eos_; }
+
+ private:
+  std::unique_ptr<Allocator> alloc_;
+  std::unique_ptr<Transformer> model_;
+  std::unique_ptr<MatmulPrecision> matmul_;
+  std::vector<int32_t> eos_;
+};
+
+}  // namespace parallm

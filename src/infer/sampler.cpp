@@ -1,0 +1,53 @@
+// Sampler::sample: the pipeline of sampling_transforms.h (see sampler.h).
+#include "infer/sampler.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "base/rng.h"
+#include "infer/sampling_transforms.h"
+
+namespace parallm {
+
+Sampler::Sampler(const SamplingParams& p) : p_(p), key_(stream_key(p.seed, "sampling")) {
+  p_.validate();
+}
+
+SampledToken Sampler::sample(std::span<const float> logits, std::span<const int32_t> prompt,
+                             std::span<const int32_t> generated, int64_t sequence,
+                             int64_t step) const {
+  std::vector<float> l(logits.begin(), logits.end());
+  if (p_.repetition_penalty != 1.0) {
+    std::vector<int32_t> seen(prompt.begin(), prompt.end());
+    seen.insert(seen.end(), generated.begin(), generated.end());
+    apply_repetition_penalty(l, seen, p_.repetition_penalty);
+  }
+  apply_presence_frequency(l, generated, p_.presence_penalty, p_.frequency_penalty);
+  SampledToken out;
+  if (p_.greedy()) {
+    out.token = argmax(l);
+  } else {
+    apply_temperature(l, p_.temperature);
+    mask_top_k(l, p_.top_k);
+    mask_top_p(l, p_.top_p);
+    mask_min_p(l, p_.min_p);
+    const uint64_t index = (static_cast<uint64_t>(sequence) << 32) ^ static_cast<uint64_t>(step);
+    out.token = sample_inverse_cdf(l, uniform_at(key_, index));
+  }
+  const std::vector<double> lp = log_softmax(logits);
+  out.logprob = lp[static_cast<size_t>(out.token)];
+  if (p_.logprobs > 0) {
+    std::vector<int32_t> ids(lp.size());
+    std::iota(ids.begin(), ids.end(), 0);
+    const size_t n = std::min(ids.size(), static_cast<size_t>(p_.logprobs));
+    std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(),
+                      [&](int32_t a, int32_t b) {
+                        const double x = lp[static_cast<size_t>(a)], y = lp[static_cast<size_t>(b)];
+                        return x > y || (x == y && a < b);
+                      });
+    for (size_t i = 0; i < n; ++i) out.top.push_back({ids[i], lp[static_cast<size_t>(ids[i])]});
+  }
+  return out;
+}
+
+}  // namespace parallm

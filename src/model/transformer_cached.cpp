@@ -1,0 +1,58 @@
+// Transformer::forward_cached: the inference forward through a KV cache.
+// The spans' tokens run as one row of N tokens through the same layer
+// kernels as training (embedding, norms, linears, MLP) with nothing saved;
+// only attention differs, reading each slot's cached keys and values. So a
+// prompt prefills in one pass and every later token costs one row.
+#include <cstring>
+
+#include "model/transformer.h"
+
+namespace parallm {
+
+Tensor Transformer::forward_cached(const int32_t* tokens, const std::vector<CacheSpan>& spans,
+                                   KvCache& cache) {
+  PX_CHECK(whole() && stage_.chunks[0].first == 0 && stage_.chunks[0].count == cfg_.n_layers,
+           "generation needs the whole model, not a pipeline stage");
+  PX_CHECK(!tp_.sp(), "generation runs without sequence parallelism");
+  PX_CHECK(!spans.empty(), "forward_cached needs at least one span");
+  cache.check_spans(spans);
+  std::vector<int64_t> pos;
+  for (const CacheSpan& s : spans)
+    for (int64_t i = 0; i < s.count; ++i) pos.push_back(cache.length(s.slot) + i);
+  const int64_t N = static_cast<int64_t>(pos.size());
+  for (int64_t i = 0; i < N; ++i) {
+    PX_CHECK(tokens[i] >= 0 && tokens[i] < cfg_.vocab_size,
+             "input token {} at position {} is outside the vocabulary ({})", tokens[i], pos[i],
+             cfg_.vocab_size);
+    PX_CHECK(pos[i] < cfg_.max_positions, "position {} is beyond max_positions ({})", pos[i],
+             cfg_.max_positions);
+  }
+  LayerContext c = context(1, N, pos);
+  c.saved_tag = MemTag::Workspace;  // nothing outlives the call
+  const int64_t C = cfg_.hidden;
+  Tensor x = c.workspace({N, C}), y = c.workspace({N, C});
+  embed_.forward(c, x.data<float>(), tokens);
+  for (const Block& b : blocks_) {
+    b.forward_cached(c, y.data<float>(), x.data<float>(), cache, spans);
+    std::swap(x, y);
+  }
+  y = Tensor();
+  const Norm::Saved fn = final_norm_.forward(c, x.data<float>());
+  // Only each span's last token needs logits.
+  const int64_t S = static_cast<int64_t>(spans.size());
+  Tensor last = c.workspace({S, C});
+  int64_t r = 0;
+  for (int64_t i = 0; i < S; ++i) {
+    r += spans[static_cast<size_t>(i)].count;
+    std::memcpy(last.data<float>() + i * C, fn.out.data<float>() + (r - 1) * C,
+                static_cast<size_t>(C) * sizeof(float));
+  }
+  cache.advance(spans);
+  std::vector<int64_t> last_pos(static_cast<size_t>(S), 0);
+  const LayerContext ch = context(1, S, last_pos);
+  Tensor out = Tensor::zeros(alloc_, {S, cfg_.vocab_size}, DType::F32, MemTag::Activation);
+  full_logits(ch, out.data<float>(), last.data<float>());
+  return out;
+}
+
+}  // namespace parallm

@@ -1,0 +1,162 @@
+// The cached inference forward against the full forward: at every decode
+// step the KV-cached logits equal the last position's logits of an uncached
+// forward over the whole sequence so far; a batch of prompts of different
+// lengths generates exactly the tokens each prompt generates alone; the
+// cache refuses spans beyond its capacity.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "base/rng.h"
+#include "common/test_models.h"
+#include "infer/generator.h"
+#include "model/kv_cache.h"
+#include "model/transformer.h"
+
+namespace parallm {
+namespace {
+
+std::vector<int32_t> tokens_of(int64_t n, int64_t vocab, uint64_t seed) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  const uint64_t key = stream_key(seed, "prompt");
+  for (int64_t i = 0; i < n; ++i)
+    t[static_cast<size_t>(i)] = static_cast<int32_t>(uniform_at(key, i) * vocab);
+  return t;
+}
+
+class CachedBoth : public ::testing::TestWithParam<bool> {
+ protected:
+  ModelConfig cfg() const {
+    ModelConfig c = GetParam() ? testing::tiny_llama() : testing::tiny_gpt2();
+    c.init_std = 0.2;  // logits far apart, so greedy choices are not near ties
+    return c;
+  }
+};
+
+TEST_P(CachedBoth, DecodeLogitsEqualFullForward) {
+  Allocator a;
+  Transformer m(cfg(), a);
+  m.params().init_random(11);
+  const int64_t V = m.config().vocab_size;
+  std::vector<int32_t> seq = tokens_of(7, V, 1);
+  KvCache cache(m.config(), m.tp(), 1, 40, a);
+  std::vector<int32_t> feed = seq;
+  for (int step = 0; step < 20; ++step) {
+    const Tensor cached =
+        m.forward_cached(feed.data(), {{0, static_cast<int64_t>(feed.size())}}, cache);
+    const int64_t T = static_cast<int64_t>(seq.size());
+    ASSERT_EQ(cache.length(0), T);
+    const Tensor full = m.logits(seq.data(), 1, T);
+    const float* last = full.data<float>() + (T - 1) * V;
+    double err = 0, scale = 0;
+    for (int64_t i = 0; i < V; ++i) {
+      err = std::max(err, std::abs(static_cast<double>(cached.data<float>()[i]) - last[i]));
+      scale = std::max(scale, std::abs(static_cast<double>(last[i])));
+    }
+    EXPECT_LE(err, 1e-5 * scale + 1e-6) << "step " << step;
+    // Continue with the full forward's argmax.
+    int32_t best = 0;
+    for (int64_t i = 1; i < V; ++i)
+      if (last[i] > last[best]) best = static_cast<int32_t>(i);
+    seq.push_back(best);
+    feed = {best};
+  }
+}
+
+TEST_P(CachedBoth, BatchOfDifferentLengthsEqualsEachAlone) {
+  Allocator a;
+  Transformer m(cfg(), a);
+  m.params().init_random(5);
+  const int64_t V = m.config().vocab_size;
+  const std::vector<std::vector<int32_t>> prompts = {tokens_of(3, V, 2), tokens_of(11, V, 3),
+                                                     tokens_of(1, V, 4), tokens_of(6, V, 5)};
+  GenerateOptions o;
+  o.max_new_tokens = 16;
+  o.sampling.temperature = 0.0;
+  o.eos_ids = {7};  // may end some sequences early: the others must not notice
+  const std::vector<Generation> batch = generate(m, prompts, o);
+  ASSERT_EQ(batch.size(), prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const std::vector<Generation> alone = generate(m, {prompts[i]}, o);
+    EXPECT_EQ(batch[i].tokens, alone[0].tokens) << "prompt " << i;
+    EXPECT_EQ(batch[i].finish, alone[0].finish);
+  }
+  // Sampled, too: the draws depend on (seed, sequence, step) only.
+  o.sampling = {.temperature = 0.9, .top_k = 50, .seed = 17};
+  const std::vector<Generation> s1 = generate(m, prompts, o);
+  const std::vector<Generation> s2 = generate(m, prompts, o);
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(s1[i].tokens, s2[i].tokens);
+}
+
+INSTANTIATE_TEST_SUITE_P(Arch, CachedBoth, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "llama" : "gpt2"; });
+
+TEST(KvCache, RefusesSpansBeyondCapacity) {
+  Allocator a;
+  const ModelConfig c = testing::tiny_llama();
+  KvCache cache(c, TpGroup{}, 2, 8, a);
+  EXPECT_EQ(cache.kv_heads(), c.n_kv_heads);  // GQA: only the key/value groups are cached
+  cache.advance({{1, 6}});
+  try {
+    cache.check_spans({{1, 3}});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("slot 1 holds 6 tokens; 3 more exceed its capacity 8"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Generate, RefusesPromptsBeyondTheContext) {
+  Allocator a;
+  Transformer m(testing::tiny_gpt2(), a);  // max_positions 64
+  m.params().init_random(1);
+  GenerateOptions o;
+  o.max_new_tokens = 10;
+  auto message = [&](std::vector<std::vector<int32_t>> p) {
+    try {
+      generate(m, p, o);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message({std::vector<int32_t>(65, 1)}),
+            "prompt 0 has 65 tokens, more than the model's context (max_positions 64)");
+  EXPECT_EQ(message({{1}, std::vector<int32_t>(60, 1)}),
+            "prompt 1 (60 tokens) + max_new_tokens (10) = 70 exceeds the model's context "
+            "(max_positions 64)");
+  EXPECT_EQ(message({{}}), "prompt 0 is empty");
+  EXPECT_EQ(message({{1, 5000}}), "prompt 0 holds token 5000, outside the vocabulary (1000)");
+  o.max_new_tokens = 0;
+  EXPECT_EQ(message({{1}}), "max_new_tokens must be >= 1, got 0");
+}
+
+// Stop strings end a sequence once its decoded text contains one.
+TEST(Generate, StopsOnStopStrings) {
+  Allocator a;
+  Transformer m(testing::tiny_gpt2(), a);
+  m.params().init_random(1);
+  GenerateOptions o;
+  o.max_new_tokens = 12;
+  o.sampling.temperature = 0.0;
+  const std::vector<Generation> free = generate(m, {{1, 2, 3}}, o);
+  ASSERT_EQ(free[0].tokens.size(), 12u);
+  // Decode as decimal ids joined by spaces; stop at the text of tokens 4 and 5.
+  o.decode = [](std::span<const int32_t> ids) {
+    std::string s;
+    for (int32_t t : ids) s += std::to_string(t) + " ";
+    return s;
+  };
+  const std::string stop =
+      std::to_string(free[0].tokens[4]) + " " + std::to_string(free[0].tokens[5]) + " ";
+  o.stop_strings = {stop};
+  const std::vector<Generation> g = generate(m, {{1, 2, 3}}, o);
+  EXPECT_EQ(g[0].finish, FinishReason::Stop);
+  ASSERT_LE(g[0].tokens.size(), 6u);
+  const std::string text = o.decode(g[0].tokens);
+  EXPECT_EQ(text.find(stop), g[0].text_end);
+}
+
+}  // namespace
+}  // namespace parallm
