@@ -1,11 +1,10 @@
-# Inference tests. The unit tests (*_test.cpp here) join parallm_tests,
-# which links the infer layer for them. Reference (label reference):
+# Inference tests. The unit tests (*_test.cpp here) join parallm_tests
+# (parallm_core includes the infer layer). Reference (label reference):
 # greedy generation against transformers' generate for a GPT-2 and a LLaMA
 # with grouped-query attention, tokens and per-step logits, one process
 # and tensor parallel over 2 ranks (generate_parity.py says how).
-target_link_libraries(parallm_tests PRIVATE parallm_infer)
 add_executable(generate_dump ${CMAKE_CURRENT_LIST_DIR}/generate_dump.cpp)
-target_link_libraries(generate_dump PRIVATE parallm_core parallm_infer)
+target_link_libraries(generate_dump PRIVATE parallm_core)
 foreach(case gpt2 llama)
   add_test(NAME reference.generate.${case}
            COMMAND ${CMAKE_COMMAND} -E env OMP_NUM_THREADS=2
