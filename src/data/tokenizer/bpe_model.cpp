@@ -1,12 +1,12 @@
 // BpeModel: symbols are ids, merges a hash map from an id pair to (rank, new
-// id). merge_all rescans for the best pair after each merge: pre-tokens are
-// short, and lowest rank then leftmost position is the order Hugging Face's
-// priority queue pops, so the result is the same.
+// id). merge_all pops candidate merges lowest rank first, leftmost on ties,
+// the order of Hugging Face's priority queue, so the result is the same.
 #include "data/tokenizer/bpe_model.h"
 
 #include <fmt/format.h>
 
-#include <limits>
+#include <functional>
+#include <queue>
 
 #include "base/error.h"
 
@@ -75,8 +75,8 @@ BpeModel BpeModel::from_json(const Json& model, std::string_view where) {
   const std::string w(where);
   auto type = model.find("type");
   if (type != model.end()) {
-    PX_CHECK(type->is_string() && *type == "BPE",
-             "{}.type: unsupported model type {} (supported: BPE)", w, json_brief(*type));
+    const std::string name = type->is_string() ? type->get<std::string>() : json_brief(*type);
+    PX_CHECK(name == "BPE", "{}.type: unsupported model type '{}' (supported: BPE)", w, name);
   }
   PX_CHECK(!model.contains("dropout") || model["dropout"].is_null() ||
                model["dropout"].get<double>() == 0.0,
@@ -174,22 +174,57 @@ void BpeModel::tokenize(std::string_view word, std::vector<int32_t>& out) const 
 }
 
 void BpeModel::merge_all(std::vector<int32_t>& symbols) const {
-  while (symbols.size() > 1) {
-    int32_t best_rank = std::numeric_limits<int32_t>::max();
-    size_t best_pos = 0;
-    int32_t best_id = -1;
-    for (size_t i = 0; i + 1 < symbols.size(); ++i) {
-      auto it = merges_.find(pair_key(symbols[i], symbols[i + 1]));
-      if (it != merges_.end() && it->second.first < best_rank) {
-        best_rank = it->second.first;
-        best_pos = i;
-        best_id = it->second.second;
-      }
+  // A doubly linked list of symbols and a min-heap of candidate merges keyed
+  // by (rank, position): O(n log n), which matters when a pre-token is a whole
+  // document (SentencePiece files without a pre-tokenizer).
+  struct Candidate {
+    int32_t rank;
+    int32_t pos;
+    int32_t new_id;
+    bool operator>(const Candidate& o) const {
+      return rank != o.rank ? rank > o.rank : pos > o.pos;
     }
-    if (best_id < 0) return;
-    symbols[best_pos] = best_id;
-    symbols.erase(symbols.begin() + static_cast<std::ptrdiff_t>(best_pos) + 1);
+  };
+  const auto n = static_cast<int32_t>(symbols.size());
+  if (n < 2) return;
+  std::vector<int32_t> prev(static_cast<size_t>(n));
+  std::vector<int32_t> next(static_cast<size_t>(n));
+  std::vector<bool> alive(static_cast<size_t>(n), true);
+  for (int32_t i = 0; i < n; ++i) {
+    prev[static_cast<size_t>(i)] = i - 1;
+    next[static_cast<size_t>(i)] = i + 1 < n ? i + 1 : -1;
   }
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
+  auto consider = [&](int32_t left) {
+    const int32_t right = next[static_cast<size_t>(left)];
+    if (right < 0) return;
+    auto it = merges_.find(pair_key(symbols[static_cast<size_t>(left)],
+                                    symbols[static_cast<size_t>(right)]));
+    if (it != merges_.end()) heap.push({it->second.first, left, it->second.second});
+  };
+  for (int32_t i = 0; i + 1 < n; ++i) consider(i);
+  while (!heap.empty()) {
+    const Candidate c = heap.top();
+    heap.pop();
+    const auto pos = static_cast<size_t>(c.pos);
+    if (!alive[pos] || next[pos] < 0) continue;
+    const auto right = static_cast<size_t>(next[pos]);
+    // A stale entry: the pair here changed since it was queued. Like Hugging
+    // Face, compare only the id the merge would produce.
+    auto it = merges_.find(pair_key(symbols[pos], symbols[right]));
+    if (it == merges_.end() || it->second.second != c.new_id) continue;
+    symbols[pos] = c.new_id;
+    alive[right] = false;
+    next[pos] = next[right];
+    if (next[pos] >= 0) prev[static_cast<size_t>(next[pos])] = c.pos;
+    if (prev[pos] >= 0) consider(prev[pos]);
+    consider(c.pos);
+  }
+  size_t w = 0;
+  for (size_t i = 0; i < symbols.size(); ++i) {
+    if (alive[i]) symbols[w++] = symbols[i];
+  }
+  symbols.resize(w);
 }
 
 std::optional<int32_t> BpeModel::token_to_id(std::string_view token) const {

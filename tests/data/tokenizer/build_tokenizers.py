@@ -8,13 +8,16 @@ Each is a small BPE trained on train_corpus() and saved as DIR/<name>/tokenizer.
   sp      SentencePiece style: Metaspace(first), BPE byte_fallback with the 256
           <0xNN> tokens in the model vocabulary, unk + fuse_unk, a decoder
           Sequence(Replace, ByteFallback, Fuse, Strip), TemplateProcessing "<s> $A"
+  sp_legacy  Llama-2's older form of the same: normalizer Prepend("▁") +
+          Replace(" ", "▁") and no pre-tokenizer (a whole line is one word)
 Every one has added special tokens the corpus uses inside text.
 """
 import json
 import os
 import sys
 
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from tokenizers import (AddedToken, Regex, Tokenizer, decoders, models, normalizers,
+                        pre_tokenizers, processors, trainers)
 
 LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
                   r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
@@ -85,10 +88,15 @@ def build_llama3(path):
     tok.save(path)
 
 
-def build_sp(path):
+def build_sp(path, legacy=False):
     byte_tokens = [f"<0x{b:02X}>" for b in range(256)]
     tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
-    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=True)
+    if legacy:
+        tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"),
+                                               normalizers.Replace(" ", "▁")])
+    else:
+        tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first",
+                                                     split=True)
     tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(),
                                      decoders.Fuse(), decoders.Strip(" ", 1, 0)])
     trainer = trainers.BpeTrainer(vocab_size=700,
@@ -109,7 +117,8 @@ def build_sp(path):
     tok.save(path)
 
 
-BUILDERS = {"gpt2": build_gpt2, "llama3": build_llama3, "sp": build_sp}
+BUILDERS = {"gpt2": build_gpt2, "llama3": build_llama3, "sp": build_sp,
+            "sp_legacy": lambda path: build_sp(path, legacy=True)}
 
 
 def main_into(out):

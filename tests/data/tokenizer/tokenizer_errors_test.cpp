@@ -45,7 +45,7 @@ TEST(TokenizerErrors, MissingOrMalformedFile) {
 TEST(TokenizerErrors, UnknownComponentTypesAreNamed) {
   Json j = sp_tokenizer_json();
   j["model"]["type"] = "WordPiece";
-  expect_has(error_for(j), {"tokenizer.json: model.type", "WordPiece"});
+  expect_has(error_for(j), {"tokenizer.json: model.type", "unsupported model type 'WordPiece'"});
   j = sp_tokenizer_json();
   j["pre_tokenizer"] = {{"type", "Whitespace"}};
   expect_has(error_for(j), {"pre_tokenizer", "unsupported pre-tokenizer type 'Whitespace'"});
