@@ -69,8 +69,7 @@ TokenizeSummary tokenize_files(const std::vector<std::string>& inputs,
     tokens.insert(tokens.end(), ids.begin(), ids.end());
     docs[i] = {};  // free each text once encoded
   }
-  const ShardFormat format =
-      tokenizer.vocab_size() <= 65536 ? ShardFormat::U16 : ShardFormat::U32;
+  const ShardFormat format = tokenizer.vocab_size() <= 65536 ? ShardFormat::U16 : ShardFormat::U32;
   const int64_t n = static_cast<int64_t>(tokens.size());
   PX_CHECK(n > 0, "tokenize: the input files contain no text");
 

@@ -54,8 +54,8 @@ BpeModel::BpeModel(Vocab vocab, const std::vector<std::pair<std::string, std::st
     const std::string merged = a + (strip ? b.substr(prefix.size()) : b);
     auto im = vocab_.find(merged);
     PX_CHECK(im != vocab_.end(),
-             "{}.merges[{}] ('{} {}'): the merged token '{}' is not in the vocabulary", where,
-             rank, a, b, merged);
+             "{}.merges[{}] ('{} {}'): the merged token '{}' is not in the vocabulary", where, rank,
+             a, b, merged);
     // A repeated pair keeps its last rank, as a map built in order would.
     merges_[pair_key(ia->second, ib->second)] = {static_cast<int32_t>(rank), im->second};
   }
@@ -198,8 +198,8 @@ void BpeModel::merge_all(std::vector<int32_t>& symbols) const {
   auto consider = [&](int32_t left) {
     const int32_t right = next[static_cast<size_t>(left)];
     if (right < 0) return;
-    auto it = merges_.find(pair_key(symbols[static_cast<size_t>(left)],
-                                    symbols[static_cast<size_t>(right)]));
+    auto it = merges_.find(
+        pair_key(symbols[static_cast<size_t>(left)], symbols[static_cast<size_t>(right)]));
     if (it != merges_.end()) heap.push({it->second.first, left, it->second.second});
   };
   for (int32_t i = 0; i + 1 < n; ++i) consider(i);

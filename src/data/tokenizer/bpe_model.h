@@ -60,7 +60,7 @@ class BpeModel {
   Vocab vocab_;
   std::vector<const std::string*> id_to_token_;  // into vocab_ keys; nullptr for gaps
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;  // (a,b) -> (rank, id)
-  std::array<int32_t, 256> byte_ids_{};  // <0xNN> ids, -1 when missing
+  std::array<int32_t, 256> byte_ids_{};                               // <0xNN> ids, -1 when missing
   std::optional<int32_t> unk_id_;
   BpeOptions options_;
 };

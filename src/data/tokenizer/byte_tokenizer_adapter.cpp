@@ -43,6 +43,8 @@ class ByteTokenizerAdapter : public Tokenizer {
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> make_byte_tokenizer() { return std::make_unique<ByteTokenizerAdapter>(); }
+std::unique_ptr<Tokenizer> make_byte_tokenizer() {
+  return std::make_unique<ByteTokenizerAdapter>();
+}
 
 }  // namespace parallm

@@ -193,8 +193,8 @@ std::unique_ptr<Decoder> make_decoder(const Json& j, const std::string& where) {
   if (type == "ByteFallback") return std::make_unique<ByteFallbackDecoder>();
   if (type == "Fuse") return std::make_unique<FuseDecoder>();
   if (type == "Replace") {
-    return std::make_unique<ReplaceDecoder>(json_pattern(j, where), json_string(j, "content", where),
-                                            where);
+    return std::make_unique<ReplaceDecoder>(json_pattern(j, where),
+                                            json_string(j, "content", where), where);
   }
   if (type == "Strip") {
     return std::make_unique<StripDecoder>(json_string(j, "content", where),
@@ -207,9 +207,10 @@ std::unique_ptr<Decoder> make_decoder(const Json& j, const std::string& where) {
     if (it != j.end() && it->is_string()) drop = *it != "never";
     return std::make_unique<MetaspaceDecoder>(json_string(j, "replacement", where), drop);
   }
-  PX_FAIL("{}.type: unsupported decoder type '{}' (supported: ByteLevel, ByteFallback, Fuse, "
-          "Replace, Strip, Metaspace, Sequence)",
-          where, type);
+  PX_FAIL(
+      "{}.type: unsupported decoder type '{}' (supported: ByteLevel, ByteFallback, Fuse, "
+      "Replace, Strip, Metaspace, Sequence)",
+      where, type);
 }
 
 }  // namespace parallm

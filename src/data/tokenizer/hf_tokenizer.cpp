@@ -35,8 +35,8 @@ HfTokenizer::HfTokenizer(const Json& j, const std::string& where, const Tokenize
           make_pre_tokenizer(optional_field(j, "pre_tokenizer"), where + ": pre_tokenizer")),
       model_(BpeModel::from_json(json_field(j, "model", where), where + ": model")),
       decoder_(make_decoder(optional_field(j, "decoder"), where + ": decoder")),
-      template_(make_post_processor(optional_field(j, "post_processor"),
-                                    where + ": post_processor")) {
+      template_(
+          make_post_processor(optional_field(j, "post_processor"), where + ": post_processor")) {
   vocab_size_ = static_cast<int64_t>(model_.max_id()) + 1;
   for (const AddedToken& t : added_.tokens()) {
     vocab_size_ = std::max<int64_t>(vocab_size_, static_cast<int64_t>(t.id) + 1);
@@ -44,8 +44,8 @@ HfTokenizer::HfTokenizer(const Json& j, const std::string& where, const Tokenize
   for (const auto* list : {&template_.prefix, &template_.suffix}) {
     for (int32_t id : *list) {
       PX_CHECK(id >= 0 && id < vocab_size_,
-               "{}: post_processor: special token id {} is outside the vocabulary (size {})",
-               where, id, vocab_size_);
+               "{}: post_processor: special token id {} is outside the vocabulary (size {})", where,
+               id, vocab_size_);
     }
   }
   resolve_special_tokens(config, where);
@@ -78,11 +78,13 @@ void HfTokenizer::resolve_special_tokens(const TokenizerConfig& config, const st
   if (config.add_bos_token || config.add_eos_token) {
     template_ = {};
     if (config.add_bos_token.value_or(false)) {
-      PX_CHECK(bos_id_.has_value(), "tokenizer_config.json: add_bos_token is true but no bos_token");
+      PX_CHECK(bos_id_.has_value(),
+               "tokenizer_config.json: add_bos_token is true but no bos_token");
       template_.prefix.push_back(*bos_id_);
     }
     if (config.add_eos_token.value_or(false)) {
-      PX_CHECK(eos_id_.has_value(), "tokenizer_config.json: add_eos_token is true but no eos_token");
+      PX_CHECK(eos_id_.has_value(),
+               "tokenizer_config.json: add_eos_token is true but no eos_token");
       template_.suffix.push_back(*eos_id_);
     }
   }
@@ -94,15 +96,15 @@ void HfTokenizer::resolve_special_tokens(const TokenizerConfig& config, const st
 
 void HfTokenizer::encode_piece(std::string_view piece, bool at_text_start,
                                std::vector<int32_t>& out) const {
-  const std::string normalized = normalizer_ ? normalizer_->normalize(std::string(piece))
-                                             : std::string(piece);
+  const std::string normalized =
+      normalizer_ ? normalizer_->normalize(std::string(piece)) : std::string(piece);
   for (const TextPiece& p : added_.split(normalized, /*normalized=*/true)) {
     if (p.id >= 0) {
       out.push_back(p.id);
       continue;
     }
-    std::vector<PreToken> pieces{{normalized.substr(p.begin, p.end - p.begin),
-                                  at_text_start && p.begin == 0}};
+    std::vector<PreToken> pieces{
+        {normalized.substr(p.begin, p.end - p.begin), at_text_start && p.begin == 0}};
     if (pre_tokenizer_) pre_tokenizer_->pre_tokenize(pieces);
     for (const PreToken& t : pieces) model_.tokenize(t.text, out);
   }
@@ -179,8 +181,10 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
     root = root.parent_path();
   }
   PX_CHECK(fs::exists(root, ec), "tokenizer directory {} does not exist", dir);
-  PX_CHECK(fs::is_regular_file(file, ec), "{}: missing (a Hugging Face tokenizer directory holds "
-           "tokenizer.json)", file.string());
+  PX_CHECK(fs::is_regular_file(file, ec),
+           "{}: missing (a Hugging Face tokenizer directory holds "
+           "tokenizer.json)",
+           file.string());
   std::ifstream in(file, std::ios::binary);
   PX_CHECK(in.good(), "{}: cannot open for reading", file.string());
   std::ostringstream ss;

@@ -83,7 +83,8 @@ std::unique_ptr<Normalizer> make_normalizer(const Json& j, const std::string& wh
     }
     return std::make_unique<SequenceNormalizer>(std::move(steps));
   }
-  if (type == "Prepend") return std::make_unique<PrependNormalizer>(json_string(j, "prepend", where));
+  if (type == "Prepend")
+    return std::make_unique<PrependNormalizer>(json_string(j, "prepend", where));
   if (type == "Replace") {
     return std::make_unique<ReplaceNormalizer>(json_pattern(j, where),
                                                json_string(j, "content", where), where);

@@ -68,9 +68,10 @@ SpecialTokenTemplate make_post_processor(const Json& j, const std::string& where
     }
     return t;
   }
-  PX_FAIL("{}.type: unsupported post-processor type '{}' (supported: TemplateProcessing, "
-          "ByteLevel, Sequence)",
-          where, type);
+  PX_FAIL(
+      "{}.type: unsupported post-processor type '{}' (supported: TemplateProcessing, "
+      "ByteLevel, Sequence)",
+      where, type);
 }
 
 }  // namespace parallm

@@ -79,8 +79,8 @@ class MetaspacePreTokenizer : public PreTokenizer {
           t.push_back(c);
         }
       }
-      const bool prepend = scheme_ == PrependScheme::Always ||
-                           (scheme_ == PrependScheme::First && p.at_text_start);
+      const bool prepend =
+          scheme_ == PrependScheme::Always || (scheme_ == PrependScheme::First && p.at_text_start);
       if (prepend && !t.starts_with(replacement_)) t.insert(0, replacement_);
       p.text = std::move(t);
     }
@@ -112,9 +112,10 @@ SplitBehavior parse_behavior(const Json& j, const std::string& where) {
   if (b == "Removed") return SplitBehavior::Removed;
   if (b == "MergedWithPrevious") return SplitBehavior::MergedWithPrevious;
   if (b == "MergedWithNext") return SplitBehavior::MergedWithNext;
-  PX_FAIL("{}.behavior: unsupported split behavior '{}' (supported: Isolated, Removed, "
-          "MergedWithPrevious, MergedWithNext)",
-          where, b);
+  PX_FAIL(
+      "{}.behavior: unsupported split behavior '{}' (supported: Isolated, Removed, "
+      "MergedWithPrevious, MergedWithNext)",
+      where, b);
 }
 
 PrependScheme parse_scheme(const Json& j, const std::string& where) {
@@ -128,7 +129,7 @@ PrependScheme parse_scheme(const Json& j, const std::string& where) {
   }
   // Files older than prepend_scheme carry add_prefix_space instead.
   return json_bool(j, "add_prefix_space", where, true) ? PrependScheme::Always
-                                                        : PrependScheme::Never;
+                                                       : PrependScheme::Never;
 }
 
 }  // namespace
@@ -162,9 +163,10 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Json& j, const std::strin
     return std::make_unique<MetaspacePreTokenizer>(rep, parse_scheme(j, where),
                                                    json_bool(j, "split", where, true), where);
   }
-  PX_FAIL("{}.type: unsupported pre-tokenizer type '{}' (supported: ByteLevel, Split, "
-          "Metaspace, Sequence)",
-          where, type);
+  PX_FAIL(
+      "{}.type: unsupported pre-tokenizer type '{}' (supported: ByteLevel, Split, "
+      "Metaspace, Sequence)",
+      where, type);
 }
 
 }  // namespace parallm

@@ -74,8 +74,8 @@ std::string escape_regex(std::string_view literal) {
   std::string out;
   for (char c : literal) {
     const auto u = static_cast<unsigned char>(c);
-    const bool plain = u >= 0x80 || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-                       (c >= 'A' && c <= 'Z');
+    const bool plain =
+        u >= 0x80 || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
     if (plain) {
       out.push_back(c);
     } else {

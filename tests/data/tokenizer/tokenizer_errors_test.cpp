@@ -27,7 +27,8 @@ std::string error_for(const Json& j) {
 
 void expect_has(const std::string& msg, std::initializer_list<const char*> parts) {
   EXPECT_FALSE(msg.empty()) << "no error";
-  for (const char* p : parts) EXPECT_NE(msg.find(p), std::string::npos) << msg << "\n  lacks: " << p;
+  for (const char* p : parts)
+    EXPECT_NE(msg.find(p), std::string::npos) << msg << "\n  lacks: " << p;
 }
 
 TEST(TokenizerErrors, BaseFileLoads) { EXPECT_EQ(error_for(sp_tokenizer_json()), ""); }
@@ -57,7 +58,8 @@ TEST(TokenizerErrors, UnknownComponentTypesAreNamed) {
   expect_has(error_for(j), {"decoder.decoders[1]", "unsupported decoder type 'WordPiece'"});
   j = sp_tokenizer_json();
   j["post_processor"] = {{"type", "RobertaProcessing"}};
-  expect_has(error_for(j), {"post_processor", "unsupported post-processor type 'RobertaProcessing'"});
+  expect_has(error_for(j),
+             {"post_processor", "unsupported post-processor type 'RobertaProcessing'"});
 }
 
 TEST(TokenizerErrors, BadModelContents) {
@@ -77,8 +79,10 @@ TEST(TokenizerErrors, BadModelContents) {
   j["model"]["vocab"]["a"] = "x";
   expect_has(error_for(j), {"model.vocab['a']", "expected an integer id", "\"x\""});
   j = sp_tokenizer_json();
-  j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "(\\p{L}"}}},
-                        {"behavior", "Isolated"}, {"invert", false}};
+  j["pre_tokenizer"] = {{"type", "Split"},
+                        {"pattern", {{"Regex", "(\\p{L}"}}},
+                        {"behavior", "Isolated"},
+                        {"invert", false}};
   expect_has(error_for(j), {"pre_tokenizer", "invalid regex '(\\p{L}'"});
   j = sp_tokenizer_json();
   j["pre_tokenizer"]["prepend_scheme"] = "sometimes";

@@ -37,7 +37,7 @@ TEST(ByteLevelTable, MatchesGpt2) {
   ASSERT_TRUE(byte_level_decode(byte_level_encode(all), back));
   EXPECT_EQ(back, all);
   EXPECT_EQ(byte_level_encode(" hi\n"), "\xC4\xA0hi\xC4\x8A");  // "Ġhi" + "Ċ"
-  EXPECT_FALSE(byte_level_decode("\xE4\xB8\xAD", back));      // '中' is not in the table
+  EXPECT_FALSE(byte_level_decode("\xE4\xB8\xAD", back));        // '中' is not in the table
 }
 
 Vocab vocab_of(std::initializer_list<std::string> tokens) {
@@ -95,13 +95,18 @@ TEST(BpeModel, ByteFallbackAndUnk) {
 
 TEST(Utf8, CompletePrefixHoldsOnlyUnfinishedCharacters) {
   EXPECT_EQ(utf8_complete_prefix("ab"), 2u);
-  EXPECT_EQ(utf8_complete_prefix("a\xE4\xB8"), 1u);       // 2 of 3 bytes of '中'
-  EXPECT_EQ(utf8_complete_prefix("a\xF0\x9F\x98"), 1u);   // 3 of 4 bytes of '😀'
-  EXPECT_EQ(utf8_complete_prefix("a\xE4\xB8\xAD"), 4u);   // whole
-  EXPECT_EQ(utf8_complete_prefix("a\xFF"), 2u);           // invalid: emitted (as U+FFFD)
-  EXPECT_EQ(utf8_complete_prefix("a\xE4" "b"), 3u);       // broken, not unfinished
-  EXPECT_EQ(utf8_lossy("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
-  EXPECT_EQ(utf8_lossy("\xE4\xB8"), "\xEF\xBF\xBD");      // one per maximal subpart
+  EXPECT_EQ(utf8_complete_prefix("a\xE4\xB8"), 1u);      // 2 of 3 bytes of '中'
+  EXPECT_EQ(utf8_complete_prefix("a\xF0\x9F\x98"), 1u);  // 3 of 4 bytes of '😀'
+  EXPECT_EQ(utf8_complete_prefix("a\xE4\xB8\xAD"), 4u);  // whole
+  EXPECT_EQ(utf8_complete_prefix("a\xFF"), 2u);          // invalid: emitted (as U+FFFD)
+  EXPECT_EQ(utf8_complete_prefix("a\xE4"
+                                 "b"),
+            3u);  // broken, not unfinished
+  EXPECT_EQ(utf8_lossy("a\xFF"
+                       "b"),
+            "a\xEF\xBF\xBD"
+            "b");
+  EXPECT_EQ(utf8_lossy("\xE4\xB8"), "\xEF\xBF\xBD");  // one per maximal subpart
 }
 
 TEST(StreamDecoder, NeverEmitsHalfACharacter) {

@@ -43,16 +43,17 @@ inline Json sp_tokenizer_json() {
   int next = 259;
   for (const char* t : {"\u2581", "a", "b", "\u2581a", "\u2581b"}) vocab[t] = next++;
   auto special = [](int id, const char* content) {
-    return Json{{"id", id},         {"content", content}, {"single_word", false},
-                {"lstrip", false},  {"rstrip", false},    {"normalized", false},
-                {"special", true}};
+    return Json{{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
+                {"rstrip", false}, {"normalized", false}, {"special", true}};
   };
   return Json{
       {"version", "1.0"},
       {"added_tokens", Json::array({special(0, "<unk>"), special(1, "<s>"), special(2, "</s>")})},
       {"normalizer", nullptr},
       {"pre_tokenizer",
-       {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "first"},
+       {{"type", "Metaspace"},
+        {"replacement", "\u2581"},
+        {"prepend_scheme", "first"},
         {"split", true}}},
       {"post_processor",
        {{"type", "TemplateProcessing"},
