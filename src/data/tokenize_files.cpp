@@ -1,5 +1,5 @@
 // tokenize_files: read every input first (so a bad one aborts before any
-// write), encode with the ByteTokenizer, split off the val tail, then write
+// write), encode with the tokenizer, split off the val tail, then write
 // the two shards; a failed val write removes the train shard it follows.
 #include "data/tokenize_files.h"
 
@@ -10,12 +10,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <span>
 #include <sstream>
 
 #include "base/error.h"
-#include "data/byte_tokenizer.h"
 #include "data/token_shard.h"
+#include "data/tokenizer/tokenizer.h"
 
 namespace parallm {
 
@@ -38,6 +39,12 @@ std::string read_text_file(const std::string& path) {
 
 TokenizeSummary tokenize_files(const std::vector<std::string>& inputs,
                                const std::string& out_prefix, double val_fraction) {
+  return tokenize_files(inputs, out_prefix, val_fraction, *make_byte_tokenizer());
+}
+
+TokenizeSummary tokenize_files(const std::vector<std::string>& inputs,
+                               const std::string& out_prefix, double val_fraction,
+                               const Tokenizer& tokenizer) {
   PX_CHECK(!inputs.empty(), "tokenize: no input files given");
   PX_CHECK(val_fraction >= 0.0 && val_fraction < 1.0,
            "tokenize: val_fraction must be in [0, 1) (got {})", val_fraction);
@@ -51,8 +58,18 @@ TokenizeSummary tokenize_files(const std::vector<std::string>& inputs,
     sum.input_bytes += static_cast<int64_t>(docs.back().size());
   }
   sum.documents = static_cast<int64_t>(docs.size());
-  std::vector<int32_t> tokens = ByteTokenizer::encode_documents(docs);
-  docs = {};  // free the text before writing
+  const std::optional<int32_t> eos = tokenizer.eos_id();
+  std::vector<int32_t> tokens;
+  bool ended_with_eos = false;  // the previous document's own tokens end in EOS
+  for (size_t i = 0; i < docs.size(); ++i) {
+    // A template that appends the EOS (add_eos_token) already separates.
+    if (i > 0 && eos && !ended_with_eos) tokens.push_back(*eos);
+    const std::vector<int32_t> ids = tokenizer.encode(docs[i], /*add_special_tokens=*/true);
+    ended_with_eos = eos && !ids.empty() && ids.back() == *eos;
+    tokens.insert(tokens.end(), ids.begin(), ids.end());
+    docs[i] = {};  // free each text once encoded
+  }
+  const ShardFormat format = tokenizer.vocab_size() <= 65536 ? ShardFormat::U16 : ShardFormat::U32;
   const int64_t n = static_cast<int64_t>(tokens.size());
   PX_CHECK(n > 0, "tokenize: the input files contain no text");
 
@@ -72,12 +89,12 @@ TokenizeSummary tokenize_files(const std::vector<std::string>& inputs,
   PX_CHECK(!ec, "tokenize: cannot create output directory '{}': {}", dir.string(), ec.message());
   sum.train_path = out_prefix + "_train.bin";
   sum.train_tokens = n_train;
-  write_token_shard(sum.train_path, all.first(static_cast<size_t>(n_train)));
+  write_token_shard(sum.train_path, all.first(static_cast<size_t>(n_train)), format);
   if (n_val > 0) {
     sum.val_path = out_prefix + "_val.bin";
     sum.val_tokens = n_val;
     try {
-      write_token_shard(sum.val_path, all.last(static_cast<size_t>(n_val)));
+      write_token_shard(sum.val_path, all.last(static_cast<size_t>(n_val)), format);
     } catch (...) {
       std::remove(sum.train_path.c_str());  // keep "all or nothing" for the pair
       throw;

@@ -1,6 +1,10 @@
-// tokenize_files: text files -> llm.c train/val token shards with the built-in
-// ByteTokenizer. Each file is one document; documents are joined by the
-// end-of-text token (d0 EOT d1 ...). The val shard is the tail of the stream.
+// tokenize_files: text files -> llm.c train/val token shards, with the built-in
+// ByteTokenizer or any Tokenizer (a Hugging Face tokenizer.json). Each file is
+// one document, encoded with add_special_tokens (so a tokenizer that adds a
+// BOS starts each document with it); documents are joined by the EOS (d0 EOS
+// d1 ...; the byte tokenizer's EOS is its end-of-text 256). Shards hold uint16
+// tokens when the vocabulary fits 65536 ids, else uint32. The val shard is the
+// tail of the stream.
 // Invariant: every input is read before anything is written, so a missing or
 // unreadable input leaves no output; each shard is written atomically.
 #pragma once
@@ -9,6 +13,8 @@
 #include <vector>
 
 namespace parallm {
+
+class Tokenizer;
 
 struct TokenizeSummary {
   std::string train_path;  // <out_prefix>_train.bin
@@ -24,5 +30,8 @@ struct TokenizeSummary {
 // With 0, no val file is written (an old one is left alone). Prints nothing.
 TokenizeSummary tokenize_files(const std::vector<std::string>& inputs,
                                const std::string& out_prefix, double val_fraction);
+TokenizeSummary tokenize_files(const std::vector<std::string>& inputs,
+                               const std::string& out_prefix, double val_fraction,
+                               const Tokenizer& tokenizer);
 
 }  // namespace parallm

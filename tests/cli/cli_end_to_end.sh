@@ -71,6 +71,10 @@ expect_error "badmodel/model.safetensors" "$bin" eval --model "$work/badmodel" \
   --data "$work/data_val.bin" --seq-len 32 --micro-batch-size 1 --batches 1
 expect_error "No such file" "$bin" tokenize "$work/missing.txt" --out "$work/x"
 [ ! -e "$work/x_train.bin" ] || fail "tokenize wrote output for a missing input"
+mkdir -p "$work/badtok"; printf '{"model": {"type": "Unigram"}}' > "$work/badtok/tokenizer.json"
+expect_error "unsupported model type 'Unigram'" "$bin" tokenize "$work"/doc*.txt \
+  --out "$work/x" --tokenizer "$work/badtok"
+[ ! -e "$work/x_train.bin" ] || fail "tokenize wrote output for a bad tokenizer"
 # Optimizers: Muon trains (its loss falls); a bad name fails up front.
 "$bin" train --model gpt2-tiny --data "$work/data_train.bin" --steps 6 --micro-batch-size 2 \
   --global-batch-size 2 --seq-len 32 --lr 3e-3 --warmup 1 --optimizer muon --muon-lr 0.02 \
