@@ -26,6 +26,12 @@ void add_generate_command(CLI::App& app, CommandRegistry& reg) {
       ->excludes(model);
   sub->add_option("--prompt", j.prompts, "prompt text (repeatable)");
   sub->add_option("--prompts-file", j.prompts_file, "file with one prompt per line");
+  sub->add_option("--tokenizer", j.tokenizer,
+                  "directory with tokenizer.json (default: the --model directory's, else bytes)");
+  sub->add_flag("--chat", j.chat,
+                "send each prompt as a user message through the tokenizer_config.json chat "
+                "template (plain text when there is none)");
+  sub->add_option("--system", j.system, "with --chat: a system message before each prompt");
   sub->add_option("--max-new-tokens", j.gen.max_new_tokens, "tokens to generate per prompt");
   sub->add_option("--temperature", s.temperature, "0: greedy");
   sub->add_option("--top-k", s.top_k, "keep the k most likely tokens (0: off)");

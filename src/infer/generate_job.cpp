@@ -5,9 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 
-#include "data/byte_tokenizer.h"
+#include "data/tokenizer/tokenizer.h"
+#include "data/tokenizer/utf8.h"
+#include "infer/chat/chat_template.h"
 #include "kernels/cpu/threads.h"
 
 namespace parallm {
@@ -25,19 +28,50 @@ std::vector<std::string> read_prompts(const GenerateJobOptions& o) {
   return p;
 }
 
-std::string decode(std::span<const int32_t> ids) { return ByteTokenizer::decode(ids); }
+// The directory whose tokenizer (and chat template) the job uses; empty: bytes.
+std::string tokenizer_dir(const GenerateJobOptions& o) {
+  if (!o.tokenizer.empty()) return o.tokenizer;
+  if (!o.source.hf_dir.empty() &&
+      std::filesystem::exists(std::filesystem::path(o.source.hf_dir) / "tokenizer.json"))
+    return o.source.hf_dir;
+  return "";
+}
 
-// The text of a generation: an EOS id that ended it is not part of it.
-std::string generated_text(const Generation& g) {
+// Token ids of each prompt; a chat prompt whose template wrote the BOS itself
+// is encoded without adding another.
+std::vector<std::vector<int32_t>> encode_prompts(const GenerateJobOptions& o,
+                                                 const std::vector<std::string>& texts,
+                                                 const Tokenizer& tok, const std::string& dir) {
+  std::vector<std::vector<int32_t>> out;
+  if (!o.chat) {
+    for (const std::string& t : texts) out.push_back(tok.encode(t, true));
+    return out;
+  }
+  const std::string config = dir.empty() ? "" : dir + "/tokenizer_config.json";
+  const ChatTemplate tmpl = !config.empty() && std::filesystem::exists(config)
+                                ? ChatTemplate::from_config_file_or_plain(config)
+                                : ChatTemplate::plain();
+  for (const std::string& t : texts) {
+    std::vector<ChatMessage> conv;
+    if (!o.system.empty()) conv.push_back({"system", o.system});
+    conv.push_back({"user", t});
+    const ChatPrompt p = tmpl.render(conv, true);
+    out.push_back(tok.encode(p.text, !p.starts_with_bos));
+  }
+  return out;
+}
+
+// The bytes of a generation: an EOS id that ended it is not part of it.
+std::string generated_bytes(const Generation& g, const Tokenizer& tok) {
   std::span<const int32_t> ids(g.tokens);
   if (g.finish == FinishReason::Eos) ids = ids.first(ids.size() - 1);
-  std::string text = decode(ids);
+  std::string text = tok.decode_bytes(ids, true);
   if (g.finish == FinishReason::Stop) text.resize(g.text_end);
   return text;
 }
 
-nlohmann::json result_json(size_t i, const Generation& g, int logprobs) {
-  const std::string text = generated_text(g);
+nlohmann::json result_json(size_t i, const Generation& g, int logprobs, const Tokenizer& tok) {
+  const std::string text = utf8_lossy(generated_bytes(g, tok));
   nlohmann::json j{{"prompt", i},
                    {"text", text},
                    {"tokens", g.tokens},
@@ -65,16 +99,25 @@ int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, 
   const Precision precision = precision_from_name(opts.dtype);
   PX_CHECK(precision != Precision::FP16, "--dtype must be fp32 or bf16, got {}", opts.dtype);
   const std::vector<std::string> texts = read_prompts(opts);
+  const std::string dir = tokenizer_dir(opts);
+  const std::unique_ptr<Tokenizer> tok = dir.empty() ? make_byte_tokenizer() : load_tokenizer(dir);
+  const std::vector<std::vector<int32_t>> prompts = encode_prompts(opts, texts, *tok, dir);
   cpu::set_num_threads(opts.threads);
   const TpGroup tp{.comm = world && world->size() > 1 ? world : nullptr};
   const bool writer = tp.rank() == 0;
   InferenceModel im(opts.source, tp, precision, world);
+  PX_CHECK(tok->vocab_size() <= im.model().config().vocab_size,
+           "the tokenizer{} has {} ids but the model's vocabulary has {} rows",
+           dir.empty() ? "" : " in '" + dir + "'", tok->vocab_size(),
+           im.model().config().vocab_size);
 
   GenerateOptions gen = opts.gen;
   gen.eos_ids = im.eos_ids();
-  gen.decode = decode;
-  std::vector<std::vector<int32_t>> prompts;
-  for (const std::string& t : texts) prompts.push_back(ByteTokenizer::encode(t));
+  if (!dir.empty())
+    for (int32_t id : tok->eos_ids())
+      if (std::find(gen.eos_ids.begin(), gen.eos_ids.end(), id) == gen.eos_ids.end())
+        gen.eos_ids.push_back(id);
+  gen.decode = [&](std::span<const int32_t> ids) { return tok->decode_bytes(ids, true); };
   const bool stream = texts.size() == 1 && !opts.json;
   StopStrings stops(gen.stop_strings);
   std::vector<int32_t> so_far;
@@ -83,10 +126,12 @@ int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, 
     gen.on_token = [&](int, const SampledToken& s) {
       if (std::find(gen.eos_ids.begin(), gen.eos_ids.end(), s.token) != gen.eos_ids.end()) return;
       so_far.push_back(s.token);
-      const std::string text = decode(so_far);
-      const size_t end = stops.empty() ? text.size() : stops.scan(text).end;
+      const std::string text = gen.decode(so_far);
+      // Never half a UTF-8 character, nor text that may start a stop string.
+      size_t end = utf8_complete_prefix(text);
+      if (!stops.empty()) end = std::min(end, stops.scan(text).end);
       if (end > shown) {
-        out << text.substr(shown, end - shown) << std::flush;
+        out << utf8_lossy(text.substr(shown, end - shown)) << std::flush;
         shown = end;
       }
     };
@@ -95,14 +140,12 @@ int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, 
   if (!writer) return 0;
   if (stream) {
     // A sequence that ended without a stop string may hold back a tail.
-    const std::string text = generated_text(res[0]);
-    if (text.size() > shown) out << text.substr(shown);
+    const std::string text = generated_bytes(res[0], *tok);
+    if (text.size() > shown) out << utf8_lossy(text.substr(shown));
     out << std::endl;
   } else {
     for (size_t i = 0; i < res.size(); ++i)
-      // Byte tokens may cut UTF-8 sequences: invalid bytes print as U+FFFD.
-      out << result_json(i, res[i], gen.sampling.logprobs)
-                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+      out << result_json(i, res[i], gen.sampling.logprobs, *tok).dump()
           << "\n";
     out << std::flush;
   }

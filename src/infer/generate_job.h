@@ -1,6 +1,7 @@
 // The `parallm generate` job: load a model (HF directory or checkpoint, split
-// over tp = the job's ranks), encode the prompts with the byte tokenizer,
-// generate, and report. One prompt streams its text to `out` as tokens
+// over tp = the job's ranks), encode the prompts with the model's tokenizer
+// (--tokenizer DIR, else the --model directory's tokenizer.json, else the
+// byte tokenizer), optionally through its chat template, generate, and report. One prompt streams its text to `out` as tokens
 // arrive (text that may start a stop string is held back until it cannot);
 // several prompts, or --json, give one JSON object per prompt. A summary
 // line with prefill and decode tokens/s goes to `err`. Only tp rank 0 writes.
@@ -19,6 +20,9 @@ struct GenerateJobOptions {
   ModelSource source;
   std::vector<std::string> prompts;
   std::string prompts_file;  // one prompt per line, after `prompts`
+  std::string tokenizer;     // directory with tokenizer.json; empty: see above
+  bool chat = false;         // each prompt is a user message through the chat template
+  std::string system;        // chat: a system message before each prompt
   GenerateOptions gen;       // decode/stop/eos filled in by the job
   std::string dtype = "fp32";
   bool json = false;

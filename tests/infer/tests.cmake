@@ -27,3 +27,11 @@ add_test(NAME cli.generate.bad_value
                  --top-p 1.5)
 set_tests_properties(cli.generate.bad_value PROPERTIES LABELS unit
                      PASS_REGULAR_EXPRESSION "error: top_p must be in \\(0, 1\\] \\(1: off\\), got 1.5")
+
+# The model directory's own tokenizer.json and chat template (--chat) drive
+# the prompt: transformers checks every step over parallm's tokens.
+add_test(NAME reference.generate.tokenizer
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/generate_tokenizer_check.py
+                 gen_tokenizer $<TARGET_FILE:parallm>
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(reference.generate.tokenizer PROPERTIES LABELS reference TIMEOUT 300)
