@@ -23,21 +23,12 @@ class Parser {
   }
 
  private:
-  const Token& peek(size_t ahead = 0) const { return c_.peek(ahead); }
-  Token next() { return c_.next(); }
-  bool is_op(std::string_view op, size_t ahead = 0) const { return c_.is_op(op, ahead); }
-  bool is_name(std::string_view name, size_t ahead = 0) const { return c_.is_name(name, ahead); }
-  [[noreturn]] void unexpected(std::string_view wanted) const { c_.unexpected(wanted); }
-  void expect_op(std::string_view op) { c_.expect_op(op); }
-  void expect(TokenKind kind, std::string_view what) { c_.expect(kind, what); }
-  std::string expect_name() { return c_.expect_name(); }
-
   // Statements until `{% <one of ends> %}`; the end tag's name goes to end_tag
   // (its `%}` is left for the caller, which may read more of the tag).
   Body parse_body(const std::set<std::string>& ends, std::string& end_tag) {
     Body body;
     for (;;) {
-      const Token& t = peek();
+      const Token& t = c_.peek();
       if (t.kind == TokenKind::Eof) {
         PX_CHECK(ends.empty(), "chat template: missing '{{% {} %}}' at end of template",
                  *ends.rbegin());
@@ -45,18 +36,18 @@ class Parser {
       }
       if (t.kind == TokenKind::Text) {
         Stmt s{StmtKind::Text, t.line};
-        s.text = next().text;
+        s.text = c_.next().text;
         body.push_back(std::move(s));
       } else if (t.kind == TokenKind::VarBegin) {
-        next();
+        c_.next();
         Stmt s{StmtKind::Output, t.line};
         s.expr = parse_expression(c_);
-        expect(TokenKind::VarEnd, "'}}'");
+        c_.expect(TokenKind::VarEnd, "'}}'");
         body.push_back(std::move(s));
       } else {
-        next();  // {%
-        const int line = peek().line;
-        const std::string tag = expect_name();
+        c_.next();  // {%
+        const int line = c_.peek().line;
+        const std::string tag = c_.expect_name();
         if (ends.count(tag)) {
           end_tag = tag;
           return body;
@@ -71,13 +62,13 @@ class Parser {
     if (tag == "for") return parse_for(line);
     if (tag == "set") return parse_set(line);
     if (tag == "generation") {  // transformers' assistant-mask tag: renders its body
-      expect(TokenKind::BlockEnd, "'%}'");
+      c_.expect(TokenKind::BlockEnd, "'%}'");
       std::string end;
       Stmt s{StmtKind::If, line};
       auto always = make_expr(ExprKind::Literal, line);
       always->literal = Value::boolean(true);
       Body body = parse_body({"endgeneration"}, end);
-      expect(TokenKind::BlockEnd, "'%}'");
+      c_.expect(TokenKind::BlockEnd, "'%}'");
       s.branches.emplace_back(std::move(always), std::move(body));
       return s;
     }
@@ -91,20 +82,20 @@ class Parser {
     Stmt s{StmtKind::If, line};
     ExprPtr cond = parse_expression(c_);
     for (;;) {
-      expect(TokenKind::BlockEnd, "'%}'");
+      c_.expect(TokenKind::BlockEnd, "'%}'");
       std::string end;
       Body body = parse_body({"elif", "else", "endif"}, end);
       s.branches.emplace_back(std::move(cond), std::move(body));
       if (end == "elif") {
         cond = parse_expression(c_);
       } else if (end == "else") {
-        expect(TokenKind::BlockEnd, "'%}'");
+        c_.expect(TokenKind::BlockEnd, "'%}'");
         Body else_body = parse_body({"endif"}, end);
         s.branches.emplace_back(nullptr, std::move(else_body));
-        expect(TokenKind::BlockEnd, "'%}'");
+        c_.expect(TokenKind::BlockEnd, "'%}'");
         return s;
       } else {
-        expect(TokenKind::BlockEnd, "'%}'");
+        c_.expect(TokenKind::BlockEnd, "'%}'");
         return s;
       }
     }
@@ -112,46 +103,46 @@ class Parser {
 
   Stmt parse_for(int line) {
     Stmt s{StmtKind::For, line};
-    s.targets.push_back(expect_name());
-    while (is_op(",")) {
-      next();
-      s.targets.push_back(expect_name());
+    s.targets.push_back(c_.expect_name());
+    while (c_.is_op(",")) {
+      c_.next();
+      s.targets.push_back(c_.expect_name());
     }
-    if (!is_name("in")) unexpected("'in'");
-    next();
+    if (!c_.is_name("in")) c_.unexpected("'in'");
+    c_.next();
     s.expr = parse_or_expression(c_);  // no inline if: `if` here filters the loop
-    if (is_name("if")) {
-      next();
+    if (c_.is_name("if")) {
+      c_.next();
       s.filter = parse_or_expression(c_);
     }
-    PX_CHECK(!is_name("recursive"), "chat template: unsupported recursive for loop at line {}",
+    PX_CHECK(!c_.is_name("recursive"), "chat template: unsupported recursive for loop at line {}",
              line);
-    expect(TokenKind::BlockEnd, "'%}'");
+    c_.expect(TokenKind::BlockEnd, "'%}'");
     std::string end;
     s.body = parse_body({"else", "endfor"}, end);
     if (end == "else") {
-      expect(TokenKind::BlockEnd, "'%}'");
+      c_.expect(TokenKind::BlockEnd, "'%}'");
       s.else_body = parse_body({"endfor"}, end);
     }
-    expect(TokenKind::BlockEnd, "'%}'");
+    c_.expect(TokenKind::BlockEnd, "'%}'");
     return s;
   }
 
   Stmt parse_set(int line) {
     Stmt s{StmtKind::Set, line};
-    s.targets.push_back(expect_name());
-    if (is_op(".")) {
-      next();
+    s.targets.push_back(c_.expect_name());
+    if (c_.is_op(".")) {
+      c_.next();
       s.kind = StmtKind::SetAttr;
-      s.targets.push_back(expect_name());
+      s.targets.push_back(c_.expect_name());
     }
-    PX_CHECK(!is_op(","), "chat template: unsupported tuple assignment in set at line {}", line);
-    PX_CHECK(peek().kind != TokenKind::BlockEnd,
+    PX_CHECK(!c_.is_op(","), "chat template: unsupported tuple assignment in set at line {}", line);
+    PX_CHECK(c_.peek().kind != TokenKind::BlockEnd,
              "chat template: unsupported block set ('{{% set {} %}}...{{% endset %}}') at line {}",
              s.targets[0], line);
-    expect_op("=");
+    c_.expect_op("=");
     s.expr = parse_expression(c_);
-    expect(TokenKind::BlockEnd, "'%}'");
+    c_.expect(TokenKind::BlockEnd, "'%}'");
     return s;
   }
 
