@@ -7,26 +7,15 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "common/run_config_file.h"
 #include "train/train_config.h"
 
 namespace parallm {
 namespace {
 
-std::string write_toml(const std::string& body) {
-  auto p = std::filesystem::temp_directory_path() /
-           ("parallm_prec_cfg_" + std::to_string(getpid()) + ".toml");
-  std::ofstream(p) << body;
-  return p.string();
-}
+using testing::write_toml;
 
-std::string error_of(const std::string& body) {
-  try {
-    load_run_config(write_toml(body));
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string error_of(const std::string& body) { return testing::run_config_error(body); }
 
 TEST(PrecisionConfig, ReadsTheKeys) {
   const RunConfig rc = load_run_config(

@@ -1,4 +1,5 @@
 #include "train/train_config.h"
+#include "common/run_config_file.h"
 
 #include "base/error.h"
 
@@ -13,20 +14,9 @@ namespace fs = std::filesystem;
 namespace parallm {
 namespace {
 
-std::string write_toml(const std::string& body) {
-  fs::path p = fs::temp_directory_path() / ("parallm_cfg_" + std::to_string(getpid()) + ".toml");
-  std::ofstream(p) << body;
-  return p.string();
-}
+using testing::write_toml;
 
-std::string error_of(const std::string& body) {
-  try {
-    load_run_config(write_toml(body));
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string error_of(const std::string& body) { return testing::run_config_error(body); }
 
 TEST(RunConfig, ReadsTablesAndDerivesSizes) {
   RunConfig rc = load_run_config(write_toml(R"(
