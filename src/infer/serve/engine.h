@@ -1,0 +1,77 @@
+// Engine: what the HTTP layer of `parallm serve` talks to. It takes
+// sequences (a prompt's token ids plus how to sample them) from any thread,
+// generates them on its own thread, and reports each sequence's new tokens
+// and its end through the sink given with it. The HTTP layer never sees the
+// model, the KV cache or the ranks; two engines implement this: continuous
+// batching over a paged KV cache (the server's) and static batching (a whole
+// batch waits for its longest member; the benchmark's baseline).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "infer/generator.h"
+#include "infer/sampler.h"
+
+namespace parallm {
+
+// One sequence to generate. `choice` keys the sampling draws together with
+// sampling.seed (the draw of step s is a function of (seed, choice, s)), so
+// the n choices of one request differ and a seed reproduces each of them.
+struct SequenceRequest {
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;
+  int64_t max_new_tokens = 16;
+  std::vector<std::string> stop_strings;  // the engine decodes to find them
+  int64_t choice = 0;
+};
+
+// What happened to one sequence since its last update. Tokens are in order;
+// an EOS id that ended the sequence is among them (finish == Eos). When the
+// sequence ended on a stop string, text_end is the length in bytes of its
+// decoded text before the stop string.
+struct SequenceUpdate {
+  std::vector<SampledToken> tokens;
+  bool finished = false;
+  FinishReason finish = FinishReason::Length;
+  size_t text_end = 0;
+  int64_t prompt_tokens = 0;  // of the sequence (usage)
+  int64_t cached_prompt_tokens = 0;  // of them, read from the prefix cache
+};
+
+// Called on the engine's thread; must return quickly and never block on
+// the engine (no submit/cancel from inside it).
+using SequenceSink = std::function<void(const SequenceUpdate&)>;
+
+// Why a sequence was refused; the HTTP layer maps these to status codes.
+enum class RefusalKind { QueueFull, TooLong, BadRequest };
+struct SequenceRefused : std::runtime_error {
+  SequenceRefused(RefusalKind k, const std::string& what) : std::runtime_error(what), kind(k) {}
+  RefusalKind kind;
+};
+
+struct EngineCounters {
+  int64_t running = 0, waiting = 0;
+  int64_t kv_blocks_used = 0, kv_blocks_total = 0;
+  int64_t prompt_tokens = 0, generated_tokens = 0;  // totals since start
+  int64_t prefix_cache_queries = 0, prefix_cache_hits = 0;  // prompt tokens looked up / found
+  int64_t preemptions = 0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  // Queues a sequence and returns its id; throws SequenceRefused (before
+  // queueing anything) when it cannot be served.
+  virtual uint64_t submit(SequenceRequest req, SequenceSink sink) = 0;
+  // The sequence leaves at the next step (its blocks are freed); its sink is
+  // not called again. Unknown or finished ids are ignored.
+  virtual void cancel(uint64_t id) = 0;
+  virtual EngineCounters counters() const = 0;
+  // Stops taking sequences; drain: finish the running and waiting ones,
+  // else cancel them (their sinks get finished updates with finish Length).
+  virtual void shutdown(bool drain) = 0;
+};
+
+}  // namespace parallm
