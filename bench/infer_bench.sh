@@ -6,9 +6,9 @@
 # and cached as HF directories. Per model and dtype (fp32, bf16): prefill and
 # decode tokens/s of parallm (bench/infer_bench.cpp) then of transformers
 # (bench/infer_torch_peer.py run), back to back; a STREAM-style copy
-# (bench/stream_copy.cpp) before and after gives the machine's bandwidth
-# (best of both), and decode's achieved bandwidth = GEMM weight bytes per
-# token x decode tokens/s is reported as a fraction of it. Prints the load
+# (bench/stream_copy.cpp, also a read-only stream) before and after gives the
+# machine's bandwidth (best of both), and decode's achieved bandwidth = GEMM
+# weight bytes per token x decode tokens/s is reported as a fraction of each. Prints the load
 # average, every raw JSON line and a markdown table naming the CPU.
 # Usage: bench/infer_bench.sh [THREADS] [REPS] [PROMPT_TOKENS] [NEW_TOKENS]
 #   (defaults 2 3 128 128; env BUILD_DIR (default build), MODELS_DIR
@@ -49,17 +49,18 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 head = rows[0]
 end = next(r for r in rows if "load_end" in r)
-bw = max(r["gb_s"] for r in rows if r.get("kernel") == "copy")
+bw = {k: max(r["gb_s"] for r in rows if r.get("kernel") == k) for k in ("copy", "read")}
 cpu = head["cpu"]
 threads = next(r["threads"] for r in rows if r.get("kernel") == "copy")
 runs = {(r["model"], r["dtype"], r["impl"]): r for r in rows if "impl" in r}
 print(f"\nCPU: {cpu} ({head['isa'].strip()}), {threads} threads; load average "
       f"{head['load_start']} at start, {end['load_end']} at end")
-print(f"STREAM-style copy ({cpu}, {threads} threads): {bw:.1f} GB/s (best of the runs before "
-      f"and after)\n")
+print(f"Memory bandwidth ({cpu}, {threads} threads, best of the runs before and after): "
+      f"STREAM-style copy {bw['copy']:.1f} GB/s (read + write counted), read-only stream "
+      f"{bw['read']:.1f} GB/s\n")
 print(f"| model | dtype | CPU | prefill tok/s parallm | transformers | ratio | decode tok/s parallm "
-      f"| transformers | ratio | weights read per token (MB) | achieved GB/s | of STREAM copy |")
-print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+      f"| transformers | ratio | weights read per token (MB) | achieved GB/s | of copy | of read |")
+print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for model in ("gpt2", "llama"):
     for dtype in ("fp32", "bf16"):
         p, t = runs[(model, dtype, "parallm")], runs[(model, dtype, "transformers")]
@@ -67,7 +68,8 @@ for model in ("gpt2", "llama"):
         print(f"| {model} | {dtype} | {cpu} | {p['prefill_tok_s']:.0f} | {t['prefill_tok_s']:.1f} "
               f"| {p['prefill_tok_s'] / t['prefill_tok_s']:.2f}x | {p['decode_tok_s']:.1f} "
               f"| {t['decode_tok_s']:.1f} | {p['decode_tok_s'] / t['decode_tok_s']:.2f}x "
-              f"| {p['weight_bytes_per_token'] / 1e6:.0f} | {gbs:.1f} | {100 * gbs / bw:.0f}% |")
+              f"| {p['weight_bytes_per_token'] / 1e6:.0f} | {gbs:.1f} | {100 * gbs / bw['copy']:.0f}% "
+              f"| {100 * gbs / bw['read']:.0f}% |")
 loads = [float(x) for x in head["load_start"].split()[:1] + end["load_end"].split()[:1]]
 if max(loads) >= 1.5:
     print(f"\nwarning: load average reached {max(loads):.2f} (>= 1.5): other work shared the "
