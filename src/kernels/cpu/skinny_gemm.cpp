@@ -1,6 +1,7 @@
 // Skinny GEMM kernels (see skinny_gemm.h). AVX2 + FMA + F16C where the build
 // has them: one W row at a time (so W is read as one sequential stream, which
-// the hardware prefetcher follows best), each 16 of its values loaded and
+// the hardware prefetcher follows best; stretches of rows are handed to the
+// threads dynamically), each 16 of its values loaded and
 // widened once (bf16: a 16-bit shift; f16: F16C) and multiplied into up to 4
 // rows of A, two 8-wide accumulators per row. A portable loop otherwise.
 // Invariant: C[m][n] depends on row n of W, row m of A and K only.
@@ -21,7 +22,8 @@ namespace parallm::cpu {
 namespace {
 
 constexpr int64_t kGroup = 4;              // rows of A sharing each load of W (8 accumulators)
-constexpr int64_t kTaskRows = 16;          // W rows per scheduling unit
+constexpr int64_t kTaskBytes = 128 << 10;  // W bytes per scheduling unit
+constexpr int64_t kMinTasks = 16;          // ... but at least this many units
 constexpr int64_t kParallelMin = 1 << 15;  // W elements below which one thread does it all
 constexpr int64_t kPrefetchAhead = 512;    // elements: 1-2 KiB ahead of the loads
 
@@ -111,11 +113,17 @@ void skinny(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_
   PX_CHECK(K >= 0 && lda >= K && ldw >= K && ldc >= N,
            "skinny_gemm: bad leading dimensions (M {}, N {}, K {}, lda {}, ldw {}, ldc {})", M, N,
            K, lda, ldw, ldc);
-  const int64_t tasks = (N + kTaskRows - 1) / kTaskRows;
-#pragma omp parallel for schedule(static) if (N * K >= kParallelMin)
+  // Tasks of about kTaskBytes of W (a stretch the prefetcher locks on to),
+  // at least kMinTasks of them, handed out dynamically: a thread that loses
+  // its core for a while (a shared machine) does not hold up the others.
+  const int64_t row_bytes = std::max<int64_t>(ldw, 1) * static_cast<int64_t>(sizeof(*W));
+  const int64_t task_rows =
+      std::max<int64_t>(1, std::min(kTaskBytes / row_bytes, (N + kMinTasks - 1) / kMinTasks));
+  const int64_t tasks = (N + task_rows - 1) / task_rows;
+#pragma omp parallel for schedule(dynamic, 1) if (N * K >= kParallelMin)
   for (int64_t t = 0; t < tasks; ++t) {
-    const int64_t n1 = std::min(N, (t + 1) * kTaskRows);
-    for (int64_t n = t * kTaskRows; n < n1; ++n) {
+    const int64_t n1 = std::min(N, (t + 1) * task_rows);
+    for (int64_t n = t * task_rows; n < n1; ++n) {
       // Rows of A in groups of up to kGroup: W's row is read from memory
       // once, and again from L1 only when M > kGroup.
       for (int64_t m = 0; m < M; m += kGroup) {
