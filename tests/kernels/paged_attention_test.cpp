@@ -4,7 +4,7 @@
 // on the same data laid out contiguously and with a double reference that
 // materialises the scores; both the Direct and the Gemm path, GQA, decode and
 // prefill chunks with a past, block sizes 1, 3 and 16; a ragged batch equals
-// each sequence alone, bit for bit.
+// each sequence alone, and Direct rows any chunking, bit for bit.
 #include "kernels/cpu/paged_attention.h"
 
 #include <gtest/gtest.h>
@@ -221,6 +221,30 @@ TEST(PagedAttention, RaggedBatchEqualsEachSequenceAlone) {
     for (float x : a.out) EXPECT_EQ(out[o++], x);
     for (float x : a.lse) EXPECT_EQ(lse[l++], x);
   }
+}
+
+// On the Direct path a query row's result is bit for bit the same however
+// its sequence is cut into chunks (one prefill, chunks, or token by token),
+// so chunked prefill and prefix-cache hits cannot change it.
+TEST(PagedAttention, DirectRowsDoNotDependOnChunking) {
+  const Case c({8, 2, 32, 4, 0, 23}, 21);
+  const std::vector<float> q = cast<float>(c.q), kp = c.pool<float>(c.k), vp = c.pool<float>(c.v);
+  const int64_t row = c.s.Hq * c.s.D;
+  auto run = [&](const std::vector<int64_t>& chunks) {
+    std::vector<float> out(q.size());
+    int64_t pos = 0;
+    for (int64_t n : chunks) {
+      const PagedSeq seq{n, pos, c.table.data(), static_cast<int64_t>(c.table.size())};
+      paged_attention_forward<float>(out.data() + pos * row, nullptr, q.data() + pos * row,
+                                     kp.data(), vp.data(), &seq, 1, c.dims(), c.scale(),
+                                     PagedAttnPath::Direct);
+      pos += n;
+    }
+    return out;
+  };
+  const std::vector<float> whole = run({23});
+  EXPECT_EQ(run({5, 8, 10}), whole);
+  EXPECT_EQ(run(std::vector<int64_t>(23, 1)), whole);
 }
 
 TEST(PagedAttention, NullLseIsAllowed) {

@@ -1,14 +1,11 @@
-// Scheduler: the continuous-batching policy of `parallm serve`, pure logic
-// over a BlockPool (no model). Sequences wait in FIFO order, then run while
-// they hold KV blocks. Each step() plans one forward: every running
-// sequence's next token first (decodes are never starved), then chunks of
-// partly prefilled prompts, then new prompts, under a token budget and a cap
-// on running sequences (chunked prefill). Prompts skip the blocks the prefix
-// cache holds; when blocks run out the youngest running sequence is
-// preempted (freed, recomputed later). complete() records what the forward
-// computed and sampled. Not thread-safe: the engine's thread owns it (and
-// the pool, which must outlive it). Invariant: a running sequence's block
-// table holds exactly its computed positions plus those planned this step.
+// Scheduler: continuous batching for `parallm serve`, pure logic over a
+// BlockPool. Each step() plans one forward: every running sequence's next
+// token (decodes first, never starved), then chunks of partly prefilled
+// prompts, then waiting prompts (FIFO, minus their prefix-cache hits), under
+// a token budget and a running cap; when blocks run out the youngest running
+// sequence is preempted and recomputed later. Single-threaded (the engine's).
+// Invariant: a running sequence's block table holds exactly its computed
+// positions plus those planned for the current step.
 #pragma once
 #include <cstdint>
 #include <deque>
