@@ -22,6 +22,10 @@ const char* finish_reason_name(FinishReason r) {
 
 namespace {
 
+// Tokens per KV block. Generation gives each sequence whole blocks of its
+// own; 16 (vLLM's default) keeps the last block's waste small.
+constexpr int64_t kBlockSize = 16;
+
 void check_request(const ModelConfig& cfg, const std::vector<std::vector<int32_t>>& prompts,
                    const GenerateOptions& o) {
   o.sampling.validate();
@@ -51,7 +55,8 @@ void check_request(const ModelConfig& cfg, const std::vector<std::vector<int32_t
 // One forward of this rank's stage: the hidden rows come from the stage
 // before and go to the stage after; the last stage returns the logits.
 Tensor stage_forward(Transformer& model, const std::vector<int32_t>& tokens,
-                     const std::vector<CacheSpan>& spans, KvCache& cache, comm::Communicator* pp) {
+                     const std::vector<PagedSpan>& spans, PagedKvCache& cache,
+                     comm::Communicator* pp) {
   if (!pp) return model.forward_cached(tokens.data(), spans, cache);
   const size_t n = tokens.size() * static_cast<size_t>(model.config().hidden);
   std::vector<float> hidden;
@@ -83,9 +88,20 @@ std::vector<Generation> generate(Transformer& model,
   const StopStrings stops(o.stop_strings);
   const TpGroup& tp = model.tp();
   const int S = static_cast<int>(prompts.size());
-  int64_t longest = 0;
-  for (const auto& p : prompts) longest = std::max<int64_t>(longest, p.size());
-  KvCache cache(cfg, tp, S, longest + o.max_new_tokens, model.allocator(), model.cached_layers());
+  // Each sequence owns a fixed run of blocks, enough for its prompt and
+  // every token it may generate; nothing is shared, nothing is evicted.
+  const LayerRange layers = model.cached_layers();
+  std::vector<std::vector<int32_t>> tables(static_cast<size_t>(S));
+  int32_t next_block = 0;
+  for (int i = 0; i < S; ++i) {
+    const int64_t need = static_cast<int64_t>(prompts[static_cast<size_t>(i)].size()) +
+                         o.max_new_tokens;
+    for (int64_t b = 0; b < (need + kBlockSize - 1) / kBlockSize; ++b)
+      tables[static_cast<size_t>(i)].push_back(next_block++);
+  }
+  PagedKvCache cache(cfg, tp, next_block, kBlockSize, model.allocator(), layers.first,
+                     layers.count);
+  std::vector<int64_t> cached(static_cast<size_t>(S), 0);  // positions each sequence holds
   PX_CHECK(model.whole() || o.pp != nullptr, "a pipeline stage generates only with its pp group");
   const int pp_last = o.pp ? o.pp->size() - 1 : 0;
   const bool sampler_rank = is_sampling_rank(model);
@@ -94,11 +110,15 @@ std::vector<Generation> generate(Transformer& model,
   std::vector<int> active(static_cast<size_t>(S));
   for (int i = 0; i < S; ++i) active[static_cast<size_t>(i)] = i;
   std::vector<int32_t> tokens;
-  std::vector<CacheSpan> spans;
+  std::vector<PagedSpan> spans;
+  auto add_span = [&](int seq, int64_t count) {
+    spans.push_back({cached[static_cast<size_t>(seq)], count, tables[static_cast<size_t>(seq)]});
+    cached[static_cast<size_t>(seq)] += count;
+  };
   for (int i = 0; i < S; ++i) {
     tokens.insert(tokens.end(), prompts[static_cast<size_t>(i)].begin(),
                   prompts[static_cast<size_t>(i)].end());
-    spans.push_back({i, static_cast<int64_t>(prompts[static_cast<size_t>(i)].size())});
+    add_span(i, static_cast<int64_t>(prompts[static_cast<size_t>(i)].size()));
   }
   GenerationStats st;
   st.prefill_tokens = static_cast<int64_t>(tokens.size());
@@ -150,7 +170,7 @@ std::vector<Generation> generate(Transformer& model,
       }
       still.push_back(seq);
       tokens.push_back(chosen[r]);
-      spans.push_back({seq, 1});
+      add_span(seq, 1);
     }
     active = std::move(still);
     const double dt = seconds_since(t0);

@@ -1,5 +1,5 @@
 // generate(): batched autoregressive generation through a KV cache. Token
-// ids in, token ids out: every prompt gets its own cache slot and its own
+// ids in, token ids out: every prompt gets its own cache blocks and its own
 // positions (no padding, so a batch gives each prompt exactly the tokens it
 // gets alone). All prompts are prefilled in one forward, then each step
 // decodes one token of every unfinished sequence in one forward. Under

@@ -45,7 +45,7 @@ PagedKvCache::PagedKvCache(const ModelConfig& cfg, const TpGroup& tp, int64_t nu
   PX_CHECK(first_layer >= 0 && n_layers >= 1 && first_layer + n_layers <= cfg.n_layers,
            "KV cache layers [{}, {}) are not within the model's {} layers", first_layer,
            first_layer + n_layers, cfg.n_layers);
-  // Activation, as KvCache: forward state that lives as long as the server.
+  // Activation: forward state that lives as long as the server (or the generation).
   for (int64_t l = 0; l < n_layers; ++l) {
     k_.push_back(Tensor::zeros(alloc, {num_blocks, block_size, kv_heads_, head_dim_}, DType::F32,
                                MemTag::Activation));

@@ -1,7 +1,7 @@
 // PagedKvCache: the storage of the paged KV cache that `parallm serve` runs
 // on. Per layer of this rank, k and v pools of (num_blocks, block_size,
 // kv_heads, head_dim) fp32, the layout kernels/cpu/paged_attention.h reads;
-// kv_heads is this rank's share under tensor parallelism, as in KvCache.
+// kv_heads is this rank's share under tensor parallelism (its query heads' groups).
 // Which blocks a sequence owns is decided on rank 0 (infer/serve/block_pool.h,
 // block_tables.h) and reaches every rank in the step's PagedSpans, so the
 // storage holds no per-sequence state and is identical on all ranks.
@@ -37,7 +37,7 @@ class PagedKvCache {
                                   int64_t n_layers = -1);
 
   // Pools for layers [first_layer, first_layer + n_layers) (a pipeline
-  // stage; n_layers < 0: to the last layer), tagged Activation like KvCache.
+  // stage; n_layers < 0: to the last layer), tagged Activation.
   PagedKvCache(const ModelConfig& cfg, const TpGroup& tp, int64_t num_blocks, int64_t block_size,
                Allocator& alloc, int64_t first_layer = 0, int64_t n_layers = -1);
 

@@ -1,7 +1,8 @@
 // Transformer::forward_cached: the inference forward through a KV cache.
 // The spans' tokens run as one row of N tokens through the same layer
 // kernels as training (embedding, norms, linears, MLP) with nothing saved;
-// only attention differs, reading each slot's cached keys and values. So a
+// only attention differs, reading each sequence's cached keys and values
+// through its block table. So a
 // prompt prefills in one pass and every later token costs one row. A
 // pipeline stage runs the same path over its own layers: the first stage
 // starts from the tokens, later ones from the hidden rows the stage before
@@ -20,8 +21,8 @@ LayerRange Transformer::cached_layers() const {
   return stage_.chunks[0];
 }
 
-Tensor Transformer::forward_cached(const int32_t* tokens, const std::vector<CacheSpan>& spans,
-                                   KvCache& cache) {
+Tensor Transformer::forward_cached(const int32_t* tokens, const std::vector<PagedSpan>& spans,
+                                   PagedKvCache& cache) {
   PX_CHECK(whole(),
            "forward_cached needs the whole model; a pipeline stage uses "
            "forward_cached_stage");
@@ -29,7 +30,8 @@ Tensor Transformer::forward_cached(const int32_t* tokens, const std::vector<Cach
 }
 
 Tensor Transformer::forward_cached_stage(const int32_t* tokens, const float* hidden,
-                                         const std::vector<CacheSpan>& spans, KvCache& cache) {
+                                         const std::vector<PagedSpan>& spans,
+                                         PagedKvCache& cache) {
   cached_layers();  // one chunk
   PX_CHECK(!tp_.sp(), "generation runs without sequence parallelism");
   PX_CHECK(!spans.empty(), "forward_cached needs at least one span");
@@ -37,8 +39,8 @@ Tensor Transformer::forward_cached_stage(const int32_t* tokens, const float* hid
            stage_.embedding ? "first" : "later", stage_.embedding ? "tokens" : "hidden input");
   cache.check_spans(spans);
   std::vector<int64_t> pos;
-  for (const CacheSpan& s : spans)
-    for (int64_t i = 0; i < s.count; ++i) pos.push_back(cache.length(s.slot) + i);
+  for (const PagedSpan& s : spans)
+    for (int64_t i = 0; i < s.count; ++i) pos.push_back(s.pos0 + i);
   const int64_t N = static_cast<int64_t>(pos.size());
   for (int64_t i = 0; i < N; ++i) {
     PX_CHECK(!tokens || (tokens[i] >= 0 && tokens[i] < cfg_.vocab_size),
@@ -59,7 +61,6 @@ Tensor Transformer::forward_cached_stage(const int32_t* tokens, const float* hid
     b.forward_cached(c, y.data<float>(), x.data<float>(), cache, spans);
     std::swap(x, y);
   }
-  cache.advance(spans);
   if (!stage_.head) {
     Tensor out = Tensor::zeros(alloc_, {N, C}, DType::F32, MemTag::Activation);
     std::memcpy(out.data<float>(), x.data<float>(), static_cast<size_t>(N * C) * sizeof(float));
