@@ -12,6 +12,7 @@
 #include "data/tokenizer/utf8.h"
 #include "infer/chat/chat_template.h"
 #include "kernels/cpu/threads.h"
+#include "train/rank_groups.h"
 
 namespace parallm {
 
@@ -103,15 +104,22 @@ int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, 
   const std::unique_ptr<Tokenizer> tok = dir.empty() ? make_byte_tokenizer() : load_tokenizer(dir);
   const std::vector<std::vector<int32_t>> prompts = encode_prompts(opts, texts, *tok, dir);
   cpu::set_num_threads(opts.threads);
-  const TpGroup tp{.comm = world && world->size() > 1 ? world : nullptr};
-  const bool writer = tp.rank() == 0;
-  InferenceModel im(opts.source, tp, precision, world);
+  const int ranks = world ? world->size() : 1, rank = world ? world->rank() : 0;
+  PX_CHECK(opts.tp >= 1 && opts.pp >= 1 && opts.tp * opts.pp == ranks,
+           "tp ({}) x pp ({}) must equal the number of ranks ({})", opts.tp, opts.pp, ranks);
+  const RankGrid grid(GridSizes{.tp = opts.tp, .pp = opts.pp}, ranks);
+  const RankGroups groups = split_groups(grid, world, rank);
+  const TpGroup tp{.comm = opts.tp > 1 ? groups.tp.get() : nullptr};
+  InferenceModel im(opts.source, {.tp = tp, .pp_rank = grid.coord(rank).pp_rank, .pp = opts.pp},
+                    precision, world);
+  const bool writer = is_sampling_rank(im.model());
   PX_CHECK(tok->vocab_size() <= im.model().config().vocab_size,
            "the tokenizer{} has {} ids but the model's vocabulary has {} rows",
            dir.empty() ? "" : " in '" + dir + "'", tok->vocab_size(),
            im.model().config().vocab_size);
 
   GenerateOptions gen = opts.gen;
+  gen.pp = opts.pp > 1 ? groups.pp.get() : nullptr;
   gen.eos_ids = im.eos_ids();
   if (!dir.empty())
     for (int32_t id : tok->eos_ids())
@@ -145,15 +153,15 @@ int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, 
     out << std::endl;
   } else {
     for (size_t i = 0; i < res.size(); ++i)
-      out << result_json(i, res[i], gen.sampling.logprobs, *tok).dump()
-          << "\n";
+      out << result_json(i, res[i], gen.sampling.logprobs, *tok).dump() << "\n";
     out << std::flush;
   }
   auto rate = [](int64_t n, double s) { return s > 0 ? static_cast<double>(n) / s : 0.0; };
   err << fmt::format(
-             "generate: {} prompts, tp {}, {}: prefill {} tokens in {:.3f} s ({:.1f} tokens/s), "
+             "generate: {} prompts, tp {}, pp {}, {}: prefill {} tokens in {:.3f} s ({:.1f} "
+             "tokens/s), "
              "decode {} tokens in {:.3f} s ({:.1f} tokens/s)",
-             prompts.size(), tp.size(), opts.dtype, st.prefill_tokens, st.prefill_s,
+             prompts.size(), tp.size(), opts.pp, opts.dtype, st.prefill_tokens, st.prefill_s,
              rate(st.prefill_tokens, st.prefill_s), st.decode_tokens, st.decode_s,
              rate(st.decode_tokens, st.decode_s))
       << std::endl;

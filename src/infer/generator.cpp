@@ -48,11 +48,31 @@ void check_request(const ModelConfig& cfg, const std::vector<std::vector<int32_t
   }
 }
 
+// One forward of this rank's stage: the hidden rows come from the stage
+// before and go to the stage after; the last stage returns the logits.
+Tensor stage_forward(Transformer& model, const std::vector<int32_t>& tokens,
+                     const std::vector<CacheSpan>& spans, KvCache& cache, comm::Communicator* pp) {
+  if (!pp) return model.forward_cached(tokens.data(), spans, cache);
+  const size_t n = tokens.size() * static_cast<size_t>(model.config().hidden);
+  std::vector<float> hidden;
+  if (!model.stage().embedding) {
+    hidden.resize(n);
+    pp->recv(hidden.data(), n, DType::F32, pp->rank() - 1);
+  }
+  Tensor out = model.forward_cached_stage(tokens.data(), hidden.data(), spans, cache);
+  if (!model.stage().head) pp->send(out.data<float>(), n, DType::F32, pp->rank() + 1);
+  return out;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace
+
+bool is_sampling_rank(const Transformer& model) {
+  return model.stage().head && model.tp().rank() == 0;
+}
 
 std::vector<Generation> generate(Transformer& model,
                                  const std::vector<std::vector<int32_t>>& prompts,
@@ -65,7 +85,10 @@ std::vector<Generation> generate(Transformer& model,
   const int S = static_cast<int>(prompts.size());
   int64_t longest = 0;
   for (const auto& p : prompts) longest = std::max<int64_t>(longest, p.size());
-  KvCache cache(cfg, tp, S, longest + o.max_new_tokens, model.allocator());
+  KvCache cache(cfg, tp, S, longest + o.max_new_tokens, model.allocator(), model.cached_layers());
+  PX_CHECK(model.whole() || o.pp != nullptr, "a pipeline stage generates only with its pp group");
+  const int pp_last = o.pp ? o.pp->size() - 1 : 0;
+  const bool sampler_rank = is_sampling_rank(model);
 
   std::vector<Generation> out(static_cast<size_t>(S));
   std::vector<int> active(static_cast<size_t>(S));
@@ -82,13 +105,13 @@ std::vector<Generation> generate(Transformer& model,
   bool prefill = true;
   while (!active.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
-    const Tensor logits = model.forward_cached(tokens.data(), spans, cache);
-    if (o.on_logits) o.on_logits(active, logits);
+    const Tensor logits = stage_forward(model, tokens, spans, cache, o.pp);
+    if (o.on_logits && model.stage().head) o.on_logits(active, logits);
     const int64_t V = cfg.vocab_size;
-    // tp rank 0 chooses; the others take its ids.
+    // tp rank 0 of the last stage chooses; the others take its ids.
     std::vector<int32_t> chosen(active.size());
     std::vector<SampledToken> samples(active.size());
-    if (tp.rank() == 0)
+    if (sampler_rank)
       for (size_t r = 0; r < active.size(); ++r) {
         const Generation& g = out[static_cast<size_t>(active[r])];
         samples[r] = sampler.sample(
@@ -98,6 +121,7 @@ std::vector<Generation> generate(Transformer& model,
         chosen[r] = samples[r].token;
       }
     if (tp.active()) tp.comm->broadcast(chosen.data(), chosen.size(), DType::I32, 0);
+    if (o.pp) o.pp->broadcast(chosen.data(), chosen.size(), DType::I32, pp_last);
     std::vector<int> still;
     tokens.clear();
     spans.clear();

@@ -4,7 +4,9 @@
 // gets alone). All prompts are prefilled in one forward, then each step
 // decodes one token of every unfinished sequence in one forward. Under
 // tensor parallelism every tp rank runs the same calls; tp rank 0 samples
-// and broadcasts the chosen ids, so all ranks agree. Text enters only
+// and broadcasts the chosen ids, so all ranks agree. Under pipeline
+// parallelism each stage runs its layers and sends the hidden rows on; the
+// last stage samples and the ids go back to every stage. Text enters only
 // through the decode callback (stop strings), so any tokenizer fits.
 #pragma once
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "infer/sampler.h"
 #include "infer/stop_strings.h"
 #include "model/transformer.h"
@@ -30,6 +33,8 @@ struct GenerateOptions {
   std::function<void(int seq, const SampledToken&)> on_token;
   // Tests: the logits (rows, V) of each forward; seqs[r] is row r's sequence.
   std::function<void(const std::vector<int>& seqs, const Tensor& logits)> on_logits;
+  // The pipeline group of this rank's stage (null: the model is whole).
+  comm::Communicator* pp = nullptr;
 };
 
 enum class FinishReason { Eos, Stop, Length };
@@ -37,7 +42,7 @@ const char* finish_reason_name(FinishReason r);  // "eos", "stop", "length"
 
 struct Generation {
   std::vector<int32_t> tokens;        // generated ids (an EOS id that ended it included)
-  std::vector<SampledToken> samples;  // per token (logprobs on tp rank 0 only)
+  std::vector<SampledToken> samples;  // per token (logprobs on the sampling rank only)
   FinishReason finish = FinishReason::Length;
   size_t text_end = 0;  // Stop: length of the decoded text before the stop string
 };
@@ -46,6 +51,10 @@ struct GenerationStats {
   int64_t prefill_tokens = 0, decode_tokens = 0;
   double prefill_s = 0.0, decode_s = 0.0;
 };
+
+// The rank that samples, and so holds logprobs and logits: tp rank 0 of
+// the last pipeline stage.
+bool is_sampling_rank(const Transformer& model);
 
 // Throws, naming the values, on bad options or prompts (empty, ids outside
 // the vocabulary, longer than max_positions, or prompt + max_new_tokens

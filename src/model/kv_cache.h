@@ -5,11 +5,13 @@
 // this rank's share under tensor parallelism (the groups its query heads
 // use). Each slot has its own length, so sequences of different lengths
 // share one cache without padding; positions of a slot are 0..length-1.
+// A pipeline stage caches only its own layers (global layer indices).
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "model/config.h"
+#include "model/model_stage.h"
 #include "parallel/tensor/tp_group.h"
 #include "tensor/tensor.h"
 
@@ -24,13 +26,15 @@ struct CacheSpan {
 
 class KvCache {
  public:
-  KvCache(const ModelConfig& cfg, const TpGroup& tp, int slots, int64_t max_len, Allocator& alloc);
+  // layers: the global layers cached (count 0: all of them).
+  KvCache(const ModelConfig& cfg, const TpGroup& tp, int slots, int64_t max_len, Allocator& alloc,
+          LayerRange layers = {});
   int slots() const { return static_cast<int>(length_.size()); }
   int64_t max_len() const { return max_len_; }
   int64_t kv_heads() const { return kv_heads_; }
   int64_t head_dim() const { return head_dim_; }
   int64_t length(int slot) const { return length_.at(static_cast<size_t>(slot)); }
-  // (max_len, kv_heads, head_dim) rows of one layer and slot.
+  // (max_len, kv_heads, head_dim) rows of one (global) layer and slot.
   float* k(int64_t layer, int slot) { return row(k_, layer, slot); }
   float* v(int64_t layer, int slot) { return row(v_, layer, slot); }
   // Throws, naming the numbers, when a span would run past max_len.
@@ -41,6 +45,7 @@ class KvCache {
 
  private:
   float* row(std::vector<Tensor>& t, int64_t layer, int slot);
+  LayerRange layers_;
   int64_t max_len_ = 0, kv_heads_ = 0, head_dim_ = 0;
   std::vector<Tensor> k_, v_;  // per layer
   std::vector<int64_t> length_;

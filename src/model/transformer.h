@@ -72,6 +72,13 @@ class Transformer {
   // full logits (spans.size(), V) of each span's last token, the same on
   // every tp rank, and advances the cache. Whole model, no sequence parallel.
   Tensor forward_cached(const int32_t* tokens, const std::vector<CacheSpan>& spans, KvCache& cache);
+  // The same on a pipeline stage (one chunk): the first stage reads tokens,
+  // a later one hidden (N, C) from the stage before; returns the hidden
+  // (N, C) for the next stage, or on the last stage the logits (S, V).
+  Tensor forward_cached_stage(const int32_t* tokens, const float* hidden,
+                              const std::vector<CacheSpan>& spans, KvCache& cache);
+  // The global layers this process caches (its one chunk, or all).
+  LayerRange cached_layers() const;
 
   // A flat range [begin, end) of params().flat_grads().
   // Its parameters are [first_param, end_param) of params().

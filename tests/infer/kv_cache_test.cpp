@@ -107,6 +107,23 @@ TEST(KvCache, RefusesSpansBeyondCapacity) {
   }
 }
 
+// A pipeline stage caches only its own layers, by global index.
+TEST(KvCache, StageCachesOnlyItsLayers) {
+  Allocator a;
+  const ModelConfig c = testing::tiny_llama();
+  ASSERT_GE(c.n_layers, 2);
+  KvCache cache(c, TpGroup{}, 1, 4, a, LayerRange{1, 1});
+  EXPECT_NE(cache.k(1, 0), nullptr);
+  try {
+    cache.k(0, 0);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("layer 0 is not in this KV cache (layers [1, 2))"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Generate, RefusesPromptsBeyondTheContext) {
   Allocator a;
   Transformer m(testing::tiny_gpt2(), a);  // max_positions 64
