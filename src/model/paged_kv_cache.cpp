@@ -11,42 +11,44 @@ int64_t kv_heads_per_rank(const ModelConfig& cfg, int tp) {
   return cfg.n_kv_heads * kv_replicas(cfg, tp) / tp;
 }
 
+LayerRange all_if_empty(const ModelConfig& cfg, LayerRange layers) {
+  return layers.count == 0 ? LayerRange{0, static_cast<int>(cfg.n_layers)} : layers;
+}
+
 }  // namespace
 
 int64_t PagedKvCache::bytes_per_block(const ModelConfig& cfg, int tp, int64_t block_size,
-                                      int64_t n_layers) {
+                                      LayerRange layers) {
   PX_CHECK(tp >= 1 && block_size >= 1, "KV block geometry needs tp ({}) and block size ({}) >= 1",
            tp, block_size);
-  const int64_t layers = n_layers < 0 ? cfg.n_layers : n_layers;
-  return 2 * layers * block_size * kv_heads_per_rank(cfg, tp) * cfg.head_dim *
-         static_cast<int64_t>(sizeof(float));
+  return 2 * all_if_empty(cfg, layers).count * block_size * kv_heads_per_rank(cfg, tp) *
+         cfg.head_dim * static_cast<int64_t>(sizeof(float));
 }
 
 int64_t PagedKvCache::blocks_for_bytes(const ModelConfig& cfg, int tp, int64_t block_size,
-                                       int64_t bytes, int64_t n_layers) {
+                                       int64_t bytes, LayerRange layers) {
   PX_CHECK(bytes >= 0, "KV cache memory must not be negative, got {} bytes", bytes);
-  const int64_t per = bytes_per_block(cfg, tp, block_size, n_layers);
+  const int64_t per = bytes_per_block(cfg, tp, block_size, layers);
   return per > 0 ? bytes / per : 0;
 }
 
 PagedKvCache::PagedKvCache(const ModelConfig& cfg, const TpGroup& tp, int64_t num_blocks,
-                           int64_t block_size, Allocator& alloc, int64_t first_layer,
-                           int64_t n_layers)
+                           int64_t block_size, Allocator& alloc, LayerRange layers)
     : num_blocks_(num_blocks),
       block_size_(block_size),
       kv_heads_(kv_heads_per_rank(cfg, tp.size())),
       head_dim_(cfg.head_dim),
-      first_layer_(first_layer) {
+      layers_(all_if_empty(cfg, layers)) {
   PX_CHECK(num_blocks >= 1 && block_size >= 1,
            "the paged KV cache needs at least one block ({}) of at least one token ({})",
            num_blocks, block_size);
   PX_CHECK(num_blocks <= INT32_MAX, "{} KV blocks exceed the block id range", num_blocks);
-  if (n_layers < 0) n_layers = cfg.n_layers - first_layer;
-  PX_CHECK(first_layer >= 0 && n_layers >= 1 && first_layer + n_layers <= cfg.n_layers,
-           "KV cache layers [{}, {}) are not within the model's {} layers", first_layer,
-           first_layer + n_layers, cfg.n_layers);
+  PX_CHECK(
+      layers_.first >= 0 && layers_.count >= 1 && layers_.first + layers_.count <= cfg.n_layers,
+      "KV cache layers [{}, {}) are outside the model's {} layers", layers_.first,
+      layers_.first + layers_.count, cfg.n_layers);
   // Activation: forward state that lives as long as the server (or the generation).
-  for (int64_t l = 0; l < n_layers; ++l) {
+  for (int l = 0; l < layers_.count; ++l) {
     k_.push_back(Tensor::zeros(alloc, {num_blocks, block_size, kv_heads_, head_dim_}, DType::F32,
                                MemTag::Activation));
     v_.push_back(Tensor::zeros(alloc, {num_blocks, block_size, kv_heads_, head_dim_}, DType::F32,
@@ -62,10 +64,10 @@ int64_t PagedKvCache::bytes() const {
 }
 
 float* PagedKvCache::pool(const std::vector<Tensor>& t, int64_t layer) const {
-  PX_CHECK(layer >= first_layer_ && layer < first_layer_ + n_layers(),
-           "layer {} is not among this KV cache's layers [{}, {})", layer, first_layer_,
-           first_layer_ + n_layers());
-  return t[static_cast<size_t>(layer - first_layer_)].data<float>();
+  PX_CHECK(layer >= layers_.first && layer < layers_.first + layers_.count,
+           "layer {} is not in this KV cache (layers [{}, {}))", layer, layers_.first,
+           layers_.first + layers_.count);
+  return t[static_cast<size_t>(layer - layers_.first)].data<float>();
 }
 
 void PagedKvCache::check_spans(const std::vector<PagedSpan>& spans) const {

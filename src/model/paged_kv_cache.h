@@ -12,6 +12,7 @@
 
 #include "kernels/cpu/paged_attention.h"
 #include "model/config.h"
+#include "model/model_stage.h"
 #include "parallel/tensor/tp_group.h"
 #include "tensor/tensor.h"
 
@@ -28,25 +29,24 @@ struct PagedSpan {
 
 class PagedKvCache {
  public:
-  // Bytes of one block over n_layers layers (k and v, fp32) on a rank of a
-  // tp-way split. n_layers < 0: all of cfg's layers.
+  // Bytes of one block over the given layers (k and v, fp32) on a rank of a
+  // tp-way split; layers.count 0: all of cfg's layers.
   static int64_t bytes_per_block(const ModelConfig& cfg, int tp, int64_t block_size,
-                                 int64_t n_layers = -1);
+                                 LayerRange layers = {});
   // How many blocks fit in `bytes` (rounded down; 0 when not even one).
   static int64_t blocks_for_bytes(const ModelConfig& cfg, int tp, int64_t block_size, int64_t bytes,
-                                  int64_t n_layers = -1);
+                                  LayerRange layers = {});
 
-  // Pools for layers [first_layer, first_layer + n_layers) (a pipeline
-  // stage; n_layers < 0: to the last layer), tagged Activation.
+  // Pools for the given global layers (a pipeline stage's; count 0: all of
+  // them), tagged Activation.
   PagedKvCache(const ModelConfig& cfg, const TpGroup& tp, int64_t num_blocks, int64_t block_size,
-               Allocator& alloc, int64_t first_layer = 0, int64_t n_layers = -1);
+               Allocator& alloc, LayerRange layers = {});
 
   int64_t num_blocks() const { return num_blocks_; }
   int64_t block_size() const { return block_size_; }
   int64_t kv_heads() const { return kv_heads_; }
   int64_t head_dim() const { return head_dim_; }
-  int64_t first_layer() const { return first_layer_; }
-  int64_t n_layers() const { return static_cast<int64_t>(k_.size()); }
+  LayerRange layers() const { return layers_; }
   int64_t bytes() const;  // of all pools
 
   // The (num_blocks, block_size, kv_heads, head_dim) pools of a (global) layer.
@@ -68,7 +68,8 @@ class PagedKvCache {
 
  private:
   float* pool(const std::vector<Tensor>& t, int64_t layer) const;
-  int64_t num_blocks_ = 0, block_size_ = 0, kv_heads_ = 0, head_dim_ = 0, first_layer_ = 0;
+  int64_t num_blocks_ = 0, block_size_ = 0, kv_heads_ = 0, head_dim_ = 0;
+  LayerRange layers_;
   std::vector<Tensor> k_, v_;  // per layer of the range
 };
 

@@ -100,14 +100,14 @@ TEST(CachedForward, StageCachesOnlyItsLayers) {
   Allocator a;
   const ModelConfig c = testing::tiny_llama();
   ASSERT_GE(c.n_layers, 2);
-  PagedKvCache cache(c, TpGroup{}, 2, 4, a, 1, 1);
+  PagedKvCache cache(c, TpGroup{}, 2, 4, a, LayerRange{1, 1});
   EXPECT_NE(cache.k(1), nullptr);
   EXPECT_EQ(cache.kv_heads(), c.n_kv_heads);  // GQA: only the key/value groups are cached
   try {
     cache.k(0);
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("layer 0 is not among this KV cache's layers [1, 2)"),
+    EXPECT_NE(std::string(e.what()).find("layer 0 is not in this KV cache (layers [1, 2))"),
               std::string::npos)
         << e.what();
   }

@@ -21,8 +21,8 @@ TEST(PagedKvCache, SizesBlocksFromBytesPerRank) {
   const ModelConfig cfg = testing::tiny_llama();  // 2 layers, 2 kv heads of 12
   const int64_t per = 2 * 2 * 16 * 2 * 12 * 4;
   EXPECT_EQ(PagedKvCache::bytes_per_block(cfg, 1, 16), per);
-  EXPECT_EQ(PagedKvCache::bytes_per_block(cfg, 2, 16), per / 2);     // one kv head per rank
-  EXPECT_EQ(PagedKvCache::bytes_per_block(cfg, 1, 16, 1), per / 2);  // one layer of a stage
+  EXPECT_EQ(PagedKvCache::bytes_per_block(cfg, 2, 16), per / 2);          // one kv head per rank
+  EXPECT_EQ(PagedKvCache::bytes_per_block(cfg, 1, 16, {1, 1}), per / 2);  // a stage's layer
   EXPECT_EQ(PagedKvCache::blocks_for_bytes(cfg, 1, 16, 10 * per + per - 1), 10);
   EXPECT_EQ(PagedKvCache::blocks_for_bytes(cfg, 1, 16, per - 1), 0);
   EXPECT_THROW(PagedKvCache::blocks_for_bytes(cfg, 1, 16, -1), Error);
@@ -36,7 +36,8 @@ TEST(PagedKvCache, PoolsAreTaggedActivationAndSizedExactly) {
     PagedKvCache c(cfg, TpGroup{}, 10, 16, a);
     EXPECT_EQ(c.kv_heads(), 2);
     EXPECT_EQ(c.head_dim(), 12);
-    EXPECT_EQ(c.n_layers(), 2);
+    EXPECT_EQ(c.layers().first, 0);
+    EXPECT_EQ(c.layers().count, 2);
     EXPECT_EQ(c.bytes(), 10 * PagedKvCache::bytes_per_block(cfg, 1, 16));
     EXPECT_EQ(a.current(MemTag::Activation), c.bytes());
     EXPECT_NE(c.k(0), c.v(0));
@@ -44,11 +45,11 @@ TEST(PagedKvCache, PoolsAreTaggedActivationAndSizedExactly) {
   }
   EXPECT_EQ(a.current(MemTag::Activation), 0);
   // A pipeline stage holding layer 1 only.
-  PagedKvCache stage(cfg, TpGroup{}, 4, 8, a, 1, 1);
-  EXPECT_EQ(stage.bytes(), 4 * PagedKvCache::bytes_per_block(cfg, 1, 8, 1));
+  PagedKvCache stage(cfg, TpGroup{}, 4, 8, a, {1, 1});
+  EXPECT_EQ(stage.bytes(), 4 * PagedKvCache::bytes_per_block(cfg, 1, 8, {1, 1}));
   EXPECT_THROW(stage.k(0), Error);
   EXPECT_NO_THROW(stage.k(1));
-  EXPECT_THROW(PagedKvCache(cfg, TpGroup{}, 4, 8, a, 1, 2), Error);
+  EXPECT_THROW(PagedKvCache(cfg, TpGroup{}, 4, 8, a, {1, 2}), Error);
   EXPECT_THROW(PagedKvCache(cfg, TpGroup{}, 0, 8, a), Error);
 }
 

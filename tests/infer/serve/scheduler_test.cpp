@@ -12,6 +12,7 @@
 
 #include <map>
 #include <numeric>
+#include <ostream>
 #include <vector>
 
 #include "base/error.h"
@@ -119,6 +120,11 @@ struct LoadCase {
   bool prefix;
   int preempts;  // 1: some, 0: none (the pool holds every running sequence), -1: either
 };
+
+void PrintTo(const LoadCase& c, std::ostream* os) {
+  *os << c.blocks << " blocks of " << c.bs << ", budget " << c.max_tokens << ", running "
+      << c.max_running << (c.prefix ? ", prefix cache" : "");
+}
 
 class SchedulerLoad : public ::testing::TestWithParam<LoadCase> {};
 
