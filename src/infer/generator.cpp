@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "base/error.h"
+#include "infer/stage_forward.h"
 
 namespace parallm {
 
@@ -52,23 +53,6 @@ void check_request(const ModelConfig& cfg, const std::vector<std::vector<int32_t
   }
 }
 
-// One forward of this rank's stage: the hidden rows come from the stage
-// before and go to the stage after; the last stage returns the logits.
-Tensor stage_forward(Transformer& model, const std::vector<int32_t>& tokens,
-                     const std::vector<PagedSpan>& spans, PagedKvCache& cache,
-                     comm::Communicator* pp) {
-  if (!pp) return model.forward_cached(tokens.data(), spans, cache);
-  const size_t n = tokens.size() * static_cast<size_t>(model.config().hidden);
-  std::vector<float> hidden;
-  if (!model.stage().embedding) {
-    hidden.resize(n);
-    pp->recv(hidden.data(), n, DType::F32, pp->rank() - 1);
-  }
-  Tensor out = model.forward_cached_stage(tokens.data(), hidden.data(), spans, cache);
-  if (!model.stage().head) pp->send(out.data<float>(), n, DType::F32, pp->rank() + 1);
-  return out;
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -94,8 +78,8 @@ std::vector<Generation> generate(Transformer& model,
   std::vector<std::vector<int32_t>> tables(static_cast<size_t>(S));
   int32_t next_block = 0;
   for (int i = 0; i < S; ++i) {
-    const int64_t need = static_cast<int64_t>(prompts[static_cast<size_t>(i)].size()) +
-                         o.max_new_tokens;
+    const int64_t need =
+        static_cast<int64_t>(prompts[static_cast<size_t>(i)].size()) + o.max_new_tokens;
     for (int64_t b = 0; b < (need + kBlockSize - 1) / kBlockSize; ++b)
       tables[static_cast<size_t>(i)].push_back(next_block++);
   }

@@ -25,11 +25,11 @@
 #include <vector>
 
 #include "model/config.h"
-#include "model/paged_kv_cache.h"
 #include "model/layers/block.h"
 #include "model/layers/embedding.h"
 #include "model/layers/lm_head.h"
 #include "model/model_stage.h"
+#include "model/paged_kv_cache.h"
 #include "nn/weight_grad_queue.h"
 #include "parallel/tensor/partial_grad_sync.h"
 

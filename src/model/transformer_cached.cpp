@@ -30,8 +30,7 @@ Tensor Transformer::forward_cached(const int32_t* tokens, const std::vector<Page
 }
 
 Tensor Transformer::forward_cached_stage(const int32_t* tokens, const float* hidden,
-                                         const std::vector<PagedSpan>& spans,
-                                         PagedKvCache& cache) {
+                                         const std::vector<PagedSpan>& spans, PagedKvCache& cache) {
   cached_layers();  // one chunk
   PX_CHECK(!tp_.sp(), "generation runs without sequence parallelism");
   PX_CHECK(!spans.empty(), "forward_cached needs at least one span");

@@ -1,9 +1,9 @@
 // The cached inference forward against the full forward: at every decode
 // step the KV-cached logits (through a paged cache whose blocks are out of
-// order, block size 3, so tokens straddle block boundaries) equal the last position's logits of an uncached
-// forward over the whole sequence so far; a batch of prompts of different
-// lengths generates exactly the tokens each prompt generates alone; a
-// pipeline stage holds only its own layers' cache.
+// order, block size 3, so tokens straddle block boundaries) equal the last position's logits of an
+// uncached forward over the whole sequence so far; a batch of prompts of different lengths
+// generates exactly the tokens each prompt generates alone; a pipeline stage holds only its own
+// layers' cache.
 #include <gtest/gtest.h>
 
 #include <cmath>
