@@ -40,11 +40,14 @@ bool worth_parallel(const AttnDims& d) {
 // Our tiles already run in parallel under OpenMP; OpenBLAS's own thread pool
 // would oversubscribe the cores (measured 2.7x slower on 2 cores), so BLAS is
 // single-threaded for the duration of a call and restored afterwards.
+// OpenMP builds of OpenBLAS set the OpenMP thread count along with their
+// own, so the count our parallel regions should use is taken first.
 class SingleThreadedBlas {
  public:
-  SingleThreadedBlas() : prev_(openblas_get_num_threads()) {
+  SingleThreadedBlas() : prev_(openblas_get_num_threads()), omp_threads_(omp_get_max_threads()) {
     if (prev_ != 1) openblas_set_num_threads(1);
   }
+  int omp_threads() const { return omp_threads_; }
   ~SingleThreadedBlas() {
     if (prev_ != 1) openblas_set_num_threads(prev_);
   }
@@ -53,6 +56,7 @@ class SingleThreadedBlas {
 
  private:
   int prev_;
+  int omp_threads_;
 };
 
 // The row loops live in their own non-inlined functions: inlined into the
@@ -258,7 +262,7 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const
   const int64_t ntasks = d.B * d.Hq * L.nqb;
   const bool parallel = worth_parallel(d);
   SingleThreadedBlas blas_guard;
-#pragma omp parallel if (parallel)
+#pragma omp parallel if (parallel) num_threads(blas_guard.omp_threads())
   {
     std::vector<T> s(static_cast<size_t>(kQueryBlock * std::max<int64_t>(d.Tk, 1)));
     std::vector<double> inv(kQueryBlock);
@@ -294,7 +298,7 @@ void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, co
     // A task owns dk/dv of (b, g) and dq of the group's query heads; it visits
     // heads and query blocks in a fixed order, so sums are deterministic.
     const int64_t ntasks = d.B * d.Hkv;
-#pragma omp parallel if (parallel)
+#pragma omp parallel if (parallel) num_threads(blas_guard.omp_threads())
     {
       std::vector<T> s(ws), dp(ws), mask(d.dropout() ? static_cast<size_t>(d.Tk) : 0);
 #pragma omp for schedule(dynamic, 1)
@@ -315,7 +319,7 @@ void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, co
   }
   const int64_t nkb = (d.Tk + kKeyBlock - 1) / kKeyBlock;
   const int64_t ntasks_kv = d.B * d.Hkv * nkb, ntasks_q = d.B * d.Hq * L.nqb;
-#pragma omp parallel if (parallel)
+#pragma omp parallel if (parallel) num_threads(blas_guard.omp_threads())
   {
     std::vector<T> s(ws), dp(ws), mask(d.dropout() ? static_cast<size_t>(d.Tk) : 0);
     // Pass 1: dk, dv of key block [j0, j1) of (b, g), from every query head of
