@@ -25,6 +25,12 @@ namespace {
 void check_request(const ModelConfig& cfg, const std::vector<std::vector<int32_t>>& prompts,
                    const GenerateOptions& o) {
   o.sampling.validate();
+  PX_CHECK(o.sequence_sampling.empty() || o.sequence_sampling.size() == prompts.size(),
+           "sequence_sampling has {} entries for {} prompts", o.sequence_sampling.size(),
+           prompts.size());
+  PX_CHECK(o.draw_ids.empty() || o.draw_ids.size() == prompts.size(),
+           "draw_ids has {} entries for {} prompts", o.draw_ids.size(), prompts.size());
+  for (const SamplingParams& p : o.sequence_sampling) p.validate();
   PX_CHECK(o.max_new_tokens >= 1, "max_new_tokens must be >= 1, got {}", o.max_new_tokens);
   PX_CHECK(!prompts.empty(), "no prompts to generate from");
   PX_CHECK(o.stop_strings.empty() || o.decode, "stop strings need a decode function");
@@ -59,7 +65,9 @@ std::vector<Generation> generate(Transformer& model,
                                  const GenerateOptions& o, GenerationStats* stats) {
   const ModelConfig& cfg = model.config();
   check_request(cfg, prompts, o);
-  const Sampler sampler(o.sampling);
+  std::vector<Sampler> samplers;
+  if (o.sequence_sampling.empty()) samplers.emplace_back(o.sampling);
+  for (const SamplingParams& p : o.sequence_sampling) samplers.emplace_back(p);
   const StopStrings stops(o.stop_strings);
   const TpGroup& tp = model.tp();
   const int S = static_cast<int>(prompts.size());
@@ -90,10 +98,11 @@ std::vector<Generation> generate(Transformer& model,
     std::vector<SampledToken> samples(active.size());
     if (tp.rank() == 0)
       for (size_t r = 0; r < active.size(); ++r) {
-        const Generation& g = out[static_cast<size_t>(active[r])];
-        samples[r] = sampler.sample(
+        const size_t seq = static_cast<size_t>(active[r]);
+        const Generation& g = out[seq];
+        samples[r] = samplers[samplers.size() == 1 ? 0 : seq].sample(
             {logits.data<float>() + static_cast<int64_t>(r) * V, static_cast<size_t>(V)},
-            prompts[static_cast<size_t>(active[r])], g.tokens, active[r],
+            prompts[seq], g.tokens, o.draw_ids.empty() ? active[r] : o.draw_ids[seq],
             static_cast<int64_t>(g.tokens.size()));
         chosen[r] = samples[r].token;
       }
@@ -124,6 +133,7 @@ std::vector<Generation> generate(Transformer& model,
         g.finish = FinishReason::Length;
         continue;
       }
+      if (o.should_stop && o.should_stop(seq)) continue;  // finish stays Length
       still.push_back(seq);
       tokens.push_back(chosen[r]);
       spans.push_back({seq, 1});

@@ -30,6 +30,15 @@ struct GenerateOptions {
   std::function<void(int seq, const SampledToken&)> on_token;
   // Tests: the logits (rows, V) of each forward; seqs[r] is row r's sequence.
   std::function<void(const std::vector<int>& seqs, const Tensor& logits)> on_logits;
+  // Serving, where one batch holds sequences of different requests: each
+  // sequence's own sampling (empty: `sampling` for all) and the id its
+  // draws are keyed by (empty: its index in prompts).
+  std::vector<SamplingParams> sequence_sampling;
+  std::vector<int64_t> draw_ids;
+  // Asked after each token of a sequence that did not end otherwise; true:
+  // the sequence leaves the batch now (finish Length; the caller knows why:
+  // a cancel, its own stop rule). Every rank must answer the same.
+  std::function<bool(int seq)> should_stop;
 };
 
 enum class FinishReason { Eos, Stop, Length };
