@@ -34,9 +34,12 @@ nlohmann::json chat_token(const Tokenizer& tok, int32_t id, double logprob) {
 }  // namespace
 
 nlohmann::json usage_json(const Usage& u) {
-  return {{"prompt_tokens", u.prompt_tokens},
-          {"completion_tokens", u.completion_tokens},
-          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  nlohmann::json j{{"prompt_tokens", u.prompt_tokens},
+                   {"completion_tokens", u.completion_tokens},
+                   {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  if (u.cached_prompt_tokens > 0)
+    j["prompt_tokens_details"] = {{"cached_tokens", u.cached_prompt_tokens}};
+  return j;
 }
 
 const char* api_finish_reason(FinishReason r) {

@@ -26,7 +26,9 @@ struct ResponseMeta {
 
 struct Usage {
   int64_t prompt_tokens = 0, completion_tokens = 0;
+  int64_t cached_prompt_tokens = 0;  // of prompt_tokens, read from the prefix cache
 };
+// With prompt_tokens_details.cached_tokens when the prefix cache served any.
 nlohmann::json usage_json(const Usage& u);
 
 // OpenAI's name for how a choice ended: an EOS or a stop string is "stop".

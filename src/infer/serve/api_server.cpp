@@ -11,6 +11,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "base/error.h"
 #include "infer/serve/api_error.h"
@@ -53,7 +54,10 @@ struct ApiServer::Impl {
   int64_t in_flight = 0;
 
   void routes();
-  void completion(Endpoint endpoint, const httplib::Request& req, httplib::Response& res);
+  void completion(Endpoint endpoint, const std::string& body, httplib::Response& res);
+  // Reads the body up to the limit (httplib enforces it only when the
+  // length is declared, not for chunked uploads); false: answered 413/400.
+  bool read_body(const httplib::ContentReader& reader, std::string& body, httplib::Response& res);
   void begin_call() {
     std::lock_guard<std::mutex> lock(mu);
     ++in_flight;
@@ -119,7 +123,30 @@ void ApiServer::Impl::log_refusal(Endpoint e, const ApiError& err, Clock::time_p
              {"error", err.what()}});
 }
 
-void ApiServer::Impl::completion(Endpoint endpoint, const httplib::Request& req,
+bool ApiServer::Impl::read_body(const httplib::ContentReader& reader, std::string& body,
+                                httplib::Response& res) {
+  bool too_big = false;
+  const bool ok = reader([&](const char* data, size_t n) {
+    if (body.size() + n > opts.max_body_bytes) {
+      too_big = true;
+      return false;
+    }
+    body.append(data, n);
+    return true;
+  });
+  if (ok) return true;
+  too_big = too_big || res.status == 413;
+  res.status = too_big ? 413 : 400;
+  const std::string msg = too_big
+                              ? fmt::format("the request body is larger than the limit of {} bytes",
+                                            opts.max_body_bytes)
+                              : std::string("the request body could not be read");
+  res.set_content(dump_body(error_body(msg, error_type_for_status(res.status), "", "")), kJson);
+  res.set_header("Connection", "close");  // the rest of the body is still on the wire
+  return false;
+}
+
+void ApiServer::Impl::completion(Endpoint endpoint, const std::string& body,
                                  httplib::Response& res) {
   const Clock::time_point arrival = Clock::now();
   begin_call();
@@ -127,7 +154,7 @@ void ApiServer::Impl::completion(Endpoint endpoint, const httplib::Request& req,
   std::string id;
   try {
     if (draining) throw ApiError(503, "the server is shutting down", "", "server_error");
-    ApiRequest r = parse_request(endpoint, req.body);
+    ApiRequest r = parse_request(endpoint, body);
     if (!r.model.empty() && r.model != model.name)
       throw ApiError(404,
                      fmt::format("The model `{}` does not exist (this server serves `{}`).",
@@ -177,12 +204,13 @@ void ApiServer::Impl::completion(Endpoint endpoint, const httplib::Request& req,
 }
 
 void ApiServer::Impl::routes() {
-  http.Post("/v1/chat/completions", [this](const httplib::Request& q, httplib::Response& s) {
-    completion(Endpoint::Chat, q, s);
-  });
-  http.Post("/v1/completions", [this](const httplib::Request& q, httplib::Response& s) {
-    completion(Endpoint::Completion, q, s);
-  });
+  for (const auto& [path, endpoint] : {std::pair{"/v1/chat/completions", Endpoint::Chat},
+                                       std::pair{"/v1/completions", Endpoint::Completion}})
+    http.Post(path, [this, e = endpoint](const httplib::Request&, httplib::Response& s,
+                                         const httplib::ContentReader& reader) {
+      std::string body;
+      if (read_body(reader, body, s)) completion(e, body, s);
+    });
   http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& s) {
     const nlohmann::json m{{"id", model.name},
                            {"object", "model"},

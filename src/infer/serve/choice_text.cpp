@@ -14,6 +14,7 @@ ChoiceText::ChoiceText(const Tokenizer& tokenizer, std::vector<std::string> stop
 
 void ChoiceText::add(const SequenceUpdate& u) {
   prompt_tokens_ = u.prompt_tokens;
+  cached_prompt_tokens_ = std::max(cached_prompt_tokens_, u.cached_prompt_tokens);
   for (const SampledToken& t : u.tokens) {
     tokens_.push_back(t);
     ids_.push_back(t.token);

@@ -32,6 +32,7 @@ class ChoiceText {
   FinishReason finish() const { return finish_; }
   const std::vector<SampledToken>& tokens() const { return tokens_; }  // all, EOS included
   int64_t prompt_tokens() const { return prompt_tokens_; }
+  int64_t cached_prompt_tokens() const { return cached_prompt_tokens_; }
 
   // Completions' logprobs.text_offset of token i: where its text starts in
   // the choice's text, in code points (clamped to the end once finished).
@@ -51,6 +52,7 @@ class ChoiceText {
   FinishReason finish_ = FinishReason::Length;
   size_t text_end_ = 0;
   int64_t prompt_tokens_ = 0;
+  int64_t cached_prompt_tokens_ = 0;
   size_t taken_ = 0;  // bytes of bytes() already given out
 };
 

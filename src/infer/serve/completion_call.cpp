@@ -155,6 +155,9 @@ std::string CompletionCall::next_events(std::chrono::milliseconds wait) {
 Usage CompletionCall::usage() const {
   Usage u;
   for (int64_t p : prompt_tokens_) u.prompt_tokens += p;
+  // Each prompt counts once; its first choice says how much of it was cached.
+  for (size_t p = 0; p < prompt_tokens_.size(); ++p)
+    u.cached_prompt_tokens += choices_[p * static_cast<size_t>(req_.n)].cached_prompt_tokens();
   for (const ChoiceText& c : choices_)
     u.completion_tokens += static_cast<int64_t>(c.tokens().size());
   return u;

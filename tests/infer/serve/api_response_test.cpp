@@ -79,6 +79,11 @@ TEST_F(ApiResponseTest, CompletionBodyAndLogprobs) {
       {"b": -0.25, "?": -2.0}], "text_offset": [0, 1]})"));
 }
 
+TEST_F(ApiResponseTest, CachedPromptTokensOnlyWhenThereAreAny) {
+  EXPECT_FALSE(usage_json({5, 1, 0}).contains("prompt_tokens_details"));
+  EXPECT_EQ(usage_json({5, 1, 4})["prompt_tokens_details"], json::parse(R"({"cached_tokens": 4})"));
+}
+
 TEST_F(ApiResponseTest, InfiniteLogprobsBecomeFinite) {
   std::vector<SampledToken> t = {{65, -std::numeric_limits<double>::infinity(), {}}};
   const json l = chat_logprobs(*tok, t, 0, 1);
