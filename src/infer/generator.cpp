@@ -22,6 +22,10 @@ const char* finish_reason_name(FinishReason r) {
 
 namespace {
 
+int64_t max_new_of(const GenerateOptions& o, size_t seq) {
+  return o.sequence_max_new_tokens.empty() ? o.max_new_tokens : o.sequence_max_new_tokens[seq];
+}
+
 void check_request(const ModelConfig& cfg, const std::vector<std::vector<int32_t>>& prompts,
                    const GenerateOptions& o) {
   o.sampling.validate();
@@ -31,7 +35,11 @@ void check_request(const ModelConfig& cfg, const std::vector<std::vector<int32_t
   PX_CHECK(o.draw_ids.empty() || o.draw_ids.size() == prompts.size(),
            "draw_ids has {} entries for {} prompts", o.draw_ids.size(), prompts.size());
   for (const SamplingParams& p : o.sequence_sampling) p.validate();
-  PX_CHECK(o.max_new_tokens >= 1, "max_new_tokens must be >= 1, got {}", o.max_new_tokens);
+  PX_CHECK(!o.sequence_max_new_tokens.empty() || o.max_new_tokens >= 1,
+           "max_new_tokens must be >= 1, got {}", o.max_new_tokens);
+  PX_CHECK(o.sequence_max_new_tokens.empty() || o.sequence_max_new_tokens.size() == prompts.size(),
+           "sequence_max_new_tokens has {} entries for {} prompts",
+           o.sequence_max_new_tokens.size(), prompts.size());
   PX_CHECK(!prompts.empty(), "no prompts to generate from");
   PX_CHECK(o.stop_strings.empty() || o.decode, "stop strings need a decode function");
   StopStrings check(o.stop_strings);  // rejects empty stop strings
@@ -44,10 +52,12 @@ void check_request(const ModelConfig& cfg, const std::vector<std::vector<int32_t
     PX_CHECK(n <= cfg.max_positions,
              "prompt {} has {} tokens, more than the model's context (max_positions {})", i, n,
              cfg.max_positions);
-    PX_CHECK(n + o.max_new_tokens <= cfg.max_positions,
+    const int64_t m = max_new_of(o, i);
+    PX_CHECK(m >= 1, "max_new_tokens must be >= 1, got {}", m);
+    PX_CHECK(n + m <= cfg.max_positions,
              "prompt {} ({} tokens) + max_new_tokens ({}) = {} exceeds the model's context "
              "(max_positions {})",
-             i, n, o.max_new_tokens, n + o.max_new_tokens, cfg.max_positions);
+             i, n, m, n + m, cfg.max_positions);
     for (int32_t t : prompts[i])
       PX_CHECK(t >= 0 && t < cfg.vocab_size,
                "prompt {} holds token {}, outside the vocabulary ({})", i, t, cfg.vocab_size);
@@ -71,9 +81,11 @@ std::vector<Generation> generate(Transformer& model,
   const StopStrings stops(o.stop_strings);
   const TpGroup& tp = model.tp();
   const int S = static_cast<int>(prompts.size());
-  int64_t longest = 0;
-  for (const auto& p : prompts) longest = std::max<int64_t>(longest, p.size());
-  KvCache cache(cfg, tp, S, longest + o.max_new_tokens, model.allocator());
+  int64_t longest = 0;  // prompt + new tokens
+  for (size_t i = 0; i < prompts.size(); ++i)
+    longest =
+        std::max<int64_t>(longest, static_cast<int64_t>(prompts[i].size()) + max_new_of(o, i));
+  KvCache cache(cfg, tp, S, longest, model.allocator());
 
   std::vector<Generation> out(static_cast<size_t>(S));
   std::vector<int> active(static_cast<size_t>(S));
@@ -129,7 +141,7 @@ std::vector<Generation> generate(Transformer& model,
           continue;
         }
       }
-      if (static_cast<int64_t>(g.tokens.size()) >= o.max_new_tokens) {
+      if (static_cast<int64_t>(g.tokens.size()) >= max_new_of(o, static_cast<size_t>(seq))) {
         g.finish = FinishReason::Length;
         continue;
       }

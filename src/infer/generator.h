@@ -31,10 +31,12 @@ struct GenerateOptions {
   // Tests: the logits (rows, V) of each forward; seqs[r] is row r's sequence.
   std::function<void(const std::vector<int>& seqs, const Tensor& logits)> on_logits;
   // Serving, where one batch holds sequences of different requests: each
-  // sequence's own sampling (empty: `sampling` for all) and the id its
-  // draws are keyed by (empty: its index in prompts).
+  // sequence's own sampling (empty: `sampling` for all), the id its draws
+  // are keyed by (empty: its index in prompts) and its own limit (empty:
+  // max_new_tokens for all; the cache holds the longest prompt + limit).
   std::vector<SamplingParams> sequence_sampling;
   std::vector<int64_t> draw_ids;
+  std::vector<int64_t> sequence_max_new_tokens;
   // Asked after each token of a sequence that did not end otherwise; true:
   // the sequence leaves the batch now (finish Length; the caller knows why:
   // a cancel, its own stop rule). Every rank must answer the same.

@@ -119,18 +119,7 @@ void StaticBatchEngine::loop() {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
       if (waiting_.empty()) return;  // stopping, nothing left to drain
-      // generate() gives every member room for the longest prompt plus the
-      // most new tokens, so a sequence that would push that past the
-      // context waits to lead the next batch.
-      size_t longest = 0;
-      int64_t most_new = 0;
       while (!waiting_.empty() && static_cast<int64_t>(batch.size()) < opts_.max_running) {
-        const SequenceRequest& r = waiting_.front()->req;
-        const size_t l = std::max(longest, r.prompt.size());
-        const int64_t m = std::max(most_new, r.max_new_tokens);
-        if (!batch.empty() && static_cast<int64_t>(l) + m > model_.config().max_positions) break;
-        longest = l;
-        most_new = m;
         batch.push_back(std::move(waiting_.front()));
         waiting_.pop_front();
       }
@@ -175,13 +164,12 @@ void StaticBatchEngine::on_token(Sequence& s, const SampledToken& t) {
 void StaticBatchEngine::run_batch(const std::vector<SequencePtr>& batch) {
   std::vector<std::vector<int32_t>> prompts;
   GenerateOptions o;
-  o.max_new_tokens = 1;
   o.eos_ids = opts_.eos_ids;
   for (const SequencePtr& s : batch) {
     prompts.push_back(s->req.prompt);
     o.sequence_sampling.push_back(s->req.sampling);
     o.draw_ids.push_back(s->req.choice);
-    o.max_new_tokens = std::max(o.max_new_tokens, s->req.max_new_tokens);
+    o.sequence_max_new_tokens.push_back(s->req.max_new_tokens);
     prompt_tokens_ += static_cast<int64_t>(s->req.prompt.size());
   }
   o.on_token = [&](int seq, const SampledToken& t) {

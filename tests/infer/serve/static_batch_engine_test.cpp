@@ -6,10 +6,12 @@
 // sequence with a finished update.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "common/test_models.h"
 #include "infer/generator.h"
@@ -18,18 +20,20 @@
 namespace parallm {
 namespace {
 
-// Collects every sequence's updates; wait_all() blocks until all finished.
+// Collects every sequence's updates by a key the test chooses (the engine's
+// id is not known before submit returns, and the first update may be
+// earlier); wait_for() blocks until the keyed sequences finished.
 struct Collector {
   std::mutex mu;
   std::condition_variable cv;
   std::map<uint64_t, std::vector<SequenceUpdate>> got;
   std::map<uint64_t, bool> finished;
 
-  SequenceSink sink(uint64_t* id_slot) {
-    return [this, id_slot](const SequenceUpdate& u) {
+  SequenceSink sink(uint64_t key) {
+    return [this, key](const SequenceUpdate& u) {
       std::lock_guard<std::mutex> lock(mu);
-      got[*id_slot].push_back(u);
-      if (u.finished) finished[*id_slot] = true;
+      got[key].push_back(u);
+      if (u.finished) finished[key] = true;
       cv.notify_all();
     };
   }
@@ -98,15 +102,29 @@ TEST_F(StaticBatchEngineTest, EachSequenceGetsWhatItGetsAlone) {
     r.choice = i;
     reqs.push_back(r);
   }
+  // A long prompt with few new tokens beside a short one with many: each
+  // fits the context (64) alone, though longest prompt + most new would not.
+  SequenceRequest lp = reqs[1], mn = reqs[1];
+  lp.prompt.assign(50, 7);
+  lp.max_new_tokens = 4;
+  mn.prompt = {3, 4};
+  mn.max_new_tokens = 55;
+  reqs.insert(reqs.begin() + 1, {lp, mn});
+  int64_t total = 0;
+  for (const SequenceRequest& r : reqs) total += r.max_new_tokens;
   std::vector<uint64_t> ids(reqs.size());
   {
     StaticBatchEngine engine(model, opts());
-    for (size_t i = 0; i < reqs.size(); ++i) ids[i] = engine.submit(reqs[i], col.sink(&ids[i]));
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      engine.submit(reqs[i], col.sink(i));
+      ids[i] = i;
+    }
     ASSERT_TRUE(col.wait_for(ids));
-    EXPECT_EQ(engine.counters().generated_tokens, 4 + 7 + 10 + 4 + 7 + 10 + 4);
+    EXPECT_EQ(engine.counters().generated_tokens, total);
   }
   for (size_t i = 0; i < reqs.size(); ++i) {
     EXPECT_EQ(col.tokens(ids[i]), alone(reqs[i])) << "sequence " << i;
+    EXPECT_EQ(col.tokens(ids[i]).size(), static_cast<size_t>(reqs[i].max_new_tokens));
     const SequenceUpdate last = col.last(ids[i]);
     EXPECT_EQ(last.finish, FinishReason::Length);
     EXPECT_EQ(last.prompt_tokens, static_cast<int64_t>(reqs[i].prompt.size()));
@@ -131,8 +149,10 @@ TEST_F(StaticBatchEngineTest, StopStringsAndEos) {
   with_stop.stop_strings = {stop};
   {
     StaticBatchEngine engine(model, o);
-    id_stop = engine.submit(with_stop, col.sink(&id_stop));
-    id_eos = engine.submit(r, col.sink(&id_eos));
+    id_stop = 1;
+    id_eos = 2;
+    engine.submit(with_stop, col.sink(id_stop));
+    engine.submit(r, col.sink(id_eos));
     ASSERT_TRUE(col.wait_for({id_stop, id_eos}));
   }
   const size_t first_eos =
@@ -151,23 +171,29 @@ TEST_F(StaticBatchEngineTest, CancelledSequenceHearsNothingMore) {
   longer.prompt = {4, 5};
   longer.max_new_tokens = 40;
   longer.sampling.temperature = 0;
-  uint64_t a = 0, b = 0;
+  std::atomic<uint64_t> a{0};
+  const uint64_t b = 1;
   std::atomic<int> a_updates{0};
   StaticBatchEngine* eng = nullptr;
   SequenceSink sink_a = [&](const SequenceUpdate& u) {
-    // Cancel from another thread after the first token, as the HTTP side would.
-    if (++a_updates == 1) std::thread([&] { eng->cancel(a); }).detach();
+    // Cancel from another thread after the first token, as the HTTP side
+    // would; waiting for it here makes the step it lands on certain.
+    if (++a_updates == 1)
+      std::thread([&] {
+        while (a == 0) std::this_thread::yield();  // submit may not have returned yet
+        eng->cancel(a);
+      }).join();
     EXPECT_FALSE(u.finished);
   };
   {
     StaticBatchEngine engine(model, opts());
     eng = &engine;
     a = engine.submit(longer, sink_a);
-    b = engine.submit(longer, col.sink(&b));
+    engine.submit(longer, col.sink(b));
     ASSERT_TRUE(col.wait_for({b}));
   }
   EXPECT_EQ(col.tokens(b).size(), 40u);
-  EXPECT_LT(a_updates.load(), 40);
+  EXPECT_EQ(a_updates.load(), 1);  // nothing after the cancel, not even a finished update
 }
 
 TEST_F(StaticBatchEngineTest, Refusals) {
@@ -211,8 +237,8 @@ TEST_F(StaticBatchEngineTest, AFullQueueRefusesAndShutdownEndsEverySequence) {
   int accepted = 0, refused = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     try {
-      ids[static_cast<size_t>(accepted)] =
-          engine.submit(r, col.sink(&ids[static_cast<size_t>(accepted)]));
+      engine.submit(r, col.sink(static_cast<uint64_t>(accepted)));
+      ids[static_cast<size_t>(accepted)] = static_cast<uint64_t>(accepted);
       ++accepted;
     } catch (const SequenceRefused& e) {
       EXPECT_EQ(e.kind, RefusalKind::QueueFull);
