@@ -27,10 +27,24 @@ namespace {
 // own; 16 (vLLM's default) keeps the last block's waste small.
 constexpr int64_t kBlockSize = 16;
 
+int64_t max_new_of(const GenerateOptions& o, size_t seq) {
+  return o.sequence_max_new_tokens.empty() ? o.max_new_tokens : o.sequence_max_new_tokens[seq];
+}
+
 void check_request(const ModelConfig& cfg, const std::vector<std::vector<int32_t>>& prompts,
                    const GenerateOptions& o) {
   o.sampling.validate();
-  PX_CHECK(o.max_new_tokens >= 1, "max_new_tokens must be >= 1, got {}", o.max_new_tokens);
+  PX_CHECK(o.sequence_sampling.empty() || o.sequence_sampling.size() == prompts.size(),
+           "sequence_sampling has {} entries for {} prompts", o.sequence_sampling.size(),
+           prompts.size());
+  PX_CHECK(o.draw_ids.empty() || o.draw_ids.size() == prompts.size(),
+           "draw_ids has {} entries for {} prompts", o.draw_ids.size(), prompts.size());
+  for (const SamplingParams& p : o.sequence_sampling) p.validate();
+  PX_CHECK(!o.sequence_max_new_tokens.empty() || o.max_new_tokens >= 1,
+           "max_new_tokens must be >= 1, got {}", o.max_new_tokens);
+  PX_CHECK(o.sequence_max_new_tokens.empty() || o.sequence_max_new_tokens.size() == prompts.size(),
+           "sequence_max_new_tokens has {} entries for {} prompts",
+           o.sequence_max_new_tokens.size(), prompts.size());
   PX_CHECK(!prompts.empty(), "no prompts to generate from");
   PX_CHECK(o.stop_strings.empty() || o.decode, "stop strings need a decode function");
   StopStrings check(o.stop_strings);  // rejects empty stop strings
@@ -43,10 +57,12 @@ void check_request(const ModelConfig& cfg, const std::vector<std::vector<int32_t
     PX_CHECK(n <= cfg.max_positions,
              "prompt {} has {} tokens, more than the model's context (max_positions {})", i, n,
              cfg.max_positions);
-    PX_CHECK(n + o.max_new_tokens <= cfg.max_positions,
+    const int64_t m = max_new_of(o, i);
+    PX_CHECK(m >= 1, "max_new_tokens must be >= 1, got {}", m);
+    PX_CHECK(n + m <= cfg.max_positions,
              "prompt {} ({} tokens) + max_new_tokens ({}) = {} exceeds the model's context "
              "(max_positions {})",
-             i, n, o.max_new_tokens, n + o.max_new_tokens, cfg.max_positions);
+             i, n, m, n + m, cfg.max_positions);
     for (int32_t t : prompts[i])
       PX_CHECK(t >= 0 && t < cfg.vocab_size,
                "prompt {} holds token {}, outside the vocabulary ({})", i, t, cfg.vocab_size);
@@ -68,7 +84,9 @@ std::vector<Generation> generate(Transformer& model,
                                  const GenerateOptions& o, GenerationStats* stats) {
   const ModelConfig& cfg = model.config();
   check_request(cfg, prompts, o);
-  const Sampler sampler(o.sampling);
+  std::vector<Sampler> samplers;
+  if (o.sequence_sampling.empty()) samplers.emplace_back(o.sampling);
+  for (const SamplingParams& p : o.sequence_sampling) samplers.emplace_back(p);
   const StopStrings stops(o.stop_strings);
   const TpGroup& tp = model.tp();
   const int S = static_cast<int>(prompts.size());
@@ -78,8 +96,8 @@ std::vector<Generation> generate(Transformer& model,
   std::vector<std::vector<int32_t>> tables(static_cast<size_t>(S));
   int32_t next_block = 0;
   for (int i = 0; i < S; ++i) {
-    const int64_t need =
-        static_cast<int64_t>(prompts[static_cast<size_t>(i)].size()) + o.max_new_tokens;
+    const int64_t need = static_cast<int64_t>(prompts[static_cast<size_t>(i)].size()) +
+                         max_new_of(o, static_cast<size_t>(i));
     for (int64_t b = 0; b < (need + kBlockSize - 1) / kBlockSize; ++b)
       tables[static_cast<size_t>(i)].push_back(next_block++);
   }
@@ -116,10 +134,11 @@ std::vector<Generation> generate(Transformer& model,
     std::vector<SampledToken> samples(active.size());
     if (sampler_rank)
       for (size_t r = 0; r < active.size(); ++r) {
-        const Generation& g = out[static_cast<size_t>(active[r])];
-        samples[r] = sampler.sample(
+        const size_t seq = static_cast<size_t>(active[r]);
+        const Generation& g = out[seq];
+        samples[r] = samplers[samplers.size() == 1 ? 0 : seq].sample(
             {logits.data<float>() + static_cast<int64_t>(r) * V, static_cast<size_t>(V)},
-            prompts[static_cast<size_t>(active[r])], g.tokens, active[r],
+            prompts[seq], g.tokens, o.draw_ids.empty() ? active[r] : o.draw_ids[seq],
             static_cast<int64_t>(g.tokens.size()));
         chosen[r] = samples[r].token;
       }
@@ -147,10 +166,11 @@ std::vector<Generation> generate(Transformer& model,
           continue;
         }
       }
-      if (static_cast<int64_t>(g.tokens.size()) >= o.max_new_tokens) {
+      if (static_cast<int64_t>(g.tokens.size()) >= max_new_of(o, static_cast<size_t>(seq))) {
         g.finish = FinishReason::Length;
         continue;
       }
+      if (o.should_stop && o.should_stop(seq)) continue;  // finish stays Length
       still.push_back(seq);
       tokens.push_back(chosen[r]);
       add_span(seq, 1);

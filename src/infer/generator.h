@@ -35,6 +35,17 @@ struct GenerateOptions {
   std::function<void(const std::vector<int>& seqs, const Tensor& logits)> on_logits;
   // The pipeline group of this rank's stage (null: the model is whole).
   comm::Communicator* pp = nullptr;
+  // Serving, where one batch holds sequences of different requests: each
+  // sequence's own sampling (empty: `sampling` for all), the id its draws
+  // are keyed by (empty: its index in prompts) and its own limit (empty:
+  // max_new_tokens for all; the cache holds the longest prompt + limit).
+  std::vector<SamplingParams> sequence_sampling;
+  std::vector<int64_t> draw_ids;
+  std::vector<int64_t> sequence_max_new_tokens;
+  // Asked after each token of a sequence that did not end otherwise; true:
+  // the sequence leaves the batch now (finish Length; the caller knows why:
+  // a cancel, its own stop rule). Every rank must answer the same.
+  std::function<bool(int seq)> should_stop;
 };
 
 enum class FinishReason { Eos, Stop, Length };

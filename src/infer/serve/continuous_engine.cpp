@@ -22,13 +22,13 @@ struct ContinuousEngine::Live {
       : req(std::move(r)), sink(std::move(s)), sampler(req.sampling), stops(req.stop_strings) {}
 };
 
-ContinuousEngine::ContinuousEngine(const ModelConfig& cfg, BlockPool& pool, StepRunner& runner,
+ContinuousEngine::ContinuousEngine(const ModelConfig& cfg, StepRunner& runner,
                                    ContinuousEngineOptions opts)
     : cfg_(cfg),
-      pool_(pool),
       runner_(runner),
+      pool_(runner.cache().num_blocks(), runner.cache().block_size()),
       opts_(std::move(opts)),
-      sched_(opts_.scheduler, pool) {
+      sched_(opts_.scheduler, pool_) {
   PX_CHECK(opts_.max_waiting >= 1, "max waiting sequences must be at least 1, got {}",
            opts_.max_waiting);
   counters_.kv_blocks_total = pool_.total();

@@ -35,9 +35,8 @@ struct ContinuousEngineOptions {
 
 class ContinuousEngine : public Engine {
  public:
-  // pool: the block allocator over cache's blocks; runner: rank 0's.
-  ContinuousEngine(const ModelConfig& cfg, BlockPool& pool, StepRunner& runner,
-                   ContinuousEngineOptions opts);
+  // runner: rank 0's; the engine allocates the blocks of its cache.
+  ContinuousEngine(const ModelConfig& cfg, StepRunner& runner, ContinuousEngineOptions opts);
   ~ContinuousEngine() override;
   uint64_t submit(SequenceRequest req, SequenceSink sink) override;
   void cancel(uint64_t id) override;
@@ -45,6 +44,8 @@ class ContinuousEngine : public Engine {
   void shutdown(bool drain) override;
   // Tests: whether every block is free (no sequence holds one).
   bool pool_whole() const;
+  // The block allocator; read it only after shutdown (the engine thread owns it).
+  const BlockPool& pool() const { return pool_; }
 
  private:
   struct Live;  // one sequence the engine thread owns
@@ -54,8 +55,8 @@ class ContinuousEngine : public Engine {
   void finish(uint64_t id, Live& s, SequenceUpdate& u, FinishReason why);
 
   const ModelConfig cfg_;
-  BlockPool& pool_;
   StepRunner& runner_;
+  BlockPool pool_;
   ContinuousEngineOptions opts_;
   Scheduler sched_;
 

@@ -21,6 +21,7 @@ class StepRunner {
   StepRunner(Transformer& model, PagedKvCache& cache, comm::Communicator* world,
              comm::Communicator* pp);
   bool leader() const { return rank_ == 0; }
+  const PagedKvCache& cache() const { return cache_; }
   // Rank 0: the logits (spans.size(), V) of each span's last token.
   Tensor run(const std::vector<int32_t>& tokens, const std::vector<PagedSpan>& spans);
   // Other ranks: runs every step rank 0 sends, returns after stop().

@@ -65,12 +65,11 @@ TEST_P(EngineLoad, EachSequenceGetsItsAloneTokensAndThePoolEndsWhole) {
   for (const auto& p : prompts) alone.push_back(generate(m, {p}, g)[0].tokens);
 
   PagedKvCache cache(cfg, m.tp(), k.blocks, k.block_size, a);
-  BlockPool pool(k.blocks, k.block_size);
   StepRunner runner(m, cache, nullptr, nullptr);
   ContinuousEngineOptions o;
   o.scheduler = {
       .max_batched_tokens = k.budget, .max_running = k.running, .prefix_cache = k.prefix};
-  ContinuousEngine engine(cfg, pool, runner, o);
+  ContinuousEngine engine(cfg, runner, o);
   std::vector<Collected> got(prompts.size());
   auto submit = [&](size_t i) {
     SequenceRequest r{.prompt = prompts[i], .max_new_tokens = max_new};
@@ -96,8 +95,8 @@ TEST_P(EngineLoad, EachSequenceGetsItsAloneTokensAndThePoolEndsWhole) {
   }
   engine.shutdown(true);
   EXPECT_TRUE(engine.pool_whole()) << k.name;
-  EXPECT_EQ(pool.used_blocks(), 0) << k.name;
-  pool.check_invariants();
+  EXPECT_EQ(engine.pool().used_blocks(), 0) << k.name;
+  engine.pool().check_invariants();
   const EngineCounters c = engine.counters();
   EXPECT_EQ(c.generated_tokens, 32 * max_new);
   if (k.prefix) EXPECT_GT(c.prefix_cache_hits, 0) << k.name;
@@ -117,10 +116,8 @@ TEST(ContinuousEngine, CancelFreesTheSequenceAndRefusalsNameTheProblem) {
   Transformer m(cfg, a);
   m.params().init_random(4);
   PagedKvCache cache(cfg, m.tp(), 64, 4, a);
-  BlockPool pool(64, 4);
   StepRunner runner(m, cache, nullptr, nullptr);
-  ContinuousEngine engine(cfg, pool, runner,
-                          {.scheduler = {.max_batched_tokens = 64, .max_running = 4}});
+  ContinuousEngine engine(cfg, runner, {.scheduler = {.max_batched_tokens = 64, .max_running = 4}});
   std::promise<void> first;
   std::atomic<int> seen{0};
   SequenceRequest r{.prompt = {1, 2, 3}, .max_new_tokens = 40};
