@@ -23,6 +23,12 @@ namespace parallm::serve {
 namespace {
 constexpr const char* kJson = "application/json";
 
+// A failure that is no fault of the request: said on stderr, answered 500.
+ApiError internal_error(const std::exception& e) {
+  std::cerr << "parallm serve: internal error: " << e.what() << std::endl;
+  return ApiError(500, std::string("internal server error: ") + e.what(), "", "server_error");
+}
+
 double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
@@ -163,17 +169,27 @@ void ApiServer::Impl::completion(Endpoint endpoint, const std::string& body,
     if (!r.seed_given) r.sampling.seed = random64();  // OpenAI: unseeded requests differ
     id = new_id(endpoint);
     call = std::make_shared<CompletionCall>(std::move(r), model, engine, id, arrival);
-  } catch (const ApiError& e) {
-    res.status = e.status;
-    res.set_content(dump_body(error_body(e)), kJson);
-    log_refusal(endpoint, e, arrival);
+  } catch (const std::exception& e) {
+    // ApiError: a refusal; anything else is a bug, answered 500 all the same
+    // so the call is counted out (shutdown waits for every call).
+    const auto* api = dynamic_cast<const ApiError*>(&e);
+    const ApiError err = api ? *api : internal_error(e);
+    res.status = err.status;
+    res.set_content(dump_body(error_body(err)), kJson);
+    log_refusal(endpoint, err, arrival);
     end_call();
     return;
   }
   if (!call->request().stream) {
-    const nlohmann::json body = call->wait_body();
-    res.set_content(dump_body(body), kJson);
-    log_call(*call, id, 200, arrival, "");
+    try {
+      res.set_content(dump_body(call->wait_body()), kJson);
+      log_call(*call, id, 200, arrival, "");
+    } catch (const std::exception& e) {
+      const ApiError err = internal_error(e);
+      res.status = err.status;
+      res.set_content(dump_body(error_body(err)), kJson);
+      log_call(*call, id, err.status, arrival, err.what());
+    }
     end_call();
     return;
   }

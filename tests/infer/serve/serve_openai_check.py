@@ -392,18 +392,23 @@ try:
 
     # SIGTERM during a stream: the stream ends properly, the server exits 0.
     result = {}
+    started = threading.Event()
 
     def long_stream():
         try:
-            ks = list(client.chat.completions.create(
-                model=NAME, messages=[{"role": "user", "content": "hi"}], max_tokens=1000,
-                temperature=0, stream=True))
-            result["finish"] = ks[-1].choices[0].finish_reason
+            finish = None
+            for k in client.chat.completions.create(
+                    model=NAME, messages=[{"role": "user", "content": "hi"}], max_tokens=1000,
+                    temperature=0, stream=True):
+                started.set()
+                finish = k.choices[0].finish_reason if k.choices else finish
+            result["finish"] = finish
         except Exception as e:  # noqa: BLE001
             result["error"] = repr(e)
+        started.set()
     t = threading.Thread(target=long_stream)
     t.start()
-    time.sleep(0.05)
+    started.wait(timeout=30)
     server.send_signal(signal.SIGTERM)
     code = server.wait(timeout=30)
     t.join(timeout=30)

@@ -7,3 +7,12 @@ add_test(NAME reference.serve.openai
                  $<TARGET_FILE:parallm>
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(reference.serve.openai PROPERTIES LABELS reference TIMEOUT 180)
+
+# The CLI says what is missing before loading anything.
+add_test(NAME cli.serve.needs_model COMMAND $<TARGET_FILE:parallm> serve --port 0)
+set_tests_properties(cli.serve.needs_model PROPERTIES LABELS unit
+                     PASS_REGULAR_EXPRESSION "error: give --model HF_DIR or --checkpoint CKPT_DIR")
+add_test(NAME cli.serve.bad_log_file
+         COMMAND $<TARGET_FILE:parallm> serve --model does-not-exist --log-file /nonexistent/dir/x.jsonl)
+set_tests_properties(cli.serve.bad_log_file PROPERTIES LABELS unit
+                     PASS_REGULAR_EXPRESSION "error: cannot open the request log '/nonexistent/dir/x.jsonl' for writing")
