@@ -2,6 +2,9 @@
 #include "infer/serve/api_server.h"
 
 #include <fmt/core.h>
+// cpp-httplib listens with a backlog of 5 by default: a burst of clients
+// connecting at once (32 in the load test) then sees connections reset.
+#define CPPHTTPLIB_LISTEN_BACKLOG 1024
 #include <httplib.h>
 
 #include <atomic>

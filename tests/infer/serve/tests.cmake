@@ -16,3 +16,24 @@ add_test(NAME cli.serve.bad_log_file
          COMMAND $<TARGET_FILE:parallm> serve --model does-not-exist --log-file /nonexistent/dir/x.jsonl)
 set_tests_properties(cli.serve.bad_log_file PROPERTIES LABELS unit
                      PASS_REGULAR_EXPRESSION "error: cannot open the request log '/nonexistent/dir/x.jsonl' for writing")
+
+# Under load (32 requests at once, a small KV pool, prefix cache on and off;
+# one process, tp 2 and pp 2) every request gets exactly its tokens alone,
+# and the pool is whole afterwards.
+foreach(prefix on off)
+  add_test(NAME reference.serve.load.prefix_${prefix}
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/serve_load_check.py
+                   serve_load_${prefix} $<TARGET_FILE:parallm> tp1 ${prefix}
+           WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(reference.serve.load.prefix_${prefix} PROPERTIES LABELS reference
+                       TIMEOUT 240)
+endforeach()
+foreach(layout tp2 pp2)
+  add_test(NAME reference.serve.load.${layout}
+           COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
+                   /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/serve_load_check.py
+                   serve_load_${layout} $<TARGET_FILE:parallm> ${layout} on
+                   ${PARALLM_MPIRUN} -np 2)
+  set_tests_properties(reference.serve.load.${layout} PROPERTIES LABELS "reference;dist"
+                       TIMEOUT 240)
+endforeach()
