@@ -2,10 +2,7 @@
 // attention (kernels/cpu/attention.h, one call per sequence as the KV-cached
 // generator does) on one layer: a decode step of B sequences of context T
 // (Tq = 1), and a prefill chunk of C tokens after a past of T. Prints the
-// median ms of each and the K/V bytes read per second. Note: the contiguous
-// kernel runs on one thread whatever OMP_NUM_THREADS says (its BLAS guard's
-// openblas_set_num_threads(1) also sets OpenMP's count in the OpenMP build of
-// OpenBLAS), so compare at OMP_NUM_THREADS=1 for like with like.
+// median ms of each and the K/V bytes read per second.
 // Usage: paged_attention_bench [B T Hq Hkv D block_size C reps path(0 auto, 1 direct, 2 gemm)]
 #include <algorithm>
 #include <chrono>
@@ -15,31 +12,13 @@
 #include <vector>
 
 #include "base/rng.h"
+#include "bench_timing.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/paged_attention.h"
 
 namespace {
-
-template <class F>
-double median_ms(int reps, F&& f) {
-  f();  // warm-up
-  std::vector<double> ms;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
-std::vector<float> random_vec(size_t n, const char* name) {
-  const uint64_t key = parallm::stream_key(1, name);
-  std::vector<float> x(n);
-  for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(parallm::normal_at(key, i));
-  return x;
-}
+using parallm::bench::median_ms;
+using parallm::bench::random_vec;
 
 }  // namespace
 

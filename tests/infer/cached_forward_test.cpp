@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "base/rng.h"
+#include "common/random_tokens.h"
 #include "common/test_models.h"
 #include "infer/generator.h"
 #include "model/paged_kv_cache.h"
@@ -17,13 +18,7 @@
 namespace parallm {
 namespace {
 
-std::vector<int32_t> tokens_of(int64_t n, int64_t vocab, uint64_t seed) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  const uint64_t key = stream_key(seed, "prompt");
-  for (int64_t i = 0; i < n; ++i)
-    t[static_cast<size_t>(i)] = static_cast<int32_t>(uniform_at(key, i) * vocab);
-  return t;
-}
+using testing::random_tokens;
 
 class CachedBoth : public ::testing::TestWithParam<bool> {
  protected:
@@ -39,7 +34,7 @@ TEST_P(CachedBoth, DecodeLogitsEqualFullForward) {
   Transformer m(cfg(), a);
   m.params().init_random(11);
   const int64_t V = m.config().vocab_size;
-  std::vector<int32_t> seq = tokens_of(7, V, 1);
+  std::vector<int32_t> seq = random_tokens(7, V, 1);
   PagedKvCache cache(m.config(), m.tp(), 12, 3, a);
   const std::vector<int32_t> table = {7, 2, 11, 0, 5, 9, 1, 3, 10, 4};  // 30 positions
   std::vector<int32_t> feed = seq;
@@ -72,8 +67,9 @@ TEST_P(CachedBoth, BatchOfDifferentLengthsEqualsEachAlone) {
   Transformer m(cfg(), a);
   m.params().init_random(5);
   const int64_t V = m.config().vocab_size;
-  const std::vector<std::vector<int32_t>> prompts = {tokens_of(3, V, 2), tokens_of(11, V, 3),
-                                                     tokens_of(1, V, 4), tokens_of(6, V, 5)};
+  const std::vector<std::vector<int32_t>> prompts = {
+      random_tokens(3, V, 2), random_tokens(11, V, 3), random_tokens(1, V, 4),
+      random_tokens(6, V, 5)};
   GenerateOptions o;
   o.max_new_tokens = 16;
   o.sampling.temperature = 0.0;

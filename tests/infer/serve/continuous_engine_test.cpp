@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "base/rng.h"
+#include "common/random_tokens.h"
 #include "common/test_models.h"
 #include "infer/generator.h"
 #include "infer/serve/continuous_engine.h"
@@ -16,13 +17,7 @@
 namespace parallm::serve {
 namespace {
 
-std::vector<int32_t> tokens_of(int64_t n, int64_t vocab, uint64_t seed) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  const uint64_t key = stream_key(seed, "prompt");
-  for (int64_t i = 0; i < n; ++i)
-    t[static_cast<size_t>(i)] = static_cast<int32_t>(uniform_at(key, i) * vocab);
-  return t;
-}
+using testing::random_tokens;
 
 struct Collected {
   std::mutex mu;
@@ -50,10 +45,10 @@ TEST_P(EngineLoad, EachSequenceGetsItsAloneTokensAndThePoolEndsWhole) {
   const int64_t V = cfg.vocab_size;
   // Mixed lengths; the second half shares a long prefix with the first.
   std::vector<std::vector<int32_t>> prompts;
-  const std::vector<int32_t> shared = tokens_of(21, V, 99);
+  const std::vector<int32_t> shared = random_tokens(21, V, 99);
   for (int i = 0; i < 32; ++i) {
     std::vector<int32_t> p = i % 2 ? shared : std::vector<int32_t>{};
-    const std::vector<int32_t> own = tokens_of(1 + (i * 7) % 17, V, 100 + i);
+    const std::vector<int32_t> own = random_tokens(1 + (i * 7) % 17, V, 100 + i);
     p.insert(p.end(), own.begin(), own.end());
     prompts.push_back(p);
   }
