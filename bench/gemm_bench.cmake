@@ -4,3 +4,5 @@
 # plain library: Debian's dnnl-config.cmake hard-requires the OpenCL headers.
 find_library(PARALLM_DNNL_LIBRARY dnnl REQUIRED)
 target_link_libraries(gemm_bench PRIVATE ${PARALLM_DNNL_LIBRARY})
+# decode_gemm_bench calls dnnl_sgemm directly beside the skinny kernel.
+target_link_libraries(decode_gemm_bench PRIVATE ${PARALLM_DNNL_LIBRARY})

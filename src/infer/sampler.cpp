@@ -16,27 +16,35 @@ Sampler::Sampler(const SamplingParams& p) : p_(p), key_(stream_key(p.seed, "samp
 SampledToken Sampler::sample(std::span<const float> logits, std::span<const int32_t> prompt,
                              std::span<const int32_t> generated, int64_t sequence,
                              int64_t step) const {
-  std::vector<float> l(logits.begin(), logits.end());
-  if (p_.repetition_penalty != 1.0) {
-    std::vector<int32_t> seen(prompt.begin(), prompt.end());
-    seen.insert(seen.end(), generated.begin(), generated.end());
-    apply_repetition_penalty(l, seen, p_.repetition_penalty);
-  }
-  apply_presence_frequency(l, generated, p_.presence_penalty, p_.frequency_penalty);
   SampledToken out;
-  if (p_.greedy()) {
-    out.token = argmax(l);
+  const bool penalties =
+      p_.repetition_penalty != 1.0 || p_.presence_penalty != 0.0 || p_.frequency_penalty != 0.0;
+  if (p_.greedy() && !penalties) {
+    // Nothing edits the logits: no copy of the vocabulary-sized row.
+    out.token = argmax(logits);
   } else {
-    apply_temperature(l, p_.temperature);
-    mask_top_k(l, p_.top_k);
-    mask_top_p(l, p_.top_p);
-    mask_min_p(l, p_.min_p);
-    const uint64_t index = (static_cast<uint64_t>(sequence) << 32) ^ static_cast<uint64_t>(step);
-    out.token = sample_inverse_cdf(l, uniform_at(key_, index));
+    std::vector<float> l(logits.begin(), logits.end());
+    if (p_.repetition_penalty != 1.0) {
+      std::vector<int32_t> seen(prompt.begin(), prompt.end());
+      seen.insert(seen.end(), generated.begin(), generated.end());
+      apply_repetition_penalty(l, seen, p_.repetition_penalty);
+    }
+    apply_presence_frequency(l, generated, p_.presence_penalty, p_.frequency_penalty);
+    if (p_.greedy()) {
+      out.token = argmax(l);
+    } else {
+      apply_temperature(l, p_.temperature);
+      mask_top_k(l, p_.top_k);
+      mask_top_p(l, p_.top_p);
+      mask_min_p(l, p_.min_p);
+      const uint64_t index = (static_cast<uint64_t>(sequence) << 32) ^ static_cast<uint64_t>(step);
+      out.token = sample_inverse_cdf(l, uniform_at(key_, index));
+    }
   }
-  const std::vector<double> lp = log_softmax(logits);
-  out.logprob = lp[static_cast<size_t>(out.token)];
+  // The same value as log_softmax(logits)[token], without the (V) vector.
+  out.logprob = static_cast<double>(logits[static_cast<size_t>(out.token)]) - log_sum_exp(logits);
   if (p_.logprobs > 0) {
+    const std::vector<double> lp = log_softmax(logits);
     std::vector<int32_t> ids(lp.size());
     std::iota(ids.begin(), ids.end(), 0);
     const size_t n = std::min(ids.size(), static_cast<size_t>(p_.logprobs));

@@ -103,12 +103,16 @@ int32_t argmax(std::span<const float> logits) {
   return static_cast<int32_t>(best);
 }
 
-std::vector<double> log_softmax(std::span<const float> logits) {
+double log_sum_exp(std::span<const float> logits) {
   double mx = -std::numeric_limits<double>::infinity();
   for (float l : logits) mx = std::max(mx, static_cast<double>(l));
   double sum = 0.0;
   for (float l : logits) sum += std::exp(static_cast<double>(l) - mx);
-  const double lse = mx + std::log(sum);
+  return mx + std::log(sum);
+}
+
+std::vector<double> log_softmax(std::span<const float> logits) {
+  const double lse = log_sum_exp(logits);
   std::vector<double> out(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) out[i] = static_cast<double>(logits[i]) - lse;
   return out;

@@ -25,7 +25,9 @@ void mask_top_p(std::span<float> logits, double p);
 // Keep ids whose probability is >= min_p times the largest probability.
 void mask_min_p(std::span<float> logits, double min_p);
 int32_t argmax(std::span<const float> logits);
-// log softmax in double precision.
+// log sum exp in double precision (max-shifted).
+double log_sum_exp(std::span<const float> logits);
+// log softmax in double precision: logit - log_sum_exp(logits).
 std::vector<double> log_softmax(std::span<const float> logits);
 // The id whose cumulative probability (in id order) first exceeds u in (0, 1).
 int32_t sample_inverse_cdf(std::span<const float> logits, double u);

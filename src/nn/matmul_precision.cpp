@@ -1,12 +1,15 @@
 // Dispatch of the model's GEMMs on the context's precision. Invariant: with
 // c.matmul == nullptr every function is bit-for-bit the fp32 kernel call it
-// replaces; under bf16/fp16 both GEMM operands are rounded to 16 bits first.
+// replaces; under bf16/fp16 both GEMM operands are rounded to 16 bits first
+// (a few rows times a weight, as in decode, read the weight's 16-bit copy
+// through the skinny kernel instead of a 16-bit GEMM: same products, f32 sums).
 #include "nn/matmul_precision.h"
 
 #include <algorithm>
 
 #include "base/error.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/skinny_gemm.h"
 
 namespace parallm {
 
@@ -49,6 +52,17 @@ void matmul_weight(const LayerContext& c, bool trans_a, bool trans_w, int64_t M,
                    int64_t ldw, float beta, float* C, int64_t ldc) {
   if (c.matmul == nullptr)
     return cpu::gemm<float>(trans_a, trans_w, M, N, K, 1.0f, A, lda, wvals, ldw, beta, C, ldc);
+  if (cpu::skinny_fits(trans_a, trans_w, M)) {
+    // Decode: W's 16-bit copy is read directly (half the bytes of f32, and
+    // no widened copy of W); A's rows rounded to 16 bits first, so the
+    // products are those of the 16-bit GEMM, summed in f32.
+    Tensor a = c.workspace({M, K});
+    for (int64_t m = 0; m < M; ++m) std::copy_n(A + m * lda, K, a.data<float>() + m * K);
+    cpu::round_inplace(a.data<float>(), M * K, c.matmul->type());
+    return cpu::skinny_gemm_nt_lowp(M, N, K, 1.0f, a.data<float>(), K,
+                                    c.matmul->weight(c.params, w), c.matmul->type(), ldw, beta, C,
+                                    ldc);
+  }
   Tensor a = rounded(c, A, (trans_a ? K : M) * lda);
   c.matmul->gemm().gemm(trans_a, trans_w, M, N, K, a.half_bits(), lda,
                         c.matmul->weight(c.params, w), ldw, beta, C, ldc, c.alloc);

@@ -6,7 +6,6 @@
 // fixed by the shapes, so results never depend on thread scheduling.
 #include "kernels/cpu/attention.h"
 
-#include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -32,32 +31,22 @@ constexpr int64_t kKeyBlock = 64;
 // Below this many multiply-adds (~20 us) a call runs on one thread: forking
 // costs more than it saves, and far more when the cores are oversubscribed.
 constexpr double kMinParallelFlops = 1e6;
+// ... unless it reads this many bytes of keys and values (decode: one query
+// row per head over a long cache, bound by memory, which two cores read
+// faster than one).
+constexpr double kMinParallelBytes = 256 << 10;
 
 bool worth_parallel(const AttnDims& d) {
-  return static_cast<double>(d.B) * d.Hq * d.Tq * d.Tk * d.D >= kMinParallelFlops;
+  const double kv_bytes = 2.0 * d.B * d.Hkv * d.Tk * d.D * sizeof(float);
+  return static_cast<double>(d.B) * d.Hq * d.Tq * d.Tk * d.D >= kMinParallelFlops ||
+         (kv_bytes >= kMinParallelBytes && d.B * d.Hq > 1);
 }
 
-// Our tiles already run in parallel under OpenMP; OpenBLAS's own thread pool
-// would oversubscribe the cores (measured 2.7x slower on 2 cores), so BLAS is
-// single-threaded for the duration of a call and restored afterwards.
-// OpenMP builds of OpenBLAS set the OpenMP thread count along with their
-// own, so the count our parallel regions should use is taken first.
-class SingleThreadedBlas {
- public:
-  SingleThreadedBlas() : prev_(openblas_get_num_threads()), omp_threads_(omp_get_max_threads()) {
-    if (prev_ != 1) openblas_set_num_threads(1);
-  }
-  int omp_threads() const { return omp_threads_; }
-  ~SingleThreadedBlas() {
-    if (prev_ != 1) openblas_set_num_threads(prev_);
-  }
-  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
-  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
-
- private:
-  int prev_;
-  int omp_threads_;
-};
+// The tiles' GEMMs run inside our OpenMP regions, where oneDNN and the
+// OpenMP build of OpenBLAS both run on the calling thread. (A guard that set
+// OpenBLAS to one thread around each call used to live here; in the OpenMP
+// build openblas_set_num_threads is omp_set_num_threads, so it made every
+// region below a team of one.)
 
 // The row loops live in their own non-inlined functions: inlined into the
 // OpenMP-outlined task loop, GCC 12 left them scalar (measured: the softmax
@@ -261,8 +250,7 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const
   if (d.B == 0 || d.Tq == 0) return;
   const int64_t ntasks = d.B * d.Hq * L.nqb;
   const bool parallel = worth_parallel(d);
-  SingleThreadedBlas blas_guard;
-#pragma omp parallel if (parallel) num_threads(blas_guard.omp_threads())
+#pragma omp parallel if (parallel)
   {
     std::vector<T> s(static_cast<size_t>(kQueryBlock * std::max<int64_t>(d.Tk, 1)));
     std::vector<double> inv(kQueryBlock);
@@ -293,12 +281,11 @@ void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, co
                                                            : AttnBwdSplit::TwoPass;
   }
   const size_t ws = static_cast<size_t>(kQueryBlock * d.Tk);
-  SingleThreadedBlas blas_guard;
   if (split == AttnBwdSplit::ByKvHead) {
     // A task owns dk/dv of (b, g) and dq of the group's query heads; it visits
     // heads and query blocks in a fixed order, so sums are deterministic.
     const int64_t ntasks = d.B * d.Hkv;
-#pragma omp parallel if (parallel) num_threads(blas_guard.omp_threads())
+#pragma omp parallel if (parallel)
     {
       std::vector<T> s(ws), dp(ws), mask(d.dropout() ? static_cast<size_t>(d.Tk) : 0);
 #pragma omp for schedule(dynamic, 1)
@@ -319,7 +306,7 @@ void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, co
   }
   const int64_t nkb = (d.Tk + kKeyBlock - 1) / kKeyBlock;
   const int64_t ntasks_kv = d.B * d.Hkv * nkb, ntasks_q = d.B * d.Hq * L.nqb;
-#pragma omp parallel if (parallel) num_threads(blas_guard.omp_threads())
+#pragma omp parallel if (parallel)
   {
     std::vector<T> s(ws), dp(ws), mask(d.dropout() ? static_cast<size_t>(d.Tk) : 0);
     // Pass 1: dk, dv of key block [j0, j1) of (b, g), from every query head of

@@ -21,6 +21,8 @@ namespace parallm::cpu {
 
 namespace {
 constexpr int64_t kBlock = 8;  // F16C converts 8 values per instruction
+// Emulated forward GEMM: f32 bytes of W widened at a time (within L2).
+constexpr int64_t kWidenBlockBytes = 512 << 10;
 
 // Blocks of 8 through F16C where the build has it (IEEE round to nearest
 // even, overflow to Inf, like tensor/half.h's scalar code), the tail scalar.
@@ -161,6 +163,22 @@ void LowpGemm::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                     Allocator& scratch) const {
   PX_CHECK(beta == 0.0f || beta == 1.0f, "LowpGemm: beta must be 0 or 1, got {}", beta);
   if (M <= 0 || N <= 0) return;
+  if (K > 0 && !native_ && !trans_a && trans_b) {
+    // The layers' forward (B = W, (N, K) rows): widen W a block of rows at a
+    // time into a buffer that stays in cache, instead of a whole f32 copy of
+    // W per call (4 bytes written and read again per weight).
+    Tensor a = Tensor::zeros(scratch, {M * lda}, DType::F32, MemTag::Workspace);
+    widen_lowp(a.data<float>(), A, M * lda, type_);
+    const int64_t rows = std::clamp<int64_t>(kWidenBlockBytes / (4 * ldb), 1, N);
+    Tensor b = Tensor::zeros(scratch, {rows * ldb}, DType::F32, MemTag::Workspace);
+    for (int64_t n0 = 0; n0 < N; n0 += rows) {
+      const int64_t nb = std::min(rows, N - n0);
+      widen_lowp(b.data<float>(), B + n0 * ldb, nb * ldb, type_);
+      cpu::gemm<float>(false, true, M, nb, K, 1.0f, a.data<float>(), lda, b.data<float>(), ldb,
+                       beta, C + n0, ldc);
+    }
+    return;
+  }
   if (K <= 0 || !native_) {
     // Widen exactly and reuse the f32 GEMM: the same products, f32 sums.
     const int64_t a_rows = trans_a ? K : M, b_rows = trans_b ? N : K;

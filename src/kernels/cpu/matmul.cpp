@@ -1,4 +1,5 @@
-// GEMM (f32 through oneDNN's dnnl_sgemm, f64 through BLAS) and the linear layer (out = inp * W^T +
+// GEMM (f32 through oneDNN's dnnl_sgemm, or the skinny kernel for a few rows
+// times a transposed matrix; f64 through BLAS) and the linear layer (out = inp * W^T +
 // b) with its backward. Invariant: backward accumulates (beta = 1) into dinp, dweight and dbias;
 // dbias is reduced over rows in a fixed order, so results do not depend on the thread count or on
 // scheduling.
@@ -9,6 +10,8 @@
 
 #include <algorithm>
 #include <type_traits>
+
+#include "kernels/cpu/skinny_gemm.h"
 
 namespace parallm::cpu {
 
@@ -41,6 +44,11 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, 
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == T(0) ? T(0) : beta * C[i * ldc + j];
     return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    // Few rows times a transposed weight (decode): bound by reading B once.
+    if (skinny_fits(trans_a, trans_b, M))
+      return skinny_gemm_nt(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   }
   blas_gemm<T>(trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
                static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), alpha, A,

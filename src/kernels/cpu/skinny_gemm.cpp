@@ -1,0 +1,173 @@
+// Skinny GEMM kernels (see skinny_gemm.h). AVX2 + FMA + F16C where the build
+// has them: one W row at a time (so W is read as one sequential stream, which
+// the hardware prefetcher follows best; stretches of rows are handed to the
+// threads dynamically), each 16 of its values loaded and
+// widened once (bf16: a 16-bit shift; f16: F16C) and multiplied into up to 4
+// rows of A, two 8-wide accumulators per row. A portable loop otherwise.
+// Invariant: C[m][n] depends on row n of W, row m of A and K only.
+#include "kernels/cpu/skinny_gemm.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define PX_SKINNY_AVX2 1
+#include <immintrin.h>
+#endif
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "tensor/half.h"
+
+namespace parallm::cpu {
+
+namespace {
+
+constexpr int64_t kGroup = 4;              // rows of A sharing each load of W (8 accumulators)
+constexpr int64_t kTaskBytes = 128 << 10;  // W bytes per scheduling unit
+constexpr int64_t kMinTasks = 16;          // ... but at least this many units
+constexpr int64_t kParallelMin = 1 << 15;  // W elements below which one thread does it all
+constexpr int64_t kPrefetchAhead = 512;    // elements: 1-2 KiB ahead of the loads
+
+// Element access per weight format: scalar, and 8 lanes widened to f32.
+struct F32Rows {
+  using T = float;
+  static float at(const float* p) { return *p; }
+#ifdef PX_SKINNY_AVX2
+  static __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+#endif
+};
+struct Bf16Rows {
+  using T = uint16_t;
+  static float at(const uint16_t* p) { return bf16_to_f32(*p); }
+#ifdef PX_SKINNY_AVX2
+  static __m256 load8(const uint16_t* p) {
+    const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+  }
+#endif
+};
+struct F16Rows {
+  using T = uint16_t;
+  static float at(const uint16_t* p) { return f16_to_f32(*p); }
+#ifdef PX_SKINNY_AVX2
+  static __m256 load8(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+#endif
+};
+
+#ifdef PX_SKINNY_AVX2
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// out[m] = sum_k w[k] * a[m * lda + k] for m < MR: one W row, loaded once
+// for all rows of A. Each out[m] is summed in the same order for every MR.
+template <class L, int MR>
+inline void dot_row(const typename L::T* w, const float* a, int64_t lda, int64_t K, float* out) {
+  __m256 lo[MR], hi[MR];
+  for (int m = 0; m < MR; ++m) lo[m] = hi[m] = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 16 <= K; k += 16) {
+    _mm_prefetch(reinterpret_cast<const char*>(w + k + kPrefetchAhead), _MM_HINT_T0);
+    const __m256 w0 = L::load8(w + k), w1 = L::load8(w + k + 8);
+    for (int m = 0; m < MR; ++m) {
+      lo[m] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(a + m * lda + k), lo[m]);
+      hi[m] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(a + m * lda + k + 8), hi[m]);
+    }
+  }
+  if (k + 8 <= K) {
+    const __m256 w0 = L::load8(w + k);
+    for (int m = 0; m < MR; ++m)
+      lo[m] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(a + m * lda + k), lo[m]);
+    k += 8;
+  }
+  for (int m = 0; m < MR; ++m) {
+    float s = hsum(_mm256_add_ps(lo[m], hi[m]));
+    for (int64_t j = k; j < K; ++j) s += L::at(w + j) * a[m * lda + j];
+    out[m] = s;
+  }
+}
+#else
+template <class L, int MR>
+inline void dot_row(const typename L::T* w, const float* a, int64_t lda, int64_t K, float* out) {
+  for (int m = 0; m < MR; ++m) {
+    float lanes[8] = {};
+    int64_t k = 0;
+    for (; k + 8 <= K; k += 8)
+      for (int j = 0; j < 8; ++j) lanes[j] += L::at(w + k + j) * a[m * lda + k + j];
+    float s = 0.0f;
+    for (int j = 0; j < 8; ++j) s += lanes[j];
+    for (; k < K; ++k) s += L::at(w + k) * a[m * lda + k];
+    out[m] = s;
+  }
+}
+#endif
+
+template <class L>
+void skinny(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+            const typename L::T* W, int64_t ldw, float beta, float* C, int64_t ldc) {
+  if (M <= 0 || N <= 0) return;
+  PX_CHECK(K >= 0 && lda >= K && ldw >= K && ldc >= N,
+           "skinny_gemm: bad leading dimensions (M {}, N {}, K {}, lda {}, ldw {}, ldc {})", M, N,
+           K, lda, ldw, ldc);
+  // Tasks of about kTaskBytes of W (a stretch the prefetcher locks on to),
+  // at least kMinTasks of them, handed out dynamically: a thread that loses
+  // its core for a while (a shared machine) does not hold up the others.
+  const int64_t row_bytes = std::max<int64_t>(ldw, 1) * static_cast<int64_t>(sizeof(*W));
+  const int64_t task_rows =
+      std::max<int64_t>(1, std::min(kTaskBytes / row_bytes, (N + kMinTasks - 1) / kMinTasks));
+  const int64_t tasks = (N + task_rows - 1) / task_rows;
+#pragma omp parallel for schedule(dynamic, 1) if (N * K >= kParallelMin)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t n1 = std::min(N, (t + 1) * task_rows);
+    for (int64_t n = t * task_rows; n < n1; ++n) {
+      // Rows of A in groups of up to kGroup: W's row is read from memory
+      // once, and again from L1 only when M > kGroup.
+      for (int64_t m = 0; m < M; m += kGroup) {
+        float out[kGroup];
+        const float* a = A + m * lda;
+        const typename L::T* w = W + n * ldw;
+        const int64_t rows = std::min(kGroup, M - m);
+        switch (rows) {
+          case 1:
+            dot_row<L, 1>(w, a, lda, K, out);
+            break;
+          case 2:
+            dot_row<L, 2>(w, a, lda, K, out);
+            break;
+          case 3:
+            dot_row<L, 3>(w, a, lda, K, out);
+            break;
+          default:
+            dot_row<L, 4>(w, a, lda, K, out);
+            break;
+        }
+        for (int64_t r = 0; r < rows; ++r) {  // beta 0: C is not read (it may hold NaN)
+          float* c = C + (m + r) * ldc + n;
+          *c = beta == 0.0f ? alpha * out[r] : alpha * out[r] + beta * *c;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void skinny_gemm_nt(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                    const float* W, int64_t ldw, float beta, float* C, int64_t ldc) {
+  skinny<F32Rows>(M, N, K, alpha, A, lda, W, ldw, beta, C, ldc);
+}
+
+void skinny_gemm_nt_lowp(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                         const uint16_t* W, LowpType t, int64_t ldw, float beta, float* C,
+                         int64_t ldc) {
+  if (t == LowpType::BF16)
+    skinny<Bf16Rows>(M, N, K, alpha, A, lda, W, ldw, beta, C, ldc);
+  else
+    skinny<F16Rows>(M, N, K, alpha, A, lda, W, ldw, beta, C, ldc);
+}
+
+}  // namespace parallm::cpu
