@@ -115,12 +115,13 @@ void ContinuousEngine::admit_incoming() {
   cancels_.clear();
 }
 
-void ContinuousEngine::finish(uint64_t id, Live& s, SequenceUpdate& u, FinishReason why) {
-  u.finished = true;
-  u.finish = why;
-  s.sink(u);
-  sched_.remove(id);
-  live_.erase(id);
+void ContinuousEngine::publish_locked() {
+  counters_.running = sched_.running();
+  counters_.waiting = sched_.waiting();
+  counters_.kv_blocks_used = pool_.used_blocks();
+  counters_.prefix_cache_queries = sched_.counters().prefix_queries;
+  counters_.prefix_cache_hits = sched_.counters().prefix_hits;
+  counters_.preemptions = sched_.counters().preemptions;
 }
 
 bool ContinuousEngine::step() {
@@ -147,6 +148,10 @@ bool ContinuousEngine::step() {
     picks.emplace_back(e.id, std::move(t));
   }
   sched_.complete(plan, sampled);
+  // Updates are delivered after the scheduler, the pool and the counters
+  // agree, so a client that hears its sequence ended sees its blocks freed.
+  std::vector<std::pair<std::unique_ptr<Live>, SequenceUpdate>> ended;
+  std::vector<std::pair<Live*, SequenceUpdate>> going;
   for (auto& [id, t] : picks) {
     Live& s = *live_.at(id);
     SequenceUpdate u;
@@ -154,29 +159,37 @@ bool ContinuousEngine::step() {
     u.cached_prompt_tokens = sched_.cached_prompt_tokens(id);
     const int32_t token = t.token;
     u.tokens.push_back(std::move(t));
-    if (std::find(opts_.eos_ids.begin(), opts_.eos_ids.end(), token) != opts_.eos_ids.end()) {
-      finish(id, s, u, FinishReason::Eos);
-      continue;
-    }
     const std::vector<int32_t>& all = sched_.tokens(id);
     const std::span<const int32_t> gen(all.data() + u.prompt_tokens,
                                        all.size() - static_cast<size_t>(u.prompt_tokens));
-    if (!s.stops.empty()) {
-      const StopStrings::Scan sc = s.stops.scan(opts_.decode(gen));
-      if (sc.stopped) {
-        u.text_end = sc.end;
-        finish(id, s, u, FinishReason::Stop);
-        continue;
-      }
+    u.finished = true;
+    if (std::find(opts_.eos_ids.begin(), opts_.eos_ids.end(), token) != opts_.eos_ids.end()) {
+      u.finish = FinishReason::Eos;
+    } else if (StopStrings::Scan sc =
+                   s.stops.empty() ? StopStrings::Scan{} : s.stops.scan(opts_.decode(gen));
+               sc.stopped) {
+      u.finish = FinishReason::Stop;
+      u.text_end = sc.end;
+    } else if (static_cast<int64_t>(gen.size()) >= s.req.max_new_tokens) {
+      u.finish = FinishReason::Length;
+    } else {
+      u.finished = false;
     }
-    if (static_cast<int64_t>(gen.size()) >= s.req.max_new_tokens) {
-      finish(id, s, u, FinishReason::Length);
+    if (!u.finished) {
+      going.emplace_back(&s, std::move(u));
       continue;
     }
-    s.sink(u);
+    sched_.remove(id);
+    ended.emplace_back(std::move(live_.at(id)), std::move(u));
+    live_.erase(id);
   }
-  std::lock_guard<std::mutex> lk(mu_);
-  counters_.generated_tokens += static_cast<int64_t>(sampled.size());
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    counters_.generated_tokens += static_cast<int64_t>(sampled.size());
+    publish_locked();
+  }
+  for (auto& [s, u] : going) s->sink(u);
+  for (auto& [s, u] : ended) s->sink(u);
   return true;
 }
 
@@ -199,6 +212,7 @@ void ContinuousEngine::loop() {
         }
         live_.clear();
       }
+      publish_locked();
       if (stopping_ && sched_.idle()) break;
     }
     bool ran = false;
@@ -213,12 +227,6 @@ void ContinuousEngine::loop() {
       continue;
     }
     std::unique_lock<std::mutex> lk(mu_);
-    counters_.running = sched_.running();
-    counters_.waiting = sched_.waiting();
-    counters_.kv_blocks_used = pool_.used_blocks();
-    counters_.prefix_cache_queries = sched_.counters().prefix_queries;
-    counters_.prefix_cache_hits = sched_.counters().prefix_hits;
-    counters_.preemptions = sched_.counters().preemptions;
     if (!ran && !sched_.idle()) cv_.wait_for(lk, std::chrono::milliseconds(1));
   }
   std::lock_guard<std::mutex> lk(mu_);

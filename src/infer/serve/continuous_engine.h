@@ -52,7 +52,7 @@ class ContinuousEngine : public Engine {
   void loop();
   void admit_incoming();  // engine thread; under mu_
   bool step();            // engine thread; false when there was nothing to run
-  void finish(uint64_t id, Live& s, SequenceUpdate& u, FinishReason why);
+  void publish_locked();  // counters_ <- scheduler and pool; under mu_
 
   const ModelConfig cfg_;
   StepRunner& runner_;
