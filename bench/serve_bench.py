@@ -22,7 +22,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_bench_model  # noqa: E402
-from serve_bench_load import percentile, poisson_offsets, run_arrivals, stream, summarize  # noqa: E402
+from serve_bench_load import (percentile, poisson_offsets, run_arrivals, stream,  # noqa: E402
+                              summarize)
 from serve_bench_svg import line_plot  # noqa: E402
 
 # Load requests: prompt lengths uniform in this range (tokens), output lengths
@@ -30,7 +31,7 @@ from serve_bench_svg import line_plot  # noqa: E402
 # runs as long as its longest member).
 PROMPT_RANGE = (32, 384)
 MAX_TOKENS_CHOICES = (16, 32, 64, 128, 256)
-RATE_FRACTIONS = (0.25, 0.5, 1.0, 1.5, 2.0)  # of the continuous engine's burst capacity
+RATE_FRACTIONS = (0.25, 0.5, 1.0, 1.5, 2.0, 3.0)  # of the continuous engine's burst capacity
 TARGET_FACTORS = (1.5, 2.0, 3.0)  # p99 targets, x the lightest rate's p99 (the worse engine's)
 HEADLINE_FACTOR = 2.0
 
@@ -131,6 +132,30 @@ def threads_probe(a, model_dir, log):
                          "itl_p50": percentile(o.itl, 50), "e2e": o.latency})
             print(f"  {label}: TTFT {ms(o.ttft)} ms, ITL p50 {ms(rows[-1]['itl_p50'])} ms, "
                   f"e2e {sec(o.latency)} s (load {l0:.1f})", flush=True)
+    return rows
+
+
+def batch_cost(a, model_dir, log, vocab):
+    """Decode step time against batch size: k equal requests at once (32-token
+    prompts, 48 tokens each) decode in lockstep, so the median gap between
+    chunks is one step of k sequences."""
+    rows = []
+    sizes = (1, 2, 4, 8, 16, 32)
+    for engine in ("continuous", "static"):
+        args = ["--engine", engine, "--threads", str(a.threads), "--max-running",
+                str(max(sizes)), "--max-batched-tokens", "2048", "--kv-cache-memory", "64MiB"]
+        with Server(a.parallm, model_dir, args, server_env(a.threads), log) as s:
+            warm_up(s.port)
+            rng = random.Random(5)
+            for k in sizes:
+                bodies = [{"prompt": [rng.randint(1, vocab - 1) for _ in range(32)],
+                           "max_tokens": 48, "temperature": 0} for _ in range(k)]
+                l0 = load1()
+                r = summarize(*run_arrivals(s.port, "/v1/completions", bodies, [0.0] * k))
+                if r["errors"]:
+                    raise RuntimeError(f"batch cost {engine} x{k}: {r['first_error']}")
+                rows.append({"engine": engine, "batch": k, "load1": l0, "step_s": r["itl_p50"],
+                             "tok_per_s": k / r["itl_p50"]})
     return rows
 
 
@@ -236,9 +261,15 @@ def main():
         print("threads probe (one request alone, continuous engine):", flush=True)
         res["threads_probe"] = threads_probe(a, model_dir, log)
 
+    print("decode step time against batch size:", flush=True)
+    res["batch_cost"] = batch_cost(a, model_dir, log, vocab)
+    for r in res["batch_cost"]:
+        print(f"  {r['engine']:10s} batch {r['batch']:2d}: step {ms(r['step_s'])} ms, "
+              f"{r['tok_per_s']:.0f} tok/s (load {r['load1']:.1f})", flush=True)
+
     rates = a.rates
     if not rates:
-        burst = load_bodies(2 * a.max_running, 999, vocab)
+        burst = load_bodies(4 * a.max_running, 999, vocab)
         cal = load_run(a, model_dir, log, "continuous", burst, [0.0] * len(burst))
         res["capacity_req_per_s"] = cal["req_per_s"]
         rates = [round(f * cal["req_per_s"], 2) for f in RATE_FRACTIONS]
@@ -250,7 +281,8 @@ def main():
     # during the sweep falls on both alike.
     for i, rate in enumerate(rates):
         for engine in ("continuous", "static"):
-            r = load_run(a, model_dir, log, engine, bodies, poisson_offsets(rate, a.requests, 100 + i))
+            offsets = poisson_offsets(rate, a.requests, 100 + i)
+            r = load_run(a, model_dir, log, engine, bodies, offsets)
             r.update(engine=engine, rate=rate)
             runs.append(r)
             print(f"  {engine:10s} rate {rate:5.2f}: {r['req_per_s']:.2f} req/s, "
@@ -285,6 +317,24 @@ def finish(res, svg):
 def report(res):
     cpu = f"{res['cpu']}, server --threads {res['threads']}"
     noisy = max(res["load_start"][0], res["load_end"][0]) > 1.5
+    if res.get("threads_probe"):
+        print(f"\n### Threads probe ({res['cpu']}; one request alone: 256-token prompt, "
+              "32 tokens, continuous engine)\n")
+        print("| setting | load | TTFT ms | ITL p50 ms | e2e s |")
+        print("|---|---|---|---|---|")
+        for r in res["threads_probe"]:
+            print(f"| {r['setting']} | {r['load1']:.1f} | {ms(r['ttft'])} | {ms(r['itl_p50'])} "
+                  f"| {sec(r['e2e'])} |")
+    if res.get("batch_cost"):
+        print(f"\n### Decode step time against batch size ({cpu})\n")
+        sizes = sorted({r["batch"] for r in res["batch_cost"]})
+        print("| engine | " + " | ".join(f"batch {k}" for k in sizes) + " |")
+        print("|---|" + "---|" * len(sizes))
+        for e in ("continuous", "static"):
+            cells = [f"{r['step_s'] * 1e3:.1f} ms ({r['tok_per_s']:.0f} tok/s)"
+                     for k in sizes for r in res["batch_cost"]
+                     if r["engine"] == e and r["batch"] == k]
+            print(f"| {e} | " + " | ".join(cells) + " |")
     print(f"\n### Load sweep ({cpu}; --max-running {res['max_running']}, "
           f"{res['requests_per_rate']} requests per rate)\n")
     print("| engine | rate req/s | load | errors | req/s | out tok/s | TTFT p50 ms | TTFT p99 ms "

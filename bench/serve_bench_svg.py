@@ -42,16 +42,19 @@ def line_plot(series, title, xlabel, ylabel, hlines=(), width=640, height=400):
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
            f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="14">{escape(title)}</text>']
+           f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="14">'
+           f'{escape(title)}</text>']
     for x in xt:
         out.append(f'<line x1="{px(x):.1f}" y1="{top}" x2="{px(x):.1f}" y2="{top + ph}" '
                    'stroke="#e5e5e5"/>')
-        out.append(f'<text x="{px(x):.1f}" y="{top + ph + 16}" text-anchor="middle">{fmt(x)}</text>')
+        out.append(f'<text x="{px(x):.1f}" y="{top + ph + 16}" text-anchor="middle">'
+                   f'{fmt(x)}</text>')
     for y in yt:
         out.append(f'<line x1="{left}" y1="{py(y):.1f}" x2="{left + pw}" y2="{py(y):.1f}" '
                    'stroke="#e5e5e5"/>')
         out.append(f'<text x="{left - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{fmt(y)}</text>')
-    out.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="black"/>')
+    out.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" '
+               'stroke="black"/>')
     out.append(f'<text x="{left + pw / 2}" y="{height - 12}" text-anchor="middle">'
                f'{escape(xlabel)}</text>')
     out.append(f'<text transform="translate(16,{top + ph / 2}) rotate(-90)" text-anchor="middle">'
