@@ -81,6 +81,12 @@ class Server:
         if rc != 0 and exc[0] is None:
             raise RuntimeError(f"the server exited {rc} on SIGTERM; see {self.log_path}")
 
+    def cpu_seconds(self):
+        """User + system CPU time the server has used (all its threads)."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def metrics(self):
         text = urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=30).read()
         return {m.group(1): float(m.group(2))
@@ -136,9 +142,10 @@ def threads_probe(a, model_dir, log):
 
 
 def batch_cost(a, model_dir, log, vocab):
-    """Decode step time against batch size: k equal requests at once (32-token
-    prompts, 48 tokens each) decode in lockstep, so the median gap between
-    chunks is one step of k sequences."""
+    """Decode cost against batch size: k equal requests at once (32-token
+    prompts, 96 tokens each) decode in lockstep, so the median gap between
+    chunks is one step of k sequences; the server's CPU time over the burst
+    per output token is the same cost, but blind to other processes' load."""
     rows = []
     sizes = (1, 2, 4, 8, 16, 32)
     for engine in ("continuous", "static"):
@@ -149,13 +156,14 @@ def batch_cost(a, model_dir, log, vocab):
             rng = random.Random(5)
             for k in sizes:
                 bodies = [{"prompt": [rng.randint(1, vocab - 1) for _ in range(32)],
-                           "max_tokens": 48, "temperature": 0} for _ in range(k)]
-                l0 = load1()
+                           "max_tokens": 96, "temperature": 0} for _ in range(k)]
+                l0, c0 = load1(), s.cpu_seconds()
                 r = summarize(*run_arrivals(s.port, "/v1/completions", bodies, [0.0] * k))
                 if r["errors"]:
                     raise RuntimeError(f"batch cost {engine} x{k}: {r['first_error']}")
                 rows.append({"engine": engine, "batch": k, "load1": l0, "step_s": r["itl_p50"],
-                             "tok_per_s": k / r["itl_p50"]})
+                             "tok_per_s": k / r["itl_p50"],
+                             "cpu_ms_per_token": (s.cpu_seconds() - c0) * 1e3 / r["output_tokens"]})
     return rows
 
 
@@ -168,11 +176,13 @@ def engine_args(a, engine):
 def load_run(a, model_dir, log, engine, bodies, offsets):
     with Server(a.parallm, model_dir, engine_args(a, engine), server_env(a.threads), log) as s:
         warm_up(s.port)
-        l0 = load1()
+        l0, c0 = load1(), s.cpu_seconds()
         outcomes, wall = run_arrivals(s.port, "/v1/completions", bodies, offsets)
+        cpu = s.cpu_seconds() - c0
         m = s.metrics()
     r = summarize(outcomes, wall)
-    r.update(load1=l0, preemptions=m.get("parallm_preemptions_total", 0))
+    r.update(load1=l0, preemptions=m.get("parallm_preemptions_total", 0), cpu_s=cpu,
+             tok_per_cpu_s=r["output_tokens"] / cpu if cpu > 0 else None)
     return r
 
 
@@ -265,7 +275,7 @@ def main():
     res["batch_cost"] = batch_cost(a, model_dir, log, vocab)
     for r in res["batch_cost"]:
         print(f"  {r['engine']:10s} batch {r['batch']:2d}: step {ms(r['step_s'])} ms, "
-              f"{r['tok_per_s']:.0f} tok/s (load {r['load1']:.1f})", flush=True)
+              f"{r['cpu_ms_per_token']:.2f} CPU-ms per token (load {r['load1']:.1f})", flush=True)
 
     rates = a.rates
     if not rates:
@@ -286,7 +296,8 @@ def main():
             r.update(engine=engine, rate=rate)
             runs.append(r)
             print(f"  {engine:10s} rate {rate:5.2f}: {r['req_per_s']:.2f} req/s, "
-                  f"{r['tok_per_s']:.0f} tok/s, e2e p99 {sec(r['e2e_p99'])} s, "
+                  f"{r['tok_per_s']:.0f} tok/s, {r['tok_per_cpu_s']:.0f} tok/CPU-s, "
+                  f"e2e p99 {sec(r['e2e_p99'])} s, "
                   f"errors {r['errors']} (load {r['load1']:.1f})", flush=True)
     res["rates"], res["runs"] = rates, runs
 
@@ -326,25 +337,27 @@ def report(res):
             print(f"| {r['setting']} | {r['load1']:.1f} | {ms(r['ttft'])} | {ms(r['itl_p50'])} "
                   f"| {sec(r['e2e'])} |")
     if res.get("batch_cost"):
-        print(f"\n### Decode step time against batch size ({cpu})\n")
+        print(f"\n### Decode cost against batch size ({cpu}; wall step, server CPU per token)\n")
         sizes = sorted({r["batch"] for r in res["batch_cost"]})
         print("| engine | " + " | ".join(f"batch {k}" for k in sizes) + " |")
         print("|---|" + "---|" * len(sizes))
         for e in ("continuous", "static"):
-            cells = [f"{r['step_s'] * 1e3:.1f} ms ({r['tok_per_s']:.0f} tok/s)"
+            cells = [f"{r['step_s'] * 1e3:.1f} ms, {r.get('cpu_ms_per_token', 0):.2f} CPU-ms/tok"
                      for k in sizes for r in res["batch_cost"]
                      if r["engine"] == e and r["batch"] == k]
             print(f"| {e} | " + " | ".join(cells) + " |")
     print(f"\n### Load sweep ({cpu}; --max-running {res['max_running']}, "
           f"{res['requests_per_rate']} requests per rate)\n")
-    print("| engine | rate req/s | load | errors | req/s | out tok/s | TTFT p50 ms | TTFT p99 ms "
-          "| ITL p50 ms | ITL p99 ms | e2e p50 s | e2e p99 s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| engine | rate req/s | load | errors | req/s | out tok/s | tok/CPU-s | TTFT p50 ms "
+          "| TTFT p99 ms | ITL p50 ms | ITL p99 ms | e2e p50 s | e2e p99 s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in sorted(res["runs"], key=lambda r: (r["engine"], r["rate"])):
+        eff = r.get("tok_per_cpu_s")
         print(f"| {r['engine']} | {r['rate']:.2f} | {r['load1']:.1f} | {r['errors']} "
-              f"| {r['req_per_s']:.2f} | {r['tok_per_s']:.0f} | {ms(r['ttft_p50'])} "
-              f"| {ms(r['ttft_p99'])} | {ms(r['itl_p50'])} | {ms(r['itl_p99'])} "
-              f"| {sec(r['e2e_p50'])} | {sec(r['e2e_p99'])} |")
+              f"| {r['req_per_s']:.2f} | {r['tok_per_s']:.0f} "
+              f"| {'-' if eff is None else f'{eff:.0f}'} "
+              f"| {ms(r['ttft_p50'])} | {ms(r['ttft_p99'])} | {ms(r['itl_p50'])} "
+              f"| {ms(r['itl_p99'])} | {sec(r['e2e_p50'])} | {sec(r['e2e_p99'])} |")
     print(f"\n### Throughput at equal p99 end-to-end latency ({cpu})\n")
     print("| p99 target s | continuous req/s | static req/s | ratio | continuous tok/s "
           "| static tok/s |")
@@ -369,6 +382,15 @@ def report(res):
         print(f"| {t['p99_s']:.2f} ({t['factor']:g}x) | {cell(c, 'req_per_s')} "
               f"| {cell(s, 'req_per_s')} | {ratio} | {cell(c, 'tok_per_s')} "
               f"| {cell(s, 'tok_per_s')} |")
+    top = {e: max((r for r in res["runs"] if r["engine"] == e), key=lambda r: r["rate"])
+           for e in ("continuous", "static")}
+    if all(t.get("tok_per_cpu_s") for t in top.values()):
+        c, s = top["continuous"], top["static"]
+        print(f"\nAt the highest rate ({c['rate']:.2f} req/s, overload): continuous "
+              f"{c['tok_per_s']:.0f} tok/s, {c['tok_per_cpu_s']:.0f} tok/CPU-s; static "
+              f"{s['tok_per_s']:.0f} tok/s, {s['tok_per_cpu_s']:.0f} tok/CPU-s; ratio "
+              f"{c['tok_per_s'] / s['tok_per_s']:.2f}x wall, "
+              f"{c['tok_per_cpu_s'] / s['tok_per_cpu_s']:.2f}x per CPU-second")
     on, off = res["prefix"]
     print(f"\n### Prefix reuse ({cpu}; a {on['prompt_tokens']}-token chat prompt, "
           f"{on['requests']} sequential requests after one warm-up)\n")
