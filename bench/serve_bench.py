@@ -6,8 +6,8 @@ completions at Poisson arrival rates from light load to overload
 request and token throughput per rate, each engine's throughput at equal p99
 latency, and a prefix-reuse test (a ~1k-token system prompt shared by short
 questions: TTFT with the prefix cache against --no-prefix-cache). Prints
-markdown tables, writes the results as JSON and the latency/throughput plot
-as SVG. Every table names the CPU and the load average, since the machine is
+markdown tables, writes the results as JSON and the p99 latency (end to end,
+and TTFT) against throughput plots as SVG. Every table names the CPU and the load average, since the machine is
 shared. Usage: serve_bench.py --parallm BIN [--work DIR] [--svg FILE] ..."""
 import argparse
 import json
@@ -126,9 +126,11 @@ def sec(v):
 def threads_probe(a, model_dir, log):
     """One request alone (256-token prompt, 32 tokens) under thread settings."""
     rows = []
-    body = {"prompt": list(range(1, 257)), "max_tokens": 32, "temperature": 0}
-    for label, threads, policy in [("--threads 2, OMP_WAIT_POLICY=PASSIVE", 2, "PASSIVE"),
-                                   ("--threads 2, libgomp's default wait policy", 2, None),
+    # Ids the warm-up does not start with, so no prefix-cache hit helps.
+    body = {"prompt": list(range(300, 556)), "max_tokens": 32, "temperature": 0}
+    n = a.threads
+    for label, threads, policy in [(f"--threads {n}, OMP_WAIT_POLICY=PASSIVE", n, "PASSIVE"),
+                                   (f"--threads {n}, libgomp's default wait policy", n, None),
                                    ("--threads 1", 1, "PASSIVE")]:
         with Server(a.parallm, model_dir, ["--threads", str(threads)], server_env(threads, policy),
                     log) as s:
