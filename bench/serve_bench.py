@@ -7,8 +7,9 @@ request and token throughput per rate, each engine's throughput at equal p99
 latency, and a prefix-reuse test (a ~1k-token system prompt shared by short
 questions: TTFT with the prefix cache against --no-prefix-cache). Prints
 markdown tables, writes the results as JSON and the p99 latency (end to end,
-and TTFT) against throughput plots as SVG. Every table names the CPU and the load average, since the machine is
-shared. Usage: serve_bench.py --parallm BIN [--work DIR] [--svg FILE] ..."""
+and TTFT) against throughput plots as SVG. Every table names the CPU and the
+load average, since the machine is shared.
+Usage: serve_bench.py --parallm BIN [--work DIR] [--svg FILE] ..."""
 import argparse
 import json
 import os
