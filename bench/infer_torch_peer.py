@@ -9,7 +9,7 @@ DIR/gpt2 and DIR/llama, once (an existing directory is kept):
          heads (GQA), intermediate 2048, vocab 32000, RoPE, untied head)
 `run DIR --dtype fp32|bf16`: times `model.generate` (greedy, batch 1, no EOS, so
 every run makes exactly --new tokens) on the prompt that bench/infer_bench.cpp
-uses too (prompt_ids below), after an untimed warmup; prints one JSON line with
+uses too (prompt_ids below), after an untimed short warmup; prints one JSON line with
 the median over --reps runs. Prefill ends at the first call of a logits
 processor (the prompt's forward is done, its first token not yet chosen), so
 decode tokens/s = (new - 1) / (end - that moment), as parallm counts them.
@@ -85,20 +85,20 @@ def run(args):
                 self.first = time.perf_counter()
             return scores
 
-    def once():
+    def once(new):
         mark = Mark()
         t0 = time.perf_counter()
         with torch.no_grad():
             out = model.generate(ids, attention_mask=torch.ones_like(ids),
-                                 max_new_tokens=args.new, min_new_tokens=args.new,
+                                 max_new_tokens=new, min_new_tokens=new,
                                  do_sample=False, num_beams=1, eos_token_id=None, pad_token_id=0,
                                  logits_processor=LogitsProcessorList([mark]))
         t1 = time.perf_counter()
-        assert out.shape[1] == args.prompt_len + args.new, out.shape
-        return args.prompt_len / (mark.first - t0), (args.new - 1) / (t1 - mark.first)
+        assert out.shape[1] == args.prompt_len + new, out.shape
+        return args.prompt_len / (mark.first - t0), (new - 1) / (t1 - mark.first)
 
-    once()  # warmup: allocator, OpenMP pool, first-call dispatch
-    runs = [once() for _ in range(args.reps)]
+    once(min(args.new, 4))  # warmup (short): allocator, OpenMP pool, first-call dispatch
+    runs = [once(args.new) for _ in range(args.reps)]
     print(json.dumps({
         "impl": "transformers", "model": os.path.basename(os.path.normpath(args.dir)),
         "dtype": args.dtype, "threads": args.threads, "prompt": args.prompt_len, "new": args.new,
