@@ -156,7 +156,8 @@ def batch_cost(a, model_dir, log, vocab):
     sizes = (1, 2, 4, 8, 16, 32)
     for engine in ("continuous", "static"):
         args = ["--engine", engine, "--threads", str(a.threads), "--max-running",
-                str(max(sizes)), "--max-batched-tokens", "2048", "--kv-cache-memory", "64MiB"]
+                str(max(sizes)), "--max-batched-tokens", "2048",
+                "--kv-cache-memory", a.kv_cache_memory]
         with Server(a.parallm, model_dir, args, server_env(a.threads), log) as s:
             warm_up(s.port)
             rng = random.Random(5)
@@ -251,6 +252,9 @@ def main():
     p.add_argument("--prefix-questions", type=int, default=10)
     p.add_argument("--system-words", type=int, default=1000, help="~ tokens of the system prompt")
     p.add_argument("--skip-threads-probe", action="store_true")
+    p.add_argument("--shape", help="LAYERS,HIDDEN,HEADS of the model (default 4,256,4)")
+    p.add_argument("--only-batch-cost", action="store_true",
+                   help="measure only the decode cost against batch size")
     p.add_argument("--svg", help="write the latency/throughput plot here")
     p.add_argument("--json", help="write all results here (default WORK/results.json)")
     p.add_argument("--from-json", help="only print the report and plots of an earlier run")
@@ -269,7 +273,13 @@ def main():
     print(f"CPU: {cpu} ({res['cores']} cores visible); server --threads {a.threads}, "
           f"OMP_NUM_THREADS={a.threads}", flush=True)
     print("load average at start: " + " ".join(f"{x:.2f}" for x in res["load_start"]), flush=True)
-    model_dir = serve_bench_model.build(os.path.join(a.work, "model"))
+    shape, name = None, "model"
+    if a.shape:
+        layers, hidden, heads = (int(x) for x in a.shape.split(","))
+        shape = dict(n_layer=layers, n_embd=hidden, n_head=heads)
+        name = f"model-{layers}x{hidden}x{heads}"
+    model_dir = serve_bench_model.build(os.path.join(a.work, name), shape=shape)
+    res["model"] = name
     with open(os.path.join(model_dir, "config.json")) as f:
         vocab = json.load(f)["vocab_size"]
 
@@ -282,6 +292,11 @@ def main():
     for r in res["batch_cost"]:
         print(f"  {r['engine']:10s} batch {r['batch']:2d}: step {ms(r['step_s'])} ms, "
               f"{r['cpu_ms_per_token']:.2f} CPU-ms per token (load {r['load1']:.1f})", flush=True)
+
+    if a.only_batch_cost:
+        with open(a.json or os.path.join(a.work, "batch_cost.json"), "w") as f:
+            json.dump(res, f, indent=1)
+        return
 
     rates = a.rates
     if not rates:
@@ -320,6 +335,10 @@ def main():
 
 def finish(res, svg):
     """The headline targets, the tables, the plots."""
+    if not res.get("runs"):  # --only-batch-cost
+        report_batch_cost(res, f"{res['cpu']}, server --threads {res['threads']}, "
+                               f"{res.get('model', 'model')}")
+        return
     def curve(e, key):
         return [(r[key], r["req_per_s"], r["tok_per_s"]) for r in res["runs"] if r["engine"] == e]
 
@@ -336,6 +355,21 @@ def finish(res, svg):
         plot(res, svg)
 
 
+def report_batch_cost(res, cpu):
+    """The decode cost table (when the run measured it)."""
+    if not res.get("batch_cost"):
+        return
+    print(f"\n### Decode cost against batch size ({cpu}; wall step, server CPU per token)\n")
+    sizes = sorted({r["batch"] for r in res["batch_cost"]})
+    print("| engine | " + " | ".join(f"batch {k}" for k in sizes) + " |")
+    print("|---|" + "---|" * len(sizes))
+    for e in ("continuous", "static"):
+        cells = [f"{r['step_s'] * 1e3:.1f} ms, {r.get('cpu_ms_per_token', 0):.2f} CPU-ms/tok"
+                 for k in sizes for r in res["batch_cost"]
+                 if r["engine"] == e and r["batch"] == k]
+        print(f"| {e} | " + " | ".join(cells) + " |")
+
+
 def report(res):
     cpu = f"{res['cpu']}, server --threads {res['threads']}"
     noisy = max(res["load_start"][0], res["load_end"][0]) > 1.5
@@ -347,16 +381,7 @@ def report(res):
         for r in res["threads_probe"]:
             print(f"| {r['setting']} | {r['load1']:.1f} | {ms(r['ttft'])} | {ms(r['itl_p50'])} "
                   f"| {sec(r['e2e'])} |")
-    if res.get("batch_cost"):
-        print(f"\n### Decode cost against batch size ({cpu}; wall step, server CPU per token)\n")
-        sizes = sorted({r["batch"] for r in res["batch_cost"]})
-        print("| engine | " + " | ".join(f"batch {k}" for k in sizes) + " |")
-        print("|---|" + "---|" * len(sizes))
-        for e in ("continuous", "static"):
-            cells = [f"{r['step_s'] * 1e3:.1f} ms, {r.get('cpu_ms_per_token', 0):.2f} CPU-ms/tok"
-                     for k in sizes for r in res["batch_cost"]
-                     if r["engine"] == e and r["batch"] == k]
-            print(f"| {e} | " + " | ".join(cells) + " |")
+    report_batch_cost(res, cpu)
     print(f"\n### Load sweep ({cpu}; --max-running {res['max_running']}, "
           f"{res['requests_per_rate']} requests per rate)\n")
     print("| engine | rate req/s | load | errors | req/s | out tok/s | tok/CPU-s | TTFT p50 ms "

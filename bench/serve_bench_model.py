@@ -45,9 +45,11 @@ def corpus(seed=0, n_lines=4000):
     return lines
 
 
-def build(model_dir, seed=0):
-    """Builds (or reuses, when model_dir holds the same recipe) the model; returns model_dir."""
-    recipe = dict(SHAPE, vocab=VOCAB, seed=seed, version=2)
+def build(model_dir, seed=0, shape=None):
+    """Builds (or reuses, when model_dir holds the same recipe) the model; returns
+    model_dir. shape: GPT2Config fields replacing SHAPE's (a bigger model for probes)."""
+    shape = dict(SHAPE, **(shape or {}))
+    recipe = dict(shape, vocab=VOCAB, seed=seed, version=2)
     stamp = os.path.join(model_dir, "bench_recipe.json")
     if os.path.exists(stamp):
         with open(stamp) as f:
@@ -65,7 +67,7 @@ def build(model_dir, seed=0):
     trainer = trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=["<|endoftext|>"])
     tok.train_from_iterator(corpus(seed), trainer)
     torch.manual_seed(seed)
-    model = GPT2LMHeadModel(GPT2Config(**SHAPE, vocab_size=tok.get_vocab_size(), eos_token_id=0,
+    model = GPT2LMHeadModel(GPT2Config(**shape, vocab_size=tok.get_vocab_size(), eos_token_id=0,
                                        bos_token_id=0))
     with torch.no_grad():
         model.transformer.wte.weight[0].zero_()  # tied: EOS's logit is 0, never the argmax
