@@ -15,32 +15,14 @@
 #include <vector>
 
 #include "base/rng.h"
+#include "bench_timing.h"
 #include "kernels/cpu/attention.h"
 
 using parallm::cpu::AttnDims;
 
 namespace {
-
-template <class F>
-double median_ms(int reps, F&& f) {
-  f();  // warm-up: page faults, BLAS buffers
-  std::vector<double> ms;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
-std::vector<float> random_vec(size_t n, const char* name) {
-  const uint64_t key = parallm::stream_key(1, name);
-  std::vector<float> x(n);
-  for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(parallm::normal_at(key, i));
-  return x;
-}
+using parallm::bench::median_ms;
+using parallm::bench::random_vec;
 
 // Materialises scores (B, H, T, T), softmaxes with libm exp, multiplies by V.
 void naive_forward(float* out, float* scores, const float* q, const float* k, const float* v,

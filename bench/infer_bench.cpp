@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   const Opts o = parse(argc, argv);
   cpu::set_num_threads(o.threads);
   const Precision p = precision_from_name(o.dtype);
-  InferenceModel im({.hf_dir = o.model}, TpGroup{}, p, nullptr);
+  InferenceModel im({.hf_dir = o.model}, {}, p, nullptr);
   const ModelConfig& cfg = im.model().config();
   std::vector<int32_t> prompt(static_cast<size_t>(o.prompt_len));
   for (int64_t i = 0; i < o.prompt_len; ++i)  // as prompt_ids() in infer_torch_peer.py

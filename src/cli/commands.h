@@ -23,5 +23,6 @@ void add_memory_command(CLI::App& app, CommandRegistry& reg);
 void add_schedule_command(CLI::App& app, CommandRegistry& reg);
 void add_export_command(CLI::App& app, CommandRegistry& reg);
 void add_generate_command(CLI::App& app, CommandRegistry& reg);
+void add_serve_command(CLI::App& app, CommandRegistry& reg);
 
 }  // namespace parallm::cli

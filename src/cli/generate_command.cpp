@@ -1,6 +1,6 @@
 // `parallm generate --model HF_DIR | --checkpoint CKPT --prompt TEXT ...`:
-// text generation with sampling flags; under mpirun the ranks form one
-// tensor-parallel group (--tp must equal the number of ranks).
+// text generation with sampling flags; under mpirun the ranks form a
+// tp x pp grid (--tp x --pp must equal the number of ranks).
 #include <iostream>
 #include <memory>
 
@@ -15,7 +15,6 @@ namespace parallm::cli {
 void add_generate_command(CLI::App& app, CommandRegistry& reg) {
   struct Flags {
     GenerateJobOptions job;
-    int tp = 1;
   };
   auto f = std::make_shared<Flags>();
   GenerateJobOptions& j = f->job;
@@ -46,13 +45,15 @@ void add_generate_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--dtype", j.dtype, "fp32 | bf16 (GEMMs)");
   sub->add_flag("--json", j.json, "one JSON object per prompt, even for one prompt");
   sub->add_option("--threads", j.threads, "CPU threads");
-  sub->add_option("--tp", f->tp, "tensor parallel size (= number of ranks)");
+  sub->add_option("--tp", j.tp, "tensor parallel size");
+  sub->add_option("--pp", j.pp, "pipeline parallel size (tp x pp = number of ranks)");
   reg.actions.emplace_back(sub, [f]() {
     const LaunchEnv env = read_launch_env();
     try {
       PX_CHECK(!f->job.source.hf_dir.empty() || !f->job.source.checkpoint.empty(),
                "give --model HF_DIR or --checkpoint CKPT_DIR");
-      PX_CHECK(f->tp == env.world_size, "--tp ({}) must equal the number of ranks ({})", f->tp,
+      PX_CHECK(f->job.tp * f->job.pp == env.world_size,
+               "--tp ({}) x --pp ({}) must equal the number of ranks ({})", f->job.tp, f->job.pp,
                env.world_size);
       if (f->job.gen.sampling.logprobs > 0) f->job.json = true;
       f->job.gen.sampling.validate();

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   parallm::cli::add_schedule_command(app, reg);
   parallm::cli::add_export_command(app, reg);
   parallm::cli::add_generate_command(app, reg);
+  parallm::cli::add_serve_command(app, reg);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

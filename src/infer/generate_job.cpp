@@ -5,13 +5,13 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 
 #include "data/tokenizer/tokenizer.h"
 #include "data/tokenizer/utf8.h"
-#include "infer/chat/chat_template.h"
+#include "infer/model_text.h"
 #include "kernels/cpu/threads.h"
+#include "train/rank_groups.h"
 
 namespace parallm {
 
@@ -28,17 +28,8 @@ std::vector<std::string> read_prompts(const GenerateJobOptions& o) {
   return p;
 }
 
-// The directory whose tokenizer (and chat template) the job uses; empty: bytes.
-std::string tokenizer_dir(const GenerateJobOptions& o) {
-  if (!o.tokenizer.empty()) return o.tokenizer;
-  if (!o.source.hf_dir.empty() &&
-      std::filesystem::exists(std::filesystem::path(o.source.hf_dir) / "tokenizer.json"))
-    return o.source.hf_dir;
-  return "";
-}
-
-// Token ids of each prompt; a chat prompt whose template wrote the BOS itself
-// is encoded without adding another.
+// Token ids of each prompt (model_text.h: a chat prompt whose template wrote
+// the BOS itself is encoded without adding another).
 std::vector<std::vector<int32_t>> encode_prompts(const GenerateJobOptions& o,
                                                  const std::vector<std::string>& texts,
                                                  const Tokenizer& tok, const std::string& dir) {
@@ -47,16 +38,12 @@ std::vector<std::vector<int32_t>> encode_prompts(const GenerateJobOptions& o,
     for (const std::string& t : texts) out.push_back(tok.encode(t, true));
     return out;
   }
-  const std::string config = dir.empty() ? "" : dir + "/tokenizer_config.json";
-  const ChatTemplate tmpl = !config.empty() && std::filesystem::exists(config)
-                                ? ChatTemplate::from_config_file_or_plain(config)
-                                : ChatTemplate::plain();
+  const ChatTemplate tmpl = load_chat_template(dir);
   for (const std::string& t : texts) {
     std::vector<ChatMessage> conv;
     if (!o.system.empty()) conv.push_back({"system", o.system});
     conv.push_back({"user", t});
-    const ChatPrompt p = tmpl.render(conv, true);
-    out.push_back(tok.encode(p.text, !p.starts_with_bos));
+    out.push_back(encode_chat(tok, tmpl, conv));
   }
   return out;
 }
@@ -99,24 +86,24 @@ int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, 
   const Precision precision = precision_from_name(opts.dtype);
   PX_CHECK(precision != Precision::FP16, "--dtype must be fp32 or bf16, got {}", opts.dtype);
   const std::vector<std::string> texts = read_prompts(opts);
-  const std::string dir = tokenizer_dir(opts);
-  const std::unique_ptr<Tokenizer> tok = dir.empty() ? make_byte_tokenizer() : load_tokenizer(dir);
+  const std::string dir = tokenizer_dir(opts.source, opts.tokenizer);
+  const std::unique_ptr<Tokenizer> tok = load_tokenizer_or_bytes(dir);
   const std::vector<std::vector<int32_t>> prompts = encode_prompts(opts, texts, *tok, dir);
   cpu::set_num_threads(opts.threads);
-  const TpGroup tp{.comm = world && world->size() > 1 ? world : nullptr};
-  const bool writer = tp.rank() == 0;
-  InferenceModel im(opts.source, tp, precision, world);
-  PX_CHECK(tok->vocab_size() <= im.model().config().vocab_size,
-           "the tokenizer{} has {} ids but the model's vocabulary has {} rows",
-           dir.empty() ? "" : " in '" + dir + "'", tok->vocab_size(),
-           im.model().config().vocab_size);
+  const int ranks = world ? world->size() : 1, rank = world ? world->rank() : 0;
+  PX_CHECK(opts.tp >= 1 && opts.pp >= 1 && opts.tp * opts.pp == ranks,
+           "tp ({}) x pp ({}) must equal the number of ranks ({})", opts.tp, opts.pp, ranks);
+  const RankGrid grid(GridSizes{.tp = opts.tp, .pp = opts.pp}, ranks);
+  const RankGroups groups = split_groups(grid, world, rank);
+  const TpGroup tp{.comm = opts.tp > 1 ? groups.tp.get() : nullptr};
+  InferenceModel im(opts.source, {.tp = tp, .pp_rank = grid.coord(rank).pp_rank, .pp = opts.pp},
+                    precision, world);
+  const bool writer = is_sampling_rank(im.model());
+  check_tokenizer_fits(*tok, dir, im.model().config().vocab_size);
 
   GenerateOptions gen = opts.gen;
-  gen.eos_ids = im.eos_ids();
-  if (!dir.empty())
-    for (int32_t id : tok->eos_ids())
-      if (std::find(gen.eos_ids.begin(), gen.eos_ids.end(), id) == gen.eos_ids.end())
-        gen.eos_ids.push_back(id);
+  gen.pp = opts.pp > 1 ? groups.pp.get() : nullptr;
+  gen.eos_ids = end_of_sequence_ids(im.eos_ids(), *tok, dir);
   gen.decode = [&](std::span<const int32_t> ids) { return tok->decode_bytes(ids, true); };
   const bool stream = texts.size() == 1 && !opts.json;
   StopStrings stops(gen.stop_strings);
@@ -145,15 +132,15 @@ int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, 
     out << std::endl;
   } else {
     for (size_t i = 0; i < res.size(); ++i)
-      out << result_json(i, res[i], gen.sampling.logprobs, *tok).dump()
-          << "\n";
+      out << result_json(i, res[i], gen.sampling.logprobs, *tok).dump() << "\n";
     out << std::flush;
   }
   auto rate = [](int64_t n, double s) { return s > 0 ? static_cast<double>(n) / s : 0.0; };
   err << fmt::format(
-             "generate: {} prompts, tp {}, {}: prefill {} tokens in {:.3f} s ({:.1f} tokens/s), "
+             "generate: {} prompts, tp {}, pp {}, {}: prefill {} tokens in {:.3f} s ({:.1f} "
+             "tokens/s), "
              "decode {} tokens in {:.3f} s ({:.1f} tokens/s)",
-             prompts.size(), tp.size(), opts.dtype, st.prefill_tokens, st.prefill_s,
+             prompts.size(), tp.size(), opts.pp, opts.dtype, st.prefill_tokens, st.prefill_s,
              rate(st.prefill_tokens, st.prefill_s), st.decode_tokens, st.decode_s,
              rate(st.decode_tokens, st.decode_s))
       << std::endl;

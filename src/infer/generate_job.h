@@ -1,10 +1,11 @@
 // The `parallm generate` job: load a model (HF directory or checkpoint, split
 // over tp = the job's ranks), encode the prompts with the model's tokenizer
 // (--tokenizer DIR, else the --model directory's tokenizer.json, else the
-// byte tokenizer), optionally through its chat template, generate, and report. One prompt streams its text to `out` as tokens
-// arrive (text that may start a stop string is held back until it cannot);
-// several prompts, or --json, give one JSON object per prompt. A summary
-// line with prefill and decode tokens/s goes to `err`. Only tp rank 0 writes.
+// byte tokenizer), optionally through its chat template, generate, and report. One prompt streams
+// its text to `out` as tokens arrive (text that may start a stop string is held back until it
+// cannot); several prompts, or --json, give one JSON object per prompt. A summary line with prefill
+// and decode tokens/s goes to `err`. Only the sampling rank (tp rank 0 of the last pipeline stage)
+// writes.
 #pragma once
 #include <ostream>
 #include <string>
@@ -27,9 +28,10 @@ struct GenerateJobOptions {
   std::string dtype = "fp32";
   bool json = false;
   int threads = 0;
+  int tp = 1, pp = 1;  // tp x pp must equal the job's ranks
 };
 
-// world: all ranks of the job, which form one tp group (null: one process).
+// world: all ranks of the job, a tp x pp grid (null: one process).
 int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, std::ostream& out,
                      std::ostream& err);
 

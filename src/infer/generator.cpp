@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "base/error.h"
+#include "infer/stage_forward.h"
 
 namespace parallm {
 
@@ -22,10 +23,28 @@ const char* finish_reason_name(FinishReason r) {
 
 namespace {
 
+// Tokens per KV block. Generation gives each sequence whole blocks of its
+// own; 16 (vLLM's default) keeps the last block's waste small.
+constexpr int64_t kBlockSize = 16;
+
+int64_t max_new_of(const GenerateOptions& o, size_t seq) {
+  return o.sequence_max_new_tokens.empty() ? o.max_new_tokens : o.sequence_max_new_tokens[seq];
+}
+
 void check_request(const ModelConfig& cfg, const std::vector<std::vector<int32_t>>& prompts,
                    const GenerateOptions& o) {
   o.sampling.validate();
-  PX_CHECK(o.max_new_tokens >= 1, "max_new_tokens must be >= 1, got {}", o.max_new_tokens);
+  PX_CHECK(o.sequence_sampling.empty() || o.sequence_sampling.size() == prompts.size(),
+           "sequence_sampling has {} entries for {} prompts", o.sequence_sampling.size(),
+           prompts.size());
+  PX_CHECK(o.draw_ids.empty() || o.draw_ids.size() == prompts.size(),
+           "draw_ids has {} entries for {} prompts", o.draw_ids.size(), prompts.size());
+  for (const SamplingParams& p : o.sequence_sampling) p.validate();
+  PX_CHECK(!o.sequence_max_new_tokens.empty() || o.max_new_tokens >= 1,
+           "max_new_tokens must be >= 1, got {}", o.max_new_tokens);
+  PX_CHECK(o.sequence_max_new_tokens.empty() || o.sequence_max_new_tokens.size() == prompts.size(),
+           "sequence_max_new_tokens has {} entries for {} prompts",
+           o.sequence_max_new_tokens.size(), prompts.size());
   PX_CHECK(!prompts.empty(), "no prompts to generate from");
   PX_CHECK(o.stop_strings.empty() || o.decode, "stop strings need a decode function");
   StopStrings check(o.stop_strings);  // rejects empty stop strings
@@ -38,10 +57,12 @@ void check_request(const ModelConfig& cfg, const std::vector<std::vector<int32_t
     PX_CHECK(n <= cfg.max_positions,
              "prompt {} has {} tokens, more than the model's context (max_positions {})", i, n,
              cfg.max_positions);
-    PX_CHECK(n + o.max_new_tokens <= cfg.max_positions,
+    const int64_t m = max_new_of(o, i);
+    PX_CHECK(m >= 1, "max_new_tokens must be >= 1, got {}", m);
+    PX_CHECK(n + m <= cfg.max_positions,
              "prompt {} ({} tokens) + max_new_tokens ({}) = {} exceeds the model's context "
              "(max_positions {})",
-             i, n, o.max_new_tokens, n + o.max_new_tokens, cfg.max_positions);
+             i, n, m, n + m, cfg.max_positions);
     for (int32_t t : prompts[i])
       PX_CHECK(t >= 0 && t < cfg.vocab_size,
                "prompt {} holds token {}, outside the vocabulary ({})", i, t, cfg.vocab_size);
@@ -54,50 +75,75 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
+bool is_sampling_rank(const Transformer& model) {
+  return model.stage().head && model.tp().rank() == 0;
+}
+
 std::vector<Generation> generate(Transformer& model,
                                  const std::vector<std::vector<int32_t>>& prompts,
                                  const GenerateOptions& o, GenerationStats* stats) {
   const ModelConfig& cfg = model.config();
   check_request(cfg, prompts, o);
-  const Sampler sampler(o.sampling);
+  std::vector<Sampler> samplers;
+  if (o.sequence_sampling.empty()) samplers.emplace_back(o.sampling);
+  for (const SamplingParams& p : o.sequence_sampling) samplers.emplace_back(p);
   const StopStrings stops(o.stop_strings);
   const TpGroup& tp = model.tp();
   const int S = static_cast<int>(prompts.size());
-  int64_t longest = 0;
-  for (const auto& p : prompts) longest = std::max<int64_t>(longest, p.size());
-  KvCache cache(cfg, tp, S, longest + o.max_new_tokens, model.allocator());
+  // Each sequence owns a fixed run of blocks, enough for its prompt and
+  // every token it may generate; nothing is shared, nothing is evicted.
+  const LayerRange layers = model.cached_layers();
+  std::vector<std::vector<int32_t>> tables(static_cast<size_t>(S));
+  int32_t next_block = 0;
+  for (int i = 0; i < S; ++i) {
+    const int64_t need = static_cast<int64_t>(prompts[static_cast<size_t>(i)].size()) +
+                         max_new_of(o, static_cast<size_t>(i));
+    for (int64_t b = 0; b < (need + kBlockSize - 1) / kBlockSize; ++b)
+      tables[static_cast<size_t>(i)].push_back(next_block++);
+  }
+  PagedKvCache cache(cfg, tp, next_block, kBlockSize, model.allocator(), layers);
+  std::vector<int64_t> cached(static_cast<size_t>(S), 0);  // positions each sequence holds
+  PX_CHECK(model.whole() || o.pp != nullptr, "a pipeline stage generates only with its pp group");
+  const int pp_last = o.pp ? o.pp->size() - 1 : 0;
+  const bool sampler_rank = is_sampling_rank(model);
 
   std::vector<Generation> out(static_cast<size_t>(S));
   std::vector<int> active(static_cast<size_t>(S));
   for (int i = 0; i < S; ++i) active[static_cast<size_t>(i)] = i;
   std::vector<int32_t> tokens;
-  std::vector<CacheSpan> spans;
+  std::vector<PagedSpan> spans;
+  auto add_span = [&](int seq, int64_t count) {
+    spans.push_back({cached[static_cast<size_t>(seq)], count, tables[static_cast<size_t>(seq)]});
+    cached[static_cast<size_t>(seq)] += count;
+  };
   for (int i = 0; i < S; ++i) {
     tokens.insert(tokens.end(), prompts[static_cast<size_t>(i)].begin(),
                   prompts[static_cast<size_t>(i)].end());
-    spans.push_back({i, static_cast<int64_t>(prompts[static_cast<size_t>(i)].size())});
+    add_span(i, static_cast<int64_t>(prompts[static_cast<size_t>(i)].size()));
   }
   GenerationStats st;
   st.prefill_tokens = static_cast<int64_t>(tokens.size());
   bool prefill = true;
   while (!active.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
-    const Tensor logits = model.forward_cached(tokens.data(), spans, cache);
-    if (o.on_logits) o.on_logits(active, logits);
+    const Tensor logits = stage_forward(model, tokens, spans, cache, o.pp);
+    if (o.on_logits && model.stage().head) o.on_logits(active, logits);
     const int64_t V = cfg.vocab_size;
-    // tp rank 0 chooses; the others take its ids.
+    // tp rank 0 of the last stage chooses; the others take its ids.
     std::vector<int32_t> chosen(active.size());
     std::vector<SampledToken> samples(active.size());
-    if (tp.rank() == 0)
+    if (sampler_rank)
       for (size_t r = 0; r < active.size(); ++r) {
-        const Generation& g = out[static_cast<size_t>(active[r])];
-        samples[r] = sampler.sample(
+        const size_t seq = static_cast<size_t>(active[r]);
+        const Generation& g = out[seq];
+        samples[r] = samplers[samplers.size() == 1 ? 0 : seq].sample(
             {logits.data<float>() + static_cast<int64_t>(r) * V, static_cast<size_t>(V)},
-            prompts[static_cast<size_t>(active[r])], g.tokens, active[r],
+            prompts[seq], g.tokens, o.draw_ids.empty() ? active[r] : o.draw_ids[seq],
             static_cast<int64_t>(g.tokens.size()));
         chosen[r] = samples[r].token;
       }
     if (tp.active()) tp.comm->broadcast(chosen.data(), chosen.size(), DType::I32, 0);
+    if (o.pp) o.pp->broadcast(chosen.data(), chosen.size(), DType::I32, pp_last);
     std::vector<int> still;
     tokens.clear();
     spans.clear();
@@ -120,13 +166,14 @@ std::vector<Generation> generate(Transformer& model,
           continue;
         }
       }
-      if (static_cast<int64_t>(g.tokens.size()) >= o.max_new_tokens) {
+      if (static_cast<int64_t>(g.tokens.size()) >= max_new_of(o, static_cast<size_t>(seq))) {
         g.finish = FinishReason::Length;
         continue;
       }
+      if (o.should_stop && o.should_stop(seq)) continue;  // finish stays Length
       still.push_back(seq);
       tokens.push_back(chosen[r]);
-      spans.push_back({seq, 1});
+      add_span(seq, 1);
     }
     active = std::move(still);
     const double dt = seconds_since(t0);

@@ -1,10 +1,12 @@
 // generate(): batched autoregressive generation through a KV cache. Token
-// ids in, token ids out: every prompt gets its own cache slot and its own
+// ids in, token ids out: every prompt gets its own cache blocks and its own
 // positions (no padding, so a batch gives each prompt exactly the tokens it
 // gets alone). All prompts are prefilled in one forward, then each step
 // decodes one token of every unfinished sequence in one forward. Under
 // tensor parallelism every tp rank runs the same calls; tp rank 0 samples
-// and broadcasts the chosen ids, so all ranks agree. Text enters only
+// and broadcasts the chosen ids, so all ranks agree. Under pipeline
+// parallelism each stage runs its layers and sends the hidden rows on; the
+// last stage samples and the ids go back to every stage. Text enters only
 // through the decode callback (stop strings), so any tokenizer fits.
 #pragma once
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "infer/sampler.h"
 #include "infer/stop_strings.h"
 #include "model/transformer.h"
@@ -30,6 +33,19 @@ struct GenerateOptions {
   std::function<void(int seq, const SampledToken&)> on_token;
   // Tests: the logits (rows, V) of each forward; seqs[r] is row r's sequence.
   std::function<void(const std::vector<int>& seqs, const Tensor& logits)> on_logits;
+  // The pipeline group of this rank's stage (null: the model is whole).
+  comm::Communicator* pp = nullptr;
+  // Serving, where one batch holds sequences of different requests: each
+  // sequence's own sampling (empty: `sampling` for all), the id its draws
+  // are keyed by (empty: its index in prompts) and its own limit (empty:
+  // max_new_tokens for all; the cache holds the longest prompt + limit).
+  std::vector<SamplingParams> sequence_sampling;
+  std::vector<int64_t> draw_ids;
+  std::vector<int64_t> sequence_max_new_tokens;
+  // Asked after each token of a sequence that did not end otherwise; true:
+  // the sequence leaves the batch now (finish Length; the caller knows why:
+  // a cancel, its own stop rule). Every rank must answer the same.
+  std::function<bool(int seq)> should_stop;
 };
 
 enum class FinishReason { Eos, Stop, Length };
@@ -37,7 +53,7 @@ const char* finish_reason_name(FinishReason r);  // "eos", "stop", "length"
 
 struct Generation {
   std::vector<int32_t> tokens;        // generated ids (an EOS id that ended it included)
-  std::vector<SampledToken> samples;  // per token (logprobs on tp rank 0 only)
+  std::vector<SampledToken> samples;  // per token (logprobs on the sampling rank only)
   FinishReason finish = FinishReason::Length;
   size_t text_end = 0;  // Stop: length of the decoded text before the stop string
 };
@@ -46,6 +62,10 @@ struct GenerationStats {
   int64_t prefill_tokens = 0, decode_tokens = 0;
   double prefill_s = 0.0, decode_s = 0.0;
 };
+
+// The rank that samples, and so holds logprobs and logits: tp rank 0 of
+// the last pipeline stage.
+bool is_sampling_rank(const Transformer& model);
 
 // Throws, naming the values, on bad options or prompts (empty, ids outside
 // the vocabulary, longer than max_positions, or prompt + max_new_tokens

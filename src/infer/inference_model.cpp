@@ -8,6 +8,7 @@
 
 #include "data/byte_tokenizer.h"
 #include "io/hf_model.h"
+#include "parallel/pipeline/stage_partition.h"
 #include "train/checkpoint_load.h"
 
 namespace parallm {
@@ -29,21 +30,37 @@ std::vector<int32_t> hf_eos_ids(const std::string& dir, int64_t vocab) {
     add(e);
   return ids;
 }
+
+// The layers of stage pp_rank of pp, split as training splits them.
+ModelStage generation_stage(const ModelConfig& cfg, int pp_rank, int pp) {
+  ModelStage s;
+  if (pp == 1) return s;
+  const pipeline::StagePartition p =
+      pipeline::partition_layers(static_cast<int>(cfg.n_layers), pp, 1);
+  const pipeline::ChunkLayers& cl = p.at(pp_rank, 0);
+  s.embedding = cl.has_embedding;
+  s.head = cl.has_head;
+  s.chunks.push_back({cl.first_layer, cl.num_layers});
+  return s;
+}
 }  // namespace
 
-InferenceModel::InferenceModel(const ModelSource& src, const TpGroup& tp, Precision precision,
+InferenceModel::InferenceModel(const ModelSource& src, const Placement& where, Precision precision,
                                comm::Communicator* world)
     : alloc_(std::make_unique<Allocator>()) {
   PX_CHECK(src.hf_dir.empty() != src.checkpoint.empty(),
            "give exactly one of a model directory and a checkpoint");
   if (!src.hf_dir.empty()) {
     const ModelConfig cfg = read_hf_model_config(src.hf_dir);
-    model_ = std::make_unique<Transformer>(cfg, *alloc_, tp);
+    model_ = std::make_unique<Transformer>(cfg, *alloc_, where.tp,
+                                           generation_stage(cfg, where.pp_rank, where.pp));
     load_hf_weights(src.hf_dir, *model_);
     eos_ = hf_eos_ids(src.hf_dir, cfg.vocab_size);
   } else {
     const OpenedCheckpoint ck = open_checkpoint(src.checkpoint, world);
-    model_ = std::make_unique<Transformer>(ck.state.model, *alloc_, tp);
+    model_ =
+        std::make_unique<Transformer>(ck.state.model, *alloc_, where.tp,
+                                      generation_stage(ck.state.model, where.pp_rank, where.pp));
     model_->params().init_random(0);  // every element is overwritten below
     check_checkpoint_covers_model(ck, model_->params(), ck.state.model);
     load_checkpoint_values(ck, model_->params(), ck.state.model.vocab_size);

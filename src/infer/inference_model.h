@@ -1,7 +1,8 @@
 // InferenceModel: a Transformer ready to generate, loaded from a Hugging
 // Face directory (config.json + safetensors) or from a training checkpoint
 // of any layout (read directly through the slice-mapping loader), split
-// over the tp group given, with fp32 or bf16 GEMMs. Owns the allocator the
+// over the tp group given and cut into pipeline stages as training cuts
+// them (even layer split), with fp32 or bf16 GEMMs. Owns the allocator the
 // model's buffers come from, so it outlives them.
 #pragma once
 #include <memory>
@@ -20,9 +21,14 @@ struct ModelSource {
 
 class InferenceModel {
  public:
+  // Where this rank sits: its tp group and its pipeline stage of pp.
+  struct Placement {
+    TpGroup tp;
+    int pp_rank = 0, pp = 1;
+  };
   // world: the communicator the checkpoint is verified over (null: one
-  // process); tp: the tensor-parallel group the model is split over.
-  InferenceModel(const ModelSource& src, const TpGroup& tp, Precision precision,
+  // process).
+  InferenceModel(const ModelSource& src, const Placement& where, Precision precision,
                  comm::Communicator* world);
   ~InferenceModel();
   Transformer& model() { return *model_; }

@@ -25,11 +25,11 @@
 #include <vector>
 
 #include "model/config.h"
-#include "model/kv_cache.h"
 #include "model/layers/block.h"
 #include "model/layers/embedding.h"
 #include "model/layers/lm_head.h"
 #include "model/model_stage.h"
+#include "model/paged_kv_cache.h"
 #include "nn/weight_grad_queue.h"
 #include "parallel/tensor/partial_grad_sync.h"
 
@@ -66,12 +66,21 @@ class Transformer {
   LossSum forward_loss(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T);
   // Full logits (B, T, V), for inference and reference tests (gathered over tp).
   Tensor logits(const int32_t* inputs, int64_t B, int64_t T);
-  // Inference through a KV cache (transformer_cached.cpp): tokens holds the
-  // spans' tokens back to back (sum of counts); each span continues its
-  // slot at the slot's cache length (its tokens' positions). Returns the
-  // full logits (spans.size(), V) of each span's last token, the same on
-  // every tp rank, and advances the cache. Whole model, no sequence parallel.
-  Tensor forward_cached(const int32_t* tokens, const std::vector<CacheSpan>& spans, KvCache& cache);
+  // Inference through a paged KV cache (transformer_cached.cpp): tokens
+  // holds the spans' new tokens back to back (sum of counts); span s sits
+  // at positions s.pos0 .. and reads its sequence's earlier keys and values
+  // from its blocks. Returns the full logits (spans.size(), V) of each
+  // span's last token, the same on every tp rank. Whole model, no sequence
+  // parallel. The caller tracks what each sequence has cached.
+  Tensor forward_cached(const int32_t* tokens, const std::vector<PagedSpan>& spans,
+                        PagedKvCache& cache);
+  // The same on a pipeline stage (one chunk): the first stage reads tokens,
+  // a later one hidden (N, C) from the stage before; returns the hidden
+  // (N, C) for the next stage, or on the last stage the logits (S, V).
+  Tensor forward_cached_stage(const int32_t* tokens, const float* hidden,
+                              const std::vector<PagedSpan>& spans, PagedKvCache& cache);
+  // The global layers this process caches (its one chunk, or all).
+  LayerRange cached_layers() const;
 
   // A flat range [begin, end) of params().flat_grads().
   // Its parameters are [first_param, end_param) of params().

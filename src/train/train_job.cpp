@@ -22,6 +22,7 @@
 #include "train/checkpoint_save.h"
 #include "train/pipeline_trace.h"
 #include "train/progress_log.h"
+#include "train/rank_groups.h"
 #include "train/trainer.h"
 
 namespace parallm {
@@ -39,29 +40,6 @@ ModelConfig init_from_model(const RunConfig& rc) {
   m.attn_dropout = rc.model.attn_dropout;
   m.hidden_dropout = rc.model.hidden_dropout;
   return m;
-}
-
-// This rank's groups, split from world by the grid (tp fastest, then dp,
-// then pp); all null in a one-process run.
-struct RankGroups {
-  std::unique_ptr<comm::Communicator> dp, tp, pp;
-  std::unique_ptr<comm::Communicator> embedding;  // first + last stage; null on middle ones
-};
-
-RankGroups split_groups(const RankGrid& grid, comm::Communicator* world, int rank) {
-  RankGroups g;
-  if (grid.world_size() == 1) return g;
-  auto split = [&](GroupKind kind, const char* name) {
-    const int i = grid.group_index(kind, rank);
-    return world->split(i, grid.rank_in_group(kind, rank), fmt::format("{}[{}]", name, i));
-  };
-  g.dp = split(GroupKind::Dp, "dp");
-  g.tp = split(GroupKind::Tp, "tp");
-  if (grid.sizes().pp > 1) {
-    g.pp = split(GroupKind::Pp, "pp");
-    g.embedding = split(GroupKind::Embedding, "embedding");
-  }
-  return g;
 }
 
 // Random init from the seed, or the weights of --init-from.

@@ -5,8 +5,8 @@ transformers builds a GPT-2 or a LLaMA with grouped-query attention
 (n_kv_heads < n_heads) with random weights, saves it with save_pretrained
 (safetensors), and generates 64 tokens greedily from prompts of different
 lengths, each prompt alone. parallm then generates from the same directory,
-all prompts in one batch (generate_dump, tensor parallel under mpirun when
-given), and must give the same tokens, and at every step logits equal to
+all prompts in one batch (generate_dump, in the LAYOUT given: tp1, tp2 or
+pp2, under the launcher), and must give the same tokens, and at every step logits equal to
 transformers' within a stated tolerance. The weights are drawn with a
 large standard deviation so the logits are well separated; the smallest
 top-1/top-2 margin of every prompt is printed, and a margin not well above
@@ -14,8 +14,8 @@ the largest logit difference seen fails the test as a tie rather than
 passing by luck.
 Finally `parallm generate --json` (the CLI) must give the same tokens.
 
-Usage: generate_parity.py CASE WORK_DIR GENERATE_DUMP PARALLM [LAUNCHER...]
-  CASE: gpt2 | llama; LAUNCHER: e.g. mpirun ... -np 2 (then --tp 2)
+Usage: generate_parity.py CASE WORK_DIR GENERATE_DUMP PARALLM LAYOUT [LAUNCHER...]
+  CASE: gpt2 | llama; LAYOUT: tp1 | tp2 | pp2; LAUNCHER: e.g. mpirun ... -np 2
 """
 import json
 import os
@@ -77,8 +77,10 @@ def reference(model, prompts):
 
 
 def main():
-    case, work, dump, parallm = sys.argv[1:5]
-    launcher = sys.argv[5:]
+    case, work, dump, parallm, layout = sys.argv[1:6]
+    launcher = sys.argv[6:]
+    tp, pp = {"tp1": (1, 1), "tp2": (2, 1), "pp2": (1, 2)}[layout]
+    grid = ["--tp", str(tp), "--pp", str(pp)]
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     model_dir = os.path.join(work, "model")
@@ -90,11 +92,10 @@ def main():
     with open(req, "w") as f:
         json.dump({"prompts": prompts, "max_new_tokens": MAX_NEW}, f)
     got_path = os.path.join(work, "parallm.json")
-    subprocess.run(launcher + [dump, model_dir, req, got_path], check=True)
+    subprocess.run(launcher + [dump, model_dir, req, got_path, str(tp), str(pp)], check=True)
     with open(got_path) as f:
         got = json.load(f)
 
-    tp = "tp 2" if launcher else "tp 1"
     ok = True
     for i, (tokens, logits) in enumerate(ref):
         mine = got["tokens"][i]
@@ -106,7 +107,7 @@ def main():
         margin = (top2[:, 0] - top2[:, 1]).min().item()
         same = sum(1 for a, b in zip(mine, tokens) if a == b)
         matched = mine == tokens
-        print(f"{case} {tp} prompt {i} ({len(prompts[i])} tokens): {same}/{len(tokens)} tokens "
+        print(f"{case} {layout} prompt {i} ({len(prompts[i])} tokens): {same}/{len(tokens)} tokens "
               f"match{'' if matched else ' MISMATCH'}; max |logit diff| {err:.2e} "
               f"(tol {tol:.2e}); min top-1/top-2 margin {margin:.3f}")
         if not matched:
@@ -124,9 +125,7 @@ def main():
 
     # The CLI on the same directory (byte prompts are the byte tokenizer's ids).
     cmd = launcher + [parallm, "generate", "--model", model_dir, "--temperature", "0",
-                      "--max-new-tokens", str(MAX_NEW), "--json"]
-    if launcher:
-        cmd += ["--tp", "2"]
+                      "--max-new-tokens", str(MAX_NEW), "--json"] + grid
     for p in PROMPTS:
         cmd += ["--prompt", p]
     res = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True)

@@ -10,31 +10,12 @@ Usage: generate_tokenizer_check.py WORKDIR PARALLM"""
 import json, os, subprocess, sys
 
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+from tiny_text_model import build
 
 work, parallm = sys.argv[1], sys.argv[2]
 model_dir = os.path.join(work, "model")
-tok = Tokenizer(models.BPE())
-tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-tok.decoder = decoders.ByteLevel()
-trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>"],
-                              initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-tok.train_from_iterator(["hello world, the quick brown fox jumps over the lazy dog. 你好世界"] * 50,
-                        trainer)
-torch.manual_seed(0)
-model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=64, n_head=4, n_positions=128,
-                                   vocab_size=tok.get_vocab_size(), eos_token_id=0,
-                                   bos_token_id=0))
-for p in model.parameters():
-    torch.nn.init.normal_(p, std=0.3)  # well-separated logits: no near-ties
-model.eval()
-model.save_pretrained(model_dir, safe_serialization=True)
-fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>",
-                               bos_token="<|endoftext|>")
-fast.chat_template = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
-                      "{% if add_generation_prompt %}<|assistant|>{% endif %}")
-fast.save_pretrained(model_dir)
+model, fast = build(model_dir)
 
 cases = [("plain", ["--prompt", "hello world 你好"], fast("hello world 你好").input_ids),
          ("chat", ["--prompt", "hello fox", "--chat", "--system", "be brief"],

@@ -2,23 +2,26 @@
 # (parallm_core includes the infer layer). Reference (label reference):
 # greedy generation against transformers' generate for a GPT-2 and a LLaMA
 # with grouped-query attention, tokens and per-step logits, one process
-# and tensor parallel over 2 ranks (generate_parity.py says how).
+# tensor parallel and pipeline parallel over 2 ranks (generate_parity.py says how).
 add_executable(generate_dump ${CMAKE_CURRENT_LIST_DIR}/generate_dump.cpp)
 target_link_libraries(generate_dump PRIVATE parallm_core)
 foreach(case gpt2 llama)
   add_test(NAME reference.generate.${case}
            COMMAND ${CMAKE_COMMAND} -E env OMP_NUM_THREADS=2
                    /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/generate_parity.py ${case}
-                   gen_${case} $<TARGET_FILE:generate_dump> $<TARGET_FILE:parallm>
+                   gen_${case} $<TARGET_FILE:generate_dump> $<TARGET_FILE:parallm> tp1
            WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   set_tests_properties(reference.generate.${case} PROPERTIES LABELS reference TIMEOUT 300)
-  add_test(NAME reference.generate.${case}.tp2
-           COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
-                   /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/generate_parity.py ${case}
-                   gen_${case}_tp2 $<TARGET_FILE:generate_dump> $<TARGET_FILE:parallm>
-                   ${PARALLM_MPIRUN} -np 2)
-  set_tests_properties(reference.generate.${case}.tp2 PROPERTIES LABELS "reference;dist"
-                       TIMEOUT 300 WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  foreach(layout tp2 pp2)
+    add_test(NAME reference.generate.${case}.${layout}
+             COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
+                     /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/generate_parity.py ${case}
+                     gen_${case}_${layout} $<TARGET_FILE:generate_dump> $<TARGET_FILE:parallm>
+                     ${layout} ${PARALLM_MPIRUN} -np 2)
+    set_tests_properties(reference.generate.${case}.${layout} PROPERTIES
+                         LABELS "reference;dist" TIMEOUT 300
+                         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  endforeach()
 endforeach()
 
 # The CLI refuses a bad sampling value before loading anything, naming it.
@@ -27,6 +30,12 @@ add_test(NAME cli.generate.bad_value
                  --top-p 1.5)
 set_tests_properties(cli.generate.bad_value PROPERTIES LABELS unit
                      PASS_REGULAR_EXPRESSION "error: top_p must be in \\(0, 1\\] \\(1: off\\), got 1.5")
+
+# A grid that does not match the ranks is refused before anything loads.
+add_test(NAME cli.generate.bad_grid
+         COMMAND $<TARGET_FILE:parallm> generate --model does-not-exist --prompt hi --tp 2)
+set_tests_properties(cli.generate.bad_grid PROPERTIES LABELS unit
+                     PASS_REGULAR_EXPRESSION "error: --tp \\(2\\) x --pp \\(1\\) must equal the number of ranks \\(1\\)")
 
 # The model directory's own tokenizer.json and chat template (--chat) drive
 # the prompt: transformers checks every step over parallm's tokens.

@@ -37,7 +37,7 @@ struct SequenceUpdate {
   bool finished = false;
   FinishReason finish = FinishReason::Length;
   size_t text_end = 0;
-  int64_t prompt_tokens = 0;  // of the sequence (usage)
+  int64_t prompt_tokens = 0;         // of the sequence (usage)
   int64_t cached_prompt_tokens = 0;  // of them, read from the prefix cache
 };
 
@@ -55,7 +55,7 @@ struct SequenceRefused : std::runtime_error {
 struct EngineCounters {
   int64_t running = 0, waiting = 0;
   int64_t kv_blocks_used = 0, kv_blocks_total = 0;
-  int64_t prompt_tokens = 0, generated_tokens = 0;  // totals since start
+  int64_t prompt_tokens = 0, generated_tokens = 0;          // totals since start
   int64_t prefix_cache_queries = 0, prefix_cache_hits = 0;  // prompt tokens looked up / found
   int64_t preemptions = 0;
 };

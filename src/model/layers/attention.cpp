@@ -91,7 +91,7 @@ Attention::Saved Attention::forward(const LayerContext& c, float* out, const flo
 }
 
 void Attention::forward_cached(const LayerContext& c, float* out, const float* inp, int64_t layer,
-                               KvCache& cache, const std::vector<CacheSpan>& spans) const {
+                               PagedKvCache& cache, const std::vector<PagedSpan>& spans) const {
   PX_CHECK(!tp_.sp(), "cached attention runs without sequence parallelism");
   const int64_t N = c.N(), qd = q_.out(), kd = k_.out();
   Tensor q = c.workspace({N, qd}), k = c.workspace({N, kd}), v = c.workspace({N, kd});
@@ -102,29 +102,17 @@ void Attention::forward_cached(const LayerContext& c, float* out, const float* i
     cpu::rope_forward(q.data<float>(), c.positions, 1, N, n_heads_, head_dim_, rope_theta_);
     cpu::rope_forward(k.data<float>(), c.positions, 1, N, n_kv_heads_, head_dim_, rope_theta_);
   }
-  Tensor att = c.workspace({N, qd});
   int64_t r0 = 0;
-  for (const CacheSpan& s : spans) {
-    const int64_t past = cache.length(s.slot);
-    float* ck = cache.k(layer, s.slot);
-    float* cv = cache.v(layer, s.slot);
-    const size_t bytes = static_cast<size_t>(s.count * kd) * sizeof(float);
-    std::memcpy(ck + past * kd, k.data<float>() + r0 * kd, bytes);
-    std::memcpy(cv + past * kd, v.data<float>() + r0 * kd, bytes);
-    const cpu::AttnDims d{.B = 1,
-                          .Tq = s.count,
-                          .Tk = past + s.count,
-                          .Hq = n_heads_,
-                          .Hkv = n_kv_heads_,
-                          .D = head_dim_,
-                          .q_pos0 = past,
-                          .k_pos0 = 0};
-    Tensor lse = c.workspace({n_heads_, s.count});
-    cpu::attention_forward(att.data<float>() + r0 * qd, lse.data<float>(),
-                           q.data<float>() + r0 * qd, ck, cv, d,
-                           1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  for (const PagedSpan& s : spans) {
+    cache.write(layer, s, k.data<float>() + r0 * kd, v.data<float>() + r0 * kd);
     r0 += s.count;
   }
+  Tensor att = c.workspace({N, qd});
+  const std::vector<cpu::PagedSeq> seqs = PagedKvCache::kernel_seqs(spans);
+  cpu::paged_attention_forward<float>(att.data<float>(), nullptr, q.data<float>(), cache.k(layer),
+                                      cache.v(layer), seqs.data(),
+                                      static_cast<int64_t>(seqs.size()), cache.attn_dims(n_heads_),
+                                      1.0 / std::sqrt(static_cast<double>(head_dim_)));
   o_.forward(c, out, att.data<float>());
 }
 

@@ -8,14 +8,14 @@
 // (B, H, T, T) probabilities. Input and output are residual-stream rows: all
 // N = B*T, or N/tp under sequence parallelism (the input is re-gathered in
 // backward rather than saved whole). forward_cached is the inference path:
-// keys and values go to a KvCache (this rank's groups only) and each new
-// query attends over its slot's cache.
+// keys and values go to a paged KV cache (this rank's groups only) and each
+// new query attends over its sequence's blocks.
 #pragma once
 #include <string>
 
 #include "kernels/cpu/attention.h"
 #include "model/config.h"
-#include "model/kv_cache.h"
+#include "model/paged_kv_cache.h"
 #include "parallel/tensor/parallel_linear.h"
 
 namespace parallm {
@@ -35,12 +35,12 @@ class Attention {
   // dinp (rows, C) += gradient w.r.t. the layer input.
   void backward(const LayerContext& c, float* dinp, const float* dout, const float* inp,
                 const Saved& s) const;
-  // Inference (nothing saved): c holds the spans' tokens as one row of N =
-  // sum of counts, c.positions their positions (each span continues its
-  // slot's cache). Writes each span's keys and values into the cache of
-  // `layer`, then attends over the slot's whole cache. out (N, C).
+  // Inference (nothing saved): inp (N, C) holds the spans' new tokens back to back, N the
+  // sum of counts, c.positions their positions (span s at s.pos0 ..). Writes
+  // each span's keys and values into its blocks of `layer`, then attends
+  // over everything its sequence has cached (one ragged kernel call). out (N, C).
   void forward_cached(const LayerContext& c, float* out, const float* inp, int64_t layer,
-                      KvCache& cache, const std::vector<CacheSpan>& spans) const;
+                      PagedKvCache& cache, const std::vector<PagedSpan>& spans) const;
 
  private:
   cpu::AttnDims dims(const LayerContext& c) const;

@@ -81,8 +81,8 @@ Block::Saved Block::run_forward(const LayerContext& c, float* out, const float* 
   return s;
 }
 
-void Block::forward_cached(const LayerContext& c, float* out, const float* inp, KvCache& cache,
-                           const std::vector<CacheSpan>& spans) const {
+void Block::forward_cached(const LayerContext& c, float* out, const float* inp,
+                           PagedKvCache& cache, const std::vector<PagedSpan>& spans) const {
   const int64_t n = c.N() * C_;
   Tensor mid = c.workspace({c.N(), C_});
   {

@@ -36,8 +36,8 @@ class Block {
                 const Saved& s) const;
   // Inference through the KV cache (Attention::forward_cached): nothing is
   // saved; out (N, C) = block(inp), same kernels and order as forward.
-  void forward_cached(const LayerContext& c, float* out, const float* inp, KvCache& cache,
-                      const std::vector<CacheSpan>& spans) const;
+  void forward_cached(const LayerContext& c, float* out, const float* inp, PagedKvCache& cache,
+                      const std::vector<PagedSpan>& spans) const;
 
  private:
   // Forward and backward for a context already keyed by this layer.

@@ -1,28 +1,24 @@
 // The cached inference forward against the full forward: at every decode
-// step the KV-cached logits equal the last position's logits of an uncached
-// forward over the whole sequence so far; a batch of prompts of different
-// lengths generates exactly the tokens each prompt generates alone; the
-// cache refuses spans beyond its capacity.
+// step the KV-cached logits (through a paged cache whose blocks are out of
+// order, block size 3, so tokens straddle block boundaries) equal the last position's logits of an
+// uncached forward over the whole sequence so far; a batch of prompts of different lengths
+// generates exactly the tokens each prompt generates alone; a pipeline stage holds only its own
+// layers' cache.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "base/rng.h"
+#include "common/random_tokens.h"
 #include "common/test_models.h"
 #include "infer/generator.h"
-#include "model/kv_cache.h"
+#include "model/paged_kv_cache.h"
 #include "model/transformer.h"
 
 namespace parallm {
 namespace {
 
-std::vector<int32_t> tokens_of(int64_t n, int64_t vocab, uint64_t seed) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  const uint64_t key = stream_key(seed, "prompt");
-  for (int64_t i = 0; i < n; ++i)
-    t[static_cast<size_t>(i)] = static_cast<int32_t>(uniform_at(key, i) * vocab);
-  return t;
-}
+using testing::random_tokens;
 
 class CachedBoth : public ::testing::TestWithParam<bool> {
  protected:
@@ -38,14 +34,17 @@ TEST_P(CachedBoth, DecodeLogitsEqualFullForward) {
   Transformer m(cfg(), a);
   m.params().init_random(11);
   const int64_t V = m.config().vocab_size;
-  std::vector<int32_t> seq = tokens_of(7, V, 1);
-  KvCache cache(m.config(), m.tp(), 1, 40, a);
+  std::vector<int32_t> seq = random_tokens(7, V, 1);
+  PagedKvCache cache(m.config(), m.tp(), 12, 3, a);
+  const std::vector<int32_t> table = {7, 2, 11, 0, 5, 9, 1, 3, 10, 4};  // 30 positions
   std::vector<int32_t> feed = seq;
+  int64_t held = 0;
   for (int step = 0; step < 20; ++step) {
-    const Tensor cached =
-        m.forward_cached(feed.data(), {{0, static_cast<int64_t>(feed.size())}}, cache);
+    const int64_t n = static_cast<int64_t>(feed.size());
+    const Tensor cached = m.forward_cached(feed.data(), {{held, n, table}}, cache);
+    held += n;
     const int64_t T = static_cast<int64_t>(seq.size());
-    ASSERT_EQ(cache.length(0), T);
+    ASSERT_EQ(held, T);
     const Tensor full = m.logits(seq.data(), 1, T);
     const float* last = full.data<float>() + (T - 1) * V;
     double err = 0, scale = 0;
@@ -68,8 +67,9 @@ TEST_P(CachedBoth, BatchOfDifferentLengthsEqualsEachAlone) {
   Transformer m(cfg(), a);
   m.params().init_random(5);
   const int64_t V = m.config().vocab_size;
-  const std::vector<std::vector<int32_t>> prompts = {tokens_of(3, V, 2), tokens_of(11, V, 3),
-                                                     tokens_of(1, V, 4), tokens_of(6, V, 5)};
+  const std::vector<std::vector<int32_t>> prompts = {
+      random_tokens(3, V, 2), random_tokens(11, V, 3), random_tokens(1, V, 4),
+      random_tokens(6, V, 5)};
   GenerateOptions o;
   o.max_new_tokens = 16;
   o.sampling.temperature = 0.0;
@@ -91,17 +91,19 @@ TEST_P(CachedBoth, BatchOfDifferentLengthsEqualsEachAlone) {
 INSTANTIATE_TEST_SUITE_P(Arch, CachedBoth, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "llama" : "gpt2"; });
 
-TEST(KvCache, RefusesSpansBeyondCapacity) {
+// A pipeline stage caches only its own layers, by global index.
+TEST(CachedForward, StageCachesOnlyItsLayers) {
   Allocator a;
   const ModelConfig c = testing::tiny_llama();
-  KvCache cache(c, TpGroup{}, 2, 8, a);
+  ASSERT_GE(c.n_layers, 2);
+  PagedKvCache cache(c, TpGroup{}, 2, 4, a, LayerRange{1, 1});
+  EXPECT_NE(cache.k(1), nullptr);
   EXPECT_EQ(cache.kv_heads(), c.n_kv_heads);  // GQA: only the key/value groups are cached
-  cache.advance({{1, 6}});
   try {
-    cache.check_spans({{1, 3}});
+    cache.k(0);
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("slot 1 holds 6 tokens; 3 more exceed its capacity 8"),
+    EXPECT_NE(std::string(e.what()).find("layer 0 is not in this KV cache (layers [1, 2))"),
               std::string::npos)
         << e.what();
   }

@@ -1,0 +1,54 @@
+// ApiRequest: one OpenAI request (POST /v1/chat/completions or
+// /v1/completions) read from its JSON body and checked. Unknown fields are
+// ignored, as OpenAI-compatible servers do; a known field of the wrong type
+// or out of range, a missing required field, or a feature the server does
+// not have (echo, best_of != n, images, tools) throws ApiError 400 naming the
+// field. null counts as absent. Nothing here knows the model: the prompt
+// length and the model name are checked where the model is known.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "infer/chat/chat_template.h"
+#include "infer/sampling_params.h"
+
+namespace parallm::serve {
+
+enum class Endpoint { Chat, Completion };
+
+// A completions prompt: text to encode, or token ids given as they are.
+struct PromptInput {
+  std::string text;
+  std::vector<int32_t> ids;
+  bool is_ids = false;
+};
+
+struct ApiRequest {
+  Endpoint endpoint = Endpoint::Chat;
+  std::string model;                  // "" when not given
+  std::vector<ChatMessage> messages;  // chat
+  std::vector<PromptInput> prompts;   // completions: one or more
+  std::optional<int64_t> max_tokens;  // max_completion_tokens, else max_tokens
+  SamplingParams sampling;            // sampling.logprobs: alternatives per token
+  bool seed_given = false;
+  int64_t n = 1;
+  std::vector<std::string> stop;
+  bool logprobs = false;  // report each token's log-probability
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+
+inline constexpr int64_t kMaxChoices = 64;     // n
+inline constexpr int kMaxTopLogprobs = 20;     // top_logprobs, logprobs
+inline constexpr size_t kMaxStopStrings = 16;  // stop
+
+ApiRequest parse_chat_request(const nlohmann::json& body);
+ApiRequest parse_completion_request(const nlohmann::json& body);
+// Parses text first: malformed JSON or a body that is not an object is 400.
+ApiRequest parse_request(Endpoint endpoint, const std::string& text);
+
+}  // namespace parallm::serve

@@ -1,0 +1,238 @@
+// ContinuousEngine (see continuous_engine.h). Only the engine thread
+// touches the scheduler, the block pool and live_; other threads hand it
+// work through incoming_ and cancels_ under mu_.
+#include "infer/serve/continuous_engine.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+
+#include "base/error.h"
+
+namespace parallm::serve {
+
+struct ContinuousEngine::Live {
+  SequenceRequest req;
+  SequenceSink sink;
+  Sampler sampler;
+  StopStrings stops;
+  Live(SequenceRequest r, SequenceSink s)
+      : req(std::move(r)), sink(std::move(s)), sampler(req.sampling), stops(req.stop_strings) {}
+};
+
+ContinuousEngine::ContinuousEngine(const ModelConfig& cfg, StepRunner& runner,
+                                   ContinuousEngineOptions opts)
+    : cfg_(cfg),
+      runner_(runner),
+      pool_(runner.cache().num_blocks(), runner.cache().block_size()),
+      opts_(std::move(opts)),
+      sched_(opts_.scheduler, pool_) {
+  PX_CHECK(opts_.max_waiting >= 1, "max waiting sequences must be at least 1, got {}",
+           opts_.max_waiting);
+  counters_.kv_blocks_total = pool_.total();
+  thread_ = std::thread([this] { loop(); });
+}
+
+ContinuousEngine::~ContinuousEngine() { shutdown(false); }
+
+uint64_t ContinuousEngine::submit(SequenceRequest req, SequenceSink sink) {
+  const int64_t n = static_cast<int64_t>(req.prompt.size());
+  auto refuse = [](RefusalKind k, const std::string& what) { throw SequenceRefused(k, what); };
+  if (n == 0) refuse(RefusalKind::BadRequest, "the prompt is empty");
+  for (int32_t t : req.prompt)
+    if (t < 0 || t >= cfg_.vocab_size)
+      refuse(RefusalKind::BadRequest,
+             fmt::format("prompt token {} is outside the vocabulary ({})", t, cfg_.vocab_size));
+  if (req.max_new_tokens < 1)
+    refuse(RefusalKind::BadRequest,
+           fmt::format("max_tokens must be at least 1, got {}", req.max_new_tokens));
+  if (n + req.max_new_tokens > cfg_.max_positions)
+    refuse(RefusalKind::TooLong,
+           fmt::format("this model's maximum context length is {} tokens; the prompt has {} and "
+                       "{} more were requested ({} in all)",
+                       cfg_.max_positions, n, req.max_new_tokens, n + req.max_new_tokens));
+  const int64_t bs = pool_.block_size();
+  const int64_t blocks = (n + req.max_new_tokens - 1 + bs - 1) / bs;
+  if (blocks > pool_.total())
+    refuse(RefusalKind::TooLong,
+           fmt::format("the sequence needs {} KV blocks of {} tokens, the cache holds {}", blocks,
+                       bs, pool_.total()));
+  std::unique_ptr<Live> live;
+  try {
+    live = std::make_unique<Live>(std::move(req), std::move(sink));  // validates sampling
+  } catch (const Error& e) {
+    refuse(RefusalKind::BadRequest, e.what());
+  }
+  std::lock_guard<std::mutex> lk(mu_);
+  if (stopping_) refuse(RefusalKind::QueueFull, "the server is shutting down");
+  if (counters_.waiting + static_cast<int64_t>(incoming_.size()) >= opts_.max_waiting)
+    refuse(RefusalKind::QueueFull,
+           fmt::format("{} sequences are already waiting (the limit)", opts_.max_waiting));
+  const uint64_t id = next_id_++;
+  incoming_.emplace_back(id, std::move(live));
+  cv_.notify_one();
+  return id;
+}
+
+void ContinuousEngine::cancel(uint64_t id) {
+  std::lock_guard<std::mutex> lk(mu_);
+  cancels_.insert(id);
+  cv_.notify_one();
+}
+
+EngineCounters ContinuousEngine::counters() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return counters_;
+}
+
+bool ContinuousEngine::pool_whole() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return counters_.kv_blocks_used == 0 && counters_.running == 0 && counters_.waiting == 0;
+}
+
+void ContinuousEngine::shutdown(bool drain) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!stopping_) drain_ = drain;
+    stopping_ = true;
+    cv_.notify_one();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void ContinuousEngine::admit_incoming() {
+  for (auto& [id, live] : incoming_) {
+    sched_.add(id, live->req.prompt, live->req.max_new_tokens);
+    counters_.prompt_tokens += static_cast<int64_t>(live->req.prompt.size());
+    live_.emplace(id, std::move(live));
+  }
+  incoming_.clear();
+  for (uint64_t id : cancels_) {
+    if (live_.erase(id) > 0) sched_.remove(id);
+  }
+  cancels_.clear();
+}
+
+void ContinuousEngine::publish_locked() {
+  counters_.running = sched_.running();
+  counters_.waiting = sched_.waiting();
+  counters_.kv_blocks_used = pool_.used_blocks();
+  counters_.prefix_cache_queries = sched_.counters().prefix_queries;
+  counters_.prefix_cache_hits = sched_.counters().prefix_hits;
+  counters_.preemptions = sched_.counters().preemptions;
+}
+
+bool ContinuousEngine::step() {
+  const StepPlan plan = sched_.step();
+  if (plan.empty()) return false;
+  std::vector<PagedSpan> spans;
+  spans.reserve(plan.seqs.size());
+  for (const ScheduledSeq& e : plan.seqs) spans.push_back({e.pos0, e.count, e.blocks});
+  const Tensor logits = runner_.run(plan.tokens, spans);
+  const int64_t V = cfg_.vocab_size;
+  std::vector<int32_t> sampled;
+  std::vector<std::pair<uint64_t, SampledToken>> picks;
+  for (size_t r = 0; r < plan.seqs.size(); ++r) {
+    const ScheduledSeq& e = plan.seqs[r];
+    if (!e.wants_logits) continue;
+    const Live& s = *live_.at(e.id);
+    const std::vector<int32_t>& all = sched_.tokens(e.id);
+    const size_t np = static_cast<size_t>(sched_.prompt_tokens(e.id));
+    const std::span<const int32_t> prompt(all.data(), np), gen(all.data() + np, all.size() - np);
+    SampledToken t = s.sampler.sample(
+        {logits.data<float>() + static_cast<int64_t>(r) * V, static_cast<size_t>(V)}, prompt, gen,
+        s.req.choice, static_cast<int64_t>(gen.size()));
+    sampled.push_back(t.token);
+    picks.emplace_back(e.id, std::move(t));
+  }
+  sched_.complete(plan, sampled);
+  // Updates are delivered after the scheduler, the pool and the counters
+  // agree, so a client that hears its sequence ended sees its blocks freed.
+  std::vector<std::pair<std::unique_ptr<Live>, SequenceUpdate>> ended;
+  std::vector<std::pair<Live*, SequenceUpdate>> going;
+  for (auto& [id, t] : picks) {
+    Live& s = *live_.at(id);
+    SequenceUpdate u;
+    u.prompt_tokens = static_cast<int64_t>(s.req.prompt.size());
+    u.cached_prompt_tokens = sched_.cached_prompt_tokens(id);
+    const int32_t token = t.token;
+    u.tokens.push_back(std::move(t));
+    const std::vector<int32_t>& all = sched_.tokens(id);
+    const std::span<const int32_t> gen(all.data() + u.prompt_tokens,
+                                       all.size() - static_cast<size_t>(u.prompt_tokens));
+    u.finished = true;
+    if (std::find(opts_.eos_ids.begin(), opts_.eos_ids.end(), token) != opts_.eos_ids.end()) {
+      u.finish = FinishReason::Eos;
+    } else if (StopStrings::Scan sc =
+                   s.stops.empty() ? StopStrings::Scan{} : s.stops.scan(opts_.decode(gen));
+               sc.stopped) {
+      u.finish = FinishReason::Stop;
+      u.text_end = sc.end;
+    } else if (static_cast<int64_t>(gen.size()) >= s.req.max_new_tokens) {
+      u.finish = FinishReason::Length;
+    } else {
+      u.finished = false;
+    }
+    if (!u.finished) {
+      going.emplace_back(&s, std::move(u));
+      continue;
+    }
+    sched_.remove(id);
+    ended.emplace_back(std::move(live_.at(id)), std::move(u));
+    live_.erase(id);
+  }
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    counters_.generated_tokens += static_cast<int64_t>(sampled.size());
+    publish_locked();
+  }
+  for (auto& [s, u] : going) s->sink(u);
+  for (auto& [s, u] : ended) s->sink(u);
+  return true;
+}
+
+void ContinuousEngine::loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait(lk, [&] {
+        return stopping_ || !incoming_.empty() || !cancels_.empty() || !sched_.idle();
+      });
+      admit_incoming();
+      if (stopping_ && !drain_) {
+        // Cancelled by the shutdown: each sink hears its sequence ended.
+        for (auto& [id, live] : live_) {
+          SequenceUpdate u;
+          u.finished = true;
+          u.prompt_tokens = static_cast<int64_t>(live->req.prompt.size());
+          live->sink(u);
+          sched_.remove(id);
+        }
+        live_.clear();
+      }
+      publish_locked();
+      if (stopping_ && sched_.idle()) break;
+    }
+    bool ran = false;
+    try {
+      ran = step();
+    } catch (const std::exception& e) {
+      // A failed forward cannot be retried safely: end every sequence.
+      std::cerr << "serve: engine step failed: " << e.what() << std::endl;
+      std::lock_guard<std::mutex> lk(mu_);
+      stopping_ = true;
+      drain_ = false;
+      continue;
+    }
+    std::unique_lock<std::mutex> lk(mu_);
+    if (!ran && !sched_.idle()) cv_.wait_for(lk, std::chrono::milliseconds(1));
+  }
+  std::lock_guard<std::mutex> lk(mu_);
+  counters_.running = counters_.waiting = 0;
+  counters_.kv_blocks_used = pool_.used_blocks();
+  runner_.stop();
+}
+
+}  // namespace parallm::serve

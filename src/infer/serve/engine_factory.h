@@ -1,0 +1,35 @@
+// make_engine: the Engine `parallm serve --engine KIND` runs, by name, so a
+// new engine is one line here and one in kEngineKinds. EngineSettings holds
+// what any engine may need from the command line and the model's text side.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "infer/serve/engine.h"
+#include "infer/serve/step_runner.h"
+#include "model/transformer.h"
+
+namespace parallm::serve {
+
+inline const std::vector<std::string> kEngineKinds = {"continuous", "static"};
+
+struct EngineSettings {
+  int64_t max_running = 8;
+  int64_t max_waiting = 64;
+  int64_t max_batched_tokens = 512;  // continuous: tokens per step
+  bool prefix_cache = true;          // continuous: reuse full blocks by hash
+  std::vector<int32_t> eos_ids;
+  std::function<std::string(std::span<const int32_t>)> decode;  // stop strings
+};
+
+// model (and runner) must outlive the engine. runner: the paged cache's
+// step runner, which the continuous engine needs. Throws on an unknown
+// kind, naming the known ones.
+std::unique_ptr<Engine> make_engine(const std::string& kind, Transformer& model,
+                                    const EngineSettings& s, StepRunner* runner);
+
+}  // namespace parallm::serve

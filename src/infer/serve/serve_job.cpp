@@ -1,0 +1,127 @@
+// run_serve_job (see serve_job.h).
+#include "infer/serve/serve_job.h"
+
+#include <fmt/core.h>
+
+#include <csignal>
+#include <ctime>
+
+#include "base/error.h"
+#include "infer/model_text.h"
+#include "infer/serve/engine_factory.h"
+#include "infer/serve/metrics.h"
+#include "infer/serve/request_log.h"
+#include "kernels/cpu/threads.h"
+#include "train/rank_groups.h"
+
+namespace parallm::serve {
+namespace {
+
+// Blocks of the paged cache: --kv-cache-memory bytes on each rank (its
+// layers, its share of the kv heads), else room for max_running sequences
+// of the whole context. The smallest count over the ranks, so every rank's
+// pools hold the same block ids.
+int64_t kv_cache_blocks(const ServeJobOptions& o, const ModelConfig& cfg, int tp, LayerRange layers,
+                        comm::Communicator* world) {
+  int64_t blocks = o.max_running * ((cfg.max_positions + o.block_size - 1) / o.block_size);
+  if (o.kv_cache_bytes > 0) {
+    blocks = PagedKvCache::blocks_for_bytes(cfg, tp, o.block_size, o.kv_cache_bytes, layers);
+    PX_CHECK(blocks >= 1, "--kv-cache-memory ({} bytes) holds no KV block ({} bytes each)",
+             o.kv_cache_bytes, PagedKvCache::bytes_per_block(cfg, tp, o.block_size, layers));
+  }
+  if (world && world->size() > 1) {
+    int64_t least = 0;
+    world->all_reduce(&blocks, &least, 1, DType::I64, comm::ReduceOp::Min);
+    blocks = least;
+  }
+  return blocks;
+}
+
+}  // namespace
+
+int run_serve_job(const ServeJobOptions& opts, comm::Communicator* world, ShutdownSignals& signals,
+                  std::ostream& out, std::ostream& err) {
+  const int ranks = world ? world->size() : 1, rank = world ? world->rank() : 0;
+  PX_CHECK(opts.tp >= 1 && opts.pp >= 1 && opts.tp * opts.pp == ranks,
+           "--tp ({}) x --pp ({}) must equal the number of ranks ({})", opts.tp, opts.pp, ranks);
+  PX_CHECK(ranks == 1 || opts.engine == "continuous",
+           "serving on {} ranks needs --engine continuous, got {}", ranks, opts.engine);
+  PX_CHECK(opts.block_size >= 1, "--block-size must be >= 1, got {}", opts.block_size);
+  const Precision precision = precision_from_name(opts.dtype);
+  PX_CHECK(precision != Precision::FP16, "--dtype must be fp32 or bf16, got {}", opts.dtype);
+  PX_CHECK(opts.max_running >= 1, "--max-running must be >= 1, got {}", opts.max_running);
+  PX_CHECK(opts.max_waiting >= 1, "--max-waiting must be >= 1, got {}", opts.max_waiting);
+  // Rank 0 owns HTTP; an unwritable log fails before the model loads.
+  RequestLog log(rank == 0 ? opts.log_file : "");
+
+  const std::string dir = tokenizer_dir(opts.source, opts.tokenizer);
+  const std::unique_ptr<Tokenizer> tok = load_tokenizer_or_bytes(dir);
+  const ChatTemplate chat = load_chat_template(dir);
+  cpu::set_num_threads(opts.threads);
+  const RankGrid grid(GridSizes{.tp = opts.tp, .pp = opts.pp}, ranks);
+  const RankGroups groups = split_groups(grid, world, rank);
+  const TpGroup tp{.comm = opts.tp > 1 ? groups.tp.get() : nullptr};
+  InferenceModel im(opts.source, {.tp = tp, .pp_rank = grid.coord(rank).pp_rank, .pp = opts.pp},
+                    precision, world);
+  const ModelConfig& cfg = im.model().config();
+  check_tokenizer_fits(*tok, dir, cfg.vocab_size);
+  std::unique_ptr<PagedKvCache> cache;
+  std::unique_ptr<StepRunner> runner;
+  if (opts.engine == "continuous") {
+    const LayerRange layers = im.model().cached_layers();
+    cache = std::make_unique<PagedKvCache>(cfg, tp,
+                                           kv_cache_blocks(opts, cfg, tp.size(), layers, world),
+                                           opts.block_size, im.model().allocator(), layers);
+    runner = std::make_unique<StepRunner>(im.model(), *cache, world,
+                                          opts.pp > 1 ? groups.pp.get() : nullptr);
+    if (!runner->leader()) {  // rank 0 plans every step; the others run them
+      runner->follow();
+      return 0;
+    }
+  }
+
+  const std::string name = !opts.served_model_name.empty() ? opts.served_model_name
+                           : !opts.source.hf_dir.empty()   ? opts.source.hf_dir
+                                                           : opts.source.checkpoint;
+  const ServedModel model{name,           cfg.max_positions,
+                          cfg.vocab_size, tok.get(),
+                          &chat,          static_cast<int64_t>(std::time(nullptr))};
+  EngineSettings es;
+  es.max_running = opts.max_running;
+  es.max_waiting = opts.max_waiting;
+  es.eos_ids = end_of_sequence_ids(im.eos_ids(), *tok, dir);
+  es.max_batched_tokens = opts.max_batched_tokens;
+  es.prefix_cache = opts.prefix_cache;
+  es.decode = [&tok](std::span<const int32_t> ids) { return tok->decode_bytes(ids, true); };
+  std::unique_ptr<Engine> engine = make_engine(opts.engine, im.model(), es, runner.get());
+
+  HttpOptions http = opts.http;
+  if (http.threads == 0) http.threads = static_cast<int>(opts.max_running + opts.max_waiting + 16);
+  ServerMetrics metrics;
+  ApiServer server(*engine, model, http, metrics, log);
+  const int port = server.bind();
+  out << fmt::format(
+             "parallm serve: listening on http://{}:{} (model '{}', engine {}, tp {}, pp {}, "
+             "context {}, max-running {}, max-waiting {}, KV cache {})",
+             http.host, port, name, opts.engine, opts.tp, opts.pp, cfg.max_positions,
+             opts.max_running, opts.max_waiting,
+             cache ? fmt::format("{} blocks of {} tokens, {:.1f} MiB on this rank",
+                                 cache->num_blocks(), cache->block_size(),
+                                 static_cast<double>(cache->bytes()) / (1 << 20))
+                   : std::string("per batch"))
+      << std::endl;
+  const auto grace = std::chrono::milliseconds(static_cast<int64_t>(opts.shutdown_grace_s * 1000));
+  signals.watch([&](int signo) {
+    err << fmt::format("parallm serve: {} received, shutting down",
+                       signo == SIGINT ? "SIGINT" : "SIGTERM")
+        << std::endl;
+    server.shutdown(grace);
+  });
+  server.serve();
+  signals.stop();  // waits for a shutdown under way
+  engine->shutdown(false);
+  err << "parallm serve: stopped" << std::endl;
+  return 0;
+}
+
+}  // namespace parallm::serve

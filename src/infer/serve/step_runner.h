@@ -1,0 +1,43 @@
+// StepRunner: runs one planned forward of the server on every rank. Rank 0
+// owns HTTP and the scheduler and calls run(); every other rank waits in
+// follow() until rank 0 calls stop(). Each step rank 0 broadcasts the step
+// (the tokens and each sequence's span with its block table) over the
+// world, every rank runs its part (tp inside the layers, hidden rows
+// between pp stages), and the last stage's tp rank 0 sends the logits to
+// rank 0. So the KV pools on all ranks see the same writes, and the block
+// tables live only on rank 0.
+#pragma once
+#include <vector>
+
+#include "comm/communicator.h"
+#include "model/transformer.h"
+
+namespace parallm::serve {
+
+class StepRunner {
+ public:
+  // world: all ranks (null: one process); pp: this rank's pipeline group
+  // (null: the model is whole). model and cache outlive the runner.
+  StepRunner(Transformer& model, PagedKvCache& cache, comm::Communicator* world,
+             comm::Communicator* pp);
+  bool leader() const { return rank_ == 0; }
+  const PagedKvCache& cache() const { return cache_; }
+  // Rank 0: the logits (spans.size(), V) of each span's last token.
+  Tensor run(const std::vector<int32_t>& tokens, const std::vector<PagedSpan>& spans);
+  // Other ranks: runs every step rank 0 sends, returns after stop().
+  void follow();
+  // Rank 0: ends the followers' loops (once; later calls do nothing).
+  void stop();
+
+ private:
+  Tensor forward(const std::vector<int32_t>& tokens, const std::vector<PagedSpan>& spans);
+  Transformer& model_;
+  PagedKvCache& cache_;
+  comm::Communicator* world_;
+  comm::Communicator* pp_;
+  int rank_ = 0;
+  int sampler_ = 0;  // world rank of the last stage's tp rank 0
+  bool stopped_ = false;
+};
+
+}  // namespace parallm::serve

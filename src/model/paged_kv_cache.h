@@ -1,0 +1,76 @@
+// PagedKvCache: the storage of the paged KV cache that `parallm serve` runs
+// on. Per layer of this rank, k and v pools of (num_blocks, block_size,
+// kv_heads, head_dim) fp32, the layout kernels/cpu/paged_attention.h reads;
+// kv_heads is this rank's share under tensor parallelism (its query heads' groups).
+// Which blocks a sequence owns is decided on rank 0 (infer/serve/block_pool.h,
+// block_tables.h) and reaches every rank in the step's PagedSpans, so the
+// storage holds no per-sequence state and is identical on all ranks.
+// Invariant: a span writes only positions pos0 .. pos0+count-1 of its table.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/paged_attention.h"
+#include "model/config.h"
+#include "model/model_stage.h"
+#include "parallel/tensor/tp_group.h"
+#include "tensor/tensor.h"
+
+namespace parallm {
+
+// One sequence's new tokens in a forward: positions pos0 .. pos0+count-1,
+// after pos0 positions already in the cache; blocks is its block table
+// (logical block i holds positions i*block_size ..), covering pos0 + count.
+struct PagedSpan {
+  int64_t pos0 = 0;
+  int64_t count = 0;
+  std::vector<int32_t> blocks;
+};
+
+class PagedKvCache {
+ public:
+  // Bytes of one block over the given layers (k and v, fp32) on a rank of a
+  // tp-way split; layers.count 0: all of cfg's layers.
+  static int64_t bytes_per_block(const ModelConfig& cfg, int tp, int64_t block_size,
+                                 LayerRange layers = {});
+  // How many blocks fit in `bytes` (rounded down; 0 when not even one).
+  static int64_t blocks_for_bytes(const ModelConfig& cfg, int tp, int64_t block_size, int64_t bytes,
+                                  LayerRange layers = {});
+
+  // Pools for the given global layers (a pipeline stage's; count 0: all of
+  // them), tagged Activation.
+  PagedKvCache(const ModelConfig& cfg, const TpGroup& tp, int64_t num_blocks, int64_t block_size,
+               Allocator& alloc, LayerRange layers = {});
+
+  int64_t num_blocks() const { return num_blocks_; }
+  int64_t block_size() const { return block_size_; }
+  int64_t kv_heads() const { return kv_heads_; }
+  int64_t head_dim() const { return head_dim_; }
+  LayerRange layers() const { return layers_; }
+  int64_t bytes() const;  // of all pools
+
+  // The (num_blocks, block_size, kv_heads, head_dim) pools of a (global) layer.
+  float* k(int64_t layer) { return pool(k_, layer); }
+  float* v(int64_t layer) { return pool(v_, layer); }
+  const float* k(int64_t layer) const { return pool(k_, layer); }
+  const float* v(int64_t layer) const { return pool(v_, layer); }
+
+  // Throws, naming the numbers, unless every span is non-empty and its
+  // table covers its positions with blocks of this pool.
+  void check_spans(const std::vector<PagedSpan>& spans) const;
+  // Stores the span's count rows of keys and values, (count, kv_heads *
+  // head_dim) each, at its positions in the layer's pools.
+  void write(int64_t layer, const PagedSpan& s, const float* k_rows, const float* v_rows);
+  // The kernel's view of the spans (pointing into them; keep them alive).
+  static std::vector<cpu::PagedSeq> kernel_seqs(const std::vector<PagedSpan>& spans);
+  // Kernel dims for q_heads query heads (this rank's) over this pool.
+  cpu::PagedAttnDims attn_dims(int64_t q_heads) const;
+
+ private:
+  float* pool(const std::vector<Tensor>& t, int64_t layer) const;
+  int64_t num_blocks_ = 0, block_size_ = 0, kv_heads_ = 0, head_dim_ = 0;
+  LayerRange layers_;
+  std::vector<Tensor> k_, v_;  // per layer of the range
+};
+
+}  // namespace parallm

@@ -1,0 +1,24 @@
+// split_groups (see rank_groups.h).
+#include "train/rank_groups.h"
+
+#include <fmt/core.h>
+
+namespace parallm {
+
+RankGroups split_groups(const RankGrid& grid, comm::Communicator* world, int rank) {
+  RankGroups g;
+  if (grid.world_size() == 1) return g;
+  auto split = [&](GroupKind kind, const char* name) {
+    const int i = grid.group_index(kind, rank);
+    return world->split(i, grid.rank_in_group(kind, rank), fmt::format("{}[{}]", name, i));
+  };
+  g.dp = split(GroupKind::Dp, "dp");
+  g.tp = split(GroupKind::Tp, "tp");
+  if (grid.sizes().pp > 1) {
+    g.pp = split(GroupKind::Pp, "pp");
+    g.embedding = split(GroupKind::Embedding, "embedding");
+  }
+  return g;
+}
+
+}  // namespace parallm

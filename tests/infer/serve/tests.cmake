@@ -1,0 +1,39 @@
+# `parallm serve`: the unit tests (*_test.cpp here) join parallm_tests; the
+# conformance test (label reference) serves a tiny GPT-2 made by
+# transformers and drives it with the official openai client and raw HTTP
+# (serve_openai_check.py says what it checks).
+add_test(NAME reference.serve.openai
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/serve_openai_check.py serve_openai
+                 $<TARGET_FILE:parallm>
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(reference.serve.openai PROPERTIES LABELS reference TIMEOUT 180)
+
+# The CLI says what is missing before loading anything.
+add_test(NAME cli.serve.needs_model COMMAND $<TARGET_FILE:parallm> serve --port 0)
+set_tests_properties(cli.serve.needs_model PROPERTIES LABELS unit
+                     PASS_REGULAR_EXPRESSION "error: give --model HF_DIR or --checkpoint CKPT_DIR")
+add_test(NAME cli.serve.bad_log_file
+         COMMAND $<TARGET_FILE:parallm> serve --model does-not-exist --log-file /nonexistent/dir/x.jsonl)
+set_tests_properties(cli.serve.bad_log_file PROPERTIES LABELS unit
+                     PASS_REGULAR_EXPRESSION "error: cannot open the request log '/nonexistent/dir/x.jsonl' for writing")
+
+# Under load (32 requests at once, a small KV pool, prefix cache on and off;
+# one process, tp 2 and pp 2) every request gets exactly its tokens alone,
+# and the pool is whole afterwards.
+foreach(prefix on off)
+  add_test(NAME reference.serve.load.prefix_${prefix}
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/serve_load_check.py
+                   serve_load_${prefix} $<TARGET_FILE:parallm> tp1 ${prefix}
+           WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(reference.serve.load.prefix_${prefix} PROPERTIES LABELS reference
+                       TIMEOUT 240)
+endforeach()
+foreach(layout tp2 pp2)
+  add_test(NAME reference.serve.load.${layout}
+           COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
+                   /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/serve_load_check.py
+                   serve_load_${layout} $<TARGET_FILE:parallm> ${layout} on
+                   ${PARALLM_MPIRUN} -np 2)
+  set_tests_properties(reference.serve.load.${layout} PROPERTIES LABELS "reference;dist"
+                       TIMEOUT 240)
+endforeach()
