@@ -30,8 +30,12 @@ constexpr int64_t kQueryBlock = 64;
 // below it a GEMM's setup and the tile copy cost more than direct loops
 // (measured crossover between 2 and 4 at D=64, GQA group 3).
 constexpr int64_t kGemmMinRows = 4;
-// Below this many multiply-adds a call runs on one thread (see attention.cpp).
+// Below this many multiply-adds a call runs on one thread (see attention.cpp),
+// unless it reads this many bytes of keys and values: decode (one query row
+// per head over a long cache) is bound by memory, which two cores read
+// faster than one.
 constexpr double kMinParallelFlops = 1e6;
+constexpr double kMinParallelBytes = 256 << 10;
 
 struct Task {
   int64_t seq, row0;  // the sequence and its first row in q
@@ -294,10 +298,11 @@ void paged_attention_forward(T* out, T* lse, const T* q, const T* k_pool, const 
   // Tasks: whole GQA groups share each key load; when that leaves threads
   // idle (one sequence decoding with few kv heads), one task per query head.
   std::vector<Task> tasks;
-  double flops = 0.0;
+  double flops = 0.0, kv_bytes = 0.0;
   for (int heads_per_task : {static_cast<int>(group), 1}) {
     tasks.clear();
     flops = 0.0;
+    kv_bytes = 0.0;
     int64_t row0 = 0;
     for (int64_t i = 0; i < n_seqs; ++i) {
       const PagedSeq& s = seqs[i];
@@ -309,12 +314,14 @@ void paged_attention_forward(T* out, T* lse, const T* q, const T* k_pool, const 
           tasks.push_back({i, row0, i0, std::min(s.Tq, i0 + qb), h0 / group, h0,
                            h0 + heads_per_task, use_gemm});
       flops += static_cast<double>(d.Hq) * s.Tq * (s.q_pos0 + s.Tq) * d.D;
+      kv_bytes += 2.0 * d.Hkv * (s.q_pos0 + s.Tq) * d.D * sizeof(T);
       row0 += s.Tq;
     }
     if (heads_per_task == 1 || static_cast<int64_t>(tasks.size()) >= 2 * omp_get_max_threads())
       break;
   }
-  const bool parallel = flops >= kMinParallelFlops && tasks.size() > 1;
+  const bool parallel =
+      (flops >= kMinParallelFlops || kv_bytes >= kMinParallelBytes) && tasks.size() > 1;
   const T sc = static_cast<T>(scale);
 #pragma omp parallel if (parallel)
   {
