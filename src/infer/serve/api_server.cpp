@@ -12,6 +12,7 @@
 #include <ctime>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 #include <utility>
@@ -20,6 +21,7 @@
 #include "infer/serve/api_error.h"
 #include "infer/serve/api_request.h"
 #include "infer/serve/completion_call.h"
+#include "infer/serve/peer_socket.h"
 
 namespace parallm::serve {
 
@@ -63,7 +65,8 @@ struct ApiServer::Impl {
   int64_t in_flight = 0;
 
   void routes();
-  void completion(Endpoint endpoint, const std::string& body, httplib::Response& res);
+  void completion(Endpoint endpoint, const std::string& body, const httplib::Request& req,
+                  httplib::Response& res);
   // Reads the body up to the limit (httplib enforces it only when the
   // length is declared, not for chunked uploads); false: answered 413/400.
   bool read_body(const httplib::ContentReader& reader, std::string& body, httplib::Response& res);
@@ -156,7 +159,7 @@ bool ApiServer::Impl::read_body(const httplib::ContentReader& reader, std::strin
 }
 
 void ApiServer::Impl::completion(Endpoint endpoint, const std::string& body,
-                                 httplib::Response& res) {
+                                 const httplib::Request& req, httplib::Response& res) {
   const Clock::time_point arrival = Clock::now();
   begin_call();
   std::shared_ptr<CompletionCall> call;
@@ -185,8 +188,19 @@ void ApiServer::Impl::completion(Endpoint endpoint, const std::string& body,
   }
   if (!call->request().stream) {
     try {
-      res.set_content(dump_body(call->wait_body()), kJson);
-      log_call(*call, id, 200, arrival, "");
+      // Nothing is written until the body is done, so a client that went
+      // away is seen on its socket, not by a failed write.
+      const PeerSocket peer(req.remote_addr, req.remote_port, req.local_port);
+      const std::optional<nlohmann::json> body =
+          call->wait_body(opts.poll, [&peer] { return peer.gone(); });
+      if (body) {
+        res.set_content(dump_body(*body), kJson);
+        log_call(*call, id, 200, arrival, "");
+      } else {
+        res.status = 499;  // nobody reads it; for the access log and /metrics
+        res.set_header("Connection", "close");
+        log_call(*call, id, 499, arrival, "the client went away");
+      }
     } catch (const std::exception& e) {
       const ApiError err = internal_error(e);
       res.status = err.status;
@@ -225,10 +239,10 @@ void ApiServer::Impl::completion(Endpoint endpoint, const std::string& body,
 void ApiServer::Impl::routes() {
   for (const auto& [path, endpoint] : {std::pair{"/v1/chat/completions", Endpoint::Chat},
                                        std::pair{"/v1/completions", Endpoint::Completion}})
-    http.Post(path, [this, e = endpoint](const httplib::Request&, httplib::Response& s,
+    http.Post(path, [this, e = endpoint](const httplib::Request& q, httplib::Response& s,
                                          const httplib::ContentReader& reader) {
       std::string body;
-      if (read_body(reader, body, s)) completion(e, body, s);
+      if (read_body(reader, body, s)) completion(e, body, q, s);
     });
   http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& s) {
     const nlohmann::json m{{"id", model.name},

@@ -4,7 +4,8 @@
 // OpenAI error object with its status (400 bad request, 404 unknown model or
 // path, 413 body over the limit, 429 queue full, 503 shutting down); a 500
 // only for a bug. A client that goes away mid-stream has its sequences
-// cancelled. One thread per open connection; the engine never waits on one.
+// cancelled; so has one that goes away while waiting for a non-streamed
+// answer. One thread per open connection; the engine never waits on one.
 #pragma once
 #include <chrono>
 #include <cstddef>

@@ -81,13 +81,19 @@ void CompletionCall::apply(SequenceInbox::Arrival& a) {
   choices_[a.choice].add(a.update);
 }
 
-nlohmann::json CompletionCall::wait_body() {
+std::optional<nlohmann::json> CompletionCall::wait_body(std::chrono::milliseconds poll,
+                                                        const std::function<bool()>& client_gone) {
   auto all_done = [&] {
     return std::all_of(choices_.begin(), choices_.end(),
                        [](const ChoiceText& c) { return c.finished(); });
   };
-  while (!all_done())
-    for (SequenceInbox::Arrival& a : inbox_->take(std::chrono::milliseconds(200))) apply(a);
+  while (!all_done()) {
+    for (SequenceInbox::Arrival& a : inbox_->take(poll)) apply(a);
+    if (!all_done() && client_gone()) {
+      cancel();
+      return std::nullopt;
+    }
+  }
   done_ = true;
   const Tokenizer& tok = *model_.tokenizer;
   return req_.endpoint == Endpoint::Chat

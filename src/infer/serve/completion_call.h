@@ -7,7 +7,9 @@
 // its sequences is left in the engine.
 #pragma once
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,8 +38,12 @@ class CompletionCall {
   CompletionCall(const CompletionCall&) = delete;
   CompletionCall& operator=(const CompletionCall&) = delete;
 
-  // Not streamed: waits for every choice, then returns the body.
-  nlohmann::json wait_body();
+  // Not streamed: waits for every choice, then returns the body. Every
+  // `poll` it asks `client_gone`; once that says true the call is cancelled
+  // (the engine frees its blocks at its next step) and nullopt returned.
+  std::optional<nlohmann::json> wait_body(
+      std::chrono::milliseconds poll = std::chrono::milliseconds(200),
+      const std::function<bool()>& client_gone = [] { return false; });
   // Streamed: the SSE text of what arrived within `wait` (may be empty);
   // after the last choice ends, its final chunks, the usage chunk when
   // asked, and `data: [DONE]`; done() is true from then on.

@@ -141,7 +141,7 @@ TEST_F(CompletionCallTest, BodyAfterEveryChoiceEnds) {
   engine.send(1, "xy");
   engine.send(2, "hey", true, FinishReason::Eos);  // the last byte stands for the EOS here
   engine.send(1, "zZq", true, FinishReason::Stop, 3);
-  const json b = call->wait_body();
+  const json b = *call->wait_body();
   EXPECT_EQ(b["object"], "text_completion");
   EXPECT_EQ(b["choices"][0]["text"], "xyz");
   EXPECT_EQ(b["choices"][0]["finish_reason"], "stop");
@@ -218,6 +218,17 @@ TEST_F(CompletionCallTest, GoingAwayCancelsWhatIsUnfinished) {
   call->next_events(std::chrono::milliseconds(1));
   call.reset();
   EXPECT_EQ(engine.cancelled, (std::vector<uint64_t>{1, 3}));
+}
+
+TEST_F(CompletionCallTest, AClientGoneWhileWaitingCancelsAndReturnsNothing) {
+  auto call = start(R"({"prompt": "ab", "n": 2, "max_tokens": 4})", Endpoint::Completion);
+  engine.send(1, "xy", true, FinishReason::Length);
+  engine.send(2, "x");
+  int asked = 0;
+  const auto body = call->wait_body(std::chrono::milliseconds(1), [&] { return ++asked >= 3; });
+  EXPECT_FALSE(body.has_value());
+  EXPECT_EQ(asked, 3);
+  EXPECT_EQ(engine.cancelled, (std::vector<uint64_t>{2}));  // choice 0 had finished
 }
 
 TEST_F(CompletionCallTest, TimingsOfTheTokens) {
