@@ -7,10 +7,10 @@ strings (excluded from the text, finish_reason "stop"), "length" endings,
 usage counts against the tokenizer's own count (transformers), logprobs in
 each endpoint's shape, and that greedy text equals `parallm generate`'s for
 the same prompt, also when requests run concurrently. Raw HTTP then sends
-malformed JSON, wrong types, negative max_tokens, a 10 MB body, unknown
-fields, an unknown model, a too-long prompt, a full queue, an abrupt
-disconnect mid-stream, a slow sender and a slow reader: each must get the
-right status and the server must keep serving. Finally SIGTERM during a
+the bad and unkind clients of serve_robustness.py (malformed JSON, wrong
+types, a 10 MB body, disconnects, slow clients ...): each must get the
+right status and the server must keep serving, with every KV block free
+afterwards. Finally SIGTERM during a
 stream: the stream ends properly and the server exits 0.
 Usage: serve_openai_check.py WORKDIR PARALLM"""
 import http.client
@@ -18,15 +18,13 @@ import json
 import os
 import re
 import signal
-import socket
-import struct
 import subprocess
 import sys
 import threading
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from tiny_text_model import build  # noqa: E402
+import serve_robustness  # noqa: E402
 
 import openai  # noqa: E402
 
@@ -220,151 +218,9 @@ try:
     [t.join() for t in ts]
     check(together == alone, "6 concurrent greedy requests equal each alone")
 
-    # --- raw HTTP ------------------------------------------------------------
-    def post(path, body, headers=None):
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        conn.request("POST", path, body=data,
-                     headers=dict({"Content-Type": "application/json"}, **(headers or {})))
-        resp = conn.getresponse()
-        out = resp.status, resp.read()
-        conn.close()
-        return out
-
-    def error_of(status, raw):
-        try:
-            e = json.loads(raw)["error"]
-            return e if {"message", "type", "param", "code"} <= e.keys() else None
-        except Exception:
-            return None
-
-    def healthy():
-        s, b = post("/v1/completions", {"prompt": prompts[0], "max_tokens": 20, "temperature": 0})
-        return s == 200 and json.loads(b)["choices"][0]["text"] == alone[0]
-
-    bad_cases = [
-        ("malformed JSON", b'{"prompt": "hi", "max_tokens": ', 400, None),
-        ("not an object", b'[1, 2]', 400, None),
-        ("messages of the wrong type", {"messages": "hi"}, 400, "messages"),
-        ("max_tokens a string", {"prompt": "hi", "max_tokens": "5"}, 400, "max_tokens"),
-        ("negative max_tokens", {"prompt": "hi", "max_tokens": -3}, 400, "max_tokens"),
-        ("temperature out of range", {"prompt": "hi", "temperature": 7}, 400, "temperature"),
-        ("n = 0", {"prompt": "hi", "n": 0}, 400, "n"),
-        ("stop of the wrong type", {"prompt": "hi", "stop": 5}, 400, "stop"),
-        ("a role we do not know", {"messages": [{"role": "wizard", "content": "x"}]}, 400,
-         "messages[0].role"),
-        ("unknown model", {"model": "gpt-9", "prompt": "hi"}, 404, "model"),
-        ("prompt too long", {"prompt": "hello world " * 600, "max_tokens": 10}, 400, "prompt"),
-        ("queue full (n beyond --max-waiting)", {"prompt": "hi", "n": 40, "max_tokens": 2}, 429,
-         None),
-    ]
-    for what, body, want, param in bad_cases:
-        path = "/v1/chat/completions" if isinstance(body, dict) and "messages" in body \
-            else "/v1/completions"
-        s, raw = post(path, body)
-        e = error_of(s, raw)
-        check(s == want and e is not None and (param is None or e["param"] == param),
-              f"{what}: {s} {e['message'] if e else raw[:120]!r}")
-        check(healthy(), f"  ... and the server still answers after: {what}")
-    s, raw = post("/v1/completions", {"prompt": "hello world " * 600, "max_tokens": 10})
-    check("maximum context length is 1024" in error_of(s, raw)["message"],
-          "prompt too long names the context length")
-
-    s, raw = post("/v1/completions", b'{"prompt": "' + b"a" * (10 << 20) + b'"}')
-    check(s == 413 and error_of(s, raw) is not None, f"10 MB body: {s}")
-    check(healthy(), "  ... and the server still answers after a 10 MB body")
-
-    # The same sent chunked (no length declared): refused once past the limit.
-    # The server stops reading there and closes, so the client may see a
-    # reset instead of the 413 while it is still sending.
-    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-    answer = b""
-    try:
-        sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                     b"application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
-        piece = b"a" * (1 << 20)
-        for i in range(10):
-            sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
-        sock.sendall(b"0\r\n\r\n")
-    except OSError:
-        pass
-    try:
-        while True:
-            got = sock.recv(65536)
-            if not got:
-                break
-            answer += got
-    except OSError:
-        pass
-    sock.close()
-    status_line = answer.split(b"\r\n")[0] if answer else b"reset while sending"
-    check(answer == b"" or answer.startswith(b"HTTP/1.1 413"),
-          f"10 MB chunked body: {status_line.decode()}")
-    check(healthy(), "  ... and the server still answers after a 10 MB chunked body")
-
-    s, raw = post("/v1/completions", {"prompt": "hello", "max_tokens": 2, "temperature": 0,
-                                      "user": "me", "frobnicate": {"a": [1, 2]},
-                                      "logit_bias": {}})
-    check(s == 200, "unknown fields are ignored")
-
-    # An abrupt disconnect mid-stream: the sequence is cancelled, the server lives.
-    long_req = json.dumps({"model": NAME, "messages": [{"role": "user", "content": "hello"}],
-                           "max_tokens": 900, "temperature": 0, "stream": True}).encode()
-    sock = socket.create_connection(("127.0.0.1", port))
-    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                 b"application/json\r\nContent-Length: " + str(len(long_req)).encode() +
-                 b"\r\n\r\n" + long_req)
-    first = b""
-    while b"data: " not in first:  # the headers, then the first event
-        got = sock.recv(4096)
-        if not got:
-            break
-        first += got
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # RST
-    sock.close()
-    check(b"200 OK" in first and b"data: " in first, "disconnect: the stream had started")
-    time.sleep(1.0)
-    check(healthy(), "  ... and the server still answers after an abrupt disconnect")
-
-    # A slow sender (the body in pieces over a second) while others are served.
-    body = json.dumps({"prompt": "hello world", "max_tokens": 20, "temperature": 0}).encode()
-    slow = socket.create_connection(("127.0.0.1", port), timeout=60)
-    slow.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
-                 b"\r\nConnection: close\r\nContent-Length: " + str(len(body)).encode() +
-                 b"\r\n\r\n")
-    for i in range(0, len(body), 8):
-        slow.sendall(body[i:i + 8])
-        time.sleep(0.1)
-        if i == 16:
-            check(healthy(), "  a request is served while a slow sender sends")
-    resp = b""
-    while True:
-        piece = slow.recv(65536)
-        if not piece:
-            break
-        resp += piece
-    slow.close()
-    got = json.loads(resp.split(b"\r\n\r\n", 1)[1])
-    check(got["choices"][0]["text"] == alone[0], "slow sender: the right answer at the end")
-
-    # A slow reader: reads its stream a few bytes at a time.
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    conn.request("POST", "/v1/completions", body=json.dumps(
-        {"prompt": "hello world", "max_tokens": 20, "temperature": 0, "stream": True}),
-        headers={"Content-Type": "application/json"})
-    resp = conn.getresponse()
-    raw = b""
-    while True:
-        piece = resp.read(64)
-        if not piece:
-            break
-        raw += piece
-        time.sleep(0.02)
-    conn.close()
-    events = [e[len("data: "):] for e in raw.decode().split("\n\n") if e.startswith("data: ")]
-    check(events[-1] == "[DONE]" and "".join(json.loads(e)["choices"][0]["text"]
-                                             for e in events[:-1]) == alone[0],
-          "slow reader: the whole stream, then [DONE]")
+    # --- raw HTTP: bad and unkind clients (serve_robustness.py) -----------
+    serve_robustness.run(port, check, NAME, context=1024, queue_full_n=40)
+    check(serve_robustness.pool_is_whole(port), "every KV block is free after them")
 
     # /health, /metrics, the request log.
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
@@ -384,9 +240,10 @@ try:
     check(ttft_count >= 20, f"ttft recorded per request ({ttft_count})")
     entries = [json.loads(x) for x in open(log_path)]
     dropped = [e for e in entries if e.get("status") == 499]
-    check(len(dropped) == 1 and dropped[0]["completion_tokens"] < 900,
-          f"the disconnected stream was cancelled early "
-          f"({dropped[0]['completion_tokens'] if dropped else '?'} of 900 tokens)")
+    check(len(dropped) == 2 and dropped[0]["stream"] and dropped[0]["completion_tokens"] < 900
+          and not dropped[1]["stream"] and dropped[1]["completion_tokens"] < 4 * 1008,
+          "the disconnected stream and non-streamed request were cancelled early "
+          f"({[(e['stream'], e['completion_tokens']) for e in dropped]})")
     check(all("latency_s" in e for e in entries) and
           any(e.get("ttft_s") is not None for e in entries), "request log: latency and ttft")
 
