@@ -37,3 +37,28 @@ foreach(layout tp2 pp2)
   set_tests_properties(reference.serve.load.${layout} PROPERTIES LABELS "reference;dist"
                        TIMEOUT 240)
 endforeach()
+
+# The robustness cases against a server running under AddressSanitizer. Only
+# the serving code (src/infer/serve, the serve command) is compiled with
+# ASan, into parallm_serve_asan; the layers below it link uninstrumented (ASan
+# still checks every malloc/free), which keeps the extra build to ~30 files
+# instead of an ASan build of the whole project. -O1 -g1: ASan's usual
+# trade-off between build time and reports with file:line.
+option(PARALLM_SERVE_ASAN "Build parallm_serve_asan and its robustness test" ON)
+if(PARALLM_SERVE_ASAN)
+  file(GLOB PARALLM_SERVE_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/infer/serve/*.cpp)
+  add_executable(parallm_serve_asan ${CMAKE_CURRENT_LIST_DIR}/serve_asan_main.cpp
+                 ${PROJECT_SOURCE_DIR}/src/cli/serve_command.cpp ${PARALLM_SERVE_SOURCES})
+  # These objects define the serve symbols first, so the linker never takes
+  # the uninstrumented copies from libparallm_infer.a (a clash would not link).
+  target_link_libraries(parallm_serve_asan PRIVATE parallm_infer CLI11::CLI11)
+  target_compile_options(parallm_serve_asan PRIVATE -fsanitize=address -fno-omit-frame-pointer
+                         -O1 -g1 -Wall -Wextra -Wno-unused-parameter
+                         -Wno-missing-field-initializers)
+  target_link_options(parallm_serve_asan PRIVATE -fsanitize=address)
+  add_test(NAME reference.serve.asan
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/serve_asan_check.py serve_asan
+                   $<TARGET_FILE:parallm_serve_asan>
+           WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(reference.serve.asan PROPERTIES LABELS reference TIMEOUT 300)
+endif()
