@@ -73,7 +73,7 @@ print(f"server ran {time.time() - t0:.1f} s, exit code {code}", flush=True)
 reports = "".join(open(f).read() for f in glob.glob(asan_prefix + "*"))
 errors = re.findall(r"ERROR: AddressSanitizer: [^\n]*", reports)
 check(not errors, f"no AddressSanitizer error ({errors[:3]})")
-RUNTIME = re.compile(r"libstdc\+\+|libgcc_s|libc\.so|libasan")
+RUNTIME = re.compile(r"libstdc\+\+|libgcc_s|libc\.so|libasan|libsanitizer/")
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 
@@ -84,9 +84,9 @@ def ours(block):
     place is in the binary (its module, parallm's sources or the headers
     compiled into it) rather than in another library or an unloaded one."""
     for frame in re.findall(r"#\d+ 0x[0-9a-f]+ (.*)", block):
+        if RUNTIME.search(frame):
+            continue
         if "<unknown module>" in frame or re.search(r"\(/\S+\.so[.\d]*\+", frame):
-            if RUNTIME.search(frame):
-                continue
             return False
         # Sources may be named relative to the build ("../src/infer/...").
         if binary in frame or SOURCE in frame or "/usr/include/" in frame or \
