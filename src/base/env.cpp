@@ -34,6 +34,8 @@ LaunchEnv read_launch_env() {
   e.num_threads = env_int("OMP_NUM_THREADS", 0);
   e.stdout_is_tty = isatty(STDOUT_FILENO) != 0;
   e.stderr_is_tty = isatty(STDERR_FILENO) != 0;
+  e.omp_wait_chosen =
+      std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr;
   return e;
 }
 

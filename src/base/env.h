@@ -12,6 +12,9 @@ struct LaunchEnv {
   int num_threads = 0;  // OMP_NUM_THREADS, 0 when unset
   bool stdout_is_tty = false;
   bool stderr_is_tty = false;
+  // OMP_WAIT_POLICY or GOMP_SPINCOUNT given: the user chose how idle OpenMP
+  // threads wait (libgomp reads both once, when it is loaded).
+  bool omp_wait_chosen = false;
 };
 
 LaunchEnv read_launch_env();

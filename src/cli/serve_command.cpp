@@ -1,12 +1,15 @@
 // `parallm serve --model HF_DIR | --checkpoint CKPT --port 8000 ...`: an
 // OpenAI-compatible HTTP server (chat and completions, streamed or not) over
-// a batching engine; under mpirun the ranks form a --tp x --pp grid.
+// a batching engine; under mpirun the ranks form a --tp x --pp grid. Starts
+// itself again with OMP_WAIT_POLICY=PASSIVE unless the wait policy was set.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 #include <memory>
 
+#include "base/env.h"
 #include "base/error.h"
+#include "base/reexec.h"
 #include "cli/commands.h"
 #include "comm/mpi/mpi_runtime.h"
 #include "infer/serve/engine_factory.h"
@@ -64,6 +67,14 @@ void add_serve_command(CLI::App& app, CommandRegistry& reg) {
   reg.actions.emplace_back(sub, [job]() {
     PX_CHECK(!job->source.hf_dir.empty() || !job->source.checkpoint.empty(),
              "give --model HF_DIR or --checkpoint CKPT_DIR");
+    // libgomp reads its wait policy once, when it is loaded: a server not
+    // told otherwise starts again with passive waiting, since spinning
+    // workers made decode 4-50x slower on a shared CPU (docs/serving.md).
+    // OMP_WAIT_POLICY or GOMP_SPINCOUNT given: the user's choice stands.
+    if (!read_launch_env().omp_wait_chosen)
+      std::cerr << "parallm serve: could not restart with OMP_WAIT_POLICY=PASSIVE ("
+                << reexec_with_env("OMP_WAIT_POLICY", "PASSIVE")
+                << "); idle OpenMP threads spin as libgomp's default has them" << std::endl;
     // Before MPI or any other thread starts, so that every thread inherits
     // the blocked signals and only the server's watcher receives them.
     serve::ShutdownSignals signals;

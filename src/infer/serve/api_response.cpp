@@ -2,6 +2,7 @@
 #include "infer/serve/api_response.h"
 
 #include <cmath>
+#include <functional>
 
 #include "data/tokenizer/utf8.h"
 
@@ -83,36 +84,44 @@ nlohmann::json completion_logprobs(const Tokenizer& tok, const ChoiceText& choic
           {"text_offset", std::move(offsets)}};
 }
 
+namespace {
+// The body of a finished call, either endpoint: the meta, `object`, usage,
+// and per choice its index and finish reason plus what `fields` adds (the
+// message or the text, and the logprobs).
+nlohmann::json final_body(const ResponseMeta& meta, const char* object,
+                          const std::vector<ChoiceText>& choices, const Usage& usage,
+                          const std::function<void(const ChoiceText&, nlohmann::json&)>& fields) {
+  nlohmann::json cs = nlohmann::json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    nlohmann::json c{{"index", i}, {"finish_reason", api_finish_reason(choices[i].finish())}};
+    fields(choices[i], c);
+    cs.push_back(std::move(c));
+  }
+  return {{"id", meta.id},       {"object", object},         {"created", meta.created},
+          {"model", meta.model}, {"choices", std::move(cs)}, {"usage", usage_json(usage)}};
+}
+}  // namespace
+
 nlohmann::json chat_completion_body(const ResponseMeta& meta, const Tokenizer& tok,
                                     const ApiRequest& req, const std::vector<ChoiceText>& choices,
                                     const Usage& usage) {
-  nlohmann::json cs = nlohmann::json::array();
-  for (size_t i = 0; i < choices.size(); ++i) {
-    const ChoiceText& c = choices[i];
-    cs.push_back({{"index", i},
-                  {"message", {{"role", "assistant"}, {"content", c.final_text()}}},
-                  {"logprobs", req.logprobs ? chat_logprobs(tok, c.tokens(), 0, c.tokens().size())
-                                            : nlohmann::json()},
-                  {"finish_reason", api_finish_reason(c.finish())}});
-  }
-  return {{"id", meta.id},       {"object", "chat.completion"}, {"created", meta.created},
-          {"model", meta.model}, {"choices", std::move(cs)},    {"usage", usage_json(usage)}};
+  return final_body(
+      meta, "chat.completion", choices, usage, [&](const ChoiceText& c, nlohmann::json& out) {
+        out["message"] = {{"role", "assistant"}, {"content", c.final_text()}};
+        out["logprobs"] =
+            req.logprobs ? chat_logprobs(tok, c.tokens(), 0, c.tokens().size()) : nlohmann::json();
+      });
 }
 
 nlohmann::json text_completion_body(const ResponseMeta& meta, const Tokenizer& tok,
                                     const ApiRequest& req, const std::vector<ChoiceText>& choices,
                                     const Usage& usage) {
-  nlohmann::json cs = nlohmann::json::array();
-  for (size_t i = 0; i < choices.size(); ++i) {
-    const ChoiceText& c = choices[i];
-    cs.push_back({{"index", i},
-                  {"text", c.final_text()},
-                  {"logprobs", req.logprobs ? completion_logprobs(tok, c, 0, c.tokens().size())
-                                            : nlohmann::json()},
-                  {"finish_reason", api_finish_reason(c.finish())}});
-  }
-  return {{"id", meta.id},       {"object", "text_completion"}, {"created", meta.created},
-          {"model", meta.model}, {"choices", std::move(cs)},    {"usage", usage_json(usage)}};
+  return final_body(
+      meta, "text_completion", choices, usage, [&](const ChoiceText& c, nlohmann::json& out) {
+        out["text"] = c.final_text();
+        out["logprobs"] =
+            req.logprobs ? completion_logprobs(tok, c, 0, c.tokens().size()) : nlohmann::json();
+      });
 }
 
 std::string dump_body(const nlohmann::json& j) {

@@ -62,3 +62,23 @@ if(PARALLM_SERVE_ASAN)
            WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   set_tests_properties(reference.serve.asan PROPERTIES LABELS reference TIMEOUT 300)
 endif()
+
+# A rank killed (SIGKILL) mid-stream under `mpirun -np 2 parallm serve --tp 2`
+# ends the whole job with a message, and the client's stream ends: the
+# follower (rank 1) and the leader (rank 0).
+foreach(victim 0 1)
+  add_test(NAME reference.serve.rank_death.rank${victim}
+           COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
+                   /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/serve_rank_death_check.py
+                   serve_rank_death_${victim} $<TARGET_FILE:parallm> ${victim}
+                   ${PARALLM_MPIRUN} -np 2)
+  set_tests_properties(reference.serve.rank_death.rank${victim} PROPERTIES
+                       LABELS "reference;dist" TIMEOUT 180)
+endforeach()
+
+# The server's default wait policy (passive) and that a given one stands.
+add_test(NAME reference.serve.wait_policy
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/serve_wait_policy_check.py
+                 serve_wait_policy $<TARGET_FILE:parallm>
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(reference.serve.wait_policy PROPERTIES LABELS reference TIMEOUT 120)
