@@ -113,14 +113,21 @@ TEST(ContinuousEngine, CancelFreesTheSequenceAndRefusalsNameTheProblem) {
   PagedKvCache cache(cfg, m.tp(), 64, 4, a);
   StepRunner runner(m, cache, nullptr, nullptr);
   ContinuousEngine engine(cfg, runner, {.scheduler = {.max_batched_tokens = 64, .max_running = 4}});
-  std::promise<void> first;
+  std::promise<void> first, cancelled;
+  std::shared_future<void> cancel_sent = cancelled.get_future().share();
   std::atomic<int> seen{0};
   SequenceRequest r{.prompt = {1, 2, 3}, .max_new_tokens = 40};
+  // The engine thread waits in the first update until the cancel is sent,
+  // so the sequence cannot run to its end first on a busy machine.
   const uint64_t id = engine.submit(r, [&](const SequenceUpdate&) {
-    if (seen.fetch_add(1) == 0) first.set_value();
+    if (seen.fetch_add(1) == 0) {
+      first.set_value();
+      cancel_sent.wait();
+    }
   });
   first.get_future().wait();
   engine.cancel(id);
+  cancelled.set_value();
   for (int i = 0; i < 200 && !engine.pool_whole(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_TRUE(engine.pool_whole());
