@@ -71,10 +71,11 @@ void add_serve_command(CLI::App& app, CommandRegistry& reg) {
     // told otherwise starts again with passive waiting, since spinning
     // workers made decode 4-50x slower on a shared CPU (docs/serving.md).
     // OMP_WAIT_POLICY or GOMP_SPINCOUNT given: the user's choice stands.
-    if (!read_launch_env().omp_wait_chosen)
-      std::cerr << "parallm serve: could not restart with OMP_WAIT_POLICY=PASSIVE ("
-                << reexec_with_env("OMP_WAIT_POLICY", "PASSIVE")
+    if (!read_launch_env().omp_wait_chosen) {
+      const std::string why = reexec_with_env("OMP_WAIT_POLICY", "PASSIVE");  // returns on failure
+      std::cerr << "parallm serve: could not restart with OMP_WAIT_POLICY=PASSIVE (" << why
                 << "); idle OpenMP threads spin as libgomp's default has them" << std::endl;
+    }
     // Before MPI or any other thread starts, so that every thread inherits
     // the blocked signals and only the server's watcher receives them.
     serve::ShutdownSignals signals;

@@ -2,6 +2,7 @@
 #include "infer/sampler.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "base/rng.h"
@@ -42,7 +43,10 @@ SampledToken Sampler::sample(std::span<const float> logits, std::span<const int3
     }
   }
   // The same value as log_softmax(logits)[token], without the (V) vector.
-  out.logprob = static_cast<double>(logits[static_cast<size_t>(out.token)]) - log_sum_exp(logits);
+  out.logprob =
+      p_.token_logprob || p_.logprobs > 0
+          ? static_cast<double>(logits[static_cast<size_t>(out.token)]) - log_sum_exp(logits)
+          : std::numeric_limits<double>::quiet_NaN();
   if (p_.logprobs > 0) {
     const std::vector<double> lp = log_softmax(logits);
     std::vector<int32_t> ids(lp.size());

@@ -17,6 +17,10 @@ struct SamplingParams {
   double frequency_penalty = 0.0;   // OpenAI: - frequency * count, generated ids
   uint64_t seed = 0;                // the draws are a function of (seed, sequence, step)
   int logprobs = 0;                 // top alternatives reported per token; 0: none
+  // The chosen token's log-probability costs a pass of exp over the whole
+  // vocabulary (most of a greedy step's sampling time); false: skipped when
+  // no alternatives are asked either, and SampledToken::logprob is NaN.
+  bool token_logprob = true;
   bool greedy() const { return temperature == 0.0; }
   void validate() const;
 };

@@ -171,6 +171,7 @@ ApiRequest parse_chat_request(const nlohmann::json& body) {
   const int64_t top = f.integer("top_logprobs", 0, kMaxTopLogprobs).value_or(0);
   if (top > 0 && !r.logprobs) f.fail("top_logprobs", "needs logprobs to be true");
   r.sampling.logprobs = static_cast<int>(top);
+  r.sampling.token_logprob = r.logprobs;  // nobody reads it otherwise
   if (const nlohmann::json* tools = f.find("tools"); tools && !tools->empty())
     f.fail("tools", "tool calls are not supported");
   return r;
@@ -187,6 +188,7 @@ ApiRequest parse_completion_request(const nlohmann::json& body) {
     r.logprobs = true;
     r.sampling.logprobs = static_cast<int>(*lp);
   }
+  r.sampling.token_logprob = r.logprobs;  // nobody reads it otherwise
   if (f.boolean("echo").value_or(false)) f.fail("echo", "echo is not supported");
   if (const auto suffix = f.string("suffix"); suffix && !suffix->empty())
     f.fail("suffix", "suffix is not supported");

@@ -43,6 +43,8 @@ def served_environ(extra):
         server.send_signal(signal.SIGTERM)
         code = server.wait(timeout=30)
         check(code == 0, f"  exit code {code} on SIGTERM")
+        err = server.stderr.read()
+        check("could not restart" not in err, "  no complaint about the restart")
         return {k.decode(): v.decode() for k, v in got.items()}
     finally:
         if server.poll() is None:
