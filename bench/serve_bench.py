@@ -98,10 +98,17 @@ class Server:
 
 
 def server_env(threads, wait_policy="PASSIVE"):
+    """wait_policy None: libgomp's own default. parallm serve restarts itself
+    with OMP_WAIT_POLICY=PASSIVE when neither that nor GOMP_SPINCOUNT is set,
+    so the default is given explicitly: GOMP_SPINCOUNT=300000 is what libgomp
+    uses when OMP_WAIT_POLICY is unset (spin that long, then sleep)."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     env.pop("OMP_WAIT_POLICY", None)
+    env.pop("GOMP_SPINCOUNT", None)
     if wait_policy:
         env["OMP_WAIT_POLICY"] = wait_policy
+    else:
+        env["GOMP_SPINCOUNT"] = "300000"
     return env
 
 
