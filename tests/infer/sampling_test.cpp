@@ -125,6 +125,20 @@ TEST(Sampler, LogprobsOfTheRawDistribution) {
   EXPECT_NEAR(t.top[1].logprob, std::log(0.3), 1e-6);
 }
 
+TEST(Sampler, TokenLogprobOnlyWhenWanted) {
+  const std::vector<float> l = {std::log(0.2f), std::log(0.5f), std::log(0.3f)};
+  const SampledToken off =
+      Sampler({.temperature = 0.0, .token_logprob = false}).sample(l, {}, {}, 0, 0);
+  EXPECT_EQ(off.token, 1);
+  EXPECT_TRUE(std::isnan(off.logprob));
+  EXPECT_TRUE(off.top.empty());
+  // Alternatives asked for: the chosen token's value comes with them.
+  const SampledToken top =
+      Sampler({.temperature = 0.0, .logprobs = 1, .token_logprob = false}).sample(l, {}, {}, 0, 0);
+  EXPECT_NEAR(top.logprob, std::log(0.5), 1e-6);
+  EXPECT_NEAR(Sampler({.temperature = 0.0}).sample(l, {}, {}, 0, 0).logprob, std::log(0.5), 1e-6);
+}
+
 std::string error_of(const SamplingParams& p) {
   try {
     p.validate();

@@ -54,6 +54,7 @@ TEST(ApiRequest, ChatFieldsAndDefaults) {
   EXPECT_EQ(r.stop, std::vector<std::string>{"END"});
   EXPECT_TRUE(r.logprobs);
   EXPECT_EQ(r.sampling.logprobs, 4);
+  EXPECT_TRUE(r.sampling.token_logprob);
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
 
@@ -65,6 +66,7 @@ TEST(ApiRequest, ChatFieldsAndDefaults) {
   EXPECT_FALSE(d.seed_given);
   EXPECT_EQ(d.n, 1);
   EXPECT_FALSE(d.logprobs);
+  EXPECT_FALSE(d.sampling.token_logprob);  // no exp over the vocabulary per token
   EXPECT_FALSE(d.stream);
 }
 
@@ -75,6 +77,7 @@ TEST(ApiRequest, CompletionPromptForms) {
   EXPECT_FALSE(a.prompts[0].is_ids);
   EXPECT_EQ(a.max_tokens, 16);  // the completions API's default
   EXPECT_FALSE(a.logprobs);
+  EXPECT_FALSE(a.sampling.token_logprob);
 
   const ApiRequest b = parse_request(Endpoint::Completion, R"({"prompt": ["x", "y"]})");
   ASSERT_EQ(b.prompts.size(), 2u);
@@ -87,6 +90,7 @@ TEST(ApiRequest, CompletionPromptForms) {
   EXPECT_EQ(c.prompts[0].ids, (std::vector<int32_t>{5, 6, 7}));
   EXPECT_TRUE(c.logprobs);  // logprobs 0: the chosen tokens' only
   EXPECT_EQ(c.sampling.logprobs, 0);
+  EXPECT_TRUE(c.sampling.token_logprob);
 
   const ApiRequest d = parse_request(Endpoint::Completion,
                                      R"({"prompt": [[1, 2], [3]], "stop": ["a", "b"],
