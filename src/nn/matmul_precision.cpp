@@ -88,6 +88,36 @@ void linear_forward(const LayerContext& c, float* out, const float* inp, ParamRe
     for (int64_t j = 0; j < OC; ++j) out[n * OC + j] += bias[j];
 }
 
+void linear_forward_parts(const LayerContext& c, const float* inp, int64_t N, int64_t IC,
+                          std::span<const LinearPart> parts) {
+  constexpr size_t kMaxParts = 4;
+  if (!cpu::skinny_fits(false, true, N) || parts.size() > kMaxParts || IC <= 0) {
+    for (const LinearPart& p : parts) linear_forward(c, p.out, inp, p.w, p.bias, N, IC, p.OC);
+    return;
+  }
+  cpu::SkinnyPart sk[kMaxParts];
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const LinearPart& p = parts[i];
+    const void* w = c.matmul == nullptr ? static_cast<const void*>(c.params.value(p.w))
+                                        : static_cast<const void*>(c.matmul->weight(c.params, p.w));
+    sk[i] = {w, p.OC, IC, p.out, p.OC};
+  }
+  const auto n_parts = static_cast<int64_t>(parts.size());
+  if (c.matmul == nullptr) {
+    cpu::skinny_gemm_nt_parts(N, IC, inp, IC, sk, n_parts);
+  } else {  // the rounded rows, as matmul_weight makes them
+    Tensor a = c.workspace({N, IC});
+    std::copy_n(inp, N * IC, a.data<float>());
+    cpu::round_inplace(a.data<float>(), N * IC, c.matmul->type());
+    cpu::skinny_gemm_nt_parts_lowp(N, IC, a.data<float>(), IC, sk, n_parts, c.matmul->type());
+  }
+  for (const LinearPart& p : parts) {  // as cpu::linear_forward adds it
+    if (p.bias == nullptr) continue;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t j = 0; j < p.OC; ++j) p.out[n * p.OC + j] += p.bias[j];
+  }
+}
+
 void linear_backward(const LayerContext& c, float* dinp, float* dweight, float* dbias,
                      const float* dout, const float* inp, ParamRef w, int64_t N, int64_t IC,
                      int64_t OC) {

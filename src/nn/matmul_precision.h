@@ -6,6 +6,7 @@
 // Layers call the free functions below; with no MatmulPrecision in the
 // LayerContext (fp32) they are exactly cpu::gemm / cpu::linear_*.
 #pragma once
+#include <span>
 #include <vector>
 
 #include "kernels/cpu/gemm_bf16.h"
@@ -50,5 +51,19 @@ void linear_forward(const LayerContext& c, float* out, const float* inp, ParamRe
 void linear_backward(const LayerContext& c, float* dinp, float* dweight, float* dbias,
                      const float* dout, const float* inp, ParamRef w, int64_t N, int64_t IC,
                      int64_t OC);
+
+// One of several linears of the same input: out (N, OC) = inp W^T + bias.
+struct LinearPart {
+  ParamRef w;
+  const float* bias;  // or null
+  int64_t OC;
+  float* out;
+};
+
+// linear_forward for each part, bit for bit; at a few rows (decode) as one
+// skinny GEMM pass over all the weights (one parallel region, and under
+// bf16/fp16 the input rounded once), else one call per part.
+void linear_forward_parts(const LayerContext& c, const float* inp, int64_t N, int64_t IC,
+                          std::span<const LinearPart> parts);
 
 }  // namespace parallm

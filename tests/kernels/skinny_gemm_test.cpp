@@ -2,7 +2,8 @@
 // reference, f32 and 16-bit weights, every row count it serves, K around
 // its vector widths, padded leading dimensions, alpha and beta (beta 0 must
 // ignore NaN in C); and its invariants: a row's bits do not depend on the
-// other rows nor on the thread count; cpu::gemm routes NT with few rows to it.
+// other rows nor on the thread count; cpu::gemm routes NT with few rows to it;
+// a fused call over several weights gives each the bits of its own call.
 #include "kernels/cpu/skinny_gemm.h"
 
 #include <gtest/gtest.h>
@@ -125,6 +126,52 @@ TEST(SkinnyGemm, RowBitsIndependentOfBatchAndThreads) {
           << "row " << m << " differs alone and in a batch, lowp " << lowp;
     }
   }
+  omp_set_num_threads(saved);
+}
+
+// q, k, v (and gate, up) as one pass: every part's C has the bits of its own
+// skinny call (alpha 1, beta 0), f32 and bf16, one row and several, 1 and 2
+// threads, with one part small enough to be a single task.
+TEST(SkinnyGemm, PartsMatchSeparateCallsBitForBit) {
+  const int64_t K = 301;
+  const int64_t Ns[] = {700, 13, 257};
+  const std::vector<float> a = uniform(kSkinnyMaxRows * K, 8, "a");
+  std::vector<std::vector<float>> w;
+  std::vector<std::vector<uint16_t>> wh;
+  for (int64_t N : Ns) {
+    w.push_back(uniform(N * K, 9 + static_cast<uint64_t>(w.size()), "w"));
+    wh.emplace_back(w.back().size());
+    round_to_lowp(wh.back().data(), w.back().data(), N * K, LowpType::BF16);
+  }
+  const int saved = omp_get_max_threads();
+  for (bool lowp : {false, true})
+    for (int64_t M : {int64_t{1}, int64_t{5}})
+      for (int threads : {1, 2}) {
+        omp_set_num_threads(threads);
+        std::vector<std::vector<float>> fused, alone;
+        std::vector<SkinnyPart> parts;
+        for (size_t i = 0; i < w.size(); ++i) {
+          const int64_t N = Ns[i];
+          fused.emplace_back(static_cast<size_t>(M * N), std::numeric_limits<float>::quiet_NaN());
+          alone.emplace_back(static_cast<size_t>(M * N));
+          const void* wp = lowp ? static_cast<const void*>(wh[i].data()) : w[i].data();
+          parts.push_back({wp, N, K, fused.back().data(), N});
+          if (lowp)
+            skinny_gemm_nt_lowp(M, N, K, 1.0f, a.data(), K, wh[i].data(), LowpType::BF16, K, 0.0f,
+                                alone.back().data(), N);
+          else
+            skinny_gemm_nt(M, N, K, 1.0f, a.data(), K, w[i].data(), K, 0.0f, alone.back().data(),
+                           N);
+        }
+        if (lowp)
+          skinny_gemm_nt_parts_lowp(M, K, a.data(), K, parts.data(),
+                                    static_cast<int64_t>(parts.size()), LowpType::BF16);
+        else
+          skinny_gemm_nt_parts(M, K, a.data(), K, parts.data(), static_cast<int64_t>(parts.size()));
+        for (size_t i = 0; i < w.size(); ++i)
+          EXPECT_EQ(0, std::memcmp(fused[i].data(), alone[i].data(), fused[i].size() * 4))
+              << "part " << i << " lowp " << lowp << " M " << M << " threads " << threads;
+      }
   omp_set_num_threads(saved);
 }
 

@@ -4,6 +4,8 @@
 // threads dynamically), each 16 of its values loaded and
 // widened once (bf16: a 16-bit shift; f16: F16C) and multiplied into up to 4
 // rows of A, two 8-wide accumulators per row. A portable loop otherwise.
+// Several weights of one input (skinny_gemm_nt_parts) share one parallel
+// region: their rows are one list of tasks.
 // Invariant: C[m][n] depends on row n of W, row m of A and K only.
 #include "kernels/cpu/skinny_gemm.h"
 
@@ -114,52 +116,91 @@ inline void dot_row(const typename L::T* w, const float* a, int64_t lda, int64_t
 }
 #endif
 
+// Rows n0 .. n1 - 1 of C: rows of A in groups of up to kGroup, so W's row
+// is read from memory once, and again from L1 only when M > kGroup.
+template <class L>
+void rows_range(int64_t M, int64_t K, float alpha, const float* A, int64_t lda,
+                const typename L::T* W, int64_t ldw, float beta, float* C, int64_t ldc, int64_t n0,
+                int64_t n1) {
+  for (int64_t n = n0; n < n1; ++n) {
+    for (int64_t m = 0; m < M; m += kGroup) {
+      float out[kGroup];
+      const float* a = A + m * lda;
+      const typename L::T* w = W + n * ldw;
+      const int64_t rows = std::min(kGroup, M - m);
+      switch (rows) {
+        case 1:
+          dot_row<L, 1>(w, a, lda, K, out);
+          break;
+        case 2:
+          dot_row<L, 2>(w, a, lda, K, out);
+          break;
+        case 3:
+          dot_row<L, 3>(w, a, lda, K, out);
+          break;
+        default:
+          dot_row<L, 4>(w, a, lda, K, out);
+          break;
+      }
+      for (int64_t r = 0; r < rows; ++r) {  // beta 0: C is not read (it may hold NaN)
+        float* c = C + (m + r) * ldc + n;
+        *c = beta == 0.0f ? alpha * out[r] : alpha * out[r] + beta * *c;
+      }
+    }
+  }
+}
+
+void check_dims(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldw, int64_t ldc) {
+  PX_CHECK(K >= 0 && lda >= K && ldw >= K && ldc >= N,
+           "skinny_gemm: bad leading dimensions (M {}, N {}, K {}, lda {}, ldw {}, ldc {})", M, N,
+           K, lda, ldw, ldc);
+}
+
+// Rows of W per task: about kTaskBytes (a stretch the prefetcher locks on
+// to), and at least kMinTasks tasks per weight, handed out dynamically: a
+// thread that loses its core for a while (a shared machine) does not hold
+// up the others.
+int64_t task_rows(int64_t N, int64_t ldw, int64_t elem_bytes) {
+  const int64_t row_bytes = std::max<int64_t>(ldw, 1) * elem_bytes;
+  return std::max<int64_t>(1, std::min(kTaskBytes / row_bytes, (N + kMinTasks - 1) / kMinTasks));
+}
+
+// Every part's rows as tasks of one parallel region (one fork and join for
+// all of them).
+template <class L>
+void skinny_parts(int64_t M, int64_t K, float alpha, const float* A, int64_t lda,
+                  const SkinnyPart* parts, int64_t n_parts, float beta) {
+  if (M <= 0) return;
+  constexpr int64_t kMaxParts = 4;
+  PX_CHECK(n_parts >= 1 && n_parts <= kMaxParts, "skinny_gemm: {} parts (1 to {})", n_parts,
+           kMaxParts);
+  int64_t rows_per[kMaxParts], first[kMaxParts + 1] = {0};
+  int64_t work = 0;
+  for (int64_t p = 0; p < n_parts; ++p) {
+    const SkinnyPart& q = parts[p];
+    check_dims(M, q.N, K, lda, q.ldw, q.ldc);
+    rows_per[p] = task_rows(q.N, q.ldw, static_cast<int64_t>(sizeof(typename L::T)));
+    first[p + 1] = first[p] + (std::max<int64_t>(q.N, 0) + rows_per[p] - 1) / rows_per[p];
+    work += std::max<int64_t>(q.N, 0) * K;
+  }
+  const int64_t tasks = first[n_parts];
+#pragma omp parallel for schedule(dynamic, 1) if (work >= kParallelMin)
+  for (int64_t t = 0; t < tasks; ++t) {
+    int64_t p = 0;
+    while (t >= first[p + 1]) ++p;
+    const SkinnyPart& q = parts[p];
+    const int64_t n0 = (t - first[p]) * rows_per[p];
+    rows_range<L>(M, K, alpha, A, lda, static_cast<const typename L::T*>(q.W), q.ldw, beta, q.C,
+                  q.ldc, n0, std::min(q.N, n0 + rows_per[p]));
+  }
+}
+
 template <class L>
 void skinny(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
             const typename L::T* W, int64_t ldw, float beta, float* C, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
-  PX_CHECK(K >= 0 && lda >= K && ldw >= K && ldc >= N,
-           "skinny_gemm: bad leading dimensions (M {}, N {}, K {}, lda {}, ldw {}, ldc {})", M, N,
-           K, lda, ldw, ldc);
-  // Tasks of about kTaskBytes of W (a stretch the prefetcher locks on to),
-  // at least kMinTasks of them, handed out dynamically: a thread that loses
-  // its core for a while (a shared machine) does not hold up the others.
-  const int64_t row_bytes = std::max<int64_t>(ldw, 1) * static_cast<int64_t>(sizeof(*W));
-  const int64_t task_rows =
-      std::max<int64_t>(1, std::min(kTaskBytes / row_bytes, (N + kMinTasks - 1) / kMinTasks));
-  const int64_t tasks = (N + task_rows - 1) / task_rows;
-#pragma omp parallel for schedule(dynamic, 1) if (N * K >= kParallelMin)
-  for (int64_t t = 0; t < tasks; ++t) {
-    const int64_t n1 = std::min(N, (t + 1) * task_rows);
-    for (int64_t n = t * task_rows; n < n1; ++n) {
-      // Rows of A in groups of up to kGroup: W's row is read from memory
-      // once, and again from L1 only when M > kGroup.
-      for (int64_t m = 0; m < M; m += kGroup) {
-        float out[kGroup];
-        const float* a = A + m * lda;
-        const typename L::T* w = W + n * ldw;
-        const int64_t rows = std::min(kGroup, M - m);
-        switch (rows) {
-          case 1:
-            dot_row<L, 1>(w, a, lda, K, out);
-            break;
-          case 2:
-            dot_row<L, 2>(w, a, lda, K, out);
-            break;
-          case 3:
-            dot_row<L, 3>(w, a, lda, K, out);
-            break;
-          default:
-            dot_row<L, 4>(w, a, lda, K, out);
-            break;
-        }
-        for (int64_t r = 0; r < rows; ++r) {  // beta 0: C is not read (it may hold NaN)
-          float* c = C + (m + r) * ldc + n;
-          *c = beta == 0.0f ? alpha * out[r] : alpha * out[r] + beta * *c;
-        }
-      }
-    }
-  }
+  const SkinnyPart part{W, N, ldw, C, ldc};
+  skinny_parts<L>(M, K, alpha, A, lda, &part, 1, beta);
 }
 
 }  // namespace
@@ -176,6 +217,19 @@ void skinny_gemm_nt_lowp(int64_t M, int64_t N, int64_t K, float alpha, const flo
     skinny<Bf16Rows>(M, N, K, alpha, A, lda, W, ldw, beta, C, ldc);
   else
     skinny<F16Rows>(M, N, K, alpha, A, lda, W, ldw, beta, C, ldc);
+}
+
+void skinny_gemm_nt_parts(int64_t M, int64_t K, const float* A, int64_t lda,
+                          const SkinnyPart* parts, int64_t n_parts) {
+  skinny_parts<F32Rows>(M, K, 1.0f, A, lda, parts, n_parts, 0.0f);
+}
+
+void skinny_gemm_nt_parts_lowp(int64_t M, int64_t K, const float* A, int64_t lda,
+                               const SkinnyPart* parts, int64_t n_parts, LowpType t) {
+  if (t == LowpType::BF16)
+    skinny_parts<Bf16Rows>(M, K, 1.0f, A, lda, parts, n_parts, 0.0f);
+  else
+    skinny_parts<F16Rows>(M, K, 1.0f, A, lda, parts, n_parts, 0.0f);
 }
 
 }  // namespace parallm::cpu

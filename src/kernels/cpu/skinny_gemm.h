@@ -32,4 +32,22 @@ void skinny_gemm_nt_lowp(int64_t M, int64_t N, int64_t K, float alpha, const flo
                          const uint16_t* W, LowpType t, int64_t ldw, float beta, float* C,
                          int64_t ldc);
 
+// One weight of a fused call: C (M, N) = A W^T, row stride ldc. W points to
+// f32 or to 16-bit values, as the call says.
+struct SkinnyPart {
+  const void* W;
+  int64_t N;
+  int64_t ldw;
+  float* C;
+  int64_t ldc;
+};
+
+// Several products of the same A (q, k and v; gate and up) as one pass: one
+// parallel region whose tasks stream each W in turn. Each C[m][n] has
+// exactly the bits skinny_gemm_nt(_lowp) gives with alpha 1 and beta 0.
+void skinny_gemm_nt_parts(int64_t M, int64_t K, const float* A, int64_t lda,
+                          const SkinnyPart* parts, int64_t n_parts);
+void skinny_gemm_nt_parts_lowp(int64_t M, int64_t K, const float* A, int64_t lda,
+                               const SkinnyPart* parts, int64_t n_parts, LowpType t);
+
 }  // namespace parallm::cpu

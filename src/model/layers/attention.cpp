@@ -95,9 +95,10 @@ void Attention::forward_cached(const LayerContext& c, float* out, const float* i
   PX_CHECK(!tp_.sp(), "cached attention runs without sequence parallelism");
   const int64_t N = c.N(), qd = q_.out(), kd = k_.out();
   Tensor q = c.workspace({N, qd}), k = c.workspace({N, kd}), v = c.workspace({N, kd});
-  q_.forward(c, q.data<float>(), inp);
-  k_.forward(c, k.data<float>(), inp);
-  v_.forward(c, v.data<float>(), inp);
+  // q, k and v in one pass over their weights (one parallel region at decode).
+  const LinearPart parts[] = {q_.part(c, q.data<float>()), k_.part(c, k.data<float>()),
+                              v_.part(c, v.data<float>())};
+  linear_forward_parts(c, inp, N, C_, parts);
   if (rope_) {  // one row of N tokens, each at its own position
     cpu::rope_forward(q.data<float>(), c.positions, 1, N, n_heads_, head_dim_, rope_theta_);
     cpu::rope_forward(k.data<float>(), c.positions, 1, N, n_kv_heads_, head_dim_, rope_theta_);

@@ -30,12 +30,14 @@ Mlp::Saved Mlp::forward(const LayerContext& c, float* out, const float* inp) con
   // Selective recomputation: the activation is rebuilt from pre (and up).
   const bool sel = c.recompute == Recompute::Selective;
   s.act = sel ? c.workspace({c.N(), inter_}) : c.activation({c.N(), inter_});
-  fc_.forward(c, s.pre.data<float>(), x);
   if (swiglu_) {
     s.up = c.activation({c.N(), inter_});
-    up_.forward(c, s.up.data<float>(), x);
+    // gate and up in one pass over their weights (one parallel region at decode)
+    const LinearPart parts[] = {fc_.part(c, s.pre.data<float>()), up_.part(c, s.up.data<float>())};
+    linear_forward_parts(c, x, c.N(), C_, parts);
     cpu::swiglu_forward(s.act.data<float>(), s.pre.data<float>(), s.up.data<float>(), n);
   } else {
+    fc_.forward(c, s.pre.data<float>(), x);
     cpu::gelu_forward(s.act.data<float>(), s.pre.data<float>(), n);
   }
   in.release();

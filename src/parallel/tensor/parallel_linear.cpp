@@ -44,6 +44,10 @@ void ColumnParallelLinear::forward(const LayerContext& c, float* out, const floa
   linear_forward(c, out, inp, w_, b, c.N(), in_, out_);
 }
 
+LinearPart ColumnParallelLinear::part(const LayerContext& c, float* out) const {
+  return {w_, b_.index >= 0 ? c.params.value(b_) : nullptr, out_, out};
+}
+
 void ColumnParallelLinear::backward(const LayerContext& c, float* dinp, const float* dout,
                                     const float* inp) const {
   float* db = b_.index >= 0 ? c.params.grad(b_) : nullptr;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "nn/layer_context.h"
+#include "nn/matmul_precision.h"
 #include "parallel/tensor/tp_group.h"
 
 namespace parallm {
@@ -25,6 +26,9 @@ class ColumnParallelLinear {
                        bool bias, double init_std, const TpGroup& tp, int replicas = 1);
   // out (N, out/tp) = inp (N, in) W_r^T + b_r
   void forward(const LayerContext& c, float* out, const float* inp) const;
+  // This layer's forward as one part of linear_forward_parts (several
+  // column-parallel layers of the same input in one pass), writing to out.
+  LinearPart part(const LayerContext& c, float* out) const;
   // dinp (N, in) += dout W_r (the caller sums dinp over tp); dW_r, db_r accumulate.
   void backward(const LayerContext& c, float* dinp, const float* dout, const float* inp) const;
   int64_t in() const { return in_; }
