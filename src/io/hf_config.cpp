@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "io/hf_layout.h"
 
 namespace parallm {
 
@@ -23,8 +24,9 @@ nlohmann::json hf_config_json(const ModelConfig& c, const std::string& torch_dty
          {"initializer_range", c.init_std},
          {"tie_word_embeddings", true}};
   } else {
-    j = {{"architectures", {"LlamaForCausalLM"}},
-         {"model_type", "llama"},
+    const bool moe = c.moe.enabled();
+    j = {{"architectures", {moe ? "MixtralForCausalLM" : "LlamaForCausalLM"}},
+         {"model_type", moe ? "mixtral" : "llama"},
          {"vocab_size", c.vocab_size},
          {"hidden_size", c.hidden},
          {"intermediate_size", c.intermediate},
@@ -41,6 +43,16 @@ nlohmann::json hf_config_json(const ModelConfig& c, const std::string& torch_dty
          {"mlp_bias", false},
          {"initializer_range", c.init_std},
          {"tie_word_embeddings", c.tie_embeddings}};
+    if (moe) {  // Mixtral: experts in every layer, top-k renormalised, dropless
+      check_hf_moe(c);
+      j["num_local_experts"] = c.moe.num_experts;
+      j["num_experts_per_tok"] = c.moe.topk;
+      j["router_aux_loss_coef"] = c.moe.aux_loss_coeff;
+      j["output_router_logits"] = false;
+      j["sliding_window"] = nullptr;
+      j.erase("attention_bias");
+      j.erase("mlp_bias");
+    }
   }
   j["torch_dtype"] = torch_dtype;
   return j;
@@ -98,7 +110,7 @@ ModelConfig model_config_from_hf(const nlohmann::json& j, const std::string& src
              act);
     PX_CHECK(c.n_heads > 0, "{}: n_head must be positive, got {}", src, c.n_heads);
     c.head_dim = c.hidden / c.n_heads;
-  } else if (type == "llama" || type == "mistral") {
+  } else if (type == "llama" || type == "mistral" || type == "mixtral") {
     c.arch = Arch::LLaMA;
     c.vocab_size = f.need<int64_t>("vocab_size");
     c.hidden = f.need<int64_t>("hidden_size");
@@ -118,8 +130,17 @@ ModelConfig model_config_from_hf(const nlohmann::json& j, const std::string& src
              "{}: rope_scaling {} is not supported", src, j["rope_scaling"].dump());
     PX_CHECK(!f.opt<bool>("attention_bias", false) && !f.opt<bool>("mlp_bias", false),
              "{}: attention_bias / mlp_bias are not supported for llama", src);
+    if (type == "mixtral") {  // every layer MoE; softmax, top-k, renormalise (docs/moe.md)
+      c.moe.num_experts = f.need<int64_t>("num_local_experts");
+      c.moe.topk = static_cast<int>(f.need<int64_t>("num_experts_per_tok"));
+      c.moe.order = RouterOrder::TopkSoftmax;
+      PX_CHECK(!j.contains("sliding_window") || j["sliding_window"].is_null() ||
+                   j["sliding_window"].get<int64_t>() >= c.max_positions,
+               "{}: sliding_window attention is not supported", src);
+    }
   } else {
-    PX_FAIL("{}: model_type '{}' is not supported (expected 'gpt2' or 'llama')", src, type);
+    PX_FAIL("{}: model_type '{}' is not supported (expected 'gpt2', 'llama' or 'mixtral')", src,
+            type);
   }
   c.init_std = f.opt<double>("initializer_range", 0.02);
   try {
