@@ -70,6 +70,7 @@ class DataParallel {
   void set_pipeline_group(comm::Communicator* pp) { pp_ = pp; }
   // Expert parallelism: the expert-data-parallel group (null: size 1).
   void set_expert_group(comm::Communicator* edp) { edp_ = edp; }
+  int edp_rank() const { return edp_ ? edp_->rank() : 0; }
 
   virtual void begin_step();                    // zeroes the gradients
   virtual void begin_micro_batch(bool last) {}  // the last one reduces during its backward
