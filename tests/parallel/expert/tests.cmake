@@ -9,3 +9,7 @@ add_test(NAME parallel.ep.checkpoint
          COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
                  bash ${CMAKE_CURRENT_LIST_DIR}/ep_checkpoint.sh $<TARGET_FILE:parallm>)
 set_tests_properties(parallel.ep.checkpoint PROPERTIES LABELS dist TIMEOUT 300)
+add_test(NAME parallel.ep.compose
+         COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
+                 bash ${CMAKE_CURRENT_LIST_DIR}/ep_compose.sh $<TARGET_FILE:parallm>)
+set_tests_properties(parallel.ep.compose PROPERTIES LABELS dist TIMEOUT 300)
