@@ -59,6 +59,38 @@ void add_model_and_data_flags(CLI::App* sub, TrainFlags& f) {
   flag(sub, f, "--val-data", FIELD(train.data.val), "validation token shards");
 }
 
+void add_moe_flags(CLI::App* sub, TrainFlags& f) {
+  // The preset first: flags apply in registration order, so an explicit
+  // --moe-router-topk still wins over it.
+  auto preset = std::make_shared<std::string>();
+  CLI::Option* p = sub->add_option(
+      "--moe-router-preset", *preset,
+      "switch (top-1, softmax then top-k), gshard (top-2, renormalised) or mixtral (top-k "
+      "then softmax)");
+  f.overrides.emplace_back(p, [preset](RunConfig& rc) { rc.model.moe.apply_preset(*preset); });
+  flag(sub, f, "--num-experts", FIELD(model.moe.num_experts),
+       "experts per MoE layer (0: dense MLPs; docs/moe.md)");
+  flag(sub, f, "--moe-router-topk", FIELD(model.moe.topk), "experts per token (default 2)");
+  flag(sub, f, "--moe-layer-freq", FIELD(model.moe.layer_freq),
+       "layer l is an MoE layer when l % k == 0 (default 1: every layer)");
+  named(sub, f, "--moe-router-order", FIELD(model.moe.order), router_order_from_name,
+        "softmax-topk (default) or topk-softmax");
+  on_off(sub, f, "--moe-renormalize", FIELD(model.moe.renormalize), true,
+         "divide the kept top-k probabilities by their sum (softmax-topk)");
+  named(
+      sub, f, "--moe-capacity-factor", FIELD(model.moe.capacity_factor),
+      [](const std::string& s) { return std::optional<double>(std::stod(s)); },
+      "expert capacity per sequence: ceil(T x topk x factor / E) (default: dropless)");
+  named(sub, f, "--moe-token-drop-policy", FIELD(model.moe.drop_policy), drop_policy_from_name,
+        "which tokens an expert over capacity keeps: position (default) or probs");
+  flag(sub, f, "--moe-aux-loss-coeff", FIELD(model.moe.aux_loss_coeff),
+       "Switch load-balancing loss coefficient (default 0)");
+  flag(sub, f, "--moe-z-loss-coeff", FIELD(model.moe.z_loss_coeff),
+       "router z-loss coefficient (default 0)");
+  flag(sub, f, "--ep,--expert-model-parallel-size", FIELD(train.parallelism.ep),
+       "expert parallel size: experts split over ep ranks of dp (divides dp)");
+}
+
 void add_training_flags(CLI::App* sub, TrainFlags& f) {
   flag(sub, f, "--steps,--train-iters", FIELD(train.training.steps), "optimizer steps");
   flag(sub, f, "--micro-batch-size", FIELD(train.training.micro_batch_size),
@@ -184,6 +216,7 @@ void add_train_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--threads", f->job.threads, "CPU threads (default: OMP_NUM_THREADS or all)");
   add_model_and_data_flags(sub, *f);
   add_training_flags(sub, *f);
+  add_moe_flags(sub, *f);
   add_optimizer_flags(sub, *f);
   add_parallelism_flags(sub, *f);
   add_checkpoint_flags(sub, *f);

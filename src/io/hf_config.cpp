@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "io/hf_layout.h"
 
 namespace parallm {
 
@@ -23,8 +24,9 @@ nlohmann::json hf_config_json(const ModelConfig& c, const std::string& torch_dty
          {"initializer_range", c.init_std},
          {"tie_word_embeddings", true}};
   } else {
-    j = {{"architectures", {"LlamaForCausalLM"}},
-         {"model_type", "llama"},
+    const bool moe = c.moe.enabled();
+    j = {{"architectures", {moe ? "MixtralForCausalLM" : "LlamaForCausalLM"}},
+         {"model_type", moe ? "mixtral" : "llama"},
          {"vocab_size", c.vocab_size},
          {"hidden_size", c.hidden},
          {"intermediate_size", c.intermediate},
@@ -41,6 +43,31 @@ nlohmann::json hf_config_json(const ModelConfig& c, const std::string& torch_dty
          {"mlp_bias", false},
          {"initializer_range", c.init_std},
          {"tie_word_embeddings", c.tie_embeddings}};
+    if (moe) {  // Mixtral: experts in every layer, top-k renormalised, dropless
+      j["num_local_experts"] = c.moe.num_experts;
+      j["num_experts_per_tok"] = c.moe.topk;
+      j["router_aux_loss_coef"] = c.moe.aux_loss_coeff;
+      j["output_router_logits"] = false;
+      j["sliding_window"] = nullptr;
+      j.erase("attention_bias");
+      j.erase("mlp_bias");
+    }
+  }
+  if (c.moe.enabled()) {
+    // Everything about the experts, so checkpoints keep what Mixtral's keys
+    // cannot say (router order, capacity, losses, dense layers; an MoE
+    // GPT-2). transformers ignores the key.
+    const MoeConfig& m = c.moe;
+    j["parallm_moe"] = {{"num_experts", m.num_experts},
+                        {"topk", m.topk},
+                        {"layer_freq", m.layer_freq},
+                        {"router_order", router_order_name(m.order)},
+                        {"renormalize", m.renormalize},
+                        {"capacity_factor", m.capacity_factor ? nlohmann::json(*m.capacity_factor)
+                                                              : nlohmann::json(nullptr)},
+                        {"drop_policy", m.drop_policy == DropPolicy::Probs ? "probs" : "position"},
+                        {"aux_loss_coeff", m.aux_loss_coeff},
+                        {"z_loss_coeff", m.z_loss_coeff}};
   }
   j["torch_dtype"] = torch_dtype;
   return j;
@@ -98,7 +125,7 @@ ModelConfig model_config_from_hf(const nlohmann::json& j, const std::string& src
              act);
     PX_CHECK(c.n_heads > 0, "{}: n_head must be positive, got {}", src, c.n_heads);
     c.head_dim = c.hidden / c.n_heads;
-  } else if (type == "llama" || type == "mistral") {
+  } else if (type == "llama" || type == "mistral" || type == "mixtral") {
     c.arch = Arch::LLaMA;
     c.vocab_size = f.need<int64_t>("vocab_size");
     c.hidden = f.need<int64_t>("hidden_size");
@@ -118,10 +145,33 @@ ModelConfig model_config_from_hf(const nlohmann::json& j, const std::string& src
              "{}: rope_scaling {} is not supported", src, j["rope_scaling"].dump());
     PX_CHECK(!f.opt<bool>("attention_bias", false) && !f.opt<bool>("mlp_bias", false),
              "{}: attention_bias / mlp_bias are not supported for llama", src);
+    if (type == "mixtral") {  // every layer MoE; softmax, top-k, renormalise (docs/moe.md)
+      c.moe.num_experts = f.need<int64_t>("num_local_experts");
+      c.moe.topk = static_cast<int>(f.need<int64_t>("num_experts_per_tok"));
+      c.moe.order = RouterOrder::TopkSoftmax;
+      PX_CHECK(!j.contains("sliding_window") || j["sliding_window"].is_null() ||
+                   j["sliding_window"].get<int64_t>() >= c.max_positions,
+               "{}: sliding_window attention is not supported", src);
+    }
   } else {
-    PX_FAIL("{}: model_type '{}' is not supported (expected 'gpt2' or 'llama')", src, type);
+    PX_FAIL("{}: model_type '{}' is not supported (expected 'gpt2', 'llama' or 'mixtral')", src,
+            type);
   }
   c.init_std = f.opt<double>("initializer_range", 0.02);
+  if (j.contains("parallm_moe") && j["parallm_moe"].is_object()) {  // written by parallm
+    const std::string where = src + " parallm_moe";
+    Fields m(j["parallm_moe"], where);
+    c.moe.num_experts = m.need<int64_t>("num_experts");
+    c.moe.topk = static_cast<int>(m.need<int64_t>("topk"));
+    c.moe.layer_freq = static_cast<int>(m.opt<int64_t>("layer_freq", 1));
+    c.moe.order = router_order_from_name(m.opt<std::string>("router_order", "softmax-topk"));
+    c.moe.renormalize = m.opt<bool>("renormalize", false);
+    const auto& cf = j["parallm_moe"]["capacity_factor"];
+    if (cf.is_number()) c.moe.capacity_factor = cf.get<double>();
+    c.moe.drop_policy = drop_policy_from_name(m.opt<std::string>("drop_policy", "position"));
+    c.moe.aux_loss_coeff = m.opt<double>("aux_loss_coeff", 0.0);
+    c.moe.z_loss_coeff = m.opt<double>("z_loss_coeff", 0.0);
+  }
   try {
     c.validate();
   } catch (const Error& e) {

@@ -4,12 +4,25 @@
 
 namespace parallm {
 
+void check_hf_moe(const ModelConfig& c) {
+  if (!c.moe.enabled()) return;
+  PX_CHECK(c.arch == Arch::LLaMA,
+           "an MoE gpt2 model has no Hugging Face class (Mixtral is the llama family's)");
+  PX_CHECK(c.moe.layer_freq == 1,
+           "Mixtral has experts in every layer; moe layer frequency {} has dense layers",
+           c.moe.layer_freq);
+  PX_CHECK(c.moe.order == RouterOrder::TopkSoftmax || c.moe.renormalize,
+           "Mixtral's router renormalises the top-k probabilities; this model uses softmax-topk "
+           "without renormalisation");
+}
+
 std::vector<HfTensor> hf_layout(const ModelConfig& c) {
   std::vector<HfTensor> out;
   auto add = [&](std::string hf, std::vector<int64_t> shape, std::vector<std::string> parts,
-                 bool transpose = false) {
-    out.push_back({std::move(hf), std::move(shape), std::move(parts), transpose});
+                 bool transpose = false, int64_t expert = -1) {
+    out.push_back({std::move(hf), std::move(shape), std::move(parts), transpose, expert});
   };
+  check_hf_moe(c);
   const int64_t C = c.hidden, I = c.intermediate, V = c.vocab_size;
   if (c.arch == Arch::GPT2) {
     add("transformer.wte.weight", {V, C}, {"embed.weight"});
@@ -46,6 +59,17 @@ std::vector<HfTensor> hf_layout(const ModelConfig& c) {
       add(h + "self_attn.v_proj.weight", {K, C}, {p + "attn.v.weight"});
       add(h + "self_attn.o_proj.weight", {C, Q}, {p + "attn.o.weight"});
       add(h + "post_attention_layernorm.weight", {C}, {p + "norm2.weight"});
+      if (c.moe.is_moe_layer(l)) {  // Mixtral
+        const std::string m = h + "block_sparse_moe.", x = p + "moe.experts.";
+        add(m + "gate.weight", {c.moe.num_experts, C}, {p + "moe.router.weight"});
+        for (int64_t j = 0; j < c.moe.num_experts; ++j) {
+          const std::string e = m + "experts." + std::to_string(j) + ".";
+          add(e + "w1.weight", {I, C}, {x + "gate.weight"}, false, j);
+          add(e + "w2.weight", {C, I}, {x + "down.weight"}, false, j);
+          add(e + "w3.weight", {I, C}, {x + "up.weight"}, false, j);
+        }
+        continue;
+      }
       add(h + "mlp.gate_proj.weight", {I, C}, {p + "mlp.gate.weight"});
       add(h + "mlp.up_proj.weight", {I, C}, {p + "mlp.up.weight"});
       add(h + "mlp.down_proj.weight", {C, I}, {p + "mlp.down.weight"});
@@ -82,10 +106,16 @@ void for_each_part(const ParameterSet& ps, const HfTensor& t, bool grads, F&& f)
   for (const auto& name : t.parts) {
     int i = ps.find(name);
     PX_CHECK(i >= 0, "internal parameter '{}' (for HF tensor '{}') does not exist", name, t.name);
-    const auto& shape = ps.spec(i).shape;
+    auto shape = ps.spec(i).shape;
+    float* p = grads ? ps.grad({i}) : ps.value({i});
+    if (t.expert >= 0) {  // one expert's slice of a stacked (E, rows, cols) tensor
+      PX_CHECK(t.expert < shape[0], "HF tensor '{}': expert {} is not held here ({} experts)",
+               t.name, t.expert, shape[0]);
+      p += t.expert * shape[1] * shape[2];
+      shape.erase(shape.begin());
+    }
     int64_t rows = shape[0];
     int64_t cols = shape.size() > 1 ? shape[1] : 1;
-    float* p = grads ? ps.grad({i}) : ps.value({i});
     f(p, rows, cols, row0);
     row0 += rows;
   }

@@ -3,6 +3,9 @@
 // tensors concatenated along dim 0, optionally transposed: GPT-2's Conv1D
 // weights are stored (in, out) and its c_attn fuses q, k and v. LLaMA needs
 // no permutation: parallm's rotary embedding uses HF's rotate-half order.
+// MixtralForCausalLM (a LLaMA with MoE layers, docs/moe.md): each HF expert
+// tensor experts.{j}.w1/w2/w3 is slice j (dimension 0) of one stacked
+// internal tensor (gate / down / up), the router is block_sparse_moe.gate.
 #pragma once
 #include <functional>
 #include <string>
@@ -18,9 +21,13 @@ struct HfTensor {
   std::vector<int64_t> shape;      // HF shape
   std::vector<std::string> parts;  // internal names, concatenated along dim 0
   bool transpose = false;          // HF holds the transpose of the concatenation
+  int64_t expert = -1;             // >= 0: slice `expert` of the one (stacked) part
 };
 
+// Throws for models HF has no class for (an MoE GPT-2, a Mixtral with dense
+// layers or another router).
 std::vector<HfTensor> hf_layout(const ModelConfig& cfg);
+void check_hf_moe(const ModelConfig& cfg);
 // HF names that may appear in a checkpoint and carry no parameters (GPT-2's
 // attention mask buffers, a tied lm_head copy).
 bool hf_ignorable(const ModelConfig& cfg, const std::string& name);

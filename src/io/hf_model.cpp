@@ -163,6 +163,17 @@ void read_elements(const SafetensorsFile& st, const TensorEntry& e, int64_t begi
 void scatter_hf_slices(const SafetensorsFile& st, const TensorEntry& e, const ParameterSet& ps,
                        const HfTensor& t) {
   const int64_t hf_rows = t.shape[0], hf_cols = t.shape.size() > 1 ? t.shape[1] : 1;
+  if (t.expert >= 0) {  // one Mixtral expert: slice t.expert of a stacked tensor (ep-split)
+    const int i = ps.find(t.parts.at(0));
+    PX_CHECK(i >= 0, "internal parameter '{}' (for HF tensor '{}') does not exist", t.parts[0],
+             t.name);
+    const ParamSpec& s = ps.spec(i);
+    const int64_t first = s.shard_dim == 0 ? s.shard_begin : 0;
+    if (t.expert < first || t.expert >= first + s.shape[0]) return;  // another ep rank's
+    read_elements(st, e, 0, hf_rows * hf_cols,
+                  ps.value({i}) + (t.expert - first) * hf_rows * hf_cols);
+    return;
+  }
   int64_t row0 = 0;  // global rows of the parts before this one
   for (const auto& name : t.parts) {
     const int i = ps.find(name);

@@ -36,6 +36,7 @@ void ModelConfig::validate() const {
     PX_CHECK(head_dim % 2 == 0, "rotary embeddings need an even head_dim, got {}", head_dim);
   }
   PX_CHECK(norm_eps > 0, "norm_eps must be positive, got {}", norm_eps);
+  moe.validate();
 }
 
 int64_t ModelConfig::num_parameters() const {
@@ -43,11 +44,13 @@ int64_t ModelConfig::num_parameters() const {
   int64_t n = vocab_size * C;  // token embedding
   if (uses_learned_positions()) n += max_positions * C;
   int64_t per = C * q_dim() + 2 * C * kv_dim() + q_dim() * C;  // q, k, v, o
-  per += uses_swiglu() ? 3 * C * I : 2 * C * I;
+  const int64_t mlp = (uses_swiglu() ? 3 * C * I : 2 * C * I) + (uses_bias() ? I + C : 0);
   int64_t norms = uses_layernorm() ? 2 * C : C;
   per += 2 * norms;
-  if (uses_bias()) per += q_dim() + 2 * kv_dim() + C + I + C;
+  if (uses_bias()) per += q_dim() + 2 * kv_dim() + C;
   n += n_layers * per + norms;
+  for (int64_t l = 0; l < n_layers; ++l)  // an MoE layer: router + E expert MLPs
+    n += moe.is_moe_layer(l) ? moe.num_experts * C + moe.num_experts * mlp : mlp;
   if (!tie_embeddings) n += vocab_size * C;
   return n;
 }

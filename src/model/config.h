@@ -1,9 +1,11 @@
 // ModelConfig: the architecture of one transformer, family (GPT-2 or LLaMA)
-// plus sizes. Both families share one implementation, switched by the flags
-// derived from the family; validate() rejects impossible shapes with values.
+// plus sizes (and experts, moe_config.h). Both families share one implementation, switched by the
+// flags derived from the family; validate() rejects impossible shapes with values.
 #pragma once
 #include <cstdint>
 #include <string>
+
+#include "model/moe_config.h"
 
 namespace parallm {
 
@@ -28,6 +30,8 @@ struct ModelConfig {
   // of attention and MLP before each residual add.
   double attn_dropout = 0.0;
   double hidden_dropout = 0.0;
+  // Mixture of experts (docs/moe.md): num_experts 0 keeps every MLP dense.
+  MoeConfig moe;
 
   // Family traits.
   bool uses_layernorm() const { return arch == Arch::GPT2; }  // else RMSNorm

@@ -8,16 +8,23 @@
 namespace parallm {
 
 namespace {
-const ModelConfig& checked(const ModelConfig& cfg, const TpGroup& tp) {
+const ModelConfig& checked(const ModelConfig& cfg, const TpGroup& tp, const EpGroup& ep) {
   cfg.validate();
   check_tp_divides(cfg, tp.size());  // before any parameter is registered
+  if (cfg.moe.enabled()) {
+    PX_CHECK(!tp.active(), "MoE layers do not run under tensor parallelism yet (tp {})", tp.size());
+    ep.local_experts(cfg.moe.num_experts);  // throws unless ep divides the experts
+  } else {
+    PX_CHECK(!ep.active(), "expert parallelism (ep {}) needs an MoE model (num_experts > 0)",
+             ep.size());
+  }
   return cfg;
 }
 }  // namespace
 
 Transformer::Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup& tp,
-                         const ModelStage& stage)
-    : cfg_(checked(cfg, tp)), stage_(stage), alloc_(alloc), tp_(tp) {
+                         const ModelStage& stage, const EpGroup& ep)
+    : cfg_(checked(cfg, tp, ep)), stage_(stage), alloc_(alloc), tp_(tp), ep_(ep) {
   if (stage_.chunks.empty()) stage_.chunks.push_back({0, static_cast<int>(cfg_.n_layers)});
   for (const LayerRange& r : stage_.chunks)
     PX_CHECK(r.first >= 0 && r.count >= 1 && r.first + r.count <= cfg_.n_layers,
@@ -33,7 +40,7 @@ Transformer::Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup
     chunk_first_block_.push_back(static_cast<int>(blocks_.size()));
     for (int l = r.first; l < r.first + r.count; ++l) {
       first.push_back(params_.size());
-      blocks_.emplace_back(params_, l, cfg_, tp_);
+      blocks_.emplace_back(params_, l, cfg_, tp_, ep_);
     }
   }
   if (stage_.head) {
@@ -128,6 +135,8 @@ LossSum Transformer::forward_backward(const int32_t* inputs, const int32_t* targ
   LayerContext c = context(B, T, pos);
   c.dropout_seed = dropout.seed;
   c.sample_offset = dropout.sample_offset;
+  c.grad_scale = grad_scale;
+  c.moe_stats = &moe_stats_;
   Forward f = run_forward(c, inputs);
   const int64_t L = cfg_.n_layers;
   const int64_t rows = tp_local_rows(tp_, c.N());

@@ -18,16 +18,20 @@
 // one chunk for one micro-batch. A last stage with a tied head holds its own
 // copy of the token table (same name; ParamSpec::pipeline_copy), whose
 // gradient the caller sums with the first stage's (GroupKind::Embedding).
+// Expert parallelism: the EpGroup given at construction splits the experts
+// of every MoE layer (docs/moe.md); MoE layers need tp == 1 for now.
 #pragma once
 #include <functional>
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "model/config.h"
 #include "model/layers/block.h"
 #include "model/layers/embedding.h"
 #include "model/layers/lm_head.h"
+#include "model/layers/moe_stats.h"
 #include "model/model_stage.h"
 #include "model/paged_kv_cache.h"
 #include "nn/weight_grad_queue.h"
@@ -48,14 +52,20 @@ class Transformer {
   // tp: the tensor-parallel group (default: none). Throws, naming the
   // numbers, when heads, groups or widths do not divide by tp.
   // stage: the layers this process holds (default: all of them).
+  // ep: the expert-parallel group (default: every expert here).
   Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup& tp = {},
-              const ModelStage& stage = {});
+              const ModelStage& stage = {}, const EpGroup& ep = {});
   ~Transformer();
   const ModelConfig& config() const { return cfg_; }
   const ModelStage& stage() const { return stage_; }
   Allocator& allocator() const { return alloc_; }
   bool whole() const { return stage_.embedding && stage_.head && stage_.chunks.size() == 1; }
   const TpGroup& tp() const { return tp_; }
+  const EpGroup& ep() const { return ep_; }
+  bool has_moe() const { return cfg_.moe.enabled(); }
+  // The routing statistics of every training backward since the last call
+  // (this rank's tokens; MoeStats), and a fresh start.
+  MoeStats take_moe_stats() { return std::exchange(moe_stats_, MoeStats{}); }
   ParameterSet& params() { return params_; }
   const ParameterSet& params() const { return params_; }
 
@@ -169,6 +179,8 @@ class Transformer {
   ModelStage stage_;
   Allocator& alloc_;
   TpGroup tp_;
+  EpGroup ep_;
+  MoeStats moe_stats_;
   PartialGradSync partial_grads_;
   ParameterSet params_;
   Embedding embed_;

@@ -26,6 +26,7 @@ struct Transformer::ChunkState {
     LayerContext c{alloc, ps, B, T, pos.data()};
     c.dropout_seed = dropout.seed;
     c.sample_offset = dropout.sample_offset;
+    c.grad_scale = grad_scale;
     c.matmul = mm;
     c.recompute = rc;
     return c;
@@ -100,6 +101,7 @@ Tensor Transformer::chunk_backward(int chunk, int micro_batch, const Tensor& dou
   const bool embed = stage_.embedding && chunk == 0;
   const bool head = stage_.head && chunk + 1 == num_chunks();
   LayerContext c = st.context(alloc_, params_, matmul_, recompute_);
+  c.moe_stats = &moe_stats_;
   if (defer_weights) c.weight_grads = &st.weight_grads;
   const int64_t rows = stream_rows(st.B, st.T), C = cfg_.hidden;
   const LayerContext cs = stream_context(c, rows);

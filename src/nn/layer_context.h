@@ -12,6 +12,7 @@ namespace parallm {
 
 class WeightGradQueue;
 class MatmulPrecision;  // nn/matmul_precision.h
+struct MoeStats;        // model/layers/moe_stats.h
 
 struct LayerContext {
   Allocator& alloc;
@@ -33,6 +34,11 @@ struct LayerContext {
   MatmulPrecision* matmul = nullptr;
   Recompute recompute = Recompute::None;
   MemTag saved_tag = MemTag::Activation;
+  // The training loss's gradient scale (1 / global tokens, times the loss
+  // scale), for losses a layer adds itself (MoE balancing losses), and where
+  // MoE layers add their statistics during backward (null: not collected).
+  double grad_scale = 0.0;
+  MoeStats* moe_stats = nullptr;
   int64_t N() const { return B * T; }
 
   Tensor activation(Shape s) const {

@@ -39,6 +39,10 @@ struct ParamSpec {
   // A copy of a parameter that another pipeline stage owns (the last stage's
   // tied token table): updated like any other, counted once in the norm.
   bool pipeline_copy = false;
+  // An MoE expert weight (docs/moe.md): dimension 0 counts experts, split
+  // over the ep group when shard_dim == 0; its gradient is reduced over the
+  // expert-data-parallel group instead of dp.
+  bool expert = false;
 };
 
 struct ParamRef {

@@ -15,7 +15,13 @@ double global_grad_norm(const ParameterSet& ps, const float* g, int64_t begin, i
   const TpGroup& tp = groups.tp ? *groups.tp : none;
   // [also_summed..., sum of squares]: one dp and one pp reduction carry both.
   std::vector<double> sums(also_summed.begin(), also_summed.end());
-  sums.push_back(tp_grad_sum_squares(ps, g, begin, end, tp));
+  const bool experts = groups.expert_grads != nullptr;
+  double ss = tp_grad_sum_squares(ps, g, begin, end, tp, experts);
+  if (experts && groups.count_experts)
+    for (int i = 0; i < ps.size(); ++i)
+      if (ps.spec(i).expert)
+        ss += cpu::sum_squares(groups.expert_grads + ps.offset(i), ps.numel(i));
+  sums.push_back(ss);
   if (groups.dp && groups.dp->size() > 1)
     groups.dp->all_reduce(sums.data(), sums.size(), DType::F64, comm::ReduceOp::Sum);
   if (tp.active()) tp.comm->all_reduce(&sums.back(), 1, DType::F64, comm::ReduceOp::Sum);

@@ -20,6 +20,12 @@ struct GradNormGroups {
   comm::Communicator* dp = nullptr;  // null or size 1: none
   const TpGroup* tp = nullptr;
   comm::Communicator* pp = nullptr;
+  // Expert parallelism (docs/moe.md): expert gradients differ between the ep
+  // ranks inside dp and repeat over expert-dp, so they are left out of
+  // [begin, end) and counted whole from expert_grads (the full flat buffer)
+  // on one rank per expert-dp group (count_experts). Null: counted as usual.
+  const float* expert_grads = nullptr;
+  bool count_experts = false;
 };
 
 // The L2 norm of the whole model's gradients; g holds flat elements

@@ -11,9 +11,12 @@
 namespace parallm {
 
 int64_t block_matmul_parameters(const ModelConfig& c) {
-  int64_t per = c.hidden * c.q_dim() + 2 * c.hidden * c.kv_dim() + c.q_dim() * c.hidden;
-  per += (c.uses_swiglu() ? 3 : 2) * c.hidden * c.intermediate;
-  return c.n_layers * per;
+  const int64_t attn = c.hidden * c.q_dim() + 2 * c.hidden * c.kv_dim() + c.q_dim() * c.hidden;
+  const int64_t mlp = (c.uses_swiglu() ? 3 : 2) * c.hidden * c.intermediate;
+  int64_t n = 0;
+  for (int64_t l = 0; l < c.n_layers; ++l)  // an MoE layer: router + the top-k experts a token uses
+    n += attn + (c.moe.is_moe_layer(l) ? c.moe.num_experts * c.hidden + c.moe.topk * mlp : mlp);
+  return n;
 }
 
 int64_t matmul_parameters(const ModelConfig& c) {

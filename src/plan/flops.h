@@ -3,6 +3,8 @@
 // N = parameters that take part in matrix products (every weight matrix and
 // the LM head; embedding lookups, norms and biases excluded), L layers, H
 // heads, Q head dim, T sequence length. MFU = achieved model FLOP/s / peak.
+// MoE layers count their active parameters: the router and top-k experts
+// (dropped assignments still count, as Megatron does).
 // HFU also counts the FLOPs spent recomputing activations (rematerialisation);
 // it equals MFU without recomputation and exceeds it with it.
 #pragma once

@@ -26,7 +26,7 @@ ExportResult export_checkpoint_to_hf(const std::string& checkpoint, const std::s
 void save_hf_from_layout(const std::string& dir, Transformer& model, DataParallel& dp, DType dtype,
                          int world_rank, comm::Communicator* pp) {
   const bool staged = pp != nullptr && pp->size() > 1;
-  const bool sharded = model.tp().active() || dp.options().zero >= 3;
+  const bool sharded = model.tp().active() || dp.options().zero >= 3 || model.ep().active();
   if (!sharded && !staged) {
     if (world_rank == 0) save_hf_model(dir, model, dtype);
     return;
@@ -55,6 +55,11 @@ void save_hf_from_layout(const std::string& dir, Transformer& model, DataParalle
   std::vector<int64_t> sizes;
   for (int i = 0; i < ps.size(); ++i) {
     std::vector<float> full = gather_tp_parameter(ps, i, local.data() + ps.offset(i), model.tp());
+    if (ps.spec(i).expert && model.ep().active()) {  // experts split along dim 0 over ep
+      std::vector<float> all(full.size() * model.ep().size());
+      model.ep().comm->all_gather(full.data(), all.data(), full.size(), DType::F32);
+      full = std::move(all);
+    }
     if (ps.spec(i).pipeline_copy) continue;
     if (whole) {
       put(ps.spec(i).name, full.data(), static_cast<int64_t>(full.size()));

@@ -37,12 +37,19 @@ std::vector<CheckpointPiece> checkpoint_pieces(const Transformer& model, DataPar
   const ParameterSet& ps = model.params();
   const int tp_rank = model.tp().rank();
   std::vector<CheckpointPiece> out;
+  // Under expert parallelism expert tensors differ between the dp ranks of
+  // an ep group: each expert-dp rank 0 writes its experts whole, and the dp
+  // ranges below carry only the dense tensors (docs/moe.md).
+  enum class Which { All, Dense, Experts };
+  const bool ep = model.ep().active();
   // Flat elements [lo, hi) of this rank's parameter vector, element lo at base[0].
-  auto add_range = [&](const std::string& kind, int64_t lo, int64_t hi, const float* base) {
+  auto add_range = [&](const std::string& kind, int64_t lo, int64_t hi, const float* base,
+                       Which which = Which::All) {
     for (int i = 0; i < ps.size(); ++i) {
       const int64_t off = ps.offset(i);
       const int64_t a = std::max(lo, off), b = std::min(hi, off + ps.numel(i));
       const ParamSpec& s = ps.spec(i);
+      if ((which == Which::Dense && s.expert) || (which == Which::Experts && !s.expert)) continue;
       // One writer per distinct slice: tp rank 0 for tensors replicated over
       // tp, the first holder of a shard that several tp ranks share.
       // The last pipeline stage's copy of the tied table is the first stage's
@@ -57,7 +64,10 @@ std::vector<CheckpointPiece> checkpoint_pieces(const Transformer& model, DataPar
   };
   const ShardLayout& sh = dp.shards();
   const int r = dp.dp_rank();
-  add_range("param", sh.begin(r), sh.end(r), dp.shard_values());
+  const bool write_experts = ep && dp.edp_rank() == 0;
+  add_range("param", sh.begin(r), sh.end(r), dp.shard_values(), ep ? Which::Dense : Which::All);
+  if (write_experts)
+    add_range("param", 0, ps.total_numel(), ps.flat_values().data<float>(), Which::Experts);
   // The optimizer's named state buffers (none for plain SGD), each mapped to
   // flat elements by its spans (optim/optimizer.h).
   if (Optimizer* opt = dp.optimizer()) {
@@ -69,14 +79,18 @@ std::vector<CheckpointPiece> checkpoint_pieces(const Transformer& model, DataPar
       lo = sh.begin(r);
       hi = sh.end(r);
     }
-    for (const OptimizerState& st : opt->state()) {
-      const float* base = st.tensor->data<float>();
-      for (const FlatSpan& sp : st.spans) {
-        const int64_t a = std::max(lo, sp.begin), b = std::min(hi, sp.end);
-        if (a < b) add_range(st.name, a, b, base + (a - sp.begin));
-        base += sp.size();
+    auto add_state = [&](int64_t from, int64_t to, Which which) {
+      for (const OptimizerState& st : opt->state()) {
+        const float* base = st.tensor->data<float>();
+        for (const FlatSpan& sp : st.spans) {
+          const int64_t a = std::max(from, sp.begin), b = std::min(to, sp.end);
+          if (a < b) add_range(st.name, a, b, base + (a - sp.begin), which);
+          base += sp.size();
+        }
       }
-    }
+    };
+    add_state(lo, hi, ep ? Which::Dense : Which::All);
+    if (write_experts) add_state(0, ps.total_numel(), Which::Experts);
   }
   return out;
 }

@@ -18,6 +18,10 @@ RankGroups split_groups(const RankGrid& grid, comm::Communicator* world, int ran
     g.pp = split(GroupKind::Pp, "pp");
     g.embedding = split(GroupKind::Embedding, "embedding");
   }
+  if (grid.sizes().ep > 1) {
+    g.ep = split(GroupKind::Ep, "ep");
+    g.edp = split(GroupKind::Edp, "edp");
+  }
   return g;
 }
 

@@ -12,6 +12,7 @@ namespace parallm {
 struct RankGroups {
   std::unique_ptr<comm::Communicator> dp, tp, pp;
   std::unique_ptr<comm::Communicator> embedding;  // first + last stage; null on middle ones
+  std::unique_ptr<comm::Communicator> ep, edp;    // expert parallel, expert data parallel (ep > 1)
 };
 
 // Collective over world: every rank calls it. All null in a one-process run.

@@ -31,6 +31,17 @@ void TrainConfig::validate(const ModelConfig& m, int world_size) const {
            "sequence parallel: micro batch size ({}) x seq_len ({}) is not divisible by tp ({})",
            tr.micro_batch_size, tr.seq_len, par.tp);
   validate_pipeline(*this, m);
+  if (par.ep > 1) {  // before any allocation: one message each (docs/moe.md)
+    PX_CHECK(m.moe.enabled(), "expert parallelism (--ep {}) needs an MoE model (--num-experts)",
+             par.ep);
+    PX_CHECK(m.moe.num_experts % par.ep == 0, "num_experts ({}) is not divisible by ep ({})",
+             m.moe.num_experts, par.ep);
+    PX_CHECK(par.dp.zero == 0 && par.dp.mode == DpMode::AllReduce,
+             "expert parallelism (--ep {}) runs with DDP only for now (--zero {})", par.ep,
+             par.dp.zero);
+  }
+  PX_CHECK(!m.moe.enabled() || par.tp == 1,
+           "MoE layers do not run under tensor parallelism yet (--tp {})", par.tp);
   PX_CHECK(par.pp > 1 || (logging.trace_path.empty() && logging.timeline_path.empty()),
            "--trace and --timeline record the pipeline schedule and need --pp > 1");
 }

@@ -224,19 +224,21 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   std::ostream null_log(nullptr);  // ranks other than 0 stay quiet
   std::ostream& log = rank == 0 ? log_in : null_log;
 
-  const RankGrid grid(GridSizes{.tp = par.tp, .dp = par.dp.dp, .pp = par.pp}, world_size);
+  const RankGrid grid(GridSizes{.tp = par.tp, .dp = par.dp.dp, .pp = par.pp, .ep = par.ep},
+                      world_size);
   const RankGroups groups = split_groups(grid, world, rank);
 
   Allocator alloc;
   const TpGroup tp{.comm = par.tp > 1 ? groups.tp.get() : nullptr,
                    .sequence_parallel = par.sequence_parallel};
-  Transformer model(rc.model, alloc, tp, pipeline_stage(t, rc.model, grid.coord(rank).pp_rank));
+  const EpGroup ep{.comm = par.ep > 1 ? groups.ep.get() : nullptr};
+  Transformer model(rc.model, alloc, tp, pipeline_stage(t, rc.model, grid.coord(rank).pp_rank), ep);
   init_weights(model, t);
   Resume resume = resume_values(rc, model, world, log);
 
   const PeakFlops peak = peak_flops(t);
   Trainer trainer(model, t, alloc, peak.flops, par.dp.dp > 1 ? groups.dp.get() : nullptr,
-                  PipelineGroups{groups.pp.get(), groups.embedding.get()});
+                  PipelineGroups{groups.pp.get(), groups.embedding.get()}, groups.edp.get());
   resume_trainer(resume, rc.model, model, trainer, log);
   print_banner(log, rc, trainer, peak);
 

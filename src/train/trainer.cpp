@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <vector>
@@ -19,7 +20,7 @@ uint64_t dropout_seed(uint64_t seed, int64_t step) {
 }  // namespace
 
 Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, double peak_flops,
-                 comm::Communicator* dp_group, PipelineGroups pipe)
+                 comm::Communicator* dp_group, PipelineGroups pipe, comm::Communicator* edp_group)
     : model_(model),
       cfg_(cfg),
       alloc_(alloc),
@@ -35,6 +36,9 @@ Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, d
                    {GroupKind::Pp, pipe.pp},
                    {GroupKind::Embedding, pipe.embedding}}) {
   cfg_.validate(model.config());
+  dp_group_ = dp_group;
+  pp_group_ = pipe.pp;
+  dp_->set_expert_group(edp_group);
   if (cfg_.parallelism.pp > 1) {
     pipe_ = std::make_unique<PipelineStep>(model, cfg_, pipe);
     dp_->set_pipeline_group(pipe.pp);
@@ -129,6 +133,7 @@ StepStats Trainer::train_step(int64_t step) {
   if (!r.skipped) ++updates_;
   s.loss = r.loss_sum / tokens;
   s.grad_norm = r.grad_norm;
+  if (model_.has_moe()) moe_metrics(s);
   s.bubble_fraction = ps.bubble_fraction;
   s.bubble_fraction_replayed = ps.bubble_fraction_replayed;
   s.stage_peak_activation_bytes = ps.stage_peak_activation_bytes;
@@ -151,6 +156,25 @@ StepStats Trainer::train_step(int64_t step) {
   s.mfu = flops_utilisation(s.tokens_per_s, flops_per_token_, peak_flops_, ranks);
   s.hfu = flops_utilisation(s.tokens_per_s, hw_flops_per_token_, peak_flops_, ranks);
   return s;
+}
+
+void Trainer::moe_metrics(StepStats& s) {
+  const MoeStats mine = model_.take_moe_stats();
+  std::vector<double> v = mine.flat();
+  v.resize(6 + model_.config().moe.num_experts, 0.0);  // a stage without MoE layers
+  for (comm::Communicator* g : {dp_group_, pp_group_})
+    if (g != nullptr && g->size() > 1)
+      g->all_reduce(v.data(), v.size(), DType::F64, comm::ReduceOp::Sum);
+  const MoeStats all = MoeStats::from_flat(v);
+  const MoeConfig& m = model_.config().moe;
+  s.moe = true;
+  s.moe_aux_loss = m.aux_loss_coeff * all.aux_sum / std::max(all.sequences, 1.0);
+  s.moe_z_loss = m.z_loss_coeff * all.z_sum / std::max(all.tokens, 1.0);
+  s.moe_dropped = all.dropped / std::max(all.assignments, 1.0);
+  double mx = 0.0;
+  for (double l : all.expert_load) mx = std::max(mx, l);
+  s.moe_max_load = mx / std::max(all.assignments / static_cast<double>(m.num_experts), 1e-300);
+  s.moe_expert_load = all.expert_load;
 }
 
 double Trainer::evaluate() {
@@ -213,6 +237,12 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step,
                          {"bubble_fraction_replayed", s.bubble_fraction_replayed},
                          {"peak_activation_bytes", s.stage_peak_activation_bytes}};
     if (s.skipped) rec["nonfinite"] = s.nonfinite;
+    if (s.moe)
+      rec["moe"] = {{"aux_loss", s.moe_aux_loss},
+                    {"z_loss", s.moe_z_loss},
+                    {"max_load", s.moe_max_load},
+                    {"dropped_fraction", s.moe_dropped},
+                    {"expert_load", s.moe_expert_load}};
     bool last = step + 1 == steps;
     if (val_data_ && ((lg.eval_interval > 0 && (step + 1) % lg.eval_interval == 0) || last))
       rec["val_loss"] = evaluate();

@@ -51,6 +51,14 @@ struct StepStats {
   double loss_scale = 1.0;  // fp16: the loss scale this step ran with (else 1)
   bool skipped = false;     // non-finite loss/gradients: no update (fp16, --on-nan skip)
   std::string nonfinite;    // where the NaN/Inf was, when skipped
+  // MoE models (docs/moe.md), over the global batch, averaged over the MoE
+  // layers: the balancing losses' terms in the objective (coefficient x
+  // mean), the busiest expert's assignments over the mean, the fraction of
+  // assignments dropped by capacity, and each expert's assignments (summed
+  // over layers). Not part of `loss`, which stays the language-model loss.
+  bool moe = false;
+  double moe_aux_loss = 0.0, moe_z_loss = 0.0, moe_max_load = 0.0, moe_dropped = 0.0;
+  std::vector<double> moe_expert_load;
 };
 
 class Trainer {
@@ -60,8 +68,11 @@ class Trainer {
   // data-parallel group when cfg.parallelism.dp.dp > 1, else null.
   // pipe: the pp and embedding groups when cfg.parallelism.pp > 1 (the model is then
   // this rank's stage, see pipeline_stage()).
+  // edp_group: the expert-data-parallel group under expert parallelism
+  // (null: size 1).
   Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, double peak_flops,
-          comm::Communicator* dp_group = nullptr, PipelineGroups pipe = {});
+          comm::Communicator* dp_group = nullptr, PipelineGroups pipe = {},
+          comm::Communicator* edp_group = nullptr);
   StepStats train_step(int64_t step);
   // Mean loss over logging.eval_batches micro-batches of the validation files.
   double evaluate();
@@ -112,6 +123,10 @@ class Trainer {
   MetricsWriter metrics_;
   CommMeter comm_meter_;
   int64_t start_step_ = 0;
+  comm::Communicator* dp_group_ = nullptr;
+  comm::Communicator* pp_group_ = nullptr;
+  // Collective over dp (and pp): the step's MoE statistics into s.
+  void moe_metrics(StepStats& s);
 };
 
 }  // namespace parallm

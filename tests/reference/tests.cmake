@@ -28,3 +28,12 @@ add_test(NAME reference.optimizers
                  sh -c "rm -rf ref_optim && $<TARGET_FILE:optimizer_dump> ref_optim && /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/compare_optimizers.py ref_optim"
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(reference.optimizers PROPERTIES LABELS reference TIMEOUT 300)
+
+# Mixtral (docs/moe.md): a MixtralForCausalLM made by transformers, read by
+# `parallm eval` (same loss within 1e-5) and written back by parallm (loadable
+# with no missing keys, same loss).
+add_test(NAME reference.mixtral
+         COMMAND ${CMAKE_COMMAND} -E env OMP_NUM_THREADS=2
+                 /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/mixtral_eval.py $<TARGET_FILE:parallm> ref_mixtral
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(reference.mixtral PROPERTIES LABELS reference TIMEOUT 300)

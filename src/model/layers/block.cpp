@@ -8,15 +8,23 @@
 
 namespace parallm {
 
-Block::Block(ParameterSet& ps, int layer, const ModelConfig& cfg, const TpGroup& tp)
-    : C_(cfg.hidden), layer_(layer), hidden_dropout_(cfg.hidden_dropout), tp_(tp) {
+Block::Block(ParameterSet& ps, int layer, const ModelConfig& cfg, const TpGroup& tp,
+             const EpGroup& ep)
+    : C_(cfg.hidden),
+      layer_(layer),
+      hidden_dropout_(cfg.hidden_dropout),
+      is_moe_(cfg.moe.is_moe_layer(layer)),
+      tp_(tp) {
   const std::string p = "layers." + std::to_string(layer);
   // GPT-2 scales the residual projections by 1/sqrt(2 * n_layers).
   double proj_std = cfg.init_std / std::sqrt(2.0 * static_cast<double>(cfg.n_layers));
   norm1_ = Norm(ps, p + ".norm1", cfg.hidden, cfg.uses_layernorm(), cfg.norm_eps, tp.sp());
   attn_ = Attention(ps, p + ".attn", cfg, proj_std, tp);
   norm2_ = Norm(ps, p + ".norm2", cfg.hidden, cfg.uses_layernorm(), cfg.norm_eps, tp.sp());
-  mlp_ = Mlp(ps, p + ".mlp", cfg, proj_std, tp);
+  if (is_moe_)
+    moe_ = Moe(ps, p + ".moe", cfg, proj_std, ep);
+  else
+    mlp_ = Mlp(ps, p + ".mlp", cfg, proj_std, tp);
 }
 
 namespace {
@@ -74,15 +82,18 @@ Block::Saved Block::run_forward(const LayerContext& c, float* out, const float* 
   hidden_dropout(c, DropoutSite::AttnOut, hidden_dropout_, mid, row0, rows, C_);
   cpu::add_inplace(mid, inp, n);
   s.norm2 = norm2_.forward(cn, mid);
-  s.mlp = mlp_.forward(c, out, s.norm2.out.data<float>());
+  if (is_moe_)
+    s.moe = moe_.forward(c, out, s.norm2.out.data<float>());
+  else
+    s.mlp = mlp_.forward(c, out, s.norm2.out.data<float>());
   if (sel) s.norm2 = {};
   hidden_dropout(c, DropoutSite::MlpOut, hidden_dropout_, out, row0, rows, C_);
   cpu::add_inplace(out, mid, n);
   return s;
 }
 
-void Block::forward_cached(const LayerContext& c, float* out, const float* inp,
-                           PagedKvCache& cache, const std::vector<PagedSpan>& spans) const {
+void Block::forward_cached(const LayerContext& c, float* out, const float* inp, PagedKvCache& cache,
+                           const std::vector<PagedSpan>& spans) const {
   const int64_t n = c.N() * C_;
   Tensor mid = c.workspace({c.N(), C_});
   {
@@ -91,7 +102,10 @@ void Block::forward_cached(const LayerContext& c, float* out, const float* inp,
   }
   cpu::add_inplace(mid.data<float>(), inp, n);
   const Norm::Saved n2 = norm2_.forward(c, mid.data<float>());
-  mlp_.forward(c, out, n2.out.data<float>());
+  if (is_moe_)  // the cache's context is one row of N tokens
+    moe_.forward(c, out, n2.out.data<float>());
+  else
+    mlp_.forward(c, out, n2.out.data<float>());
   cpu::add_inplace(out, mid.data<float>(), n);
 }
 
@@ -116,8 +130,12 @@ void Block::run_backward(const LayerContext& c, float* dinp, const float* dout, 
     const Norm::Saved norm2 = s.norm2.out.defined()
                                   ? s.norm2
                                   : norm2_.forward(transient_context(cs), s.mid.data<float>());
-    mlp_.backward(c, dnorm2.data<float>(), drop ? dmlp.data<float>() : dout,
-                  norm2.out.data<float>(), s.mlp);
+    if (is_moe_)
+      moe_.backward(c, dnorm2.data<float>(), drop ? dmlp.data<float>() : dout,
+                    norm2.out.data<float>(), s.moe);
+    else
+      mlp_.backward(c, dnorm2.data<float>(), drop ? dmlp.data<float>() : dout,
+                    norm2.out.data<float>(), s.mlp);
     norm2_.backward(cs, dmid.data<float>(), dnorm2.data<float>(), s.mid.data<float>(), norm2);
   }
   // d inp += d mid (residual) + norm1 path.

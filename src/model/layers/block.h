@@ -9,11 +9,14 @@
 // outputs and no MLP activation and recomputes them in backward; full saves
 // nothing and reruns the whole forward from the block's input in backward.
 // Either way the backward sees bit-identical values.
+// An MoE layer (cfg.moe.is_moe_layer) has a Moe block in place of the MLP;
+// it saves its activations even under selective recomputation.
 #pragma once
 #include <string>
 
 #include "model/layers/attention.h"
 #include "model/layers/mlp.h"
+#include "model/layers/moe.h"
 #include "model/layers/norm.h"
 
 namespace parallm {
@@ -26,9 +29,12 @@ class Block {
     Tensor mid;  // (rows, C): x + attn(norm1(x)), the input of norm2
     Norm::Saved norm2;
     Mlp::Saved mlp;
+    Moe::Saved moe;  // MoE layers only
   };
   Block() = default;
-  Block(ParameterSet& ps, int layer, const ModelConfig& cfg, const TpGroup& tp = {});
+  Block(ParameterSet& ps, int layer, const ModelConfig& cfg, const TpGroup& tp = {},
+        const EpGroup& ep = {});
+  bool is_moe() const { return is_moe_; }
   // out (rows, C) = block(inp); out may not alias inp.
   Saved forward(const LayerContext& c, float* out, const float* inp) const;
   // dinp (rows, C) += d loss / d inp, given dout = d loss / d out.
@@ -50,6 +56,8 @@ class Block {
   Norm norm1_, norm2_;
   Attention attn_;
   Mlp mlp_;
+  bool is_moe_ = false;
+  Moe moe_;
   TpGroup tp_;
 };
 

@@ -21,6 +21,23 @@ DataParallel::DataParallel(Transformer& model, comm::Communicator* dp, const DpO
   PX_CHECK(dp == nullptr || dp->size() == opts.dp,
            "the dp group has {} ranks but data parallel size is {}", dp ? dp->size() : 1, opts.dp);
   shards_ = ShardLayout{model.params().total_numel(), dp_size()};
+  if (!model.ep().active()) return;
+  const ParameterSet& ps = model.params();
+  for (int i = 0; i < ps.size(); ++i) {
+    if (!ps.spec(i).expert) continue;
+    const int64_t lo = ps.offset(i), hi = lo + ps.numel(i);
+    if (!expert_ranges_.empty() && expert_ranges_.back().second == lo)
+      expert_ranges_.back().second = hi;
+    else
+      expert_ranges_.emplace_back(lo, hi);
+  }
+}
+
+void DataParallel::reduce_expert_grads() {
+  if (edp_ == nullptr || edp_->size() == 1) return;
+  float* g = model_.params().flat_grads().data<float>();
+  for (const auto& [lo, hi] : expert_ranges_)
+    edp_->all_reduce(g + lo, g + lo, static_cast<size_t>(hi - lo), DType::F32, comm::ReduceOp::Sum);
 }
 
 DataParallel::~DataParallel() {
@@ -32,6 +49,9 @@ std::unique_ptr<DataParallel> make_data_parallel(Transformer& model, comm::Commu
                                                  const DpOptions& opts,
                                                  const OptimizerConfig& optim, Allocator& alloc) {
   const bool multi = dp != nullptr && dp->size() > 1;
+  PX_CHECK(!model.ep().active() || (opts.zero == 0 && opts.mode == DpMode::AllReduce),
+           "expert parallelism (ep {}) runs with DDP only for now (zero {}, dp mode {})",
+           model.ep().size(), opts.zero, dp_mode_name(opts.mode));
   if (multi && opts.mode == DpMode::ParameterServer)
     return std::make_unique<ParameterServer>(model, dp, opts, optim, alloc);
   if (multi && opts.zero == 1) return std::make_unique<Zero1>(model, dp, opts, optim, alloc);
@@ -72,8 +92,12 @@ DpStepResult DataParallel::finish_step(double local_loss_sum, double lr, double 
   if (guard.grad_unscale != 1.0)
     cpu::scale_inplace(gu, n_update, static_cast<float>(guard.grad_unscale));
   double loss = local_loss_sum;
-  res.grad_norm = global_grad_norm(model_.params(), gn, norm_begin_, norm_end_,
-                                   {.dp = dp_, .tp = &model_.tp(), .pp = pp_}, {&loss, 1});
+  GradNormGroups groups{.dp = dp_, .tp = &model_.tp(), .pp = pp_};
+  if (!expert_ranges_.empty()) {  // each expert-dp group counts its experts once
+    groups.expert_grads = model_.params().flat_grads().data<float>();
+    groups.count_experts = edp_ == nullptr || edp_->rank() == 0;
+  }
+  res.grad_norm = global_grad_norm(model_.params(), gn, norm_begin_, norm_end_, groups, {&loss, 1});
   res.loss_sum = loss;
   if (!std::isfinite(res.loss_sum) || !std::isfinite(res.grad_norm)) {
     res.nonfinite = locate_nonfinite(gn);

@@ -11,6 +11,10 @@
 // parallelism the dp group is this rank's dp group only (ranks with the
 // same tp rank), which holds the same shards; the global norm also sums
 // over the model's tp group (optim/grad_clip.h).
+// Expert parallelism (model.ep() active, docs/moe.md): the ep ranks inside
+// dp hold different experts, so expert gradients stay out of the dp
+// reduction and are summed over the expert-dp group (set_expert_group)
+// instead; DDP only for now.
 #pragma once
 #include <memory>
 #include <string>
@@ -64,6 +68,9 @@ class DataParallel {
   // Pipeline parallelism: the loss (last stage only) and the squared norm
   // are also summed over the pp group (each stage holds different layers).
   void set_pipeline_group(comm::Communicator* pp) { pp_ = pp; }
+  // Expert parallelism: the expert-data-parallel group (null: size 1).
+  void set_expert_group(comm::Communicator* edp) { edp_ = edp; }
+  int edp_rank() const { return edp_ ? edp_->rank() : 0; }
 
   virtual void begin_step();                    // zeroes the gradients
   virtual void begin_micro_batch(bool last) {}  // the last one reduces during its backward
@@ -88,6 +95,11 @@ class DataParallel {
   Transformer& model_;
   comm::Communicator* dp_;
   comm::Communicator* pp_ = nullptr;
+  comm::Communicator* edp_ = nullptr;
+  // Flat ranges of expert parameters when ep is active (else empty): left
+  // out of the dp reduction, summed over edp_.
+  std::vector<std::pair<int64_t, int64_t>> expert_ranges_;
+  void reduce_expert_grads();
   DpOptions opts_;
   ShardLayout shards_;
   // Gradients whose squares this rank counts: replicated gradients (DDP,

@@ -25,9 +25,9 @@ Ddp::Ddp(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
     opt_ = make_optimizer(optim, ps, alloc, 0, total, total, model.tp());
   }
   if (!multi()) return;
-  reducer_ = std::make_unique<GradReducer>(*dp_, ps.flat_grads().data<float>(),
-                                           plan_buckets(model.grad_segments(), opts.bucket_elems()),
-                                           GradTarget::AllRanks, shards_, opts.overlap);
+  reducer_ = std::make_unique<GradReducer>(
+      *dp_, ps.flat_grads().data<float>(), plan_buckets(model.grad_segments(), opts.bucket_elems()),
+      GradTarget::AllRanks, shards_, opts.overlap, expert_ranges_);
   model_.set_grad_ready_hook([this](int s) { reducer_->on_segment_ready(s); });
 }
 
@@ -37,6 +37,7 @@ void Ddp::begin_micro_batch(bool last) {
 
 void Ddp::finish_reduction() {
   if (reducer_) reducer_->finish();
+  reduce_expert_grads();
 }
 
 void Ddp::update(double lr, float* grads) { opt_->step(model_.params(), lr); }

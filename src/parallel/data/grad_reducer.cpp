@@ -7,13 +7,15 @@
 namespace parallm {
 
 GradReducer::GradReducer(comm::Communicator& dp, float* grads, std::vector<GradBucket> buckets,
-                         GradTarget target, ShardLayout shards, bool overlap)
+                         GradTarget target, ShardLayout shards, bool overlap,
+                         std::vector<std::pair<int64_t, int64_t>> skip)
     : dp_(dp),
       grads_(grads),
       buckets_(std::move(buckets)),
       target_(target),
       shards_(shards),
-      overlap_(overlap) {
+      overlap_(overlap),
+      skip_(std::move(skip)) {
   PX_CHECK(target != GradTarget::Owners || shards_.dp == dp_.size(),
            "gradient shards are laid out for dp {} but the group has {} ranks", shards_.dp,
            dp_.size());
@@ -31,6 +33,17 @@ void GradReducer::on_segment_ready(int segment) {
 }
 
 void GradReducer::launch(const GradBucket& b) {
+  int64_t at = b.begin;
+  for (const auto& [lo, hi] : skip_) {
+    if (hi <= at || lo >= b.end) continue;
+    if (lo > at) launch_range(at, lo);
+    at = std::max(at, hi);
+  }
+  if (at < b.end) launch_range(at, b.end);
+}
+
+void GradReducer::launch_range(int64_t begin, int64_t end) {
+  const GradBucket b{begin, end, 0};
   const size_t n = static_cast<size_t>(b.end - b.begin);
   float* p = grads_ + b.begin;
   switch (target_) {

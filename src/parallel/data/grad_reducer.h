@@ -8,6 +8,7 @@
 // a ShardLayout (ZeRO-2: one reduce per owner a bucket touches), or rank 0
 // (parameter server).
 #pragma once
+#include <utility>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -21,8 +22,11 @@ enum class GradTarget { AllRanks, Owners, Root };
 class GradReducer {
  public:
   // grads: the model's flat fp32 gradient buffer (outlives the reducer).
+  // skip: sorted disjoint flat ranges left out of every bucket (MoE expert
+  // gradients under expert parallelism, reduced over expert-dp instead).
   GradReducer(comm::Communicator& dp, float* grads, std::vector<GradBucket> buckets,
-              GradTarget target, ShardLayout shards, bool overlap);
+              GradTarget target, ShardLayout shards, bool overlap,
+              std::vector<std::pair<int64_t, int64_t>> skip = {});
   // The next backward is the step's last micro-batch: reduce during it.
   void arm();
   // The hook: segment `segment` of the model's grad_segments() is complete.
@@ -33,6 +37,7 @@ class GradReducer {
 
  private:
   void launch(const GradBucket& b);
+  void launch_range(int64_t begin, int64_t end);
 
   comm::Communicator& dp_;
   float* grads_;
@@ -40,6 +45,7 @@ class GradReducer {
   GradTarget target_;
   ShardLayout shards_;
   bool overlap_;
+  std::vector<std::pair<int64_t, int64_t>> skip_;
   bool armed_ = false;
   size_t next_ = 0;  // first bucket not yet started
   std::vector<comm::Work> in_flight_;

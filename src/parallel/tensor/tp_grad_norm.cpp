@@ -7,15 +7,17 @@
 namespace parallm {
 
 double tp_grad_sum_squares(const ParameterSet& ps, const float* g, int64_t begin, int64_t end,
-                           const TpGroup& tp) {
+                           const TpGroup& tp, bool skip_experts) {
   bool copies = false;  // a pipeline stage's copy of another stage's parameter
   for (int i = 0; i < ps.size(); ++i) copies = copies || ps.spec(i).pipeline_copy;
-  if ((!tp.active() || tp.rank() == 0) && !copies) return cpu::sum_squares(g, end - begin);
+  if ((!tp.active() || tp.rank() == 0) && !copies && !skip_experts)
+    return cpu::sum_squares(g, end - begin);
   const bool all = !tp.active() || tp.rank() == 0;
   double s = 0.0;
   for (int i = 0; i < ps.size(); ++i) {
     const ParamSpec& spec = ps.spec(i);
-    if (spec.pipeline_copy) continue;                 // counted by the stage that owns it
+    if (spec.pipeline_copy) continue;  // counted by the stage that owns it
+    if (skip_experts && spec.expert) continue;
     if (!all && spec.shard_dim < 0) continue;         // replicated: counted by tp rank 0
     if (tp.rank() % spec.tp_replicas != 0) continue;  // a replicated shard: its first holder
     const int64_t lo = std::max(begin, ps.offset(i));

@@ -12,8 +12,10 @@
 
 namespace parallm {
 
-// g: the gradients of flat elements [begin, end) of ps.
+// g: the gradients of flat elements [begin, end) of ps. skip_experts: leave
+// out MoE expert parameters (ParamSpec::expert), which expert parallelism
+// counts separately (optim/grad_clip.h).
 double tp_grad_sum_squares(const ParameterSet& ps, const float* g, int64_t begin, int64_t end,
-                           const TpGroup& tp);
+                           const TpGroup& tp, bool skip_experts = false);
 
 }  // namespace parallm

@@ -9,6 +9,8 @@ void ParallelismConfig::validate() const {
   PX_CHECK(pp >= 1, "pipeline parallel size (--pp) must be at least 1, got {}", pp);
   PX_CHECK(virtual_stages >= 1, "--virtual-stages must be at least 1, got {}", virtual_stages);
   pipeline::schedule_kind_from_name(schedule);  // a typo is an error even when unused
+  PX_CHECK(ep >= 1 && dp.dp % ep == 0,
+           "expert parallel size (--ep {}) must divide data parallel size (--dp {})", ep, dp.dp);
   if (pp == 1) {
     PX_CHECK(virtual_stages == 1 && pp_layers.empty(),
              "--virtual-stages ({}) and --pp-layers ('{}') need --pp > 1", virtual_stages,

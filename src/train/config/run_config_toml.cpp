@@ -5,6 +5,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -120,6 +121,21 @@ void read_model(TableReader& r, ModelConfig& mc) {
   r.get("attention_dropout", mc.attn_dropout);
   r.get("hidden_dropout", mc.hidden_dropout);
   mc.head_dim = hd > 0 ? hd : mc.hidden / std::max<int64_t>(mc.n_heads, 1);
+  // Mixture of experts (docs/moe.md); the preset first, so explicit keys win.
+  std::string moe_preset;
+  r.get("moe_router_preset", moe_preset);
+  if (!moe_preset.empty()) mc.moe.apply_preset(moe_preset);
+  r.get("num_experts", mc.moe.num_experts);
+  r.get("moe_router_topk", mc.moe.topk);
+  r.get("moe_layer_freq", mc.moe.layer_freq);
+  r.get_named("moe_router_order", mc.moe.order, router_order_from_name);
+  r.get("moe_renormalize", mc.moe.renormalize);
+  double capacity = std::nan("");  // absent: dropless
+  r.get("moe_capacity_factor", capacity);
+  if (!std::isnan(capacity)) mc.moe.capacity_factor = capacity;
+  r.get_named("moe_token_drop_policy", mc.moe.drop_policy, drop_policy_from_name);
+  r.get("moe_aux_loss_coeff", mc.moe.aux_loss_coeff);
+  r.get("moe_z_loss_coeff", mc.moe.z_loss_coeff);
 }
 
 void read_data(TableReader& r, DataConfig& d, const Path& base) {
@@ -171,6 +187,7 @@ void read_parallelism(TableReader& r, ParallelismConfig& p) {
   r.get("pp", p.pp);
   r.get("schedule", p.schedule);
   r.get("virtual_stages", p.virtual_stages);
+  r.get("ep", p.ep);
   r.get("pp_layers", p.pp_layers);
 }
 

@@ -1,0 +1,29 @@
+// Grouped linear layers: G independent linears (one per expert) over
+// consecutive row groups of one buffer, in one call (docs/moe.md). Group g
+// owns rows [offsets[g], offsets[g+1]) and weight g (OC, IC) at
+// weight + g*OC*IC, bias g (OC) at bias + g*OC. The call splits the work of
+// every group into tiles and runs all tiles of all groups in one parallel
+// region, so many small or empty groups cost no more than one large GEMM.
+// Backward accumulates, like every kernel here; dweight/dbias are reduced
+// over rows in a fixed order (thread-count independent).
+#pragma once
+#include <cstdint>
+
+namespace parallm::cpu {
+
+// out (M, OC) = inp (M, IC) W_g^T + b_g for the rows of each group.
+void grouped_linear_forward(float* out, const float* inp, const float* weight, const float* bias,
+                            const int64_t* offsets, int64_t groups, int64_t IC, int64_t OC);
+
+// dinp (M, IC) += dout W_g; dweight_g += dout_g^T inp_g; dbias_g += sum dout_g.
+// dinp, dweight, dbias may each be null.
+void grouped_linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                             const float* inp, const float* weight, const int64_t* offsets,
+                             int64_t groups, int64_t IC, int64_t OC);
+
+// The reference: a loop of per-group linear_forward calls (benchmarks, tests).
+void grouped_linear_forward_loop(float* out, const float* inp, const float* weight,
+                                 const float* bias, const int64_t* offsets, int64_t groups,
+                                 int64_t IC, int64_t OC);
+
+}  // namespace parallm::cpu

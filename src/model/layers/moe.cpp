@@ -1,0 +1,102 @@
+// MoE forward and backward (see moe.h). The send order is expert-major over
+// global experts, tokens in (token, slot) order inside an expert, so the
+// one-process run and every ep layout feed each expert in the same order
+// per source rank.
+#include "model/layers/moe.h"
+
+#include <cstring>
+
+#include "kernels/cpu/activation.h"
+#include "kernels/cpu/matmul.h"
+#include "model/layers/moe_stats.h"
+
+namespace parallm {
+
+Moe::Moe(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, double proj_std,
+         const EpGroup& ep)
+    : cfg_(cfg.moe), C_(cfg.hidden), ep_(ep) {
+  router_ = ps.add({.name = prefix + ".router.weight",
+                    .shape = {cfg_.num_experts, C_},
+                    .global_shape = {cfg_.num_experts, C_},
+                    .init_std = cfg.init_std,
+                    .weight_decay = false});
+  experts_ = MoeExperts(ps, prefix, cfg, proj_std, ep);
+}
+
+Moe::Saved Moe::forward(const LayerContext& c, float* out, const float* inp) const {
+  const int64_t N = c.N(), E = cfg_.num_experts, k = cfg_.topk;
+  Saved s;
+  {
+    Tensor logits = c.workspace({N, E});
+    cpu::linear_forward<float>(logits.data<float>(), inp, c.params.value(router_), nullptr, N, C_,
+                               E);
+    s.routing = route(cfg_, logits.data<float>(), N, c.T);
+  }
+  const Routing& r = s.routing;
+  // Send order: expert-major, then assignment order.
+  std::vector<int64_t> per_expert(E, 0);
+  for (int64_t a = 0; a < N * k; ++a)
+    if (r.kept[a]) ++per_expert[r.expert[a]];
+  std::vector<int64_t> next(E + 1, 0);
+  for (int64_t e = 0; e < E; ++e) next[e + 1] = next[e] + per_expert[e];
+  const int64_t S = next[E];
+  s.send_row.assign(N * k, -1);
+  for (int64_t a = 0; a < N * k; ++a)
+    if (r.kept[a]) s.send_row[a] = next[r.expert[a]]++;
+  Tensor send = c.workspace({std::max<int64_t>(S, 1), C_});
+  for (int64_t a = 0; a < N * k; ++a)
+    if (s.send_row[a] >= 0)
+      std::memcpy(send.data<float>() + s.send_row[a] * C_, inp + (a / k) * C_,
+                  static_cast<size_t>(C_) * sizeof(float));
+  s.dispatch = TokenDispatch(ep_, per_expert);
+  const int64_t M = s.dispatch.recv_rows();
+  Tensor xr = c.workspace({std::max<int64_t>(M, 1), C_});
+  s.dispatch.dispatch(ep_, send.data<float>(), xr.data<float>(), C_);
+  send = Tensor();
+  Tensor yr = c.workspace({std::max<int64_t>(M, 1), C_});
+  s.experts = experts_.forward(c, yr.data<float>(), xr.data<float>(), s.dispatch.expert_offsets());
+  xr = Tensor();
+  s.y = c.activation({std::max<int64_t>(S, 1), C_});
+  s.dispatch.combine(ep_, yr.data<float>(), s.y.data<float>(), C_);
+  std::memset(out, 0, static_cast<size_t>(N * C_) * sizeof(float));
+  for (int64_t a = 0; a < N * k; ++a)
+    if (s.send_row[a] >= 0)
+      cpu::axpy(out + (a / k) * C_, r.gate[a], s.y.data<float>() + s.send_row[a] * C_, C_);
+  return s;
+}
+
+void Moe::backward(const LayerContext& c, float* dinp, const float* dout, const float* inp,
+                   const Saved& s) const {
+  const int64_t N = c.N(), E = cfg_.num_experts, k = cfg_.topk;
+  const Routing& r = s.routing;
+  const int64_t S = s.dispatch.send_rows(), M = s.dispatch.recv_rows();
+  std::vector<float> dgate(N * k, 0.0f);
+  Tensor dy = c.workspace({std::max<int64_t>(S, 1), C_});
+  for (int64_t a = 0; a < N * k; ++a) {
+    if (s.send_row[a] < 0) continue;
+    const float* d = dout + (a / k) * C_;
+    const float* y = s.y.data<float>() + s.send_row[a] * C_;
+    double dot = 0.0;
+    for (int64_t i = 0; i < C_; ++i) dot += static_cast<double>(d[i]) * y[i];
+    dgate[a] = static_cast<float>(dot);
+    cpu::axpy(dy.data<float>() + s.send_row[a] * C_, r.gate[a], d, C_);
+  }
+  Tensor dyr = c.workspace({std::max<int64_t>(M, 1), C_});
+  s.dispatch.dispatch(ep_, dy.data<float>(), dyr.data<float>(), C_);
+  Tensor dxr = c.workspace({std::max<int64_t>(M, 1), C_});
+  experts_.backward(c, dxr.data<float>(), dyr.data<float>(), s.experts,
+                    s.dispatch.expert_offsets());
+  dyr = Tensor();
+  Tensor dx = dy;  // reuse: (S, C)
+  s.dispatch.combine(ep_, dxr.data<float>(), dx.data<float>(), C_);
+  for (int64_t a = 0; a < N * k; ++a)
+    if (s.send_row[a] >= 0)
+      cpu::add_inplace(dinp + (a / k) * C_, dx.data<float>() + s.send_row[a] * C_, C_);
+  Tensor dlogits = c.workspace({N, E});
+  route_backward(cfg_, r, dgate.data(), c.grad_scale, dlogits.data<float>());
+  cpu::linear_backward<float>(dinp, c.params.grad(router_), nullptr, dlogits.data<float>(), inp,
+                              c.params.value(router_), N, C_, E);
+  if (c.moe_stats) c.moe_stats->add(r.stats);
+}
+
+}  // namespace parallm

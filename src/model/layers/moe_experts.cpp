@@ -1,0 +1,103 @@
+// Stacked experts as grouped linears (see moe_experts.h).
+#include "model/layers/moe_experts.h"
+
+#include <algorithm>
+
+#include "kernels/cpu/activation.h"
+#include "kernels/cpu/grouped_gemm.h"
+
+namespace parallm {
+namespace {
+
+// Saved rows: at least one, so an expert-less or token-less rank still
+// holds valid (unused) tensors.
+Shape rows_shape(int64_t M, int64_t width) { return {std::max<int64_t>(M, 1), width}; }
+
+}  // namespace
+
+MoeExperts::MoeExperts(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg,
+                       double proj_std, const EpGroup& ep)
+    : swiglu_(cfg.uses_swiglu()),
+      local_(ep.local_experts(cfg.moe.num_experts)),
+      first_(ep.rank() * local_),
+      C_(cfg.hidden),
+      I_(cfg.intermediate) {
+  const int64_t E = cfg.moe.num_experts;
+  const int dim = ep.active() ? 0 : -1;
+  auto add = [&](const std::string& name, std::vector<int64_t> shape, InitKind init, double std) {
+    std::vector<int64_t> global = shape;
+    shape.insert(shape.begin(), local_);
+    global.insert(global.begin(), E);
+    const bool bias = shape.size() == 2;
+    return ps.add({.name = prefix + ".experts." + name,
+                   .shape = shape,
+                   .global_shape = global,
+                   .shard_dim = dim,
+                   .shard_begin = first_,
+                   .init = init,
+                   .init_std = std,
+                   .weight_decay = !bias,
+                   .expert = true});
+  };
+  const bool bias = cfg.uses_bias();
+  if (swiglu_) {
+    w1_ = add("gate.weight", {I_, C_}, InitKind::Normal, cfg.init_std);
+    w3_ = add("up.weight", {I_, C_}, InitKind::Normal, cfg.init_std);
+    w2_ = add("down.weight", {C_, I_}, InitKind::Normal, proj_std);
+  } else {
+    w1_ = add("fc.weight", {I_, C_}, InitKind::Normal, cfg.init_std);
+    if (bias) b1_ = add("fc.bias", {I_}, InitKind::Zeros, 0.0);
+    w2_ = add("proj.weight", {C_, I_}, InitKind::Normal, proj_std);
+    if (bias) b2_ = add("proj.bias", {C_}, InitKind::Zeros, 0.0);
+  }
+}
+
+MoeExperts::Saved MoeExperts::forward(const LayerContext& c, float* out, const float* x,
+                                      const std::vector<int64_t>& offsets) const {
+  const int64_t M = offsets[local_], n = M * I_;
+  const int64_t* off = offsets.data();
+  const ParameterSet& ps = c.params;
+  auto bias = [&](ParamRef r) { return r.index >= 0 ? ps.value(r) : nullptr; };
+  Saved s;
+  s.x = c.activation(rows_shape(M, C_));
+  if (M > 0) std::copy(x, x + M * C_, s.x.data<float>());
+  s.pre = c.activation(rows_shape(M, I_));
+  s.act = c.activation(rows_shape(M, I_));
+  cpu::grouped_linear_forward(s.pre.data<float>(), x, ps.value(w1_), bias(b1_), off, local_, C_,
+                              I_);
+  if (swiglu_) {
+    s.up = c.activation(rows_shape(M, I_));
+    cpu::grouped_linear_forward(s.up.data<float>(), x, ps.value(w3_), nullptr, off, local_, C_, I_);
+    cpu::swiglu_forward(s.act.data<float>(), s.pre.data<float>(), s.up.data<float>(), n);
+  } else {
+    cpu::gelu_forward(s.act.data<float>(), s.pre.data<float>(), n);
+  }
+  cpu::grouped_linear_forward(out, s.act.data<float>(), ps.value(w2_), bias(b2_), off, local_, I_,
+                              C_);
+  return s;
+}
+
+void MoeExperts::backward(const LayerContext& c, float* dx, const float* dout, const Saved& s,
+                          const std::vector<int64_t>& offsets) const {
+  const int64_t M = offsets[local_], n = M * I_;
+  const int64_t* off = offsets.data();
+  const ParameterSet& ps = c.params;
+  auto grad = [&](ParamRef r) { return r.index >= 0 ? ps.grad(r) : nullptr; };
+  Tensor dact = c.workspace(rows_shape(M, I_));
+  cpu::grouped_linear_backward(dact.data<float>(), ps.grad(w2_), grad(b2_), dout,
+                               s.act.data<float>(), ps.value(w2_), off, local_, I_, C_);
+  Tensor dpre = c.workspace(rows_shape(M, I_));
+  if (swiglu_) {
+    Tensor dup = c.workspace(rows_shape(M, I_));
+    cpu::swiglu_backward(dpre.data<float>(), dup.data<float>(), dact.data<float>(),
+                         s.pre.data<float>(), s.up.data<float>(), n);
+    cpu::grouped_linear_backward(dx, ps.grad(w3_), nullptr, dup.data<float>(), s.x.data<float>(),
+                                 ps.value(w3_), off, local_, C_, I_);
+  } else {
+    cpu::gelu_backward(dpre.data<float>(), s.pre.data<float>(), dact.data<float>(), n);
+  }
+  cpu::grouped_linear_backward(dx, ps.grad(w1_), grad(b1_), dpre.data<float>(), s.x.data<float>(),
+                               ps.value(w1_), off, local_, C_, I_);
+}
+
+}  // namespace parallm

@@ -1,0 +1,43 @@
+// MoeExperts: this rank's experts of one MoE layer, each the family's MLP
+// (GPT-2: fc -> GELU -> proj with biases; LLaMA: down(silu(gate) * up)),
+// stored stacked so every weight is one parameter (E_local, out, in) whose
+// dimension 0 is the expert (ParamSpec::expert; split over ep). Rows come
+// expert-major (TokenDispatch) and every linear runs as one grouped GEMM
+// over all local experts (kernels/cpu/grouped_gemm.h). fp32 GEMMs only.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "nn/layer_context.h"
+#include "parallel/expert/ep_group.h"
+
+namespace parallm {
+
+class MoeExperts {
+ public:
+  struct Saved {
+    Tensor x;    // (M, C) the rows each expert received
+    Tensor pre;  // (M, I) fc / gate output
+    Tensor up;   // (M, I) SwiGLU only
+    Tensor act;  // (M, I) input of the last linear
+  };
+  MoeExperts() = default;
+  MoeExperts(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, double proj_std,
+             const EpGroup& ep);
+  int64_t local_experts() const { return local_; }
+  int64_t first_expert() const { return first_; }
+  // out (M, C) = expert_e(x) for the rows [offsets[e], offsets[e+1]) of local expert e.
+  Saved forward(const LayerContext& c, float* out, const float* x,
+                const std::vector<int64_t>& offsets) const;
+  // dx (M, C) += d/dx; weight gradients accumulate.
+  void backward(const LayerContext& c, float* dx, const float* dout, const Saved& s,
+                const std::vector<int64_t>& offsets) const;
+
+ private:
+  bool swiglu_ = false;
+  int64_t local_ = 0, first_ = 0, C_ = 0, I_ = 0;
+  ParamRef w1_, b1_, w3_, w2_, b2_;  // fc|gate, its bias, up (SwiGLU), proj|down, its bias
+};
+
+}  // namespace parallm

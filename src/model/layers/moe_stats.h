@@ -1,0 +1,45 @@
+// MoeStats: what the MoE layers of one step report (docs/moe.md): the
+// balancing losses' unweighted sums, token counts, per-expert load and
+// drops. Summed over layers and micro-batches on a rank, then over the
+// data-parallel ranks by the trainer; every field is a sum, so the totals do
+// not depend on the layout. Counted once per training micro-batch (in the
+// layer's backward, which runs once even under full recomputation).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace parallm {
+
+struct MoeStats {
+  double aux_sum = 0.0;             // sum over layers and sequences of E * sum_i f_i P_i
+  double z_sum = 0.0;               // sum over layers and tokens of logsumexp(logits)^2
+  double sequences = 0.0;           // per layer: sequences routed
+  double tokens = 0.0;              // per layer: tokens routed
+  double assignments = 0.0;         // token-expert pairs chosen (tokens x topk)
+  double dropped = 0.0;             // of those, over capacity
+  std::vector<double> expert_load;  // (E) assignments chosen per expert, before dropping
+
+  bool empty() const { return tokens == 0.0; }
+  void add(const MoeStats& o) {
+    aux_sum += o.aux_sum, z_sum += o.z_sum, sequences += o.sequences, tokens += o.tokens;
+    assignments += o.assignments, dropped += o.dropped;
+    if (expert_load.size() < o.expert_load.size()) expert_load.resize(o.expert_load.size(), 0.0);
+    for (size_t i = 0; i < o.expert_load.size(); ++i) expert_load[i] += o.expert_load[i];
+  }
+  // Flat form for one all-reduce: 6 scalars then the loads.
+  std::vector<double> flat() const {
+    std::vector<double> v = {aux_sum, z_sum, sequences, tokens, assignments, dropped};
+    v.insert(v.end(), expert_load.begin(), expert_load.end());
+    return v;
+  }
+  static MoeStats from_flat(const std::vector<double>& v) {
+    MoeStats s;
+    s.aux_sum = v[0], s.z_sum = v[1], s.sequences = v[2], s.tokens = v[3];
+    s.assignments = v[4], s.dropped = v[5];
+    s.expert_load.assign(v.begin() + 6, v.end());
+    return s;
+  }
+};
+
+}  // namespace parallm

@@ -1,0 +1,53 @@
+// MoeConfig: the mixture-of-experts part of a model's architecture (docs/moe.md):
+// how many experts, which layers carry them (--moe-layer-freq), the router
+// (top-k, softmax before or after the top-k, renormalisation; Switch top-1
+// and GShard top-2 presets), capacity and dropping, and the balancing losses.
+// Capacity is counted per sequence (a row of the micro-batch), in token
+// order, so the drop decisions depend on nothing but the sequence: every
+// dp / ep / micro-batch layout drops the same tokens. validate() rejects
+// impossible values with one message each.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace parallm {
+
+// SoftmaxTopk: p = softmax(logits over all experts), keep the k largest p
+// (Switch, GShard, Mixtral with renormalisation). TopkSoftmax: keep the k
+// largest logits, softmax over those k (Megatron's default; equal to
+// SoftmaxTopk with renormalisation, computed differently).
+enum class RouterOrder { SoftmaxTopk, TopkSoftmax };
+// Which assignments an expert over capacity keeps: the earliest tokens of
+// the sequence (Position) or the highest gates (Probs; ties by position).
+enum class DropPolicy { Position, Probs };
+
+struct MoeConfig {
+  int64_t num_experts = 0;  // 0: dense model (every layer an MLP)
+  int topk = 2;
+  int layer_freq = 1;  // layer l is an MoE layer when l % layer_freq == 0 (Megatron)
+  RouterOrder order = RouterOrder::SoftmaxTopk;
+  bool renormalize = false;  // SoftmaxTopk: divide the kept k probabilities by their sum
+  // Tokens an expert takes per sequence: ceil(T * topk * factor / E);
+  // nullopt: dropless (every assignment is computed).
+  std::optional<double> capacity_factor;
+  DropPolicy drop_policy = DropPolicy::Position;
+  double aux_loss_coeff = 0.0;  // Switch load-balancing loss alpha
+  double z_loss_coeff = 0.0;    // router z-loss beta
+
+  bool enabled() const { return num_experts > 0; }
+  bool is_moe_layer(int64_t layer) const { return enabled() && layer % layer_freq == 0; }
+  // Per-sequence capacity of one expert for sequences of T tokens (dropless: T).
+  int64_t capacity(int64_t T) const;
+  // Throws, naming the values, on topk outside [1, E], capacity <= 0, ...
+  void validate() const;
+  // "switch" (top-1, softmax then top-k), "gshard" (top-2, renormalised),
+  // "mixtral" (top-2, top-k then softmax): sets topk, order, renormalize.
+  void apply_preset(const std::string& name);
+};
+
+RouterOrder router_order_from_name(const std::string& s);  // "softmax-topk" | "topk-softmax"
+std::string router_order_name(RouterOrder o);
+DropPolicy drop_policy_from_name(const std::string& s);  // "position" | "probs"
+
+}  // namespace parallm

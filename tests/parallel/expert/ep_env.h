@@ -1,0 +1,30 @@
+// Shared state of the expert-parallel MPI test binary (ep_dist_main.cpp):
+// the world (every rank a dp rank), a token shard, the tiny MoE models, and a
+// helper that trains one layout and returns its trajectory with the
+// parameters assembled whole (experts gathered over ep), by name.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "model/config.h"
+
+namespace parallm::ep_test {
+
+struct EpTestEnv {
+  comm::Communicator* world = nullptr;  // check_collectives on, 60 s timeout
+  std::string shard;
+};
+EpTestEnv& env();
+
+struct RunResult {
+  std::vector<double> losses, grad_norms, aux_losses, z_losses, dropped;
+  std::vector<std::vector<double>> expert_loads;
+  std::vector<float> params;  // the one-process flat layout
+};
+
+// 20 steps of common/trajectory_config.h (global batch 24 x 16, micro 2).
+// ep 0: one process (no group); else dp = world, ep as given.
+RunResult train_run(const ModelConfig& model, int ep, int steps = 20);
+
+}  // namespace parallm::ep_test

@@ -1,0 +1,80 @@
+// MoE settings in a run file ([model] moe_* keys, [parallelism] ep) and the
+// bad inputs each caught before allocation with one clear message: topk
+// larger than the experts, ep not dividing the experts, capacity <= 0.
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "common/run_config_file.h"
+#include "train/train_config.h"
+
+namespace parallm {
+namespace {
+
+const char* kBase = R"(
+[model]
+arch = "llama"
+vocab_size = 1000
+hidden_size = 64
+num_layers = 2
+num_heads = 4
+num_experts = 4
+moe_router_preset = "switch"
+moe_layer_freq = 2
+moe_capacity_factor = 1.5
+moe_token_drop_policy = "probs"
+moe_aux_loss_coeff = 0.01
+moe_z_loss_coeff = 0.001
+[data]
+train = ["a.bin"]
+[training]
+micro_batch_size = 2
+global_batch_size = 24
+[parallelism]
+dp = 4
+ep = 2
+)";
+
+// The message validate() gives the run file with `edit` applied to its text.
+std::string error_after(const std::string& from, const std::string& to, int world = 4) {
+  std::string body = kBase;
+  body.replace(body.find(from), from.size(), to);
+  try {
+    const RunConfig rc = load_run_config(testing::write_toml(body));
+    rc.train.validate(rc.model, world);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(MoeRunConfig, ReadsTheMoeKeys) {
+  const RunConfig rc = load_run_config(testing::write_toml(kBase));
+  const MoeConfig& m = rc.model.moe;
+  EXPECT_EQ(m.num_experts, 4);
+  EXPECT_EQ(m.topk, 1);  // the switch preset
+  EXPECT_EQ(m.layer_freq, 2);
+  EXPECT_TRUE(m.is_moe_layer(0));
+  EXPECT_FALSE(m.is_moe_layer(1));
+  ASSERT_TRUE(m.capacity_factor.has_value());
+  EXPECT_EQ(*m.capacity_factor, 1.5);
+  EXPECT_EQ(m.drop_policy, DropPolicy::Probs);
+  EXPECT_EQ(m.aux_loss_coeff, 0.01);
+  EXPECT_EQ(rc.train.parallelism.ep, 2);
+  EXPECT_NO_THROW(rc.train.validate(rc.model, 4));
+}
+
+TEST(MoeRunConfig, BadInputOneClearMessageEach) {
+  EXPECT_EQ(error_after("moe_router_preset = \"switch\"", "moe_router_topk = 5"),
+            "moe router topk (5) must be between 1 and num_experts (4)");
+  EXPECT_EQ(error_after("num_experts = 4", "num_experts = 3"),
+            "num_experts (3) is not divisible by ep (2)");
+  EXPECT_EQ(error_after("moe_capacity_factor = 1.5", "moe_capacity_factor = 0.0"),
+            "moe capacity factor must be positive, got 0 (leave it unset for dropless)");
+  EXPECT_EQ(error_after("moe_capacity_factor = 1.5", "moe_capacity_factor = -2.0"),
+            "moe capacity factor must be positive, got -2 (leave it unset for dropless)");
+  EXPECT_EQ(error_after("num_experts = 4", "num_experts = 0"),
+            "expert parallelism (--ep 2) needs an MoE model (--num-experts)");
+}
+
+}  // namespace
+}  // namespace parallm
