@@ -4,9 +4,8 @@
 // (posted before m-1 is computed), runs its layers on them and sends the
 // result on without waiting for the next stage to take it. Every rank of a
 // stage makes the same call with the same step and micro-batches. Each span
-// reads and writes only its own blocks, so the KV writes are those of the
-// unsplit step; only the last stage returns the logits (spans.size(), V),
-// rows in the step's span order.
+// uses only its own blocks, so the KV writes are the unsplit step's; the
+// last stage returns the logits (spans.size(), V) in the step's span order.
 #pragma once
 #include <vector>
 
