@@ -56,6 +56,11 @@ void add_serve_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--tp", j.tp, "tensor parallel size")->capture_default_str();
   sub->add_option("--pp", j.pp, "pipeline parallel size (tp x pp = number of ranks)")
       ->capture_default_str();
+  sub->add_option("--pp-microbatches", j.pp_microbatches,
+                  "continuous, --pp > 1: micro-batches of sequences a step is split into, "
+                  "in flight through the stages (0: --pp; 1: the step runs whole)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   sub->add_option("--max-body-bytes", j.http.max_body_bytes, "larger request bodies get 413")
       ->capture_default_str();
   sub->add_option("--dtype", j.dtype, "fp32 | bf16 (GEMMs)")->capture_default_str();

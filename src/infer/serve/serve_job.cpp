@@ -72,8 +72,9 @@ int run_serve_job(const ServeJobOptions& opts, comm::Communicator* world, Shutdo
     cache = std::make_unique<PagedKvCache>(cfg, tp,
                                            kv_cache_blocks(opts, cfg, tp.size(), layers, world),
                                            opts.block_size, im.model().allocator(), layers);
-    runner = std::make_unique<StepRunner>(im.model(), *cache, world,
-                                          opts.pp > 1 ? groups.pp.get() : nullptr);
+    runner = std::make_unique<StepRunner>(
+        im.model(), *cache, world, opts.pp > 1 ? groups.pp.get() : nullptr,
+        opts.pp_microbatches > 0 ? opts.pp_microbatches : opts.pp);
     if (!runner->leader()) {  // rank 0 plans every step; the others run them
       runner->follow();
       return 0;

@@ -5,7 +5,7 @@
 
 #include "base/error.h"
 #include "infer/generator.h"
-#include "infer/stage_forward.h"
+#include "infer/serve/pipeline_forward.h"
 
 namespace parallm::serve {
 namespace {
@@ -13,8 +13,14 @@ enum : int64_t { kStep = 1, kStop = 2 };
 }
 
 StepRunner::StepRunner(Transformer& model, PagedKvCache& cache, comm::Communicator* world,
-                       comm::Communicator* pp)
-    : model_(model), cache_(cache), world_(world), pp_(pp), rank_(world ? world->rank() : 0) {
+                       comm::Communicator* pp, int micro_batches)
+    : model_(model),
+      cache_(cache),
+      world_(world),
+      pp_(pp),
+      rank_(world ? world->rank() : 0),
+      micro_batches_(micro_batches) {
+  PX_CHECK(micro_batches >= 1, "a step runs as at least one micro-batch, got {}", micro_batches);
   if (!world_ || world_->size() == 1) return;
   // Everyone learns which world rank samples (the last stage's tp rank 0).
   const int32_t mine = is_sampling_rank(model_) ? rank_ : 0;
@@ -25,7 +31,9 @@ StepRunner::StepRunner(Transformer& model, PagedKvCache& cache, comm::Communicat
 
 Tensor StepRunner::forward(const std::vector<int32_t>& tokens,
                            const std::vector<PagedSpan>& spans) {
-  return stage_forward(model_, tokens, spans, cache_, pp_);
+  if (!pp_) return model_.forward_cached(tokens.data(), spans, cache_);
+  return pipeline_forward(model_, tokens, spans, split_micro_batches(spans, micro_batches_), cache_,
+                          *pp_);
 }
 
 Tensor StepRunner::run(const std::vector<int32_t>& tokens, const std::vector<PagedSpan>& spans) {

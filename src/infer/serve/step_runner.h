@@ -4,8 +4,10 @@
 // (the tokens and each sequence's span with its block table) over the
 // world, every rank runs its part (tp inside the layers, hidden rows
 // between pp stages), and the last stage's tp rank 0 sends the logits to
-// rank 0. So the KV pools on all ranks see the same writes, and the block
-// tables live only on rank 0.
+// rank 0. Under pp a step runs as micro-batches of whole sequences in
+// flight (infer/serve/pipeline_forward.h), split the same way on every rank.
+// So the KV pools on all ranks see the same writes, and the block tables
+// live only on rank 0.
 #pragma once
 #include <vector>
 
@@ -18,8 +20,10 @@ class StepRunner {
  public:
   // world: all ranks (null: one process); pp: this rank's pipeline group
   // (null: the model is whole). model and cache outlive the runner.
+  // micro_batches: at most this many per step under pp (1: the step runs
+  // whole, one stage after another); the same on every rank.
   StepRunner(Transformer& model, PagedKvCache& cache, comm::Communicator* world,
-             comm::Communicator* pp);
+             comm::Communicator* pp, int micro_batches = 1);
   bool leader() const { return rank_ == 0; }
   const PagedKvCache& cache() const { return cache_; }
   // Rank 0: the logits (spans.size(), V) of each span's last token.
@@ -36,6 +40,7 @@ class StepRunner {
   comm::Communicator* world_;
   comm::Communicator* pp_;
   int rank_ = 0;
+  int micro_batches_ = 1;
   int sampler_ = 0;  // world rank of the last stage's tp rank 0
   bool stopped_ = false;
 };

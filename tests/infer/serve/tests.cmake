@@ -82,3 +82,8 @@ add_test(NAME reference.serve.wait_policy
                  serve_wait_policy $<TARGET_FILE:parallm>
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(reference.serve.wait_policy PROPERTIES LABELS reference TIMEOUT 120)
+
+# A pp 2 server step split into micro-batches in flight gives the logits of
+# the whole step (bit for bit for decode steps) and of one process.
+parallm_mpi_test_binary(serve_dist_tests ${CMAKE_CURRENT_LIST_DIR}/serve_dist_main.cpp)
+parallm_mpi_test(NAME infer.serve.pipeline_step.np2 NP 2 TARGET serve_dist_tests TIMEOUT 240)
