@@ -42,6 +42,8 @@ struct StepStats {
   int64_t tp_comm_bytes = 0;     // ... to tp ops other than all-gather/reduce-scatter
   int64_t sp_comm_bytes = 0;     // ... to tp all-gathers / reduce-scatters
   double tp_comm_ms = 0.0;       // blocked in tp and sp ops (blocking: all exposed)
+  double cp_comm_ms = 0.0;       // blocked in cp ops: ring transfers attention did not hide
+  int64_t cp_comm_bytes = 0;     // payload this rank handed to cp ops (ring, all-to-all)
   CommByGroup comm_by_group;     // every group the step used, by kind
   // Pipeline (pp > 1), on the logging rank: measured bubble fraction of the
   // step and each stage's peak activation bytes (allocator, tag activation).
@@ -57,7 +59,9 @@ class Trainer {
  public:
   // The model must already hold its initial parameters (the same on every
   // rank). peak_flops: one rank's peak FLOP/s (<= 0: no MFU). dp_group: the
-  // data-parallel group when cfg.parallelism.dp.dp > 1, else null.
+  // data-parallel group when cfg.parallelism.dp.dp > 1, else null; under
+  // context parallelism (model.cp().size() > 1) the dp x cp group
+  // (GroupKind::DpCp), over which gradients and losses are summed.
   // pipe: the pp and embedding groups when cfg.parallelism.pp > 1 (the model is then
   // this rank's stage, see pipeline_stage()).
   Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, double peak_flops,

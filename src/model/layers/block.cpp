@@ -8,13 +8,14 @@
 
 namespace parallm {
 
-Block::Block(ParameterSet& ps, int layer, const ModelConfig& cfg, const TpGroup& tp)
+Block::Block(ParameterSet& ps, int layer, const ModelConfig& cfg, const TpGroup& tp,
+             const CpGroup& cp)
     : C_(cfg.hidden), layer_(layer), hidden_dropout_(cfg.hidden_dropout), tp_(tp) {
   const std::string p = "layers." + std::to_string(layer);
   // GPT-2 scales the residual projections by 1/sqrt(2 * n_layers).
   double proj_std = cfg.init_std / std::sqrt(2.0 * static_cast<double>(cfg.n_layers));
   norm1_ = Norm(ps, p + ".norm1", cfg.hidden, cfg.uses_layernorm(), cfg.norm_eps, tp.sp());
-  attn_ = Attention(ps, p + ".attn", cfg, proj_std, tp);
+  attn_ = Attention(ps, p + ".attn", cfg, proj_std, tp, cp);
   norm2_ = Norm(ps, p + ".norm2", cfg.hidden, cfg.uses_layernorm(), cfg.norm_eps, tp.sp());
   mlp_ = Mlp(ps, p + ".mlp", cfg, proj_std, tp);
 }
@@ -81,8 +82,8 @@ Block::Saved Block::run_forward(const LayerContext& c, float* out, const float* 
   return s;
 }
 
-void Block::forward_cached(const LayerContext& c, float* out, const float* inp,
-                           PagedKvCache& cache, const std::vector<PagedSpan>& spans) const {
+void Block::forward_cached(const LayerContext& c, float* out, const float* inp, PagedKvCache& cache,
+                           const std::vector<PagedSpan>& spans) const {
   const int64_t n = c.N() * C_;
   Tensor mid = c.workspace({c.N(), C_});
   {

@@ -28,7 +28,8 @@ class Block {
     Mlp::Saved mlp;
   };
   Block() = default;
-  Block(ParameterSet& ps, int layer, const ModelConfig& cfg, const TpGroup& tp = {});
+  Block(ParameterSet& ps, int layer, const ModelConfig& cfg, const TpGroup& tp = {},
+        const CpGroup& cp = {});
   // out (rows, C) = block(inp); out may not alias inp.
   Saved forward(const LayerContext& c, float* out, const float* inp) const;
   // dinp (rows, C) += d loss / d inp, given dout = d loss / d out.
