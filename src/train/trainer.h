@@ -4,7 +4,9 @@
 // token count so accumulation and data parallelism give the same gradients
 // as one big batch. Under data parallelism each rank takes its own rows of
 // the global batch and DataParallel reduces, updates and syncs; only the
-// logging rank (dp rank 0, tp rank 0) writes metrics. Under --precision
+// logging rank (dp rank 0, tp rank 0) writes metrics. Under context
+// parallelism the cp ranks of a dp rank share its rows (each keeps its
+// chunks of every sequence) and DataParallel spans dp x cp. Under --precision
 // fp16 the loss is scaled (LossScaler) and a step with Inf/NaN gradients is
 // skipped, as is any non-finite step under --on-nan skip; a skipped step
 // advances the data but neither the optimizer nor the lr schedule (Megatron).
