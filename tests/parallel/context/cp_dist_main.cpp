@@ -22,9 +22,9 @@ CpTestEnv& env() {
 }
 
 std::string CpLayout::name() const {
-  return fmt::format("cp {} {}{} tp {} sp {} dp {} zero {} seq {}", cp, comm,
+  return fmt::format("cp {} {}{} tp {} sp {} dp {} zero {} pp {} seq {} recompute {}", cp, comm,
                      ulysses ? fmt::format(" U {}", ulysses) : std::string(), tp, sp ? "on" : "off",
-                     dp, zero, seq_len);
+                     dp, zero, pp, seq_len, recompute_name(recompute));
 }
 
 CpRunResult cp_train_run(const ModelConfig& model, const CpLayout& l, int steps) {
@@ -67,6 +67,7 @@ CpRunResult cp_train_run(const ModelConfig& model, const CpLayout& l, int steps)
   t.data.val = t.data.train;
   t.logging.eval_batches = 2;
   t.training.global_batch_size = l.global_batch;
+  t.training.recompute = l.recompute;
   t.parallelism.pp = l.pp;
   t.parallelism.schedule = "1f1b";
   Allocator alloc;

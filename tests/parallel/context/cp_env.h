@@ -10,6 +10,7 @@
 #include "comm/communicator.h"
 #include "common/test_models.h"
 #include "model/config.h"
+#include "nn/precision.h"
 
 namespace parallm::cp_test {
 
@@ -29,6 +30,7 @@ struct CpLayout {
   // Micro-batch 2: 4 micro-batches per step at dp 1 (accumulation), few
   // enough that 4 oversubscribed ranks finish 20 steps in seconds.
   int64_t global_batch = 8;
+  Recompute recompute = Recompute::None;
   std::string name() const;
 };
 

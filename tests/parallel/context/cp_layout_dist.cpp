@@ -80,6 +80,16 @@ TEST(ContextParallelLayout, LongerSequenceMatchesOneProcess) {
   expect_same_trajectory("llama", CpLayout{.cp = world, .comm = "ring", .seq_len = 48});
 }
 
+// Activation recomputation reruns the ring (or the all-to-alls) in
+// backward: selective and full, cp 2, ring and a2a, against the one-process
+// run without recomputation (recompute gives bit-identical values).
+TEST(ContextParallelLayout, ComposesWithRecompute) {
+  if (env().world->size() != 2) GTEST_SKIP() << "runs at np 2";
+  for (Recompute rc : {Recompute::Selective, Recompute::Full})
+    for (const char* mode : {"ring", "a2a"})
+      expect_same_trajectory("llama", CpLayout{.cp = 2, .comm = mode, .recompute = rc});
+}
+
 // cp 2 with tp 2 + sequence parallel, and with dp 2 under ZeRO-2 (the
 // gradient shards span dp x cp).
 TEST(ContextParallelLayout, ComposesWithTpAndDp) {
