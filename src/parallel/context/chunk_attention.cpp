@@ -59,7 +59,8 @@ void chunk_attention_init(float* out, float* lse, int64_t B, int64_t tokens, int
 
 void chunk_attention_forward(float* out, float* lse, const float* q, const ChunkSet& qs,
                              const float* k, const float* v, const ChunkSet& ks,
-                             const cpu::AttnDims& base, double scale, AttnWork* work) {
+                             const cpu::AttnDims& base, double scale, AttnWork* work,
+                             const std::function<void()>& progress) {
   PX_CHECK(qs.len == ks.len && qs.len > 0,
            "chunk attention: query chunks of {} tokens and key "
            "chunks of {}",
@@ -83,6 +84,7 @@ void chunk_attention_forward(float* out, float* lse, const float* q, const Chunk
       const cpu::AttnDims d = pair_dims(base, len, qs.pos0[i], ks.pos0[j]);
       cpu::attention_forward(ot.data(), lt.data(), qt.data(), kt.data(), vt.data(), d, scale);
       if (work) work->pairs += B * Hq * causal_pairs(qs.pos0[i], ks.pos0[j], len);
+      if (progress) progress();
       // Merge (ot, lt) into rows of chunk i: out = out*e^(lse-new) + ot*e^(lt-new).
       for (int64_t b = 0; b < B; ++b)
         for (int64_t h = 0; h < Hq; ++h)
@@ -110,7 +112,8 @@ void chunk_attention_forward(float* out, float* lse, const float* q, const Chunk
 void chunk_attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
                               const ChunkSet& qs, const float* k, const float* v,
                               const ChunkSet& ks, const float* out, const float* lse,
-                              const cpu::AttnDims& base, double scale) {
+                              const cpu::AttnDims& base, double scale,
+                              const std::function<void()>& progress) {
   PX_CHECK(qs.len == ks.len && qs.len > 0,
            "chunk attention: query chunks of {} tokens and key "
            "chunks of {}",
@@ -143,6 +146,7 @@ void chunk_attention_backward(float* dq, float* dk, float* dv, const float* dout
       cpu::attention_backward(dqt.data(), dkt.data(), dvt.data(), dot.data(), qt.data(), kt.data(),
                               vt.data(), ot.data(), lt.data(), d, scale);
       add_chunk(dq, dqt.data(), B, nq, len, qrow, i);
+      if (progress) progress();
     }
     if (any) {
       add_chunk(dk, dkt.data(), B, nk, len, krow, j);

@@ -6,9 +6,12 @@
 // queries' future is skipped. Partial outputs are merged by log-sum-exp, so
 // calling forward once per key block in any order gives full attention.
 // Backward takes the merged output and lse (the kernel's Di and P use them),
-// so the gradient of each key block is exact on its own.
+// so the gradient of each key block is exact on its own. `progress` runs
+// after every pair: the ring polls its transfers there, because MPI moves a
+// large non-blocking message only while some MPI call runs on this rank.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "kernels/cpu/attention.h"
@@ -36,12 +39,14 @@ struct AttnWork {
 void chunk_attention_init(float* out, float* lse, int64_t B, int64_t tokens, int64_t Hq, int64_t D);
 void chunk_attention_forward(float* out, float* lse, const float* q, const ChunkSet& qs,
                              const float* k, const float* v, const ChunkSet& ks,
-                             const cpu::AttnDims& base, double scale, AttnWork* work = nullptr);
+                             const cpu::AttnDims& base, double scale, AttnWork* work = nullptr,
+                             const std::function<void()>& progress = {});
 // dq (queries' layout) and dk, dv (keys' layout) accumulate (+=). out, lse:
 // the fully merged forward results of these queries.
 void chunk_attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
                               const ChunkSet& qs, const float* k, const float* v,
                               const ChunkSet& ks, const float* out, const float* lse,
-                              const cpu::AttnDims& base, double scale);
+                              const cpu::AttnDims& base, double scale,
+                              const std::function<void()>& progress = {});
 
 }  // namespace parallm

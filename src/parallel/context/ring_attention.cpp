@@ -52,8 +52,13 @@ void ring_attention_forward(const RingSpec& r, Allocator& alloc, float* out, flo
       sent = r.ring->send_async(cur.data<float>(), 2 * half, DType::F32, to, kTagKv);
     }
     const float* kb = cur.data<float>();
+    // Polling here lets MPI move the next block while this one is computed.
+    const auto progress = [&] {
+      received.test();
+      sent.test();
+    };
     chunk_attention_forward(out, lse, q, qs, kb, kb + half, r.kv_chunks[(me - s + n) % n], base,
-                            scale, work);
+                            scale, work, progress);
     received.wait();
     sent.wait();
     std::swap(cur, next);
@@ -94,8 +99,14 @@ void ring_attention_backward(const RingSpec& r, Allocator& alloc, float* dq, flo
     float* acc = dkv.data<float>();
     std::fill_n(acc, 2 * half, 0.0f);
     const float* kb = cur.data<float>();
+    const auto progress = [&] {
+      kv_received.test();
+      kv_sent.test();
+      dkv_received.test();
+      dkv_sent.test();
+    };
     chunk_attention_backward(dq, acc, acc + half, dout, q, qs, kb, kb + half,
-                             r.kv_chunks[(me - s + n) % n], out, lse, base, scale);
+                             r.kv_chunks[(me - s + n) % n], out, lse, base, scale, progress);
     if (s > 0) {
       dkv_received.wait();
       const float* in = din.data<float>();
