@@ -58,7 +58,8 @@ void add_serve_command(CLI::App& app, CommandRegistry& reg) {
       ->capture_default_str();
   sub->add_option("--pp-microbatches", j.pp_microbatches,
                   "continuous, --pp > 1: micro-batches of sequences a step is split into, "
-                  "in flight through the stages (0: --pp; 1: the step runs whole)")
+                  "in flight through the stages (0: up to --pp, each of at least 16 tokens; "
+                  "1: the step runs whole)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   sub->add_option("--max-body-bytes", j.http.max_body_bytes, "larger request bodies get 413")

@@ -144,6 +144,12 @@ void add_parallelism_flags(CLI::App* sub, TrainFlags& f) {
        "tensor parallel size (world = dp x tp)");
   on_off(sub, f, "--sequence-parallel", FIELD(train.parallelism.sequence_parallel), true,
          "norms and residuals on 1/tp of the tokens (needs --tp > 1)");
+  flag(sub, f, "--cp,--context-parallel-size", FIELD(train.parallelism.cp),
+       "context parallel size: each sequence split over cp ranks (world = pp x dp x cp x tp)");
+  flag(sub, f, "--cp-comm", FIELD(train.parallelism.cp_comm),
+       "context parallel attention: ring, a2a (Ulysses) or a2a+ring (default ring)");
+  flag(sub, f, "--ulysses-degree", FIELD(train.parallelism.ulysses_degree),
+       "a2a+ring: ranks of each all-to-all group (divides --cp)");
   flag(sub, f, "--pp,--pipeline-model-parallel-size", FIELD(train.parallelism.pp),
        "pipeline stages (world = pp x dp x tp)");
   flag(sub, f, "--schedule", FIELD(train.parallelism.schedule),

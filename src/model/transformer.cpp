@@ -3,16 +3,20 @@
 #include <cstring>
 #include <numeric>
 
+#include "parallel/context/cp_chunks.h"
 #include "parallel/tensor/mappings.h"
 
 namespace parallm {
 
 namespace {
-const ModelConfig& checked(const ModelConfig& cfg, const TpGroup& tp, const EpGroup& ep) {
+const ModelConfig& checked(const ModelConfig& cfg, const TpGroup& tp, const EpGroup& ep,
+                           const CpGroup& cp) {
   cfg.validate();
   check_tp_divides(cfg, tp.size());  // before any parameter is registered
   if (cfg.moe.enabled()) {
     PX_CHECK(!tp.active(), "MoE layers do not run under tensor parallelism yet (tp {})", tp.size());
+    PX_CHECK(cp.size() == 1, "MoE layers do not run under context parallelism yet (cp {})",
+             cp.size());
     ep.local_experts(cfg.moe.num_experts);  // throws unless ep divides the experts
   } else {
     PX_CHECK(!ep.active(), "expert parallelism (ep {}) needs an MoE model (num_experts > 0)",
@@ -23,8 +27,8 @@ const ModelConfig& checked(const ModelConfig& cfg, const TpGroup& tp, const EpGr
 }  // namespace
 
 Transformer::Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup& tp,
-                         const ModelStage& stage, const EpGroup& ep)
-    : cfg_(checked(cfg, tp, ep)), stage_(stage), alloc_(alloc), tp_(tp), ep_(ep) {
+                         const ModelStage& stage, const EpGroup& ep, const CpGroup& cp)
+    : cfg_(checked(cfg, tp, ep, cp)), stage_(stage), alloc_(alloc), tp_(tp), ep_(ep), cp_(cp) {
   if (stage_.chunks.empty()) stage_.chunks.push_back({0, static_cast<int>(cfg_.n_layers)});
   for (const LayerRange& r : stage_.chunks)
     PX_CHECK(r.first >= 0 && r.count >= 1 && r.first + r.count <= cfg_.n_layers,
@@ -40,7 +44,7 @@ Transformer::Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup
     chunk_first_block_.push_back(static_cast<int>(blocks_.size()));
     for (int l = r.first; l < r.first + r.count; ++l) {
       first.push_back(params_.size());
-      blocks_.emplace_back(params_, l, cfg_, tp_, ep_);
+      blocks_.emplace_back(params_, l, cfg_, tp_, ep_, cp_);
     }
   }
   if (stage_.head) {
@@ -85,13 +89,39 @@ LayerContext Transformer::context(int64_t B, int64_t T, const std::vector<int64_
   return c;
 }
 
+Transformer::LocalBatch Transformer::local_batch(const int32_t* inputs, const int32_t* targets,
+                                                 int64_t B, int64_t T) const {
+  LocalBatch lb;
+  if (!cp_.active()) {
+    lb.T = T;
+    lb.pos.resize(static_cast<size_t>(T));
+    std::iota(lb.pos.begin(), lb.pos.end(), 0);
+    if (inputs) lb.inputs.assign(inputs, inputs + B * T);
+    if (targets) lb.targets.assign(targets, targets + B * T);
+    return lb;
+  }
+  const CpChunks ch = cp_chunks(T, cp_.size(), cp_.load_balance);
+  lb.T = ch.local_len();
+  lb.pos = ch.positions_of(cp_.rank());
+  if (inputs) {
+    lb.inputs.resize(static_cast<size_t>(B * lb.T));
+    ch.take_local(inputs, lb.inputs.data(), B, cp_.rank());
+  }
+  if (targets) {
+    lb.targets.resize(static_cast<size_t>(B * lb.T));
+    ch.take_local(targets, lb.targets.data(), B, cp_.rank());
+  }
+  return lb;
+}
+
 void Transformer::check_batch(const int32_t* inputs, int64_t B, int64_t T) const {
   PX_CHECK(whole() && stage_.chunks[0].first == 0 && stage_.chunks[0].count == cfg_.n_layers,
            "this call needs the whole model, not a pipeline stage");
   PX_CHECK(B > 0 && T > 0, "empty batch (B {}, T {})", B, T);
   PX_CHECK(T <= cfg_.max_positions || !cfg_.uses_learned_positions(),
            "sequence length {} exceeds max_positions {}", T, cfg_.max_positions);
-  tp_local_rows(tp_, B * T);  // throws when sequence parallel cannot split the rows
+  if (cp_.active()) check_cp_divides(T, cp_.size());
+  tp_local_rows(tp_, B * T / cp_.size());  // throws when sequence parallel cannot split the rows
   for (int64_t i = 0; i < B * T; ++i)
     PX_CHECK(inputs[i] >= 0 && inputs[i] < cfg_.vocab_size,
              "input token {} at position {} is outside the vocabulary ({})", inputs[i], i,
@@ -130,9 +160,10 @@ Tensor Transformer::head_input(const LayerContext& c, const Norm::Saved& final_n
 LossSum Transformer::forward_backward(const int32_t* inputs, const int32_t* targets, int64_t B,
                                       int64_t T, double grad_scale, const DropoutKey& dropout) {
   check_batch(inputs, B, T);
-  std::vector<int64_t> pos(T);
-  std::iota(pos.begin(), pos.end(), 0);
-  LayerContext c = context(B, T, pos);
+  const LocalBatch lb = local_batch(inputs, targets, B, T);
+  inputs = lb.inputs.data();
+  targets = lb.targets.data();
+  LayerContext c = context(B, lb.T, lb.pos);
   c.dropout_seed = dropout.seed;
   c.sample_offset = dropout.sample_offset;
   c.grad_scale = grad_scale;
@@ -184,14 +215,21 @@ LossSum Transformer::forward_backward(const int32_t* inputs, const int32_t* targ
 LossSum Transformer::forward_loss(const int32_t* inputs, const int32_t* targets, int64_t B,
                                   int64_t T) {
   check_batch(inputs, B, T);
-  std::vector<int64_t> pos(T);
-  std::iota(pos.begin(), pos.end(), 0);
-  LayerContext c = context(B, T, pos);
-  Forward f = run_forward(c, inputs);
-  return head_.loss(c, head_input(c, f).data<float>(), targets);
+  const LocalBatch lb = local_batch(inputs, targets, B, T);
+  LayerContext c = context(B, lb.T, lb.pos);
+  Forward f = run_forward(c, lb.inputs.data());
+  LossSum l = head_.loss(c, head_input(c, f).data<float>(), lb.targets.data());
+  if (cp_.active()) {  // every cp rank reports the whole sequence's loss
+    double sc[2] = {l.sum, static_cast<double>(l.count)};
+    cp_.comm->all_reduce(sc, 2, DType::F64, comm::ReduceOp::Sum);
+    l.sum = sc[0];
+    l.count = static_cast<int64_t>(sc[1]);
+  }
+  return l;
 }
 
 Tensor Transformer::logits(const int32_t* inputs, int64_t B, int64_t T) {
+  PX_CHECK(!cp_.active(), "full logits run without context parallelism (cp {})", cp_.size());
   check_batch(inputs, B, T);
   std::vector<int64_t> pos(T);
   std::iota(pos.begin(), pos.end(), 0);

@@ -20,6 +20,11 @@
 // gradient the caller sums with the first stage's (GroupKind::Embedding).
 // Expert parallelism: the EpGroup given at construction splits the experts
 // of every MoE layer (docs/moe.md); MoE layers need tp == 1 for now.
+// Context parallelism: a CpGroup given at construction; every call still
+// takes the full (B, T) inputs and targets (targets already shifted), and
+// this rank keeps its two load-balanced chunks of each row (cp_chunks.h) at
+// their global positions. Losses are this rank's tokens' sums (the caller
+// reduces over dp x cp; forward_loss reduces over cp itself).
 #pragma once
 #include <functional>
 #include <map>
@@ -35,6 +40,7 @@
 #include "model/model_stage.h"
 #include "model/paged_kv_cache.h"
 #include "nn/weight_grad_queue.h"
+#include "parallel/context/cp_group.h"
 #include "parallel/tensor/partial_grad_sync.h"
 
 namespace parallm {
@@ -54,7 +60,7 @@ class Transformer {
   // stage: the layers this process holds (default: all of them).
   // ep: the expert-parallel group (default: every expert here).
   Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup& tp = {},
-              const ModelStage& stage = {}, const EpGroup& ep = {});
+              const ModelStage& stage = {}, const EpGroup& ep = {}, const CpGroup& cp = {});
   ~Transformer();
   const ModelConfig& config() const { return cfg_; }
   const ModelStage& stage() const { return stage_; }
@@ -66,6 +72,7 @@ class Transformer {
   // The routing statistics of every training backward since the last call
   // (this rank's tokens; MoeStats), and a fresh start.
   MoeStats take_moe_stats() { return std::exchange(moe_stats_, MoeStats{}); }
+  const CpGroup& cp() const { return cp_; }
   ParameterSet& params() { return params_; }
   const ParameterSet& params() const { return params_; }
 
@@ -130,7 +137,8 @@ class Transformer {
     DropoutKey dropout;
   };
   int num_chunks() const { return static_cast<int>(stage_.chunks.size()); }
-  // Rows of the residual stream a chunk passes on: B*T, or B*T/tp under sp.
+  // Rows of the residual stream a chunk passes on for a (B, T) micro-batch:
+  // B*T/cp, divided by tp under sp.
   int64_t stream_rows(int64_t B, int64_t T) const;
   // Runs chunk `chunk` forward for micro-batch `micro_batch`, keeping what
   // backward needs. in: (rows, C) activation from the previous virtual stage
@@ -161,6 +169,15 @@ class Transformer {
     Norm::Saved final_norm;
   };
   LayerContext context(int64_t B, int64_t T, const std::vector<int64_t>& pos);
+  // This rank's share of a full (B, T) batch: local inputs/targets (empty
+  // when given null) and the global positions of its tokens (all of it
+  // without context parallelism).
+  struct LocalBatch {
+    std::vector<int32_t> inputs, targets;
+    std::vector<int64_t> pos;
+    int64_t T = 0;  // local tokens per row
+  };
+  LocalBatch local_batch(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T) const;
   Forward run_forward(const LayerContext& c, const int32_t* inputs);
   void check_batch(const int32_t* inputs, int64_t B, int64_t T) const;
   // out (N, V) = the head's logits of x (N, C), gathered over tp.
@@ -181,6 +198,7 @@ class Transformer {
   TpGroup tp_;
   EpGroup ep_;
   MoeStats moe_stats_;
+  CpGroup cp_;
   PartialGradSync partial_grads_;
   ParameterSet params_;
   Embedding embed_;

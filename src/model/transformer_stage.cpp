@@ -35,7 +35,10 @@ struct Transformer::ChunkState {
 
 Transformer::~Transformer() = default;
 
-int64_t Transformer::stream_rows(int64_t B, int64_t T) const { return tp_local_rows(tp_, B * T); }
+// T: the full sequence; this rank's rows are its cp share, split over tp under sp.
+int64_t Transformer::stream_rows(int64_t B, int64_t T) const {
+  return tp_local_rows(tp_, B * T / cp_.size());
+}
 
 void Transformer::stage_unit_backward(int segment, const std::function<void()>& body) {
   before_unit(UnitPass::Backward, segment);
@@ -53,15 +56,15 @@ Tensor Transformer::chunk_forward(int chunk, int micro_batch, const StageBatch& 
   const bool embed = stage_.embedding && chunk == 0;
   const bool head = stage_.head && chunk + 1 == num_chunks();
   auto st = std::make_shared<ChunkState>();
+  LocalBatch lb = local_batch(embed ? b.inputs : nullptr, head ? b.targets : nullptr, b.B, b.T);
   st->B = b.B;
-  st->T = b.T;
+  st->T = lb.T;  // this rank's tokens per row (its cp chunks)
   st->grad_scale = b.grad_scale;
   st->dropout = b.dropout;
-  st->pos.resize(b.T);
-  std::iota(st->pos.begin(), st->pos.end(), 0);
-  const int64_t n = b.B * b.T, rows = stream_rows(b.B, b.T), C = cfg_.hidden;
-  if (embed) st->inputs.assign(b.inputs, b.inputs + n);
-  if (head) st->targets.assign(b.targets, b.targets + n);
+  st->pos = std::move(lb.pos);
+  const int64_t rows = stream_rows(b.B, b.T), C = cfg_.hidden;
+  st->inputs = std::move(lb.inputs);
+  st->targets = std::move(lb.targets);
   const LayerContext c = st->context(alloc_, params_, matmul_, recompute_);
   if (embed) {
     st->xs.push_back(c.activation({rows, C}));
@@ -103,7 +106,7 @@ Tensor Transformer::chunk_backward(int chunk, int micro_batch, const Tensor& dou
   LayerContext c = st.context(alloc_, params_, matmul_, recompute_);
   c.moe_stats = &moe_stats_;
   if (defer_weights) c.weight_grads = &st.weight_grads;
-  const int64_t rows = stream_rows(st.B, st.T), C = cfg_.hidden;
+  const int64_t rows = tp_local_rows(tp_, st.B * st.T), C = cfg_.hidden;
   const LayerContext cs = stream_context(c, rows);
   Tensor dx;
   if (head) {

@@ -155,6 +155,8 @@ LossSum PipelineStep::evaluate(DataLoader& data, int64_t batches, int64_t B, int
   LossSum l = runtime_.run_forward_only(mbs);
   double sums[2] = {l.sum, static_cast<double>(l.count)};
   if (groups_.pp) groups_.pp->all_reduce(sums, 2, DType::F64, comm::ReduceOp::Sum);
+  // Under context parallelism each cp rank's head saw its chunks only.
+  if (model_.cp().active()) model_.cp().comm->all_reduce(sums, 2, DType::F64, comm::ReduceOp::Sum);
   return LossSum{sums[0], static_cast<int64_t>(sums[1])};
 }
 

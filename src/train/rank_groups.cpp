@@ -14,6 +14,10 @@ RankGroups split_groups(const RankGrid& grid, comm::Communicator* world, int ran
   };
   g.dp = split(GroupKind::Dp, "dp");
   g.tp = split(GroupKind::Tp, "tp");
+  if (grid.sizes().cp > 1) {
+    g.cp = split(GroupKind::Cp, "cp");
+    g.dp_cp = split(GroupKind::DpCp, "dp_cp");
+  }
   if (grid.sizes().pp > 1) {
     g.pp = split(GroupKind::Pp, "pp");
     g.embedding = split(GroupKind::Embedding, "embedding");

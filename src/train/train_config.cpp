@@ -4,6 +4,8 @@
 
 #include "base/error.h"
 #include "model/layers/attention.h"
+#include "parallel/context/cp_chunks.h"
+#include "parallel/context/cp_group.h"
 #include "train/pipeline_step.h"
 
 namespace parallm {
@@ -25,11 +27,20 @@ void TrainConfig::validate(const ModelConfig& m, int world_size) const {
            "seq_len ({}) exceeds the model's max_positions ({})", tr.seq_len, m.max_positions);
   // dp's own values and the batch against dp and the world size.
   validate_dp_layout(par.dp, world_size > 0 ? world_size : par.world_size(), tr.global_batch_size,
-                     tr.micro_batch_size, par.tp, par.pp);
+                     tr.micro_batch_size, par.tp, par.pp, par.cp);
   check_tp_divides(m, par.tp);
   PX_CHECK(!par.sequence_parallel || (tr.micro_batch_size * tr.seq_len) % par.tp == 0,
            "sequence parallel: micro batch size ({}) x seq_len ({}) is not divisible by tp ({})",
            tr.micro_batch_size, tr.seq_len, par.tp);
+  if (par.cp > 1) {
+    check_cp_divides(tr.seq_len, par.cp);
+    const int u = ulysses_degree_for(cp_comm_from_name(par.cp_comm), par.cp, par.ulysses_degree);
+    check_ulysses_heads(m.n_heads / par.tp, m.n_kv_heads * kv_replicas(m, par.tp) / par.tp, u);
+    PX_CHECK(!par.sequence_parallel || (tr.micro_batch_size * tr.seq_len / par.cp) % par.tp == 0,
+             "sequence parallel under cp {}: micro batch size ({}) x seq_len / cp ({}) is not "
+             "divisible by tp ({})",
+             par.cp, tr.micro_batch_size, tr.seq_len / par.cp, par.tp);
+  }
   validate_pipeline(*this, m);
   if (par.ep > 1) {  // before any allocation: one message each (docs/moe.md)
     PX_CHECK(m.moe.enabled(), "expert parallelism (--ep {}) needs an MoE model (--num-experts)",
@@ -42,6 +53,10 @@ void TrainConfig::validate(const ModelConfig& m, int world_size) const {
   }
   PX_CHECK(!m.moe.enabled() || par.tp == 1,
            "MoE layers do not run under tensor parallelism yet (--tp {})", par.tp);
+  // Capacity is counted per whole sequence (docs/moe.md); under cp a rank
+  // holds only chunks of each sequence, so the drops would depend on cp.
+  PX_CHECK(!m.moe.enabled() || par.cp == 1,
+           "MoE layers do not run under context parallelism yet (--cp {})", par.cp);
   PX_CHECK(par.pp > 1 || (logging.trace_path.empty() && logging.timeline_path.empty()),
            "--trace and --timeline record the pipeline schedule and need --pp > 1");
 }

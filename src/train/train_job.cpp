@@ -121,6 +121,11 @@ void print_banner(std::ostream& log, const RunConfig& rc, const Trainer& trainer
   if (par.tp > 1)
     fmt::print(log, "tensor parallel: tp {}, sequence parallel {}\n", par.tp,
                par.sequence_parallel ? "on" : "off");
+  if (par.cp > 1)
+    fmt::print(log, "context parallel: cp {}, {}{}, load-balanced causal chunks\n", par.cp,
+               par.cp_comm,
+               par.cp_comm == "a2a+ring" ? fmt::format(" (Ulysses degree {})", par.ulysses_degree)
+                                         : std::string());
   if (par.pp > 1)
     fmt::print(log, "pipeline parallel: pp {}, schedule {}, virtual stages {}, micro-batches {}\n",
                par.pp, par.schedule, par.virtual_stages, rc.train.grad_accum_steps());
@@ -224,20 +229,28 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   std::ostream null_log(nullptr);  // ranks other than 0 stay quiet
   std::ostream& log = rank == 0 ? log_in : null_log;
 
-  const RankGrid grid(GridSizes{.tp = par.tp, .dp = par.dp.dp, .pp = par.pp, .ep = par.ep},
-                      world_size);
+  const RankGrid grid(
+      GridSizes{.tp = par.tp, .cp = par.cp, .dp = par.dp.dp, .pp = par.pp, .ep = par.ep},
+      world_size);
   const RankGroups groups = split_groups(grid, world, rank);
 
   Allocator alloc;
   const TpGroup tp{.comm = par.tp > 1 ? groups.tp.get() : nullptr,
                    .sequence_parallel = par.sequence_parallel};
   const EpGroup ep{.comm = par.ep > 1 ? groups.ep.get() : nullptr};
-  Transformer model(rc.model, alloc, tp, pipeline_stage(t, rc.model, grid.coord(rank).pp_rank), ep);
+  CpGroup cp{.comm = groups.cp.get(), .mode = cp_comm_from_name(par.cp_comm)};
+  cp.ulysses_degree = ulysses_degree_for(cp.mode, par.cp, par.ulysses_degree);
+  const CpSubgroups cp_subgroups = make_cp_subgroups(cp);
+  Transformer model(rc.model, alloc, tp, pipeline_stage(t, rc.model, grid.coord(rank).pp_rank), ep,
+                    cp);
   init_weights(model, t);
   Resume resume = resume_values(rc, model, world, log);
 
   const PeakFlops peak = peak_flops(t);
-  Trainer trainer(model, t, alloc, peak.flops, par.dp.dp > 1 ? groups.dp.get() : nullptr,
+  comm::Communicator* reduce_group = par.cp > 1      ? groups.dp_cp.get()
+                                     : par.dp.dp > 1 ? groups.dp.get()
+                                                     : nullptr;
+  Trainer trainer(model, t, alloc, peak.flops, reduce_group,
                   PipelineGroups{groups.pp.get(), groups.embedding.get()}, groups.edp.get());
   resume_trainer(resume, rc.model, model, trainer, log);
   print_banner(log, rc, trainer, peak);

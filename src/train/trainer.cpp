@@ -13,6 +13,14 @@
 namespace parallm {
 namespace {
 // A nonzero dropout seed for one optimizer step (0 would mean "no dropout").
+// Gradients are reduced over dp x cp: context-parallel ranks hold the same
+// parameters and different tokens of the same samples.
+DpOptions reduction_options(const TrainConfig& cfg, const Transformer& model) {
+  DpOptions o = cfg.parallelism.dp;
+  o.dp *= model.cp().size();
+  return o;
+}
+
 uint64_t dropout_seed(uint64_t seed, int64_t step) {
   const uint64_t k = stream_key(seed ^ mix64(static_cast<uint64_t>(step)), "dropout");
   return k == 0 ? 1 : k;
@@ -29,12 +37,16 @@ Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, d
       hw_flops_per_token_(parallm_hardware_flops_per_token(model.config(), cfg.training.seq_len,
                                                            cfg.training.recompute)),
       train_data_(cfg.data.train, cfg.training.seq_len, cfg.training.seed, cfg.data.shuffle),
-      dp_(make_data_parallel(model, dp_group, cfg.parallelism.dp, cfg.optimizer, alloc)),
+      dp_(make_data_parallel(model, dp_group, reduction_options(cfg, model), cfg.optimizer, alloc)),
       sched_(cfg.schedule()),
-      comm_meter_({{GroupKind::Dp, dp_group},
-                   {GroupKind::Tp, model.tp().comm},
-                   {GroupKind::Pp, pipe.pp},
-                   {GroupKind::Embedding, pipe.embedding}}) {
+      comm_meter_(
+          {{GroupKind::Dp, dp_group},
+           {GroupKind::Tp, model.tp().comm},
+           {GroupKind::Cp, model.cp().comm},
+           {GroupKind::Cp, model.cp().ulysses != model.cp().comm ? model.cp().ulysses : nullptr},
+           {GroupKind::Cp, model.cp().ring != model.cp().comm ? model.cp().ring : nullptr},
+           {GroupKind::Pp, pipe.pp},
+           {GroupKind::Embedding, pipe.embedding}}) {
   cfg_.validate(model.config());
   dp_group_ = dp_group;
   pp_group_ = pipe.pp;
@@ -84,8 +96,10 @@ StepStats Trainer::train_step(int64_t step) {
   const int64_t accum = cfg_.grad_accum_steps();
   const double tokens = static_cast<double>(GB * T);
   std::vector<int32_t> in(B * T), tg(B * T);
-  // This rank's rows of the global batch: a contiguous block of samples.
-  const int64_t first = step * GB + dp_->dp_rank() * (GB / dp_->dp_size());
+  // This rank's rows of the global batch: a contiguous block of samples
+  // (the reduction group is dp x cp with cp fastest; cp ranks share rows).
+  const int cp = model_.cp().size();
+  const int64_t first = step * GB + (dp_->dp_rank() / cp) * (GB / (dp_->dp_size() / cp));
 
   comm_meter_.start();
   if (matmul_) matmul_->invalidate();  // 16-bit weight copies: once per step, after the update
@@ -147,11 +161,13 @@ StepStats Trainer::train_step(int64_t step) {
   s.tp_comm_bytes = group("tp").bytes;
   s.sp_comm_bytes = group("sp").bytes;
   s.tp_comm_ms = group("tp").blocked_ms + group("sp").blocked_ms;
+  s.cp_comm_ms = group("cp").blocked_ms;
+  s.cp_comm_bytes = group("cp").bytes;
 
   s.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   s.tokens_per_s = tokens / s.step_seconds;
   s.tflops = s.tokens_per_s * flops_per_token_ / 1e12;
-  // peak_flops_ is one rank's; the step's tokens ran on dp x tp x pp ranks.
+  // peak_flops_ is one rank's; the step's tokens ran on dp x cp x tp x pp ranks.
   const int ranks = dp_->dp_size() * model_.tp().size() * cfg_.parallelism.pp;
   s.mfu = flops_utilisation(s.tokens_per_s, flops_per_token_, peak_flops_, ranks);
   s.hfu = flops_utilisation(s.tokens_per_s, hw_flops_per_token_, peak_flops_, ranks);
@@ -224,6 +240,7 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step,
                           {"peak_tflops", peak_flops_ / 1e12},
                           {"exposed_comm_ms", s.exposed_comm_ms},
                           {"tp_comm_ms", s.tp_comm_ms},
+                          {"cp_comm_ms", s.cp_comm_ms},
                           {"comm_bytes", s.comm_bytes},
                           {"comm_bytes_by_group", bytes},
                           {"comm_ms_by_group", ms},

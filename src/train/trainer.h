@@ -4,7 +4,9 @@
 // token count so accumulation and data parallelism give the same gradients
 // as one big batch. Under data parallelism each rank takes its own rows of
 // the global batch and DataParallel reduces, updates and syncs; only the
-// logging rank (dp rank 0, tp rank 0) writes metrics. Under --precision
+// logging rank (dp rank 0, tp rank 0) writes metrics. Under context
+// parallelism the cp ranks of a dp rank share its rows (each keeps its
+// chunks of every sequence) and DataParallel spans dp x cp. Under --precision
 // fp16 the loss is scaled (LossScaler) and a step with Inf/NaN gradients is
 // skipped, as is any non-finite step under --on-nan skip; a skipped step
 // advances the data but neither the optimizer nor the lr schedule (Megatron).
@@ -42,6 +44,8 @@ struct StepStats {
   int64_t tp_comm_bytes = 0;     // ... to tp ops other than all-gather/reduce-scatter
   int64_t sp_comm_bytes = 0;     // ... to tp all-gathers / reduce-scatters
   double tp_comm_ms = 0.0;       // blocked in tp and sp ops (blocking: all exposed)
+  double cp_comm_ms = 0.0;       // blocked in cp ops: ring transfers attention did not hide
+  int64_t cp_comm_bytes = 0;     // payload this rank handed to cp ops (ring, all-to-all)
   CommByGroup comm_by_group;     // every group the step used, by kind
   // Pipeline (pp > 1), on the logging rank: measured bubble fraction of the
   // step and each stage's peak activation bytes (allocator, tag activation).
@@ -65,7 +69,9 @@ class Trainer {
  public:
   // The model must already hold its initial parameters (the same on every
   // rank). peak_flops: one rank's peak FLOP/s (<= 0: no MFU). dp_group: the
-  // data-parallel group when cfg.parallelism.dp.dp > 1, else null.
+  // data-parallel group when cfg.parallelism.dp.dp > 1, else null; under
+  // context parallelism (model.cp().size() > 1) the dp x cp group
+  // (GroupKind::DpCp), over which gradients and losses are summed.
   // pipe: the pp and embedding groups when cfg.parallelism.pp > 1 (the model is then
   // this rank's stage, see pipeline_stage()).
   // edp_group: the expert-data-parallel group under expert parallelism

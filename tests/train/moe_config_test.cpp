@@ -74,6 +74,8 @@ TEST(MoeRunConfig, BadInputOneClearMessageEach) {
             "moe capacity factor must be positive, got -2 (leave it unset for dropless)");
   EXPECT_EQ(error_after("num_experts = 4", "num_experts = 0"),
             "expert parallelism (--ep 2) needs an MoE model (--num-experts)");
+  EXPECT_EQ(error_after("ep = 2", "cp = 2", 8),
+            "MoE layers do not run under context parallelism yet (--cp 2)");
 }
 
 }  // namespace

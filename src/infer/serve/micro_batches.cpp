@@ -10,9 +10,15 @@
 
 namespace parallm::serve {
 
-std::vector<MicroBatch> split_micro_batches(const std::vector<PagedSpan>& spans, int groups) {
+std::vector<MicroBatch> split_micro_batches(const std::vector<PagedSpan>& spans, int groups,
+                                            int64_t min_tokens) {
   PX_CHECK(groups >= 1, "a step splits into at least one micro-batch, asked for {}", groups);
-  const size_t n = std::min(static_cast<size_t>(groups), spans.size());
+  PX_CHECK(min_tokens >= 1, "a micro-batch needs a floor of at least one token, got {}",
+           min_tokens);
+  int64_t total = 0;
+  for (const PagedSpan& s : spans) total += s.count;
+  const size_t worth = static_cast<size_t>(std::max<int64_t>(1, total / min_tokens));
+  const size_t n = std::min({static_cast<size_t>(groups), spans.size(), worth});
   std::vector<MicroBatch> out(n);
   std::vector<size_t> order(spans.size());
   std::iota(order.begin(), order.end(), size_t{0});

@@ -18,8 +18,17 @@ struct MicroBatch {
   int64_t tokens = 0;         // sum of their counts
 };
 
-// groups >= 1; the result has min(groups, spans.size()) micro-batches.
+// groups >= 1; the result has min(groups, spans.size(), max(1, tokens /
+// min_tokens)) micro-batches: a micro-batch under min_tokens rows is not
+// worth its own stage pass (a pass of a few decode rows costs about what one
+// of all the rows costs: it is bound by reading the weights).
 // Largest spans first, each to the group with the fewest tokens so far.
-std::vector<MicroBatch> split_micro_batches(const std::vector<PagedSpan>& spans, int groups);
+std::vector<MicroBatch> split_micro_batches(const std::vector<PagedSpan>& spans, int groups,
+                                            int64_t min_tokens = 1);
+
+// The default floor of min_tokens for `parallm serve` (no --pp-microbatches):
+// above the skinny GEMM's 8 rows, where a pass starts to cost in proportion
+// to its rows (docs/serving.md, "pp 2 micro-batches").
+inline constexpr int64_t kMinMicroBatchTokens = 16;
 
 }  // namespace parallm::serve

@@ -10,6 +10,7 @@
 #include "infer/model_text.h"
 #include "infer/serve/engine_factory.h"
 #include "infer/serve/metrics.h"
+#include "infer/serve/micro_batches.h"
 #include "infer/serve/request_log.h"
 #include "kernels/cpu/threads.h"
 #include "train/rank_groups.h"
@@ -72,9 +73,10 @@ int run_serve_job(const ServeJobOptions& opts, comm::Communicator* world, Shutdo
     cache = std::make_unique<PagedKvCache>(cfg, tp,
                                            kv_cache_blocks(opts, cfg, tp.size(), layers, world),
                                            opts.block_size, im.model().allocator(), layers);
-    runner = std::make_unique<StepRunner>(
-        im.model(), *cache, world, opts.pp > 1 ? groups.pp.get() : nullptr,
-        opts.pp_microbatches > 0 ? opts.pp_microbatches : opts.pp);
+    runner = std::make_unique<StepRunner>(im.model(), *cache, world,
+                                          opts.pp > 1 ? groups.pp.get() : nullptr,
+                                          opts.pp_microbatches > 0 ? opts.pp_microbatches : opts.pp,
+                                          opts.pp_microbatches > 0 ? 1 : kMinMicroBatchTokens);
     if (!runner->leader()) {  // rank 0 plans every step; the others run them
       runner->follow();
       return 0;

@@ -13,13 +13,14 @@ enum : int64_t { kStep = 1, kStop = 2 };
 }
 
 StepRunner::StepRunner(Transformer& model, PagedKvCache& cache, comm::Communicator* world,
-                       comm::Communicator* pp, int micro_batches)
+                       comm::Communicator* pp, int micro_batches, int64_t min_tokens)
     : model_(model),
       cache_(cache),
       world_(world),
       pp_(pp),
       rank_(world ? world->rank() : 0),
-      micro_batches_(micro_batches) {
+      micro_batches_(micro_batches),
+      min_tokens_(min_tokens) {
   PX_CHECK(micro_batches >= 1, "a step runs as at least one micro-batch, got {}", micro_batches);
   if (!world_ || world_->size() == 1) return;
   // Everyone learns which world rank samples (the last stage's tp rank 0).
@@ -32,8 +33,8 @@ StepRunner::StepRunner(Transformer& model, PagedKvCache& cache, comm::Communicat
 Tensor StepRunner::forward(const std::vector<int32_t>& tokens,
                            const std::vector<PagedSpan>& spans) {
   if (!pp_) return model_.forward_cached(tokens.data(), spans, cache_);
-  return pipeline_forward(model_, tokens, spans, split_micro_batches(spans, micro_batches_), cache_,
-                          *pp_);
+  return pipeline_forward(model_, tokens, spans,
+                          split_micro_batches(spans, micro_batches_, min_tokens_), cache_, *pp_);
 }
 
 Tensor StepRunner::run(const std::vector<int32_t>& tokens, const std::vector<PagedSpan>& spans) {

@@ -21,9 +21,10 @@ class StepRunner {
   // world: all ranks (null: one process); pp: this rank's pipeline group
   // (null: the model is whole). model and cache outlive the runner.
   // micro_batches: at most this many per step under pp (1: the step runs
-  // whole, one stage after another); the same on every rank.
+  // whole, one stage after another), each of at least min_tokens rows
+  // (split_micro_batches); the same on every rank.
   StepRunner(Transformer& model, PagedKvCache& cache, comm::Communicator* world,
-             comm::Communicator* pp, int micro_batches = 1);
+             comm::Communicator* pp, int micro_batches = 1, int64_t min_tokens = 1);
   bool leader() const { return rank_ == 0; }
   const PagedKvCache& cache() const { return cache_; }
   // Rank 0: the logits (spans.size(), V) of each span's last token.
@@ -41,6 +42,7 @@ class StepRunner {
   comm::Communicator* pp_;
   int rank_ = 0;
   int micro_batches_ = 1;
+  int64_t min_tokens_ = 1;
   int sampler_ = 0;  // world rank of the last stage's tp rank 0
   bool stopped_ = false;
 };

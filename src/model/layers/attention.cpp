@@ -28,7 +28,7 @@ int kv_replicas(const ModelConfig& cfg, int tp) {
 }
 
 Attention::Attention(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg,
-                     double proj_std, const TpGroup& tp)
+                     double proj_std, const TpGroup& tp, const CpGroup& cp)
     : n_heads_(cfg.n_heads / tp.size()),
       n_kv_heads_(cfg.n_kv_heads * kv_replicas(cfg, tp.size()) / tp.size()),
       head_dim_(cfg.head_dim),
@@ -36,8 +36,10 @@ Attention::Attention(ParameterSet& ps, const std::string& prefix, const ModelCon
       dropout_(cfg.attn_dropout),
       rope_(!cfg.uses_learned_positions()),
       rope_theta_(cfg.rope_theta),
-      tp_(tp) {
+      tp_(tp),
+      cp_(cp) {
   check_tp_divides(cfg, tp.size());
+  if (cp_.active()) cp_core_ = ContextAttention(cp_, n_heads_, n_kv_heads_, head_dim_);
   bool bias = cfg.uses_bias();
   q_ = ColumnParallelLinear(ps, prefix + ".q", cfg.hidden, cfg.q_dim(), bias, cfg.init_std, tp);
   // Fewer key/value groups than tp ranks: each rank's query heads use one
@@ -82,6 +84,13 @@ Attention::Saved Attention::forward(const LayerContext& c, float* out, const flo
                       rope_theta_);
   }
   s.att = c.activation({c.B, c.T, q_.out()});
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+  if (cp_.active()) {
+    s.cp = cp_core_.forward(c, s.att, s.q, s.k, s.v, dims(c), scale);
+    s.q = s.k = s.v = Tensor();  // backward reads the core's copies (the same ones under ring)
+    o_.forward(c, out, s.att.data<float>());
+    return s;
+  }
   s.lse = c.activation({c.B, n_heads_, c.T});
   cpu::attention_forward(s.att.data<float>(), s.lse.data<float>(), s.q.data<float>(),
                          s.k.data<float>(), s.v.data<float>(), dims(c),
@@ -93,6 +102,7 @@ Attention::Saved Attention::forward(const LayerContext& c, float* out, const flo
 void Attention::forward_cached(const LayerContext& c, float* out, const float* inp, int64_t layer,
                                PagedKvCache& cache, const std::vector<PagedSpan>& spans) const {
   PX_CHECK(!tp_.sp(), "cached attention runs without sequence parallelism");
+  PX_CHECK(!cp_.active(), "cached attention runs without context parallelism");
   const int64_t N = c.N(), qd = q_.out(), kd = k_.out();
   Tensor q = c.workspace({N, qd}), k = c.workspace({N, kd}), v = c.workspace({N, kd});
   // q, k and v in one pass over their weights (one parallel region at decode).
@@ -124,10 +134,15 @@ void Attention::backward(const LayerContext& c, float* dinp, const float* dout, 
   Tensor dq = c.workspace({c.N(), q_.out()});
   Tensor dk = c.workspace({c.N(), k_.out()});
   Tensor dv = c.workspace({c.N(), v_.out()});
-  cpu::attention_backward(dq.data<float>(), dk.data<float>(), dv.data<float>(), datt.data<float>(),
-                          s.q.data<float>(), s.k.data<float>(), s.v.data<float>(),
-                          s.att.data<float>(), s.lse.data<float>(), dims(c),
-                          1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  if (cp_.active())
+    cp_core_.backward(c, dq.data<float>(), dk.data<float>(), dv.data<float>(), datt.data<float>(),
+                      s.att.data<float>(), s.cp, dims(c),
+                      1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  else
+    cpu::attention_backward(dq.data<float>(), dk.data<float>(), dv.data<float>(),
+                            datt.data<float>(), s.q.data<float>(), s.k.data<float>(),
+                            s.v.data<float>(), s.att.data<float>(), s.lse.data<float>(), dims(c),
+                            1.0 / std::sqrt(static_cast<double>(head_dim_)));
   datt = Tensor();
   if (rope_) {
     cpu::rope_backward(dq.data<float>(), c.positions, c.B, c.T, n_heads_, head_dim_, rope_theta_);

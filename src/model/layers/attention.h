@@ -10,12 +10,17 @@
 // backward rather than saved whole). forward_cached is the inference path:
 // keys and values go to a paged KV cache (this rank's groups only) and each
 // new query attends over its sequence's blocks.
+// Context parallelism (CpGroup, docs/context_parallel.md): the layer's rows
+// are this cp rank's two load-balanced chunks of the sequence (c.positions
+// global), and the core runs through ContextAttention (ring, Ulysses, or
+// both) instead of one local kernel call.
 #pragma once
 #include <string>
 
 #include "kernels/cpu/attention.h"
 #include "model/config.h"
 #include "model/paged_kv_cache.h"
+#include "parallel/context/context_attention.h"
 #include "parallel/tensor/parallel_linear.h"
 
 namespace parallm {
@@ -23,13 +28,14 @@ namespace parallm {
 class Attention {
  public:
   struct Saved {
-    Tensor q, k, v;  // (B, T, Hq*D/tp), (B, T, Hkv*D/tp) x2, after rotary
-    Tensor att;      // (B, T, Hq*D/tp), input of the output projection
-    Tensor lse;      // (B, Hq/tp, T)
+    Tensor q, k, v;              // (B, T, Hq*D/tp), (B, T, Hkv*D/tp) x2, after rotary
+    Tensor att;                  // (B, T, Hq*D/tp), input of the output projection
+    Tensor lse;                  // (B, Hq/tp, T)
+    ContextAttention::Saved cp;  // under context parallelism: the core's state
   };
   Attention() = default;
   Attention(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, double proj_std,
-            const TpGroup& tp = {});
+            const TpGroup& tp = {}, const CpGroup& cp = {});
   // out (rows, C) is written (not accumulated).
   Saved forward(const LayerContext& c, float* out, const float* inp) const;
   // dinp (rows, C) += gradient w.r.t. the layer input.
@@ -51,6 +57,8 @@ class Attention {
   bool rope_ = false;
   double rope_theta_ = 10000.0;
   TpGroup tp_;
+  CpGroup cp_;
+  ContextAttention cp_core_;
 };
 
 // Throws, naming the numbers, when the model's heads, groups or widths do not

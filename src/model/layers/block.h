@@ -33,7 +33,7 @@ class Block {
   };
   Block() = default;
   Block(ParameterSet& ps, int layer, const ModelConfig& cfg, const TpGroup& tp = {},
-        const EpGroup& ep = {});
+        const EpGroup& ep = {}, const CpGroup& cp = {});
   bool is_moe() const { return is_moe_; }
   // out (rows, C) = block(inp); out may not alias inp.
   Saved forward(const LayerContext& c, float* out, const float* inp) const;

@@ -19,7 +19,7 @@ int64_t DpOptions::bucket_elems() const {
 }
 
 void validate_dp_layout(const DpOptions& o, int world_size, int64_t global_batch,
-                        int64_t micro_batch, int tp, int pp) {
+                        int64_t micro_batch, int tp, int pp, int cp) {
   PX_CHECK(o.dp >= 1, "data parallel size must be positive, got {}", o.dp);
   PX_CHECK(o.zero >= 0 && o.zero <= 3, "--zero must be 0, 1, 2 or 3, got {}", o.zero);
   PX_CHECK(o.mode == DpMode::AllReduce || o.zero == 0,
@@ -29,7 +29,12 @@ void validate_dp_layout(const DpOptions& o, int world_size, int64_t global_batch
   PX_CHECK(o.bucket_mb > 0, "--bucket-mb must be positive, got {}", o.bucket_mb);
   PX_CHECK(tp >= 1, "tensor parallel size must be positive, got {}", tp);
   PX_CHECK(pp >= 1, "pipeline parallel size must be positive, got {}", pp);
-  if (pp > 1)
+  PX_CHECK(cp >= 1, "context parallel size must be positive, got {}", cp);
+  if (cp > 1)
+    PX_CHECK(world_size == pp * o.dp * cp * tp,
+             "world size ({}) is not equal to pp ({}) x dp ({}) x cp ({}) x tp ({})", world_size,
+             pp, o.dp, cp, tp);
+  else if (pp > 1)
     PX_CHECK(world_size == pp * o.dp * tp,
              "world size ({}) is not equal to pp ({}) x dp ({}) x tp ({})", world_size, pp, o.dp,
              tp);

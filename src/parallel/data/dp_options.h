@@ -28,6 +28,6 @@ struct DpOptions {
 // Checks the options alone and against the launch: world size (= dp x tp),
 // batch sizes.
 void validate_dp_layout(const DpOptions& o, int world_size, int64_t global_batch,
-                        int64_t micro_batch, int tp = 1, int pp = 1);
+                        int64_t micro_batch, int tp = 1, int pp = 1, int cp = 1);
 
 }  // namespace parallm

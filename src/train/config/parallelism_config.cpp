@@ -1,6 +1,7 @@
 #include "train/config/parallelism_config.h"
 
 #include "base/error.h"
+#include "parallel/context/cp_group.h"
 #include "parallel/pipeline/schedule.h"
 
 namespace parallm {
@@ -11,6 +12,12 @@ void ParallelismConfig::validate() const {
   pipeline::schedule_kind_from_name(schedule);  // a typo is an error even when unused
   PX_CHECK(ep >= 1 && dp.dp % ep == 0,
            "expert parallel size (--ep {}) must divide data parallel size (--dp {})", ep, dp.dp);
+  PX_CHECK(cp >= 1, "context parallel size (--cp) must be at least 1, got {}", cp);
+  const CpComm mode = cp_comm_from_name(cp_comm);
+  if (cp > 1) ulysses_degree_for(mode, cp, ulysses_degree);
+  PX_CHECK(ulysses_degree == 0 || mode == CpComm::Hybrid,
+           "--ulysses-degree ({}) applies to --cp-comm a2a+ring only (got '{}')", ulysses_degree,
+           cp_comm);
   if (pp == 1) {
     PX_CHECK(virtual_stages == 1 && pp_layers.empty(),
              "--virtual-stages ({}) and --pp-layers ('{}') need --pp > 1", virtual_stages,

@@ -1,5 +1,5 @@
 // ParallelismConfig: the [parallelism] table: the layout of the rank grid
-// (world = pp x dp x tp; parallel/data/dp_options.h for dp and ZeRO,
+// (world = pp x dp x cp x tp; parallel/data/dp_options.h for dp and ZeRO,
 // docs/tensor_parallel.md, docs/pipeline.md). validate() checks the pipeline
 // values alone; dp's options and the sizes against the world and the batch
 // are validate_dp_layout's, and how they meet the model TrainConfig::validate's.
@@ -19,8 +19,11 @@ struct ParallelismConfig {
   std::string schedule = "1f1b";   // --schedule gpipe|1f1b|interleaved|zb
   int virtual_stages = 1;          // --virtual-stages: model chunks per stage (interleaved)
   std::string pp_layers;           // --pp-layers 3,5,5,3: layers per virtual stage (empty: even)
+  int cp = 1;                      // --cp: context parallel size (docs/context_parallel.md)
+  std::string cp_comm = "ring";    // --cp-comm ring|a2a|a2a+ring
+  int ulysses_degree = 0;          // --ulysses-degree U (a2a+ring only)
 
-  int world_size() const { return pp * dp.dp * tp; }
+  int world_size() const { return pp * dp.dp * cp * tp; }
   void validate() const;
 };
 

@@ -189,6 +189,9 @@ void read_parallelism(TableReader& r, ParallelismConfig& p) {
   r.get("virtual_stages", p.virtual_stages);
   r.get("ep", p.ep);
   r.get("pp_layers", p.pp_layers);
+  r.get("cp", p.cp);
+  r.get("cp_comm", p.cp_comm);
+  r.get("ulysses_degree", p.ulysses_degree);
 }
 
 void read_checkpoint(TableReader& r, CheckpointConfig& c, const Path& base) {

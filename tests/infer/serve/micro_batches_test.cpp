@@ -45,5 +45,14 @@ TEST(MicroBatches, RefusesZeroGroupsAndEmptySpans) {
   EXPECT_THROW(split_micro_batches(spans_of({1, 0}), 2), Error);
 }
 
+TEST(MicroBatches, TokenFloorKeepsSmallStepsWhole) {
+  // 8 decode rows with a floor of 16: one pass; 40 tokens: at most 2 groups.
+  EXPECT_EQ(split_micro_batches(spans_of({1, 1, 1, 1, 1, 1, 1, 1}), 2, 16).size(), 1u);
+  const auto g = split_micro_batches(spans_of({20, 4, 4, 4, 4, 4}), 4, 16);
+  ASSERT_EQ(g.size(), 2u);
+  EXPECT_EQ(g[0].tokens + g[1].tokens, 40);
+  EXPECT_THROW(split_micro_batches(spans_of({1}), 1, 0), Error);
+}
+
 }  // namespace
 }  // namespace parallm::serve

@@ -1,0 +1,158 @@
+// The chunk pairs of chunk_attention.h. Chunks are copied into contiguous
+// (B, len, H, D) tiles because the kernel's rows of one batch entry are
+// contiguous; the copies are O(len) per chunk against O(len^2) attention.
+#include "parallel/context/chunk_attention.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "base/error.h"
+#include "parallel/context/cp_chunks.h"
+
+namespace parallm {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Rows of chunk c of x (B, n*len, H*D) <-> tile (B, len, H*D).
+void get_chunk(float* tile, const float* x, int64_t B, int64_t n, int64_t len, int64_t row,
+               int64_t c) {
+  for (int64_t b = 0; b < B; ++b)
+    std::memcpy(tile + b * len * row, x + (b * n + c) * len * row,
+                static_cast<size_t>(len * row) * sizeof(float));
+}
+void add_chunk(float* x, const float* tile, int64_t B, int64_t n, int64_t len, int64_t row,
+               int64_t c) {
+  for (int64_t b = 0; b < B; ++b) {
+    float* dst = x + (b * n + c) * len * row;
+    const float* src = tile + b * len * row;
+    for (int64_t i = 0; i < len * row; ++i) dst[i] += src[i];
+  }
+}
+// lse (B, H, n*len) <-> tile (B, H, len) of chunk c.
+void get_lse(float* tile, const float* lse, int64_t B, int64_t H, int64_t n, int64_t len,
+             int64_t c) {
+  for (int64_t bh = 0; bh < B * H; ++bh)
+    std::memcpy(tile + bh * len, lse + bh * n * len + c * len,
+                static_cast<size_t>(len) * sizeof(float));
+}
+
+cpu::AttnDims pair_dims(const cpu::AttnDims& base, int64_t len, int64_t q0, int64_t k0) {
+  cpu::AttnDims d = base;
+  d.Tq = d.Tk = len;
+  d.q_pos0 = q0;
+  d.k_pos0 = k0;
+  d.causal = true;  // positions decide; a key chunk wholly in the past sees everything
+  return d;
+}
+
+bool fully_masked(int64_t q0, int64_t k0, int64_t len) { return k0 > q0 + len - 1; }
+
+}  // namespace
+
+void chunk_attention_init(float* out, float* lse, int64_t B, int64_t tokens, int64_t Hq,
+                          int64_t D) {
+  std::fill_n(out, B * tokens * Hq * D, 0.0f);
+  std::fill_n(lse, B * Hq * tokens, kNegInf);
+}
+
+void chunk_attention_forward(float* out, float* lse, const float* q, const ChunkSet& qs,
+                             const float* k, const float* v, const ChunkSet& ks,
+                             const cpu::AttnDims& base, double scale, AttnWork* work,
+                             const std::function<void()>& progress) {
+  PX_CHECK(qs.len == ks.len && qs.len > 0,
+           "chunk attention: query chunks of {} tokens and key "
+           "chunks of {}",
+           qs.len, ks.len);
+  const int64_t B = base.B, Hq = base.Hq, D = base.D, len = qs.len;
+  const int64_t nq = static_cast<int64_t>(qs.pos0.size());
+  const int64_t nk = static_cast<int64_t>(ks.pos0.size());
+  const int64_t qrow = Hq * D, krow = base.Hkv * D;
+  std::vector<float> qt(B * len * qrow), ot(B * len * qrow), lt(B * Hq * len);
+  std::vector<float> kt(B * len * krow), vt(B * len * krow);
+  for (int64_t j = 0; j < nk; ++j) {
+    bool loaded = false;
+    for (int64_t i = 0; i < nq; ++i) {
+      if (fully_masked(qs.pos0[i], ks.pos0[j], len)) continue;
+      if (!loaded) {
+        get_chunk(kt.data(), k, B, nk, len, krow, j);
+        get_chunk(vt.data(), v, B, nk, len, krow, j);
+        loaded = true;
+      }
+      get_chunk(qt.data(), q, B, nq, len, qrow, i);
+      const cpu::AttnDims d = pair_dims(base, len, qs.pos0[i], ks.pos0[j]);
+      cpu::attention_forward(ot.data(), lt.data(), qt.data(), kt.data(), vt.data(), d, scale);
+      if (work) work->pairs += B * Hq * causal_pairs(qs.pos0[i], ks.pos0[j], len);
+      if (progress) progress();
+      // Merge (ot, lt) into rows of chunk i: out = out*e^(lse-new) + ot*e^(lt-new).
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < Hq; ++h)
+          for (int64_t t = 0; t < len; ++t) {
+            const float lp = lt[(b * Hq + h) * len + t];
+            if (lp == kNegInf) continue;
+            float& la = lse[(b * Hq + h) * nq * len + i * len + t];
+            float* o = out + ((b * nq + i) * len + t) * qrow + h * D;
+            const float* op = ot.data() + (b * len + t) * qrow + h * D;
+            if (la == kNegInf) {
+              std::memcpy(o, op, static_cast<size_t>(D) * sizeof(float));
+              la = lp;
+              continue;
+            }
+            const double m = std::max(la, lp);
+            const double ea = std::exp(la - m), ep = std::exp(lp - m), s = ea + ep;
+            const float wa = static_cast<float>(ea / s), wp = static_cast<float>(ep / s);
+            for (int64_t e = 0; e < D; ++e) o[e] = o[e] * wa + op[e] * wp;
+            la = static_cast<float>(m + std::log(s));
+          }
+    }
+  }
+}
+
+void chunk_attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
+                              const ChunkSet& qs, const float* k, const float* v,
+                              const ChunkSet& ks, const float* out, const float* lse,
+                              const cpu::AttnDims& base, double scale,
+                              const std::function<void()>& progress) {
+  PX_CHECK(qs.len == ks.len && qs.len > 0,
+           "chunk attention: query chunks of {} tokens and key "
+           "chunks of {}",
+           qs.len, ks.len);
+  const int64_t B = base.B, Hq = base.Hq, D = base.D, len = qs.len;
+  const int64_t nq = static_cast<int64_t>(qs.pos0.size());
+  const int64_t nk = static_cast<int64_t>(ks.pos0.size());
+  const int64_t qrow = Hq * D, krow = base.Hkv * D;
+  std::vector<float> qt(B * len * qrow), ot(B * len * qrow), dot(B * len * qrow),
+      dqt(B * len * qrow), lt(B * Hq * len);
+  std::vector<float> kt(B * len * krow), vt(B * len * krow), dkt(B * len * krow),
+      dvt(B * len * krow);
+  for (int64_t j = 0; j < nk; ++j) {
+    bool any = false;
+    for (int64_t i = 0; i < nq; ++i) {
+      if (fully_masked(qs.pos0[i], ks.pos0[j], len)) continue;
+      if (!any) {
+        get_chunk(kt.data(), k, B, nk, len, krow, j);
+        get_chunk(vt.data(), v, B, nk, len, krow, j);
+        std::fill(dkt.begin(), dkt.end(), 0.0f);
+        std::fill(dvt.begin(), dvt.end(), 0.0f);
+        any = true;
+      }
+      get_chunk(qt.data(), q, B, nq, len, qrow, i);
+      get_chunk(ot.data(), out, B, nq, len, qrow, i);
+      get_chunk(dot.data(), dout, B, nq, len, qrow, i);
+      get_lse(lt.data(), lse, B, Hq, nq, len, i);
+      std::fill(dqt.begin(), dqt.end(), 0.0f);
+      const cpu::AttnDims d = pair_dims(base, len, qs.pos0[i], ks.pos0[j]);
+      cpu::attention_backward(dqt.data(), dkt.data(), dvt.data(), dot.data(), qt.data(), kt.data(),
+                              vt.data(), ot.data(), lt.data(), d, scale);
+      add_chunk(dq, dqt.data(), B, nq, len, qrow, i);
+      if (progress) progress();
+    }
+    if (any) {
+      add_chunk(dk, dkt.data(), B, nk, len, krow, j);
+      add_chunk(dv, dvt.data(), B, nk, len, krow, j);
+    }
+  }
+}
+
+}  // namespace parallm

@@ -1,0 +1,52 @@
+// Attention between sets of sequence chunks, the local step of ring and
+// Ulysses attention: queries (B, nq*len, Hq, D) made of nq chunks of len
+// tokens, keys/values (B, nk*len, Hkv, D) of nk chunks, each chunk at its
+// own global positions. Every (query chunk, key chunk) pair is one flash
+// kernel call with its q_pos0 / k_pos0; a pair whose keys all lie in the
+// queries' future is skipped. Partial outputs are merged by log-sum-exp, so
+// calling forward once per key block in any order gives full attention.
+// Backward takes the merged output and lse (the kernel's Di and P use them),
+// so the gradient of each key block is exact on its own. `progress` runs
+// after every pair: the ring polls its transfers there, because MPI moves a
+// large non-blocking message only while some MPI call runs on this rank.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "kernels/cpu/attention.h"
+
+namespace parallm {
+
+// Chunks laid back to back: chunk i holds positions pos0[i] .. pos0[i] + len.
+struct ChunkSet {
+  std::vector<int64_t> pos0;
+  int64_t len = 0;
+  int64_t tokens() const { return static_cast<int64_t>(pos0.size()) * len; }
+};
+
+// Work of the chunk attention calls, counted: causal (query, key) pairs
+// computed, summed over batch rows and query heads (forward; backward
+// visits the same pairs).
+struct AttnWork {
+  int64_t pairs = 0;
+};
+
+// base: B, Hq, Hkv, D and dropout (head0, sample0, key); Tq, Tk, positions
+// and causal are set per pair. out (B, nq*len, Hq, D) and lse (B, Hq,
+// nq*len) hold the running merge; start from out = 0, lse = -inf
+// (chunk_attention_init).
+void chunk_attention_init(float* out, float* lse, int64_t B, int64_t tokens, int64_t Hq, int64_t D);
+void chunk_attention_forward(float* out, float* lse, const float* q, const ChunkSet& qs,
+                             const float* k, const float* v, const ChunkSet& ks,
+                             const cpu::AttnDims& base, double scale, AttnWork* work = nullptr,
+                             const std::function<void()>& progress = {});
+// dq (queries' layout) and dk, dv (keys' layout) accumulate (+=). out, lse:
+// the fully merged forward results of these queries.
+void chunk_attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
+                              const ChunkSet& qs, const float* k, const float* v,
+                              const ChunkSet& ks, const float* out, const float* lse,
+                              const cpu::AttnDims& base, double scale,
+                              const std::function<void()>& progress = {});
+
+}  // namespace parallm

@@ -1,0 +1,93 @@
+// Context-parallel chunking (cp_chunks.h): Megatron's load-balanced chunk
+// order and global positions, the clear error for a sequence 2 x cp does
+// not divide, the exact causal pair count, and the chunk attention core
+// (chunk_attention.h) over every chunk pair against one full kernel call.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "base/error.h"
+#include "parallel/context/chunk_attention.h"
+#include "parallel/context/cp_chunks.h"
+
+namespace parallm {
+namespace {
+
+TEST(CpChunks, LoadBalancedOrderAndPositions) {
+  const CpChunks ch = cp_chunks(16, 4);
+  EXPECT_EQ(ch.chunk_len(), 2);
+  EXPECT_EQ(ch.chunks_of(0), (std::array<int, 2>{0, 7}));
+  EXPECT_EQ(ch.chunks_of(3), (std::array<int, 2>{3, 4}));
+  EXPECT_EQ(ch.positions_of(1), (std::vector<int64_t>{2, 3, 12, 13}));
+  const std::vector<int32_t> full = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  std::vector<int32_t> local(4);
+  ch.take_local(full.data(), local.data(), 1, 1);
+  EXPECT_EQ(local, (std::vector<int32_t>{2, 3, 12, 13}));
+  const CpChunks flat = cp_chunks(16, 4, false);
+  EXPECT_EQ(flat.positions_of(1), (std::vector<int64_t>{4, 5, 6, 7}));
+}
+
+TEST(CpChunks, SequenceNotDivisibleNamesValues) {
+  try {
+    check_cp_divides(18, 4);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("sequence length (18)"), std::string::npos) << m;
+    EXPECT_NE(m.find("2 x cp (8)"), std::string::npos) << m;
+  }
+}
+
+TEST(CpChunks, CausalPairs) {
+  EXPECT_EQ(causal_pairs(0, 0, 4), 10);  // the diagonal block: n(n+1)/2
+  EXPECT_EQ(causal_pairs(8, 0, 4), 16);  // a past block: all n^2
+  EXPECT_EQ(causal_pairs(0, 8, 4), 0);   // a future block: none
+}
+
+TEST(ChunkAttention, AllChunkPairsEqualOneKernelCall) {
+  const int64_t B = 2, T = 24, Hq = 4, Hkv = 2, D = 8, n = 6;
+  std::mt19937 gen(5);
+  std::normal_distribution<float> dist;
+  auto randn = [&](int64_t k) {
+    std::vector<float> v(static_cast<size_t>(k));
+    for (float& x : v) x = dist(gen);
+    return v;
+  };
+  auto q = randn(B * T * Hq * D), k = randn(B * T * Hkv * D), v = randn(B * T * Hkv * D),
+       dout = randn(B * T * Hq * D);
+  const double scale = 0.3;
+  cpu::AttnDims full{.B = B, .Tq = T, .Tk = T, .Hq = Hq, .Hkv = Hkv, .D = D};
+  std::vector<float> out(q.size()), lse(B * Hq * T), dq(q.size()), dk(k.size()), dv(v.size());
+  cpu::attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), full, scale);
+  cpu::attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(),
+                          v.data(), out.data(), lse.data(), full, scale);
+  // The same sequence as 4 contiguous chunks; key chunks fed one at a time in reverse.
+  const ChunkSet all{.pos0 = {0, 6, 12, 18}, .len = n};
+  std::vector<float> o2(q.size()), l2(lse.size());
+  chunk_attention_init(o2.data(), l2.data(), B, T, Hq, D);
+  AttnWork work;
+  for (int j = 3; j >= 0; --j) {
+    const ChunkSet one{.pos0 = {all.pos0[j]}, .len = n};
+    std::vector<float> kj, vj;
+    for (int64_t b = 0; b < B; ++b) {
+      auto from = (b * T + j * n) * Hkv * D, to = from + n * Hkv * D;
+      kj.insert(kj.end(), k.begin() + from, k.begin() + to);
+      vj.insert(vj.end(), v.begin() + from, v.begin() + to);
+    }
+    chunk_attention_forward(o2.data(), l2.data(), q.data(), all, kj.data(), vj.data(), one, full,
+                            scale, &work);
+  }
+  EXPECT_EQ(work.pairs, B * Hq * T * (T + 1) / 2);
+  for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(o2[i], out[i], 1e-5) << i;
+  for (size_t i = 0; i < lse.size(); ++i) ASSERT_NEAR(l2[i], lse[i], 1e-5) << i;
+  std::vector<float> dq2(q.size()), dk2(k.size()), dv2(v.size());
+  chunk_attention_backward(dq2.data(), dk2.data(), dv2.data(), dout.data(), q.data(), all, k.data(),
+                           v.data(), all, out.data(), lse.data(), full, scale);
+  for (size_t i = 0; i < dq.size(); ++i) ASSERT_NEAR(dq2[i], dq[i], 1e-5 * (1 + std::abs(dq[i])));
+  for (size_t i = 0; i < dk.size(); ++i) ASSERT_NEAR(dk2[i], dk[i], 1e-5 * (1 + std::abs(dk[i])));
+  for (size_t i = 0; i < dv.size(); ++i) ASSERT_NEAR(dv2[i], dv[i], 1e-5 * (1 + std::abs(dv[i])));
+}
+
+}  // namespace
+}  // namespace parallm

@@ -1,0 +1,48 @@
+// Shared state of the context-parallel MPI test binary (cp_dist_main.cpp):
+// the world, a token shard, and a helper that trains one layout cp x tp x dp
+// (common/trajectory_config.h) and returns its losses, grad norms, cp
+// traffic and every parameter assembled whole, by name.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "common/test_models.h"
+#include "model/config.h"
+#include "nn/precision.h"
+
+namespace parallm::cp_test {
+
+struct CpTestEnv {
+  comm::Communicator* world = nullptr;  // check_collectives on, 60 s timeout
+  std::string shard;
+};
+CpTestEnv& env();
+
+struct CpLayout {
+  int cp = 1, tp = 1, dp = 1, pp = 1;  // pp > 1: the 1F1B schedule
+  std::string comm = "ring";           // --cp-comm
+  int ulysses = 0;                     // --ulysses-degree (a2a+ring)
+  bool sp = false;
+  int zero = 0;
+  int64_t seq_len = 16;
+  // Micro-batch 2: 4 micro-batches per step at dp 1 (accumulation), few
+  // enough that 4 oversubscribed ranks finish 20 steps in seconds.
+  int64_t global_batch = 8;
+  Recompute recompute = Recompute::None;
+  std::string name() const;
+};
+
+struct CpRunResult {
+  std::vector<double> losses, grad_norms, cp_comm_ms;
+  double val_loss = 0.0;  // evaluate() after the run, on 2 validation batches
+  std::vector<int64_t> cp_bytes;
+  std::map<std::string, std::vector<float>> params;  // name -> full tensor (a stage's under pp)
+};
+
+// Runs on the ranks [0, pp*dp*cp*tp) of the world (others return an empty
+// result); a 1 x 1 x 1 layout runs on every rank without communication.
+CpRunResult cp_train_run(const ModelConfig& model, const CpLayout& layout, int steps = 20);
+
+}  // namespace parallm::cp_test
