@@ -49,6 +49,23 @@ cpu::AttnDims pair_dims(const cpu::AttnDims& base, int64_t len, int64_t q0, int6
 
 bool fully_masked(int64_t q0, int64_t k0, int64_t len) { return k0 > q0 + len - 1; }
 
+// The sizes both passes walk: nq query and nk key chunks of len tokens;
+// qrow / krow floats per token of q and of k, v.
+struct PairShape {
+  PairShape(const ChunkSet& qs, const ChunkSet& ks, const cpu::AttnDims& base)
+      : B(base.B),
+        Hq(base.Hq),
+        len(qs.len),
+        nq(static_cast<int64_t>(qs.pos0.size())),
+        nk(static_cast<int64_t>(ks.pos0.size())),
+        qrow(base.Hq * base.D),
+        krow(base.Hkv * base.D) {
+    PX_CHECK(qs.len == ks.len && qs.len > 0,
+             "chunk attention: query chunks of {} tokens and key chunks of {}", qs.len, ks.len);
+  }
+  int64_t B, Hq, len, nq, nk, qrow, krow;
+};
+
 }  // namespace
 
 void chunk_attention_init(float* out, float* lse, int64_t B, int64_t tokens, int64_t Hq,
@@ -61,14 +78,9 @@ void chunk_attention_forward(float* out, float* lse, const float* q, const Chunk
                              const float* k, const float* v, const ChunkSet& ks,
                              const cpu::AttnDims& base, double scale, AttnWork* work,
                              const std::function<void()>& progress) {
-  PX_CHECK(qs.len == ks.len && qs.len > 0,
-           "chunk attention: query chunks of {} tokens and key "
-           "chunks of {}",
-           qs.len, ks.len);
-  const int64_t B = base.B, Hq = base.Hq, D = base.D, len = qs.len;
-  const int64_t nq = static_cast<int64_t>(qs.pos0.size());
-  const int64_t nk = static_cast<int64_t>(ks.pos0.size());
-  const int64_t qrow = Hq * D, krow = base.Hkv * D;
+  const PairShape sh(qs, ks, base);
+  const int64_t B = sh.B, Hq = sh.Hq, D = base.D, len = sh.len, nq = sh.nq, nk = sh.nk;
+  const int64_t qrow = sh.qrow, krow = sh.krow;
   std::vector<float> qt(B * len * qrow), ot(B * len * qrow), lt(B * Hq * len);
   std::vector<float> kt(B * len * krow), vt(B * len * krow);
   for (int64_t j = 0; j < nk; ++j) {
@@ -114,14 +126,9 @@ void chunk_attention_backward(float* dq, float* dk, float* dv, const float* dout
                               const ChunkSet& ks, const float* out, const float* lse,
                               const cpu::AttnDims& base, double scale,
                               const std::function<void()>& progress) {
-  PX_CHECK(qs.len == ks.len && qs.len > 0,
-           "chunk attention: query chunks of {} tokens and key "
-           "chunks of {}",
-           qs.len, ks.len);
-  const int64_t B = base.B, Hq = base.Hq, D = base.D, len = qs.len;
-  const int64_t nq = static_cast<int64_t>(qs.pos0.size());
-  const int64_t nk = static_cast<int64_t>(ks.pos0.size());
-  const int64_t qrow = Hq * D, krow = base.Hkv * D;
+  const PairShape sh(qs, ks, base);
+  const int64_t B = sh.B, Hq = sh.Hq, len = sh.len, nq = sh.nq, nk = sh.nk;
+  const int64_t qrow = sh.qrow, krow = sh.krow;
   std::vector<float> qt(B * len * qrow), ot(B * len * qrow), dot(B * len * qrow),
       dqt(B * len * qrow), lt(B * Hq * len);
   std::vector<float> kt(B * len * krow), vt(B * len * krow), dkt(B * len * krow),
