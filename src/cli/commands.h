@@ -25,4 +25,8 @@ void add_export_command(CLI::App& app, CommandRegistry& reg);
 void add_generate_command(CLI::App& app, CommandRegistry& reg);
 void add_serve_command(CLI::App& app, CommandRegistry& reg);
 
+// Parses argv and runs the chosen subcommand's action: a parse error exits
+// as CLI11 does, parallm::Error prints once and returns 1, anything else 2.
+int run_command(CLI::App& app, const CommandRegistry& reg, int argc, char** argv);
+
 }  // namespace parallm::cli

@@ -1,9 +1,7 @@
 // parallm command-line entry: parses the subcommand and hands over to one
 // file per subcommand (cli/*_command.cpp). Errors print once, exit non-zero.
-#include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
-#include "base/error.h"
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
@@ -21,20 +19,5 @@ int main(int argc, char** argv) {
   parallm::cli::add_export_command(app, reg);
   parallm::cli::add_generate_command(app, reg);
   parallm::cli::add_serve_command(app, reg);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  try {
-    for (auto& [sub, run] : reg.actions)
-      if (sub->parsed()) return run();
-  } catch (const parallm::Error& e) {
-    fmt::print(stderr, "parallm: error: {}\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "parallm: internal error: {}\n", e.what());
-    return 2;
-  }
-  return 0;
+  return parallm::cli::run_command(app, reg, argc, argv);
 }

@@ -5,10 +5,8 @@
 // AddressSanitizer while the layers below link uninstrumented, so that the
 // robustness test runs the server under ASan without an ASan build of
 // the whole project (tests/infer/serve/tests.cmake).
-#include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
-#include "base/error.h"
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
@@ -16,20 +14,5 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   parallm::cli::CommandRegistry reg;
   parallm::cli::add_serve_command(app, reg);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  try {
-    for (auto& [sub, run] : reg.actions)
-      if (sub->parsed()) return run();
-  } catch (const parallm::Error& e) {
-    fmt::print(stderr, "parallm: error: {}\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "parallm: internal error: {}\n", e.what());
-    return 2;
-  }
-  return 0;
+  return parallm::cli::run_command(app, reg, argc, argv);
 }

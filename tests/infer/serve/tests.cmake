@@ -48,7 +48,8 @@ option(PARALLM_SERVE_ASAN "Build parallm_serve_asan and its robustness test" ON)
 if(PARALLM_SERVE_ASAN)
   file(GLOB PARALLM_SERVE_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/infer/serve/*.cpp)
   add_executable(parallm_serve_asan ${CMAKE_CURRENT_LIST_DIR}/serve_asan_main.cpp
-                 ${PROJECT_SOURCE_DIR}/src/cli/serve_command.cpp ${PARALLM_SERVE_SOURCES})
+                 ${PROJECT_SOURCE_DIR}/src/cli/serve_command.cpp
+                 ${PROJECT_SOURCE_DIR}/src/cli/run_command.cpp ${PARALLM_SERVE_SOURCES})
   # These objects define the serve symbols first, so the linker never takes
   # the uninstrumented copies from libparallm_infer.a (a clash would not link).
   target_link_libraries(parallm_serve_asan PRIVATE parallm_infer CLI11::CLI11)
