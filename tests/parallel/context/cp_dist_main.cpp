@@ -6,11 +6,11 @@
 
 #include "common/mpi_gtest.h"
 #include "common/trajectory_config.h"
+#include "common/whole_parameters.h"
 #include "cp_env.h"
 #include "grid/rank_grid.h"
 #include "model/transformer.h"
 #include "parallel/context/cp_group.h"
-#include "parallel/tensor/gather_parameters.h"
 #include "train/pipeline_step.h"
 #include "train/trainer.h"
 
@@ -83,10 +83,7 @@ CpRunResult cp_train_run(const ModelConfig& model, const CpLayout& l, int steps)
     res.cp_bytes.push_back(s.cp_comm_bytes);
   });
   res.val_loss = tr.evaluate();
-  std::vector<float> flat = tr.data_parallel().full_parameters();
-  const ParameterSet& ps = m.params();
-  for (int i = 0; i < ps.size(); ++i)
-    res.params[ps.spec(i).name] = gather_tp_parameter(ps, i, flat.data() + ps.offset(i), tp);
+  res.params = testing::whole_parameters(tr, m.params(), tp);
   return res;
 }
 

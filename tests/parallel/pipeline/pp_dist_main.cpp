@@ -7,9 +7,9 @@
 #include "common/layout_groups.h"
 #include "common/mpi_gtest.h"
 #include "common/trajectory_config.h"
+#include "common/whole_parameters.h"
 #include "grid/rank_grid.h"
 #include "model/transformer.h"
-#include "parallel/tensor/gather_parameters.h"
 #include "pp_env.h"
 #include "train/trainer.h"
 
@@ -91,10 +91,7 @@ PpRunResult pp_train_run(const ModelConfig& model, const PpLayout& l, int steps)
     }
   });
   res.val_loss = tr.evaluate();
-  std::vector<float> flat = tr.data_parallel().full_parameters();
-  const ParameterSet& ps = m.params();
-  for (int i = 0; i < ps.size(); ++i)
-    res.params[ps.spec(i).name] = gather_tp_parameter(ps, i, flat.data() + ps.offset(i), tp);
+  res.params = testing::whole_parameters(tr, m.params(), tp);
   return res;
 }
 

@@ -13,10 +13,10 @@
 #include "common/layout_groups.h"
 #include "common/mpi_gtest.h"
 #include "common/trajectory_config.h"
+#include "common/whole_parameters.h"
 #include "grid/rank_grid.h"
 #include "kernels/cpu/threads.h"
 #include "model/transformer.h"
-#include "parallel/tensor/gather_parameters.h"
 #include "tp_env.h"
 #include "train/trainer.h"
 
@@ -67,10 +67,7 @@ TpRunResult tp_train_run(const ModelConfig& model, const TpLayout& l, int steps)
     res.loss_scales.push_back(s.loss_scale);
     res.skipped.push_back(s.skipped);
   });
-  std::vector<float> flat = tr.data_parallel().full_parameters();
-  const ParameterSet& ps = m.params();
-  for (int i = 0; i < ps.size(); ++i)
-    res.params[ps.spec(i).name] = gather_tp_parameter(ps, i, flat.data() + ps.offset(i), tp);
+  res.params = testing::whole_parameters(tr, m.params(), tp);
   return res;
 }
 }  // namespace parallm::tp_test
