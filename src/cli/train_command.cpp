@@ -202,6 +202,8 @@ void add_logging_flags(CLI::App* sub, TrainFlags& f) {
   flag(sub, f, "--log-interval", FIELD(train.logging.log_interval), "steps between log lines");
   flag(sub, f, "--eval-interval", FIELD(train.logging.eval_interval), "steps between validations");
   flag(sub, f, "--metrics", FIELD(train.logging.metrics_path), "JSONL metrics file");
+  flag(sub, f, "--tensorboard,--tensorboard-dir", FIELD(train.logging.tensorboard_dir),
+       "TensorBoard event files in DIR (the metrics' scalars)");
   flag(sub, f, "--peak-tflops", FIELD(train.logging.peak_tflops),
        "per-rank peak TFLOP/s for MFU/HFU (default: the measured GEMM peak)");
   flag(sub, f, "--trace", FIELD(train.logging.trace_path),

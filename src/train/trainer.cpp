@@ -217,6 +217,8 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step,
   const int64_t steps = cfg_.training.steps;
   if (!lg.metrics_path.empty() && logging_rank() && !metrics_.enabled())
     metrics_ = MetricsWriter(lg.metrics_path, start_step_);
+  if (!lg.tensorboard_dir.empty() && logging_rank() && !tensorboard_.enabled())
+    tensorboard_ = TensorBoardWriter(lg.tensorboard_dir, start_step_);
   for (int64_t step = start_step_; step < steps; ++step) {
     StepStats s = train_step(step);
     // dp, tp and sp always (README), other groups when the step used them.
@@ -264,6 +266,7 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step,
     if (val_data_ && ((lg.eval_interval > 0 && (step + 1) % lg.eval_interval == 0) || last))
       rec["val_loss"] = evaluate();
     metrics_.write(rec);
+    tensorboard_.write(rec);
     if (on_step) on_step(s);
     if (after_step && after_step(step + 1)) break;
   }

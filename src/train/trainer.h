@@ -24,6 +24,7 @@
 #include "train/comm_meter.h"
 #include "train/metrics.h"
 #include "train/pipeline_step.h"
+#include "train/tensorboard_writer.h"
 #include "train/train_config.h"
 
 namespace parallm {
@@ -127,6 +128,7 @@ class Trainer {
   int64_t updates_ = 0;
   LrSchedule sched_;
   MetricsWriter metrics_;
+  TensorBoardWriter tensorboard_;
   CommMeter comm_meter_;
   int64_t start_step_ = 0;
   comm::Communicator* dp_group_ = nullptr;

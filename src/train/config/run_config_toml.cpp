@@ -220,6 +220,7 @@ void read_logging(TableReader& r, LoggingConfig& l, const Path& base) {
   r.get("eval_interval", l.eval_interval);
   r.get("eval_batches", l.eval_batches);
   r.get_path("metrics", l.metrics_path, base);
+  r.get_path("tensorboard", l.tensorboard_dir, base);
   r.get("peak_tflops", l.peak_tflops);
   r.get_path("trace", l.trace_path, base);
   r.get_path("timeline", l.timeline_path, base);

@@ -1,0 +1,7 @@
+# Script tests of the training job's outputs (unit tests in this folder join
+# parallm_tests through tests/CMakeLists.txt). tensorboard: TensorBoard's own
+# reader sees every metrics scalar at every step, across a resume.
+add_test(NAME train.tensorboard
+         COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
+                 bash ${CMAKE_CURRENT_LIST_DIR}/tensorboard_check.sh $<TARGET_FILE:parallm>)
+set_tests_properties(train.tensorboard PROPERTIES LABELS dist TIMEOUT 300)
