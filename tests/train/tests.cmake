@@ -5,3 +5,8 @@ add_test(NAME train.tensorboard
          COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
                  bash ${CMAKE_CURRENT_LIST_DIR}/tensorboard_check.sh $<TARGET_FILE:parallm>)
 set_tests_properties(train.tensorboard PROPERTIES LABELS dist TIMEOUT 300)
+# deepspeed: seed 003's DeepSpeed JSON trains exactly as the equivalent flags.
+add_test(NAME train.deepspeed
+         COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
+                 bash ${CMAKE_CURRENT_LIST_DIR}/deepspeed_check.sh $<TARGET_FILE:parallm>)
+set_tests_properties(train.deepspeed PROPERTIES LABELS dist TIMEOUT 300)
