@@ -76,8 +76,8 @@ TEST(Nf4, QuantiseRoundsToTheNearestCodeInBnbNibbleOrder) {
   const int64_t n = 64 * 5 + 37;  // odd: a short last block and a padded nibble
   std::vector<float> x = normal(n, "nf4.q");
   x[70] = 9.0f;  // an outlier owns block 1's scale
-  std::vector<uint8_t> packed(static_cast<size_t>(ceil_div(n, 2)));
-  std::vector<float> absmax(static_cast<size_t>(ceil_div(n, 64)));
+  std::vector<uint8_t> packed(static_cast<size_t>(nf4_ceil_div(n, 2)));
+  std::vector<float> absmax(static_cast<size_t>(nf4_ceil_div(n, 64)));
   nf4_quantize(x.data(), n, 64, packed.data(), absmax.data());
   ASSERT_EQ(absmax.size(), 6u);
   for (int64_t b = 0; b < 6; ++b) {

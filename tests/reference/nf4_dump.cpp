@@ -67,12 +67,13 @@ int main(int argc, char** argv) {
   write(out + "/dequant.f32", y.data(), y.size() * sizeof(float));
   if (dq && argc > 5) {
     // bnb's first stage (its absmax, exact) with its offset: the second stage alone.
-    const int64_t blocks = cpu::ceil_div(n, cpu::kNf4BlockSize);
+    const int64_t blocks = cpu::nf4_ceil_div(n, cpu::kNf4BlockSize);
     std::vector<float> absmax(static_cast<size_t>(blocks));
-    std::vector<uint8_t> packed(static_cast<size_t>(cpu::ceil_div(n, 2)));
+    std::vector<uint8_t> packed(static_cast<size_t>(cpu::nf4_ceil_div(n, 2)));
     cpu::nf4_quantize(x.data(), n, cpu::kNf4BlockSize, packed.data(), absmax.data());
     const float offset = read<float>(argv[5], 1)[0];
-    std::vector<float> centred(absmax.size()), a2(static_cast<size_t>(cpu::ceil_div(blocks, 256)));
+    std::vector<float> centred(absmax.size()),
+        a2(static_cast<size_t>(cpu::nf4_ceil_div(blocks, 256)));
     for (size_t i = 0; i < absmax.size(); ++i) centred[i] = absmax[i] - offset;
     std::vector<uint8_t> q(absmax.size());
     cpu::blockwise8_quantize(centred.data(), blocks, cpu::kAbsmaxBlockSize, q.data(), a2.data());

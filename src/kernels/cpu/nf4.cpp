@@ -110,8 +110,8 @@ void nf4_quantize(const float* x, int64_t n, int64_t blocksize, uint8_t* packed,
   PX_CHECK(n >= 0 && blocksize > 0 && blocksize % 2 == 0,
            "nf4_quantize: n ({}) must be >= 0 and blocksize ({}) positive and even", n, blocksize);
   static const auto kMid = midpoints(kNf4Code);
-  const int64_t blocks = ceil_div(n, blocksize);
-  std::fill(packed, packed + ceil_div(n, 2), uint8_t{0});
+  const int64_t blocks = nf4_ceil_div(n, blocksize);
+  std::fill(packed, packed + nf4_ceil_div(n, 2), uint8_t{0});
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t lo = b * blocksize, hi = std::min(n, lo + blocksize);
@@ -140,7 +140,7 @@ void nf4_dequantize(const uint8_t* packed, const float* absmax, int64_t blocksiz
 
 void blockwise8_quantize(const float* x, int64_t n, int64_t blocksize, uint8_t* q, float* absmax) {
   static const auto kMid = midpoints(kDynamicMap);
-  const int64_t blocks = ceil_div(n, blocksize);
+  const int64_t blocks = nf4_ceil_div(n, blocksize);
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t lo = b * blocksize, hi = std::min(n, lo + blocksize);
     float m = 0.0f;
@@ -177,10 +177,10 @@ void double_dequantize_absmax(const uint8_t* q, const float* absmax2, float offs
 }
 
 int64_t nf4_storage_bytes(int64_t n, int64_t blocksize, bool double_quant) {
-  const int64_t blocks = ceil_div(n, blocksize);
+  const int64_t blocks = nf4_ceil_div(n, blocksize);
   const int64_t scales =
-      double_quant ? blocks + 4 * ceil_div(blocks, kAbsmaxBlockSize) : 4 * blocks;
-  return ceil_div(n, 2) + scales;
+      double_quant ? blocks + 4 * nf4_ceil_div(blocks, kAbsmaxBlockSize) : 4 * blocks;
+  return nf4_ceil_div(n, 2) + scales;
 }
 
 }  // namespace parallm::cpu

@@ -32,7 +32,7 @@ inline constexpr std::array<float, 16> kNf4Code = {-1.0f,
 
 inline constexpr int64_t kNf4BlockSize = 64;      // QLoRA's block of weights
 inline constexpr int64_t kAbsmaxBlockSize = 256;  // double quantisation's block of absmax
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t nf4_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // bnb's signed 8-bit dynamic map (create_dynamic_map(signed=True)): 256
 // sorted values in [-1, 1] with a dynamic exponent, as bnb computes them.

@@ -13,8 +13,8 @@ Nf4Weight::Nf4Weight(Allocator& a, const float* w, int64_t rows, int64_t cols, b
   PX_CHECK(rows > 0 && cols > 0, "NF4 weight shape ({}, {}) must be positive", rows, cols);
   PX_CHECK(blocksize >= 2 && blocksize % 2 == 0, "NF4 blocksize ({}) must be even and >= 2",
            blocksize);
-  const int64_t n = rows * cols, blocks = ceil_div(n, blocksize);
-  packed_ = Tensor::zeros(a, Shape{ceil_div(n, 2)}, DType::U8, MemTag::Parameter);
+  const int64_t n = rows * cols, blocks = nf4_ceil_div(n, blocksize);
+  packed_ = Tensor::zeros(a, Shape{nf4_ceil_div(n, 2)}, DType::U8, MemTag::Parameter);
   if (!double_quant) {
     absmax_ = Tensor::zeros(a, Shape{blocks}, DType::F32, MemTag::Parameter);
     nf4_quantize(w, n, blocksize, packed_.data<uint8_t>(), absmax_.data<float>());
@@ -23,8 +23,8 @@ Nf4Weight::Nf4Weight(Allocator& a, const float* w, int64_t rows, int64_t cols, b
   Tensor full = Tensor::zeros(a, Shape{blocks}, DType::F32, MemTag::Workspace);
   nf4_quantize(w, n, blocksize, packed_.data<uint8_t>(), full.data<float>());
   qabsmax_ = Tensor::zeros(a, Shape{blocks}, DType::U8, MemTag::Parameter);
-  absmax2_ =
-      Tensor::zeros(a, Shape{ceil_div(blocks, kAbsmaxBlockSize)}, DType::F32, MemTag::Parameter);
+  absmax2_ = Tensor::zeros(a, Shape{nf4_ceil_div(blocks, kAbsmaxBlockSize)}, DType::F32,
+                           MemTag::Parameter);
   offset_ = double_quantize_absmax(full.data<float>(), blocks, qabsmax_.data<uint8_t>(),
                                    absmax2_.data<float>());
 }
