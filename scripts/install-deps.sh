@@ -66,6 +66,25 @@ for spec in "${PIP_PKGS[@]}"; do
     { echo "[install-deps] ERROR: pip could not install $spec" >&2; exit 1; }
 done
 
+# bitsandbytes (the NF4 reference, tests/reference/nf4_compare.py) in a
+# directory of its own, off Python's path: 0.50 imports on Debian's torch 1.13
+# only through tests/reference/bnb_compat.py, and transformers or peft would
+# import any bitsandbytes they find on the path (and fail). The test puts
+# this directory on sys.path itself. --no-deps: it needs only torch and numpy.
+BNB_SPEC=bitsandbytes==0.50.2
+BNB_DIR=/opt/parallm-py/bitsandbytes-0.50.2
+if [ ! -f "$BNB_DIR/bitsandbytes/__init__.py" ]; then
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  echo "[install-deps] pip installing $BNB_SPEC into $BNB_DIR"
+  $SUDO "$PY" -m pip install --quiet --no-deps --target "$BNB_DIR" "$BNB_SPEC" ||
+    { echo "[install-deps] ERROR: pip could not install $BNB_SPEC" >&2; exit 1; }
+fi
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PYTHONPATH="$BNB_DIR:$HERE/../tests/reference" "$PY" -c \
+  "import bnb_compat, bitsandbytes, torch; assert bitsandbytes.__version__ == '0.50.2'; assert torch.__file__.startswith('/usr/lib/python3/dist-packages/torch/')" ||
+  { echo "[install-deps] ERROR: bitsandbytes in $BNB_DIR does not import on Debian's torch" >&2; exit 1; }
+
 # One interpreter start (importing torch takes seconds): each module a test
 # imports must load, and torch and numpy must be Debian's, since a pip wheel
 # shadowing them would change what the reference tests compare against.
