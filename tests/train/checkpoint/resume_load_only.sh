@@ -45,7 +45,7 @@ for line in open(sys.argv[1]):
 PY
 }
 
-"${mpi[@]}" "$bin" train "${setup[@]}" --metrics "$work/ref.jsonl" 2>"$work/ref.log" \
+"${mpi[@]}" "$bin" train "${setup[@]}" --metrics "$work/ref.jsonl" --save-hf "$work/hf" 2>"$work/ref.log" \
   || { cat "$work/ref.log"; fail "the uninterrupted run"; }
 "${mpi[@]}" "$bin" train "${setup[@]}" --metrics "$work/run.jsonl" --save "$work/ck" \
   --exit-interval 3 2>"$work/first.log" || { cat "$work/first.log"; fail "the first half"; }
@@ -110,4 +110,19 @@ grep -q "resumed from .*step-0000003 (step 3" "$work/old.log" || fail "the old c
 [ "$(records "$work/old.jsonl" | cut -d' ' -f1 | tr '\n' ' ')" = "3 4 5 " ] \
   || fail "the old-style resume trained steps $(records "$work/old.jsonl" | cut -d' ' -f1)"
 echo "ok: a checkpoint without the run record resumed with its own model (hidden 32)"
+# 5. `--init-from X --save D --resume` is one command line that starts the
+# job and, given again, restarts it from D; once finished, it has nothing
+# to do.
+once=(train --init-from "$work/hf" --data "$work/data_train.bin" --dp 2 --micro-batch-size 2
+      --global-batch-size 4 --seq-len 32 --steps 4 --exit-interval 2 --peak-tflops 1
+      --save "$work/job" --resume)
+"${mpi[@]}" "$bin" "${once[@]}" 2>"$work/job1.log" || { cat "$work/job1.log"; fail "the job's start"; }
+[ "$(cat "$work/job/latest")" = "step-0000002" ] || fail "the job did not stop at step 2"
+"${mpi[@]}" "$bin" "${once[@]}" 2>"$work/job2.log" || { cat "$work/job2.log"; fail "the job's restart"; }
+grep -q "resumed from .*job/step-0000002 (step 2" "$work/job2.log" || fail "the restart did not resume: $(cat "$work/job2.log")"
+[ "$(cat "$work/job/latest")" = "step-0000004" ] || fail "the restarted job did not finish"
+"${mpi[@]}" "$bin" "${once[@]}" 2>"$work/job3.log" || { cat "$work/job3.log"; fail "the finished job"; }
+grep -q "nothing to do: the checkpoint .*step-0000004 is at step 4 of 4" "$work/job3.log" \
+  || fail "the finished job did not say nothing to do: $(cat "$work/job3.log")"
+echo "ok: --init-from X --save D --resume started, restarted and finished the job"
 echo "resume with --load alone: all checks passed"
