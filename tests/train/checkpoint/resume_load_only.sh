@@ -5,8 +5,10 @@
 # continues from `parallm train --load CKPT` with nothing repeated, and its
 # steps 3-5 have the losses and gradient norms of an uninterrupted run, bit
 # for bit. A flag given on resume overrides the saved value; a finished run
-# says there is nothing to do and exits 0; a checkpoint written before the
-# run record existed still resumes with its own model.
+# says there is nothing to do and exits 0; another world size needs a
+# layout flag; a checkpoint written before the run record existed still
+# resumes with its own model; `--init-from X --save D --resume` starts and
+# restarts a job.
 # Usage: resume_load_only.sh PARALLM
 set -u
 bin="$1"
@@ -85,6 +87,19 @@ grep -q "nothing to do: the checkpoint .*step-0000006 is at step 6 of 6" "$work/
   || fail "no nothing-to-do message: $(cat "$work/done.log")"
 ! grep -q "loss" "$work/done.log" || fail "a finished run printed a loss: $(cat "$work/done.log")"
 echo "ok: resuming at the last step said: $(grep "nothing to do" "$work/done.log")"
+
+# Another number of ranks: refused without a layout flag (naming the saved
+# layout), resharded with one (the other settings still the checkpoint's).
+if err=$("$bin" train --load "$work/ck/step-0000003" 2>&1); then fail "a 1-rank resume of dp 2 ran"; fi
+echo "$err" | grep -qF "on 2 ranks and this job has 1: give the layout" || fail "said: $err"
+"$bin" train --load "$work/ck/step-0000003" --dp 1 --metrics "$work/one.jsonl" --save "$work/ck1" \
+  2>"$work/one.log" || { cat "$work/one.log"; fail "the 1-rank resume with --dp 1"; }
+grep -q "resumed from .*step-0000003 (step 3, saved under dp 2" "$work/one.log" || fail "no reshard"
+# The same weights and batch, summed in another order: equal within 1e-5.
+"$py" -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(a - b) > 1e-5 * abs(b))" \
+  "$(records "$work/one.jsonl" | head -n 1 | cut -d' ' -f2)" "$(sed -n 4p "$work/ref.txt" | cut -d' ' -f2)" \
+  || fail "step 3's loss on one rank is not the reference's within 1e-5"
+echo "ok: another world size needs a layout flag, and reshards with --dp 1"
 
 # 4. A checkpoint without the run record (written before it existed): the
 # record is removed and the manifest's checksum of train_state.json redone.
