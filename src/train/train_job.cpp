@@ -63,9 +63,7 @@ struct Resume {
 // --load DIR, or --resume from --save DIR when it holds a checkpoint.
 Resume resume_values(const RunConfig& rc, Transformer& model, comm::Communicator* world,
                      std::ostream& log) {
-  const CheckpointConfig& c = rc.train.checkpoint;
-  std::string from = c.load_dir;
-  if (from.empty() && c.resume && has_checkpoint(c.save_dir)) from = c.save_dir;
+  const std::string from = resume_source(rc.train.checkpoint);
   Resume r{.started = Clock::now()};
   if (from.empty()) return r;
   r.ck = open_checkpoint(from, world);
@@ -218,6 +216,12 @@ void finish(const RunConfig& rc, const TrainJobOptions& opts, const RankGrid& gr
 
 }  // namespace
 
+std::string resume_source(const CheckpointConfig& c) {
+  if (!c.load_dir.empty()) return c.load_dir;
+  if (c.resume && !c.save_dir.empty() && has_checkpoint(c.save_dir)) return c.save_dir;
+  return "";
+}
+
 RunConfig checked_run_config(const TrainJobOptions& opts, int world_size) {
   RunConfig rc = opts.run;
   if (!rc.train.checkpoint.init_from.empty()) rc.model = init_from_model(rc);
@@ -241,6 +245,16 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   cpu::set_num_threads(opts.threads);
   std::ostream null_log(nullptr);  // ranks other than 0 stay quiet
   std::ostream& log = rank == 0 ? log_in : null_log;
+  // A run resumed at its last step has nothing left to train (every rank
+  // reads the same state, so all return here together).
+  if (const std::string from = resume_source(t.checkpoint); !from.empty()) {
+    const auto peeked = peek_checkpoint(from);
+    if (peeked && peeked->state.step == t.training.steps) {
+      fmt::print(log, "nothing to do: the checkpoint {} is at step {} of {}\n", peeked->dir,
+                 peeked->state.step, t.training.steps);
+      return std::nan("");
+    }
+  }
 
   const RankGrid grid(
       GridSizes{.tp = par.tp, .cp = par.cp, .dp = par.dp.dp, .pp = par.pp, .ep = par.ep},

@@ -69,10 +69,13 @@ class TableReader {
     if (!name.empty()) out = parse(name);
   }
   // A path, relative to the run file unless absolute.
+  // Only a path the file gives is resolved (a base's stays as it was).
   void get_path(const char* key, std::string& out, const std::filesystem::path& base) {
+    if (!has(key)) return;
     get(key, out);
     out = resolved(out, base);
   }
+  bool has(const char* key) const { return t_ != nullptr && t_->get(key) != nullptr; }
   static std::string resolved(const std::string& p, const std::filesystem::path& base) {
     if (p.empty() || !std::filesystem::path(p).is_relative()) return p;
     return (base / p).lexically_normal().string();
@@ -139,11 +142,12 @@ void read_model(TableReader& r, ModelConfig& mc) {
 }
 
 void read_data(TableReader& r, DataConfig& d, const Path& base) {
-  r.get("train", d.train);
-  r.get("val", d.val);
-  r.get("shuffle", d.shuffle);
-  for (auto* files : {&d.train, &d.val})
+  for (auto [key, files] : {std::pair{"train", &d.train}, std::pair{"val", &d.val}}) {
+    if (!r.has(key)) continue;
+    r.get(key, *files);
     for (std::string& f : *files) f = TableReader::resolved(f, base);
+  }
+  r.get("shuffle", d.shuffle);
 }
 
 void read_training(TableReader& r, TrainingConfig& t) {
@@ -236,7 +240,7 @@ constexpr std::string_view kTables[] = {"model",      "data",        "training",
 
 }  // namespace
 
-RunConfig load_run_config(const std::string& path) {
+RunConfig load_run_config(const std::string& path, const RunConfig& over) {
   PX_CHECK(std::filesystem::exists(path), "config file '{}' does not exist", path);
   toml::table root;
   try {
@@ -258,9 +262,12 @@ RunConfig load_run_config(const std::string& path) {
     read(r);
     r.reject_unknown();
   };
-  RunConfig rc;
+  RunConfig rc = over;
   TrainConfig& t = rc.train;
-  table("model", [&](TableReader& r) { read_model(r, rc.model); });
+  // Without a [model] table the base's model stays whole (its derived sizes
+  // are not recomputed).
+  if (root["model"].as_table() != nullptr)
+    table("model", [&](TableReader& r) { read_model(r, rc.model); });
   table("data", [&](TableReader& r) { read_data(r, t.data, base); });
   table("training", [&](TableReader& r) { read_training(r, t.training); });
   table("optimizer", [&](TableReader& r) { read_optimizer(r, t.optimizer); });
