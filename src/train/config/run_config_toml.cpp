@@ -142,6 +142,10 @@ void read_data(TableReader& r, DataConfig& d, const Path& base) {
   r.get("train", d.train);
   r.get("val", d.val);
   r.get("shuffle", d.shuffle);
+  r.get("reset_attention_mask", d.docs.reset_attention_mask);
+  r.get("reset_position_ids", d.docs.reset_position_ids);
+  r.get("eod_mask_loss", d.docs.eod_mask_loss);
+  r.get("eod_token", d.docs.eod);
   for (auto* files : {&d.train, &d.val})
     for (std::string& f : *files) f = TableReader::resolved(f, base);
 }
