@@ -12,12 +12,13 @@
 # usage: cp_checkpoint.sh PARALLM   (the MPI environment comes from ctest)
 set -euo pipefail
 exe=$1
+here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 i=0
 for r in 0 1 2 3; do  # one document per file, 12 to about 130 bytes
-  for f in "$(dirname "$0")"/*.cpp; do
+  for f in "$here"/*.cpp; do
     tail -c +$((1 + 97 * r)) "$f" | head -c $((12 + 5 * i)) > "doc$(printf %02d $i).txt"
     i=$((i + 1))
   done
