@@ -1,8 +1,9 @@
 #!/bin/bash
 # Context parallelism through the CLI, with packed documents on
-# (--reset-attention-mask --reset-position-ids --eod-mask-loss; the default
-# EOD, 256, is what `parallm tokenize` puts between files): a tiny LLaMA
-# trained 6 steps on one process is the reference.
+# (--reset-attention-mask --reset-position-ids --eod-mask-loss --eod-token
+# 256, the EOD `parallm tokenize` puts between files): a tiny LLaMA trained
+# 6 steps on one process is the reference (its first loss differs from the
+# run without the flags).
 #  1. the same run under --cp 2 (ring) has every step's loss and grad norm
 #     within 1e-5 relative, and its --save-hf directory holds the same
 #     files, the same config.json and tensors of the same names, shapes and
@@ -19,7 +20,8 @@ cd "$work"
 i=0
 for r in 0 1 2 3; do  # one document per file, 12 to about 130 bytes
   for f in "$here"/*.cpp; do
-    tail -c +$((1 + 97 * r)) "$f" | head -c $((12 + 5 * i)) > "doc$(printf %02d $i).txt"
+    # tail reads all head writes: no SIGPIPE under pipefail
+    head -c $((97 * r + 12 + 5 * i)) "$f" | tail -c $((12 + 5 * i)) > "doc$(printf %02d $i).txt"
     i=$((i + 1))
   done
 done
@@ -35,9 +37,6 @@ num_kv_heads = 2
 intermediate_size = 64
 [data]
 train = "d_train.bin"
-reset_attention_mask = true
-reset_position_ids = true
-eod_mask_loss = true
 [training]
 steps = 6
 micro_batch_size = 2
@@ -45,10 +44,12 @@ global_batch_size = 4
 seq_len = 64
 TOML
 mpi="mpirun --oversubscribe --bind-to none --mca btl self,vader"
-"$exe" train --config run.toml --metrics ref.jsonl --save-hf hf1 > /dev/null
-$mpi -np 2 "$exe" train --config run.toml --cp 2 --metrics cp2.jsonl --save-hf hf2 > /dev/null
-$mpi -np 2 "$exe" train --config run.toml --cp 2 --save ck --exit-interval 4 > /dev/null
-"$exe" train --config run.toml --load ck --metrics one.jsonl > /dev/null
+packed="--reset-attention-mask --reset-position-ids --eod-mask-loss --eod-token 256"
+"$exe" train --config run.toml $packed --metrics ref.jsonl --save-hf hf1 > /dev/null
+$mpi -np 2 "$exe" train --config run.toml $packed --cp 2 --metrics cp2.jsonl --save-hf hf2 > /dev/null
+$mpi -np 2 "$exe" train --config run.toml $packed --cp 2 --save ck --exit-interval 4 > /dev/null
+"$exe" train --config run.toml $packed --load ck --metrics one.jsonl > /dev/null
+"$exe" train --config run.toml --steps 1 --metrics plain.jsonl > /dev/null
 /usr/bin/python3 - <<'PY'
 import json, os, sys
 import numpy as np
@@ -84,5 +85,9 @@ for f in files:
         if err > 1e-5:
             print(f"{f} {k}: max relative difference {err:.3g} DIFFERENT")
     print(f"{f}: {len(a)} tensors checked")
+# The flags act: the unpacked run's first loss differs.
+plain = read("plain.jsonl")[0]["loss"]
+print(f"first loss packed {ref[0]['loss']:.6f}, unpacked {plain:.6f}")
+bad += abs(plain - ref[0]["loss"]) <= 1e-4
 sys.exit(1 if bad else 0)
 PY
