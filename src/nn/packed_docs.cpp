@@ -16,11 +16,6 @@ std::vector<int64_t> document_starts(const int32_t* inputs, int64_t B, int64_t T
   return start;
 }
 
-void mask_eod_targets(const int32_t* inputs, int32_t* targets, int64_t n, int32_t eod) {
-  for (int64_t i = 0; i < n; ++i)
-    if (inputs[i] == eod) targets[i] = -1;
-}
-
 int64_t loss_token_count(const int32_t* inputs, const int32_t* targets, int64_t n,
                          const PackedDocs& docs) {
   int64_t count = 0;

@@ -23,8 +23,6 @@ struct PackedDocs {
 // start[b * T + p]: the first position of the document holding position p
 // of row b (one past the last EOD before p, or 0).
 std::vector<int64_t> document_starts(const int32_t* inputs, int64_t B, int64_t T, int32_t eod);
-// targets[i] = -1 (no loss) where inputs[i] is the EOD; n tokens.
-void mask_eod_targets(const int32_t* inputs, int32_t* targets, int64_t n, int32_t eod);
 // Tokens that count in the loss among n: target >= 0, and input not the EOD
 // under eod_mask_loss. The normaliser of the global token mean.
 int64_t loss_token_count(const int32_t* inputs, const int32_t* targets, int64_t n,
