@@ -1,10 +1,14 @@
 // DataConfig: the [data] table (--data, --val-data): token shards to train
 // and validate on, and whether the global sample order is shuffled. The
 // order depends only on the files, the seed and the sequence length, never
-// on the layout (data/data_loader.h).
+// on the layout (data/data_loader.h). Packed documents (Megatron's
+// --reset-attention-mask, --reset-position-ids, --eod-mask-loss) say how a
+// window holding several EOD-separated documents is trained.
 #pragma once
 #include <string>
 #include <vector>
+
+#include "nn/packed_docs.h"
 
 namespace parallm {
 
@@ -12,6 +16,11 @@ struct DataConfig {
   std::vector<std::string> train;  // llm.c token shards
   std::vector<std::string> val;    // none: no validation loss
   bool shuffle = true;
+  // The EOD id defaults to the end-of-text of `parallm tokenize`'s built-in
+  // byte tokenizer (256); shards from another tokenizer name theirs
+  // (--eod-token, e.g. 50256 for GPT-2's <|endoftext|>).
+  static constexpr int32_t kDefaultEod = 256;
+  PackedDocs docs{.eod = kDefaultEod};
 
   void validate() const;
 };

@@ -148,6 +148,10 @@ void read_data(TableReader& r, DataConfig& d, const Path& base) {
     for (std::string& f : *files) f = TableReader::resolved(f, base);
   }
   r.get("shuffle", d.shuffle);
+  r.get("reset_attention_mask", d.docs.reset_attention_mask);
+  r.get("reset_position_ids", d.docs.reset_position_ids);
+  r.get("eod_mask_loss", d.docs.eod_mask_loss);
+  r.get("eod_token", d.docs.eod);
 }
 
 void read_training(TableReader& r, TrainingConfig& t) {
