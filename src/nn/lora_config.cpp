@@ -13,7 +13,7 @@ double LoraConfig::scale() const {
 }
 
 bool LoraConfig::targets_kind(const std::string& kind) const {
-  if (!enabled()) return false;
+  if (!enabled() || std::ranges::count(lora_target_kinds(), kind) == 0) return false;
   for (const std::string& t : targets)
     if (t == kind || t == kLoraAllLinear) return true;
   return false;
