@@ -29,39 +29,44 @@ TrainingState training_state_of(const ModelConfig& model, const TrainConfig& cfg
   s.loss_scale = loss_scale;
   s.layout = layout;
   s.model = model;
+  if (model.lora.enabled()) s.lora_base = cfg.checkpoint.init_from;
   return s;
 }
 
 nlohmann::json training_state_json(const TrainingState& s) {
   const CheckpointLayout& l = s.layout;
-  return {{"format", "parallm-train-state"},
-          {"version", 1},
-          {"step", s.step},
-          {"consumed_samples", s.consumed_samples},
-          {"global_batch_size", s.global_batch_size},
-          {"seq_len", s.seq_len},
-          {"rng", {{"seed", s.seed}, {"kind", "counter (seed, step)"}}},
-          {"lr_schedule",
-           {{"lr", s.lr},
-            {"warmup", s.warmup},
-            {"total_steps", s.total_steps},
-            {"min_lr_ratio", s.min_lr_ratio},
-            {"next_step", s.step},
-            {"updates", s.updates}}},
-          {"optimizer", {{"type", s.optimizer}, {"step", s.optimizer_step}}},
-          {"loss_scale",
-           {{"scale", s.loss_scale.scale},
-            {"growth_tracker", s.loss_scale.growth_tracker},
-            {"hysteresis_tracker", s.loss_scale.hysteresis_tracker}}},
-          {"layout",
-           {{"world", l.world},
-            {"dp", l.dp},
-            {"tp", l.tp},
-            {"pp", l.pp},
-            {"zero", l.zero},
-            {"dp_mode", l.dp_mode},
-            {"sequence_parallel", l.sequence_parallel}}},
-          {"model", hf_config_json(s.model, "float32")}};
+  nlohmann::json j = {{"format", "parallm-train-state"},
+                      {"version", 1},
+                      {"step", s.step},
+                      {"consumed_samples", s.consumed_samples},
+                      {"global_batch_size", s.global_batch_size},
+                      {"seq_len", s.seq_len},
+                      {"rng", {{"seed", s.seed}, {"kind", "counter (seed, step)"}}},
+                      {"lr_schedule",
+                       {{"lr", s.lr},
+                        {"warmup", s.warmup},
+                        {"total_steps", s.total_steps},
+                        {"min_lr_ratio", s.min_lr_ratio},
+                        {"next_step", s.step},
+                        {"updates", s.updates}}},
+                      {"optimizer", {{"type", s.optimizer}, {"step", s.optimizer_step}}},
+                      {"loss_scale",
+                       {{"scale", s.loss_scale.scale},
+                        {"growth_tracker", s.loss_scale.growth_tracker},
+                        {"hysteresis_tracker", s.loss_scale.hysteresis_tracker}}},
+                      {"layout",
+                       {{"world", l.world},
+                        {"dp", l.dp},
+                        {"tp", l.tp},
+                        {"pp", l.pp},
+                        {"zero", l.zero},
+                        {"dp_mode", l.dp_mode},
+                        {"sequence_parallel", l.sequence_parallel}}},
+                      {"model", hf_config_json(s.model, "float32")}};
+  if (const LoraConfig& lo = s.model.lora; lo.enabled())  // only adapters are in the shards
+    j["lora"] = {{"r", lo.rank},          {"lora_alpha", lo.alpha},  {"lora_dropout", lo.dropout},
+                 {"targets", lo.targets}, {"use_rslora", lo.rslora}, {"base_model", s.lora_base}};
+  return j;
 }
 
 TrainingState training_state_from_json(const nlohmann::json& j, const std::string& source) {
@@ -94,6 +99,15 @@ TrainingState training_state_from_json(const nlohmann::json& j, const std::strin
                 l.at("dp_mode").get<std::string>(),
                 l.at("sequence_parallel").get<bool>()};
     s.model = model_config_from_hf(j.at("model"), source);
+    if (j.contains("lora")) {
+      const auto& lo = j.at("lora");
+      s.model.lora.rank = lo.at("r").get<int64_t>();
+      s.model.lora.alpha = lo.at("lora_alpha").get<double>();
+      s.model.lora.dropout = lo.at("lora_dropout").get<double>();
+      s.model.lora.targets = lo.at("targets").get<std::vector<std::string>>();
+      s.model.lora.rslora = lo.at("use_rslora").get<bool>();
+      s.lora_base = lo.at("base_model").get<std::string>();
+    }
   } catch (const nlohmann::json::exception& e) {
     PX_FAIL("{}: malformed training state: {}", source, e.what());
   }
@@ -112,6 +126,17 @@ std::string check_resume_compatible(const TrainingState& saved, const ModelConfi
   const std::string a = hf_config_json(saved.model, "float32").dump();
   const std::string b = hf_config_json(model, "float32").dump();
   PX_CHECK(a == b, "{}: the checkpoint's model ({}) differs from this run's ({})", source, a, b);
+  const LoraConfig &sl = saved.model.lora, &ml = model.lora;
+  PX_CHECK(sl.enabled() == ml.enabled() && sl.rank == ml.rank && sl.alpha == ml.alpha &&
+               sl.targets == ml.targets && sl.rslora == ml.rslora,
+           "{}: the checkpoint's LoRA (r {}, alpha {}, targets {}, rslora {}) differs from this "
+           "run's (r {}, alpha {}, targets {}, rslora {})",
+           source, sl.rank, sl.alpha, fmt::join(sl.targets, ","), sl.rslora, ml.rank, ml.alpha,
+           fmt::join(ml.targets, ","), ml.rslora);
+  PX_CHECK(!sl.enabled() || saved.lora_base == cfg.checkpoint.init_from,
+           "{}: the checkpoint's adapters belong to base '{}', this run's base is '{}' "
+           "(--init-from)",
+           source, saved.lora_base, cfg.checkpoint.init_from);
   const TrainingConfig& tr = cfg.training;
   PX_CHECK(saved.seed == tr.seed,
            "{}: the checkpoint was trained with seed {}, this run has seed {} (data order and "
