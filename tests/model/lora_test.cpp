@@ -11,6 +11,7 @@
 #include "model/lora_targets.h"
 #include "model/model_catalog.h"
 #include "model/transformer.h"
+#include "nn/matmul_precision.h"
 #include "optim/optimizer.h"
 
 namespace parallm {
@@ -137,6 +138,33 @@ TEST_P(LoraBoth, FirstStepEqualsBase) {
     amax = std::max(amax, std::abs(m.params().value(ParamRef{a})[j]));
   EXPECT_GT(amax, 0.5f * bound);
   EXPECT_LE(amax, bound);
+}
+
+// Under bf16 GEMMs (the base's 16-bit copies come from the frozen set, the
+// adapter GEMMs round both operands) the first step still equals the base's,
+// and training steps with non-zero B stay finite.
+TEST_P(LoraBoth, Bf16FirstStepEqualsBase) {
+  const ModelConfig c = with_lora(base(), {"all-linear"});
+  Allocator a1, a2;
+  Transformer m(c, a1), plain(base(), a2);
+  m.base_params().init_random(5);
+  m.params().init_random(5);
+  plain.params().init_random(5);
+  MatmulPrecision p1(Precision::BF16, m.base_params(), a1), p2(Precision::BF16, plain.params(), a2);
+  m.set_compute(&p1, Recompute::Selective);
+  plain.set_compute(&p2, Recompute::Selective);
+  const int64_t B = 2, T = 7;
+  auto in = tokens(B * T, c.vocab_size, 1), tg = tokens(B * T, c.vocab_size, 2);
+  Tensor l1 = m.logits(in.data(), B, T), l2 = plain.logits(in.data(), B, T);
+  for (int64_t i = 0; i < l1.numel(); ++i) ASSERT_EQ(l1.data<float>()[i], l2.data<float>()[i]) << i;
+  randomise_b(m.params());
+  const LossSum s = m.forward_backward(in.data(), tg.data(), B, T, 1.0 / (B * T));
+  EXPECT_TRUE(std::isfinite(s.sum));
+  double g = 0;
+  for (int64_t i = 0; i < m.params().total_numel(); ++i)
+    g += std::abs(m.params().flat_grads().data<float>()[i]);
+  EXPECT_TRUE(std::isfinite(g));
+  EXPECT_GT(g, 0.0);
 }
 
 // With trained (non-zero) adapters the model equals the base with
