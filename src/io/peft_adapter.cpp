@@ -13,7 +13,7 @@
 #include "io/hf_slices.h"
 #include "io/safetensors.h"
 #include "model/lora_merge.h"
-#include "model/lora_targets.h"
+#include "model/lora_model.h"
 
 namespace fs = std::filesystem;
 

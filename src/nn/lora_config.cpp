@@ -14,8 +14,11 @@ double LoraConfig::scale() const {
 
 bool LoraConfig::targets_kind(const std::string& kind) const {
   if (!enabled() || std::ranges::count(lora_target_kinds(), kind) == 0) return false;
+  // GPT-2's fc / proj also answer to "up" / "down" (the names parallm
+  // memory --lora-targets uses for them).
+  const std::string alias = kind == "fc" ? "up" : kind == "proj" ? "down" : "";
   for (const std::string& t : targets)
-    if (t == kind || t == kLoraAllLinear) return true;
+    if (t == kind || t == kLoraAllLinear || (!alias.empty() && t == alias)) return true;
   return false;
 }
 

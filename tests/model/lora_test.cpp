@@ -8,7 +8,7 @@
 #include "base/rng.h"
 #include "common/test_models.h"
 #include "model/lora_merge.h"
-#include "model/lora_targets.h"
+#include "model/lora_model.h"
 #include "model/model_catalog.h"
 #include "model/transformer.h"
 #include "nn/matmul_precision.h"
@@ -54,6 +54,15 @@ TEST(LoraTargets, Llama2_7bRank8QvCount) {
   c.lora.targets = {"all-linear"};
   // q, k, v, o: 8 (4096 + 4096) each; gate, up, down: 8 (4096 + 11008) each.
   EXPECT_EQ(lora_trainable_params(c), 32 * (4 * 8 * 8192 + 3 * 8 * (4096 + 11008)));
+}
+
+// GPT-2's fc / proj answer to up / down too (parallm memory's names).
+TEST(LoraTargets, Gpt2UpDownAreFcProj) {
+  ModelConfig a = with_lora(testing::tiny_gpt2(), {"fc", "proj"});
+  ModelConfig b = with_lora(testing::tiny_gpt2(), {"up", "down"});
+  b.validate();
+  EXPECT_EQ(lora_trainable_params(a), lora_trainable_params(b));
+  EXPECT_EQ(lora_trainable_params(b), 2 * 4 * 2 * (72 + 288));
 }
 
 TEST(LoraTargets, BadInputNamesTheValues) {

@@ -17,7 +17,7 @@
 #include "common/test_models.h"
 #include "common/trajectory_config.h"
 #include "common/whole_parameters.h"
-#include "model/lora_targets.h"
+#include "model/lora_model.h"
 #include "model/transformer.h"
 #include "train/pipeline_step.h"
 #include "train/trainer.h"

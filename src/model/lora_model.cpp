@@ -1,4 +1,4 @@
-#include "model/lora_targets.h"
+#include "model/lora_model.h"
 
 #include <algorithm>
 
@@ -30,6 +30,10 @@ void check_lora_targets(const ModelConfig& cfg) {
   const std::vector<LoraLinear> linears = lora_linears(cfg);
   std::vector<std::string> kinds;
   for (const LoraLinear& l : linears) kinds.push_back(l.kind);
+  if (!cfg.uses_swiglu()) {  // GPT-2's fc / proj are also "up" / "down"
+    kinds.push_back("up");
+    kinds.push_back("down");
+  }
   for (const std::string& t : lora.targets)
     PX_CHECK(t == kLoraAllLinear || std::ranges::count(kinds, t) == 1,
              "LoRA target '{}' is not a linear of a {} model (its linears: {}, or {})", t,
