@@ -15,6 +15,7 @@ PKGS=(
   python3-torch python3-numpy python3-pip
   python3-regex python3-jinja2 python3-filelock python3-tqdm python3-packaging python3-fsspec
   python3-yaml python3-requests python3-psutil
+  python3-protobuf python3-absl
   python3-httpx python3-pydantic python3-anyio python3-sniffio python3-distro
   libonig-dev libpcre2-dev libcpp-httplib-dev
   fortunes
@@ -28,18 +29,23 @@ PY=/usr/bin/python3
 # client (the serve conformance test) runs on Debian's httpx 0.23, pydantic
 # 1.10 and anyio 3.6; it needs a newer typing_extensions than Debian's 4.4
 # (pure Python, backward compatible: torch and pydantic import it too) and
-# jiter (its JSON parser, a self-contained wheel). peft 0.12 (the LoRA
-# adapter reference, docs/lora.md) and its accelerate 0.33 run on Debian's
-# torch 1.13; with their dependencies pip would pull a multi-GB torch 2.x,
-# so they too come without (psutil, pyyaml, tqdm, packaging are Debian's).
+# jiter (its JSON parser, a self-contained wheel). tensorboard 2.14 (its event
+# reader judges `--tensorboard` files) needs only Debian's protobuf 3.21 and
+# absl for that reader, so its own pins (grpcio, a newer protobuf) stay out.
+# peft 0.12 (the LoRA adapter reference, docs/lora.md) and its accelerate
+# 0.33 run on Debian's torch 1.13; with their dependencies pip would pull a
+# multi-GB torch 2.x, so they too come without (psutil, pyyaml, tqdm,
+# packaging are Debian's).
 PIP_PKGS=(safetensors==0.8.0 tokenizers==0.19.1 huggingface_hub==0.24.7 transformers==4.44.2
-  typing_extensions==4.12.2 jiter==0.5.0 openai==1.54.4 accelerate==0.33.0 peft==0.12.0)
+  typing_extensions==4.12.2 jiter==0.5.0 openai==1.54.4 tensorboard==2.14.0 accelerate==0.33.0
+  peft==0.12.0)
 # Every Python module a test imports -> the package that provides it
 # (tests/reference/*.py, tests/train/checkpoint/read_export.py,
 # tests/infer/serve/serve_openai_check.py).
 PY_MODULES=(numpy:python3-numpy torch:python3-torch safetensors:safetensors==0.8.0
   tokenizers:tokenizers==0.19.1 transformers:transformers==4.44.2 jinja2:python3-jinja2
-  openai:openai==1.54.4 accelerate:accelerate==0.33.0 peft:peft==0.12.0)
+  openai:openai==1.54.4 tensorboard.backend.event_processing.event_accumulator:tensorboard==2.14.0
+  accelerate:accelerate==0.33.0 peft:peft==0.12.0)
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -65,6 +71,25 @@ for spec in "${PIP_PKGS[@]}"; do
   $SUDO "$PY" -m pip install --quiet --break-system-packages --no-deps "$spec" ||
     { echo "[install-deps] ERROR: pip could not install $spec" >&2; exit 1; }
 done
+
+# bitsandbytes (the NF4 reference, tests/reference/nf4_compare.py) in a
+# directory of its own, off Python's path: 0.50 imports on Debian's torch 1.13
+# only through tests/reference/bnb_compat.py, and transformers or peft would
+# import any bitsandbytes they find on the path (and fail). The test puts
+# this directory on sys.path itself. --no-deps: it needs only torch and numpy.
+BNB_SPEC=bitsandbytes==0.50.2
+BNB_DIR=/opt/parallm-py/bitsandbytes-0.50.2
+if [ ! -f "$BNB_DIR/bitsandbytes/__init__.py" ]; then
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  echo "[install-deps] pip installing $BNB_SPEC into $BNB_DIR"
+  $SUDO "$PY" -m pip install --quiet --no-deps --target "$BNB_DIR" "$BNB_SPEC" ||
+    { echo "[install-deps] ERROR: pip could not install $BNB_SPEC" >&2; exit 1; }
+fi
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PYTHONPATH="$BNB_DIR:$HERE/../tests/reference" "$PY" -c \
+  "import bnb_compat, bitsandbytes, torch; assert bitsandbytes.__version__ == '0.50.2'; assert torch.__file__.startswith('/usr/lib/python3/dist-packages/torch/')" ||
+  { echo "[install-deps] ERROR: bitsandbytes in $BNB_DIR does not import on Debian's torch" >&2; exit 1; }
 
 # One interpreter start (importing torch takes seconds): each module a test
 # imports must load, and torch and numpy must be Debian's, since a pip wheel

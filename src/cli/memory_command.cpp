@@ -21,6 +21,7 @@ void add_memory_command(CLI::App& app, CommandRegistry& reg) {
     bool json = false, inference = false;
     int64_t batch = 1, context = 0;
     std::string kv_dtype = "bf16";
+    std::string lora_targets = "q,v";
   };
   auto f = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand(
@@ -61,6 +62,19 @@ void add_memory_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--batch", f->batch, "inference: sequences held at once");
   sub->add_option("--context", f->context, "inference: tokens per sequence (default: the model's)");
   sub->add_option("--kv-dtype", f->kv_dtype, "inference: KV cache storage, fp32 or bf16");
+  sub->add_option("--lora-rank", f->q.lora.rank,
+                  "LoRA rank r (0: full fine-tuning): the base is frozen (its bytes only), each "
+                  "target linear gains r (in + out) trained parameters with their gradients and "
+                  "optimizer states");
+  sub->add_option("--lora-alpha", f->q.lora.alpha, "LoRA scale numerator (no effect on memory)");
+  sub->add_option("--lora-targets", f->lora_targets,
+                  "comma list of q, k, v, o, gate, up, down (or q_proj, ...), or all-linear");
+  sub->add_flag("--qlora", f->q.lora.qlora,
+                "NF4 base (QLoRA): block linears at 4 bits + an fp32 absmax per 64 weights (4.5 "
+                "bits); BF16 adapters and gradients, 32-bit optimizer states, no master copy");
+  sub->add_flag("--double-quant", f->q.lora.double_quant,
+                "with --qlora: absmax quantised to 8 bits in blocks of 256 (4 + 8/64 + "
+                "32/(64*256) = 4.127 bits per weight)");
   reg.actions.emplace_back(sub, [f]() {
     f->q.model = std::filesystem::path(f->model).extension() == ".json" ? read_hf_config(f->model)
                                                                         : catalog_model(f->model);
@@ -84,6 +98,7 @@ void add_memory_command(CLI::App& app, CommandRegistry& reg) {
     f->q.recompute = recompute_from_name(f->recompute);
     f->q.schedule = pipeline::schedule_kind_from_name(f->schedule);
     f->q.activation_model = activation_model_from_name(f->activations);
+    f->q.lora.targets = LoraTargets::parse(f->lora_targets);
     if (f->json) {
       std::cout << memory_report_json(f->q, f->model, device).dump(2) << "\n";
     } else {

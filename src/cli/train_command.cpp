@@ -11,6 +11,7 @@
 #include "comm/mpi/mpi_runtime.h"
 #include "model/config.h"
 #include "model/model_catalog.h"
+#include "train/config/deepspeed_config.h"
 #include "train/train_job.h"
 
 namespace parallm::cli {
@@ -18,7 +19,7 @@ namespace parallm::cli {
 namespace {
 // Flags given on the command line, applied over the run file in order.
 struct TrainFlags {
-  std::string config, preset;
+  std::string config, preset, deepspeed;
   TrainJobOptions job;
   std::vector<std::pair<CLI::Option*, std::function<void(RunConfig&)>>> overrides;
 };
@@ -150,6 +151,8 @@ void add_optimizer_flags(CLI::App* sub, TrainFlags& f) {
   flag(sub, f, "--muon-weight-decay", FIELD(train.optimizer.muon_weight_decay),
        "Muon decoupled weight decay (0)");
   flag(sub, f, "--warmup", FIELD(train.lr_schedule.warmup), "linear warmup steps");
+  named(sub, f, "--lr-decay-style", FIELD(train.lr_schedule.decay_style), decay_style_from_name,
+        "after warmup: cosine (default), linear or constant");
   flag(sub, f, "--min-lr-ratio", FIELD(train.lr_schedule.min_lr_ratio),
        "final lr as a fraction of --lr");
 }
@@ -230,6 +233,8 @@ void add_logging_flags(CLI::App* sub, TrainFlags& f) {
   flag(sub, f, "--log-interval", FIELD(train.logging.log_interval), "steps between log lines");
   flag(sub, f, "--eval-interval", FIELD(train.logging.eval_interval), "steps between validations");
   flag(sub, f, "--metrics", FIELD(train.logging.metrics_path), "JSONL metrics file");
+  flag(sub, f, "--tensorboard,--tensorboard-dir", FIELD(train.logging.tensorboard_dir),
+       "TensorBoard event files in DIR (the metrics' scalars)");
   flag(sub, f, "--peak-tflops", FIELD(train.logging.peak_tflops),
        "per-rank peak TFLOP/s for MFU/HFU (default: the measured GEMM peak)");
   flag(sub, f, "--trace", FIELD(train.logging.trace_path),
@@ -238,6 +243,16 @@ void add_logging_flags(CLI::App* sub, TrainFlags& f) {
        "SVG of the measured pipeline schedule (the least disturbed step; pp > 1)");
 }
 #undef FIELD
+
+// What --deepspeed accepted without a parallm meaning, said once (rank 0).
+void report_deepspeed(const DeepSpeedResult& ds, const std::string& path) {
+  if (!ds.runtime_only.empty()) {
+    std::string keys;
+    for (const auto& k : ds.runtime_only) keys += (keys.empty() ? "" : ", ") + k;
+    std::cerr << "parallm: " << path << ": ignoring DeepSpeed runtime-only keys: " << keys << "\n";
+  }
+  for (const auto& n : ds.notes) std::cerr << "parallm: " << path << ": " << n << "\n";
+}
 }  // namespace
 
 void add_train_command(CLI::App& app, CommandRegistry& reg) {
@@ -247,6 +262,9 @@ void add_train_command(CLI::App& app, CommandRegistry& reg) {
                   "run file (TOML: [model], [data], [training], [optimizer], [lr_schedule], "
                   "[parallelism], [checkpoint], [precision], [logging])");
   sub->add_option("--model", f->preset, "model preset when no config is given (e.g. gpt2-tiny)");
+  sub->add_option("--deepspeed,--deepspeed-config", f->deepspeed,
+                  "DeepSpeed JSON config mapped onto the run (after --config, before the "
+                  "other flags; docs/ecosystem.md)");
   sub->add_option("--threads", f->job.threads, "CPU threads (default: OMP_NUM_THREADS or all)");
   add_model_and_data_flags(sub, *f);
   add_training_flags(sub, *f);
@@ -257,7 +275,7 @@ void add_train_command(CLI::App& app, CommandRegistry& reg) {
   add_precision_flags(sub, *f);
   add_logging_flags(sub, *f);
 
-  reg.actions.emplace_back(sub, [f]() {
+  reg.actions.emplace_back(sub, [f, sub]() {
     const LaunchEnv env = read_launch_env();
     // Read and checked on every rank before MPI starts, reported by rank 0 only.
     try {
@@ -267,8 +285,17 @@ void add_train_command(CLI::App& app, CommandRegistry& reg) {
       } else {
         f->job.run.model = catalog_model(f->preset.empty() ? "gpt2-tiny" : f->preset);
       }
+      DeepSpeedResult ds;
+      if (!f->deepspeed.empty()) ds = apply_deepspeed_config(f->deepspeed, f->job.run);
       for (auto& [opt, apply] : f->overrides)
         if (opt->count() > 0) apply(f->job.run);
+      if (!f->deepspeed.empty()) {
+        resolve_deepspeed_batch(ds.batch, f->job.run.train.parallelism.dp.dp,
+                                sub->get_option("--micro-batch-size")->count() > 0,
+                                sub->get_option("--global-batch-size")->count() > 0,
+                                f->job.run.train.training);
+        if (env.rank == 0) report_deepspeed(ds, f->deepspeed);
+      }
       f->job.run = checked_run_config(f->job, env.world_size);
     } catch (const Error&) {
       if (env.rank != 0) return 1;

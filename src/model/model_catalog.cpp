@@ -59,6 +59,7 @@ const std::vector<Entry>& entries() {
       {"gpt2-124m-padded", gpt2_padded()},
       {"gpt3-175b", gpt_shape(12288, 96, 96, 50257, 2048)},
       {"gpt2-1.5b", gpt_shape(1600, 48, 25, 50257, 1024)},
+      {"llama-65b", llama(8192, 80, 64, 64, 22016, 32000, 2048, 1e4)},  // LLaMA-1, QLoRA's 65B
       {"llama2-7b", llama(4096, 32, 32, 32, 11008, 32000, 4096, 1e4)},
       {"llama2-13b", llama(5120, 40, 40, 40, 13824, 32000, 4096, 1e4)},
       {"llama2-70b", llama(8192, 80, 64, 8, 28672, 32000, 4096, 1e4)},

@@ -33,6 +33,15 @@ void MemoryQuery::validate() const {
            "seq_len ({}), micro batch ({}) and micro batches ({}) must be positive", seq_len,
            micro_batch, micro_batches);
   PX_CHECK(zero >= 0 && zero <= 3, "zero stage must be 0-3, got {}", zero);
+  PX_CHECK(lora.rank >= 0, "--lora-rank must be >= 0, got {}", lora.rank);
+  PX_CHECK(!lora.qlora || lora.enabled(), "--qlora needs --lora-rank (the adapters it trains)");
+  PX_CHECK(!lora.double_quant || lora.qlora, "--double-quant applies to --qlora's NF4 base only");
+  if (!lora.enabled()) return;
+  PX_CHECK(activation_model == ActivationModel::Megatron16,
+           "LoRA is modelled with --activations megatron only (parallm's own LoRA layers are "
+           "not in its activation count yet)");
+  PX_CHECK(optimizer != OptimizerKind::Muon,
+           "LoRA adapters with Muon are not modelled (use adam, adamw, sgd or momentum)");
 }
 
 namespace {
@@ -276,6 +285,7 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
            : shard(params, q.zero >= 1) * optimizer_state_bytes_per_element(q.optimizer, false)) +
       (mixed && !parallm ? 4.0 * shard(params, q.zero >= 1) : 0.0);
 
+  r.trainable_params = r.params_per_rank;
   r.micro_batches_in_flight = in_flight(q);
   if (parallm) {
     const ParallmActivations a = parallm_activations(q);
@@ -318,6 +328,7 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
   if (q.pp > 1)
     r.communication += 2.0 * static_cast<double>(q.seq_len) / q.cp * q.micro_batch * m.hidden *
                        (mixed && !parallm ? 2.0 : 4.0);
+  if (q.lora.enabled()) apply_lora(q, r);
   return r;
 }
 

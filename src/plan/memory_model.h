@@ -15,6 +15,8 @@
 // fp32 gradients: parallm_state_bytes), so it can be held against the
 // allocator. Parameter counts are exact per rank
 // (tp shards, padded vocabulary, replicated norms and row-parallel biases).
+// With LoRA (q.lora, plan/lora_memory.h) the base's bytes are `frozen` and
+// parameters, gradients and optimizer states are the adapters' only.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -24,6 +26,7 @@
 #include "nn/precision.h"
 #include "optim/optimizer_config.h"
 #include "parallel/pipeline/schedule.h"
+#include "plan/lora_memory.h"
 
 namespace parallm {
 
@@ -47,6 +50,7 @@ struct MemoryQuery {
   Recompute recompute = Recompute::None;
   ActivationModel activation_model = ActivationModel::Megatron16;
   double bucket_mb = 25.0;
+  LoraQuery lora;  // rank 0: full fine-tuning
 
   void validate() const;  // layout constraints, with the values in the message
 };
@@ -54,11 +58,13 @@ struct MemoryQuery {
 struct MemoryBreakdown {
   int64_t params_per_rank = 0;  // parameters held by the rank before ZeRO-3
   double parameters = 0, gradients = 0, optimizer = 0, activations = 0, communication = 0;
-  double workspace = 0;  // Parallm model only: the LM head's logits chunk (freed each step)
+  double workspace = 0;          // Parallm model only: the LM head's logits chunk (freed each step)
+  double frozen = 0;             // LoRA: the frozen base (16-bit or NF4), never sharded by ZeRO
+  int64_t trainable_params = 0;  // per rank: all held parameters, or with LoRA the adapters
   double activation_per_layer = 0;  // bytes for one layer and one micro-batch
   double micro_batches_in_flight = 0;
   double total() const {
-    return parameters + gradients + optimizer + activations + communication + workspace;
+    return parameters + gradients + optimizer + activations + communication + workspace + frozen;
   }
 };
 

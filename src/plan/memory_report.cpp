@@ -30,7 +30,19 @@ std::string memory_report_text(const MemoryQuery& q, const std::string& name, do
                                 q.model.num_parameters() / 1e9, layout_line(q));
   out += fmt::format("per rank (first pipeline stage, {} parameters held):\n", r.params_per_rank);
   auto row = [&](const char* what, double b) { out += fmt::format("  {:<22} {}\n", what, gib(b)); };
-  row("parameters", r.parameters);
+  if (q.lora.enabled()) {
+    const LoraMemory lm = lora_memory(q);
+    out += fmt::format(
+        "  LoRA r {} (alpha {:g}) on {}: {} trainable parameters on this rank; base frozen{}\n",
+        q.lora.rank, q.lora.alpha, q.lora.targets.str(), r.trainable_params,
+        q.lora.qlora
+            ? fmt::format(", {} of its {} weights in NF4{} ({:.3f} bits each)", lm.quantized_params,
+                          lm.frozen_params, q.lora.double_quant ? " with double quantisation" : "",
+                          8.0 * lm.quantized_bytes / static_cast<double>(lm.quantized_params))
+            : "");
+    row("frozen base weights", r.frozen);
+  }
+  row(q.lora.enabled() ? "adapter parameters" : "parameters", r.parameters);
   row("gradients", r.gradients);
   row("optimizer states", r.optimizer);
   row("activations", r.activations);
@@ -65,10 +77,18 @@ nlohmann::json memory_report_json(const MemoryQuery& q, const std::string& name,
                         {"activations", r.activations},
                         {"communication", r.communication},
                         {"workspace", r.workspace},
+                        {"frozen", r.frozen},
                         {"total", r.total()}}},
+                      {"trainable_params", r.trainable_params},
                       {"activation_per_layer", r.activation_per_layer},
                       {"micro_batches_in_flight", r.micro_batches_in_flight},
                       {"layout", layout_line(q)}};
+  if (q.lora.enabled())
+    j["lora"] = {{"rank", q.lora.rank},
+                 {"alpha", q.lora.alpha},
+                 {"targets", q.lora.targets.str()},
+                 {"qlora", q.lora.qlora},
+                 {"double_quant", q.lora.double_quant}};
   if (device > 0) {
     j["device_bytes"] = device;
     j["fits"] = r.total() <= device;
@@ -93,10 +113,10 @@ std::string inference_memory_text(const InferenceMemoryQuery& q, const std::stri
                                   double device) {
   const InferenceMemory r = estimate_inference_memory(q);
   const int64_t ctx = context_tokens(q);
-  std::string out = fmt::format(
-      "{}: {:.2f}B parameters; inference, tp {} pp {}, weights {}, KV cache {}\n", name,
-      q.model.num_parameters() / 1e9, q.tp, q.pp, precision_name(q.weights),
-      precision_name(q.kv_cache));
+  std::string out =
+      fmt::format("{}: {:.2f}B parameters; inference, tp {} pp {}, weights {}, KV cache {}\n", name,
+                  q.model.num_parameters() / 1e9, q.tp, q.pp, precision_name(q.weights),
+                  precision_name(q.kv_cache));
   out += fmt::format("per rank (first pipeline stage, {} parameters, {} layers, {} kv heads):\n",
                      r.params_per_rank, r.layers_per_rank, r.kv_heads_per_rank);
   out += fmt::format("  {:<22} {}\n", "weights", gib(r.weights));

@@ -39,7 +39,10 @@ struct TrainConfig {
   }
   // The schedule the run follows: peak lr from [optimizer], shape from [lr_schedule].
   LrSchedule schedule() const {
-    return {optimizer.lr, lr_schedule.warmup, training.steps, lr_schedule.min_lr_ratio};
+    const LrScheduleConfig& c = lr_schedule;
+    return {optimizer.lr,        c.warmup,       c.decay_steps > 0 ? c.decay_steps : training.steps,
+            c.min_lr_ratio,      c.warmup_style, c.decay_style,
+            c.warmup_start_ratio};
   }
   // Every part, then how the parts meet the model and each other. world_size:
   // the ranks the job runs on (0: the layout's own pp x dp x tp).

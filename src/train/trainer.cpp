@@ -169,6 +169,12 @@ StepStats Trainer::train_step(int64_t step) {
   s.tflops = s.tokens_per_s * flops_per_token_ / 1e12;
   // peak_flops_ is one rank's; the step's tokens ran on dp x cp x tp x pp ranks.
   const int ranks = dp_->dp_size() * model_.tp().size() * cfg_.parallelism.pp;
+  const double hw_per_rank = s.tokens_per_s * hw_flops_per_token_ / ranks;
+  if (peak_flops_ > 0 && hw_per_rank > peak_flops_) {
+    peak_flops_ = hw_per_rank;
+    s.peak_raised = true;
+  }
+  s.peak_flops = peak_flops_;
   s.mfu = flops_utilisation(s.tokens_per_s, flops_per_token_, peak_flops_, ranks);
   s.hfu = flops_utilisation(s.tokens_per_s, hw_flops_per_token_, peak_flops_, ranks);
   return s;
@@ -217,6 +223,8 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step,
   const int64_t steps = cfg_.training.steps;
   if (!lg.metrics_path.empty() && logging_rank() && !metrics_.enabled())
     metrics_ = MetricsWriter(lg.metrics_path, start_step_);
+  if (!lg.tensorboard_dir.empty() && logging_rank() && !tensorboard_.enabled())
+    tensorboard_ = TensorBoardWriter(lg.tensorboard_dir, start_step_);
   for (int64_t step = start_step_; step < steps; ++step) {
     StepStats s = train_step(step);
     // dp, tp and sp always (README), other groups when the step used them.
@@ -264,6 +272,7 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step,
     if (val_data_ && ((lg.eval_interval > 0 && (step + 1) % lg.eval_interval == 0) || last))
       rec["val_loss"] = evaluate();
     metrics_.write(rec);
+    tensorboard_.write(rec);
     if (on_step) on_step(s);
     if (after_step && after_step(step + 1)) break;
   }

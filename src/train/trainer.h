@@ -24,6 +24,7 @@
 #include "train/comm_meter.h"
 #include "train/metrics.h"
 #include "train/pipeline_step.h"
+#include "train/tensorboard_writer.h"
 #include "train/train_config.h"
 
 namespace parallm {
@@ -38,6 +39,11 @@ struct StepStats {
   double tflops = 0.0;
   double mfu = 0.0;
   double hfu = 0.0;  // counts recomputation FLOPs too (== mfu without recomputation)
+  // The per-rank peak MFU and HFU are against, and whether this step raised
+  // it: a step whose hardware FLOP/s per rank beat the peak proves the peak
+  // too low (a disturbed measurement, a wrong --peak-tflops), so both stay <= 1.
+  double peak_flops = 0.0;
+  bool peak_raised = false;
   // Communication, as the communicators counted it (comm/comm_counters.h).
   double exposed_comm_ms = 0.0;  // dp: blocked on what compute did not hide
   int64_t comm_bytes = 0;        // payload this rank handed to dp ops
@@ -127,6 +133,7 @@ class Trainer {
   int64_t updates_ = 0;
   LrSchedule sched_;
   MetricsWriter metrics_;
+  TensorBoardWriter tensorboard_;
   CommMeter comm_meter_;
   int64_t start_step_ = 0;
   comm::Communicator* dp_group_ = nullptr;

@@ -2,3 +2,7 @@
 add_test(NAME cli.end_to_end
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli_end_to_end.sh $<TARGET_FILE:parallm>)
 set_tests_properties(cli.end_to_end PROPERTIES LABELS unit TIMEOUT 300 ENVIRONMENT OMP_NUM_THREADS=1)
+
+# `parallm memory` with --lora-rank/--qlora (docs/qlora.md), label unit.
+add_test(NAME cli.memory_lora COMMAND ${CMAKE_CURRENT_LIST_DIR}/memory_lora.sh $<TARGET_FILE:parallm>)
+set_tests_properties(cli.memory_lora PROPERTIES LABELS unit TIMEOUT 120)

@@ -46,3 +46,17 @@ add_test(NAME reference.lora_peft
                  /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/lora_peft.py $<TARGET_FILE:parallm> ref_lora_peft
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(reference.lora_peft PROPERTIES LABELS reference TIMEOUT 300)
+
+# NF4 (docs/qlora.md): parallm's quantisation against bitsandbytes 0.50.2 run
+# on Debian's torch through bnb_compat.py: packed bytes, absmax, double
+# quantisation and dequantised weights (nf4_compare.py says which exactly).
+# scripts/install-deps.sh installs bitsandbytes into this directory, off
+# Python's path.
+set(PARALLM_BNB_DIR /opt/parallm-py/bitsandbytes-0.50.2)
+add_executable(nf4_dump ${CMAKE_CURRENT_LIST_DIR}/nf4_dump.cpp)
+target_link_libraries(nf4_dump PRIVATE parallm_core)
+add_test(NAME reference.nf4_bitsandbytes
+         COMMAND ${CMAKE_COMMAND} -E env OMP_NUM_THREADS=2
+                 sh -c "rm -rf ref_nf4 && mkdir ref_nf4 && /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/nf4_compare.py $<TARGET_FILE:nf4_dump> ref_nf4 ${PARALLM_BNB_DIR}"
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(reference.nf4_bitsandbytes PROPERTIES LABELS reference TIMEOUT 300)

@@ -174,6 +174,10 @@ void read_optimizer(TableReader& r, OptimizerConfig& o) {
 void read_lr_schedule(TableReader& r, LrScheduleConfig& s) {
   r.get("warmup", s.warmup);
   r.get("min_lr_ratio", s.min_lr_ratio);
+  r.get_named("warmup_style", s.warmup_style, warmup_style_from_name);
+  r.get_named("decay_style", s.decay_style, decay_style_from_name);
+  r.get("warmup_start_ratio", s.warmup_start_ratio);
+  r.get("decay_steps", s.decay_steps);
 }
 
 void read_parallelism(TableReader& r, ParallelismConfig& p) {
@@ -220,6 +224,7 @@ void read_logging(TableReader& r, LoggingConfig& l, const Path& base) {
   r.get("eval_interval", l.eval_interval);
   r.get("eval_batches", l.eval_batches);
   r.get_path("metrics", l.metrics_path, base);
+  r.get_path("tensorboard", l.tensorboard_dir, base);
   r.get("peak_tflops", l.peak_tflops);
   r.get_path("trace", l.trace_path, base);
   r.get_path("timeline", l.timeline_path, base);

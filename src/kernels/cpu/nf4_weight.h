@@ -1,0 +1,52 @@
+// A linear layer's frozen weight W (rows, cols) held in NF4 (kernels/cpu/nf4.h):
+// packed nibbles and per-block absmax, or with double quantisation 8-bit
+// absmax plus one fp32 absmax per 256 blocks and an fp32 offset. Every
+// stored byte comes from the allocator tagged Parameter, so the allocator
+// measures bytes per base weight; no fp32 copy of W outlives construction
+// (only the fp32 absmax while double quantisation runs, tagged Workspace).
+#pragma once
+#include <cstdint>
+
+#include "tensor/allocator.h"
+#include "tensor/tensor.h"
+
+namespace parallm::cpu {
+
+class Nf4Weight {
+ public:
+  // w: (rows, cols) f32, row-major.
+  Nf4Weight(Allocator& a, const float* w, int64_t rows, int64_t cols, bool double_quant,
+            int64_t blocksize = 64);
+
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  int64_t numel() const { return rows_ * cols_; }
+  int64_t blocksize() const { return blocksize_; }
+  bool double_quant() const { return double_quant_; }
+  float offset() const { return offset_; }
+
+  // Flat elements [begin, end) dequantised into out[0, end - begin).
+  void dequantize(int64_t begin, int64_t end, float* out) const;
+  // Rows [r0, r1) into out (r1 - r0, cols).
+  void dequantize_rows(int64_t r0, int64_t r1, float* out) const {
+    dequantize(r0 * cols_, r1 * cols_, out);
+  }
+
+  // The stored parts, as bnb names them: packed (ceil(n/2) U8); absmax (F32,
+  // one per block) without double quantisation, else qabsmax (U8, one per
+  // block), absmax2 (F32, one per 256 blocks) and offset().
+  const Tensor& packed() const { return packed_; }
+  const Tensor& absmax() const { return absmax_; }
+  const Tensor& qabsmax() const { return qabsmax_; }
+  const Tensor& absmax2() const { return absmax2_; }
+  int64_t stored_bytes() const;  // the bytes of the tensors above
+
+ private:
+  float block_scale(int64_t block) const;
+  int64_t rows_, cols_, blocksize_;
+  bool double_quant_;
+  float offset_ = 0.0f;
+  Tensor packed_, absmax_, qabsmax_, absmax2_;
+};
+
+}  // namespace parallm::cpu
