@@ -14,7 +14,7 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-torch python3-numpy python3-pip
   python3-regex python3-jinja2 python3-filelock python3-tqdm python3-packaging python3-fsspec
-  python3-yaml python3-requests
+  python3-yaml python3-requests python3-psutil
   python3-protobuf python3-absl
   python3-httpx python3-pydantic python3-anyio python3-sniffio python3-distro
   libonig-dev libpcre2-dev libcpp-httplib-dev
@@ -32,14 +32,20 @@ PY=/usr/bin/python3
 # jiter (its JSON parser, a self-contained wheel). tensorboard 2.14 (its event
 # reader judges `--tensorboard` files) needs only Debian's protobuf 3.21 and
 # absl for that reader, so its own pins (grpcio, a newer protobuf) stay out.
+# peft 0.12 (the LoRA adapter reference, docs/lora.md) and its accelerate
+# 0.33 run on Debian's torch 1.13; with their dependencies pip would pull a
+# multi-GB torch 2.x, so they too come without (psutil, pyyaml, tqdm,
+# packaging are Debian's).
 PIP_PKGS=(safetensors==0.8.0 tokenizers==0.19.1 huggingface_hub==0.24.7 transformers==4.44.2
-  typing_extensions==4.12.2 jiter==0.5.0 openai==1.54.4 tensorboard==2.14.0)
+  typing_extensions==4.12.2 jiter==0.5.0 openai==1.54.4 tensorboard==2.14.0 accelerate==0.33.0
+  peft==0.12.0)
 # Every Python module a test imports -> the package that provides it
 # (tests/reference/*.py, tests/train/checkpoint/read_export.py,
 # tests/infer/serve/serve_openai_check.py).
 PY_MODULES=(numpy:python3-numpy torch:python3-torch safetensors:safetensors==0.8.0
   tokenizers:tokenizers==0.19.1 transformers:transformers==4.44.2 jinja2:python3-jinja2
-  openai:openai==1.54.4 tensorboard.backend.event_processing.event_accumulator:tensorboard==2.14.0)
+  openai:openai==1.54.4 tensorboard.backend.event_processing.event_accumulator:tensorboard==2.14.0
+  accelerate:accelerate==0.33.0 peft:peft==0.12.0)
 
 missing=()
 for p in "${PKGS[@]}"; do

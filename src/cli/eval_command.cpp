@@ -11,7 +11,7 @@ namespace parallm::cli {
 
 void add_eval_command(CLI::App& app, CommandRegistry& reg) {
   struct Flags {
-    std::string model;
+    std::string model, lora_adapter;
     std::vector<std::string> data;
     int64_t seq_len = 128, micro_batch = 4, batches = 8;
     int threads = 0;
@@ -24,9 +24,11 @@ void add_eval_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--micro-batch-size", f->micro_batch, "sequences per batch");
   sub->add_option("--batches", f->batches, "number of batches");
   sub->add_option("--threads", f->threads, "CPU threads");
+  sub->add_option("--lora-adapter", f->lora_adapter,
+                  "PEFT LoRA adapter directory applied to the model (docs/lora.md)");
   reg.actions.emplace_back(sub, [f]() {
-    EvalResult r =
-        evaluate_hf_model(f->model, f->data, f->seq_len, f->micro_batch, f->batches, f->threads);
+    EvalResult r = evaluate_hf_model(f->model, f->data, f->seq_len, f->micro_batch, f->batches,
+                                     f->threads, f->lora_adapter);
     std::cout
         << nlohmann::json{{"loss", r.loss}, {"tokens", r.tokens}, {"batches", r.batches}}.dump()
         << std::endl;

@@ -1,24 +1,31 @@
 // `parallm export --checkpoint DIR --out HF_DIR`: a consolidated Hugging Face
 // directory from a distributed checkpoint saved under any layout.
+// `parallm export --merge-lora --base HF_DIR --lora-adapter PEFT_DIR --out HF_DIR`:
+// the base with the adapter folded in (W + scale B A, docs/lora.md).
 #include <fmt/core.h>
 
 #include <memory>
 
 #include "cli/commands.h"
+#include "io/peft_adapter.h"
 #include "train/checkpoint_export.h"
 
 namespace parallm::cli {
 
 void add_export_command(CLI::App& app, CommandRegistry& reg) {
   struct Flags {
-    std::string checkpoint, out, dtype = "F32";
+    std::string checkpoint, out, dtype = "F32", base, lora_adapter;
     double max_shard_mb = 0;
+    bool merge_lora = false;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand("export", "write a Hugging Face directory from a checkpoint");
   sub->add_option("--checkpoint", f->checkpoint,
-                  "checkpoint directory (its latest) or one step-NNNNNNN directory")
-      ->required();
+                  "checkpoint directory (its latest) or one step-NNNNNNN directory");
+  sub->add_flag("--merge-lora", f->merge_lora,
+                "fold a PEFT LoRA adapter (--lora-adapter) into its base (--base)");
+  sub->add_option("--base", f->base, "base Hugging Face directory (with --merge-lora)");
+  sub->add_option("--lora-adapter", f->lora_adapter, "PEFT adapter directory (with --merge-lora)");
   sub->add_option("--out", f->out, "output Hugging Face directory")->required();
   sub->add_option("--dtype", f->dtype, "F32 or BF16");
   sub->add_option("--max-shard-mb", f->max_shard_mb,
@@ -28,8 +35,18 @@ void add_export_command(CLI::App& app, CommandRegistry& reg) {
     PX_CHECK(dtype == DType::F32 || dtype == DType::BF16, "--dtype must be F32 or BF16, got '{}'",
              f->dtype);
     PX_CHECK(f->max_shard_mb >= 0, "--max-shard-mb must be >= 0, got {}", f->max_shard_mb);
-    ExportResult r = export_checkpoint_to_hf(f->checkpoint, f->out, *dtype,
-                                             static_cast<int64_t>(f->max_shard_mb * (1 << 20)));
+    if (f->merge_lora && f->checkpoint.empty()) {
+      PX_CHECK(!f->base.empty() && !f->lora_adapter.empty(),
+               "--merge-lora takes --checkpoint DIR, or --base HF_DIR and --lora-adapter PEFT_DIR");
+      const int n = export_merged_lora(f->base, f->lora_adapter, f->out, *dtype);
+      fmt::print("merged {} LoRA adapters of {} into {} and wrote {}\n", n, f->lora_adapter,
+                 f->base, f->out);
+      return 0;
+    }
+    PX_CHECK(!f->checkpoint.empty(), "export needs --checkpoint (or --merge-lora)");
+    ExportResult r =
+        export_checkpoint_to_hf(f->checkpoint, f->out, *dtype,
+                                static_cast<int64_t>(f->max_shard_mb * (1 << 20)), f->merge_lora);
     fmt::print("exported {} (step {}, {}) to {}\n", r.checkpoint, r.step, arch_name(r.model.arch),
                f->out);
     return 0;

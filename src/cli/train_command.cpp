@@ -54,11 +54,37 @@ void on_off(CLI::App* sub, TrainFlags& f, const std::string& names, Field field,
 #define FIELD(path) \
   [](RunConfig & rc) -> auto& { return rc.path; }
 
+// LoRA fine-tuning (docs/lora.md): the base is frozen, only adapters train.
+void add_lora_flags(CLI::App* sub, TrainFlags& f) {
+  named(
+      sub, f, "--lora-rank", FIELD(model.lora.rank),
+      [](const std::string& s) {
+        int64_t r = 0;
+        try {
+          r = std::stoll(s);
+        } catch (const std::exception&) {
+          PX_FAIL("--lora-rank must be a positive integer, got '{}'", s);
+        }
+        PX_CHECK(r > 0, "--lora-rank must be positive, got {}", r);
+        return r;
+      },
+      "LoRA rank r: adapters on --lora-targets, base frozen (default: no LoRA)");
+  flag(sub, f, "--lora-alpha", FIELD(model.lora.alpha), "LoRA alpha: scale alpha / r (default 8)");
+  flag(sub, f, "--lora-dropout", FIELD(model.lora.dropout),
+       "dropout on the adapters' input (default 0)");
+  named(sub, f, "--lora-targets", FIELD(model.lora.targets), parse_lora_targets,
+        "linears with adapters: q,k,v,o,gate,up,down (LLaMA), q,k,v,o,fc,proj (GPT-2), or "
+        "all-linear");
+  on_off(sub, f, "--use-rslora", FIELD(model.lora.rslora), true,
+         "rank-stabilised LoRA: scale alpha / sqrt(r)");
+}
+
 void add_model_and_data_flags(CLI::App* sub, TrainFlags& f) {
   flag(sub, f, "--attention-dropout", FIELD(model.attn_dropout),
        "dropout probability on attention probabilities (default 0)");
   flag(sub, f, "--hidden-dropout", FIELD(model.hidden_dropout),
        "dropout probability on attention and MLP outputs (default 0)");
+  add_lora_flags(sub, f);
   flag(sub, f, "--data", FIELD(train.data.train), "training token shards");
   flag(sub, f, "--val-data", FIELD(train.data.val), "validation token shards");
   // Packed documents (docs/context_parallel.md, "Packed documents").
@@ -190,6 +216,8 @@ void add_checkpoint_flags(CLI::App* sub, TrainFlags& f) {
        "resume from the latest checkpoint in DIR (or a step directory), in any layout");
   on_off(sub, f, "--resume", FIELD(train.checkpoint.resume), true,
          "resume from --save DIR when it holds a checkpoint");
+  flag(sub, f, "--lora-adapter", FIELD(train.checkpoint.lora_adapter),
+       "PEFT LoRA adapter directory the adapters start from (sets the LoRA flags)");
   flag(sub, f, "--save-hf", FIELD(train.checkpoint.save_hf_dir),
        "write a Hugging Face directory at the end (any layout)");
   sub->add_option("--save-dtype", f.job.save_dtype, "F32 or BF16");

@@ -58,6 +58,10 @@ InferenceModel::InferenceModel(const ModelSource& src, const Placement& where, P
     eos_ = hf_eos_ids(src.hf_dir, cfg.vocab_size);
   } else {
     const OpenedCheckpoint ck = open_checkpoint(src.checkpoint, world);
+    PX_CHECK(!ck.state.model.lora.enabled(),
+             "{} holds LoRA adapters only: merge them first (parallm export --merge-lora "
+             "--checkpoint {} --out DIR) and serve DIR",
+             ck.dir, src.checkpoint);
     model_ =
         std::make_unique<Transformer>(ck.state.model, *alloc_, where.tp,
                                       generation_stage(ck.state.model, where.pp_rank, where.pp));
@@ -67,7 +71,7 @@ InferenceModel::InferenceModel(const ModelSource& src, const Placement& where, P
     if (ck.state.model.vocab_size > ByteTokenizer::kEndOfText) eos_ = {ByteTokenizer::kEndOfText};
   }
   if (precision != Precision::FP32) {
-    matmul_ = std::make_unique<MatmulPrecision>(precision, model_->params(), *alloc_);
+    matmul_ = std::make_unique<MatmulPrecision>(precision, model_->base_params(), *alloc_);
     model_->set_compute(matmul_.get(), Recompute::None);
   }
 }

@@ -10,16 +10,13 @@
 
 #include "io/hf_config.h"
 #include "io/hf_layout.h"
+#include "io/hf_slices.h"
 #include "io/safetensors.h"
 #include "tensor/half.h"
 
 namespace fs = std::filesystem;
 
 namespace parallm {
-namespace {
-
-// Writes into a sibling temporary directory and renames it into place, so a
-// failure never leaves a half-written model at `dir`.
 void write_dir_atomically(const std::string& dir,
                           const std::function<void(const fs::path&)>& fill) {
   fs::path target = fs::path(dir).lexically_normal();
@@ -50,8 +47,6 @@ void write_dir_atomically(const std::string& dir,
   }
 }
 
-}  // namespace
-
 void save_hf_model(const std::string& dir, const Transformer& model, DType dtype,
                    int64_t max_shard_bytes) {
   PX_CHECK(dtype == DType::F32 || dtype == DType::BF16, "models are saved as F32 or BF16, not {}",
@@ -75,7 +70,7 @@ void save_hf_model(const std::string& dir, const Transformer& model, DType dtype
     in_file += bytes;
     total += bytes;
     buffers[i].resize(static_cast<size_t>(n));
-    gather_hf_tensor(model.params(), layout[i], false, buffers[i].data());
+    gather_hf_tensor(model.base_params(), layout[i], false, buffers[i].data());
     files.back().add_f32_as(layout[i].name, dtype, layout[i].shape, buffers[i].data());
     file_of[i] = files.size() - 1;
   }
@@ -135,77 +130,13 @@ std::vector<std::string> weight_files(const std::string& dir) {
   return {files.begin(), files.end()};
 }
 
-// n elements of e from element `begin`, converted to float (the bytes may be
-// unaligned, so they are copied, never cast).
-void read_elements(const SafetensorsFile& st, const TensorEntry& e, int64_t begin, int64_t n,
-                   float* dst) {
-  const size_t w = dtype_size(e.dtype);
-  const std::byte* p = st.bytes(e).data() + static_cast<size_t>(begin) * w;
-  for (int64_t k = 0; k < n; ++k, p += w) {
-    if (e.dtype == DType::F32) {
-      std::memcpy(dst + k, p, 4);
-    } else if (e.dtype == DType::F64) {
-      double d;
-      std::memcpy(&d, p, 8);
-      dst[k] = static_cast<float>(d);
-    } else {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      dst[k] = e.dtype == DType::BF16 ? bf16_to_f32(h) : f16_to_f32(h);
-    }
-  }
-}
-
-// Scatters HF tensor t (entry e) into the parameters this rank holds: each
-// internal part is a shard of its global tensor (shard_dim, shard_begin),
-// and only that shard's rows (or, for GPT-2's transposed Conv1D weights, its
-// columns) are read. Rows past the HF tensor (tp vocabulary padding) are left.
-void scatter_hf_slices(const SafetensorsFile& st, const TensorEntry& e, const ParameterSet& ps,
-                       const HfTensor& t) {
-  const int64_t hf_rows = t.shape[0], hf_cols = t.shape.size() > 1 ? t.shape[1] : 1;
-  if (t.expert >= 0) {  // one Mixtral expert: slice t.expert of a stacked tensor (ep-split)
-    const int i = ps.find(t.parts.at(0));
-    PX_CHECK(i >= 0, "internal parameter '{}' (for HF tensor '{}') does not exist", t.parts[0],
-             t.name);
-    const ParamSpec& s = ps.spec(i);
-    const int64_t first = s.shard_dim == 0 ? s.shard_begin : 0;
-    if (t.expert < first || t.expert >= first + s.shape[0]) return;  // another ep rank's
-    read_elements(st, e, 0, hf_rows * hf_cols,
-                  ps.value({i}) + (t.expert - first) * hf_rows * hf_cols);
-    return;
-  }
-  int64_t row0 = 0;  // global rows of the parts before this one
-  for (const auto& name : t.parts) {
-    const int i = ps.find(name);
-    PX_CHECK(i >= 0, "internal parameter '{}' (for HF tensor '{}') does not exist", name, t.name);
-    const ParamSpec& s = ps.spec(i);
-    const int64_t rows = s.shape[0], cols = s.shape.size() > 1 ? s.shape[1] : 1;
-    const int64_t off0 = s.shard_dim == 0 ? s.shard_begin : 0;
-    const int64_t off1 = s.shard_dim == 1 ? s.shard_begin : 0;
-    float* p = ps.value({i});
-    if (!t.transpose) {
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t g = row0 + off0 + r;
-        if (g < hf_rows) read_elements(st, e, g * hf_cols + off1, cols, p + r * cols);
-      }
-    } else {  // HF holds (cols, rows of the concatenation): one run per column
-      std::vector<float> run(static_cast<size_t>(rows));
-      for (int64_t k = 0; k < cols; ++k) {
-        read_elements(st, e, (off1 + k) * hf_cols + row0 + off0, rows, run.data());
-        for (int64_t r = 0; r < rows; ++r) p[r * cols + k] = run[static_cast<size_t>(r)];
-      }
-    }
-    row0 += s.global_shape[0];
-  }
-}
-
 // Whether this model holds HF tensor t: a pipeline stage holds a subset (a
 // tied table's copy on the last stage has the table's name, so it is
 // filled too); a whole model holds everything (a missing part is an error).
 bool holds_any_part(const Transformer& model, const HfTensor& t) {
   if (model.whole()) return true;
   for (const auto& name : t.parts)
-    if (model.params().find(name) >= 0) return true;
+    if (model.base_params().find(name) >= 0) return true;
   return false;
 }
 
@@ -236,7 +167,7 @@ void load_hf_weights(const std::string& dir, Transformer& model) {
                dtype_name(e.dtype));
       PX_CHECK(loaded.insert(name).second, "{}: tensor '{}' appears twice", file, e.name);
       if (!holds_any_part(model, t)) continue;  // another pipeline stage's tensor
-      scatter_hf_slices(st, e, model.params(), t);
+      scatter_hf_slices(st, e, model.base_params(), t);
     }
   }
   for (const auto& t : layout)

@@ -2,6 +2,8 @@
 // atomically (a directory is complete or absent) and read with validation of
 // names, shapes and dtypes against the config.
 #pragma once
+#include <filesystem>
+#include <functional>
 #include <string>
 
 #include "model/transformer.h"
@@ -13,6 +15,10 @@ namespace parallm {
 // model.safetensors.index.json, as HF's save_pretrained does.
 void save_hf_model(const std::string& dir, const Transformer& model, DType dtype,
                    int64_t max_shard_bytes = 0);
+// Fills a sibling temporary directory and renames it to dir, so a failure
+// never leaves a half-written directory at dir.
+void write_dir_atomically(const std::string& dir,
+                          const std::function<void(const std::filesystem::path&)>& fill);
 // Reads dir/config.json.
 ModelConfig read_hf_model_config(const std::string& dir);
 // Loads dir/model.safetensors (or a sharded model.safetensors.index.json)

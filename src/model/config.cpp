@@ -1,5 +1,7 @@
 #include "model/config.h"
 
+#include "model/lora_model.h"
+
 #include "base/error.h"
 
 namespace parallm {
@@ -37,6 +39,7 @@ void ModelConfig::validate() const {
   }
   PX_CHECK(norm_eps > 0, "norm_eps must be positive, got {}", norm_eps);
   moe.validate();
+  check_lora_targets(*this);
 }
 
 int64_t ModelConfig::num_parameters() const {

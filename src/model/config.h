@@ -6,6 +6,7 @@
 #include <string>
 
 #include "model/moe_config.h"
+#include "nn/lora_config.h"
 
 namespace parallm {
 
@@ -32,6 +33,9 @@ struct ModelConfig {
   double hidden_dropout = 0.0;
   // Mixture of experts (docs/moe.md): num_experts 0 keeps every MLP dense.
   MoeConfig moe;
+  // Low-rank adapters for fine-tuning (docs/lora.md); rank 0: off. A training
+  // choice, not part of the architecture: never read from or written to config.json.
+  LoraConfig lora;
 
   // Family traits.
   bool uses_layernorm() const { return arch == Arch::GPT2; }  // else RMSNorm

@@ -36,15 +36,17 @@ Transformer::Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup
              r.first + r.count, cfg_.n_layers);
   // first[u]: the first parameter of unit u (embedding, blocks..., tail).
   std::vector<int> first;
+  ParameterSet& base = base_params();
+  ParameterSet* adapters = cfg_.lora.enabled() ? &params_ : nullptr;
   if (stage_.embedding) {
     first.push_back(params_.size());
-    embed_ = Embedding(params_, cfg_, tp_);
+    embed_ = Embedding(base, cfg_, tp_);
   }
   for (const LayerRange& r : stage_.chunks) {
     chunk_first_block_.push_back(static_cast<int>(blocks_.size()));
     for (int l = r.first; l < r.first + r.count; ++l) {
       first.push_back(params_.size());
-      blocks_.emplace_back(params_, l, cfg_, tp_, ep_, cp_);
+      blocks_.emplace_back(base, l, cfg_, tp_, ep_, cp_, adapters);
     }
   }
   if (stage_.head) {
@@ -52,19 +54,20 @@ Transformer::Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup
     ParamRef table = embed_.token_table();
     if (cfg_.tie_embeddings && !stage_.embedding) {  // this stage's copy of the tied table
       const VocabShard vs = VocabShard::of(cfg_.vocab_size, tp_.size(), tp_.rank());
-      table = params_.add({.name = "embed.weight",
-                           .shape = {vs.rows, cfg_.hidden},
-                           .global_shape = {vs.padded, cfg_.hidden},
-                           .shard_dim = tp_.active() ? 0 : -1,
-                           .shard_begin = vs.begin,
-                           .init_std = cfg_.init_std,
-                           .pipeline_copy = true});
+      table = base.add({.name = "embed.weight",
+                        .shape = {vs.rows, cfg_.hidden},
+                        .global_shape = {vs.padded, cfg_.hidden},
+                        .shard_dim = tp_.active() ? 0 : -1,
+                        .shard_begin = vs.begin,
+                        .init_std = cfg_.init_std,
+                        .pipeline_copy = true});
     }
     final_norm_ =
-        Norm(params_, "final_norm", cfg_.hidden, cfg_.uses_layernorm(), cfg_.norm_eps, tp_.sp());
-    head_ = LmHead(params_, cfg_, table, tp_);
+        Norm(base, "final_norm", cfg_.hidden, cfg_.uses_layernorm(), cfg_.norm_eps, tp_.sp());
+    head_ = LmHead(base, cfg_, table, tp_);
   }
   params_.allocate(alloc_);
+  if (adapters != nullptr) frozen_.allocate(alloc_, false);
   const int units = static_cast<int>(first.size());
   first.push_back(params_.size());
   int u = 0;
@@ -83,7 +86,8 @@ Transformer::Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup
 }
 
 LayerContext Transformer::context(int64_t B, int64_t T, const std::vector<int64_t>& pos) {
-  LayerContext c{alloc_, params_, B, T, pos.data()};
+  LayerContext c{alloc_, base_params(), B, T, pos.data()};
+  if (cfg_.lora.enabled()) c.adapters = &params_;
   c.matmul = matmul_;
   c.recompute = recompute_;
   return c;

@@ -30,6 +30,11 @@
 // pipeline stage, StageBatch::inputs, so every stage needs them), masks
 // attention to the token's document, restarts positions and drops the loss
 // after an EOD as asked.
+// LoRA (cfg.lora, docs/lora.md): the layers' weights go to a frozen set
+// (base_params(): values only, no gradients) and params() holds only the
+// adapters, so everything that trains, reduces, shards, clips or checkpoints
+// params() sees only what is trained; a unit without adapters (embedding,
+// tail) is an empty grad segment.
 #pragma once
 #include <functional>
 #include <map>
@@ -79,8 +84,12 @@ class Transformer {
   // (this rank's tokens; MoeStats), and a fresh start.
   MoeStats take_moe_stats() { return std::exchange(moe_stats_, MoeStats{}); }
   const CpGroup& cp() const { return cp_; }
+  // What is trained (the adapters under LoRA, else every parameter).
   ParameterSet& params() { return params_; }
   const ParameterSet& params() const { return params_; }
+  // The layers' weights: a frozen set under LoRA, else params() itself.
+  ParameterSet& base_params() { return cfg_.lora.enabled() ? frozen_ : params_; }
+  const ParameterSet& base_params() const { return cfg_.lora.enabled() ? frozen_ : params_; }
 
   // inputs, targets: (B, T) int32. Gradients accumulate into params().grads.
   // These three need the whole model (no pipeline stage).
@@ -180,6 +189,7 @@ class Transformer {
     Norm::Saved final_norm;
   };
   LayerContext context(int64_t B, int64_t T, const std::vector<int64_t>& pos);
+  const ParameterSet* lora_adapters() const { return cfg_.lora.enabled() ? &params_ : nullptr; }
   // This rank's share of a full (B, T) batch: local inputs/targets (empty
   // when given null) and the global positions of its tokens (all of it
   // without context parallelism); under packed documents, the document
@@ -222,6 +232,7 @@ class Transformer {
   CpGroup cp_;
   PartialGradSync partial_grads_;
   ParameterSet params_;
+  ParameterSet frozen_;  // the base under LoRA (unused otherwise)
   Embedding embed_;
   std::vector<Block> blocks_;
   Norm final_norm_;

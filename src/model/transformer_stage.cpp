@@ -22,10 +22,12 @@ struct Transformer::ChunkState {
   Norm::Saved final_norm;
   WeightGradQueue weight_grads;
   // mm, rc: the model's GEMM precision and recomputation (set_compute).
-  LayerContext context(Allocator& alloc, const ParameterSet& ps, MatmulPrecision* mm,
-                       Recompute rc) const {
+  // adapters: the LoRA adapters when ps is a frozen base (else null).
+  LayerContext context(Allocator& alloc, const ParameterSet& ps, const ParameterSet* adapters,
+                       MatmulPrecision* mm, Recompute rc) const {
     LayerContext c{alloc, ps, B, T, pos.data()};
     docs.attach(c);
+    c.adapters = adapters;
     c.dropout_seed = dropout.seed;
     c.sample_offset = dropout.sample_offset;
     c.grad_scale = grad_scale;
@@ -71,7 +73,7 @@ Tensor Transformer::chunk_forward(int chunk, int micro_batch, const StageBatch& 
   st->docs.doc_start = std::move(lb.doc_start);
   st->docs.position_ids = std::move(lb.position_ids);
   st->docs.full_T = lb.full_T;
-  const LayerContext c = st->context(alloc_, params_, matmul_, recompute_);
+    const LayerContext c = st->context(alloc_, base_params(), lora_adapters(), matmul_, recompute_);
   if (embed) {
     st->xs.push_back(c.activation({rows, C}));
     before_unit(UnitPass::Forward, embed_segment_);
@@ -109,7 +111,7 @@ Tensor Transformer::chunk_backward(int chunk, int micro_batch, const Tensor& dou
   ChunkState& st = *it->second;
   const bool embed = stage_.embedding && chunk == 0;
   const bool head = stage_.head && chunk + 1 == num_chunks();
-  LayerContext c = st.context(alloc_, params_, matmul_, recompute_);
+  LayerContext c = st.context(alloc_, base_params(), lora_adapters(), matmul_, recompute_);
   c.moe_stats = &moe_stats_;
   if (defer_weights) c.weight_grads = &st.weight_grads;
   const int64_t rows = tp_local_rows(tp_, st.B * st.T), C = cfg_.hidden;
@@ -174,7 +176,7 @@ LossSum Transformer::chunk_loss(int chunk, int micro_batch) {
            "loss of micro-batch {} chunk {} without its forward on the head chunk", micro_batch,
            chunk);
   const ChunkState& st = *it->second;
-  const LayerContext c = st.context(alloc_, params_, matmul_, recompute_);
+  const LayerContext c = st.context(alloc_, base_params(), lora_adapters(), matmul_, recompute_);
   const LossSum l = head_.loss(c, head_input(c, st.final_norm).data<float>(), st.targets.data());
   inflight_.erase(it);
   return l;

@@ -48,6 +48,9 @@ struct LayerContext {
   // MoE layers add their statistics during backward (null: not collected).
   double grad_scale = 0.0;
   MoeStats* moe_stats = nullptr;
+  // Under LoRA (docs/lora.md): params is the frozen base (no gradients) and
+  // the trained adapters live here (null: no LoRA).
+  const ParameterSet* adapters = nullptr;
   int64_t N() const { return B * T; }
 
   Tensor activation(Shape s) const {

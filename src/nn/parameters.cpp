@@ -17,9 +17,10 @@ ParamRef ParameterSet::add(ParamSpec spec) {
   return ParamRef{static_cast<int>(specs_.size()) - 1};
 }
 
-void ParameterSet::allocate(Allocator& alloc) {
+void ParameterSet::allocate(Allocator& alloc, bool with_grads) {
+  frozen_ = !with_grads;
   values_ = Tensor::zeros(alloc, {total_}, DType::F32, MemTag::Parameter);
-  grads_ = Tensor::zeros(alloc, {total_}, DType::F32, MemTag::Gradient);
+  if (with_grads) grads_ = Tensor::zeros(alloc, {total_}, DType::F32, MemTag::Gradient);
   bind_flat();
 }
 
@@ -36,11 +37,12 @@ void ParameterSet::bind_grads(int first, int last, float* base) {
 }
 
 void ParameterSet::bind_flat() {
-  PX_CHECK(values_.defined() && grads_.defined(), "bind_flat after a flat buffer was released");
+  PX_CHECK(values_.defined() && (grads_.defined() || frozen_),
+           "bind_flat after a flat buffer was released");
   value_ptr_.assign(size(), nullptr);
   grad_ptr_.assign(size(), nullptr);
   bind_values(0, size(), values_.data<float>());
-  bind_grads(0, size(), grads_.data<float>());
+  if (!frozen_) bind_grads(0, size(), grads_.data<float>());
 }
 
 void ParameterSet::release_flat_values() {
@@ -76,7 +78,7 @@ void ParameterSet::init_random(uint64_t seed) const {
     float* v = value_ptr_[i];
     PX_CHECK(v != nullptr, "init_random: parameter '{}' is not bound", s.name);
     int64_t n = numel(i);
-    if (s.init != InitKind::Normal) {
+    if (s.init != InitKind::Normal && s.init != InitKind::Uniform) {
       float fill = s.init == InitKind::Ones ? 1.0f : 0.0f;
       for (int64_t j = 0; j < n; ++j) v[j] = fill;
       continue;
@@ -98,7 +100,10 @@ void ParameterSet::init_random(uint64_t seed) const {
         int64_t coord = idx[d] + (static_cast<int>(d) == s.shard_dim ? s.shard_begin : 0);
         g = g * s.global_shape[d] + coord;
       }
-      v[j] = static_cast<float>(s.init_std * normal_at(key, static_cast<uint64_t>(g)));
+      const auto gi = static_cast<uint64_t>(g);
+      v[j] = static_cast<float>(s.init == InitKind::Uniform
+                                    ? s.init_std * (2.0 * uniform_at(key, gi) - 1.0)
+                                    : s.init_std * normal_at(key, gi));
     }
   }
 }

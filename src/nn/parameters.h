@@ -4,6 +4,7 @@
 // Each entry records its global shape and the slice it holds, and is
 // initialised from a counter-based RNG keyed by (seed, name, global element
 // index): a shard holds exactly the slice of the full tensor (principle 1).
+// A frozen set (allocate(alloc, false)) has no gradients at all.
 // Layers reach values and gradients only through value()/grad(), which read
 // per-parameter pointers: by default into the flat buffers, but ZeRO rebinds
 // a unit's range to a gathered or staging buffer (bind_values/bind_grads)
@@ -17,7 +18,8 @@
 
 namespace parallm {
 
-enum class InitKind { Normal, Ones, Zeros };
+// Uniform: U(-init_std, init_std) (LoRA's A, as PyTorch's kaiming_uniform_).
+enum class InitKind { Normal, Ones, Zeros, Uniform };
 
 struct ParamSpec {
   std::string name;                   // internal name, e.g. "layers.0.attn.q.weight"
@@ -36,6 +38,10 @@ struct ParamSpec {
   // n_kv_heads < tp): each computes a partial gradient from its own query
   // heads, and the model sums it over those ranks after backward.
   int tp_replicas = 1;
+  // Replicated over tp, and each tp rank's gradient is a partial sum with or
+  // without sequence parallelism (LoRA's A of a column-parallel linear, B of
+  // a row-parallel one): the model sums it over the tp group after backward.
+  bool tp_grad_sum = false;
   // A copy of a parameter that another pipeline stage owns (the last stage's
   // tied token table): updated like any other, counted once in the norm.
   bool pipeline_copy = false;
@@ -53,7 +59,10 @@ class ParameterSet {
  public:
   // Registration happens before allocate(); refs stay valid afterwards.
   ParamRef add(ParamSpec spec);
-  void allocate(Allocator& alloc);
+  // with_grads false: a frozen set (the base under LoRA): values only, no
+  // gradient buffer, and grad() returns null for every parameter.
+  void allocate(Allocator& alloc, bool with_grads = true);
+  bool frozen() const { return frozen_; }
   bool allocated() const { return !value_ptr_.empty(); }
 
   float* value(ParamRef r) const { return value_ptr_[r.index]; }
@@ -93,6 +102,7 @@ class ParameterSet {
   Tensor values_;
   Tensor grads_;
   std::vector<float*> value_ptr_, grad_ptr_;
+  bool frozen_ = false;
 };
 
 }  // namespace parallm

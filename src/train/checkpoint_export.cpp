@@ -6,29 +6,57 @@
 #include <set>
 
 #include "io/hf_model.h"
+#include "io/peft_adapter.h"
+#include "model/lora_merge.h"
 #include "parallel/tensor/gather_parameters.h"
 #include "train/checkpoint_load.h"
 
 namespace parallm {
 
+namespace {
+void merge_lora_into_base(Transformer& model) {
+  merge_lora(model.params(), model.base_params(), model.config().lora.scale());
+}
+}  // namespace
+
 ExportResult export_checkpoint_to_hf(const std::string& checkpoint, const std::string& out_dir,
-                                     DType dtype, int64_t max_shard_bytes) {
+                                     DType dtype, int64_t max_shard_bytes, bool merge_lora) {
   OpenedCheckpoint ck = open_checkpoint(checkpoint, nullptr);
+  const LoraConfig& lora = ck.state.model.lora;
+  PX_CHECK(!merge_lora || lora.enabled(), "--merge-lora: checkpoint '{}' has no LoRA adapters",
+           ck.dir);
   Allocator alloc;
   Transformer model(ck.state.model, alloc);
   model.params().init_random(0);  // every element is overwritten below
   check_checkpoint_covers_model(ck, model.params(), ck.state.model);
   load_checkpoint_values(ck, model.params(), ck.state.model.vocab_size);
-  save_hf_model(out_dir, model, dtype, max_shard_bytes);
+  if (lora.enabled() && !merge_lora) {
+    save_peft_adapter(out_dir, model, ck.state.lora_base);
+  } else if (lora.enabled()) {
+    if (ck.state.lora_base.empty())  // trained on the seed's random base: rebuild it
+      model.base_params().init_random(ck.state.seed);
+    else
+      load_hf_weights(ck.state.lora_base, model);
+    merge_lora_into_base(model);
+    save_hf_model(out_dir, model, dtype, max_shard_bytes);
+  } else {
+    save_hf_model(out_dir, model, dtype, max_shard_bytes);
+  }
   return {ck.dir, ck.state.step, ck.state.model};
 }
 
 void save_hf_from_layout(const std::string& dir, Transformer& model, DataParallel& dp, DType dtype,
-                         int world_rank, comm::Communicator* pp) {
+                         int world_rank, comm::Communicator* pp, const std::string& base_model) {
+  auto save = [&](const Transformer& m) {
+    if (m.config().lora.enabled())
+      save_peft_adapter(dir, m, base_model);
+    else
+      save_hf_model(dir, m, dtype);
+  };
   const bool staged = pp != nullptr && pp->size() > 1;
   const bool sharded = model.tp().active() || dp.options().zero >= 3 || model.ep().active();
   if (!sharded && !staged) {
-    if (world_rank == 0) save_hf_model(dir, model, dtype);
+    if (world_rank == 0) save(model);
     return;
   }
   // Full local values (ZeRO-3 gathers over dp), then each tensor over tp.
@@ -107,7 +135,7 @@ void save_hf_from_layout(const std::string& dir, Transformer& model, DataParalle
   PX_CHECK(static_cast<int>(filled.size()) == whole->params().size(),
            "--save-hf gathered {} of the model's {} parameters", filled.size(),
            whole->params().size());
-  save_hf_model(dir, *whole, dtype);
+  save(*whole);
 }
 
 }  // namespace parallm

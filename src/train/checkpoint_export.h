@@ -24,12 +24,18 @@ struct ExportResult {
 // One process: checkpoint (a directory with `latest`, or a step directory)
 // -> out_dir (config.json + model.safetensors, or sharded above
 // max_shard_bytes > 0). Verifies the checkpoint first.
+// A LoRA checkpoint (adapters only) gives a PEFT adapter directory, or with
+// merge_lora its recorded base with the adapters merged in.
 ExportResult export_checkpoint_to_hf(const std::string& checkpoint, const std::string& out_dir,
-                                     DType dtype, int64_t max_shard_bytes = 0);
+                                     DType dtype, int64_t max_shard_bytes = 0,
+                                     bool merge_lora = false);
 
 // Collective over the job: world rank 0 writes dir from the full parameters;
 // under pp (the pp group, rank = stage) the other stages send theirs to it.
+// Under LoRA dir is a PEFT adapter directory instead (base_model: its
+// base_model_name_or_path).
 void save_hf_from_layout(const std::string& dir, Transformer& model, DataParallel& dp, DType dtype,
-                         int world_rank, comm::Communicator* pp = nullptr);
+                         int world_rank, comm::Communicator* pp = nullptr,
+                         const std::string& base_model = "");
 
 }  // namespace parallm

@@ -1,6 +1,7 @@
 // Distributed checkpoint loading (see checkpoint_load.h).
 #include "train/checkpoint_load.h"
 
+#include <algorithm>
 #include <climits>
 #include <filesystem>
 #include <fstream>
@@ -90,6 +91,20 @@ void check_checkpoint_covers_model(const OpenedCheckpoint& ck, const ParameterSe
   // internal tensor is part of one HF tensor), whichever stage holds them.
   std::set<std::string> model_names;
   for (const HfTensor& t : hf_layout(cfg)) model_names.insert(t.parts.begin(), t.parts.end());
+  if (cfg.lora.enabled()) {  // a LoRA checkpoint holds the adapters of the targeted weights
+    std::set<std::string> adapters;
+    for (const std::string& w : model_names) {
+      const size_t dot = w.rfind(".weight");
+      if (dot == std::string::npos || dot + 7 != w.size()) continue;
+      const std::string stem = w.substr(0, dot);
+      const std::string kind = stem.substr(stem.rfind('.') + 1);
+      if (std::ranges::count(lora_target_kinds(), kind) == 0 || !cfg.lora.targets_kind(kind))
+        continue;
+      adapters.insert(stem + ".lora_A");
+      adapters.insert(stem + ".lora_B");
+    }
+    model_names = std::move(adapters);
+  }
   const auto saved = ck.shards->tensors("param");
   const std::set<std::string> saved_names(saved.begin(), saved.end());
   for (const auto& name : saved_names)

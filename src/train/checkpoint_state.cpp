@@ -33,6 +33,7 @@ TrainingState training_state_of(const ModelConfig& model, const TrainConfig& cfg
   s.layout = layout;
   s.model = model;
   s.run = RunConfig{model, cfg};
+  if (model.lora.enabled()) s.lora_base = cfg.checkpoint.init_from;
   return s;
 }
 
@@ -67,6 +68,9 @@ nlohmann::json training_state_json(const TrainingState& s) {
                         {"sequence_parallel", l.sequence_parallel}}},
                       {"model", hf_config_json(s.model, "float32")}};
   if (s.run) j["run"] = run_config_json(*s.run);
+  if (const LoraConfig& lo = s.model.lora; lo.enabled())  // only adapters are in the shards
+    j["lora"] = {{"r", lo.rank},          {"lora_alpha", lo.alpha},  {"lora_dropout", lo.dropout},
+                 {"targets", lo.targets}, {"use_rslora", lo.rslora}, {"base_model", s.lora_base}};
   return j;
 }
 
@@ -101,6 +105,18 @@ TrainingState training_state_from_json(const nlohmann::json& j, const std::strin
                 l.at("sequence_parallel").get<bool>()};
     s.model = model_config_from_hf(j.at("model"), source);
     if (j.contains("run")) s.run = run_config_from_json(j.at("run"), source);
+    if (j.contains("lora")) {
+      const auto& lo = j.at("lora");
+      s.model.lora.rank = lo.at("r").get<int64_t>();
+      s.model.lora.alpha = lo.at("lora_alpha").get<double>();
+      s.model.lora.dropout = lo.at("lora_dropout").get<double>();
+      s.model.lora.targets = lo.at("targets").get<std::vector<std::string>>();
+      s.model.lora.rslora = lo.at("use_rslora").get<bool>();
+      s.lora_base = lo.at("base_model").get<std::string>();
+    }
+    // The run record's model is written without the LoRA settings, which
+    // live in their own "lora" object: the resumed run needs them too.
+    if (s.run) s.run->model.lora = s.model.lora;
   } catch (const nlohmann::json::exception& e) {
     PX_FAIL("{}: malformed training state: {}", source, e.what());
   }
@@ -151,6 +167,17 @@ std::string check_resume_compatible(const TrainingState& saved, const ModelConfi
   const std::string a = hf_config_json(saved.model, "float32").dump();
   const std::string b = hf_config_json(model, "float32").dump();
   PX_CHECK(a == b, "{}: the checkpoint's model ({}) differs from this run's ({})", source, a, b);
+  const LoraConfig &sl = saved.model.lora, &ml = model.lora;
+  PX_CHECK(sl.enabled() == ml.enabled() && sl.rank == ml.rank && sl.alpha == ml.alpha &&
+               sl.targets == ml.targets && sl.rslora == ml.rslora,
+           "{}: the checkpoint's LoRA (r {}, alpha {}, targets {}, rslora {}) differs from this "
+           "run's (r {}, alpha {}, targets {}, rslora {})",
+           source, sl.rank, sl.alpha, fmt::join(sl.targets, ","), sl.rslora, ml.rank, ml.alpha,
+           fmt::join(ml.targets, ","), ml.rslora);
+  PX_CHECK(!sl.enabled() || saved.lora_base == cfg.checkpoint.init_from,
+           "{}: the checkpoint's adapters belong to base '{}', this run's base is '{}' "
+           "(--init-from)",
+           source, saved.lora_base, cfg.checkpoint.init_from);
   const TrainingConfig& tr = cfg.training;
   PX_CHECK(saved.seed == tr.seed,
            "{}: the checkpoint was trained with seed {}, this run has seed {} (data order and "

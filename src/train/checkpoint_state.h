@@ -40,7 +40,10 @@ struct TrainingState {
   int64_t updates = 0;              // optimizer updates so far: the lr schedule's clock
   LossScalerState loss_scale;       // fp16 dynamic loss scaling (scale 1: none)
   CheckpointLayout layout;
-  ModelConfig model;
+  ModelConfig model;  // with its LoRA settings (model.lora) when adapters are trained
+  // Under LoRA the checkpoint holds only the adapters: the base they belong
+  // to (--init-from; empty: the seed's random base).
+  std::string lora_base;
   // The run's settings (model, data, training, optimizer, schedule,
   // parallelism, checkpoints, precision, logging); absent in checkpoints
   // written before it was recorded.

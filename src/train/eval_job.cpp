@@ -2,14 +2,17 @@
 
 #include "data/data_loader.h"
 #include "io/hf_model.h"
+#include "io/peft_adapter.h"
 #include "kernels/cpu/threads.h"
 #include "model/transformer.h"
 
 namespace parallm {
 
 EvalResult evaluate_hf_model(const std::string& model_dir, const std::vector<std::string>& files,
-                             int64_t T, int64_t B, int64_t batches, int threads) {
+                             int64_t T, int64_t B, int64_t batches, int threads,
+                             const std::string& lora_adapter) {
   ModelConfig cfg = read_hf_model_config(model_dir);
+  if (!lora_adapter.empty()) cfg.lora = read_peft_config(lora_adapter, cfg);
   PX_CHECK(!files.empty(), "no evaluation data given (--data)");
   PX_CHECK(T > 0 && B > 0 && batches > 0,
            "seq-len ({}), micro-batch-size ({}) and batches ({}) must be positive", T, B, batches);
@@ -25,6 +28,7 @@ EvalResult evaluate_hf_model(const std::string& model_dir, const std::vector<std
   Allocator alloc;
   Transformer model(cfg, alloc);
   load_hf_weights(model_dir, model);
+  if (!lora_adapter.empty()) load_peft_adapter(lora_adapter, model);
   std::vector<int32_t> in(B * T), tg(B * T);
   LossSum total;
   for (int64_t i = 0; i < batches; ++i) {

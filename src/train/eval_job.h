@@ -13,7 +13,9 @@ struct EvalResult {
   int64_t batches = 0;
 };
 
+// lora_adapter: a PEFT LoRA adapter directory applied to the model (empty: none).
 EvalResult evaluate_hf_model(const std::string& model_dir, const std::vector<std::string>& files,
-                             int64_t seq_len, int64_t micro_batch, int64_t batches, int threads);
+                             int64_t seq_len, int64_t micro_batch, int64_t batches, int threads,
+                             const std::string& lora_adapter = "");
 
 }  // namespace parallm

@@ -47,7 +47,9 @@ ModelStage pipeline_stage(const TrainConfig& t, const ModelConfig& m, int pp_ran
 PipelineStep::PipelineStep(Transformer& model, const TrainConfig& t, PipelineGroups groups)
     : model_(model), groups_(groups), runtime_(model, groups.pp, make_schedule(pipeline_spec(t))) {
   const ModelStage& s = model.stage();
-  if (model.config().tie_embeddings && t.parallelism.pp > 1 && (s.embedding || s.head)) {
+  // (Under LoRA the table is frozen: no gradient to sum.)
+  if (model.config().tie_embeddings && !model.config().lora.enabled() && t.parallelism.pp > 1 &&
+      (s.embedding || s.head)) {
     table_ = model.params().find("embed.weight");
     PX_CHECK(table_ >= 0 && groups.embedding != nullptr && groups.embedding->size() == 2,
              "stage {} holds the tied token table but has no two-rank embedding group", stage());

@@ -18,6 +18,9 @@ void TrainConfig::validate(const ModelConfig& m, int world_size) const {
   lr_schedule.validate();
   parallelism.validate();
   checkpoint.validate();
+  // Under LoRA a checkpoint holds only the adapters: --init-from names the frozen base.
+  PX_CHECK(checkpoint.load_dir.empty() || checkpoint.init_from.empty() || m.lora.enabled(),
+           "give --load (a checkpoint) or --init-from (a Hugging Face model), not both");
   precision.validate();
   logging.validate();
 

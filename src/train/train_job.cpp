@@ -15,6 +15,7 @@
 #include "grid/rank_grid.h"
 #include "io/checkpoint/checkpoint_dir.h"
 #include "io/hf_model.h"
+#include "io/peft_adapter.h"
 #include "kernels/cpu/threads.h"
 #include "plan/flops.h"
 #include "train/checkpoint_export.h"
@@ -40,16 +41,21 @@ ModelConfig init_from_model(const RunConfig& rc) {
   ModelConfig m = read_hf_model_config(rc.train.checkpoint.init_from);
   m.attn_dropout = rc.model.attn_dropout;
   m.hidden_dropout = rc.model.hidden_dropout;
+  m.lora = rc.model.lora;
   return m;
 }
 
-// Random init from the seed, or the weights of --init-from.
+// Random init from the seed, or the weights of --init-from; LoRA adapters
+// (A Kaiming-uniform, B zero) always from the seed.
 void init_weights(Transformer& model, const TrainConfig& t) {
+  const bool lora = model.config().lora.enabled();
+  if (lora) model.params().init_random(t.training.seed);
   if (t.checkpoint.init_from.empty()) {
-    model.params().init_random(t.training.seed);
+    model.base_params().init_random(t.training.seed);
   } else {
     load_hf_weights(t.checkpoint.init_from, model);
   }
+  if (!t.checkpoint.lora_adapter.empty()) load_peft_adapter(t.checkpoint.lora_adapter, model);
 }
 
 // A resume in two halves: the values go in before the Trainer (and ZeRO)
@@ -210,7 +216,7 @@ void finish(const RunConfig& rc, const TrainJobOptions& opts, const RankGrid& gr
   if (hf.empty()) return;
   const auto t0 = Clock::now();
   save_hf_from_layout(hf, model, trainer.data_parallel(), *dtype_from_name(opts.save_dtype), rank,
-                      groups.pp.get());
+                      groups.pp.get(), rc.train.checkpoint.init_from);
   fmt::print(log, "saved {} ({}, {:.2f} s)\n", hf, opts.save_dtype, seconds_since(t0));
 }
 
@@ -225,6 +231,13 @@ std::string resume_source(const CheckpointConfig& c) {
 RunConfig checked_run_config(const TrainJobOptions& opts, int world_size) {
   RunConfig rc = opts.run;
   if (!rc.train.checkpoint.init_from.empty()) rc.model = init_from_model(rc);
+  if (const std::string& a = rc.train.checkpoint.lora_adapter; !a.empty()) {
+    const LoraConfig from_file = read_peft_config(a, rc.model);
+    if (rc.model.lora.enabled())
+      check_lora_matches(from_file, rc.model.lora, a);
+    else
+      rc.model.lora = from_file;
+  }
   rc.train.validate(rc.model, world_size);
   // --load must find a checkpoint (checksums are verified once MPI runs).
   const std::string& load = rc.train.checkpoint.load_dir;

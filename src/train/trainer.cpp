@@ -81,7 +81,7 @@ Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, d
   }
   const PrecisionConfig& prec = cfg_.precision;
   if (prec.matmul != Precision::FP32)
-    matmul_ = std::make_unique<MatmulPrecision>(prec.matmul, model.params(), alloc,
+    matmul_ = std::make_unique<MatmulPrecision>(prec.matmul, model.base_params(), alloc,
                                                 !prec.emulate_lowp_gemm);
   if (prec.matmul == Precision::FP16) scaler_ = LossScaler(prec.loss_scale);
   model_.set_compute(matmul_.get(), cfg_.training.recompute);

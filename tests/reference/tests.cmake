@@ -38,6 +38,15 @@ add_test(NAME reference.mixtral
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(reference.mixtral PROPERTIES LABELS reference TIMEOUT 300)
 
+# LoRA (docs/lora.md): PEFT adapters made by the peft package read by parallm
+# (same loss), parallm's trained adapter read by peft (no missing/unexpected
+# keys, same loss), and `export --merge-lora` logits equal to the unmerged ones.
+add_test(NAME reference.lora_peft
+         COMMAND ${CMAKE_COMMAND} -E env OMP_NUM_THREADS=2
+                 /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/lora_peft.py $<TARGET_FILE:parallm> ref_lora_peft
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(reference.lora_peft PROPERTIES LABELS reference TIMEOUT 300)
+
 # NF4 (docs/qlora.md): parallm's quantisation against bitsandbytes 0.50.2 run
 # on Debian's torch through bnb_compat.py: packed bytes, absmax, double
 # quantisation and dequantised weights (nf4_compare.py says which exactly).

@@ -43,7 +43,7 @@ int kv_replicas(const ModelConfig& cfg, int tp) {
 }
 
 Attention::Attention(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg,
-                     double proj_std, const TpGroup& tp, const CpGroup& cp)
+                     double proj_std, const TpGroup& tp, const CpGroup& cp, ParameterSet* adapters)
     : n_heads_(cfg.n_heads / tp.size()),
       n_kv_heads_(cfg.n_kv_heads * kv_replicas(cfg, tp.size()) / tp.size()),
       head_dim_(cfg.head_dim),
@@ -65,6 +65,12 @@ Attention::Attention(ParameterSet& ps, const std::string& prefix, const ModelCon
   v_ = ColumnParallelLinear(ps, prefix + ".v", cfg.hidden, cfg.kv_dim(), bias, cfg.init_std, tp,
                             reps);
   o_ = RowParallelLinear(ps, prefix + ".o", cfg.q_dim(), cfg.hidden, bias, proj_std, tp);
+  if (adapters == nullptr) return;
+  const LoraConfig& lora = cfg.lora;
+  if (lora.targets_kind("q")) q_.add_lora(*adapters, prefix + ".q", lora, tp);
+  if (lora.targets_kind("k")) k_.add_lora(*adapters, prefix + ".k", lora, tp);
+  if (lora.targets_kind("v")) v_.add_lora(*adapters, prefix + ".v", lora, tp);
+  if (lora.targets_kind("o")) o_.add_lora(*adapters, prefix + ".o", lora);
 }
 
 cpu::AttnDims Attention::dims(const LayerContext& c) const {
@@ -125,6 +131,9 @@ void Attention::forward_cached(const LayerContext& c, float* out, const float* i
   const LinearPart parts[] = {q_.part(c, q.data<float>()), k_.part(c, k.data<float>()),
                               v_.part(c, v.data<float>())};
   linear_forward_parts(c, inp, N, C_, parts);
+  q_.adapt(c, q.data<float>(), inp);  // LoRA terms (nothing without adapters)
+  k_.adapt(c, k.data<float>(), inp);
+  v_.adapt(c, v.data<float>(), inp);
   if (rope_) {  // one row of N tokens, each at its own position
     cpu::rope_forward(q.data<float>(), c.positions, 1, N, n_heads_, head_dim_, rope_theta_);
     cpu::rope_forward(k.data<float>(), c.positions, 1, N, n_kv_heads_, head_dim_, rope_theta_);

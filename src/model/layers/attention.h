@@ -34,8 +34,9 @@ class Attention {
     ContextAttention::Saved cp;  // under context parallelism: the core's state
   };
   Attention() = default;
+  // adapters: where LoRA adapters go (cfg.lora) when ps is a frozen base; null: none.
   Attention(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, double proj_std,
-            const TpGroup& tp = {}, const CpGroup& cp = {});
+            const TpGroup& tp = {}, const CpGroup& cp = {}, ParameterSet* adapters = nullptr);
   // out (rows, C) is written (not accumulated).
   Saved forward(const LayerContext& c, float* out, const float* inp) const;
   // dinp (rows, C) += gradient w.r.t. the layer input.

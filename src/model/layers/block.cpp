@@ -9,7 +9,7 @@
 namespace parallm {
 
 Block::Block(ParameterSet& ps, int layer, const ModelConfig& cfg, const TpGroup& tp,
-             const EpGroup& ep, const CpGroup& cp)
+             const EpGroup& ep, const CpGroup& cp, ParameterSet* adapters)
     : C_(cfg.hidden),
       layer_(layer),
       hidden_dropout_(cfg.hidden_dropout),
@@ -19,12 +19,12 @@ Block::Block(ParameterSet& ps, int layer, const ModelConfig& cfg, const TpGroup&
   // GPT-2 scales the residual projections by 1/sqrt(2 * n_layers).
   double proj_std = cfg.init_std / std::sqrt(2.0 * static_cast<double>(cfg.n_layers));
   norm1_ = Norm(ps, p + ".norm1", cfg.hidden, cfg.uses_layernorm(), cfg.norm_eps, tp.sp());
-  attn_ = Attention(ps, p + ".attn", cfg, proj_std, tp, cp);
+  attn_ = Attention(ps, p + ".attn", cfg, proj_std, tp, cp, adapters);
   norm2_ = Norm(ps, p + ".norm2", cfg.hidden, cfg.uses_layernorm(), cfg.norm_eps, tp.sp());
   if (is_moe_)
     moe_ = Moe(ps, p + ".moe", cfg, proj_std, ep);
   else
-    mlp_ = Mlp(ps, p + ".mlp", cfg, proj_std, tp);
+    mlp_ = Mlp(ps, p + ".mlp", cfg, proj_std, tp, adapters);
 }
 
 namespace {

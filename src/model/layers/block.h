@@ -32,8 +32,9 @@ class Block {
     Moe::Saved moe;  // MoE layers only
   };
   Block() = default;
+  // adapters: LoRA adapters (cfg.lora) when ps is a frozen base; null: none.
   Block(ParameterSet& ps, int layer, const ModelConfig& cfg, const TpGroup& tp = {},
-        const EpGroup& ep = {}, const CpGroup& cp = {});
+        const EpGroup& ep = {}, const CpGroup& cp = {}, ParameterSet* adapters = nullptr);
   bool is_moe() const { return is_moe_; }
   // out (rows, C) = block(inp); out may not alias inp.
   Saved forward(const LayerContext& c, float* out, const float* inp) const;

@@ -53,6 +53,7 @@ void Embedding::forward(const LayerContext& c, float* out, const int32_t* tokens
 }
 
 void Embedding::backward(const LayerContext& c, const float* dout, const int32_t* tokens) const {
+  if (c.params.frozen()) return;  // a frozen base (LoRA): the tables take no gradient
   const int64_t rows = tp_local_rows(tp_, c.N());
   const float* dfull = dout;
   Tensor gathered;

@@ -57,7 +57,8 @@ LossSum LmHead::run(const LayerContext& c, float* dx, const float* x, const int3
     // dx += dlogits W ; dW += dlogits^T x  (this shard's part of both)
     // (under fp16 the rounded dlogits overflow first when the loss scale is too big)
     matmul_weight(c, false, false, n, C_, V, L, V, w_, W, C_, 1.0f, dx + r0 * C_, C_);
-    matmul_act(c, true, false, V, C_, n, L, V, xr, C_, 1.0f, c.params.grad(w_), C_);
+    if (!c.params.frozen())  // a frozen base (LoRA) takes no gradient
+      matmul_act(c, true, false, V, C_, n, L, V, xr, C_, 1.0f, c.params.grad(w_), C_);
   }
   return out;
 }

@@ -7,7 +7,7 @@
 namespace parallm {
 
 Mlp::Mlp(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, double proj_std,
-         const TpGroup& tp)
+         const TpGroup& tp, ParameterSet* adapters)
     : swiglu_(cfg.uses_swiglu()), inter_(cfg.intermediate / tp.size()), C_(cfg.hidden), tp_(tp) {
   bool bias = cfg.uses_bias();
   const int64_t I = cfg.intermediate;
@@ -19,6 +19,13 @@ Mlp::Mlp(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, do
     fc_ = ColumnParallelLinear(ps, prefix + ".fc", cfg.hidden, I, bias, cfg.init_std, tp);
     proj_ = RowParallelLinear(ps, prefix + ".proj", I, cfg.hidden, bias, proj_std, tp);
   }
+  if (adapters == nullptr) return;
+  const LoraConfig& lora = cfg.lora;
+  const char* in_kind = swiglu_ ? "gate" : "fc";
+  const char* out_kind = swiglu_ ? "down" : "proj";
+  if (lora.targets_kind(in_kind)) fc_.add_lora(*adapters, prefix + "." + in_kind, lora, tp);
+  if (swiglu_ && lora.targets_kind("up")) up_.add_lora(*adapters, prefix + ".up", lora, tp);
+  if (lora.targets_kind(out_kind)) proj_.add_lora(*adapters, prefix + "." + out_kind, lora);
 }
 
 Mlp::Saved Mlp::forward(const LayerContext& c, float* out, const float* inp) const {
@@ -35,6 +42,8 @@ Mlp::Saved Mlp::forward(const LayerContext& c, float* out, const float* inp) con
     // gate and up in one pass over their weights (one parallel region at decode)
     const LinearPart parts[] = {fc_.part(c, s.pre.data<float>()), up_.part(c, s.up.data<float>())};
     linear_forward_parts(c, x, c.N(), C_, parts);
+    fc_.adapt(c, s.pre.data<float>(), x);  // LoRA terms (nothing without adapters)
+    up_.adapt(c, s.up.data<float>(), x);
     cpu::swiglu_forward(s.act.data<float>(), s.pre.data<float>(), s.up.data<float>(), n);
   } else {
     fc_.forward(c, s.pre.data<float>(), x);

@@ -20,8 +20,9 @@ class Mlp {
     Tensor act;  // (N, I/tp): input of the projection back to C (empty: recompute)
   };
   Mlp() = default;
+  // adapters: where LoRA adapters go (cfg.lora) when ps is a frozen base; null: none.
   Mlp(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, double proj_std,
-      const TpGroup& tp = {});
+      const TpGroup& tp = {}, ParameterSet* adapters = nullptr);
   Saved forward(const LayerContext& c, float* out, const float* inp) const;
   void backward(const LayerContext& c, float* dinp, const float* dout, const float* inp,
                 const Saved& s) const;

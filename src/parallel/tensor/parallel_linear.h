@@ -6,12 +6,15 @@
 // (all-reduce, or reduce-scatter under sequence parallelism); its bias is
 // replicated and added once, after the sum. Parameters keep the unsharded
 // names and record their global shape and slice, so the counter-based init
-// draws exactly the slice of the one-process tensor.
+// draws exactly the slice of the one-process tensor. add_lora gives a linear
+// a LoRA adapter (lora_adapter.h); its base weights then live in a frozen
+// set (no gradients: backward computes only the input gradient).
 #pragma once
 #include <string>
 
 #include "nn/layer_context.h"
 #include "nn/matmul_precision.h"
+#include "parallel/tensor/lora_adapter.h"
 #include "parallel/tensor/tp_group.h"
 
 namespace parallm {
@@ -33,10 +36,19 @@ class ColumnParallelLinear {
   void backward(const LayerContext& c, float* dinp, const float* dout, const float* inp) const;
   int64_t in() const { return in_; }
   int64_t out() const { return out_; }  // local width
+  // A LoRA adapter on this linear (A replicated, B split like W), registered in adapters.
+  void add_lora(ParameterSet& adapters, const std::string& name, const LoraConfig& cfg,
+                const TpGroup& tp);
+  // out += the adapter's term (nothing without one): after a part() pass.
+  void adapt(const LayerContext& c, float* out, const float* inp) const {
+    lora_.forward_add(c, out, inp);
+  }
 
  private:
-  int64_t in_ = 0, out_ = 0;
+  int64_t in_ = 0, out_ = 0, out_global_ = 0, begin_ = 0;
+  int replicas_ = 1;
   ParamRef w_, b_;
+  LoraAdapter lora_;
 };
 
 class RowParallelLinear {
@@ -52,11 +64,15 @@ class RowParallelLinear {
   void backward(const LayerContext& c, float* dinp, const float* dstream, const float* inp) const;
   int64_t in() const { return in_; }  // local width
   int64_t out() const { return out_; }
+  // A LoRA adapter (A split like W by input columns, B replicated), added
+  // to the partial product before the tp sum.
+  void add_lora(ParameterSet& adapters, const std::string& name, const LoraConfig& cfg);
 
  private:
   int64_t in_ = 0, out_ = 0;
   ParamRef w_, b_;
   TpGroup tp_;
+  LoraAdapter lora_;
 };
 
 }  // namespace parallm

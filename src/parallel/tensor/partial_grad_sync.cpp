@@ -18,7 +18,7 @@ PartialGradSync::PartialGradSync(const ParameterSet& ps,
     int64_t k = 0, r = 0;
     for (int i = units[u].first; i < units[u].second; ++i) {
       const ParamSpec& s = ps.spec(i);
-      const bool partial = s.tp_partial_grad && tp.sp();
+      const bool partial = (s.tp_partial_grad && tp.sp()) || s.tp_grad_sum;
       if (!partial && s.tp_replicas <= 1) continue;
       entries_[u].push_back({i, partial ? 1 : s.tp_replicas});
       k += ps.numel(i);

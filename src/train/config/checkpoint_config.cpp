@@ -11,8 +11,6 @@ void CheckpointConfig::validate() const {
   PX_CHECK(save_interval == 0 || !save_dir.empty(), "--save-interval {} needs --save DIR",
            save_interval);
   PX_CHECK(!resume || !save_dir.empty() || !load_dir.empty(), "--resume needs --save or --load");
-  PX_CHECK(load_dir.empty() || init_from.empty(),
-           "give --load (a checkpoint) or --init-from (a Hugging Face model), not both");
 }
 
 }  // namespace parallm

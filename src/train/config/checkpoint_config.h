@@ -18,6 +18,8 @@ struct CheckpointConfig {
   int keep = 0;               // newest checkpoints kept (0: all)
   int64_t exit_interval = 0;  // stop cleanly after a step divisible by this (0: never)
   std::string save_hf_dir;    // --save-hf: a Hugging Face directory at the end of training
+                              // (under LoRA: the PEFT adapter, docs/lora.md)
+  std::string lora_adapter;   // --lora-adapter: a PEFT adapter the LoRA adapters start from
 
   void validate() const;
 };
