@@ -89,6 +89,8 @@ void add_moe_flags(CLI::App* sub, TrainFlags& f) {
        "router z-loss coefficient (default 0)");
   flag(sub, f, "--ep,--expert-model-parallel-size", FIELD(train.parallelism.ep),
        "expert parallel size: experts split over ep ranks of dp (divides dp)");
+  flag(sub, f, "--expert-tp,--expert-tensor-parallel-size", FIELD(train.parallelism.expert_tp),
+       "tensor parallel size of the experts: 1 (whole experts on every tp rank, default)");
 }
 
 void add_training_flags(CLI::App* sub, TrainFlags& f) {

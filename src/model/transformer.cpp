@@ -14,7 +14,6 @@ const ModelConfig& checked(const ModelConfig& cfg, const TpGroup& tp, const EpGr
   cfg.validate();
   check_tp_divides(cfg, tp.size());  // before any parameter is registered
   if (cfg.moe.enabled()) {
-    PX_CHECK(!tp.active(), "MoE layers do not run under tensor parallelism yet (tp {})", tp.size());
     PX_CHECK(cp.size() == 1, "MoE layers do not run under context parallelism yet (cp {})",
              cp.size());
     ep.local_experts(cfg.moe.num_experts);  // throws unless ep divides the experts

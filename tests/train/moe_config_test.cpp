@@ -1,6 +1,7 @@
 // MoE settings in a run file ([model] moe_* keys, [parallelism] ep) and the
 // bad inputs each caught before allocation with one clear message: topk
-// larger than the experts, ep not dividing the experts, capacity <= 0.
+// larger than the experts, ep not dividing the experts, capacity <= 0,
+// ZeRO-2/3 with ep, experts split over tp; tp (+ sp) and ZeRO-1 accepted.
 #include <gtest/gtest.h>
 
 #include "base/error.h"
@@ -76,6 +77,21 @@ TEST(MoeRunConfig, BadInputOneClearMessageEach) {
             "expert parallelism (--ep 2) needs an MoE model (--num-experts)");
   EXPECT_EQ(error_after("ep = 2", "cp = 2", 8),
             "MoE layers do not run under context parallelism yet (--cp 2)");
+  EXPECT_EQ(error_after("ep = 2", "ep = 2\nzero = 2"),
+            "expert parallelism (--ep 2) runs with DDP or ZeRO-1 only for now (--zero 2)");
+  EXPECT_EQ(error_after("ep = 2", "ep = 2\ntp = 2\nexpert_tp = 2", 8),
+            "--expert-tp 2: experts split over tensor-parallel ranks are not built; experts run "
+            "whole on every tp rank (--expert-tp 1)");
+}
+
+TEST(MoeRunConfig, TensorParallelAndZero1Accepted) {
+  // Experts whole on every tp rank (expert tp 1), with and without sp; ZeRO-1
+  // shards expert state over expert-dp.
+  for (const char* extra : {"tp = 2\nsequence_parallel = true", "tp = 2", "zero = 1"}) {
+    const RunConfig rc = load_run_config(testing::write_toml(std::string(kBase) + extra + "\n"));
+    const int world = rc.train.parallelism.world_size();
+    EXPECT_NO_THROW(rc.train.validate(rc.model, world)) << extra;
+  }
 }
 
 }  // namespace

@@ -188,6 +188,7 @@ void read_parallelism(TableReader& r, ParallelismConfig& p) {
   r.get("schedule", p.schedule);
   r.get("virtual_stages", p.virtual_stages);
   r.get("ep", p.ep);
+  r.get("expert_tp", p.expert_tp);
   r.get("pp_layers", p.pp_layers);
   r.get("cp", p.cp);
   r.get("cp_comm", p.cp_comm);
