@@ -62,6 +62,14 @@ TEST(MoeRunConfig, ReadsTheMoeKeys) {
   EXPECT_EQ(m.aux_loss_coeff, 0.01);
   EXPECT_EQ(rc.train.parallelism.ep, 2);
   EXPECT_NO_THROW(rc.train.validate(rc.model, 4));
+  EXPECT_EQ(m.shared_intermediate, 0);
+  std::string body = kBase;
+  const std::string z = "moe_z_loss_coeff = 0.001\n";
+  body.insert(body.find(z) + z.size(),
+              "moe_shared_expert_intermediate_size = 32\nmoe_shared_expert_gate = true\n");
+  const RunConfig shared = load_run_config(testing::write_toml(body));
+  EXPECT_EQ(shared.model.moe.shared_intermediate, 32);
+  EXPECT_TRUE(shared.model.moe.shared_expert_gate);
 }
 
 TEST(MoeRunConfig, BadInputOneClearMessageEach) {

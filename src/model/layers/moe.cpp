@@ -23,6 +23,8 @@ Moe::Moe(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, do
                     .weight_decay = false,
                     .tp_partial_grad = tp.sp()});
   experts_ = MoeExperts(ps, prefix, cfg, proj_std, ep, tp);
+  has_shared_ = cfg_.shared_intermediate > 0;
+  if (has_shared_) shared_ = MoeSharedExpert(ps, prefix, cfg, proj_std, tp);
 }
 
 Moe::Saved Moe::forward(const LayerContext& c, float* out, const float* inp) const {
@@ -69,6 +71,7 @@ Moe::Saved Moe::forward(const LayerContext& c, float* out, const float* inp) con
   for (int64_t a = a0; a < a1; ++a)
     if (s.send_row[a] >= 0)
       cpu::axpy(out + (a / k - row0) * C_, r.gate[a], s.y.data<float>() + s.send_row[a] * C_, C_);
+  if (has_shared_) s.shared = shared_.forward(c, out, inp);
   return s;
 }
 
@@ -108,6 +111,7 @@ void Moe::backward(const LayerContext& c, float* dinp, const float* dout, const 
   cpu::linear_backward<float>(dinp, c.params.grad(router_), nullptr,
                               dlogits.data<float>() + row0 * E, inp, c.params.value(router_), rows,
                               C_, E);
+  if (has_shared_) shared_.backward(c, dinp, dout, inp, s.shared);
   if (c.moe_stats) c.moe_stats->add(r.stats);
 }
 

@@ -17,12 +17,15 @@
 // assignments; router and expert gradients are then partial over tp
 // (ParamSpec::tp_partial_grad) and summed by the model. Without sp every tp
 // rank holds every row and computes the same thing.
+// A shared expert (moe_shared_expert.h), when configured, adds its output
+// for every token after the routed experts'.
 #pragma once
 #include <string>
 #include <vector>
 
 #include "model/layers/moe_experts.h"
 #include "model/layers/moe_router.h"
+#include "model/layers/moe_shared_expert.h"
 #include "parallel/expert/token_dispatch.h"
 #include "parallel/tensor/tp_group.h"
 
@@ -38,6 +41,7 @@ class Moe {
     std::vector<int64_t> send_row;
     MoeExperts::Saved experts;
     Tensor y;  // (send rows, C): expert outputs back on this rank, in send order
+    MoeSharedExpert::Saved shared;  // with a shared expert only
   };
   Moe() = default;
   Moe(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, double proj_std,
@@ -54,6 +58,8 @@ class Moe {
   int64_t C_ = 0;
   ParamRef router_;  // (E, C)
   MoeExperts experts_;
+  bool has_shared_ = false;
+  MoeSharedExpert shared_;
   EpGroup ep_;
   TpGroup tp_;
 };

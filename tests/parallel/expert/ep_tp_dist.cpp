@@ -7,6 +7,7 @@
 // 2 ranks: tp 2 + sp for every case, tp 2 without sp for one.
 // 4 ranks: ep 2 x tp 2 + sp for every case; tp 4 + sp (micro-batch 2: each
 // rank holds half a sequence) for two; ep 2 x tp 2 + sp under ZeRO-1 for one.
+// The two dropping cases have a shared expert (GPT-2 plain, LLaMA gated).
 #include "ep_cases.h"
 
 namespace parallm::ep_test {
@@ -26,6 +27,12 @@ ModelConfig tp_model(const Case& c) {
   m.n_heads = 4;
   m.n_kv_heads = c.family == "gpt2" ? 4 : 2;
   m.head_dim = 18;
+  // The dropping cases also carry a shared expert (tp-split like a dense MLP):
+  // plain for GPT-2, with Qwen2-MoE's sigmoid gate for LLaMA.
+  if (c.capacity) {
+    m.moe.shared_intermediate = 32;
+    m.moe.shared_expert_gate = c.family == "llama";
+  }
   return m;
 }
 
