@@ -126,8 +126,14 @@ void add_moe_flags(CLI::App* sub, TrainFlags& f) {
        "Switch load-balancing loss coefficient (default 0)");
   flag(sub, f, "--moe-z-loss-coeff", FIELD(model.moe.z_loss_coeff),
        "router z-loss coefficient (default 0)");
+  flag(sub, f, "--moe-shared-expert-intermediate-size", FIELD(model.moe.shared_intermediate),
+       "features of an always-on shared expert MLP beside the routed ones (0: none)");
+  on_off(sub, f, "--moe-shared-expert-gate", FIELD(model.moe.shared_expert_gate), true,
+         "scale the shared expert per token by sigmoid(x . w) (Qwen2-MoE)");
   flag(sub, f, "--ep,--expert-model-parallel-size", FIELD(train.parallelism.ep),
        "expert parallel size: experts split over ep ranks of dp (divides dp)");
+  flag(sub, f, "--expert-tp,--expert-tensor-parallel-size", FIELD(train.parallelism.expert_tp),
+       "tensor parallel size of the experts: 1 (whole experts on every tp rank, default)");
 }
 
 void add_training_flags(CLI::App* sub, TrainFlags& f) {

@@ -67,7 +67,9 @@ nlohmann::json hf_config_json(const ModelConfig& c, const std::string& torch_dty
                                                               : nlohmann::json(nullptr)},
                         {"drop_policy", m.drop_policy == DropPolicy::Probs ? "probs" : "position"},
                         {"aux_loss_coeff", m.aux_loss_coeff},
-                        {"z_loss_coeff", m.z_loss_coeff}};
+                        {"z_loss_coeff", m.z_loss_coeff},
+                        {"shared_expert_intermediate_size", m.shared_intermediate},
+                        {"shared_expert_gate", m.shared_expert_gate}};
   }
   j["torch_dtype"] = torch_dtype;
   return j;
@@ -171,6 +173,8 @@ ModelConfig model_config_from_hf(const nlohmann::json& j, const std::string& src
     c.moe.drop_policy = drop_policy_from_name(m.opt<std::string>("drop_policy", "position"));
     c.moe.aux_loss_coeff = m.opt<double>("aux_loss_coeff", 0.0);
     c.moe.z_loss_coeff = m.opt<double>("z_loss_coeff", 0.0);
+    c.moe.shared_intermediate = m.opt<int64_t>("shared_expert_intermediate_size", 0);
+    c.moe.shared_expert_gate = m.opt<bool>("shared_expert_gate", false);
   }
   try {
     c.validate();

@@ -68,6 +68,15 @@ std::vector<HfTensor> hf_layout(const ModelConfig& c) {
           add(e + "w2.weight", {C, I}, {x + "down.weight"}, false, j);
           add(e + "w3.weight", {I, C}, {x + "up.weight"}, false, j);
         }
+        if (c.moe.shared_intermediate > 0) {  // Qwen2-MoE's names (export refuses them)
+          const int64_t S = c.moe.shared_intermediate;
+          const std::string se = h + "mlp.shared_expert.", q = p + "moe.shared_expert.";
+          add(se + "gate_proj.weight", {S, C}, {q + "gate.weight"});
+          add(se + "up_proj.weight", {S, C}, {q + "up.weight"});
+          add(se + "down_proj.weight", {C, S}, {q + "down.weight"});
+          if (c.moe.shared_expert_gate)
+            add(h + "mlp.shared_expert_gate.weight", {1, C}, {p + "moe.shared_expert_gate.weight"});
+        }
         continue;
       }
       add(h + "mlp.gate_proj.weight", {I, C}, {p + "mlp.gate.weight"});

@@ -23,6 +23,11 @@ void MoeConfig::validate() const {
   PX_CHECK(!capacity_factor || *capacity_factor > 0.0,
            "moe capacity factor must be positive, got {} (leave it unset for dropless)",
            capacity_factor.value_or(0.0));
+  PX_CHECK(shared_intermediate >= 0,
+           "moe shared expert intermediate size must be non-negative, got {}", shared_intermediate);
+  PX_CHECK(
+      !shared_expert_gate || shared_intermediate > 0,
+      "the moe shared expert gate needs a shared expert (--moe-shared-expert-intermediate-size)");
   PX_CHECK(aux_loss_coeff >= 0.0 && z_loss_coeff >= 0.0,
            "moe loss coefficients must be non-negative (aux {}, z {})", aux_loss_coeff,
            z_loss_coeff);

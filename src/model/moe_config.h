@@ -1,7 +1,8 @@
 // MoeConfig: the mixture-of-experts part of a model's architecture (docs/moe.md):
 // how many experts, which layers carry them (--moe-layer-freq), the router
 // (top-k, softmax before or after the top-k, renormalisation; Switch top-1
-// and GShard top-2 presets), capacity and dropping, and the balancing losses.
+// and GShard top-2 presets), capacity and dropping, the balancing losses,
+// and a shared expert.
 // Capacity is counted per sequence (a row of the micro-batch), in token
 // order, so the drop decisions depend on nothing but the sequence: every
 // dp / ep / micro-batch layout drops the same tokens. validate() rejects
@@ -34,6 +35,11 @@ struct MoeConfig {
   DropPolicy drop_policy = DropPolicy::Position;
   double aux_loss_coeff = 0.0;  // Switch load-balancing loss alpha
   double z_loss_coeff = 0.0;    // router z-loss beta
+  // Shared expert (Qwen2-MoE, DeepSeek): an always-on MLP of this many
+  // features beside the routed experts (0: none), optionally scaled per token
+  // by Qwen2-MoE's sigmoid gate (model/layers/moe_shared_expert.h).
+  int64_t shared_intermediate = 0;
+  bool shared_expert_gate = false;
 
   bool enabled() const { return num_experts > 0; }
   bool is_moe_layer(int64_t layer) const { return enabled() && layer % layer_freq == 0; }

@@ -14,10 +14,12 @@ const ModelConfig& checked(const ModelConfig& cfg, const TpGroup& tp, const EpGr
   cfg.validate();
   check_tp_divides(cfg, tp.size());  // before any parameter is registered
   if (cfg.moe.enabled()) {
-    PX_CHECK(!tp.active(), "MoE layers do not run under tensor parallelism yet (tp {})", tp.size());
     PX_CHECK(cp.size() == 1, "MoE layers do not run under context parallelism yet (cp {})",
              cp.size());
     ep.local_experts(cfg.moe.num_experts);  // throws unless ep divides the experts
+    PX_CHECK(cfg.moe.shared_intermediate % tp.size() == 0,
+             "moe shared expert intermediate size ({}) is not divisible by tp ({})",
+             cfg.moe.shared_intermediate, tp.size());
   } else {
     PX_CHECK(!ep.active(), "expert parallelism (ep {}) needs an MoE model (num_experts > 0)",
              ep.size());

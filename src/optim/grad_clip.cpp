@@ -17,7 +17,7 @@ double global_grad_norm(const ParameterSet& ps, const float* g, int64_t begin, i
   std::vector<double> sums(also_summed.begin(), also_summed.end());
   const bool experts = groups.expert_grads != nullptr;
   double ss = tp_grad_sum_squares(ps, g, begin, end, tp, experts);
-  if (experts && groups.count_experts)
+  if (experts && groups.count_experts && tp.rank() == 0)  // experts are replicated over tp
     for (int i = 0; i < ps.size(); ++i)
       if (ps.spec(i).expert)
         ss += cpu::sum_squares(groups.expert_grads + ps.offset(i), ps.numel(i));

@@ -54,8 +54,9 @@ std::vector<CheckpointPiece> checkpoint_pieces(const Transformer& model, DataPar
       // tp, the first holder of a shard that several tp ranks share.
       // The last pipeline stage's copy of the tied table is the first stage's
       // (same name, same values and moments): that stage writes it.
-      const bool copy =
-          s.pipeline_copy || (s.shard_dim < 0 ? tp_rank != 0 : tp_rank % s.tp_replicas != 0);
+      // Experts are replicated over tp (their shard_dim is the ep split).
+      const bool copy = s.pipeline_copy ||
+                        (s.shard_dim < 0 || s.expert ? tp_rank != 0 : tp_rank % s.tp_replicas != 0);
       if (b <= a || copy) continue;
       TensorSlice slice = TensorSlice::of_box(s.global_shape, s.shape, s.shard_dim, s.shard_begin)
                               .sub_range(a - off, b - off);
@@ -74,7 +75,7 @@ std::vector<CheckpointPiece> checkpoint_pieces(const Transformer& model, DataPar
     int64_t lo = opt->begin(), hi = opt->end();
     // Replicated state (DDP): each dp rank writes its ZeRO range of it.
     const bool replicated = lo == 0 && hi == ps.total_numel() && dp.dp_size() > 1 &&
-                            dp.options().mode == DpMode::AllReduce;
+                            dp.options().mode == DpMode::AllReduce && dp.options().zero == 0;
     if (replicated) {
       lo = sh.begin(r);
       hi = sh.end(r);
@@ -90,7 +91,8 @@ std::vector<CheckpointPiece> checkpoint_pieces(const Transformer& model, DataPar
       }
     };
     add_state(lo, hi, ep ? Which::Dense : Which::All);
-    if (write_experts) add_state(0, ps.total_numel(), Which::Experts);
+    // ZeRO-1 shards expert state over expert-dp: each rank writes its spans.
+    if (write_experts || (ep && !replicated)) add_state(0, ps.total_numel(), Which::Experts);
   }
   return out;
 }

@@ -54,12 +54,20 @@ void TrainConfig::validate(const ModelConfig& m, int world_size) const {
              par.ep);
     PX_CHECK(m.moe.num_experts % par.ep == 0, "num_experts ({}) is not divisible by ep ({})",
              m.moe.num_experts, par.ep);
-    PX_CHECK(par.dp.zero == 0 && par.dp.mode == DpMode::AllReduce,
-             "expert parallelism (--ep {}) runs with DDP only for now (--zero {})", par.ep,
-             par.dp.zero);
+    PX_CHECK(par.dp.zero <= 1 && par.dp.mode == DpMode::AllReduce,
+             "expert parallelism (--ep {}) runs with DDP or ZeRO-1 only for now (--zero {})",
+             par.ep, par.dp.zero);
+    PX_CHECK(par.dp.zero == 0 || optimizer.kind != OptimizerKind::Muon,
+             "expert parallelism (--ep {}) with ZeRO-1 needs an element-wise optimizer, not "
+             "muon (its shards are scattered spans)",
+             par.ep);
   }
-  PX_CHECK(!m.moe.enabled() || par.tp == 1,
-           "MoE layers do not run under tensor parallelism yet (--tp {})", par.tp);
+  // Under tp the experts run whole on every tp rank (docs/moe.md): splitting
+  // them over tp (Megatron's expert tensor parallelism) is not built.
+  PX_CHECK(par.expert_tp == 1,
+           "--expert-tp {}: experts split over tensor-parallel ranks are not built; experts run "
+           "whole on every tp rank (--expert-tp 1)",
+           par.expert_tp);
   // Capacity is counted per whole sequence (docs/moe.md); under cp a rank
   // holds only chunks of each sequence, so the drops would depend on cp.
   PX_CHECK(!m.moe.enabled() || par.cp == 1,

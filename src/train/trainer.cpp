@@ -52,7 +52,8 @@ Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, d
       hw_flops_per_token_(parallm_hardware_flops_per_token(model.config(), cfg.training.seq_len,
                                                            cfg.training.recompute)),
       train_data_(cfg.data.train, cfg.training.seq_len, cfg.training.seed, cfg.data.shuffle),
-      dp_(make_data_parallel(model, dp_group, reduction_options(cfg, model), cfg.optimizer, alloc)),
+      dp_(make_data_parallel(model, dp_group, reduction_options(cfg, model), cfg.optimizer, alloc,
+                             edp_group)),
       sched_(cfg.schedule()),
       comm_meter_(
           {{GroupKind::Dp, dp_group},

@@ -1,6 +1,7 @@
 // MoE settings in a run file ([model] moe_* keys, [parallelism] ep) and the
 // bad inputs each caught before allocation with one clear message: topk
-// larger than the experts, ep not dividing the experts, capacity <= 0.
+// larger than the experts, ep not dividing the experts, capacity <= 0,
+// ZeRO-2/3 with ep, experts split over tp; tp (+ sp) and ZeRO-1 accepted.
 #include <gtest/gtest.h>
 
 #include "base/error.h"
@@ -61,6 +62,14 @@ TEST(MoeRunConfig, ReadsTheMoeKeys) {
   EXPECT_EQ(m.aux_loss_coeff, 0.01);
   EXPECT_EQ(rc.train.parallelism.ep, 2);
   EXPECT_NO_THROW(rc.train.validate(rc.model, 4));
+  EXPECT_EQ(m.shared_intermediate, 0);
+  std::string body = kBase;
+  const std::string z = "moe_z_loss_coeff = 0.001\n";
+  body.insert(body.find(z) + z.size(),
+              "moe_shared_expert_intermediate_size = 32\nmoe_shared_expert_gate = true\n");
+  const RunConfig shared = load_run_config(testing::write_toml(body));
+  EXPECT_EQ(shared.model.moe.shared_intermediate, 32);
+  EXPECT_TRUE(shared.model.moe.shared_expert_gate);
 }
 
 TEST(MoeRunConfig, BadInputOneClearMessageEach) {
@@ -76,6 +85,21 @@ TEST(MoeRunConfig, BadInputOneClearMessageEach) {
             "expert parallelism (--ep 2) needs an MoE model (--num-experts)");
   EXPECT_EQ(error_after("ep = 2", "cp = 2", 8),
             "MoE layers do not run under context parallelism yet (--cp 2)");
+  EXPECT_EQ(error_after("ep = 2", "ep = 2\nzero = 2"),
+            "expert parallelism (--ep 2) runs with DDP or ZeRO-1 only for now (--zero 2)");
+  EXPECT_EQ(error_after("ep = 2", "ep = 2\ntp = 2\nexpert_tp = 2", 8),
+            "--expert-tp 2: experts split over tensor-parallel ranks are not built; experts run "
+            "whole on every tp rank (--expert-tp 1)");
+}
+
+TEST(MoeRunConfig, TensorParallelAndZero1Accepted) {
+  // Experts whole on every tp rank (expert tp 1), with and without sp; ZeRO-1
+  // shards expert state over expert-dp.
+  for (const char* extra : {"tp = 2\nsequence_parallel = true", "tp = 2", "zero = 1"}) {
+    const RunConfig rc = load_run_config(testing::write_toml(std::string(kBase) + extra + "\n"));
+    const int world = rc.train.parallelism.world_size();
+    EXPECT_NO_THROW(rc.train.validate(rc.model, world)) << extra;
+  }
 }
 
 }  // namespace

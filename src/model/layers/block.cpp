@@ -22,7 +22,7 @@ Block::Block(ParameterSet& ps, int layer, const ModelConfig& cfg, const TpGroup&
   attn_ = Attention(ps, p + ".attn", cfg, proj_std, tp, cp, adapters);
   norm2_ = Norm(ps, p + ".norm2", cfg.hidden, cfg.uses_layernorm(), cfg.norm_eps, tp.sp());
   if (is_moe_)
-    moe_ = Moe(ps, p + ".moe", cfg, proj_std, ep);
+    moe_ = Moe(ps, p + ".moe", cfg, proj_std, ep, tp);
   else
     mlp_ = Mlp(ps, p + ".mlp", cfg, proj_std, tp, adapters);
 }

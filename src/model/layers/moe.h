@@ -6,15 +6,28 @@
 // run through the grouped experts (MoeExperts) and come back weighted by
 // their gates: out_t = sum_j kept g_tj expert_{e_tj}(x_t). Backward sends the
 // output gradients the same way, and adds the balancing losses' gradients
-// (c.grad_scale) to the router's. Input and output: (N, C) rows made of
-// whole sequences of c.T tokens (no tensor or sequence parallelism).
+// (c.grad_scale) to the router's. Input and output: the residual stream's
+// rows, (N, C) of whole sequences of c.T tokens, or under sequence
+// parallelism this tp rank's N/tp contiguous rows of them.
+// Tensor parallelism (docs/moe.md, Megatron-core's parallel folding with
+// expert tp 1): experts are not tp-split; each tp rank runs its ep rank's
+// experts whole on its own rows. The router's logits are all-gathered over
+// tp under sp, so every tp rank routes the whole micro-batch exactly as one
+// process does (capacity per sequence is unchanged) and keeps its rows'
+// assignments; router and expert gradients are then partial over tp
+// (ParamSpec::tp_partial_grad) and summed by the model. Without sp every tp
+// rank holds every row and computes the same thing.
+// A shared expert (moe_shared_expert.h), when configured, adds its output
+// for every token after the routed experts'.
 #pragma once
 #include <string>
 #include <vector>
 
 #include "model/layers/moe_experts.h"
 #include "model/layers/moe_router.h"
+#include "model/layers/moe_shared_expert.h"
 #include "parallel/expert/token_dispatch.h"
+#include "parallel/tensor/tp_group.h"
 
 namespace parallm {
 
@@ -23,16 +36,19 @@ class Moe {
   struct Saved {
     Routing routing;
     TokenDispatch dispatch;
-    std::vector<int64_t> send_row;  // (N*k): row of each assignment in send order; -1: dropped
+    // (N*k) over the whole micro-batch: send row of each of this rank's
+    // assignments; -1: dropped, or another tp rank's row (sp).
+    std::vector<int64_t> send_row;
     MoeExperts::Saved experts;
     Tensor y;  // (send rows, C): expert outputs back on this rank, in send order
+    MoeSharedExpert::Saved shared;  // with a shared expert only
   };
   Moe() = default;
   Moe(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, double proj_std,
-      const EpGroup& ep);
-  // out (N, C) = moe(inp), overwritten.
+      const EpGroup& ep, const TpGroup& tp = {});
+  // out (rows, C) = moe(inp), overwritten (rows: N, or N/tp under sp).
   Saved forward(const LayerContext& c, float* out, const float* inp) const;
-  // dinp (N, C) += d loss / d inp; router and expert gradients accumulate;
+  // dinp (rows, C) += d loss / d inp; router and expert gradients accumulate;
   // the routing statistics go to c.moe_stats.
   void backward(const LayerContext& c, float* dinp, const float* dout, const float* inp,
                 const Saved& s) const;
@@ -42,7 +58,10 @@ class Moe {
   int64_t C_ = 0;
   ParamRef router_;  // (E, C)
   MoeExperts experts_;
+  bool has_shared_ = false;
+  MoeSharedExpert shared_;
   EpGroup ep_;
+  TpGroup tp_;
 };
 
 }  // namespace parallm

@@ -16,7 +16,7 @@ Shape rows_shape(int64_t M, int64_t width) { return {std::max<int64_t>(M, 1), wi
 }  // namespace
 
 MoeExperts::MoeExperts(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg,
-                       double proj_std, const EpGroup& ep)
+                       double proj_std, const EpGroup& ep, const TpGroup& tp)
     : swiglu_(cfg.uses_swiglu()),
       local_(ep.local_experts(cfg.moe.num_experts)),
       first_(ep.rank() * local_),
@@ -37,6 +37,7 @@ MoeExperts::MoeExperts(ParameterSet& ps, const std::string& prefix, const ModelC
                    .init = init,
                    .init_std = std,
                    .weight_decay = !bias,
+                   .tp_partial_grad = tp.sp(),
                    .expert = true});
   };
   const bool bias = cfg.uses_bias();

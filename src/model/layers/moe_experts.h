@@ -4,6 +4,8 @@
 // dimension 0 is the expert (ParamSpec::expert; split over ep). Rows come
 // expert-major (TokenDispatch) and every linear runs as one grouped GEMM
 // over all local experts (kernels/cpu/grouped_gemm.h). fp32 GEMMs only.
+// Not split over tp (expert tp 1, moe.h): under sequence parallelism each
+// tp rank feeds its own tokens, so the gradients are partial over tp.
 #pragma once
 #include <string>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "model/config.h"
 #include "nn/layer_context.h"
 #include "parallel/expert/ep_group.h"
+#include "parallel/tensor/tp_group.h"
 
 namespace parallm {
 
@@ -24,7 +27,7 @@ class MoeExperts {
   };
   MoeExperts() = default;
   MoeExperts(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, double proj_std,
-             const EpGroup& ep);
+             const EpGroup& ep, const TpGroup& tp = {});
   int64_t local_experts() const { return local_; }
   int64_t first_expert() const { return first_; }
   // out (M, C) = expert_e(x) for the rows [offsets[e], offsets[e+1]) of local expert e.

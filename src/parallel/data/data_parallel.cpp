@@ -47,14 +47,15 @@ DataParallel::~DataParallel() {
 
 std::unique_ptr<DataParallel> make_data_parallel(Transformer& model, comm::Communicator* dp,
                                                  const DpOptions& opts,
-                                                 const OptimizerConfig& optim, Allocator& alloc) {
+                                                 const OptimizerConfig& optim, Allocator& alloc,
+                                                 comm::Communicator* edp) {
   const bool multi = dp != nullptr && dp->size() > 1;
-  PX_CHECK(!model.ep().active() || (opts.zero == 0 && opts.mode == DpMode::AllReduce),
-           "expert parallelism (ep {}) runs with DDP only for now (zero {}, dp mode {})",
+  PX_CHECK(!model.ep().active() || (opts.zero <= 1 && opts.mode == DpMode::AllReduce),
+           "expert parallelism (ep {}) runs with DDP or ZeRO-1 only for now (zero {}, dp mode {})",
            model.ep().size(), opts.zero, dp_mode_name(opts.mode));
   if (multi && opts.mode == DpMode::ParameterServer)
     return std::make_unique<ParameterServer>(model, dp, opts, optim, alloc);
-  if (multi && opts.zero == 1) return std::make_unique<Zero1>(model, dp, opts, optim, alloc);
+  if (multi && opts.zero == 1) return std::make_unique<Zero1>(model, dp, opts, optim, alloc, edp);
   if (multi && opts.zero == 2) return std::make_unique<Zero2>(model, dp, opts, optim, alloc);
   if (multi && opts.zero == 3) return std::make_unique<Zero3>(model, dp, opts, optim, alloc);
   return std::make_unique<Ddp>(model, dp, opts, optim, alloc);

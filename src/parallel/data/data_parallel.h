@@ -14,7 +14,8 @@
 // Expert parallelism (model.ep() active, docs/moe.md): the ep ranks inside
 // dp hold different experts, so expert gradients stay out of the dp
 // reduction and are summed over the expert-dp group (set_expert_group)
-// instead; DDP only for now.
+// instead; DDP and ZeRO-1 (which shards expert optimizer state over
+// expert-dp, parallel/zero/expert_shards.h) only for now.
 #pragma once
 #include <memory>
 #include <string>
@@ -114,9 +115,11 @@ class DataParallel {
 };
 
 // The technique opts names (dp == 1: the one-process step). Installs hooks
-// on the model, which must outlive the result.
+// on the model, which must outlive the result. edp: the expert-dp group of
+// an expert-parallel model (null: size 1); set_expert_group is still due.
 std::unique_ptr<DataParallel> make_data_parallel(Transformer& model, comm::Communicator* dp,
                                                  const DpOptions& opts,
-                                                 const OptimizerConfig& optim, Allocator& alloc);
+                                                 const OptimizerConfig& optim, Allocator& alloc,
+                                                 comm::Communicator* edp = nullptr);
 
 }  // namespace parallm

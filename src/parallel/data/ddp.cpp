@@ -15,7 +15,8 @@ Ddp::Ddp(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
   const int64_t total = ps.total_numel();
   norm_begin_ = shards_.begin(dp_rank());
   norm_end_ = shards_.end(dp_rank());
-  if (what == Optimizing::OwnShard) {
+  if (what == Optimizing::OwnSpans) {  // ranges and optimizer: the subclass
+  } else if (what == Optimizing::OwnShard) {
     update_begin_ = norm_begin_;
     update_end_ = norm_end_;
     opt_ = make_optimizer(optim, ps, alloc, update_begin_, update_end_, shards_.shard_size(),

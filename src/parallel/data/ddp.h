@@ -18,8 +18,9 @@ class Ddp : public DataParallel {
   void begin_micro_batch(bool last) override;
 
  protected:
-  // ZeRO-1 shares the reduction and keeps the optimizer on its shard.
-  enum class Optimizing { Everything, OwnShard };
+  // ZeRO-1 shares the reduction and keeps the optimizer on its shard
+  // (OwnSpans: the subclass builds it, ZeRO-1 under expert parallelism).
+  enum class Optimizing { Everything, OwnShard, OwnSpans };
   Ddp(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
       const OptimizerConfig& optim, Allocator& alloc, Optimizing what);
   void finish_reduction() override;

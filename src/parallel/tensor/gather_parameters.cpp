@@ -8,7 +8,8 @@ std::vector<float> gather_tp_parameter(const ParameterSet& ps, int i, const floa
                                        const TpGroup& tp) {
   const ParamSpec& s = ps.spec(i);
   const int64_t n = ps.numel(i);
-  if (!tp.active() || s.shard_dim < 0) return std::vector<float>(local, local + n);
+  // Experts are replicated over tp (their shard_dim is the ep split).
+  if (!tp.active() || s.shard_dim < 0 || s.expert) return std::vector<float>(local, local + n);
   const int P = tp.size();
   std::vector<float> blocks(static_cast<size_t>(n * P));
   tp.comm->all_gather(local, blocks.data(), static_cast<size_t>(n), DType::F32);

@@ -2,7 +2,8 @@
 // sum over tp (and dp) counts every element of the one-process model once:
 // tp-sharded parameters (shard_dim >= 0) count on every rank (a shard held
 // by several ranks, tp_replicas > 1, on the first of them), replicated ones
-// on tp rank 0 only (their gradients are identical across tp), a pipeline
+// on tp rank 0 only (their gradients are identical across tp; MoE experts,
+// whose shard_dim is the ep split, are replicated over tp), a pipeline
 // stage's copy of another stage's parameter (pipeline_copy) nowhere.
 #pragma once
 #include <cstdint>

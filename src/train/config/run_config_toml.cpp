@@ -139,6 +139,8 @@ void read_model(TableReader& r, ModelConfig& mc) {
   r.get_named("moe_token_drop_policy", mc.moe.drop_policy, drop_policy_from_name);
   r.get("moe_aux_loss_coeff", mc.moe.aux_loss_coeff);
   r.get("moe_z_loss_coeff", mc.moe.z_loss_coeff);
+  r.get("moe_shared_expert_intermediate_size", mc.moe.shared_intermediate);
+  r.get("moe_shared_expert_gate", mc.moe.shared_expert_gate);
 }
 
 void read_data(TableReader& r, DataConfig& d, const Path& base) {
@@ -200,6 +202,7 @@ void read_parallelism(TableReader& r, ParallelismConfig& p) {
   r.get("schedule", p.schedule);
   r.get("virtual_stages", p.virtual_stages);
   r.get("ep", p.ep);
+  r.get("expert_tp", p.expert_tp);
   r.get("pp_layers", p.pp_layers);
   r.get("cp", p.cp);
   r.get("cp_comm", p.cp_comm);

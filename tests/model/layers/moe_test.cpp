@@ -2,7 +2,8 @@
 // reference (each kept expert's MLP, weighted by its gate), and backward
 // (inputs, router, every expert weight, both balancing losses) against
 // central finite differences, for GPT-2 (GELU, biases) and LLaMA (SwiGLU)
-// experts, dropless and with drops, with an expert that receives no token.
+// experts, dropless and with drops, with an expert that receives no token;
+// with a shared expert (plain, and gated by Qwen2-MoE's sigmoid gate).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,6 +19,8 @@ struct Case {
   Arch arch;
   int k;
   std::optional<double> capacity;
+  int64_t shared = 0;  // shared expert features (0: none)
+  bool shared_gate = false;
 };
 
 ModelConfig tiny(const Case& cs) {
@@ -33,6 +36,8 @@ ModelConfig tiny(const Case& cs) {
   c.moe.capacity_factor = cs.capacity;
   c.moe.aux_loss_coeff = 0.1;
   c.moe.z_loss_coeff = 0.05;
+  c.moe.shared_intermediate = cs.shared;
+  c.moe.shared_expert_gate = cs.shared_gate;
   c.init_std = 0.5;
   return c;
 }
@@ -76,12 +81,18 @@ double gelu(double x) {
   return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
 }
 
-// One expert's MLP on one row, in double.
-std::vector<double> expert_ref(const Layer& l, int e, const float* x) {
+// One expert's MLP on one row, in double: expert e of the stacked tensors
+// under `prefix` (moe.experts.) with I features, or the shared expert
+// (prefix moe.shared_expert., e = 0, its own I).
+std::vector<double> expert_ref(const Layer& l, int e, const float* x,
+                               const std::string& prefix = "moe.experts.", int64_t I = 0) {
   const ParameterSet& ps = l.ps;
-  const int64_t C = l.cfg.hidden, I = l.cfg.intermediate;
+  const int64_t C = l.cfg.hidden;
+  if (I == 0) I = l.cfg.intermediate;
   auto w = [&](const char* name) {
-    return ps.value_tensor(ps.find(std::string("moe.experts.") + name)).data<float>();
+    const int i = ps.find(prefix + name);
+    EXPECT_GE(i, 0) << prefix + name;
+    return ps.value_tensor(i).data<float>();
   };
   const bool sw = l.cfg.uses_swiglu();
   const float* w1 = w(sw ? "gate.weight" : "fc.weight") + e * I * C;
@@ -130,6 +141,18 @@ void check(const Case& cs) {
       const auto y = expert_ref(l, r.expert[t * cs.k + j], &x[t * C]);
       for (int64_t i = 0; i < C; ++i) ref[i] += r.gate[t * cs.k + j] * y[i];
     }
+    if (cs.shared > 0) {  // out_t += sigmoid(x_t . w_g) * shared(x_t), or without the gate
+      const auto y = expert_ref(l, 0, &x[t * C], "moe.shared_expert.", cs.shared);
+      double g = 1.0;
+      if (cs.shared_gate) {
+        const float* wg =
+            l.ps.value_tensor(l.ps.find("moe.shared_expert_gate.weight")).data<float>();
+        double z = 0.0;
+        for (int64_t i = 0; i < C; ++i) z += double(wg[i]) * x[t * C + i];
+        g = 1.0 / (1.0 + std::exp(-z));
+      }
+      for (int64_t i = 0; i < C; ++i) ref[i] += g * y[i];
+    }
     for (int64_t i = 0; i < C; ++i)
       EXPECT_NEAR(out[t * C + i], ref[i], 1e-5 + 1e-5 * std::abs(ref[i])) << t << "," << i;
   }
@@ -164,6 +187,8 @@ void check(const Case& cs) {
 TEST(MoeLayer, Gpt2ExpertsTop2Dropless) { check({Arch::GPT2, 2, std::nullopt}); }
 TEST(MoeLayer, Gpt2ExpertsTop1WithDrops) { check({Arch::GPT2, 1, 0.5}); }
 TEST(MoeLayer, LlamaExpertsTop2WithDrops) { check({Arch::LLaMA, 2, 0.6}); }
+TEST(MoeLayer, LlamaSharedExpertGated) { check({Arch::LLaMA, 2, 0.6, 3, true}); }
+TEST(MoeLayer, Gpt2SharedExpertUngated) { check({Arch::GPT2, 1, std::nullopt, 4, false}); }
 
 }  // namespace
 }  // namespace parallm

@@ -2,7 +2,8 @@
 # MoE composed with other features (docs/moe.md), as whole training jobs of
 # a tiny LLaMA MoE (gshard router, capacity 1, aux and z losses), 6 steps
 # each against one process: pp 2, pp 2 x dp 2 x ep 2, ZeRO-1 over dp 2 (no
-# ep), dp 2 x ep 2 with full and with selective recomputation. Losses and
+# ep), tp 2 + sp, tp 2 + sp x dp 2 x ep 2 under ZeRO-1, dp 2 x ep 2 with
+# full and with selective recomputation. Losses and
 # grad norms within 1e-5 relative, per-expert load equal.
 # usage: ep_compose.sh PARALLM   (the MPI environment comes from ctest)
 set -euo pipefail
@@ -18,6 +19,10 @@ mpi="mpirun --oversubscribe --bind-to none --mca btl self,vader"
 $mpi -np 2 "$exe" train --config run.toml --pp 2 --metrics pp2.jsonl > /dev/null
 $mpi -np 4 "$exe" train --config run.toml --pp 2 --dp 2 --ep 2 --metrics pp2_ep2.jsonl > /dev/null
 $mpi -np 2 "$exe" train --config run.toml --dp 2 --zero 1 --metrics zero1.jsonl > /dev/null
+$mpi -np 2 "$exe" train --config run.toml --tp 2 --sequence-parallel --metrics tp2sp.jsonl \
+  > /dev/null
+$mpi -np 4 "$exe" train --config run.toml --tp 2 --sequence-parallel --dp 2 --ep 2 --zero 1 \
+  --metrics tp2sp_ep2_zero1.jsonl > /dev/null
 $mpi -np 2 "$exe" train --config run.toml --dp 2 --ep 2 --recompute full --metrics full.jsonl > /dev/null
 $mpi -np 2 "$exe" train --config run.toml --dp 2 --ep 2 --recompute selective \
   --metrics selective.jsonl > /dev/null
@@ -27,7 +32,7 @@ def read(p):
     return [json.loads(l) for l in open(p)]
 ref = read("ref.jsonl")
 bad = 0
-for name in ("pp2", "pp2_ep2", "zero1", "full", "selective"):
+for name in ("pp2", "pp2_ep2", "zero1", "tp2sp", "tp2sp_ep2_zero1", "full", "selective"):
     got = read(name + ".jsonl")
     assert len(got) == len(ref) == 6, (name, len(got))
     for g, r in zip(got, ref):

@@ -9,6 +9,7 @@
 #include "ep_env.h"
 #include "grid/rank_grid.h"
 #include "model/transformer.h"
+#include "parallel/tensor/gather_parameters.h"
 #include "train/trainer.h"
 
 namespace parallm::ep_test {
@@ -20,9 +21,11 @@ EpTestEnv& env() {
 
 namespace {
 
-// The whole parameter vector in the one-process layout: expert tensors
-// (split along dimension 0 over ep) gathered over the ep group.
-std::vector<float> whole_parameters(const Transformer& m, comm::Communicator* ep) {
+// The whole parameter vector in the one-process layout: tp shards gathered
+// over tp (experts are whole on every tp rank), expert tensors (split along
+// dimension 0 over ep) gathered over the ep group.
+std::vector<float> whole_parameters(const Transformer& m, const TpGroup& tp,
+                                    comm::Communicator* ep) {
   Allocator alloc;
   const Transformer one(m.config(), alloc);
   const ParameterSet& ps = m.params();
@@ -30,13 +33,15 @@ std::vector<float> whole_parameters(const Transformer& m, comm::Communicator* ep
   std::vector<float> out(full.total_numel());
   for (int i = 0; i < ps.size(); ++i) {
     const ParamSpec& spec = ps.spec(i);
-    const float* v = ps.flat_values().data<float>() + ps.offset(i);
+    const std::vector<float> v =
+        gather_tp_parameter(ps, i, ps.flat_values().data<float>() + ps.offset(i), tp);
     const int j = full.find(spec.name);
     float* dst = out.data() + full.offset(j);
-    if (spec.shard_dim == 0 && ep != nullptr) {
-      ep->all_gather(v, dst, static_cast<size_t>(ps.numel(i)), DType::F32);
+    if (spec.expert && spec.shard_dim == 0 && ep != nullptr) {
+      ep->all_gather(v.data(), dst, v.size(), DType::F32);
     } else {
-      std::copy(v, v + ps.numel(i), dst);
+      // A padded vocabulary's rows past the model's are not compared.
+      std::copy(v.begin(), v.begin() + full.numel(j), dst);
     }
   }
   return out;
@@ -44,27 +49,43 @@ std::vector<float> whole_parameters(const Transformer& m, comm::Communicator* ep
 
 }  // namespace
 
-RunResult train_run(const ModelConfig& model, int ep, int steps) {
+RunResult train_run(const ModelConfig& model, int ep, int steps, int zero) {
+  if (ep == 0) return train_layout(model, Layout{.ep = 0}, steps);
+  return train_layout(model, Layout{.ep = ep, .zero = zero}, steps);
+}
+
+RunResult train_layout(const ModelConfig& model, const Layout& layout, int steps) {
   comm::Communicator* world = env().world;
-  const bool one = ep == 0;
+  const bool one = layout.ep == 0;
   TrainConfig t = testing::trajectory_config(env().shard, steps, "adamw", 1e-6);
-  const int dp = one ? 1 : world->size();
+  const int tp = one ? 1 : layout.tp;
+  const int dp = one ? 1 : world->size() / tp;
+  const int ep = one ? 1 : layout.ep;
   t.parallelism.dp.dp = dp;
-  t.parallelism.ep = one ? 1 : ep;
+  t.parallelism.ep = ep;
+  t.parallelism.tp = tp;
+  t.parallelism.sequence_parallel = !one && layout.sp;
   t.parallelism.dp.bucket_mb = 0.05;  // several buckets, some cut by expert ranges
-  std::unique_ptr<comm::Communicator> ep_comm, edp_comm;
+  t.parallelism.dp.zero = one ? 0 : layout.zero;
+  if (layout.micro > 0) t.training.micro_batch_size = layout.micro;
+  std::unique_ptr<comm::Communicator> tp_comm, dp_comm, ep_comm, edp_comm;
   if (!one) {
-    const RankGrid grid(GridSizes{.dp = dp, .ep = ep}, world->size());
+    const RankGrid grid(GridSizes{.tp = tp, .dp = dp, .ep = ep}, world->size());
     const int r = world->rank();
-    ep_comm = world->split(grid.group_index(GroupKind::Ep, r), grid.rank_in_group(GroupKind::Ep, r),
-                           "ep");
-    edp_comm = world->split(grid.group_index(GroupKind::Edp, r),
-                            grid.rank_in_group(GroupKind::Edp, r), "edp");
+    auto split = [&](GroupKind k, const char* name) {
+      return world->split(grid.group_index(k, r), grid.rank_in_group(k, r), name);
+    };
+    tp_comm = split(GroupKind::Tp, "tp");
+    dp_comm = split(GroupKind::Dp, "dp");
+    ep_comm = split(GroupKind::Ep, "ep");
+    edp_comm = split(GroupKind::Edp, "edp");
   }
+  const TpGroup tpg{.comm = tp > 1 ? tp_comm.get() : nullptr,
+                    .sequence_parallel = t.parallelism.sequence_parallel};
   Allocator alloc;
-  Transformer m(model, alloc, {}, {}, EpGroup{.comm = ep > 1 ? ep_comm.get() : nullptr});
+  Transformer m(model, alloc, tpg, {}, EpGroup{.comm = ep > 1 ? ep_comm.get() : nullptr});
   m.params().init_random(7);
-  Trainer tr(m, t, alloc, 0.0, one ? nullptr : world, {}, edp_comm.get());
+  Trainer tr(m, t, alloc, 0.0, dp > 1 ? dp_comm.get() : nullptr, {}, edp_comm.get());
   RunResult res;
   tr.run([&](const StepStats& s) {
     res.losses.push_back(s.loss);
@@ -74,7 +95,7 @@ RunResult train_run(const ModelConfig& model, int ep, int steps) {
     res.dropped.push_back(s.moe_dropped);
     res.expert_loads.push_back(s.moe_expert_load);
   });
-  res.params = whole_parameters(m, ep > 1 ? ep_comm.get() : nullptr);
+  res.params = whole_parameters(m, tpg, ep > 1 ? ep_comm.get() : nullptr);
   return res;
 }
 

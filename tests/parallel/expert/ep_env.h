@@ -23,8 +23,20 @@ struct RunResult {
   std::vector<float> params;  // the one-process flat layout
 };
 
+// A layout of the world: tp x dp = world ranks, ep folding dp.
+struct Layout {
+  int ep = 1;
+  int zero = 0;     // ZeRO stage over dp (expert state over expert-dp)
+  int tp = 1;       // experts whole on every tp rank (expert tp 1)
+  bool sp = false;  // sequence parallelism (with tp > 1)
+  int micro = 0;    // micro-batch size (0: the trajectory config's 2)
+};
+
 // 20 steps of common/trajectory_config.h (global batch 24 x 16, micro 2).
-// ep 0: one process (no group); else dp = world, ep as given.
-RunResult train_run(const ModelConfig& model, int ep, int steps = 20);
+// ep 0: one process (no group); else dp = world, ep as given, ZeRO stage
+// `zero` over dp (expert state over expert-dp).
+RunResult train_run(const ModelConfig& model, int ep, int steps = 20, int zero = 0);
+// The same on the layout given; tp * dp must be the world size.
+RunResult train_layout(const ModelConfig& model, const Layout& layout, int steps = 20);
 
 }  // namespace parallm::ep_test

@@ -1,9 +1,21 @@
 # Expert-parallel tests (label dist): one MPI gtest binary at 2 and 4 ranks;
 # each run trains MoE layouts (ep x edp = dp = ranks) against the one-process
 # run it computes itself, and checks the token dispatch on its own.
+# The ZeRO-1 and tensor-parallel layouts run as tests of their own (the
+# same binary, filtered), so each stays well inside its timeout.
 parallm_mpi_test_binary(ep_dist_tests ${CMAKE_CURRENT_LIST_DIR}/ep_dist_main.cpp)
 foreach(np 2 4)
-  parallm_mpi_test(NAME parallel.ep.np${np} NP ${np} TARGET ep_dist_tests TIMEOUT 300)
+  foreach(part "np${np}|-ExpertParallelZero.*:MoeTensorParallel.*"
+               "zero.np${np}|ExpertParallelZero.*" "tp.gpt2.np${np}|MoeTensorParallel.Gpt2*"
+               "tp.llama.np${np}|MoeTensorParallel.Llama*")
+    string(REPLACE "|" ";" part "${part}")
+    list(GET part 0 name)
+    list(GET part 1 filter)
+    add_test(NAME parallel.ep.${name}
+             COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV} ${PARALLM_MPIRUN} -np ${np}
+                     $<TARGET_FILE:ep_dist_tests> --gtest_filter=${filter})
+    set_tests_properties(parallel.ep.${name} PROPERTIES LABELS dist TIMEOUT 300)
+  endforeach()
 endforeach()
 add_test(NAME parallel.ep.checkpoint
          COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}

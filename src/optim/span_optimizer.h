@@ -1,0 +1,33 @@
+// SpanOptimizer: an element-wise optimizer (SGD, momentum, Adam, AdamW) that
+// owns several disjoint flat spans of a ParameterSet instead of one range:
+// ZeRO-1 under expert parallelism owns its dp shard of the dense parameters
+// and its expert-dp shard of the expert parameters (parallel/zero/
+// expert_shards.h), which interleave in the flat buffer. One inner optimizer
+// per span, all at the same step count, so every element sees exactly the
+// update a one-range optimizer would give it. begin()/end() bound the spans;
+// step_range's p[k], g[k] are flat element begin() + k (full flat buffers).
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "optim/optimizer.h"
+
+namespace parallm {
+
+class SpanOptimizer : public Optimizer {
+ public:
+  // spans: sorted, disjoint, non-empty. cfg.kind must be element-wise (not Muon).
+  SpanOptimizer(const OptimizerConfig& cfg, const ParameterSet& params, Allocator& alloc,
+                std::vector<FlatSpan> spans);
+  void step_range(const ParameterSet& params, double lr, float* p, const float* g) override;
+  OptimizerKind kind() const override { return kind_; }
+  std::vector<OptimizerState> state() override;
+  const std::vector<FlatSpan>& spans() const { return spans_; }
+
+ private:
+  OptimizerKind kind_;
+  std::vector<FlatSpan> spans_;
+  std::vector<std::unique_ptr<Optimizer>> parts_;  // parts_[i] owns spans_[i]
+};
+
+}  // namespace parallm

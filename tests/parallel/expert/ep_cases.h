@@ -1,0 +1,89 @@
+// The MoE cases the expert-parallel layout tests train (GPT-2 and LLaMA
+// experts, top-1 and top-2, dropless and with capacity drops by position or
+// probability, aux and z losses on) and the comparison of one layout's
+// trajectory against the one-process run: losses, gradient norms, both
+// balancing losses within 1e-5 relative, per-expert load and dropped
+// fraction equal, every parameter within 1e-5 relative.
+#pragma once
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+
+#include "common/test_models.h"
+#include "ep_env.h"
+
+namespace parallm::ep_test {
+
+struct Case {
+  std::string family;
+  int topk;
+  std::optional<double> capacity;
+  DropPolicy policy = DropPolicy::Position;
+  std::string name() const {
+    return fmt::format("{} top-{} {}", family, topk,
+                       capacity ? fmt::format("capacity {} ({})", *capacity,
+                                              policy == DropPolicy::Position ? "position" : "probs")
+                                : "dropless");
+  }
+};
+
+inline ModelConfig model(const Case& c) {
+  ModelConfig m = c.family == "gpt2" ? testing::tiny_gpt2() : testing::tiny_llama();
+  m.intermediate = 64;
+  m.moe.num_experts = 4;
+  m.moe.topk = c.topk;
+  m.moe.layer_freq = c.family == "gpt2" ? 1 : 2;  // LLaMA: layer 0 MoE, layer 1 dense
+  m.moe.renormalize = c.topk > 1;
+  m.moe.capacity_factor = c.capacity;
+  m.moe.drop_policy = c.policy;
+  m.moe.aux_loss_coeff = 0.01;
+  m.moe.z_loss_coeff = 0.001;
+  return m;
+}
+
+inline void near(double got, double ref, const std::string& what) {
+  EXPECT_NEAR(got, ref, 1e-5 * std::abs(ref) + 1e-12) << what;
+}
+
+// got against ref; `what` names the layout in failure messages.
+inline void expect_same_trajectory(const Case& c, const RunResult& ref, const RunResult& got,
+                                   const std::string& what) {
+  ASSERT_EQ(got.losses.size(), ref.losses.size()) << what;
+  bool dropped = false;
+  for (size_t s = 0; s < ref.losses.size(); ++s) {
+    const std::string at = fmt::format("{}, step {}", what, s);
+    near(got.losses[s], ref.losses[s], at + " loss");
+    near(got.grad_norms[s], ref.grad_norms[s], at + " grad norm");
+    near(got.aux_losses[s], ref.aux_losses[s], at + " aux loss");
+    near(got.z_losses[s], ref.z_losses[s], at + " z loss");
+    EXPECT_EQ(got.dropped[s], ref.dropped[s]) << at << " dropped fraction";
+    EXPECT_EQ(got.expert_loads[s], ref.expert_loads[s]) << at << " expert load";
+    dropped = dropped || ref.dropped[s] > 0.0;
+  }
+  EXPECT_EQ(dropped, c.capacity.has_value()) << what << ": drops happen exactly with capacity";
+  ASSERT_EQ(got.params.size(), ref.params.size()) << what;
+  double ss = 0.0, dd = 0.0;
+  for (size_t i = 0; i < ref.params.size(); ++i) {
+    ss += double(ref.params[i]) * ref.params[i];
+    const double d = double(got.params[i]) - ref.params[i];
+    dd += d * d;
+  }
+  EXPECT_LE(std::sqrt(dd / ss), 1e-5) << what << ": relative distance of the parameters";
+  const double floor = 1e-5 * std::sqrt(ss / ref.params.size());
+  size_t bad = 0, worst = 0;
+  double worst_ratio = 0.0;
+  for (size_t i = 0; i < ref.params.size(); ++i) {
+    const double tol = std::max(1e-5 * std::abs(ref.params[i]), floor);
+    const double ratio = std::abs(double(got.params[i]) - ref.params[i]) / tol;
+    if (ratio > 1.0) ++bad;
+    if (ratio > worst_ratio) worst_ratio = ratio, worst = i;
+  }
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " parameters differ; worst at " << worst << ": "
+                     << got.params[worst] << " vs " << ref.params[worst];
+}
+
+}  // namespace parallm::ep_test

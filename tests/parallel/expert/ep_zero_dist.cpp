@@ -1,0 +1,33 @@
+// Expert parallelism under ZeRO-1 (docs/moe.md): dense optimizer state
+// sharded over dp, expert state over expert-dp (parallel/zero/
+// expert_shards.h). 20 steps of every MoE case at ep 2 (2 ranks: expert-dp
+// 1; 4 ranks: expert-dp 2, so expert shards really split) and, on 4 ranks,
+// ep 4 for one case, against the one-process run (ep_cases.h).
+#include "ep_cases.h"
+
+namespace parallm::ep_test {
+namespace {
+
+const Case kCases[] = {
+    {"gpt2", 1, std::nullopt},
+    {"gpt2", 2, 1.0},
+    {"llama", 2, std::nullopt},
+    {"llama", 1, 1.25, DropPolicy::Probs},
+};
+
+TEST(ExpertParallelZero, Zero1MatchesOneProcess) {
+  const int n = env().world->size();
+  auto check = [&](const Case& c, const RunResult& ref, int ep) {
+    expect_same_trajectory(c, ref, train_run(model(c), ep, 20, /*zero=*/1),
+                           fmt::format("{}, ZeRO-1, ep {} of dp {}", c.name(), ep, n));
+  };
+  for (size_t i = 0; i < std::size(kCases); ++i) {
+    const Case& c = kCases[i];
+    const RunResult ref = train_run(model(c), 0);
+    check(c, ref, 2);
+    if (n == 4 && i == 1) check(c, ref, 4);
+  }
+}
+
+}  // namespace
+}  // namespace parallm::ep_test
