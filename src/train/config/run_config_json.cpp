@@ -126,6 +126,7 @@ nlohmann::json run_config_json(const RunConfig& rc) {
             {"schedule", p.schedule},
             {"virtual_stages", p.virtual_stages},
             {"ep", p.ep},
+            {"expert_tp", p.expert_tp},
             {"pp_layers", p.pp_layers},
             {"cp", p.cp},
             {"cp_comm", p.cp_comm},
@@ -216,6 +217,7 @@ RunConfig run_config_from_json(const nlohmann::json& j, const std::string& sourc
   pa.get("schedule", p.schedule);
   pa.get("virtual_stages", p.virtual_stages);
   pa.get("ep", p.ep);
+  pa.get("expert_tp", p.expert_tp);
   pa.get("pp_layers", p.pp_layers);
   pa.get("cp", p.cp);
   pa.get("cp_comm", p.cp_comm);
