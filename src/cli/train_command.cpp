@@ -56,8 +56,11 @@ void add_model_and_data_flags(CLI::App* sub, TrainFlags& f) {
        "dropout probability on attention probabilities (default 0)");
   flag(sub, f, "--hidden-dropout", FIELD(model.hidden_dropout),
        "dropout probability on attention and MLP outputs (default 0)");
-  flag(sub, f, "--data", FIELD(train.data.train), "training token shards");
-  flag(sub, f, "--val-data", FIELD(train.data.val), "validation token shards");
+  flag(sub, f, "--data", FIELD(train.data.train),
+       "training data: llm.c token shards and/or Megatron dataset prefixes (PREFIX.bin + "
+       "PREFIX.idx), or a blend in Megatron's syntax: 0.7 PREFIX_A 0.3 PREFIX_B");
+  flag(sub, f, "--val-data", FIELD(train.data.val),
+       "validation data: llm.c token shards and/or Megatron dataset prefixes");
 }
 
 void add_moe_flags(CLI::App* sub, TrainFlags& f) {
