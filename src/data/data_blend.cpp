@@ -28,6 +28,11 @@ bool parse_number(const std::string& s, double& out) {
 
 }  // namespace
 
+bool is_data_blend(const std::vector<std::string>& entries) {
+  double ignored = 0;
+  return !entries.empty() && parse_number(entries[0], ignored);
+}
+
 DataSpec parse_data_spec(const std::vector<std::string>& entries) {
   PX_CHECK(!entries.empty(), "no data given");
   DataSpec spec;

@@ -22,6 +22,10 @@ struct DataSpec {
   bool blended() const { return !weights.empty(); }
 };
 
+// True when entries use the blend syntax (the first entry is a number that
+// names no file); the paths are then the entries at odd indices.
+bool is_data_blend(const std::vector<std::string>& entries);
+
 // Throws for a malformed blend (odd count, a weight that is not a positive
 // number, a missing path) naming the entry at fault.
 DataSpec parse_data_spec(const std::vector<std::string>& entries);

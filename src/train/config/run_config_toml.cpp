@@ -10,6 +10,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "data/data_blend.h"
 #include "model/model_catalog.h"
 #include "train/train_config.h"
 
@@ -142,8 +143,11 @@ void read_data(TableReader& r, DataConfig& d, const Path& base) {
   r.get("train", d.train);
   r.get("val", d.val);
   r.get("shuffle", d.shuffle);
-  for (auto* files : {&d.train, &d.val})
-    for (std::string& f : *files) f = TableReader::resolved(f, base);
+  // Paths resolve against the config's folder; a blend's weights stay as they are.
+  const bool blend = is_data_blend(d.train);
+  for (size_t i = 0; i < d.train.size(); ++i)
+    if (!blend || i % 2 == 1) d.train[i] = TableReader::resolved(d.train[i], base);
+  for (std::string& f : d.val) f = TableReader::resolved(f, base);
 }
 
 void read_training(TableReader& r, TrainingConfig& t) {
