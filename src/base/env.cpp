@@ -36,6 +36,12 @@ LaunchEnv read_launch_env() {
   e.stderr_is_tty = isatty(STDERR_FILENO) != 0;
   e.omp_wait_chosen =
       std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr;
+  if (const char* d = std::getenv("PARALLM_CACHE_DIR"); d && *d)
+    e.cache_dir = d;
+  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    e.cache_dir = std::string(x) + "/parallm";
+  else if (const char* h = std::getenv("HOME"); h && *h)
+    e.cache_dir = std::string(h) + "/.cache/parallm";
   return e;
 }
 

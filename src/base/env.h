@@ -15,6 +15,10 @@ struct LaunchEnv {
   // OMP_WAIT_POLICY or GOMP_SPINCOUNT given: the user chose how idle OpenMP
   // threads wait (libgomp reads both once, when it is loaded).
   bool omp_wait_chosen = false;
+  // Where parallm keeps per-machine caches (the measured GEMM peak):
+  // PARALLM_CACHE_DIR, else $XDG_CACHE_HOME/parallm, else $HOME/.cache/parallm;
+  // empty when none is set.
+  std::string cache_dir;
 };
 
 LaunchEnv read_launch_env();

@@ -20,6 +20,7 @@ void add_tokenize_command(CLI::App& app, CommandRegistry& reg);
 void add_grid_command(CLI::App& app, CommandRegistry& reg);
 void add_bench_command(CLI::App& app, CommandRegistry& reg);
 void add_memory_command(CLI::App& app, CommandRegistry& reg);
+void add_plan_command(CLI::App& app, CommandRegistry& reg);
 void add_schedule_command(CLI::App& app, CommandRegistry& reg);
 void add_export_command(CLI::App& app, CommandRegistry& reg);
 void add_generate_command(CLI::App& app, CommandRegistry& reg);

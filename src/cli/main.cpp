@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   parallm::cli::add_grid_command(app, reg);
   parallm::cli::add_bench_command(app, reg);
   parallm::cli::add_memory_command(app, reg);
+  parallm::cli::add_plan_command(app, reg);
   parallm::cli::add_schedule_command(app, reg);
   parallm::cli::add_export_command(app, reg);
   parallm::cli::add_generate_command(app, reg);

@@ -1,7 +1,9 @@
 // `parallm train --config FILE.toml [overrides]`: flags override the file
 // (Megatron's names where one exists), then the job runs. Each flag writes
 // the one field of the configuration tree its TOML key does
-// (train/train_config.h); the groups below follow the tables.
+// (train/train_config.h); the groups below follow the tables. A resume
+// (--load, or --resume with a checkpoint in --save) starts from the run the
+// checkpoint recorded: checkpoint < --model < --config < --deepspeed < flags.
 #include <iostream>
 #include <memory>
 
@@ -11,6 +13,7 @@
 #include "comm/mpi/mpi_runtime.h"
 #include "model/config.h"
 #include "model/model_catalog.h"
+#include "train/checkpoint_load.h"
 #include "train/config/deepspeed_config.h"
 #include "train/train_job.h"
 
@@ -228,6 +231,73 @@ void report_deepspeed(const DeepSpeedResult& ds, const std::string& path) {
   }
   for (const auto& n : ds.notes) std::cerr << "parallm: " << path << ": " << n << "\n";
 }
+
+// The flags that set the rank grid's sizes: any of them and the layout is
+// the flags' alone (a resume does not keep the checkpoint's).
+constexpr const char* kLayoutFlags[] = {"--dp", "--tp", "--pp", "--cp", "--ep"};
+
+bool given(const CLI::App* sub, const char* name) { return sub->get_option(name)->count() > 0; }
+
+// The run a resume starts from, before --model, --config and the flags:
+// the checkpoint's. Its layout stays when the job has as many ranks as the
+// checkpoint was saved on and no layout flag is given; a layout flag starts
+// the grid afresh (dp options such as ZeRO stay unless flagged).
+RunConfig resume_base(const CLI::App* sub, const PeekedCheckpoint& saved, bool has_config,
+                      int world_size) {
+  RunConfig base = resumable_run(saved.state);
+  bool layout_flag = false;
+  for (const char* name : kLayoutFlags) layout_flag = layout_flag || given(sub, name);
+  ParallelismConfig& par = base.train.parallelism;
+  if (layout_flag) {
+    const DpOptions dp = par.dp;
+    par = ParallelismConfig{};
+    par.dp = dp;
+    par.dp.dp = 1;
+  } else if (!has_config) {
+    const CheckpointLayout& l = saved.state.layout;
+    PX_CHECK(l.world == world_size,
+             "{} was saved under {} on {} ranks and this job has {}: give the layout to resume "
+             "under (--dp, --tp, --pp, --cp; the checkpoint reshards)",
+             saved.dir, layout_name(l), l.world, world_size);
+  }
+  return base;
+}
+
+// The run this command line describes: the checkpoint's (when resuming),
+// then --model or --config, --deepspeed and the flags, in that order.
+void build_run(const CLI::App* sub, TrainFlags& f, const LaunchEnv& env) {
+  PX_CHECK(f.config.empty() || f.preset.empty(), "give --config or --model, not both");
+  // Where the run resumes from is the file's and the flags' to say.
+  RunConfig probe = f.config.empty() ? RunConfig{} : load_run_config(f.config);
+  for (auto& [opt, apply] : f.overrides)
+    if (opt->count() > 0) apply(probe);
+  const std::string from = resume_source(probe.train.checkpoint);
+  const auto saved = from.empty() ? std::nullopt : peek_checkpoint(from);
+  RunConfig& run = f.job.run;
+  if (saved) {
+    run = resume_base(sub, *saved, !f.config.empty(), env.world_size);
+    if (!f.preset.empty()) run.model = catalog_model(f.preset);
+    if (!f.config.empty()) run = load_run_config(f.config, run);
+    if (env.rank == 0)
+      std::cerr << "parallm: resuming with the run settings of " << saved->dir
+                << (saved->state.run ? "" : " (an older checkpoint: its model, batch and schedule)")
+                << "; flags given override them\n";
+  } else if (!f.config.empty()) {
+    run = load_run_config(f.config);
+  } else {
+    run.model = catalog_model(f.preset.empty() ? "gpt2-tiny" : f.preset);
+  }
+  DeepSpeedResult ds;
+  if (!f.deepspeed.empty()) ds = apply_deepspeed_config(f.deepspeed, run);
+  for (auto& [opt, apply] : f.overrides)
+    if (opt->count() > 0) apply(run);
+  if (!f.deepspeed.empty()) {
+    resolve_deepspeed_batch(ds.batch, run.train.parallelism.dp.dp, given(sub, "--micro-batch-size"),
+                            given(sub, "--global-batch-size"), run.train.training);
+    if (env.rank == 0) report_deepspeed(ds, f.deepspeed);
+  }
+}
+
 }  // namespace
 
 void add_train_command(CLI::App& app, CommandRegistry& reg) {
@@ -254,23 +324,7 @@ void add_train_command(CLI::App& app, CommandRegistry& reg) {
     const LaunchEnv env = read_launch_env();
     // Read and checked on every rank before MPI starts, reported by rank 0 only.
     try {
-      PX_CHECK(f->config.empty() || f->preset.empty(), "give --config or --model, not both");
-      if (!f->config.empty()) {
-        f->job.run = load_run_config(f->config);
-      } else {
-        f->job.run.model = catalog_model(f->preset.empty() ? "gpt2-tiny" : f->preset);
-      }
-      DeepSpeedResult ds;
-      if (!f->deepspeed.empty()) ds = apply_deepspeed_config(f->deepspeed, f->job.run);
-      for (auto& [opt, apply] : f->overrides)
-        if (opt->count() > 0) apply(f->job.run);
-      if (!f->deepspeed.empty()) {
-        resolve_deepspeed_batch(ds.batch, f->job.run.train.parallelism.dp.dp,
-                                sub->get_option("--micro-batch-size")->count() > 0,
-                                sub->get_option("--global-batch-size")->count() > 0,
-                                f->job.run.train.training);
-        if (env.rank == 0) report_deepspeed(ds, f->deepspeed);
-      }
+      build_run(sub, *f, env);
       f->job.run = checked_run_config(f->job, env.world_size);
     } catch (const Error&) {
       if (env.rank != 0) return 1;

@@ -17,6 +17,26 @@ namespace parallm {
 
 bool has_checkpoint(const std::string& path) { return resolve_checkpoint(path).has_value(); }
 
+namespace {
+TrainingState read_state_file(const fs::path& state_path) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(std::ifstream(state_path));
+  } catch (const nlohmann::json::exception& e) {
+    PX_FAIL("{}: malformed JSON: {}", state_path.string(), e.what());
+  }
+  return training_state_from_json(j, state_path.string());
+}
+}  // namespace
+
+std::optional<PeekedCheckpoint> peek_checkpoint(const std::string& path) {
+  auto dir = resolve_checkpoint(path);
+  if (!dir) return std::nullopt;
+  const fs::path state_path = fs::path(*dir) / kTrainStateName;
+  PX_CHECK(fs::exists(state_path), "checkpoint '{}' has no {}", *dir, kTrainStateName);
+  return PeekedCheckpoint{*dir, read_state_file(state_path)};
+}
+
 OpenedCheckpoint open_checkpoint(const std::string& path, comm::Communicator* world) {
   const int rank = world ? world->rank() : 0;
   const int size = world ? world->size() : 1;
@@ -48,13 +68,7 @@ OpenedCheckpoint open_checkpoint(const std::string& path, comm::Communicator* wo
   }
   PX_CHECK(listed, "{}: the manifest does not list {}", (fs::path(*dir) / kManifestName).string(),
            kTrainStateName);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(std::ifstream(state_path));
-  } catch (const nlohmann::json::exception& e) {
-    PX_FAIL("{}: malformed JSON: {}", state_path.string(), e.what());
-  }
-  ck.state = training_state_from_json(j, state_path.string());
+  ck.state = read_state_file(state_path);
   PX_CHECK(ck.state.step == m.step, "{}: step {} disagrees with the manifest's {}",
            state_path.string(), ck.state.step, m.step);
   ck.shards = std::make_unique<ShardSet>(shards);

@@ -7,6 +7,7 @@
 // the ranks, and every rank reports the same first bad file).
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "comm/communicator.h"
@@ -30,6 +31,14 @@ struct OpenedCheckpoint {
 OpenedCheckpoint open_checkpoint(const std::string& path, comm::Communicator* world);
 // Whether `path` holds any checkpoint (for --resume: none means a fresh start).
 bool has_checkpoint(const std::string& path);
+// The training state of the checkpoint `path` names, read without verifying
+// the files (open_checkpoint does that): what a command line reads before
+// MPI starts to take the run settings from it. nullopt: no checkpoint.
+struct PeekedCheckpoint {
+  std::string dir;  // the step directory
+  TrainingState state;
+};
+std::optional<PeekedCheckpoint> peek_checkpoint(const std::string& path);
 
 // Values of every parameter this rank holds (its local shards, whole), into
 // the flat values; call before ZeRO takes its shards. vocab: the model's

@@ -3,8 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "io/hf_config.h"
+#include "train/config/run_config_json.h"
 
 namespace parallm {
 
@@ -29,39 +32,42 @@ TrainingState training_state_of(const ModelConfig& model, const TrainConfig& cfg
   s.loss_scale = loss_scale;
   s.layout = layout;
   s.model = model;
+  s.run = RunConfig{model, cfg};
   return s;
 }
 
 nlohmann::json training_state_json(const TrainingState& s) {
   const CheckpointLayout& l = s.layout;
-  return {{"format", "parallm-train-state"},
-          {"version", 1},
-          {"step", s.step},
-          {"consumed_samples", s.consumed_samples},
-          {"global_batch_size", s.global_batch_size},
-          {"seq_len", s.seq_len},
-          {"rng", {{"seed", s.seed}, {"kind", "counter (seed, step)"}}},
-          {"lr_schedule",
-           {{"lr", s.lr},
-            {"warmup", s.warmup},
-            {"total_steps", s.total_steps},
-            {"min_lr_ratio", s.min_lr_ratio},
-            {"next_step", s.step},
-            {"updates", s.updates}}},
-          {"optimizer", {{"type", s.optimizer}, {"step", s.optimizer_step}}},
-          {"loss_scale",
-           {{"scale", s.loss_scale.scale},
-            {"growth_tracker", s.loss_scale.growth_tracker},
-            {"hysteresis_tracker", s.loss_scale.hysteresis_tracker}}},
-          {"layout",
-           {{"world", l.world},
-            {"dp", l.dp},
-            {"tp", l.tp},
-            {"pp", l.pp},
-            {"zero", l.zero},
-            {"dp_mode", l.dp_mode},
-            {"sequence_parallel", l.sequence_parallel}}},
-          {"model", hf_config_json(s.model, "float32")}};
+  nlohmann::json j = {{"format", "parallm-train-state"},
+                      {"version", 1},
+                      {"step", s.step},
+                      {"consumed_samples", s.consumed_samples},
+                      {"global_batch_size", s.global_batch_size},
+                      {"seq_len", s.seq_len},
+                      {"rng", {{"seed", s.seed}, {"kind", "counter (seed, step)"}}},
+                      {"lr_schedule",
+                       {{"lr", s.lr},
+                        {"warmup", s.warmup},
+                        {"total_steps", s.total_steps},
+                        {"min_lr_ratio", s.min_lr_ratio},
+                        {"next_step", s.step},
+                        {"updates", s.updates}}},
+                      {"optimizer", {{"type", s.optimizer}, {"step", s.optimizer_step}}},
+                      {"loss_scale",
+                       {{"scale", s.loss_scale.scale},
+                        {"growth_tracker", s.loss_scale.growth_tracker},
+                        {"hysteresis_tracker", s.loss_scale.hysteresis_tracker}}},
+                      {"layout",
+                       {{"world", l.world},
+                        {"dp", l.dp},
+                        {"tp", l.tp},
+                        {"pp", l.pp},
+                        {"zero", l.zero},
+                        {"dp_mode", l.dp_mode},
+                        {"sequence_parallel", l.sequence_parallel}}},
+                      {"model", hf_config_json(s.model, "float32")}};
+  if (s.run) j["run"] = run_config_json(*s.run);
+  return j;
 }
 
 TrainingState training_state_from_json(const nlohmann::json& j, const std::string& source) {
@@ -94,6 +100,7 @@ TrainingState training_state_from_json(const nlohmann::json& j, const std::strin
                 l.at("dp_mode").get<std::string>(),
                 l.at("sequence_parallel").get<bool>()};
     s.model = model_config_from_hf(j.at("model"), source);
+    if (j.contains("run")) s.run = run_config_from_json(j.at("run"), source);
   } catch (const nlohmann::json::exception& e) {
     PX_FAIL("{}: malformed training state: {}", source, e.what());
   }
@@ -105,6 +112,38 @@ std::string layout_name(const CheckpointLayout& l) {
   if (l.zero > 0) s += fmt::format(" (ZeRO-{})", l.zero);
   if (l.dp_mode != "allreduce") s += fmt::format(" ({})", l.dp_mode);
   return s;
+}
+
+RunConfig resumable_run(const TrainingState& s) {
+  RunConfig rc;
+  if (s.run) {
+    rc = *s.run;
+  } else {
+    rc.model = s.model;
+    TrainingConfig& tr = rc.train.training;
+    tr.steps = s.total_steps;
+    tr.global_batch_size = s.global_batch_size;
+    tr.seq_len = s.seq_len;
+    tr.seed = s.seed;
+    rc.train.optimizer.kind = optimizer_from_name(s.optimizer);
+    rc.train.optimizer.lr = s.lr;
+    rc.train.lr_schedule.warmup = s.warmup;
+    rc.train.lr_schedule.min_lr_ratio = s.min_lr_ratio;
+    ParallelismConfig& p = rc.train.parallelism;
+    p.dp.dp = s.layout.dp;
+    p.dp.zero = s.layout.zero;
+    p.dp.mode = dp_mode_from_name(s.layout.dp_mode);
+    p.tp = s.layout.tp;
+    p.pp = s.layout.pp;
+    p.sequence_parallel = s.layout.sequence_parallel;
+    // The micro-batch was not recorded: the default when it fits the
+    // batch, else one micro-batch per step on each dp rank.
+    if (tr.global_batch_size % (tr.micro_batch_size * p.dp.dp) != 0)
+      tr.micro_batch_size = std::max<int64_t>(tr.global_batch_size / p.dp.dp, 1);
+  }
+  rc.train.checkpoint.init_from.clear();
+  rc.train.checkpoint.load_dir.clear();
+  return rc;
 }
 
 std::string check_resume_compatible(const TrainingState& saved, const ModelConfig& model,

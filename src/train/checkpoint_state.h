@@ -2,12 +2,15 @@
 // (train_state.json, written by rank 0): how far training got, what it needs
 // to continue exactly (data position, seed of the counter-based RNG, learning-
 // rate schedule, optimizer step count, loss scale) and the layout and model
-// it was saved under. The RNG has no hidden state: masks and data order are
-// keyed by (seed, step), so the seed and the step reproduce them.
+// it was saved under, and (`run`) the whole run configuration, so that
+// `--load DIR` alone continues the run (docs/checkpoints.md). The RNG has no
+// hidden state: masks and data order are keyed by (seed, step), so the seed
+// and the step reproduce them.
 #pragma once
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "model/config.h"
@@ -38,6 +41,10 @@ struct TrainingState {
   LossScalerState loss_scale;       // fp16 dynamic loss scaling (scale 1: none)
   CheckpointLayout layout;
   ModelConfig model;
+  // The run's settings (model, data, training, optimizer, schedule,
+  // parallelism, checkpoints, precision, logging); absent in checkpoints
+  // written before it was recorded.
+  std::optional<RunConfig> run;
 };
 
 // The state after `completed` steps of a run configured by cfg.
@@ -48,6 +55,12 @@ TrainingState training_state_of(const ModelConfig& model, const TrainConfig& cfg
 nlohmann::json training_state_json(const TrainingState& s);
 TrainingState training_state_from_json(const nlohmann::json& j, const std::string& source);
 std::string layout_name(const CheckpointLayout& l);  // "dp 2 x tp 2 (ZeRO-1)"
+// The run a resume starts from when nothing is given again: the recorded
+// `run`, or, for a checkpoint without one, the defaults with what the state
+// does record (model, seed, batch geometry, schedule, optimizer, layout).
+// Where the weights came from (--init-from, --load) is not carried over: the
+// checkpoint is now the source.
+RunConfig resumable_run(const TrainingState& s);
 
 // Refuses a resume whose run would not continue the saved one (model, seed,
 // batch geometry); names the field and both values. Differences in the lr

@@ -54,8 +54,10 @@ struct RunConfig {
   TrainConfig train;
 };
 
-// Reads a TOML run file (train/config/run_config_toml.cpp). Unknown tables
-// and keys are errors (they are usually typos).
-RunConfig load_run_config(const std::string& path);
+// Reads a TOML run file (train/config/run_config_toml.cpp) over `base`: the
+// keys the file gives replace the base's values, the others stay (a resume
+// passes the checkpoint's run as the base). Unknown tables and keys are
+// errors (they are usually typos).
+RunConfig load_run_config(const std::string& path, const RunConfig& base = {});
 
 }  // namespace parallm

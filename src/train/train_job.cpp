@@ -20,6 +20,7 @@
 #include "train/checkpoint_export.h"
 #include "train/checkpoint_load.h"
 #include "train/checkpoint_save.h"
+#include "train/gemm_peak_cache.h"
 #include "train/pipeline_trace.h"
 #include "train/progress_log.h"
 #include "train/rank_groups.h"
@@ -62,9 +63,7 @@ struct Resume {
 // --load DIR, or --resume from --save DIR when it holds a checkpoint.
 Resume resume_values(const RunConfig& rc, Transformer& model, comm::Communicator* world,
                      std::ostream& log) {
-  const CheckpointConfig& c = rc.train.checkpoint;
-  std::string from = c.load_dir;
-  if (from.empty() && c.resume && has_checkpoint(c.save_dir)) from = c.save_dir;
+  const std::string from = resume_source(rc.train.checkpoint);
   Resume r{.started = Clock::now()};
   if (from.empty()) return r;
   r.ck = open_checkpoint(from, world);
@@ -87,18 +86,30 @@ void resume_trainer(Resume& r, const ModelConfig& mc, Transformer& model, Traine
   r.ck.shards.reset();  // unmaps the files
 }
 
-// The MFU denominator: --peak-tflops, or this machine's GEMM peak measured now.
+// The MFU denominator: --peak-tflops, or this machine's GEMM peak: the best
+// of the measurement made now (best of 3 timed runs) and every earlier one
+// kept in the per-machine cache, so a start-up disturbed by other work does
+// not lower it. The trainer still raises it should a step run faster.
 struct PeakFlops {
   double flops;
   std::string source;
 };
 
-PeakFlops peak_flops(const TrainConfig& t) {
+PeakFlops peak_flops(const TrainConfig& t, const LaunchEnv& env) {
   const Precision p = t.precision.matmul;
   if (t.logging.peak_tflops > 0) return {t.logging.peak_tflops * 1e12, "--peak-tflops"};
   const char* kind = p == Precision::FP32 ? "fp32" : p == Precision::BF16 ? "bf16" : "fp16";
-  return {measure_gemm_peak_flops(p, !t.precision.emulate_lowp_gemm),
-          fmt::format("measured {} GEMM", kind)};
+  const double now = measure_gemm_peak_flops(p, !t.precision.emulate_lowp_gemm);
+  const std::string what = fmt::format("measured {} GEMM", kind);
+  if (env.cache_dir.empty()) return {now, what + ", no cache directory"};
+  const GemmPeakCache cache(env.cache_dir + "/gemm_peak.json");
+  const std::string key =
+      fmt::format("{} | {} threads | {}{}", cpu_model_name(), cpu::num_threads(), kind,
+                  t.precision.emulate_lowp_gemm ? " emulated" : "");
+  const double before = cache.best(key);
+  if (now > before) cache.record(key, now);
+  return {std::max(now, before), fmt::format("{}: {:.1f} now, best before {:.1f} GFLOP/s in {}",
+                                             what, now / 1e9, before / 1e9, cache.path())};
 }
 
 void print_banner(std::ostream& log, const RunConfig& rc, const Trainer& trainer,
@@ -205,6 +216,12 @@ void finish(const RunConfig& rc, const TrainJobOptions& opts, const RankGrid& gr
 
 }  // namespace
 
+std::string resume_source(const CheckpointConfig& c) {
+  if (!c.load_dir.empty()) return c.load_dir;
+  if (c.resume && !c.save_dir.empty() && has_checkpoint(c.save_dir)) return c.save_dir;
+  return "";
+}
+
 RunConfig checked_run_config(const TrainJobOptions& opts, int world_size) {
   RunConfig rc = opts.run;
   if (!rc.train.checkpoint.init_from.empty()) rc.model = init_from_model(rc);
@@ -228,6 +245,16 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   cpu::set_num_threads(opts.threads);
   std::ostream null_log(nullptr);  // ranks other than 0 stay quiet
   std::ostream& log = rank == 0 ? log_in : null_log;
+  // A run resumed at its last step has nothing left to train (every rank
+  // reads the same state, so all return here together).
+  if (const std::string from = resume_source(t.checkpoint); !from.empty()) {
+    const auto peeked = peek_checkpoint(from);
+    if (peeked && peeked->state.step == t.training.steps) {
+      fmt::print(log, "nothing to do: the checkpoint {} is at step {} of {}\n", peeked->dir,
+                 peeked->state.step, t.training.steps);
+      return std::nan("");
+    }
+  }
 
   const RankGrid grid(
       GridSizes{.tp = par.tp, .cp = par.cp, .dp = par.dp.dp, .pp = par.pp, .ep = par.ep},
@@ -246,7 +273,7 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   init_weights(model, t);
   Resume resume = resume_values(rc, model, world, log);
 
-  const PeakFlops peak = peak_flops(t);
+  const PeakFlops peak = peak_flops(t, env);
   comm::Communicator* reduce_group = par.cp > 1      ? groups.dp_cp.get()
                                      : par.dp.dp > 1 ? groups.dp.get()
                                                      : nullptr;
@@ -257,8 +284,16 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
 
   ProgressLog progress(log, env.stderr_is_tty && &log == &std::cerr, t);
   const CheckpointCadence cadence{rc, opts, model, trainer, world, rank, log};
-  trainer.run([&](const StepStats& s) { progress.on_step(s); },
-              [&](int64_t done) { return cadence.after_step(done); });
+  trainer.run(
+      [&](const StepStats& s) {
+        progress.on_step(s);
+        if (s.peak_raised)
+          fmt::print(log,
+                     "note: step {} ran at {:.1f} GFLOP/s per rank (hardware FLOPs), above the "
+                     "peak in use: the MFU/HFU peak is raised to it\n",
+                     s.step, s.peak_flops / 1e9);
+      },
+      [&](int64_t done) { return cadence.after_step(done); });
   finish(rc, opts, grid, groups, model, trainer, progress, world, rank, log);
   return progress.last_loss();
 }

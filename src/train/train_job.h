@@ -22,7 +22,8 @@ struct TrainJobOptions {
   std::function<void(int rank, const std::string& shard_path)> checkpoint_shard_hook;
 };
 
-// Returns the final training loss. Progress goes to `log` (rank 0 only).
+// Returns the final training loss (NaN when a resumed run was already at
+// its last step: nothing is trained). Progress goes to `log` (rank 0 only).
 // world: every rank of the job, or null for a one-process run.
 double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ostream& log,
                      comm::Communicator* world = nullptr);
@@ -30,5 +31,9 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
 // The checks that need no model or memory (config, dp layout against the
 // world size); run on every rank before MPI starts.
 RunConfig checked_run_config(const TrainJobOptions& opts, int world_size);
+
+// The checkpoint a run resumes from: --load DIR, or --save DIR under
+// --resume when it holds a checkpoint; empty: a fresh start.
+std::string resume_source(const CheckpointConfig& c);
 
 }  // namespace parallm

@@ -169,6 +169,12 @@ StepStats Trainer::train_step(int64_t step) {
   s.tflops = s.tokens_per_s * flops_per_token_ / 1e12;
   // peak_flops_ is one rank's; the step's tokens ran on dp x cp x tp x pp ranks.
   const int ranks = dp_->dp_size() * model_.tp().size() * cfg_.parallelism.pp;
+  const double hw_per_rank = s.tokens_per_s * hw_flops_per_token_ / ranks;
+  if (peak_flops_ > 0 && hw_per_rank > peak_flops_) {
+    peak_flops_ = hw_per_rank;
+    s.peak_raised = true;
+  }
+  s.peak_flops = peak_flops_;
   s.mfu = flops_utilisation(s.tokens_per_s, flops_per_token_, peak_flops_, ranks);
   s.hfu = flops_utilisation(s.tokens_per_s, hw_flops_per_token_, peak_flops_, ranks);
   return s;

@@ -39,6 +39,11 @@ struct StepStats {
   double tflops = 0.0;
   double mfu = 0.0;
   double hfu = 0.0;  // counts recomputation FLOPs too (== mfu without recomputation)
+  // The per-rank peak MFU and HFU are against, and whether this step raised
+  // it: a step whose hardware FLOP/s per rank beat the peak proves the peak
+  // too low (a disturbed measurement, a wrong --peak-tflops), so both stay <= 1.
+  double peak_flops = 0.0;
+  bool peak_raised = false;
   // Communication, as the communicators counted it (comm/comm_counters.h).
   double exposed_comm_ms = 0.0;  // dp: blocked on what compute did not hide
   int64_t comm_bytes = 0;        // payload this rank handed to dp ops

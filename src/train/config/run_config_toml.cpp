@@ -70,10 +70,13 @@ class TableReader {
     if (!name.empty()) out = parse(name);
   }
   // A path, relative to the run file unless absolute.
+  // Only a path the file gives is resolved (a base's stays as it was).
   void get_path(const char* key, std::string& out, const std::filesystem::path& base) {
+    if (!has(key)) return;
     get(key, out);
     out = resolved(out, base);
   }
+  bool has(const char* key) const { return t_ != nullptr && t_->get(key) != nullptr; }
   static std::string resolved(const std::string& p, const std::filesystem::path& base) {
     if (p.empty() || !std::filesystem::path(p).is_relative()) return p;
     return (base / p).lexically_normal().string();
@@ -140,14 +143,15 @@ void read_model(TableReader& r, ModelConfig& mc) {
 }
 
 void read_data(TableReader& r, DataConfig& d, const Path& base) {
-  r.get("train", d.train);
-  r.get("val", d.val);
+  for (auto [key, files] : {std::pair{"train", &d.train}, std::pair{"val", &d.val}}) {
+    if (!r.has(key)) continue;
+    r.get(key, *files);
+    // Paths resolve against the config's folder; a blend's weights stay as they are.
+    const bool blend = is_data_blend(*files);
+    for (size_t i = 0; i < files->size(); ++i)
+      if (!blend || i % 2 == 1) (*files)[i] = TableReader::resolved((*files)[i], base);
+  }
   r.get("shuffle", d.shuffle);
-  // Paths resolve against the config's folder; a blend's weights stay as they are.
-  const bool blend = is_data_blend(d.train);
-  for (size_t i = 0; i < d.train.size(); ++i)
-    if (!blend || i % 2 == 1) d.train[i] = TableReader::resolved(d.train[i], base);
-  for (std::string& f : d.val) f = TableReader::resolved(f, base);
 }
 
 void read_training(TableReader& r, TrainingConfig& t) {
@@ -240,7 +244,7 @@ constexpr std::string_view kTables[] = {"model",      "data",        "training",
 
 }  // namespace
 
-RunConfig load_run_config(const std::string& path) {
+RunConfig load_run_config(const std::string& path, const RunConfig& over) {
   PX_CHECK(std::filesystem::exists(path), "config file '{}' does not exist", path);
   toml::table root;
   try {
@@ -262,9 +266,12 @@ RunConfig load_run_config(const std::string& path) {
     read(r);
     r.reject_unknown();
   };
-  RunConfig rc;
+  RunConfig rc = over;
   TrainConfig& t = rc.train;
-  table("model", [&](TableReader& r) { read_model(r, rc.model); });
+  // Without a [model] table the base's model stays whole (its derived sizes
+  // are not recomputed).
+  if (root["model"].as_table() != nullptr)
+    table("model", [&](TableReader& r) { read_model(r, rc.model); });
   table("data", [&](TableReader& r) { read_data(r, t.data, base); });
   table("training", [&](TableReader& r) { read_training(r, t.training); });
   table("optimizer", [&](TableReader& r) { read_optimizer(r, t.optimizer); });

@@ -17,3 +17,10 @@ add_test(NAME checkpoint.hf_python
          COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
                  bash ${CMAKE_CURRENT_LIST_DIR}/hf_python_check.sh $<TARGET_FILE:parallm>)
 set_tests_properties(checkpoint.hf_python PROPERTIES LABELS dist TIMEOUT 300)
+# resume_load_only.sh: `parallm train --load CKPT` alone continues a
+# non-default run bit-exactly from the checkpoint's run record; a flag on
+# resume wins; a finished run has nothing to do; an old checkpoint resumes.
+add_test(NAME checkpoint.resume_load_only
+         COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
+                 bash ${CMAKE_CURRENT_LIST_DIR}/resume_load_only.sh $<TARGET_FILE:parallm>)
+set_tests_properties(checkpoint.resume_load_only PROPERTIES LABELS dist TIMEOUT 300)

@@ -1,0 +1,83 @@
+// `parallm plan`: the fastest layouts of a model on a cluster that fit its
+// memory, with their predicted time breakdown and the winning command line
+// (plan/planner.h, plan/step_time.h, docs/planner.md).
+#include <fmt/core.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "io/hf_config.h"
+#include "model/model_catalog.h"
+#include "plan/planner.h"
+
+namespace parallm::cli {
+
+void add_plan_command(CLI::App& app, CommandRegistry& reg) {
+  struct Flags {
+    std::string model = "gpt3-175b", profile = "a100-80gb", device_memory;
+    PlanRequest r;
+    int devices_per_node = 0;
+    std::vector<std::string> fixed;
+    size_t top = 5;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* sub = app.add_subcommand(
+      "plan", "rank every layout of a model on N devices by predicted step time (docs/planner.md)");
+  sub->add_option("--model", f->model, "preset (gpt3-175b, llama2-70b, ...) or an HF config.json");
+  sub->add_option("--devices", f->r.devices, "devices in the cluster");
+  sub->add_option("--devices-per-node", f->devices_per_node,
+                  "devices sharing the fast link (default: the profile's)");
+  sub->add_option("--device-memory", f->device_memory,
+                  "memory per device, e.g. 80GB (default: the profile's)");
+  sub->add_option("--profile", f->profile,
+                  "device profile: a100-80gb, h100-80gb or a JSON file of the same fields");
+  sub->add_option("--seq-len,--seq-length", f->r.seq_len, "sequence length");
+  sub->add_option("--global-batch-size", f->r.global_batch, "sequences per step");
+  sub->add_option("--fixed", f->fixed,
+                  "sizes to keep, e.g. --fixed tp=8 pp=16 (tp pp dp cp mb v zero)");
+  sub->add_option("--top", f->top, "layouts to print (default 5)");
+  reg.actions.emplace_back(sub, [f]() {
+    PlanRequest r = f->r;
+    r.model = std::filesystem::path(f->model).extension() == ".json" ? read_hf_config(f->model)
+                                                                     : catalog_model(f->model);
+    r.device = std::filesystem::path(f->profile).extension() == ".json"
+                   ? load_profile(f->profile)
+                   : builtin_profile(f->profile);
+    if (f->devices_per_node > 0) r.device.devices_per_node = f->devices_per_node;
+    if (!f->device_memory.empty()) r.device.memory_bytes = parse_bytes(f->device_memory);
+    r.fixed = parse_fixed(f->fixed);
+    const auto t0 = std::chrono::steady_clock::now();
+    const PlanResult res = plan_layouts(r, f->top);
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::cout << fmt::format(
+        "{} on {} x {} ({} per node, {:.0f} GB), seq {}, global batch {}: {} layouts, {} fit "
+        "memory ({:.2f} s)\n",
+        f->model, r.devices, r.device.name, r.device.devices_per_node, r.device.memory_bytes / 1e9,
+        r.seq_len, r.global_batch, res.enumerated, res.fit, secs);
+    if (res.best.empty()) {
+      std::cout << "no layout fits: try more devices, a shorter sequence or a smaller batch\n";
+      return 1;
+    }
+    std::cout << fmt::format(
+        "{:>3} {:<58} {:>8} {:>8} {:>7} {:>6} | {:>7} {:>7} {:>7} {:>7} {:>7}\n", "#", "layout",
+        "mem GB", "step s", "TFLOP/s", "MFU", "comp", "elem", "tp", "bubble", "dp+opt");
+    int i = 0;
+    for (const PlanCandidate& c : res.best) {
+      const StepTime& t = c.time;
+      std::cout << fmt::format(
+          "{:>3} {:<58} {:>8.1f} {:>8.2f} {:>7.1f} {:>5.1f}% | {:>7.2f} {:>7.2f} {:>7.2f} "
+          "{:>7.2f} {:>7.2f}\n",
+          ++i, describe_layout(c.query), c.memory_bytes / 1e9, t.total_s,
+          t.hw_flops_per_device / 1e12, 100 * t.mfu, t.compute_s, t.elementwise_s, t.tp_comm_s,
+          t.pp_bubble_s + t.pp_p2p_s, t.dp_exposed_s + t.optimizer_s);
+    }
+    std::cout << "\n" << train_command_line(res.best.front(), f->model, r.global_batch) << "\n";
+    return 0;
+  });
+}
+
+}  // namespace parallm::cli

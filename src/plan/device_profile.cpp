@@ -1,0 +1,93 @@
+#include "plan/device_profile.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "base/error.h"
+
+namespace parallm {
+
+namespace {
+
+// A100 SXM 80 GB: 312 TFLOP/s dense bf16 and 2.0 TB/s HBM (NVIDIA data
+// sheet); NVLink 3 600 GB/s both ways per GPU, ~230 GB/s all-reduce bus
+// bandwidth in nccl-tests on DGX A100; one 200 Gb/s HDR NIC per GPU, ~23 GB/s.
+// Large bf16 GEMMs reach ~80% of peak with cuBLAS.
+DeviceProfile a100() {
+  DeviceProfile d;
+  d.name = "a100-80gb";
+  d.peak_flops = 312e12;
+  d.gemm_efficiency = 0.80;
+  d.gemm_half_width = 128;
+  d.memory_bytes = 80e9;
+  d.memory_bytes_per_s = 2.0e12;
+  d.devices_per_node = 8;
+  d.intra_node = {.alpha_s = 10e-6, .bytes_per_s = 230e9};
+  d.inter_node = {.alpha_s = 20e-6, .bytes_per_s = 23e9};
+  return d;
+}
+
+// H100 SXM 80 GB: 989 TFLOP/s dense bf16, 3.35 TB/s HBM (data sheet); NVLink
+// all-reduce bus bandwidth ~370 GB/s (ring), NDR 400 Gb/s IB ~46 GB/s per NIC
+// (REFERENCE.md). Large bf16 GEMMs reach ~70% of peak.
+DeviceProfile h100() {
+  DeviceProfile d;
+  d.name = "h100-80gb";
+  d.peak_flops = 989e12;
+  d.gemm_efficiency = 0.70;
+  d.gemm_half_width = 256;
+  d.memory_bytes = 80e9;
+  d.memory_bytes_per_s = 3.35e12;
+  d.devices_per_node = 8;
+  d.intra_node = {.alpha_s = 8e-6, .bytes_per_s = 370e9};
+  d.inter_node = {.alpha_s = 15e-6, .bytes_per_s = 46e9};
+  return d;
+}
+
+LinkCost link_from(const nlohmann::json& j, const std::string& what, const std::string& src) {
+  PX_CHECK(j.is_object() && j.contains("alpha_s") && j.contains("bytes_per_s"),
+           "{}: '{}' must be {{\"alpha_s\": .., \"bytes_per_s\": ..}}", src, what);
+  return {j["alpha_s"].get<double>(), j["bytes_per_s"].get<double>()};
+}
+
+}  // namespace
+
+std::vector<std::string> builtin_profile_names() { return {"a100-80gb", "h100-80gb"}; }
+
+DeviceProfile builtin_profile(const std::string& name) {
+  if (name == "a100-80gb" || name == "a100") return a100();
+  if (name == "h100-80gb" || name == "h100") return h100();
+  PX_FAIL("unknown device profile '{}' (built in: a100-80gb, h100-80gb; or a JSON file)", name);
+}
+
+DeviceProfile load_profile(const std::string& path) {
+  std::ifstream in(path);
+  PX_CHECK(in.is_open(), "cannot open device profile '{}'", path);
+  const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  PX_CHECK(j.is_object(), "{}: not a JSON object", path);
+  DeviceProfile d;
+  auto num = [&](const char* k, double& out) {
+    PX_CHECK(j.contains(k) && j[k].is_number(), "{}: missing number '{}'", path, k);
+    out = j[k].get<double>();
+  };
+  d.name = j.value("name", path);
+  num("peak_flops", d.peak_flops);
+  num("gemm_efficiency", d.gemm_efficiency);
+  num("gemm_half_width", d.gemm_half_width);
+  num("memory_bytes", d.memory_bytes);
+  num("memory_bytes_per_s", d.memory_bytes_per_s);
+  d.devices_per_node = j.value("devices_per_node", 8);
+  PX_CHECK(j.contains("intra_node") && j.contains("inter_node"),
+           "{}: needs 'intra_node' and 'inter_node' links", path);
+  d.intra_node = link_from(j["intra_node"], "intra_node", path);
+  d.inter_node = link_from(j["inter_node"], "inter_node", path);
+  PX_CHECK(
+      d.peak_flops > 0 && d.gemm_efficiency > 0 && d.gemm_efficiency <= 1 && d.devices_per_node > 0,
+      "{}: peak_flops ({}) and devices_per_node ({}) must be positive and gemm_efficiency "
+      "({}) in (0, 1]",
+      path, d.peak_flops, d.devices_per_node, d.gemm_efficiency);
+  return d;
+}
+
+}  // namespace parallm

@@ -1,0 +1,42 @@
+// What the step-time model knows of a device and its links: dense 16-bit
+// peak, the fraction of it large GEMMs reach, memory size and bandwidth, and
+// an alpha-beta cost (latency + bytes / bandwidth) for each link level: inside
+// a node (NVLink) and across nodes (one NIC per device). Built-in profiles use
+// published figures (each field says its source); `--profile FILE.json` reads
+// the same fields, e.g. as measured by a calibration run.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace parallm {
+
+struct LinkCost {
+  double alpha_s = 0;      // per message latency
+  double bytes_per_s = 0;  // per-device, one direction (the bus bandwidth NCCL reports)
+};
+
+struct DeviceProfile {
+  std::string name;
+  double peak_flops = 0;       // dense bf16/fp16 tensor FLOP/s
+  double gemm_efficiency = 0;  // fraction of peak a large GEMM reaches
+  // GEMMs narrower than this many columns per device lose efficiency
+  // (e(d) = gemm_efficiency * d / (d + gemm_half_width)): tensor-parallel
+  // splits make the weight matrices narrower.
+  double gemm_half_width = 0;
+  double memory_bytes = 0;
+  double memory_bytes_per_s = 0;  // HBM bandwidth (the optimizer step is bound by it)
+  int devices_per_node = 8;
+  LinkCost intra_node, inter_node;
+
+  double gemm_flops(double min_dim) const {
+    return peak_flops * gemm_efficiency * min_dim / (min_dim + gemm_half_width);
+  }
+};
+
+// "a100-80gb", "h100-80gb"; an unknown name lists the known ones.
+DeviceProfile builtin_profile(const std::string& name);
+std::vector<std::string> builtin_profile_names();
+// A JSON file with the fields above (links as {"alpha_s": .., "bytes_per_s": ..}).
+DeviceProfile load_profile(const std::string& path);
+
+}  // namespace parallm

@@ -1,0 +1,55 @@
+// `parallm plan`: every layout of a model on N devices (tp dividing the
+// heads and at most a node, pp dividing the layers, cp dividing the
+// sequence, dp the rest; micro-batch sizes dividing the batch; 1F1B,
+// interleaved (v stages, micro-batches a multiple of pp) and ZB-H1; every
+// recompute mode; ZeRO 0-3, only 0-1 with pp as parallm's runtime supports),
+// pruned by the memory model against the device's memory, ranked by the
+// step-time model. Pure functions: no device is touched.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "plan/device_profile.h"
+#include "plan/memory_model.h"
+#include "plan/step_time.h"
+
+namespace parallm {
+
+struct PlanRequest {
+  ModelConfig model;
+  int devices = 8;
+  int64_t seq_len = 2048;
+  int64_t global_batch = 512;
+  DeviceProfile device;
+  // Sizes the user fixed: tp, pp, dp, cp, mb (micro-batch), v (virtual
+  // stages), zero, recompute (none|selective|full); a layout that disagrees
+  // is not considered.
+  std::map<std::string, int> fixed;
+};
+
+struct PlanCandidate {
+  MemoryQuery query;
+  StepTime time;
+  double memory_bytes = 0;
+};
+
+struct PlanResult {
+  std::vector<PlanCandidate> best;  // fastest first
+  int64_t enumerated = 0, fit = 0;
+};
+
+PlanResult plan_layouts(const PlanRequest& r, size_t keep = 10);
+
+// "tp=8 pp=16 dp=8 cp=1 mb=1 v=1 zero=1 ..." -> the fixed map; unknown keys
+// and bad values are errors naming them.
+std::map<std::string, int> parse_fixed(const std::vector<std::string>& items);
+
+// The `mpirun ... parallm train ...` line that runs a candidate.
+std::string train_command_line(const PlanCandidate& c, const std::string& model_name,
+                               int64_t global_batch);
+// One line per candidate: layout, memory, predicted step time, TFLOP/s, MFU.
+std::string describe_layout(const MemoryQuery& q);
+
+}  // namespace parallm

@@ -1,0 +1,107 @@
+#include "plan/step_time.h"
+
+#include <algorithm>
+
+#include "plan/flops.h"
+
+namespace parallm {
+
+namespace {
+
+double ring_all_reduce_s(double bytes, int n, const LinkCost& link) {
+  if (n <= 1) return 0.0;
+  return 2.0 * (n - 1) / n * bytes / link.bytes_per_s + 2.0 * (n - 1) * link.alpha_s;
+}
+
+}  // namespace
+
+StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
+  const ModelConfig& m = q.model;
+  StepTime r;
+  const int devices = q.tp * q.pp * q.dp * q.cp;
+  const double micro = static_cast<double>(q.micro_batches);
+  const double tokens = static_cast<double>(q.micro_batch) * micro * q.dp * q.seq_len;
+  const double hw_per_token = hardware_flops_per_token(m, q.seq_len, q.recompute);
+  const double model_per_token = training_flops_per_token(m, q.seq_len);
+  const double hw_flops_dev = hw_per_token * tokens / devices;
+
+  // Compute at the GEMM rate of the narrowest split matrix side.
+  const double width = static_cast<double>(m.hidden) / q.tp;
+  r.compute_s = hw_flops_dev / d.gemm_flops(width);
+
+  // Element-wise work: every activation byte a layer saves is written once
+  // and read once, in forward, backward and (recompute) forward again.
+  MemoryQuery plain = q;
+  plain.recompute = Recompute::None;
+  plain.activation_model = ActivationModel::Megatron16;
+  const double act_layer = estimate_memory(plain).activation_per_layer;  // one micro-batch
+  const double layers_here = static_cast<double>(m.n_layers) / q.pp;
+  const double passes = q.recompute == Recompute::None ? 2.0 : 3.0;
+  r.elementwise_s = 2.0 * act_layer * passes * layers_here * micro / d.memory_bytes_per_s;
+
+  // Tensor-parallel collectives on the micro-batch's activations (16-bit).
+  const LinkCost& tp_link = q.tp <= d.devices_per_node ? d.intra_node : d.inter_node;
+  const double act_bytes = static_cast<double>(q.micro_batch) * q.seq_len / q.cp * m.hidden * 2.0;
+  const double per_layer = q.recompute == Recompute::Full ? 6.0 : 4.0;
+  r.tp_comm_s = per_layer * layers_here * micro * ring_all_reduce_s(act_bytes, q.tp, tp_link);
+
+  // Context parallel (ring): per layer and micro-batch the keys and values
+  // go around the ring once forward, keys, values and their gradients once
+  // backward (and forward again under full recompute): (cp-1) steps of this
+  // rank's K and V chunk. The runtime overlaps them with attention; what
+  // attention's own time does not cover is exposed.
+  if (q.cp > 1) {
+    const double kv_chunk = 2.0 * q.micro_batch * (static_cast<double>(q.seq_len) / q.cp) *
+                            m.head_dim * std::max<int64_t>(1, m.n_kv_heads / q.tp) * 2.0;
+    const LinkCost& cp_link = q.tp * q.cp <= d.devices_per_node ? d.intra_node : d.inter_node;
+    const double rounds = q.recompute == Recompute::Full ? 4.0 : 3.0;  // fwd, bwd x2 (+fwd)
+    const double step = kv_chunk / cp_link.bytes_per_s + cp_link.alpha_s;
+    const double comm = rounds * (q.cp - 1) * step * layers_here * micro;
+    const double attn_flops = 4.0 * m.n_layers * m.n_heads * m.head_dim *
+                              static_cast<double>(q.seq_len) * tokens / devices;  // 12LHQT share
+    const double attn_s = 3.0 * attn_flops / d.gemm_flops(width);
+    r.cp_comm_s = std::max(0.0, comm - attn_s);
+  }
+
+  // Pipeline: bubble and the boundary sends.
+  const double stage_per_micro =
+      (r.compute_s + r.elementwise_s + r.tp_comm_s + r.cp_comm_s) / micro;
+  const double v = q.schedule == pipeline::ScheduleKind::Interleaved ? q.virtual_stages : 1;
+  if (q.pp > 1) {
+    const double bubble_micro = q.schedule == pipeline::ScheduleKind::ZeroBubbleH1
+                                    ? (q.pp - 1) / 3.0  // ZB-H1: a third of 1F1B's bubble
+                                    : (q.pp - 1) / v;
+    r.pp_bubble_s = bubble_micro * stage_per_micro;
+    const bool across = q.tp * q.cp * q.dp >= d.devices_per_node;
+    const LinkCost& link = across ? d.inter_node : d.intra_node;
+    const double send = act_bytes / q.tp;  // Megatron's scatter-gather p2p: 1/t per rank
+    r.pp_p2p_s = 2.0 * micro * v * (send / link.bytes_per_s + link.alpha_s);
+  }
+
+  // Data-parallel gradient reduction over dp x cp (fp32 gradients).
+  const MemoryBreakdown mem = estimate_memory(q);
+  const double params_dev = static_cast<double>(mem.params_per_rank);
+  const int dp_cp = q.dp * q.cp;
+  // Ranks are ordered tp fastest, then cp, dp, pp (docs/grid.md): a dp group
+  // spans tp x cp x dp consecutive ranks, pp neighbours are that far apart.
+  const bool dp_across = q.tp * q.cp * q.dp > d.devices_per_node;
+  const LinkCost& dp_link = dp_across ? d.inter_node : d.intra_node;
+  r.dp_comm_s = ring_all_reduce_s(params_dev * 4.0, dp_cp, dp_link);
+  if (q.zero >= 3) r.dp_comm_s *= 1.5;  // parameters gathered again for forward and backward
+  const double backward_s = (r.compute_s + r.elementwise_s) * 2.0 / 3.0;
+  r.dp_exposed_s = q.pp == 1 ? std::max(0.0, r.dp_comm_s - backward_s) : r.dp_comm_s;
+
+  // Optimizer: fp32 master, two Adam moments and the gradient read, three
+  // written, over the shard this rank updates.
+  const double shard = q.zero >= 1 ? params_dev / dp_cp : params_dev;
+  r.optimizer_s = shard * 28.0 / d.memory_bytes_per_s;
+
+  r.total_s = r.compute_s + r.elementwise_s + r.tp_comm_s + r.cp_comm_s + r.pp_bubble_s +
+              r.pp_p2p_s + r.dp_exposed_s + r.optimizer_s;
+  r.hw_flops_per_device = hw_flops_dev / r.total_s;
+  r.mfu = model_per_token * tokens / devices / r.total_s / d.peak_flops;
+  r.tokens_per_s = tokens / r.total_s;
+  return r;
+}
+
+}  // namespace parallm

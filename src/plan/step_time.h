@@ -1,0 +1,38 @@
+// A step-time model of one training step for a layout on a device profile,
+// in the manner of the Megatron (Narayanan et al. 2021) and Alpa cost
+// models: compute is hardware FLOPs over the device's GEMM rate at the
+// layout's matrix widths; memory-bound element-wise work is the activation
+// bytes written and read back over HBM bandwidth; tensor-parallel collectives
+// (4 per layer and micro-batch, 6 with full recomputation; ring all-reduce
+// cost 2(t-1)/t bytes / bandwidth + 2(t-1) alpha, the same for sp's
+// reduce-scatter + all-gather) are not overlapped; the pipeline adds the
+// schedule's bubble ((p-1)/v of a micro-batch's stage time) and its
+// point-to-point sends; context parallel's ring transfers count beyond
+// the attention time they overlap; the dp gradient reduction (fp32) overlaps the backward
+// pass only without pipelining (DDP buckets), and ZeRO-3 adds the parameter
+// all-gathers; the optimizer step streams its states over HBM. Where it is
+// wrong: docs/planner.md.
+#pragma once
+#include "plan/device_profile.h"
+#include "plan/memory_model.h"
+
+namespace parallm {
+
+struct StepTime {
+  double compute_s = 0, elementwise_s = 0, tp_comm_s = 0, pp_bubble_s = 0, pp_p2p_s = 0;
+  double cp_comm_s = 0;     // ring transfers attention does not hide
+  double dp_comm_s = 0;     // the whole reduction
+  double dp_exposed_s = 0;  // what the backward pass does not hide
+  double optimizer_s = 0;
+  double total_s = 0;
+  double hw_flops_per_device = 0;  // achieved, recomputation included (Megatron's TFLOP/s)
+  double mfu = 0;                  // model FLOPs only, against the device's peak
+  double tokens_per_s = 0;
+};
+
+// q: the model, the layout (tp, pp, dp, cp, virtual stages, schedule, sp,
+// ZeRO), the micro-batch and micro-batches per step, recompute. 16-bit
+// training is assumed (the profiles' peaks are 16-bit).
+StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d);
+
+}  // namespace parallm

@@ -1,0 +1,112 @@
+// The step-time model's terms behave as their formulas say, and the planner
+// returns only valid layouts that fit memory, fastest first, within the
+// fixed sizes; its search over 1024 devices takes well under a second.
+#include "plan/planner.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "base/error.h"
+#include "model/model_catalog.h"
+
+namespace parallm {
+namespace {
+
+MemoryQuery gpt3_megatron_layout() {
+  MemoryQuery q;
+  q.model = catalog_model("gpt3-175b");
+  q.seq_len = 2048;
+  q.micro_batch = 1;
+  q.micro_batches = 1536 / 8;
+  q.tp = 8, q.pp = 16, q.dp = 8;
+  q.sequence_parallel = true;
+  q.zero = 1;
+  q.recompute = Recompute::Full;
+  return q;
+}
+
+TEST(StepTime, TermsFollowTheirFormulas) {
+  const DeviceProfile a100 = builtin_profile("a100-80gb");
+  MemoryQuery q = gpt3_megatron_layout();
+  const StepTime t = predict_step_time(q, a100);
+  EXPECT_NEAR(t.total_s,
+              t.compute_s + t.elementwise_s + t.tp_comm_s + t.cp_comm_s + t.pp_bubble_s +
+                  t.pp_p2p_s + t.dp_exposed_s + t.optimizer_s,
+              1e-9 * t.total_s);
+  // 1F1B bubble: (p - 1) micro-batches' stage time.
+  q.schedule = pipeline::ScheduleKind::OneFOneB;
+  const StepTime f = predict_step_time(q, a100);
+  const double stage = (f.compute_s + f.elementwise_s + f.tp_comm_s) / q.micro_batches;
+  EXPECT_NEAR(f.pp_bubble_s, 15 * stage, 1e-9 * f.pp_bubble_s);
+  q.schedule = pipeline::ScheduleKind::Interleaved;
+  q.virtual_stages = 2;
+  EXPECT_NEAR(predict_step_time(q, a100).pp_bubble_s, f.pp_bubble_s / 2, 1e-9 * f.pp_bubble_s);
+  // Faster links make the communication terms smaller, never the compute.
+  DeviceProfile fast = a100;
+  fast.intra_node.bytes_per_s *= 10;
+  fast.inter_node.bytes_per_s *= 10;
+  const StepTime g = predict_step_time(q, fast);
+  EXPECT_LT(g.tp_comm_s, predict_step_time(q, a100).tp_comm_s);
+  EXPECT_EQ(g.compute_s, predict_step_time(q, a100).compute_s);
+  // No tensor parallelism, no tp collectives; full recompute costs FLOPs.
+  q.tp = 1, q.dp = 64, q.sequence_parallel = false;
+  EXPECT_EQ(predict_step_time(q, a100).tp_comm_s, 0.0);
+  MemoryQuery none = q;
+  none.recompute = Recompute::None;
+  EXPECT_LT(predict_step_time(none, a100).compute_s, predict_step_time(q, a100).compute_s);
+}
+
+TEST(Planner, ValidLayoutsThatFitFastestFirst) {
+  PlanRequest r;
+  r.model = catalog_model("gpt3-175b");
+  r.devices = 1024;
+  r.seq_len = 2048;
+  r.global_batch = 1536;
+  r.device = builtin_profile("a100-80gb");
+  const auto t0 = std::chrono::steady_clock::now();
+  const PlanResult res = plan_layouts(r, 20);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+  ASSERT_EQ(res.best.size(), 20u);
+  EXPECT_GT(res.enumerated, res.fit);  // some layouts are pruned by memory
+  for (size_t i = 0; i < res.best.size(); ++i) {
+    const MemoryQuery& q = res.best[i].query;
+    EXPECT_EQ(q.tp * q.pp * q.dp * q.cp, 1024);
+    EXPECT_EQ(r.model.n_heads % q.tp, 0);
+    EXPECT_EQ(r.model.n_layers % q.pp, 0);
+    EXPECT_LE(q.tp, 8);
+    EXPECT_EQ(q.micro_batch * q.micro_batches * q.dp, 1536);
+    EXPECT_LE(res.best[i].memory_bytes, r.device.memory_bytes);
+    EXPECT_TRUE(q.pp == 1 || q.zero <= 1);  // parallm runs ZeRO-2/3 without pp only
+    if (i > 0) EXPECT_GE(res.best[i].time.total_s, res.best[i - 1].time.total_s);
+  }
+  // A 40 GB device prunes more.
+  r.device.memory_bytes = 40e9;
+  EXPECT_LT(plan_layouts(r, 1).fit, res.fit);
+  // Fixed sizes are respected.
+  r.fixed = parse_fixed({"tp=8", "pp=16", "recompute=full"});
+  for (const auto& c : plan_layouts(r, 50).best) {
+    EXPECT_EQ(c.query.tp, 8);
+    EXPECT_EQ(c.query.pp, 16);
+    EXPECT_EQ(c.query.recompute, Recompute::Full);
+  }
+}
+
+TEST(Planner, ClearErrors) {
+  auto msg = [](std::vector<std::string> v) {
+    try {
+      parse_fixed(v);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(msg({"tq=8"}).find("unknown key 'tq'"), std::string::npos);
+  EXPECT_NE(msg({"tp=x"}).find("'x' is not an integer"), std::string::npos);
+  EXPECT_NE(msg({"tp8"}).find("expected key=value"), std::string::npos);
+  EXPECT_NE(msg({"pp=0"}).find("out of range"), std::string::npos);
+  EXPECT_THROW(builtin_profile("v100"), Error);
+}
+
+}  // namespace
+}  // namespace parallm
