@@ -64,6 +64,15 @@ void add_model_and_data_flags(CLI::App* sub, TrainFlags& f) {
        "PREFIX.idx), or a blend in Megatron's syntax: 0.7 PREFIX_A 0.3 PREFIX_B");
   flag(sub, f, "--val-data", FIELD(train.data.val),
        "validation data: llm.c token shards and/or Megatron dataset prefixes");
+  // Packed documents (docs/context_parallel.md, "Packed documents").
+  on_off(sub, f, "--reset-attention-mask", FIELD(train.data.docs.reset_attention_mask), true,
+         "attend only within the token's document (documents end at --eod-token)");
+  on_off(sub, f, "--reset-position-ids", FIELD(train.data.docs.reset_position_ids), true,
+         "positions restart at 0 after every --eod-token");
+  on_off(sub, f, "--eod-mask-loss", FIELD(train.data.docs.eod_mask_loss), true,
+         "no loss where the input token is --eod-token");
+  flag(sub, f, "--eod-token", FIELD(train.data.docs.eod),
+       "end-of-document token id (default 256, the byte tokenizer's end-of-text)");
 }
 
 void add_moe_flags(CLI::App* sub, TrainFlags& f) {

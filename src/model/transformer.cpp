@@ -89,8 +89,48 @@ LayerContext Transformer::context(int64_t B, int64_t T, const std::vector<int64_
   return c;
 }
 
+void Transformer::set_packed_docs(const PackedDocs& docs) {
+  PX_CHECK(!docs.any() || (docs.eod >= 0 && docs.eod < cfg_.vocab_size),
+           "packed documents: the end-of-document token ({}) is outside the vocabulary ({})",
+           docs.eod, cfg_.vocab_size);
+  docs_ = docs;
+}
+
+void Transformer::LocalBatch::attach(LayerContext& c) const {
+  if (!doc_start.empty()) {
+    c.doc_start = doc_start.data();
+    c.doc_len = full_T;
+  }
+  if (!position_ids.empty()) c.position_ids = position_ids.data();
+}
+
 Transformer::LocalBatch Transformer::local_batch(const int32_t* inputs, const int32_t* targets,
-                                                 int64_t B, int64_t T) const {
+                                                 int64_t B, int64_t T,
+                                                 const int32_t* doc_inputs) const {
+  LocalBatch lb = local_batch_plain(inputs, targets, B, T);
+  if (!docs_.any()) return lb;
+  if (doc_inputs == nullptr) doc_inputs = inputs;
+  PX_CHECK(doc_inputs != nullptr, "packed documents need the micro-batch's input tokens");
+  lb.full_T = T;
+  const std::vector<int64_t> start = document_starts(doc_inputs, B, T, docs_.eod);
+  if (docs_.eod_mask_loss && targets) {  // Megatron: no loss where the input is the EOD
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < lb.T; ++t)
+        if (doc_inputs[b * T + lb.pos[t]] == docs_.eod) lb.targets[b * lb.T + t] = -1;
+  }
+  if (docs_.reset_position_ids) {
+    lb.position_ids.resize(static_cast<size_t>(B * lb.T));
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < lb.T; ++t)
+        lb.position_ids[b * lb.T + t] = lb.pos[t] - start[b * T + lb.pos[t]];
+  }
+  if (docs_.reset_attention_mask) lb.doc_start = start;
+  return lb;
+}
+
+Transformer::LocalBatch Transformer::local_batch_plain(const int32_t* inputs,
+                                                       const int32_t* targets, int64_t B,
+                                                       int64_t T) const {
   LocalBatch lb;
   if (!cp_.active()) {
     lb.T = T;
@@ -164,6 +204,7 @@ LossSum Transformer::forward_backward(const int32_t* inputs, const int32_t* targ
   inputs = lb.inputs.data();
   targets = lb.targets.data();
   LayerContext c = context(B, lb.T, lb.pos);
+  lb.attach(c);
   c.dropout_seed = dropout.seed;
   c.sample_offset = dropout.sample_offset;
   c.grad_scale = grad_scale;
@@ -217,6 +258,7 @@ LossSum Transformer::forward_loss(const int32_t* inputs, const int32_t* targets,
   check_batch(inputs, B, T);
   const LocalBatch lb = local_batch(inputs, targets, B, T);
   LayerContext c = context(B, lb.T, lb.pos);
+  lb.attach(c);
   Forward f = run_forward(c, lb.inputs.data());
   LossSum l = head_.loss(c, head_input(c, f).data<float>(), lb.targets.data());
   if (cp_.active()) {  // every cp rank reports the whole sequence's loss
@@ -231,9 +273,9 @@ LossSum Transformer::forward_loss(const int32_t* inputs, const int32_t* targets,
 Tensor Transformer::logits(const int32_t* inputs, int64_t B, int64_t T) {
   PX_CHECK(!cp_.active(), "full logits run without context parallelism (cp {})", cp_.size());
   check_batch(inputs, B, T);
-  std::vector<int64_t> pos(T);
-  std::iota(pos.begin(), pos.end(), 0);
-  LayerContext c = context(B, T, pos);
+  const LocalBatch lb = local_batch(nullptr, nullptr, B, T, inputs);
+  LayerContext c = context(B, T, lb.pos);
+  lb.attach(c);
   Forward f = run_forward(c, inputs);
   Tensor x = head_input(c, f);
   Tensor out = Tensor::zeros(alloc_, {B, T, cfg_.vocab_size}, DType::F32, MemTag::Activation);

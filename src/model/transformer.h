@@ -25,6 +25,11 @@
 // this rank keeps its two load-balanced chunks of each row (cp_chunks.h) at
 // their global positions. Losses are this rank's tokens' sums (the caller
 // reduces over dp x cp; forward_loss reduces over cp itself).
+// Packed documents (set_packed_docs, nn/packed_docs.h): every rank derives
+// the document starts from the full (B, T) inputs it is given (on a
+// pipeline stage, StageBatch::inputs, so every stage needs them), masks
+// attention to the token's document, restarts positions and drops the loss
+// after an EOD as asked.
 #pragma once
 #include <functional>
 #include <map>
@@ -39,6 +44,7 @@
 #include "model/layers/moe_stats.h"
 #include "model/model_stage.h"
 #include "model/paged_kv_cache.h"
+#include "nn/packed_docs.h"
 #include "nn/weight_grad_queue.h"
 #include "parallel/context/cp_group.h"
 #include "parallel/tensor/partial_grad_sync.h"
@@ -126,11 +132,16 @@ class Transformer {
     matmul_ = matmul;
     recompute_ = recompute;
   }
+  // Packed documents for every later training / evaluation call (off by
+  // default). Throws unless the EOD id is inside the vocabulary.
+  void set_packed_docs(const PackedDocs& docs);
+  const PackedDocs& packed_docs() const { return docs_; }
 
   // ---- pipeline stage (transformer_stage.cpp)
   // One micro-batch as a chunk sees it; inputs/targets are copied when read.
   struct StageBatch {
-    const int32_t* inputs = nullptr;   // (B, T): read by the embedding chunk
+    const int32_t* inputs = nullptr;   // (B, T): read by the embedding chunk (every chunk
+                                       // under packed documents)
     const int32_t* targets = nullptr;  // (B, T): read by the head chunk
     int64_t B = 0, T = 0;
     double grad_scale = 0.0;
@@ -171,13 +182,23 @@ class Transformer {
   LayerContext context(int64_t B, int64_t T, const std::vector<int64_t>& pos);
   // This rank's share of a full (B, T) batch: local inputs/targets (empty
   // when given null) and the global positions of its tokens (all of it
-  // without context parallelism).
+  // without context parallelism); under packed documents, the document
+  // starts of the full rows and this rank's position ids (empty when off).
   struct LocalBatch {
     std::vector<int32_t> inputs, targets;
     std::vector<int64_t> pos;
     int64_t T = 0;  // local tokens per row
+    std::vector<int64_t> doc_start, position_ids;
+    int64_t full_T = 0;
+    // Points c's document fields at this batch's.
+    void attach(LayerContext& c) const;
   };
-  LocalBatch local_batch(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T) const;
+  // doc_inputs: the full (B, T) inputs the documents are read from (needed
+  // under packed documents even where inputs is null).
+  LocalBatch local_batch(const int32_t* inputs, const int32_t* targets, int64_t B, int64_t T,
+                         const int32_t* doc_inputs = nullptr) const;
+  LocalBatch local_batch_plain(const int32_t* inputs, const int32_t* targets, int64_t B,
+                               int64_t T) const;
   Forward run_forward(const LayerContext& c, const int32_t* inputs);
   void check_batch(const int32_t* inputs, int64_t B, int64_t T) const;
   // out (N, V) = the head's logits of x (N, C), gathered over tp.
@@ -211,6 +232,7 @@ class Transformer {
   std::map<std::pair<int, int>, std::shared_ptr<ChunkState>> inflight_;  // (micro-batch, chunk)
   MatmulPrecision* matmul_ = nullptr;
   Recompute recompute_ = Recompute::None;
+  PackedDocs docs_;
   void before_unit(UnitPass p, int segment) const {
     if (unit_hook_) unit_hook_(p, segment);
   }

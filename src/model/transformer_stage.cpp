@@ -14,6 +14,7 @@ struct Transformer::ChunkState {
   std::vector<int32_t> inputs, targets;
   std::vector<int64_t> pos;
   int64_t B = 0, T = 0;
+  LocalBatch docs;  // packed documents: starts and position ids only
   double grad_scale = 0.0;
   DropoutKey dropout;
   std::vector<Tensor> xs;  // xs[i]: input of the chunk's block i; head chunk: + final norm input
@@ -24,6 +25,7 @@ struct Transformer::ChunkState {
   LayerContext context(Allocator& alloc, const ParameterSet& ps, MatmulPrecision* mm,
                        Recompute rc) const {
     LayerContext c{alloc, ps, B, T, pos.data()};
+    docs.attach(c);
     c.dropout_seed = dropout.seed;
     c.sample_offset = dropout.sample_offset;
     c.grad_scale = grad_scale;
@@ -56,7 +58,8 @@ Tensor Transformer::chunk_forward(int chunk, int micro_batch, const StageBatch& 
   const bool embed = stage_.embedding && chunk == 0;
   const bool head = stage_.head && chunk + 1 == num_chunks();
   auto st = std::make_shared<ChunkState>();
-  LocalBatch lb = local_batch(embed ? b.inputs : nullptr, head ? b.targets : nullptr, b.B, b.T);
+  LocalBatch lb =
+      local_batch(embed ? b.inputs : nullptr, head ? b.targets : nullptr, b.B, b.T, b.inputs);
   st->B = b.B;
   st->T = lb.T;  // this rank's tokens per row (its cp chunks)
   st->grad_scale = b.grad_scale;
@@ -65,6 +68,9 @@ Tensor Transformer::chunk_forward(int chunk, int micro_batch, const StageBatch& 
   const int64_t rows = stream_rows(b.B, b.T), C = cfg_.hidden;
   st->inputs = std::move(lb.inputs);
   st->targets = std::move(lb.targets);
+  st->docs.doc_start = std::move(lb.doc_start);
+  st->docs.position_ids = std::move(lb.position_ids);
+  st->docs.full_T = lb.full_T;
   const LayerContext c = st->context(alloc_, params_, matmul_, recompute_);
   if (embed) {
     st->xs.push_back(c.activation({rows, C}));

@@ -20,6 +20,15 @@ struct LayerContext {
   int64_t B;                 // micro-batch rows
   int64_t T;                 // tokens per row held by this rank
   const int64_t* positions;  // (T) global positions of this rank's tokens
+  // Packed documents (nn/packed_docs.h), null when off. doc_start (B,
+  // doc_len): where the document holding each position of the full sequence
+  // starts (attention stays inside it, --reset-attention-mask). position_ids
+  // (B, T): the RoPE / learned position of each of this rank's tokens when
+  // positions restart at every document (--reset-position-ids); else a
+  // token's position is positions[t] in every row.
+  const int64_t* doc_start = nullptr;
+  int64_t doc_len = 0;
+  const int64_t* position_ids = nullptr;
   // Dropout key of this micro-batch (0: eval, no dropout; a block replaces it
   // by its layer's key) and the global sample number of row 0, so masks
   // depend only on global indices (docs/tensor_parallel.md, "Dropout").
@@ -58,6 +67,7 @@ inline LayerContext stream_context(const LayerContext& c, int64_t rows) {
   s.B = 1;
   s.T = rows;
   s.positions = nullptr;
+  s.position_ids = nullptr;
   return s;
 }
 

@@ -29,6 +29,10 @@ void TrainConfig::validate(const ModelConfig& m, int world_size) const {
   validate_dp_layout(par.dp, world_size > 0 ? world_size : par.world_size(), tr.global_batch_size,
                      tr.micro_batch_size, par.tp, par.pp, par.cp);
   check_tp_divides(m, par.tp);
+  PX_CHECK(!data.docs.any() || data.docs.eod < m.vocab_size,
+           "packed documents: the end-of-document token (--eod-token {}) is outside the "
+           "vocabulary ({})",
+           data.docs.eod, m.vocab_size);
   PX_CHECK(!par.sequence_parallel || (tr.micro_batch_size * tr.seq_len) % par.tp == 0,
            "sequence parallel: micro batch size ({}) x seq_len ({}) is not divisible by tp ({})",
            tr.micro_batch_size, tr.seq_len, par.tp);

@@ -21,6 +21,21 @@ DpOptions reduction_options(const TrainConfig& cfg, const Transformer& model) {
   return o;
 }
 
+// Tokens of the global batch [first, first + GB) that count in the loss:
+// the normaliser of the global token mean. Every rank reads the whole batch
+// (the loader can fill any sample), so the count is the same on every layout
+// without a collective.
+double counted_tokens(const DataLoader& data, int64_t first, int64_t GB, int64_t T,
+                      const PackedDocs& docs) {
+  std::vector<int32_t> in(T), tg(T);
+  int64_t n = 0;
+  for (int64_t s = 0; s < GB; ++s) {
+    data.fill_window(first + s, in.data(), tg.data());
+    n += loss_token_count(in.data(), tg.data(), T, docs);
+  }
+  return static_cast<double>(std::max<int64_t>(n, 1));
+}
+
 uint64_t dropout_seed(uint64_t seed, int64_t step) {
   const uint64_t k = stream_key(seed ^ mix64(static_cast<uint64_t>(step)), "dropout");
   return k == 0 ? 1 : k;
@@ -70,6 +85,7 @@ Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, d
                                                 !prec.emulate_lowp_gemm);
   if (prec.matmul == Precision::FP16) scaler_ = LossScaler(prec.loss_scale);
   model_.set_compute(matmul_.get(), cfg_.training.recompute);
+  model_.set_packed_docs(cfg_.data.docs);
 }
 
 std::string Trainer::compute_summary() const {
@@ -95,6 +111,11 @@ StepStats Trainer::train_step(int64_t step) {
   const uint64_t seed = cfg_.training.seed;
   const int64_t accum = cfg_.grad_accum_steps();
   const double tokens = static_cast<double>(GB * T);
+  // The loss is the mean over the tokens that count (all but the EOD inputs
+  // under --eod-mask-loss), whatever the layout.
+  const double counted = cfg_.data.docs.eod_mask_loss
+                             ? counted_tokens(train_data_, step * GB, GB, T, cfg_.data.docs)
+                             : tokens;
   std::vector<int32_t> in(B * T), tg(B * T);
   // This rank's rows of the global batch: a contiguous block of samples
   // (the reduction group is dp x cp with cp fastest; cp ranks share rows).
@@ -113,7 +134,7 @@ StepStats Trainer::train_step(int64_t step) {
     std::vector<Transformer::StageBatch> mbs;
     for (int64_t m = 0; m < accum; ++m) {
       train_data_.fill_batch(first + m * B, B, ins.data() + m * B * T, tgs.data() + m * B * T);
-      mbs.push_back({ins.data() + m * B * T, tgs.data() + m * B * T, B, T, loss_scale / tokens,
+      mbs.push_back({ins.data() + m * B * T, tgs.data() + m * B * T, B, T, loss_scale / counted,
                      DropoutKey{dropout_seed(seed, step), first + m * B - step * GB}});
     }
     // Armed, but backward reports no segments: the dp reduction starts in
@@ -128,7 +149,7 @@ StepStats Trainer::train_step(int64_t step) {
     // Dropout key: per step; the global sample number tells micro-batches and
     // dp ranks apart, so the masks do not depend on the layout.
     const DropoutKey drop{dropout_seed(seed, step), first + m * B - step * GB};
-    loss_sum += model_.forward_backward(in.data(), tg.data(), B, T, loss_scale / tokens, drop).sum;
+    loss_sum += model_.forward_backward(in.data(), tg.data(), B, T, loss_scale / counted, drop).sum;
   }
   StepStats s;
   s.step = step;
@@ -145,7 +166,7 @@ StepStats Trainer::train_step(int64_t step) {
   s.nonfinite = r.nonfinite;
   if (fp16) scaler_.update(r.skipped);
   if (!r.skipped) ++updates_;
-  s.loss = r.loss_sum / tokens;
+  s.loss = r.loss_sum / counted;
   s.grad_norm = r.grad_norm;
   if (model_.has_moe()) moe_metrics(s);
   s.bubble_fraction = ps.bubble_fraction;

@@ -2,6 +2,8 @@
 // naive double reference that materialises the scores, against central finite
 // differences of L = sum(out * R), and for the key-block split that ring
 // attention relies on: partial results merged by their lse equal the whole.
+// The document mask (packed documents) against the same reference, finite
+// differences, and separate runs of each document.
 #include "kernels/cpu/attention.h"
 
 #include <gtest/gtest.h>
@@ -29,7 +31,10 @@ Vec random_vec(int64_t n, std::string_view name, double amp = 1.0) {
 int64_t q_numel(const AttnDims& d) { return d.B * d.Tq * d.Hq * d.D; }
 int64_t k_numel(const AttnDims& d) { return d.B * d.Tk * d.Hkv * d.D; }
 
-bool visible(const AttnDims& d, int64_t i, int64_t j) {
+// Key j of query i of row b: causal, and inside the query's document when
+// there is a document mask.
+bool visible(const AttnDims& d, int64_t b, int64_t i, int64_t j) {
+  if (d.doc_start && d.k_pos0 + j < d.doc_start[b * d.doc_ld + d.q_pos0 + i]) return false;
   return !d.causal || d.k_pos0 + j <= d.q_pos0 + i;
 }
 
@@ -65,17 +70,18 @@ Reference reference(const Inputs& in) {
         Vec p(d.Tk, 0.0), dp(d.Tk, 0.0);
         double m = -kInf;
         for (int64_t j = 0; j < d.Tk; ++j) {
-          if (!visible(d, i, j)) continue;
+          if (!visible(d, b, i, j)) continue;
           double s = 0;
           for (int64_t e = 0; e < d.D; ++e) s += in.q[qi(b, i, h) + e] * in.k[ki(b, j, hk) + e];
           p[j] = s * in.scale;
           m = std::max(m, p[j]);
         }
         double sum = 0;
-        for (int64_t j = 0; j < d.Tk; ++j) sum += visible(d, i, j) ? std::exp(p[j] - m) : 0.0;
+        for (int64_t j = 0; j < d.Tk; ++j) sum += visible(d, b, i, j) ? std::exp(p[j] - m) : 0.0;
         ref.lse[(b * d.Hq + h) * d.Tq + i] = sum > 0 ? m + std::log(sum) : -kInf;
         if (sum == 0) continue;  // out row stays 0, no gradient
-        for (int64_t j = 0; j < d.Tk; ++j) p[j] = visible(d, i, j) ? std::exp(p[j] - m) / sum : 0;
+        for (int64_t j = 0; j < d.Tk; ++j)
+          p[j] = visible(d, b, i, j) ? std::exp(p[j] - m) / sum : 0;
         double di = 0;
         for (int64_t j = 0; j < d.Tk; ++j) {
           for (int64_t e = 0; e < d.D; ++e) {
@@ -396,6 +402,121 @@ TEST(Attention, RejectsBadHeads) {
   std::vector<float> x(64), lse(8);
   EXPECT_THROW(attention_forward(x.data(), lse.data(), x.data(), x.data(), x.data(), d, 0.5),
                Error);
+}
+
+// Packed documents: doc_start (B, T) of rows whose documents have the given
+// lengths (each row's lengths sum to T).
+std::vector<int64_t> doc_starts(const std::vector<std::vector<int64_t>>& lengths, int64_t T) {
+  std::vector<int64_t> s;
+  for (const auto& row : lengths) {
+    int64_t start = 0;
+    for (int64_t n : row) {
+      for (int64_t i = 0; i < n; ++i) s.push_back(start);
+      start += n;
+    }
+    EXPECT_EQ(start, T);
+  }
+  return s;
+}
+
+TEST(Attention, DocumentMaskMatchesReference) {
+  // Two rows with different cuts, documents of one token, documents crossing
+  // the 64-row query block and the 64-key block of the two-pass backward.
+  const std::vector<int64_t> short_docs = doc_starts({{3, 1, 2, 1}, {7}}, 7);
+  const std::vector<int64_t> long_docs = doc_starts({{1, 70, 5, 55}, {64, 1, 66}}, 131);
+  AttnDims shapes[] = {
+      {.B = 2, .Tq = 7, .Tk = 7, .Hq = 6, .Hkv = 2, .D = 5},
+      {.B = 2, .Tq = 131, .Tk = 131, .Hq = 4, .Hkv = 2, .D = 8},
+      // A ring step: queries 70..130 against keys 40..99 of the same rows.
+      {.B = 2, .Tq = 61, .Tk = 60, .Hq = 2, .Hkv = 1, .D = 4, .q_pos0 = 70, .k_pos0 = 40},
+      // Keys wholly before every query's document: nothing visible.
+      {.B = 2, .Tq = 10, .Tk = 20, .Hq = 2, .Hkv = 2, .D = 4, .q_pos0 = 121, .k_pos0 = 0},
+  };
+  shapes[0].doc_start = short_docs.data();
+  shapes[0].doc_ld = 7;
+  for (int s = 1; s < 4; ++s) {
+    shapes[s].doc_start = long_docs.data();
+    shapes[s].doc_ld = 131;
+  }
+  for (const AttnDims& d : shapes) {
+    for (auto split : {AttnBwdSplit::ByKvHead, AttnBwdSplit::TwoPass}) {
+      SCOPED_TRACE(testing::Message()
+                   << "Tq=" << d.Tq << " Tk=" << d.Tk << " q_pos0=" << d.q_pos0
+                   << " k_pos0=" << d.k_pos0 << " split=" << static_cast<int>(split));
+      expect_matches_reference<double>(Inputs(d), 1e-11, split);
+      expect_matches_reference<float>(Inputs(d), 2e-5, split);
+    }
+  }
+  // The last shape: every row has no visible key.
+  const Result<float> none = run<float>(Inputs(shapes[3]), true);
+  for (float x : none.lse) EXPECT_EQ(x, -std::numeric_limits<float>::infinity());
+  for (const auto* g : {&none.out, &none.dq, &none.dk, &none.dv})
+    for (float x : *g) EXPECT_EQ(x, 0.0f);
+}
+
+TEST(Attention, DocumentMaskGradientsMatchFiniteDifferences) {
+  const std::vector<int64_t> starts = doc_starts({{2, 3, 2}, {1, 6}}, 7);
+  for (double p : {0.0, 0.3}) {
+    AttnDims d{.B = 2, .Tq = 7, .Tk = 7, .Hq = 4, .Hkv = 2, .D = 3};
+    d.doc_start = starts.data();
+    d.doc_ld = 7;
+    d.dropout_p = p;
+    d.dropout_key = p > 0 ? 777 : 0;
+    for (AttnBwdSplit split : {AttnBwdSplit::ByKvHead, AttnBwdSplit::TwoPass}) {
+      Inputs in(d, 1.5);
+      expect_grads_match_finite_differences(in, run<double>(in, true, split));
+    }
+  }
+}
+
+// A packed row equals each of its documents run alone (positions restart at
+// 0 there): out, lse and every gradient, row by row.
+TEST(Attention, DocumentMaskEqualsSeparateDocuments) {
+  const std::vector<int64_t> lengths = {5, 70, 1, 24};
+  const int64_t T = 100;
+  const std::vector<int64_t> starts = doc_starts({lengths}, T);
+  AttnDims d{.B = 1, .Tq = T, .Tk = T, .Hq = 4, .Hkv = 2, .D = 6};
+  d.doc_start = starts.data();
+  d.doc_ld = T;
+  const Inputs packed(d);
+  const Result<double> whole = run<double>(packed, true);
+  const int64_t qw = d.Hq * d.D, kw = d.Hkv * d.D;
+  int64_t t0 = 0;
+  for (int64_t n : lengths) {
+    SCOPED_TRACE(testing::Message() << "document at " << t0 << " of " << n << " tokens");
+    Inputs one(AttnDims{.B = 1, .Tq = n, .Tk = n, .Hq = 4, .Hkv = 2, .D = 6});
+    auto rows = [&](const Vec& x, int64_t w) {
+      return Vec(x.begin() + t0 * w, x.begin() + (t0 + n) * w);
+    };
+    one.q = rows(packed.q, qw);
+    one.k = rows(packed.k, kw);
+    one.v = rows(packed.v, kw);
+    one.r = rows(packed.r, qw);
+    const Result<double> alone = run<double>(one, true);
+    expect_near(alone.out, rows(Vec(whole.out.begin(), whole.out.end()), qw), 1e-12, "out");
+    expect_near(alone.dq, rows(Vec(whole.dq.begin(), whole.dq.end()), qw), 1e-12, "dq");
+    expect_near(alone.dk, rows(Vec(whole.dk.begin(), whole.dk.end()), kw), 1e-12, "dk");
+    expect_near(alone.dv, rows(Vec(whole.dv.begin(), whole.dv.end()), kw), 1e-12, "dv");
+    for (int64_t h = 0; h < d.Hq; ++h)
+      for (int64_t i = 0; i < n; ++i)
+        EXPECT_NEAR(alone.lse[h * n + i], whole.lse[h * T + t0 + i], 1e-12);
+    t0 += n;
+  }
+}
+
+TEST(Attention, RejectsShortDocumentStarts) {
+  const std::vector<int64_t> starts(4, 0);
+  AttnDims d{.B = 1, .Tq = 2, .Tk = 2, .Hq = 1, .Hkv = 1, .D = 4, .q_pos0 = 3, .k_pos0 = 3};
+  d.doc_start = starts.data();
+  d.doc_ld = 4;  // positions 3 and 4 are queried
+  std::vector<float> x(8), lse(2);
+  try {
+    attention_forward(x.data(), lse.data(), x.data(), x.data(), x.data(), d, 0.5);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("document starts of 4 positions"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

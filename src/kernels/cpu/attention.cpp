@@ -24,7 +24,8 @@ namespace parallm::cpu {
 namespace {
 
 // 64 rows keep a tile's GEMMs efficient while wasting little on the causal
-// diagonal (about (1 + 1/nblocks)/2 of the full square is computed).
+// diagonal (about (1 + 1/nblocks)/2 of the full square is computed). Under a
+// document mask a tile also skips the keys before its rows' documents.
 constexpr int64_t kQueryBlock = 64;
 // Key block of the two-pass backward's dk/dv pass.
 constexpr int64_t kKeyBlock = 64;
@@ -107,15 +108,30 @@ struct Layout {
              d.Hkv);
     PX_CHECK(d.dropout_p >= 0.0 && d.dropout_p < 1.0,
              "attention: dropout probability must be in [0, 1), got {}", d.dropout_p);
+    PX_CHECK(d.doc_start == nullptr || d.doc_ld >= d.q_pos0 + d.Tq,
+             "attention: document starts of {} positions per row, but queries reach position {}",
+             d.doc_ld, d.q_pos0 + d.Tq);
     group = d.Hq / d.Hkv;
     ldq = d.Hq * d.D;
     ldk = d.Hkv * d.D;
     nqb = (d.Tq + kQueryBlock - 1) / kQueryBlock;
   }
-  // Keys 0 .. visible(i)-1 are visible to query i (keys after are masked).
+  // Keys first(b, i) .. visible(i)-1 are visible to query i of row b: keys
+  // after are in its future, keys before in an earlier document.
   int64_t visible(int64_t i) const {
     if (!d.causal) return d.Tk;
     return std::clamp<int64_t>(d.q_pos0 + i - d.k_pos0 + 1, 0, d.Tk);
+  }
+  int64_t first(int64_t b, int64_t i) const {
+    if (d.doc_start == nullptr) return 0;
+    return std::clamp<int64_t>(d.doc_start[b * d.doc_ld + d.q_pos0 + i] - d.k_pos0, 0, d.Tk);
+  }
+  // The keys [lo, hi) that some query of rows [i0, i1) of row b sees (hi <=
+  // lo: none). visible() grows with i, so the last row sees furthest.
+  std::pair<int64_t, int64_t> keys(int64_t b, int64_t i0, int64_t i1) const {
+    int64_t lo = d.Tk;
+    for (int64_t i = i0; i < i1; ++i) lo = std::min(lo, first(b, i));
+    return {lo, visible(i1 - 1)};
   }
   int64_t q_off(int64_t b, int64_t i, int64_t h) const { return ((b * d.Tq + i) * d.Hq + h) * d.D; }
   int64_t k_off(int64_t b, int64_t j, int64_t g) const {
@@ -133,37 +149,39 @@ template <class T>
 void forward_tile(T* out, T* lse, const T* q, const T* k, const T* v, const Layout& L, double scale,
                   int64_t b, int64_t h, int64_t i0, int64_t i1, T* s, double* inv, T* mask) {
   const int64_t nq = i1 - i0, D = L.d.D, g = h / L.group;
-  const int64_t kn = L.visible(i1 - 1);  // visible() grows with i: the last row sees most
+  const auto [k0, k1] = L.keys(b, i0, i1);
+  const int64_t kn = k1 - k0;
   T* o = out + L.q_off(b, i0, h);
   T* l = lse + L.lse_off(b, h, i0);
-  if (kn == 0) {
+  if (kn <= 0) {
     for (int64_t r = 0; r < nq; ++r) {
       std::fill_n(o + r * L.ldq, D, T(0));
       l[r] = -std::numeric_limits<T>::infinity();
     }
     return;
   }
-  gemm(false, true, nq, kn, D, T(scale), q + L.q_off(b, i0, h), L.ldq, k + L.k_off(b, 0, g), L.ldk,
+  gemm(false, true, nq, kn, D, T(scale), q + L.q_off(b, i0, h), L.ldq, k + L.k_off(b, k0, g), L.ldk,
        T(0), s, kn);
   for (int64_t r = 0; r < nq; ++r) {
     T* row = s + r * kn;
-    const int64_t c = L.visible(i0 + r);
-    if (c == 0) {
+    const int64_t a = L.first(b, i0 + r) - k0, e = L.visible(i0 + r) - k0;  // visible [a, e)
+    if (e <= a) {
       std::fill_n(row, kn, T(0));
       inv[r] = 0.0;
       l[r] = -std::numeric_limits<T>::infinity();
       continue;
     }
-    const auto [m, sum] = exp_shifted_row(row, c);
-    std::fill(row + c, row + kn, T(0));
+    const auto [m, sum] = exp_shifted_row(row + a, e - a);
+    std::fill(row, row + a, T(0));
+    std::fill(row + e, row + kn, T(0));
     if (L.d.dropout()) {  // after the sum: lse is the un-dropped statistic
-      dropout_mask_row(mask, L.d, b, h, i0 + r, 0, c);
-      for (int64_t j = 0; j < c; ++j) row[j] *= mask[j];
+      dropout_mask_row(mask, L.d, b, h, i0 + r, k0 + a, e - a);
+      for (int64_t j = a; j < e; ++j) row[j] *= mask[j - a];
     }
     inv[r] = 1.0 / sum;
     l[r] = static_cast<T>(static_cast<double>(m) + std::log(sum));
   }
-  gemm(false, false, nq, D, kn, T(1), s, kn, v + L.k_off(b, 0, g), L.ldk, T(0), o, L.ldq);
+  gemm(false, false, nq, D, kn, T(1), s, kn, v + L.k_off(b, k0, g), L.ldk, T(0), o, L.ldq);
   for (int64_t r = 0; r < nq; ++r) {
     const T f = static_cast<T>(inv[r]);
     T* orow = o + r * L.ldq;
@@ -197,9 +215,11 @@ void backward_tile(const BwdArgs<T>& a, const Layout& L, int64_t b, int64_t h, i
   for (int64_t r = 0; r < nq; ++r) {
     T* prow = s + r * kn;
     T* dsrow = dp + r * kn;
+    // Visible keys of this row within the block: [a, c).
+    const int64_t a = std::clamp<int64_t>(L.first(b, i0 + r) - j0, 0, kn);
     const int64_t c = std::clamp<int64_t>(L.visible(i0 + r) - j0, 0, kn);
     const T lr = l[r];
-    if (c == 0 || lr == -std::numeric_limits<T>::infinity()) {  // no visible key: no gradient
+    if (c <= a || lr == -std::numeric_limits<T>::infinity()) {  // no visible key: no gradient
       std::fill_n(prow, kn, T(0));
       std::fill_n(dsrow, kn, T(0));
       continue;
@@ -210,15 +230,17 @@ void backward_tile(const BwdArgs<T>& a, const Layout& L, int64_t b, int64_t h, i
 #pragma omp simd reduction(+ : di)
     for (int64_t e = 0; e < D; ++e) di += static_cast<double>(dorow[e]) * orow[e];
     if (L.d.dropout()) {  // P*M for dV; dS = P * (dP*M - Di)
-      dropout_mask_row(mask, L.d, b, h, i0 + r, j0, c);
-      for (int64_t j = 0; j < c; ++j) {
+      dropout_mask_row(mask, L.d, b, h, i0 + r, j0 + a, c - a);
+      for (int64_t j = a; j < c; ++j) {
         const T p = exp_t<T>(prow[j] - lr);
-        prow[j] = p * mask[j];
-        dsrow[j] = p * (dsrow[j] * mask[j] - static_cast<T>(di));
+        prow[j] = p * mask[j - a];
+        dsrow[j] = p * (dsrow[j] * mask[j - a] - static_cast<T>(di));
       }
     } else {
-      softmax_grad_row(prow, dsrow, c, lr, static_cast<T>(di));
+      softmax_grad_row(prow + a, dsrow + a, c - a, lr, static_cast<T>(di));
     }
+    std::fill(prow, prow + a, T(0));
+    std::fill(dsrow, dsrow + a, T(0));
     std::fill(prow + c, prow + kn, T(0));
     std::fill(dsrow + c, dsrow + kn, T(0));
   }
@@ -294,9 +316,9 @@ void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, co
         for (int64_t h = g * L.group; h < (g + 1) * L.group; ++h) {
           for (int64_t qb = 0; qb < L.nqb; ++qb) {
             const int64_t i0 = qb * kQueryBlock, i1 = std::min(d.Tq, i0 + kQueryBlock);
-            const int64_t kn = L.visible(i1 - 1);
-            if (kn > 0)
-              backward_tile(a, L, b, h, i0, i1, 0, kn, true, true, s.data(), dp.data(),
+            const auto [k0, k1] = L.keys(b, i0, i1);
+            if (k1 > k0)
+              backward_tile(a, L, b, h, i0, i1, k0, k1, true, true, s.data(), dp.data(),
                             mask.data());
           }
         }
@@ -318,9 +340,10 @@ void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, co
       for (int64_t h = g * L.group; h < (g + 1) * L.group; ++h) {
         for (int64_t qb = 0; qb < L.nqb; ++qb) {
           const int64_t i0 = qb * kQueryBlock, i1 = std::min(d.Tq, i0 + kQueryBlock);
-          const int64_t kend = std::min(j1, L.visible(i1 - 1));
-          if (kend > j0)
-            backward_tile(a, L, b, h, i0, i1, j0, kend, false, true, s.data(), dp.data(),
+          const auto [k0, k1] = L.keys(b, i0, i1);
+          const int64_t kbeg = std::max(j0, k0), kend = std::min(j1, k1);
+          if (kend > kbeg)
+            backward_tile(a, L, b, h, i0, i1, kbeg, kend, false, true, s.data(), dp.data(),
                           mask.data());
         }
       }
@@ -330,9 +353,9 @@ void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, co
     for (int64_t t = 0; t < ntasks_q; ++t) {
       const int64_t qb = t % L.nqb, h = (t / L.nqb) % d.Hq, b = t / (L.nqb * d.Hq);
       const int64_t i0 = qb * kQueryBlock, i1 = std::min(d.Tq, i0 + kQueryBlock);
-      const int64_t kn = L.visible(i1 - 1);
-      if (kn > 0)
-        backward_tile(a, L, b, h, i0, i1, 0, kn, true, false, s.data(), dp.data(), mask.data());
+      const auto [k0, k1] = L.keys(b, i0, i1);
+      if (k1 > k0)
+        backward_tile(a, L, b, h, i0, i1, k0, k1, true, false, s.data(), dp.data(), mask.data());
     }
   }
 }

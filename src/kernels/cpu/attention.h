@@ -4,6 +4,9 @@
 // a call (per-(b, h) tiles live in a thread-local workspace).
 // Keys may come from other positions than queries (ring attention, KV cache):
 // key j is visible to query i iff k_pos0 + j <= q_pos0 + i (when causal).
+// Packed documents (--reset-attention-mask): with doc_start set, key j is
+// also hidden unless it lies in query i's document, i.e. doc_start(b, q_pos0
+// + i) <= k_pos0 + j; tiles compute only the key range their rows can see.
 // Optional dropout on the probabilities: the mask of (sample, head, query pos,
 // key pos) is a pure function of global indices (counter RNG), never of the
 // layout, and is regenerated in backward; lse stays the un-dropped statistic.
@@ -22,6 +25,12 @@ struct AttnDims {
   int64_t q_pos0 = 0;
   int64_t k_pos0 = 0;
   bool causal = true;
+  // Document mask (null: none). doc_start[b * doc_ld + p] is the position
+  // where the document holding position p of batch row b begins; indexed by
+  // the same positions as q_pos0 (the whole sequence under context
+  // parallelism), non-decreasing along a row.
+  const int64_t* doc_start = nullptr;
+  int64_t doc_ld = 0;
   // Dropout on P: keep with probability 1 - dropout_p, kept values scaled by
   // 1/(1 - dropout_p). head0 / sample0: global index of local head 0 / batch
   // row 0 (tp-split heads, data-parallel or accumulated micro-batches).

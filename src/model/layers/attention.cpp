@@ -10,6 +10,21 @@
 #include "parallel/tensor/mappings.h"
 
 namespace parallm {
+namespace {
+
+// Rotary embedding of x (B, T, H, D) at this context's positions: one row
+// at a time when each row has its own (packed documents restart them).
+void rope_rows(const LayerContext& c, float* x, int64_t H, int64_t D, double theta, bool backward) {
+  const auto apply = backward ? cpu::rope_backward<float> : cpu::rope_forward<float>;
+  if (c.position_ids == nullptr) {
+    apply(x, c.positions, c.B, c.T, H, D, theta);
+    return;
+  }
+  for (int64_t b = 0; b < c.B; ++b)
+    apply(x + b * c.T * H * D, c.position_ids + b * c.T, 1, c.T, H, D, theta);
+}
+
+}  // namespace
 
 void check_tp_divides(const ModelConfig& cfg, int tp) {
   PX_CHECK(tp >= 1, "tensor parallel size must be positive, got {}", tp);
@@ -57,6 +72,8 @@ cpu::AttnDims Attention::dims(const LayerContext& c) const {
       .B = c.B, .Tq = c.T, .Tk = c.T, .Hq = n_heads_, .Hkv = n_kv_heads_, .D = head_dim_};
   d.q_pos0 = c.positions[0];
   d.k_pos0 = c.positions[0];
+  d.doc_start = c.doc_start;  // packed documents: indexed by global position
+  d.doc_ld = c.doc_len;
   if (dropout_ > 0.0 && c.dropout_seed != 0) {  // keyed by global head and sample
     d.dropout_p = dropout_;
     d.dropout_key = mix64(c.dropout_seed ^ mix64(static_cast<uint64_t>(DropoutSite::Attention)));
@@ -79,9 +96,8 @@ Attention::Saved Attention::forward(const LayerContext& c, float* out, const flo
   v_.forward(c, s.v.data<float>(), x);
   in.release();
   if (rope_) {
-    cpu::rope_forward(s.q.data<float>(), c.positions, c.B, c.T, n_heads_, head_dim_, rope_theta_);
-    cpu::rope_forward(s.k.data<float>(), c.positions, c.B, c.T, n_kv_heads_, head_dim_,
-                      rope_theta_);
+    rope_rows(c, s.q.data<float>(), n_heads_, head_dim_, rope_theta_, false);
+    rope_rows(c, s.k.data<float>(), n_kv_heads_, head_dim_, rope_theta_, false);
   }
   s.att = c.activation({c.B, c.T, q_.out()});
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
@@ -145,9 +161,8 @@ void Attention::backward(const LayerContext& c, float* dinp, const float* dout, 
                             1.0 / std::sqrt(static_cast<double>(head_dim_)));
   datt = Tensor();
   if (rope_) {
-    cpu::rope_backward(dq.data<float>(), c.positions, c.B, c.T, n_heads_, head_dim_, rope_theta_);
-    cpu::rope_backward(dk.data<float>(), c.positions, c.B, c.T, n_kv_heads_, head_dim_,
-                       rope_theta_);
+    rope_rows(c, dq.data<float>(), n_heads_, head_dim_, rope_theta_, true);
+    rope_rows(c, dk.data<float>(), n_kv_heads_, head_dim_, rope_theta_, true);
   }
   const RegionInput in(c, tp_, inp, C_);
   RegionInputGrad dx(c, tp_, dinp, C_);

@@ -28,7 +28,7 @@ std::vector<int32_t> Embedding::stream_positions(const LayerContext& c, int64_t 
   const int64_t first = rows == c.N() ? 0 : tp_.rank() * rows;
   std::vector<int32_t> pos(static_cast<size_t>(rows));
   for (int64_t i = 0; i < rows; ++i) {
-    const int64_t p = c.positions[(first + i) % c.T];
+    const int64_t p = c.position_ids ? c.position_ids[first + i] : c.positions[(first + i) % c.T];
     PX_CHECK(p < P_, "position {} is beyond max_positions ({})", p, P_);
     pos[static_cast<size_t>(i)] = static_cast<int32_t>(p);
   }

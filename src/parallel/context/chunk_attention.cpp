@@ -47,7 +47,16 @@ cpu::AttnDims pair_dims(const cpu::AttnDims& base, int64_t len, int64_t q0, int6
   return d;
 }
 
-bool fully_masked(int64_t q0, int64_t k0, int64_t len) { return k0 > q0 + len - 1; }
+// A pair with nothing visible: keys all in the queries' future, or (packed
+// documents) all before the document of every row's queries. Document
+// starts grow along a row, so the chunk's first query has the earliest.
+bool fully_masked(const cpu::AttnDims& d, int64_t q0, int64_t k0, int64_t len) {
+  if (k0 > q0 + len - 1) return true;
+  if (d.doc_start == nullptr) return false;
+  for (int64_t b = 0; b < d.B; ++b)
+    if (k0 + len - 1 >= d.doc_start[b * d.doc_ld + q0]) return false;
+  return true;
+}
 
 // The sizes both passes walk: nq query and nk key chunks of len tokens;
 // qrow / krow floats per token of q and of k, v.
@@ -86,7 +95,7 @@ void chunk_attention_forward(float* out, float* lse, const float* q, const Chunk
   for (int64_t j = 0; j < nk; ++j) {
     bool loaded = false;
     for (int64_t i = 0; i < nq; ++i) {
-      if (fully_masked(qs.pos0[i], ks.pos0[j], len)) continue;
+      if (fully_masked(base, qs.pos0[i], ks.pos0[j], len)) continue;
       if (!loaded) {
         get_chunk(kt.data(), k, B, nk, len, krow, j);
         get_chunk(vt.data(), v, B, nk, len, krow, j);
@@ -136,7 +145,7 @@ void chunk_attention_backward(float* dq, float* dk, float* dv, const float* dout
   for (int64_t j = 0; j < nk; ++j) {
     bool any = false;
     for (int64_t i = 0; i < nq; ++i) {
-      if (fully_masked(qs.pos0[i], ks.pos0[j], len)) continue;
+      if (fully_masked(base, qs.pos0[i], ks.pos0[j], len)) continue;
       if (!any) {
         get_chunk(kt.data(), k, B, nk, len, krow, j);
         get_chunk(vt.data(), v, B, nk, len, krow, j);

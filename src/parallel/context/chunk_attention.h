@@ -3,12 +3,12 @@
 // tokens, keys/values (B, nk*len, Hkv, D) of nk chunks, each chunk at its
 // own global positions. Every (query chunk, key chunk) pair is one flash
 // kernel call with its q_pos0 / k_pos0; a pair whose keys all lie in the
-// queries' future is skipped. Partial outputs are merged by log-sum-exp, so
-// calling forward once per key block in any order gives full attention.
-// Backward takes the merged output and lse (the kernel's Di and P use them),
-// so the gradient of each key block is exact on its own. `progress` runs
-// after every pair: the ring polls its transfers there, because MPI moves a
-// large non-blocking message only while some MPI call runs on this rank.
+// queries' future, or (packed documents, base.doc_start over the whole
+// sequence) before every query's document, is skipped. Partial outputs are merged by log-sum-exp,
+// so calling forward once per key block in any order gives full attention. Backward takes the
+// merged output and lse (the kernel's Di and P use them), so the gradient of each key block is
+// exact on its own. `progress` runs after every pair: the ring polls its transfers there, because
+// MPI moves a large non-blocking message only while some MPI call runs on this rank.
 #pragma once
 #include <cstdint>
 #include <functional>

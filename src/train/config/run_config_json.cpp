@@ -78,7 +78,14 @@ nlohmann::json run_config_json(const RunConfig& rc) {
   const PrecisionConfig& pr = t.precision;
   const LoggingConfig& l = t.logging;
   return {{"model", model_json(rc.model)},
-          {"data", {{"train", t.data.train}, {"val", t.data.val}, {"shuffle", t.data.shuffle}}},
+          {"data",
+           {{"train", t.data.train},
+            {"val", t.data.val},
+            {"shuffle", t.data.shuffle},
+            {"reset_attention_mask", t.data.docs.reset_attention_mask},
+            {"reset_position_ids", t.data.docs.reset_position_ids},
+            {"eod_mask_loss", t.data.docs.eod_mask_loss},
+            {"eod_token", t.data.docs.eod}}},
           {"training",
            {{"steps", t.training.steps},
             {"micro_batch_size", t.training.micro_batch_size},
@@ -162,6 +169,10 @@ RunConfig run_config_from_json(const nlohmann::json& j, const std::string& sourc
   d.get("train", t.data.train);
   d.get("val", t.data.val);
   d.get("shuffle", t.data.shuffle);
+  d.get("reset_attention_mask", t.data.docs.reset_attention_mask);
+  d.get("reset_position_ids", t.data.docs.reset_position_ids);
+  d.get("eod_mask_loss", t.data.docs.eod_mask_loss);
+  d.get("eod_token", t.data.docs.eod);
   const Table tr(j, "training", source);
   tr.get("steps", t.training.steps);
   tr.get("micro_batch_size", t.training.micro_batch_size);

@@ -152,6 +152,10 @@ void read_data(TableReader& r, DataConfig& d, const Path& base) {
       if (!blend || i % 2 == 1) (*files)[i] = TableReader::resolved((*files)[i], base);
   }
   r.get("shuffle", d.shuffle);
+  r.get("reset_attention_mask", d.docs.reset_attention_mask);
+  r.get("reset_position_ids", d.docs.reset_position_ids);
+  r.get("eod_mask_loss", d.docs.eod_mask_loss);
+  r.get("eod_token", d.docs.eod);
 }
 
 void read_training(TableReader& r, TrainingConfig& t) {

@@ -1,7 +1,8 @@
 // Context-parallel chunking (cp_chunks.h): Megatron's load-balanced chunk
 // order and global positions, the clear error for a sequence 2 x cp does
 // not divide, the exact causal pair count, and the chunk attention core
-// (chunk_attention.h) over every chunk pair against one full kernel call.
+// (chunk_attention.h) over every chunk pair against one full kernel call,
+// also with packed documents (pairs wholly before the documents skipped).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -45,7 +46,9 @@ TEST(CpChunks, CausalPairs) {
   EXPECT_EQ(causal_pairs(0, 8, 4), 0);   // a future block: none
 }
 
-TEST(ChunkAttention, AllChunkPairsEqualOneKernelCall) {
+// doc_start: (B, 24) document starts, or empty (no document mask).
+// Returns the pairs the chunk calls computed (causal count of each pair run).
+int64_t expect_chunk_pairs_equal_one_call(const std::vector<int64_t>& doc_start) {
   const int64_t B = 2, T = 24, Hq = 4, Hkv = 2, D = 8, n = 6;
   std::mt19937 gen(5);
   std::normal_distribution<float> dist;
@@ -58,6 +61,10 @@ TEST(ChunkAttention, AllChunkPairsEqualOneKernelCall) {
        dout = randn(B * T * Hq * D);
   const double scale = 0.3;
   cpu::AttnDims full{.B = B, .Tq = T, .Tk = T, .Hq = Hq, .Hkv = Hkv, .D = D};
+  if (!doc_start.empty()) {
+    full.doc_start = doc_start.data();
+    full.doc_ld = T;
+  }
   std::vector<float> out(q.size()), lse(B * Hq * T), dq(q.size()), dk(k.size()), dv(v.size());
   cpu::attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), full, scale);
   cpu::attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(),
@@ -78,15 +85,33 @@ TEST(ChunkAttention, AllChunkPairsEqualOneKernelCall) {
     chunk_attention_forward(o2.data(), l2.data(), q.data(), all, kj.data(), vj.data(), one, full,
                             scale, &work);
   }
-  EXPECT_EQ(work.pairs, B * Hq * T * (T + 1) / 2);
-  for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(o2[i], out[i], 1e-5) << i;
-  for (size_t i = 0; i < lse.size(); ++i) ASSERT_NEAR(l2[i], lse[i], 1e-5) << i;
+  for (size_t i = 0; i < out.size(); ++i) EXPECT_NEAR(o2[i], out[i], 1e-5) << i;
+  for (size_t i = 0; i < lse.size(); ++i) EXPECT_NEAR(l2[i], lse[i], 1e-5) << i;
   std::vector<float> dq2(q.size()), dk2(k.size()), dv2(v.size());
   chunk_attention_backward(dq2.data(), dk2.data(), dv2.data(), dout.data(), q.data(), all, k.data(),
                            v.data(), all, out.data(), lse.data(), full, scale);
-  for (size_t i = 0; i < dq.size(); ++i) ASSERT_NEAR(dq2[i], dq[i], 1e-5 * (1 + std::abs(dq[i])));
-  for (size_t i = 0; i < dk.size(); ++i) ASSERT_NEAR(dk2[i], dk[i], 1e-5 * (1 + std::abs(dk[i])));
-  for (size_t i = 0; i < dv.size(); ++i) ASSERT_NEAR(dv2[i], dv[i], 1e-5 * (1 + std::abs(dv[i])));
+  for (size_t i = 0; i < dq.size(); ++i) EXPECT_NEAR(dq2[i], dq[i], 1e-5 * (1 + std::abs(dq[i])));
+  for (size_t i = 0; i < dk.size(); ++i) EXPECT_NEAR(dk2[i], dk[i], 1e-5 * (1 + std::abs(dk[i])));
+  for (size_t i = 0; i < dv.size(); ++i) EXPECT_NEAR(dv2[i], dv[i], 1e-5 * (1 + std::abs(dv[i])));
+  return work.pairs;
+}
+
+TEST(ChunkAttention, AllChunkPairsEqualOneKernelCall) {
+  EXPECT_EQ(expect_chunk_pairs_equal_one_call({}), 2 * 4 * 24 * 25 / 2);
+}
+
+// Documents: row 0 cut at 5 and 13, row 1 at 14. For query chunk 3
+// (18..23) every row's document starts at 13 or later, so key chunks 0
+// (0..5) and 1 (6..11) are skipped; query chunk 2 (12..17) still needs key
+// chunk 0 in row 1. The result still equals one masked kernel call.
+TEST(ChunkAttention, DocumentMaskSkipsPairsBeforeTheDocuments) {
+  std::vector<int64_t> starts;
+  for (int64_t p = 0; p < 24; ++p) starts.push_back(p < 5 ? 0 : p < 13 ? 5 : 13);
+  for (int64_t p = 0; p < 24; ++p) starts.push_back(p < 14 ? 0 : 14);
+  const int64_t pairs = expect_chunk_pairs_equal_one_call(starts);
+  // Skipped: (query chunk 3, key chunk 0) and (3, 1), 6 x 6 causal pairs each,
+  // for 2 rows x 4 heads.
+  EXPECT_EQ(pairs, 2 * 4 * (24 * 25 / 2 - 2 * 36));
 }
 
 }  // namespace

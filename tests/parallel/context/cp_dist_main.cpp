@@ -22,9 +22,10 @@ CpTestEnv& env() {
 }
 
 std::string CpLayout::name() const {
-  return fmt::format("cp {} {}{} tp {} sp {} dp {} zero {} pp {} seq {} recompute {}", cp, comm,
+  return fmt::format("cp {} {}{} tp {} sp {} dp {} zero {} pp {} seq {} recompute {}{}{}", cp, comm,
                      ulysses ? fmt::format(" U {}", ulysses) : std::string(), tp, sp ? "on" : "off",
-                     dp, zero, pp, seq_len, recompute_name(recompute));
+                     dp, zero, pp, seq_len, recompute_name(recompute), packed ? " packed" : "",
+                     precision == Precision::FP32 ? "" : " " + precision_name(precision));
 }
 
 CpRunResult cp_train_run(const ModelConfig& model, const CpLayout& l, int steps) {
@@ -70,6 +71,12 @@ CpRunResult cp_train_run(const ModelConfig& model, const CpLayout& l, int steps)
   t.training.recompute = l.recompute;
   t.parallelism.pp = l.pp;
   t.parallelism.schedule = "1f1b";
+  t.precision.matmul = l.precision;
+  if (l.packed)
+    t.data.docs = {.reset_attention_mask = true,
+                   .reset_position_ids = true,
+                   .eod_mask_loss = true,
+                   .eod = kPackedEod};
   Allocator alloc;
   Transformer m(model, alloc, tp, pipeline_stage(t, model, pp_rank), {}, cp);
   m.params().init_random(7);
@@ -81,6 +88,8 @@ CpRunResult cp_train_run(const ModelConfig& model, const CpLayout& l, int steps)
     res.grad_norms.push_back(s.grad_norm);
     res.cp_comm_ms.push_back(s.cp_comm_ms);
     res.cp_bytes.push_back(s.cp_comm_bytes);
+    res.loss_scales.push_back(s.loss_scale);
+    res.skipped.push_back(s.skipped);
   });
   res.val_loss = tr.evaluate();
   res.params = testing::whole_parameters(tr, m.params(), tp);

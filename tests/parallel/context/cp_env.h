@@ -31,13 +31,23 @@ struct CpLayout {
   // enough that 4 oversubscribed ranks finish 20 steps in seconds.
   int64_t global_batch = 8;
   Recompute recompute = Recompute::None;
+  // Packed documents: --reset-attention-mask --reset-position-ids
+  // --eod-mask-loss with EOD kPackedEod.
+  bool packed = false;
+  Precision precision = Precision::FP32;  // bf16 / fp16 GEMMs (default loss scaling)
   std::string name() const;
 };
+
+// The test shard's most frequent token (about one in 13): as the EOD it
+// cuts every 16-token window into one to three documents.
+constexpr int32_t kPackedEod = 480;
 
 struct CpRunResult {
   std::vector<double> losses, grad_norms, cp_comm_ms;
   double val_loss = 0.0;  // evaluate() after the run, on 2 validation batches
   std::vector<int64_t> cp_bytes;
+  std::vector<double> loss_scales;                   // per step (fp16)
+  std::vector<bool> skipped;                         // per step
   std::map<std::string, std::vector<float>> params;  // name -> full tensor (a stage's under pp)
 };
 

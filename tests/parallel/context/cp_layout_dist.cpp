@@ -5,7 +5,8 @@
 // accumulation, active clipping): per-step losses and gradient norms, and
 // every parameter, within 1e-5 relative, for GPT-2 (learned positions, tied
 // embedding) and LLaMA (RoPE, grouped-query heads); and cp 2 with pp 2
-// (1F1B). Each sequence is cut into
+// (1F1B); and all of it again with packed documents (the document mask,
+// restarted positions and the EOD loss mask). Each sequence is cut into
 // 2 x cp load-balanced chunks, so the positions, labels and loss
 // normalisation are all exercised. The cp group must carry traffic.
 #include <gtest/gtest.h>
@@ -22,17 +23,20 @@ ModelConfig family_model(const std::string& family) {
   return family == "gpt2" ? testing::tp_gpt2() : testing::tp_llama();
 }
 
-const CpRunResult& reference(const std::string& family, int64_t seq_len, int64_t global_batch) {
+const CpRunResult& reference(const std::string& family, int64_t seq_len, int64_t global_batch,
+                             bool packed = false) {
   static std::map<std::string, CpRunResult> cache;
-  const std::string key = family + std::to_string(seq_len) + "/" + std::to_string(global_batch);
+  const std::string key = family + std::to_string(seq_len) + "/" + std::to_string(global_batch) +
+                          (packed ? " packed" : "");
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  return cache[key] = cp_train_run(family_model(family),
-                                   CpLayout{.seq_len = seq_len, .global_batch = global_batch});
+  CpLayout one{.seq_len = seq_len, .global_batch = global_batch};
+  one.packed = packed;
+  return cache[key] = cp_train_run(family_model(family), one);
 }
 
 void expect_same_trajectory(const std::string& family, const CpLayout& l) {
-  const CpRunResult& ref = reference(family, l.seq_len, l.global_batch);
+  const CpRunResult& ref = reference(family, l.seq_len, l.global_batch, l.packed);
   CpRunResult got = cp_train_run(family_model(family), l);
   if (env().world->rank() >= l.cp * l.tp * l.dp * l.pp) return;  // not in this layout
   const std::string what = family + " " + l.name();
@@ -107,6 +111,46 @@ TEST(ContextParallelLayout, ComposesWithPipeline) {
   if (env().world->size() != 4) GTEST_SKIP() << "runs at np 4";
   for (const char* family : {"gpt2", "llama"})
     expect_same_trajectory(family, CpLayout{.cp = 2, .pp = 2});
+}
+
+// Packed documents (--reset-attention-mask --reset-position-ids
+// --eod-mask-loss): every cp mode at cp 2 and 4 (the document starts index
+// the whole sequence, so each rank masks its chunks and skips key blocks
+// wholly before its queries' documents), and a 48-token sequence.
+TEST(ContextParallelLayout, PackedDocumentsMatchOneProcess) {
+  const int world = env().world->size();
+  for (const char* family : {"gpt2", "llama"})
+    for (CpLayout l : alone_for(world)) {
+      l.packed = true;
+      expect_same_trajectory(family, l);
+    }
+  if (world != 2 && world != 4) return;
+  CpLayout longer{.cp = world, .comm = "a2a", .seq_len = 48};
+  longer.packed = true;
+  expect_same_trajectory("llama", longer);
+}
+
+// ... with tp 2 + sequence parallel (ring; a2a for LLaMA) and under pp 2
+// (1F1B): every stage derives the documents from the micro-batch's inputs.
+TEST(ContextParallelLayout, PackedDocumentsComposeWithTpAndPipeline) {
+  if (env().world->size() != 4) GTEST_SKIP() << "runs at np 4";
+  auto packed = [](CpLayout l) {
+    l.packed = true;
+    return l;
+  };
+  for (const char* family : {"gpt2", "llama"}) {
+    expect_same_trajectory(family, packed({.cp = 2, .tp = 2, .comm = "ring", .sp = true}));
+    expect_same_trajectory(family, packed({.cp = 2, .pp = 2}));
+  }
+  expect_same_trajectory("llama", packed({.cp = 2, .tp = 2, .comm = "a2a", .sp = true}));
+}
+
+// The flags act: the packed one-process run is another trajectory.
+TEST(ContextParallelLayout, PackedDocumentsChangeTheRun) {
+  const CpRunResult& plain = reference("llama", 16, 8);
+  const CpRunResult& packed = reference("llama", 16, 8, true);
+  ASSERT_FALSE(plain.losses.empty());
+  EXPECT_GT(std::abs(plain.losses[0] - packed.losses[0]), 1e-3);
 }
 
 }  // namespace

@@ -6,3 +6,9 @@ parallm_mpi_test_binary(cp_dist_tests ${CMAKE_CURRENT_LIST_DIR}/cp_dist_main.cpp
 foreach(np 2 4)
   parallm_mpi_test(NAME parallel.cp.np${np} NP ${np} TARGET cp_dist_tests TIMEOUT 300)
 endforeach()
+# Through the CLI with packed documents: cp 2 against one process, the
+# --save-hf export, and a checkpoint saved under cp 2 resumed on one process.
+add_test(NAME parallel.cp.checkpoint
+         COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
+                 bash ${CMAKE_CURRENT_LIST_DIR}/cp_checkpoint.sh $<TARGET_FILE:parallm>)
+set_tests_properties(parallel.cp.checkpoint PROPERTIES LABELS dist TIMEOUT 300)
