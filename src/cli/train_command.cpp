@@ -85,8 +85,11 @@ void add_model_and_data_flags(CLI::App* sub, TrainFlags& f) {
   flag(sub, f, "--hidden-dropout", FIELD(model.hidden_dropout),
        "dropout probability on attention and MLP outputs (default 0)");
   add_lora_flags(sub, f);
-  flag(sub, f, "--data", FIELD(train.data.train), "training token shards");
-  flag(sub, f, "--val-data", FIELD(train.data.val), "validation token shards");
+  flag(sub, f, "--data", FIELD(train.data.train),
+       "training data: llm.c token shards and/or Megatron dataset prefixes (PREFIX.bin + "
+       "PREFIX.idx), or a blend in Megatron's syntax: 0.7 PREFIX_A 0.3 PREFIX_B");
+  flag(sub, f, "--val-data", FIELD(train.data.val),
+       "validation data: llm.c token shards and/or Megatron dataset prefixes");
   // Packed documents (docs/context_parallel.md, "Packed documents").
   on_off(sub, f, "--reset-attention-mask", FIELD(train.data.docs.reset_attention_mask), true,
          "attend only within the token's document (documents end at --eod-token)");

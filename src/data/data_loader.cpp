@@ -1,6 +1,7 @@
-// DataLoader: stream indexing across shards (binary search on shard starts)
-// and the keyed per-epoch order (Feistel permutation with cycle walking).
-// Nothing here is mutable after construction, so fills may run concurrently.
+// DataLoader: stream indexing across sources (binary search on source
+// starts), the keyed per-epoch order (Feistel permutation with cycle walking)
+// and, for a blend, the source schedule. Nothing but the schedule's locked
+// cache changes after construction, so fills may run concurrently.
 #include "data/data_loader.h"
 
 #include <glob.h>
@@ -57,62 +58,132 @@ std::vector<std::string> expand_shard_paths(const std::vector<std::string>& path
   return out;
 }
 
-DataLoader::DataLoader(std::vector<std::string> files, int64_t T, uint64_t seed, bool shuffle)
-    : T_(T), seed_(seed), shuffle_(shuffle), order_key_(stream_key(seed, "data.window_order")) {
-  PX_CHECK(T >= 1, "data loader: seq_len must be >= 1 (got {})", T);
-  PX_CHECK(!files.empty(), "data loader: no data files given");
-  files_ = expand_shard_paths(files);
-  shards_.reserve(files_.size());
-  starts_.reserve(files_.size() + 1);
-  starts_.push_back(0);
-  for (const std::string& f : files_) {
-    shards_.emplace_back(f);
-    starts_.push_back(starts_.back() + shards_.back().size());
-  }
-  const int64_t n = num_tokens();
-  if (n < T + 1) {
-    std::string names;  // joined by hand: fmt::join of strings trips a gcc 12 warning
-    for (const std::string& f : files_) names += (names.empty() ? "" : ", ") + f;
-    PX_FAIL(
-        "data has {} tokens in total ({}), but seq_len {} needs at least seq_len + 1 = {} "
-        "tokens",
-        n, names, T, T + 1);
-  }
-  num_windows_ = (n - 1) / T;
+namespace {
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;  // joined by hand: fmt::join of strings trips a gcc 12 warning
+  for (const std::string& f : names) out += (out.empty() ? "" : ", ") + f;
+  return out;
 }
 
-int64_t DataLoader::window_of_sample(int64_t sample) const {
+}  // namespace
+
+struct DataLoader::Stream {
+  std::vector<std::unique_ptr<TokenSource>> sources;
+  std::vector<int64_t> starts;  // starts[i] = stream offset of source i; back() = N
+  int64_t windows = 0;
+  uint64_t key = 0;  // keys the per-epoch permutations
+
+  int64_t size() const { return starts.back(); }
+
+  void read(int64_t begin, int64_t n, int32_t* out) const {
+    // Source k holds stream [starts[k], starts[k+1]); empty sources are
+    // skipped naturally because upper_bound lands past them.
+    size_t k = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), begin) -
+                                   starts.begin()) -
+               1;
+    while (n > 0) {
+      const int64_t local = begin - starts[k];
+      const int64_t take = std::min(n, sources[k]->size() - local);
+      sources[k]->read(local, take, out);
+      out += take;
+      begin += take;
+      n -= take;
+      ++k;
+    }
+  }
+
+  int64_t window_of(int64_t sample, bool shuffle) const {
+    const int64_t pos = sample % windows;
+    if (!shuffle) return pos;
+    const uint64_t epoch = static_cast<uint64_t>(sample / windows);
+    return permute_index(pos, windows, mix64(key ^ mix64(epoch)));
+  }
+};
+
+DataLoader::DataLoader(std::vector<std::string> spec, int64_t T, uint64_t seed, bool shuffle)
+    : T_(T), seed_(seed), shuffle_(shuffle) {
+  PX_CHECK(T >= 1, "data loader: seq_len must be >= 1 (got {})", T);
+  PX_CHECK(!spec.empty(), "data loader: no data files given");
+  const DataSpec parsed = parse_data_spec(spec);
+  for (size_t d = 0; d < parsed.sources.size(); ++d) {
+    auto st = std::make_unique<Stream>();
+    const std::vector<std::string> paths = expand_shard_paths(parsed.sources[d]);
+    st->starts.push_back(0);
+    for (const std::string& f : paths) {
+      st->sources.push_back(open_token_source(f));
+      st->starts.push_back(st->starts.back() + st->sources.back()->size());
+      files_.push_back(f);
+    }
+    // A single stream keeps the key it always had, so existing runs resume
+    // in the same order; blend sources get one key each.
+    st->key = parsed.blended() ? mix64(stream_key(seed, "data.blend_window_order") ^ mix64(d))
+                               : stream_key(seed, "data.window_order");
+    const int64_t n = st->size();
+    if (n < T + 1) {
+      PX_FAIL(
+          "data has {} tokens in total ({}), but seq_len {} needs at least seq_len + 1 = {} "
+          "tokens{}",
+          n, joined(paths), T, T + 1, parsed.blended() ? " in each blended source" : "");
+    }
+    st->windows = (n - 1) / T;
+    streams_.push_back(std::move(st));
+  }
+  if (parsed.blended()) blend_ = std::make_unique<BlendSchedule>(parsed.weights);
+}
+
+DataLoader::~DataLoader() = default;
+DataLoader::DataLoader(DataLoader&&) noexcept = default;
+DataLoader& DataLoader::operator=(DataLoader&&) noexcept = default;
+
+int64_t DataLoader::num_tokens() const {
+  int64_t n = 0;
+  for (const auto& s : streams_) n += s->size();
+  return n;
+}
+
+int64_t DataLoader::num_windows() const {
+  int64_t n = 0;
+  for (const auto& s : streams_) n += s->windows;
+  return n;
+}
+
+const std::vector<double>& DataLoader::blend_weights() const {
+  static const std::vector<double> kNone;
+  return blend_ ? blend_->weights() : kNone;
+}
+
+DataLoader::SampleRef DataLoader::locate(int64_t sample) const {
   PX_CHECK(sample >= 0, "data loader: sample index {} is negative", sample);
-  const int64_t pos = sample % num_windows_;
-  if (!shuffle_) return pos;
-  const uint64_t epoch = static_cast<uint64_t>(sample / num_windows_);
-  return permute_index(pos, num_windows_, mix64(order_key_ ^ mix64(epoch)));
+  if (!blend_) return {0, streams_[0]->window_of(sample, shuffle_)};
+  const BlendSchedule::Pick p = blend_->pick(sample);
+  return {p.source, streams_[static_cast<size_t>(p.source)]->window_of(p.source_sample, shuffle_)};
 }
 
 void DataLoader::read_tokens(int64_t begin, int64_t n, int32_t* out) const {
   PX_CHECK(begin >= 0 && n >= 0 && begin + n <= num_tokens(),
            "data loader: tokens [{}, {}) are outside the stream [0, {})", begin, begin + n,
            num_tokens());
-  // Shard k holds stream [starts_[k], starts_[k+1]); empty shards are skipped
-  // naturally because upper_bound lands past them.
-  size_t k = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), begin) -
-                                 starts_.begin()) -
-             1;
-  while (n > 0) {
-    const int64_t local = begin - starts_[k];
-    const int64_t take = std::min(n, shards_[k].size() - local);
-    shards_[k].read(local, take, out);
+  for (const auto& s : streams_) {
+    if (n == 0) break;
+    if (begin >= s->size()) {
+      begin -= s->size();
+      continue;
+    }
+    const int64_t take = std::min(n, s->size() - begin);
+    s->read(begin, take, out);
     out += take;
-    begin += take;
     n -= take;
-    ++k;
+    begin = 0;
   }
 }
 
 void DataLoader::fill_window(int64_t sample, int32_t* inputs, int32_t* targets) const {
-  const int64_t start = window_of_sample(sample) * T_;
-  read_tokens(start, T_, inputs);
-  read_tokens(start + 1, T_, targets);
+  const SampleRef r = locate(sample);
+  const Stream& s = *streams_[static_cast<size_t>(r.stream)];
+  const int64_t start = r.window * T_;
+  s.read(start, T_, inputs);
+  s.read(start + 1, T_, targets);
 }
 
 void DataLoader::fill_batch(int64_t first_sample, int64_t B, int32_t* inputs,
@@ -125,20 +196,21 @@ void DataLoader::fill_batch(int64_t first_sample, int64_t B, int32_t* inputs,
 
 int64_t DataLoader::max_token() const {
   int64_t m = -1;
-  for (const TokenShard& s : shards_) m = std::max(m, s.max_token());
+  for (const auto& s : streams_)
+    for (const auto& src : s->sources) m = std::max(m, src->max_token());
   return m;
 }
 
 void DataLoader::validate_vocab(int64_t vocab) const {
   PX_CHECK(vocab >= 1, "data loader: vocab_size must be >= 1 (got {})", vocab);
-  for (const TokenShard& s : shards_) {
-    // uint16 tokens are < 65536 by construction: no scan needed.
-    if (s.format() == ShardFormat::U16 && vocab >= 65536) continue;
-    const int64_t i = s.find_token_at_least(vocab);
-    PX_CHECK(i < 0,
-             "data file {}: token id {} at position {} is outside the vocabulary (vocab_size {}); "
-             "was the data tokenized for another model?",
-             s.path(), s.at(i), i, vocab);
+  for (const auto& s : streams_) {
+    for (const auto& src : s->sources) {
+      const int64_t i = src->find_token_outside(vocab);
+      PX_CHECK(i < 0,
+               "data file {}: token id {} at position {} is outside the vocabulary (vocab_size "
+               "{}); was the data tokenized for another model?",
+               src->path(), src->at(i), i, vocab);
+    }
   }
 }
 

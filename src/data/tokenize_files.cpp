@@ -1,6 +1,7 @@
 // tokenize_files: read every input first (so a bad one aborts before any
 // write), encode with the tokenizer, split off the val tail, then write
-// the two shards; a failed val write removes the train shard it follows.
+// the two shards (or Megatron datasets); a failed val write removes the
+// train output it follows.
 #include "data/tokenize_files.h"
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "data/megatron_dataset.h"
 #include "data/token_shard.h"
 #include "data/tokenizer/tokenizer.h"
 
@@ -35,6 +37,24 @@ std::string read_text_file(const std::string& path) {
   return std::move(ss).str();
 }
 
+// Offsets of the sequences of tokens [begin, end) of a stream whose documents
+// start at doc_starts (ascending, last = stream size): rebased to begin; a
+// document cut by begin or end keeps its part inside.
+std::vector<int64_t> offsets_within(const std::vector<int64_t>& doc_starts, int64_t begin,
+                                    int64_t end) {
+  std::vector<int64_t> out{0};
+  for (int64_t b : doc_starts) {
+    if (b > begin && b < end) out.push_back(b - begin);
+  }
+  out.push_back(end - begin);
+  return out;
+}
+
+void remove_megatron(const std::string& prefix) {
+  std::remove((prefix + ".bin").c_str());
+  std::remove((prefix + ".idx").c_str());
+}
+
 }  // namespace
 
 TokenizeSummary tokenize_files(const std::vector<std::string>& inputs,
@@ -44,7 +64,7 @@ TokenizeSummary tokenize_files(const std::vector<std::string>& inputs,
 
 TokenizeSummary tokenize_files(const std::vector<std::string>& inputs,
                                const std::string& out_prefix, double val_fraction,
-                               const Tokenizer& tokenizer) {
+                               const Tokenizer& tokenizer, TokenizeFormat out_format) {
   PX_CHECK(!inputs.empty(), "tokenize: no input files given");
   PX_CHECK(val_fraction >= 0.0 && val_fraction < 1.0,
            "tokenize: val_fraction must be in [0, 1) (got {})", val_fraction);
@@ -59,15 +79,29 @@ TokenizeSummary tokenize_files(const std::vector<std::string>& inputs,
   }
   sum.documents = static_cast<int64_t>(docs.size());
   const std::optional<int32_t> eos = tokenizer.eos_id();
+  const bool megatron = out_format == TokenizeFormat::Megatron;
+  PX_CHECK(!megatron || eos.has_value(),
+           "tokenize --format megatron: the tokenizer has no end-of-text (EOS) token to end each "
+           "document with");
   std::vector<int32_t> tokens;
-  bool ended_with_eos = false;  // the previous document's own tokens end in EOS
+  std::vector<int64_t> doc_starts;  // Megatron: where each document starts
+  bool ended_with_eos = false;      // the previous document's own tokens end in EOS
   for (size_t i = 0; i < docs.size(); ++i) {
+    const std::vector<int32_t> ids = tokenizer.encode(docs[i], /*add_special_tokens=*/true);
+    docs[i] = {};  // free each text once encoded
+    if (megatron) {
+      // --append-eod: every document ends in the EOD (unless its template
+      // already put one there); an empty document is no sequence at all.
+      if (ids.empty()) continue;
+      doc_starts.push_back(static_cast<int64_t>(tokens.size()));
+      tokens.insert(tokens.end(), ids.begin(), ids.end());
+      if (tokens.back() != *eos) tokens.push_back(*eos);
+      continue;
+    }
     // A template that appends the EOS (add_eos_token) already separates.
     if (i > 0 && eos && !ended_with_eos) tokens.push_back(*eos);
-    const std::vector<int32_t> ids = tokenizer.encode(docs[i], /*add_special_tokens=*/true);
     ended_with_eos = eos && !ids.empty() && ids.back() == *eos;
     tokens.insert(tokens.end(), ids.begin(), ids.end());
-    docs[i] = {};  // free each text once encoded
   }
   const ShardFormat format = tokenizer.vocab_size() <= 65536 ? ShardFormat::U16 : ShardFormat::U32;
   const int64_t n = static_cast<int64_t>(tokens.size());
@@ -87,12 +121,30 @@ TokenizeSummary tokenize_files(const std::vector<std::string>& inputs,
   std::error_code ec;
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
   PX_CHECK(!ec, "tokenize: cannot create output directory '{}': {}", dir.string(), ec.message());
-  sum.train_path = out_prefix + "_train.bin";
   sum.train_tokens = n_train;
+  sum.val_tokens = n_val;
+  if (megatron) {
+    const MegatronDType dtype = megatron_dtype_for_vocab(tokenizer.vocab_size());
+    sum.train_path = out_prefix + "_train";
+    const std::vector<int64_t> train_offsets = offsets_within(doc_starts, 0, n_train);
+    write_megatron_dataset(sum.train_path, all.first(static_cast<size_t>(n_train)), train_offsets,
+                           dtype);
+    if (n_val > 0) {
+      sum.val_path = out_prefix + "_val";
+      try {
+        write_megatron_dataset(sum.val_path, all.last(static_cast<size_t>(n_val)),
+                               offsets_within(doc_starts, n_train, n), dtype);
+      } catch (...) {
+        remove_megatron(sum.train_path);  // keep "all or nothing" for the pair
+        throw;
+      }
+    }
+    return sum;
+  }
+  sum.train_path = out_prefix + "_train.bin";
   write_token_shard(sum.train_path, all.first(static_cast<size_t>(n_train)), format);
   if (n_val > 0) {
     sum.val_path = out_prefix + "_val.bin";
-    sum.val_tokens = n_val;
     try {
       write_token_shard(sum.val_path, all.last(static_cast<size_t>(n_val)), format);
     } catch (...) {

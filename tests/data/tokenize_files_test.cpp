@@ -11,7 +11,9 @@
 #include "common/test_util.h"
 #include "data/byte_tokenizer.h"
 #include "data/data_loader.h"
+#include "data/megatron_dataset.h"
 #include "data/token_shard.h"
+#include "data/tokenizer/tokenizer.h"
 
 namespace parallm {
 namespace {
@@ -91,6 +93,39 @@ TEST(TokenizeFiles, MissingInputLeavesNoOutput) {
   for (const auto& e : fs::directory_iterator(d.path)) {
     EXPECT_EQ(e.path().extension(), ".txt") << e.path();  // nothing else was written
   }
+}
+
+TEST(TokenizeFiles, MegatronFormatWritesOneEodTerminatedDocumentPerInput) {
+  TempDir d;
+  std::string a = d.write("a.txt", "hello world\n");
+  std::string b = d.write("b.txt", "");
+  std::string c = d.write("c.txt", "second doc");
+  // 13 + 11 = 24 tokens; val = round(0.25 * 24) = 6: the tail of c.txt.
+  TokenizeSummary s = tokenize_files({a, b, c}, d.file("out"), 0.25, *make_byte_tokenizer(),
+                                     TokenizeFormat::Megatron);
+  EXPECT_EQ(s.train_path, d.file("out_train"));
+  EXPECT_EQ(s.val_path, d.file("out_val"));
+  EXPECT_EQ(s.train_tokens, 18);
+  EXPECT_EQ(s.val_tokens, 6);
+  MegatronDataset train(s.train_path), val(s.val_path);
+  EXPECT_EQ(train.dtype(), MegatronDType::U16);
+  ASSERT_EQ(train.num_documents(), 2);  // the empty input is no document
+  EXPECT_EQ(ByteTokenizer::decode(train.sequence(0)), "hello world\n<|endoftext|>");
+  EXPECT_EQ(ByteTokenizer::decode(train.sequence(1)), "secon");  // cut by the val split
+  ASSERT_EQ(val.num_documents(), 1);
+  EXPECT_EQ(ByteTokenizer::decode(val.sequence(0)), "d doc<|endoftext|>");
+
+  // Without a val split the last document keeps its EOD, and training reads the prefix.
+  TokenizeSummary whole =
+      tokenize_files({a, c}, d.file("w"), 0.0, *make_byte_tokenizer(), TokenizeFormat::Megatron);
+  EXPECT_TRUE(whole.val_path.empty());
+  MegatronDataset w(whole.train_path);
+  EXPECT_EQ(w.num_sequences(), 2);
+  EXPECT_EQ(ByteTokenizer::decode(w.sequence(1)), "second doc<|endoftext|>");
+  DataLoader dl({whole.train_path}, 4, 1, true);
+  dl.validate_vocab(ByteTokenizer::kVocabSize);
+  EXPECT_EQ(dl.num_tokens(), 24);
+  EXPECT_EQ(dl.max_token(), ByteTokenizer::kEndOfText);
 }
 
 }  // namespace

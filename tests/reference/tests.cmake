@@ -60,3 +60,15 @@ add_test(NAME reference.nf4_bitsandbytes
                  sh -c "rm -rf ref_nf4 && mkdir ref_nf4 && /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/nf4_compare.py $<TARGET_FILE:nf4_dump> ref_nf4 ${PARALLM_BNB_DIR}"
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(reference.nf4_bitsandbytes PROPERTIES LABELS reference TIMEOUT 300)
+
+# Megatron indexed datasets (docs/ecosystem.md): files from `parallm tokenize
+# --format megatron` and parallm's writer read by a reader written from
+# Megatron-LM's published format, and numpy-written Megatron files read by
+# parallm (same tokens and document indices), for every integer dtype.
+add_executable(megatron_dump ${CMAKE_CURRENT_LIST_DIR}/megatron_dump.cpp)
+target_link_libraries(megatron_dump PRIVATE parallm_core)
+add_test(NAME reference.megatron_data
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/megatron_compat.py
+                 $<TARGET_FILE:parallm> $<TARGET_FILE:megatron_dump> ref_megatron
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(reference.megatron_data PROPERTIES LABELS reference TIMEOUT 120)

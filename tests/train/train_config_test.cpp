@@ -60,6 +60,18 @@ metrics = "out/m.jsonl"
   EXPECT_EQ(rc.train.logging.metrics_path, (fs::temp_directory_path() / "out/m.jsonl").string());
 }
 
+TEST(RunConfig, DataBlendKeepsWeightsAndResolvesPaths) {
+  RunConfig rc = load_run_config(write_toml(R"(
+[model]
+preset = "gpt2-tiny"
+[data]
+train = ["0.7", "mega/a_train", "0.3", "/abs/b.bin"]
+)"));
+  const std::vector<std::string> want = {
+      "0.7", (fs::temp_directory_path() / "mega/a_train").string(), "0.3", "/abs/b.bin"};
+  EXPECT_EQ(rc.train.data.train, want);
+}
+
 TEST(RunConfig, PresetWithGpt2Defaults) {
   RunConfig rc = load_run_config(write_toml("[model]\npreset = \"gpt2-tiny\"\nhidden_size = 96\n"));
   EXPECT_EQ(rc.model.hidden, 96);

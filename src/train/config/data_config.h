@@ -1,7 +1,8 @@
-// DataConfig: the [data] table (--data, --val-data): token shards to train
-// and validate on, and whether the global sample order is shuffled. The
-// order depends only on the files, the seed and the sequence length, never
-// on the layout (data/data_loader.h). Packed documents (Megatron's
+// DataConfig: the [data] table (--data, --val-data): llm.c token shards and
+// Megatron dataset prefixes to train and validate on (train may be a blend in
+// Megatron's syntax, "0.7 A 0.3 B"), and whether the global sample order is
+// shuffled. The order depends only on the files, the seed and the sequence
+// length, never on the layout (data/data_loader.h). Packed documents (Megatron's
 // --reset-attention-mask, --reset-position-ids, --eod-mask-loss) say how a
 // window holding several EOD-separated documents is trained.
 #pragma once
@@ -13,7 +14,7 @@
 namespace parallm {
 
 struct DataConfig {
-  std::vector<std::string> train;  // llm.c token shards
+  std::vector<std::string> train;  // shards / Megatron prefixes, or a blend
   std::vector<std::string> val;    // none: no validation loss
   bool shuffle = true;
   // The EOD id defaults to the end-of-text of `parallm tokenize`'s built-in

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "data/data_blend.h"
 #include "model/model_catalog.h"
 #include "train/train_config.h"
 
@@ -147,7 +148,10 @@ void read_data(TableReader& r, DataConfig& d, const Path& base) {
   for (auto [key, files] : {std::pair{"train", &d.train}, std::pair{"val", &d.val}}) {
     if (!r.has(key)) continue;
     r.get(key, *files);
-    for (std::string& f : *files) f = TableReader::resolved(f, base);
+    // Paths resolve against the config's folder; a blend's weights stay as they are.
+    const bool blend = is_data_blend(*files);
+    for (size_t i = 0; i < files->size(); ++i)
+      if (!blend || i % 2 == 1) (*files)[i] = TableReader::resolved((*files)[i], base);
   }
   r.get("shuffle", d.shuffle);
   r.get("reset_attention_mask", d.docs.reset_attention_mask);
