@@ -41,11 +41,12 @@ echo "$out" | grep -q '^{"batches":2,"loss":[0-9.]*,"tokens":128}$' || fail "eva
 [ "$(ls "$work/ckpt" | grep -c '^step-')" -eq 2 ] && [ ! -e "$work/ckpt/step-0000005" ] || fail "--keep 2"
 "$bin" export --checkpoint "$work/ckpt" --out "$work/exported" >/dev/null || fail "export"
 cmp -s "$work/exported/model.safetensors" "$work/model/model.safetensors" || fail "export differs from --save-hf"
-# --resume with every step done trains nothing more and ends cleanly.
+# --resume with every step done trains nothing more, says so and ends cleanly.
 "$bin" train --model gpt2-tiny --data "$work/data_train.bin" --steps 12 --micro-batch-size 2 \
   --global-batch-size 4 --seq-len 32 --lr 3e-3 --warmup 2 --save "$work/ckpt" --resume \
   --threads 1 2>"$work/resume.log" || { cat "$work/resume.log"; fail "resume"; }
-grep -q "resumed from .*step-0000012" "$work/resume.log" || fail "resume did not load step 12"
+grep -q "nothing to do: the checkpoint .*step-0000012 is at step 12 of 12" "$work/resume.log" ||
+  { cat "$work/resume.log"; fail "resume of a finished run did not say nothing to do"; }
 
 # Resuming from the saved HF directory works and its first loss is the eval loss region.
 "$bin" train --init-from "$work/model" --data "$work/data_train.bin" --steps 1 \
