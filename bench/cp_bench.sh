@@ -16,12 +16,7 @@ steps="${2:-4}"
 seqs="${3:-4096 8192}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
-# A byte-level corpus long enough for one 16k window per step.
-for i in $(seq 1 3000); do echo "line $i: the quick brown fox jumps over the lazy dog."; done \
-  > "$work/corpus.txt"
-"$build/parallm" tokenize "$work/corpus.txt" --out "$work/data" >/dev/null
-mpi=(mpirun --oversubscribe --bind-to none --mca btl self,vader --mca mpi_yield_when_idle 1)
+source bench/cp_corpus.sh
 names=()
 for T in $seqs; do
   cat > "$work/run$T.toml" <<TOML

@@ -16,11 +16,7 @@ mode="${3:-ring}"
 grain="${4:-32}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
-for i in $(seq 1 3000); do echo "line $i: the quick brown fox jumps over the lazy dog."; done \
-  > "$work/corpus.txt"
-"$build/parallm" tokenize "$work/corpus.txt" --out "$work/data" >/dev/null
-mpi=(mpirun --oversubscribe --bind-to none --mca btl self,vader --mca mpi_yield_when_idle 1)
+source bench/cp_corpus.sh
 max_pos=$((base * 16))
 
 # activation_peak CP SEQ -> bytes (one step; the positions table is sized for

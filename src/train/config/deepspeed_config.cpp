@@ -108,6 +108,21 @@ class Reader {
     }
   }
 
+  // {"type": .., "params": {..}}, the shape of "optimizer" and "scheduler".
+  std::pair<std::string, const Json*> type_and_params(const Json& v, const std::string& name) {
+    std::string type;
+    const Json* params = nullptr;
+    each(v, name, [&](const std::string& f, const Json& x, const std::string& full) {
+      if (f == "type")
+        type = text(x, full);
+      else if (f == "params")
+        params = &object(x, full);
+      else
+        unsupported(full);
+    });
+    return {type, params};
+  }
+
   void key(const std::string& k, const Json& v) {
     if (runtime_only(k)) return;
     TrainConfig& t = rc_.train;
@@ -214,17 +229,10 @@ class Reader {
 
   void optimizer(const Json& v, const std::string& name) {
     OptimizerConfig& o = rc_.train.optimizer;
-    std::string type;
     bool adam_w_mode = true;  // DeepSpeed's Adam is AdamW unless told otherwise
-    const Json* params = nullptr;
-    each(v, name, [&](const std::string& f, const Json& x, const std::string& full) {
-      if (f == "type")
-        type = text(x, full);
-      else if (f == "params")
-        params = &object(x, full);
-      else
-        unsupported(full);
-    });
+    const auto typed = type_and_params(v, name);
+    const std::string& type = typed.first;
+    const Json* params = typed.second;
     std::string lower = type;
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     PX_CHECK(lower == "adam" || lower == "adamw" || lower == "sgd",
@@ -261,16 +269,9 @@ class Reader {
 
   void scheduler(const Json& v, const std::string& name) {
     LrScheduleConfig& s = rc_.train.lr_schedule;
-    std::string type;
-    const Json* params = nullptr;
-    each(v, name, [&](const std::string& f, const Json& x, const std::string& full) {
-      if (f == "type")
-        type = text(x, full);
-      else if (f == "params")
-        params = &object(x, full);
-      else
-        unsupported(full);
-    });
+    const auto typed = type_and_params(v, name);
+    const std::string& type = typed.first;
+    const Json* params = typed.second;
     PX_CHECK(type == "WarmupLR" || type == "WarmupDecayLR",
              "{}: scheduler type '{}' is not supported (WarmupLR or WarmupDecayLR)", source_, type);
     // DeepSpeed's defaults: min 0, max 0.001, 1000 steps, log warmup.
