@@ -48,7 +48,7 @@ packed="--reset-attention-mask --reset-position-ids --eod-mask-loss --eod-token 
 "$exe" train --config run.toml $packed --metrics ref.jsonl --save-hf hf1 > /dev/null
 $mpi -np 2 "$exe" train --config run.toml $packed --cp 2 --metrics cp2.jsonl --save-hf hf2 > /dev/null
 $mpi -np 2 "$exe" train --config run.toml $packed --cp 2 --save ck --exit-interval 4 > /dev/null
-"$exe" train --config run.toml $packed --load ck --metrics one.jsonl > /dev/null
+"$exe" train --config run.toml $packed --cp 1 --load ck --metrics one.jsonl > /dev/null
 "$exe" train --config run.toml --steps 1 --metrics plain.jsonl > /dev/null
 /usr/bin/python3 - <<'PY'
 import json, os, sys

@@ -42,19 +42,19 @@ mpi="mpirun --oversubscribe --bind-to none --mca btl self,vader"
 "$exe" train --config run.toml --metrics ref.jsonl > /dev/null
 $mpi -np 4 "$exe" train --config run.toml --dp 4 --ep 2 --save ck --exit-interval 4 > /dev/null
 $mpi -np 2 "$exe" train --config run.toml --dp 2 --ep 2 --load ck --metrics ep2.jsonl > /dev/null
-"$exe" train --config run.toml --load ck --metrics one.jsonl > /dev/null
+"$exe" train --config run.toml --dp 1 --load ck/step-0000004 --metrics one.jsonl > /dev/null
 $mpi -np 4 "$exe" train --config run.toml --dp 4 --ep 2 --zero 1 --save ckz --exit-interval 4 \
   > /dev/null
 $mpi -np 2 "$exe" train --config run.toml --dp 2 --ep 2 --zero 1 --load ckz \
   --metrics ep2_zero1.jsonl > /dev/null
-"$exe" train --config run.toml --load ckz --metrics one_zero1.jsonl > /dev/null
+"$exe" train --config run.toml --dp 1 --load ckz/step-0000004 --metrics one_zero1.jsonl > /dev/null
 sed 's/^moe_z_loss_coeff = 0.001$/&\nmoe_shared_expert_intermediate_size = 32\nmoe_shared_expert_gate = true/' \
   run.toml > shared.toml
 grep -q shared_expert_gate shared.toml
 "$exe" train --config shared.toml --metrics ref_shared.jsonl > /dev/null
 $mpi -np 4 "$exe" train --config shared.toml --tp 2 --sequence-parallel --dp 2 --ep 2 \
   --save cks --exit-interval 4 > /dev/null
-"$exe" train --config shared.toml --load cks --metrics one_shared.jsonl > /dev/null
+"$exe" train --config shared.toml --dp 1 --load cks --metrics one_shared.jsonl > /dev/null
 python3 - <<'PY'
 import json, sys
 def read(p):
