@@ -47,7 +47,8 @@ function(parallm_check_layers)
     parallm_layer_closure(${name} allowed)
     foreach(d ${PARALLM_LAYER_${name}_DIRS})
       file(GLOB_RECURSE files ${PARALLM_SRC_ROOT}/src/${d}/*.h
-           ${PARALLM_SRC_ROOT}/src/${d}/*.cpp)
+           ${PARALLM_SRC_ROOT}/src/${d}/*.cpp ${PARALLM_SRC_ROOT}/src/${d}/*.cu
+           ${PARALLM_SRC_ROOT}/src/${d}/*.cuh)
       foreach(f ${files})
         file(RELATIVE_PATH rel ${PARALLM_SRC_ROOT}/src ${f})
         parallm_layer_of("${rel}" owner)
