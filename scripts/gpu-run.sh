@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs on a lent GPU machine (docs/cuda.md): unpacks gpu-bundle/bundle.tar.xz
+# (made here by scripts/gpu-bundle.sh), finds CUDA's runtime, cuBLAS and NCCL
+# libraries there, and runs the steps named on the command line, each
+# writing its output under $OUT (default ./gpu-out):
+#   tests         the gpu tests (GoogleTest JSON + log)
+#   gemm          cuBLASLt GEMM TFLOP/s (the measured peak for MFU)
+#   attention     our flash attention vs PyTorch's scaled_dot_product_attention
+#   gpt2 [B...]   GPT-2 124M bf16 training: parallm, torch eager, torch.compile
+# Example: scripts/gpu-run.sh tests gemm attention gpt2
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT:-gpu-out}"
+mkdir -p "$out"
+root=/tmp/parallm-gpu
+rm -rf "$root" && mkdir -p "$root"
+tar -C "$root" -xJf gpu-bundle/bundle.tar.xz
+libdirs="$root/lib"
+for name in libcublasLt.so.13 libnccl.so.2 libcudart.so.13; do
+  d=$(find /usr/local/cuda*/ /usr/lib /opt -name "$name" 2>/dev/null | head -1)
+  [ -n "$d" ] && libdirs="$libdirs:$(dirname "$d")"
+done
+export LD_LIBRARY_PATH="$libdirs:${LD_LIBRARY_PATH:-}"
+bin="$root/bin"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$out/device.txt"
+python3 -c "import torch; print('torch', torch.__version__)" | tee -a "$out/device.txt"
+for step in "$@"; do
+  case "$step" in
+    tests)
+      "$bin/parallm_gpu_tests" --gtest_output=json:"$out/gpu_tests.json" 2>&1 | tee "$out/gpu_tests.log" | grep -E "^\[  (FAILED|PASSED|SKIPPED) |^\[==========\]|Failure|error" ;;
+    gemm) "$bin/gpu_gemm_bench" 2>&1 | tee -a "$out/bench.jsonl" ;;
+    attention)
+      "$bin/gpu_attention_bench" 2>&1 | tee -a "$out/bench.jsonl"
+      python3 "$bin/attention_torch.py" 2>&1 | tee -a "$out/bench.jsonl" ;;
+    gpt2)
+      for b in ${GPT2_BATCHES:-16 32}; do
+        "$bin/gpu_gpt2_train" --batch "$b" 2>&1 | tee -a "$out/bench.jsonl"
+        python3 "$bin/gpt2_torch.py" --batch "$b" 2>&1 | tail -1 | tee -a "$out/bench.jsonl"
+        python3 "$bin/gpt2_torch.py" --batch "$b" --compile 2>&1 | tail -1 | tee -a "$out/bench.jsonl"
+      done ;;
+    *) echo "gpu-run: unknown step $step (tests, gemm, attention, gpt2)" >&2 ;;
+  esac
+done

@@ -1,0 +1,182 @@
+// CudaTransformer (cuda_transformer.h): buffers, parameter copies and the
+// optimizer. The layer-by-layer forward and backward live in
+// cuda_transformer_step.cpp.
+#include "model/cuda/cuda_transformer.h"
+
+#include <cuda_bf16.h>
+
+#include <cmath>
+
+#include "base/error.h"
+#include "kernels/cuda/convert.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/optimizer.h"
+#include "model/cuda/cuda_transformer_impl.h"
+
+namespace parallm {
+
+namespace {
+
+Tensor device_tensor(Allocator& a, int64_t n, DType dt, MemTag tag) {
+  return Tensor::zeros(a, Shape{n}, dt, tag, Device::CUDA);
+}
+
+}  // namespace
+
+CudaTransformer::Impl::Impl(const ModelConfig& c, const ParameterSet& host, Allocator& a,
+                            CudaPrecision p, int64_t max_B_, int64_t T_, bool allow_tf32)
+    : cfg(c), alloc(a), precision(p), max_B(max_B_), seq(T_), blas(allow_tf32) {
+  PX_CHECK(cfg.arch == Arch::GPT2, "--device cuda trains the GPT-2 family only so far (got {})",
+           arch_name(cfg.arch));
+  PX_CHECK(!cfg.moe.enabled() && !cfg.lora.enabled(),
+           "--device cuda: MoE and LoRA are not on the GPU yet");
+  PX_CHECK(cfg.attn_dropout == 0.0 && cfg.hidden_dropout == 0.0,
+           "--device cuda: dropout is not on the GPU yet (attn {}, hidden {})", cfg.attn_dropout,
+           cfg.hidden_dropout);
+  PX_CHECK(seq <= cfg.max_positions, "sequence length {} exceeds max_positions {}", seq,
+           cfg.max_positions);
+  for (int i = 0; i < host.size(); ++i)
+    params.push_back({host.spec(i).name, host.offset(i), host.numel(i), host.spec(i).weight_decay});
+  PX_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const DType act = p == CudaPrecision::BF16 ? DType::BF16 : DType::F32;
+  const int64_t n = host.total_numel();
+  values = device_tensor(a, n, DType::F32, MemTag::Parameter);
+  grads = device_tensor(a, n, DType::F32, MemTag::Gradient);
+  if (act == DType::BF16) values16 = device_tensor(a, n, DType::BF16, MemTag::Parameter);
+  PX_CUDA(cudaMemcpyAsync(values.raw(), host.flat_values().raw(), n * sizeof(float),
+                          cudaMemcpyHostToDevice, stream));
+  refresh_bf16();
+
+  const int64_t N = max_B * seq, C = cfg.hidden, I = cfg.intermediate, L = cfg.n_layers;
+  const int64_t BHT = max_B * cfg.n_heads * seq;
+  auto act_buf = [&](int64_t elems) { return device_tensor(a, elems, act, MemTag::Activation); };
+  auto f32_buf = [&](int64_t elems, MemTag tag) {
+    return device_tensor(a, elems, DType::F32, tag);
+  };
+  layers.resize(static_cast<size_t>(L));
+  for (auto& s : layers) {
+    s.x = act_buf(N * C);
+    s.ln1 = act_buf(N * C);
+    s.mean1 = f32_buf(N, MemTag::Activation);
+    s.rstd1 = f32_buf(N, MemTag::Activation);
+    s.q = act_buf(N * cfg.q_dim());
+    s.k = act_buf(N * cfg.kv_dim());
+    s.v = act_buf(N * cfg.kv_dim());
+    s.att = act_buf(N * cfg.q_dim());
+    s.lse = f32_buf(BHT, MemTag::Activation);
+    s.mid = act_buf(N * C);
+    s.ln2 = act_buf(N * C);
+    s.mean2 = f32_buf(N, MemTag::Activation);
+    s.rstd2 = f32_buf(N, MemTag::Activation);
+    s.pre = act_buf(N * I);
+    s.h = act_buf(N * I);
+  }
+  xf = act_buf(N * C);
+  lnf = act_buf(N * C);
+  meanf = f32_buf(N, MemTag::Activation);
+  rstdf = f32_buf(N, MemTag::Activation);
+
+  // Workspace: gradients of activations, one layer at a time, and the head's chunk of logits.
+  head_rows = std::min<int64_t>(N, std::max<int64_t>(1, (int64_t{1} << 28) / cfg.vocab_size));
+  auto ws = [&](int64_t elems) { return device_tensor(a, elems, act, MemTag::Workspace); };
+  dx = ws(N * C);
+  dln = ws(N * C);
+  dq = ws(N * cfg.q_dim());
+  dk = ws(N * cfg.kv_dim());
+  dv = ws(N * cfg.kv_dim());
+  datt = ws(N * cfg.q_dim());
+  dh = ws(N * I);
+  dpre = ws(N * I);
+  logits = ws(head_rows * cfg.vocab_size);
+  losses = f32_buf(N, MemTag::Workspace);
+  tokens = device_tensor(a, N, DType::I32, MemTag::Workspace);
+  targets = device_tensor(a, N, DType::I32, MemTag::Workspace);
+  positions = device_tensor(a, N, DType::I32, MemTag::Workspace);
+  sumsq = device_tensor(a, 1, DType::F64, MemTag::Workspace);
+  scratch = device_tensor(a, static_cast<int64_t>(scratch_bytes()), DType::U8, MemTag::Workspace);
+  m = f32_buf(n, MemTag::Optimizer);
+  v = f32_buf(n, MemTag::Optimizer);
+  PX_CUDA(cudaStreamSynchronize(stream));
+}
+
+CudaTransformer::Impl::~Impl() { cudaStreamDestroy(stream); }
+
+void CudaTransformer::Impl::refresh_bf16() {
+  if (!values16.defined()) return;
+  cuda::f32_to_bf16(static_cast<__nv_bfloat16*>(values16.raw()), values.data<float>(),
+                    values.numel(), stream);
+}
+
+CudaTransformer::CudaTransformer(const ModelConfig& cfg, const ParameterSet& host,
+                                 Allocator& device_alloc, CudaPrecision precision, int64_t max_B,
+                                 int64_t T, bool allow_tf32)
+    : impl_(std::make_unique<Impl>(cfg, host, device_alloc, precision, max_B, T, allow_tf32)) {}
+
+CudaTransformer::~CudaTransformer() = default;
+
+cudaStream_t CudaTransformer::stream() const { return impl_->stream; }
+const ModelConfig& CudaTransformer::config() const { return impl_->cfg; }
+
+void CudaTransformer::zero_grads() {
+  PX_CUDA(cudaMemsetAsync(impl_->grads.raw(), 0, impl_->grads.nbytes(), impl_->stream));
+}
+
+double CudaTransformer::forward_backward(const int32_t* inputs, const int32_t* targets, int64_t B,
+                                         double grad_scale) {
+  Impl& s = *impl_;
+  PX_CHECK(B >= 1 && B <= s.max_B, "micro-batch {} outside 1..{} (the buffers' size)", B,
+           s.max_B);
+  return s.precision == CudaPrecision::BF16 ? s.step<__nv_bfloat16>(inputs, targets, B, grad_scale)
+                                            : s.step<float>(inputs, targets, B, grad_scale);
+}
+
+double CudaTransformer::clip_grad_norm(double max_norm) {
+  Impl& s = *impl_;
+  const int64_t n = s.grads.numel();
+  cuda::sum_squares(s.sumsq.data<double>(), s.grads.data<float>(), n, s.scratch.raw(), s.stream);
+  if (max_norm > 0.0)
+    cuda::clip_by_norm(s.grads.data<float>(), n, s.sumsq.data<double>(),
+                       static_cast<float>(max_norm), s.stream);
+  double sq = 0.0;
+  PX_CUDA(cudaMemcpyAsync(&sq, s.sumsq.raw(), sizeof(double), cudaMemcpyDeviceToHost, s.stream));
+  PX_CUDA(cudaStreamSynchronize(s.stream));
+  return std::sqrt(sq);
+}
+
+void CudaTransformer::optimizer_step(const OptimizerConfig& oc, double lr, int64_t step) {
+  Impl& s = *impl_;
+  PX_CHECK(oc.kind == OptimizerKind::AdamW || oc.kind == OptimizerKind::Adam,
+           "--device cuda: only Adam and AdamW run on the GPU so far");
+  float* p = s.values.data<float>();
+  float* g = s.grads.data<float>();
+  float* m = s.m.data<float>();
+  float* v = s.v.data<float>();
+  auto* p16 = s.values16.defined() ? static_cast<__nv_bfloat16*>(s.values16.raw()) : nullptr;
+  for (const auto& e : s.params) {
+    const int64_t off = e.offset, n = e.numel;
+    cpu::AdamWParams h{.lr = lr,
+                       .beta1 = oc.beta1,
+                       .beta2 = oc.beta2,
+                       .eps = oc.eps,
+                       .weight_decay = e.decay ? oc.weight_decay : 0.0,
+                       .step = step};
+    if (oc.kind == OptimizerKind::AdamW)
+      cuda::adamw_step(p + off, g + off, m + off, v + off, n, h, p16 ? p16 + off : nullptr,
+                       s.stream);
+    else {
+      cuda::adam_step(p + off, g + off, m + off, v + off, n, h, s.stream);
+      if (p16) cuda::f32_to_bf16(p16 + off, p + off, n, s.stream);
+    }
+  }
+}
+
+void CudaTransformer::copy_values_to(ParameterSet& host) const {
+  const Impl& s = *impl_;
+  PX_CHECK(host.total_numel() == s.values.numel(), "host set has {} values, the GPU model {}",
+           host.total_numel(), s.values.numel());
+  PX_CUDA(cudaMemcpyAsync(host.flat_values().raw(), s.values.raw(), s.values.nbytes(),
+                          cudaMemcpyDeviceToHost, s.stream));
+  PX_CUDA(cudaStreamSynchronize(s.stream));
+}
+
+}  // namespace parallm

@@ -1,0 +1,53 @@
+// CudaTransformer: the GPT-2 family (LayerNorm, learned positions, GELU MLP,
+// biases, tied embeddings) trained on one GPU with the CUDA kernels, forward
+// and backward written out layer by layer as the CPU Transformer does.
+// Parameters start as a copy of a host ParameterSet (so the counter-RNG
+// initialisation is the CPU's, bit for bit) and keep its flat layout on the
+// device: fp32 masters and gradients, plus a bf16 copy that the GEMMs read
+// under CudaPrecision::BF16. Activations are bf16 or fp32 by the same
+// switch; statistics, losses and gradients accumulate in fp32.
+// Device memory comes from the caller's CUDA Allocator with the usual tags.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <memory>
+
+#include "model/config.h"
+#include "nn/parameters.h"
+#include "optim/optimizer_config.h"
+
+namespace parallm {
+
+enum class CudaPrecision { F32, BF16 };
+
+class CudaTransformer {
+ public:
+  // Activations for micro-batches of up to max_B rows of T tokens.
+  CudaTransformer(const ModelConfig& cfg, const ParameterSet& host, Allocator& device_alloc,
+                  CudaPrecision precision, int64_t max_B, int64_t T, bool allow_tf32 = false);
+  ~CudaTransformer();
+  CudaTransformer(const CudaTransformer&) = delete;
+  CudaTransformer& operator=(const CudaTransformer&) = delete;
+
+  // inputs, targets: host (B, T) int32. Gradients accumulate grad_scale *
+  // d(sum of token losses); returns that sum (waits for the GPU).
+  double forward_backward(const int32_t* inputs, const int32_t* targets, int64_t B,
+                          double grad_scale);
+  void zero_grads();
+  // torch.nn.utils.clip_grad_norm_: returns the global norm; scales the
+  // gradients on the device when max_norm > 0 and the norm exceeds it.
+  double clip_grad_norm(double max_norm);
+  // One AdamW / Adam update of every parameter (decay only where the
+  // ParamSpec allows), step counted from 1.
+  void optimizer_step(const OptimizerConfig& cfg, double lr, int64_t step);
+  // Device values back into a host set of the same layout.
+  void copy_values_to(ParameterSet& host) const;
+  cudaStream_t stream() const;
+  const ModelConfig& config() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace parallm

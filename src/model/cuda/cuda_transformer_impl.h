@@ -1,0 +1,59 @@
+// The state behind CudaTransformer (private to src/model/cuda): parameter
+// layout, device buffers and the templated step. One Saved per layer holds
+// what that layer's backward reads; the d* buffers are one layer's
+// activation gradients, reused layer after layer.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/blas.h"
+#include "model/cuda/cuda_transformer.h"
+
+namespace parallm {
+
+struct CudaTransformer::Impl {
+  Impl(const ModelConfig& c, const ParameterSet& host, Allocator& a, CudaPrecision p,
+       int64_t max_B, int64_t T, bool allow_tf32);
+  ~Impl();
+
+  struct ParamEntry {
+    std::string name;
+    int64_t offset = 0, numel = 0;
+    bool decay = true;
+  };
+  struct Saved {
+    Tensor x, ln1, mean1, rstd1, q, k, v, att, lse, mid, ln2, mean2, rstd2, pre, h;
+  };
+
+  void refresh_bf16();
+  size_t scratch_bytes() const;
+  // Flat offset of the parameter with this internal name (throws if absent).
+  int64_t offset_of(const std::string& name) const;
+  template <class T>
+  const T* weight(const std::string& name) const;  // the copy the kernels read
+  float* grad(const std::string& name) const;
+  template <class T>
+  double step(const int32_t* inputs, const int32_t* targets, int64_t B, double grad_scale);
+  template <class T>
+  void layer_forward(int l, int64_t B, const T* in, T* out);
+  template <class T>
+  void layer_backward(int l, int64_t B);
+  template <class T>
+  double head(int64_t N, double grad_scale);
+
+  ModelConfig cfg;
+  std::vector<ParamEntry> params;
+  Allocator& alloc;
+  CudaPrecision precision;
+  int64_t max_B, seq;  // buffers hold max_B rows of seq tokens
+  cuda::Blas blas;
+  cudaStream_t stream = nullptr;
+  int64_t head_rows = 0;
+  Tensor values, grads, values16, m, v;
+  std::vector<Saved> layers;
+  Tensor xf, lnf, meanf, rstdf;
+  Tensor dx, dln, dq, dk, dv, datt, dh, dpre, logits, losses, tokens, targets, positions, sumsq,
+      scratch;
+};
+
+}  // namespace parallm
