@@ -13,6 +13,7 @@
 #include "comm/mpi/mpi_runtime.h"
 #include "model/config.h"
 #include "model/model_catalog.h"
+#include "train/cuda/cuda_train_job.h"
 #include "train/checkpoint_load.h"
 #include "train/config/deepspeed_config.h"
 #include "train/train_job.h"
@@ -151,6 +152,8 @@ void add_training_flags(CLI::App* sub, TrainFlags& f) {
        "global gradient-norm clip (0: off)");
   named(sub, f, "--recompute", FIELD(train.training.recompute), recompute_from_name,
         "activation recomputation: none, selective or full");
+  named(sub, f, "--device", FIELD(train.training.device), device_from_name,
+        "cpu (default) or cuda: one GPU, GPT-2 family, one process so far (docs/cuda.md)");
 }
 
 void add_optimizer_flags(CLI::App* sub, TrainFlags& f) {
@@ -238,6 +241,8 @@ void add_precision_flags(CLI::App* sub, TrainFlags& f) {
         "fp32, bf16 or fp16 matmuls (fp32 master weights)");
   on_off(sub, f, "--emulate-lowp-gemm", FIELD(train.precision.emulate_lowp_gemm), true,
          "bf16: round inputs and use the f32 GEMM, not oneDNN's bf16 kernels");
+  on_off(sub, f, "--allow-tf32", FIELD(train.precision.allow_tf32), true,
+         "--device cuda: let fp32 GEMMs use TF32 tensor cores (off: true fp32)");
   named(sub, f, "--on-nan", FIELD(train.precision.skip_nonfinite), on_nan_from_name,
         "a NaN/Inf loss or gradient: stop (default) or skip the step");
   flag(sub, f, "--initial-loss-scale", FIELD(train.precision.loss_scale.initial_scale),
@@ -372,6 +377,10 @@ void add_train_command(CLI::App& app, CommandRegistry& reg) {
     } catch (const Error&) {
       if (env.rank != 0) return 1;
       throw;
+    }
+    if (f->job.run.train.training.device == Device::CUDA) {
+      run_cuda_train_job(f->job, env, std::cerr);
+      return 0;
     }
     return comm::run_mpi_job([&](comm::MpiRuntime& rt) {
       auto world = rt.world();

@@ -16,6 +16,9 @@ struct PrecisionConfig {
   bool emulate_lowp_gemm = false;      // convert + f32 GEMM even where oneDNN has bf16 kernels
   LossScalerConfig loss_scale;         // fp16 only
   bool skip_nonfinite = false;         // --on-nan skip (true) | stop (false)
+  // --device cuda: fp32 GEMMs may use TF32 tensor cores (10-bit mantissa
+  // inputs); off by default, so fp32 means fp32 as on the CPU.
+  bool allow_tf32 = false;
 
   void validate() const;
 };

@@ -168,6 +168,7 @@ void read_training(TableReader& r, TrainingConfig& t) {
   r.get("seed", t.seed);
   r.get("clip_grad", t.clip_grad);
   r.get_named("recompute", t.recompute, recompute_from_name);
+  r.get_named("device", t.device, device_from_name);
 }
 
 void read_optimizer(TableReader& r, OptimizerConfig& o) {
@@ -227,6 +228,7 @@ void read_checkpoint(TableReader& r, CheckpointConfig& c, const Path& base) {
 void read_precision(TableReader& r, PrecisionConfig& p) {
   r.get_named("matmul", p.matmul, precision_from_name);
   r.get("emulate_lowp_gemm", p.emulate_lowp_gemm);
+  r.get("allow_tf32", p.allow_tf32);
   r.get("initial_loss_scale", p.loss_scale.initial_scale);
   r.get("min_loss_scale", p.loss_scale.min_scale);
   r.get("loss_scale_window", p.loss_scale.window);

@@ -13,4 +13,10 @@ void TrainingConfig::validate() const {
   PX_CHECK(seq_len > 0, "seq_len must be positive, got {}", seq_len);
 }
 
+Device device_from_name(const std::string& s) {
+  if (s == "cpu") return Device::CPU;
+  if (s == "cuda") return Device::CUDA;
+  PX_FAIL("unknown device '{}' (cpu or cuda)", s);
+}
+
 }  // namespace parallm

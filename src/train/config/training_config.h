@@ -7,7 +7,10 @@
 #pragma once
 #include <cstdint>
 
+#include <string>
+
 #include "plan/memory_model.h"  // Recompute
+#include "tensor/dtype.h"          // Device
 
 namespace parallm {
 
@@ -19,8 +22,14 @@ struct TrainingConfig {
   uint64_t seed = 1234;
   double clip_grad = 1.0;  // global gradient-norm clip (0: off)
   Recompute recompute = Recompute::None;
+  // Where the model trains (--device): the CPU, or one GPU per process
+  // (docs/cuda.md; one process and the GPT-2 family so far).
+  Device device = Device::CPU;
 
   void validate() const;
 };
+
+// "cpu" / "cuda"; anything else throws naming the choices.
+Device device_from_name(const std::string& s);
 
 }  // namespace parallm
