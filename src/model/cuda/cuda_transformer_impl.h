@@ -39,7 +39,7 @@ struct CudaTransformer::Impl {
   template <class T>
   void layer_backward(int l, int64_t B);
   template <class T>
-  double head(int64_t N, double grad_scale);
+  void head(int64_t N, double grad_scale);
 
   ModelConfig cfg;
   std::vector<ParamEntry> params;

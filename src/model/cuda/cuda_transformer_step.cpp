@@ -146,10 +146,10 @@ void CudaTransformer::Impl::layer_backward(int l, int64_t B) {
                               s.rstd1.data<float>(), N, C, scratch.raw(), stream);
 }
 
-// The LM head and loss, a chunk of rows at a time; leaves d(final norm
-// output) in dln and returns the sum of the token losses.
+// The LM head and loss, a chunk of rows at a time: per-token losses in
+// `losses`, d(final norm output) in dln.
 template <class T>
-double CudaTransformer::Impl::head(int64_t N, double grad_scale) {
+void CudaTransformer::Impl::head(int64_t N, double grad_scale) {
   const int64_t C = cfg.hidden, V = cfg.vocab_size;
   const std::string table = cfg.tie_embeddings ? "embed.weight" : "lm_head.weight";
   const T* W = weight<T>(table);
@@ -165,11 +165,6 @@ double CudaTransformer::Impl::head(int64_t N, double grad_scale) {
     cuda::linear_backward<T>(blas, ptr<T>(dln) + r0 * C, grad(table), nullptr, ptr<T>(logits), x,
                              W, n, C, V, stream);
   }
-  std::vector<float> host(static_cast<size_t>(N));
-  PX_CUDA(cudaMemcpyAsync(host.data(), losses.raw(), N * sizeof(float), cudaMemcpyDeviceToHost,
-                          stream));
-  PX_CUDA(cudaStreamSynchronize(stream));
-  return std::accumulate(host.begin(), host.end(), 0.0);
 }
 
 template <class T>
@@ -199,7 +194,7 @@ double CudaTransformer::Impl::step(const int32_t* inputs, const int32_t* tgt, in
   cuda::layernorm_forward<T>(ptr<T>(lnf), meanf.data<float>(), rstdf.data<float>(), ptr<T>(xf),
                              weight<T>("final_norm.weight"), weight<T>("final_norm.bias"), N, C,
                              static_cast<float>(cfg.norm_eps), stream);
-  const double loss = head<T>(N, grad_scale);
+  head<T>(N, grad_scale);
 
   PX_CUDA(cudaMemsetAsync(dx.raw(), 0, N * C * sizeof(T), stream));
   cuda::layernorm_backward<T>(ptr<T>(dx), grad("final_norm.weight"), grad("final_norm.bias"),
@@ -211,7 +206,12 @@ double CudaTransformer::Impl::step(const int32_t* inputs, const int32_t* tgt, in
                               stream);
   cuda::embedding_backward<T>(grad("pos_embed.weight"), ps, ptr<T>(dx), N, C, 0,
                               cfg.max_positions, stream);
-  return loss;
+  // Read the losses only now, so the host never waits between forward and backward.
+  std::vector<float> host(static_cast<size_t>(N));
+  PX_CUDA(cudaMemcpyAsync(host.data(), losses.raw(), N * sizeof(float), cudaMemcpyDeviceToHost,
+                          stream));
+  PX_CUDA(cudaStreamSynchronize(stream));
+  return std::accumulate(host.begin(), host.end(), 0.0);
 }
 
 template double CudaTransformer::Impl::step<float>(const int32_t*, const int32_t*, int64_t,
