@@ -6,3 +6,7 @@ set_tests_properties(cli.end_to_end PROPERTIES LABELS unit TIMEOUT 300 ENVIRONME
 # `parallm memory` with --lora-rank/--qlora (docs/qlora.md), label unit.
 add_test(NAME cli.memory_lora COMMAND ${CMAKE_CURRENT_LIST_DIR}/memory_lora.sh $<TARGET_FILE:parallm>)
 set_tests_properties(cli.memory_lora PROPERTIES LABELS unit TIMEOUT 120)
+
+# `parallm train --device cuda`: refusals and the no-device message (label unit).
+add_test(NAME cli.device_cuda COMMAND ${CMAKE_CURRENT_LIST_DIR}/device_cuda.sh $<TARGET_FILE:parallm>)
+set_tests_properties(cli.device_cuda PROPERTIES LABELS unit TIMEOUT 120)

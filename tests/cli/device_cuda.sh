@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# `parallm train --device cuda` on any machine: unknown devices and what the
+# GPU path does not run yet fail with one clear message before any work; a
+# plain GPU run either trains (a GPU is visible: the loss falls) or says that
+# no CUDA device is visible (the CPU-only machines CI runs on).
+# Usage: device_cuda.sh PATH_TO_PARALLM
+set -u
+bin="$1"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+expect_error() {
+  local want="$1"; shift
+  local err
+  if err=$("$@" 2>&1 >/dev/null); then fail "'$*' succeeded, expected: $want"; fi
+  echo "$err" | grep -qF -- "$want" || fail "'$*' said: $err -- expected: $want"
+  [ "$(echo "$err" | grep -c 'error')" -eq 1 ] || fail "more than one error line: $err"
+}
+
+yes "the cat sat on the mat and the dog sat on the log." | head -n 400 > "$work/doc.txt"
+"$bin" tokenize "$work/doc.txt" --out "$work/data" >/dev/null || fail "tokenize"
+run=("$bin" train --model gpt2-tiny --data "$work/data_train.bin" --steps 8
+     --micro-batch-size 2 --global-batch-size 4 --seq-len 32 --lr 3e-3 --warmup 2 --threads 1)
+
+expect_error "unknown device 'tpu' (cpu or cuda)" "${run[@]}" --device tpu
+expect_error "--device cuda: --recompute full is not on the GPU yet" \
+  "${run[@]}" --device cuda --recompute full
+expect_error "--device cuda: --precision fp16 is not on the GPU yet" \
+  "${run[@]}" --device cuda --precision fp16
+expect_error "--device cuda: checkpoints (--save / --load) are not on the GPU yet" \
+  "${run[@]}" --device cuda --save "$work/ckpt"
+[ ! -e "$work/ckpt" ] || fail "a refused run left $work/ckpt behind"
+
+if "${run[@]}" --device cuda --metrics "$work/m.jsonl" 2>"$work/gpu.log"; then
+  grep -q "^done: loss" "$work/gpu.log" || { cat "$work/gpu.log"; fail "no closing line"; }
+  [ "$(wc -l < "$work/m.jsonl")" -eq 8 ] || fail "metrics lines"
+  echo "a GPU is visible: trained on it"
+else
+  grep -qF "no CUDA device is visible" "$work/gpu.log" ||
+    grep -qF "this build has no CUDA backend" "$work/gpu.log" ||
+    { cat "$work/gpu.log"; fail "--device cuda failed for another reason"; }
+  echo "no GPU here: --device cuda said so"
+fi
+echo "PASS"
