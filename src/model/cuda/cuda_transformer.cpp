@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 
 #include <cmath>
+#include <vector>
 
 #include "base/error.h"
 #include "kernels/cuda/convert.h"
@@ -23,11 +24,31 @@ Tensor device_tensor(Allocator& a, int64_t n, DType dt, MemTag tag) {
 
 }  // namespace
 
+int64_t CudaTransformer::Impl::offset_of(const std::string& name) const {
+  for (const auto& e : params)
+    if (e.name == name) return e.offset;
+  PX_FAIL("the GPU model found no parameter named {}", name);
+}
+
+template <class T>
+const T* CudaTransformer::Impl::weight(const std::string& name) const {
+  if constexpr (std::is_same_v<T, float>)
+    return values.data<float>() + offset_of(name);
+  else
+    return static_cast<const T*>(values16.raw()) + offset_of(name);
+}
+
+float* CudaTransformer::Impl::grad(const std::string& name) const {
+  return grads.data<float>() + offset_of(name);
+}
+
+template const float* CudaTransformer::Impl::weight<float>(const std::string&) const;
+template const __nv_bfloat16* CudaTransformer::Impl::weight<__nv_bfloat16>(
+    const std::string&) const;
+
 CudaTransformer::Impl::Impl(const ModelConfig& c, const ParameterSet& host, Allocator& a,
                             CudaPrecision p, int64_t max_B_, int64_t T_, bool allow_tf32)
     : cfg(c), alloc(a), precision(p), max_B(max_B_), seq(T_), blas(allow_tf32) {
-  PX_CHECK(cfg.arch == Arch::GPT2, "--device cuda trains the GPT-2 family only so far (got {})",
-           arch_name(cfg.arch));
   PX_CHECK(!cfg.moe.enabled() && !cfg.lora.enabled(),
            "--device cuda: MoE and LoRA are not on the GPU yet");
   PX_CHECK(cfg.attn_dropout == 0.0 && cfg.hidden_dropout == 0.0,
@@ -49,6 +70,7 @@ CudaTransformer::Impl::Impl(const ModelConfig& c, const ParameterSet& host, Allo
 
   const int64_t N = max_B * seq, C = cfg.hidden, I = cfg.intermediate, L = cfg.n_layers;
   const int64_t BHT = max_B * cfg.n_heads * seq;
+  const bool layernorm = cfg.uses_layernorm(), swiglu = cfg.uses_swiglu();
   auto act_buf = [&](int64_t elems) { return device_tensor(a, elems, act, MemTag::Activation); };
   auto f32_buf = [&](int64_t elems, MemTag tag) {
     return device_tensor(a, elems, DType::F32, tag);
@@ -57,7 +79,7 @@ CudaTransformer::Impl::Impl(const ModelConfig& c, const ParameterSet& host, Allo
   for (auto& s : layers) {
     s.x = act_buf(N * C);
     s.ln1 = act_buf(N * C);
-    s.mean1 = f32_buf(N, MemTag::Activation);
+    if (layernorm) s.mean1 = f32_buf(N, MemTag::Activation);
     s.rstd1 = f32_buf(N, MemTag::Activation);
     s.q = act_buf(N * cfg.q_dim());
     s.k = act_buf(N * cfg.kv_dim());
@@ -66,14 +88,15 @@ CudaTransformer::Impl::Impl(const ModelConfig& c, const ParameterSet& host, Allo
     s.lse = f32_buf(BHT, MemTag::Activation);
     s.mid = act_buf(N * C);
     s.ln2 = act_buf(N * C);
-    s.mean2 = f32_buf(N, MemTag::Activation);
+    if (layernorm) s.mean2 = f32_buf(N, MemTag::Activation);
     s.rstd2 = f32_buf(N, MemTag::Activation);
     s.pre = act_buf(N * I);
+    if (swiglu) s.up = act_buf(N * I);
     s.h = act_buf(N * I);
   }
   xf = act_buf(N * C);
   lnf = act_buf(N * C);
-  meanf = f32_buf(N, MemTag::Activation);
+  if (layernorm) meanf = f32_buf(N, MemTag::Activation);
   rstdf = f32_buf(N, MemTag::Activation);
 
   // Workspace: gradients of activations, one layer at a time, and the head's chunk of logits.
@@ -87,11 +110,19 @@ CudaTransformer::Impl::Impl(const ModelConfig& c, const ParameterSet& host, Allo
   datt = ws(N * cfg.q_dim());
   dh = ws(N * I);
   dpre = ws(N * I);
+  if (swiglu) dup = ws(N * I);
   logits = ws(head_rows * cfg.vocab_size);
   losses = f32_buf(N, MemTag::Workspace);
   tokens = device_tensor(a, N, DType::I32, MemTag::Workspace);
   targets = device_tensor(a, N, DType::I32, MemTag::Workspace);
   positions = device_tensor(a, N, DType::I32, MemTag::Workspace);
+  if (!cfg.uses_learned_positions()) {  // RoPE's positions: 0..seq-1, shared by every row
+    rope_positions = device_tensor(a, seq, DType::I64, MemTag::Workspace);
+    std::vector<int64_t> pos(static_cast<size_t>(seq));
+    for (int64_t t = 0; t < seq; ++t) pos[static_cast<size_t>(t)] = t;
+    PX_CUDA(cudaMemcpy(rope_positions.raw(), pos.data(), seq * sizeof(int64_t),
+                       cudaMemcpyHostToDevice));
+  }
   sumsq = device_tensor(a, 1, DType::F64, MemTag::Workspace);
   scratch = device_tensor(a, static_cast<int64_t>(scratch_bytes()), DType::U8, MemTag::Workspace);
   m = f32_buf(n, MemTag::Optimizer);

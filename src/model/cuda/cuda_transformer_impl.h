@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/attention.h"
 #include "kernels/cuda/blas.h"
 #include "model/cuda/cuda_transformer.h"
 
@@ -21,8 +22,10 @@ struct CudaTransformer::Impl {
     int64_t offset = 0, numel = 0;
     bool decay = true;
   };
+  // pre: GELU's input (GPT-2) or the gate (LLaMA, with up beside it); mean*
+  // stay empty under RMSNorm.
   struct Saved {
-    Tensor x, ln1, mean1, rstd1, q, k, v, att, lse, mid, ln2, mean2, rstd2, pre, h;
+    Tensor x, ln1, mean1, rstd1, q, k, v, att, lse, mid, ln2, mean2, rstd2, pre, up, h;
   };
 
   void refresh_bf16();
@@ -34,10 +37,23 @@ struct CudaTransformer::Impl {
   float* grad(const std::string& name) const;
   template <class T>
   double step(const int32_t* inputs, const int32_t* targets, int64_t B, double grad_scale);
+  // Family pieces (cuda_block.cpp): norm, attention, MLP, each forward and
+  // backward; the backward ones add d(input) into dinp.
+  template <class T>
+  void norm_forward(const std::string& name, const T* in, T* out, Tensor& mean, Tensor& rstd,
+                    int64_t N);
+  template <class T>
+  void norm_backward(const std::string& name, T* dinp, const T* dout, const T* in,
+                     const Tensor& mean, const Tensor& rstd, int64_t N);
   template <class T>
   void layer_forward(int l, int64_t B, const T* in, T* out);
   template <class T>
   void layer_backward(int l, int64_t B);
+  template <class T>
+  void mlp_forward(int l, int64_t N, Saved& s, T* out);
+  template <class T>
+  void mlp_backward(int l, int64_t N, Saved& s, T* dln_out);
+  cpu::AttnDims attn_dims(int64_t B) const;
   template <class T>
   void head(int64_t N, double grad_scale);
 
@@ -52,8 +68,8 @@ struct CudaTransformer::Impl {
   Tensor values, grads, values16, m, v;
   std::vector<Saved> layers;
   Tensor xf, lnf, meanf, rstdf;
-  Tensor dx, dln, dq, dk, dv, datt, dh, dpre, logits, losses, tokens, targets, positions, sumsq,
-      scratch;
+  Tensor dx, dln, dq, dk, dv, datt, dh, dpre, dup, logits, losses, tokens, targets, positions,
+      rope_positions, sumsq, scratch;
 };
 
 }  // namespace parallm

@@ -32,6 +32,19 @@ ModelConfig odd_gpt2() {
   return c;
 }
 
+// LLaMA family: RMSNorm, RoPE, SwiGLU, grouped-query heads, untied head.
+ModelConfig odd_llama() {
+  ModelConfig c = odd_gpt2();
+  c.arch = Arch::LLaMA;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.head_dim = 12;
+  c.intermediate = 136;
+  c.tie_embeddings = false;
+  c.norm_eps = 1e-6;
+  return c;
+}
+
 struct Trajectory {
   std::vector<double> loss, norm;
 };
@@ -83,10 +96,10 @@ void run_both(const ModelConfig& cfg, CudaPrecision precision, int64_t B, int64_
 
 double rel(double a, double b) { return std::abs(a - b) / std::max(1e-12, std::abs(b)); }
 
-TEST_F(CudaTransformerGpu, Fp32FollowsCpuTrajectoryFor20Steps) {
+void expect_same_trajectory(const ModelConfig& cfg) {
   Trajectory c, g;
   std::vector<float> pc, pg;
-  run_both(odd_gpt2(), CudaPrecision::F32, 3, 37, 20, c, g, pc, pg);
+  run_both(cfg, CudaPrecision::F32, 3, 37, 20, c, g, pc, pg);
   for (size_t s = 0; s < c.loss.size(); ++s) {
     EXPECT_LT(rel(g.loss[s], c.loss[s]), 1e-4) << "step " << s << ": gpu " << g.loss[s]
                                                << " cpu " << c.loss[s];
@@ -96,6 +109,12 @@ TEST_F(CudaTransformerGpu, Fp32FollowsCpuTrajectoryFor20Steps) {
   double max_diff = 0;
   for (size_t i = 0; i < pc.size(); ++i) max_diff = std::max(max_diff, std::abs(double(pc[i]) - pg[i]));
   EXPECT_LT(max_diff, 1e-4) << "parameters after 20 steps";
+}
+
+TEST_F(CudaTransformerGpu, Fp32FollowsCpuTrajectoryFor20Steps) { expect_same_trajectory(odd_gpt2()); }
+
+TEST_F(CudaTransformerGpu, LlamaFp32FollowsCpuTrajectoryFor20Steps) {
+  expect_same_trajectory(odd_llama());
 }
 
 TEST_F(CudaTransformerGpu, Bf16TracksCpuWithinRounding) {
