@@ -153,7 +153,7 @@ void add_training_flags(CLI::App* sub, TrainFlags& f) {
   named(sub, f, "--recompute", FIELD(train.training.recompute), recompute_from_name,
         "activation recomputation: none, selective or full");
   named(sub, f, "--device", FIELD(train.training.device), device_from_name,
-        "cpu (default) or cuda: one GPU, GPT-2 family, one process so far (docs/cuda.md)");
+        "cpu (default) or cuda: one GPU, one process so far (docs/cuda.md)");
 }
 
 void add_optimizer_flags(CLI::App* sub, TrainFlags& f) {

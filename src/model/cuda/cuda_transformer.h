@@ -1,6 +1,6 @@
-// CudaTransformer: the GPT-2 family (LayerNorm, learned positions, GELU MLP,
-// biases, tied embeddings) trained on one GPU with the CUDA kernels, forward
-// and backward written out layer by layer as the CPU Transformer does.
+// CudaTransformer: a GPT-2 or LLaMA family model trained on one GPU with the
+// CUDA kernels, forward and backward written out layer by layer as the CPU
+// Transformer does (no MoE, LoRA or dropout yet: refused at construction).
 // Parameters start as a copy of a host ParameterSet (so the counter-RNG
 // initialisation is the CPU's, bit for bit) and keep its flat layout on the
 // device: fp32 masters and gradients, plus a bf16 copy that the GEMMs read
