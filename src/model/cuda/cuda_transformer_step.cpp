@@ -34,6 +34,7 @@ size_t CudaTransformer::Impl::scratch_bytes() const {
   return std::max({cuda::layernorm_backward_scratch_bytes(N, cfg.hidden),
                    cuda::rmsnorm_backward_scratch_bytes(N, cfg.hidden),
                    cuda::attention_backward_scratch_bytes(d),
+                   cuda::embedding_backward_scratch_bytes(N),
                    cuda::sum_squares_scratch_bytes(values.numel()), size_t{1}});
 }
 
@@ -90,10 +91,10 @@ double CudaTransformer::Impl::step(const int32_t* inputs, const int32_t* tgt, in
   norm_backward<T>("final_norm", ptr<T>(dx), ptr<T>(dln), ptr<T>(xf), meanf, rstdf, N);
   for (int l = static_cast<int>(L) - 1; l >= 0; --l) layer_backward<T>(l, B);
   cuda::embedding_backward<T>(grad("embed.weight"), tok, ptr<T>(dx), N, C, 0, cfg.vocab_size,
-                              stream);
+                              scratch.raw(), stream);
   if (cfg.uses_learned_positions())
     cuda::embedding_backward<T>(grad("pos_embed.weight"), ps, ptr<T>(dx), N, C, 0,
-                                cfg.max_positions, stream);
+                                cfg.max_positions, scratch.raw(), stream);
   // Read the losses only now, so the host never waits between forward and backward.
   std::vector<float> host(static_cast<size_t>(N));
   PX_CUDA(cudaMemcpyAsync(host.data(), losses.raw(), N * sizeof(float), cudaMemcpyDeviceToHost,
