@@ -1,7 +1,7 @@
 // Cross-entropy kernels (cross_entropy.h): one block per row, threads strided
 // over the vocabulary, block reductions in a fixed tree. The fused kernel
-// keeps an online (max, sum) pair per thread in fp32, merges the pairs across
-// the block, then rewrites the row as the gradient. Invariant: every exp
+// keeps an online (max in fp32, sum in double) pair per thread, merges the
+// pairs across the block, then rewrites the row as the gradient. Invariant: every exp
 // argument is <= 0 (a max is subtracted), so nothing overflows.
 #include "kernels/cuda/arg_check.h"
 #include "kernels/cuda/cross_entropy.h"
@@ -68,11 +68,13 @@ __global__ void softmax_grad_kernel(T* logits, const float* lse, const int32_t* 
   }
 }
 
-// (m, s) <- merge of two online-softmax states: s sums exp(x - m).
-__device__ __forceinline__ void merge_state(float& m, float& s, float m2, float s2) {
+// (m, s) <- merge of two online-softmax states: s sums exp(x - m). The max
+// is fp32; the sum is kept in double, as the CPU sums exponentials, and the
+// rare rescale factors are double exps, so only the fp32 terms carry error.
+__device__ __forceinline__ void merge_state(float& m, double& s, float m2, double s2) {
   const float mm = fmaxf(m, m2);
   if (mm == -INFINITY) return;  // both empty
-  s = s * expf(m - mm) + s2 * expf(m2 - mm);
+  s = s * exp(static_cast<double>(m) - mm) + s2 * exp(static_cast<double>(m2) - mm);
   m = mm;
 }
 
@@ -80,7 +82,7 @@ template <class T>
 __global__ void loss_grad_kernel(T* logits, float* loss, const int32_t* targets, float row_scale,
                                  int64_t V) {
   __shared__ float shm_m[32];
-  __shared__ float shm_s[32];
+  __shared__ double shm_s[32];
   __shared__ float row_lse;
   const int64_t i = blockIdx.x;
   T* l = logits + i * V;
@@ -93,18 +95,20 @@ __global__ void loss_grad_kernel(T* logits, float* loss, const int32_t* targets,
   const int64_t tj = t < V ? t : -1;
   // Read the target logit before any thread of the block overwrites the row.
   const float target_logit = tj >= 0 ? to_float(l[tj]) : 0.f;
-  float m = -INFINITY, s = 0.f;
+  float m = -INFINITY;
+  double s = 0.0;
   for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
     const float x = to_float(l[j]);
     if (x > m) {
-      s = s * expf(m - x) + 1.f;  // expf(-inf) = 0 on the first element
+      s = s * exp(static_cast<double>(m) - x) + 1.0;  // exp(-inf) = 0 on the first element
       m = x;
-    } else if (m != -INFINITY) {  // m = x = -inf would give exp(nan)
-      s += expf(x - m);
+    } else if (!(x == -INFINITY && m == -INFINITY)) {  // that would be exp(nan); a NaN x stays
+      s += static_cast<double>(expf(x - m));
     }
   }
   for (int o = 16; o > 0; o >>= 1) {
-    const float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+    const float m2 = __shfl_xor_sync(0xffffffffu, m, o);
+    const double s2 = __shfl_xor_sync(0xffffffffu, s, o);
     merge_state(m, s, m2, s2);
   }
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
@@ -115,12 +119,13 @@ __global__ void loss_grad_kernel(T* logits, float* loss, const int32_t* targets,
   __syncthreads();
   if (warp == 0) {
     m = lane < nwarps ? shm_m[lane] : -INFINITY;
-    s = lane < nwarps ? shm_s[lane] : 0.f;
+    s = lane < nwarps ? shm_s[lane] : 0.0;
     for (int o = 16; o > 0; o >>= 1) {
-      const float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+      const float m2 = __shfl_xor_sync(0xffffffffu, m, o);
+      const double s2 = __shfl_xor_sync(0xffffffffu, s, o);
       merge_state(m, s, m2, s2);
     }
-    if (lane == 0) row_lse = m + logf(s);
+    if (lane == 0) row_lse = m + static_cast<float>(log(s));
   }
   __syncthreads();
   const float lse = row_lse;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "common/gpu_compare.h"
@@ -175,6 +176,19 @@ TEST_F(CrossEntropyGpu, FusedHandlesMinusInfinityLogits) {
   const auto g = gl.to_host();
   for (int64_t j = 0; j < 600; ++j) ASSERT_EQ(g[j], 0.f) << j;
   for (int64_t j = 600; j < V; ++j) ASSERT_TRUE(std::isfinite(g[j])) << j;
+}
+
+TEST_F(CrossEntropyGpu, FusedPropagatesNaN) {
+  // A NaN logit must surface in the loss (the Inf/NaN check reads it), wherever it sits.
+  const int64_t V = 700;
+  for (int64_t at : {int64_t{0}, int64_t{5}, V - 1}) {
+    auto logits = random_normal(V, 78);
+    logits[at] = std::numeric_limits<float>::quiet_NaN();
+    DeviceBuffer<float> gl(logits), gloss(1);
+    DeviceBuffer<int32_t> gt(std::vector<int32_t>{3});
+    cuda::ce_loss_grad_inplace<float>(gl.get(), gloss.get(), gt.get(), 1.f, 1, V, nullptr);
+    EXPECT_TRUE(std::isnan(gloss.to_host()[0])) << "NaN at " << at;
+  }
 }
 
 }  // namespace
