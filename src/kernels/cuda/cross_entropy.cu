@@ -1,0 +1,207 @@
+// Cross-entropy kernels (cross_entropy.h): one block per row, threads strided
+// over the vocabulary, block reductions in a fixed tree. The fused kernel
+// keeps an online (max in fp32, sum in double) pair per thread, merges the
+// pairs across the block, then rewrites the row as the gradient. Invariant: every exp
+// argument is <= 0 (a max is subtracted), so nothing overflows.
+#include "kernels/cuda/arg_check.h"
+#include "kernels/cuda/cross_entropy.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/reduce.cuh"
+
+namespace parallm::cuda {
+namespace {
+
+constexpr int kRowThreads = 512;
+
+__device__ __forceinline__ bool in_shard(int64_t t, int64_t V, int64_t vocab_begin) {
+  return t >= 0 && t >= vocab_begin && t < vocab_begin + V;
+}
+
+template <class T>
+__global__ void row_max_kernel(float* mx, const T* logits, int64_t V) {
+  __shared__ float shm[33];
+  const T* l = logits + static_cast<int64_t>(blockIdx.x) * V;
+  float m = -INFINITY;
+  for (int64_t j = threadIdx.x; j < V; j += blockDim.x) m = fmaxf(m, to_float(l[j]));
+  m = block_max(m, shm);
+  if (threadIdx.x == 0) mx[blockIdx.x] = m;
+}
+
+template <class T>
+__global__ void row_sumexp_kernel(float* sumexp, const T* logits, const float* mx, int64_t V) {
+  __shared__ double shm[33];
+  const T* l = logits + static_cast<int64_t>(blockIdx.x) * V;
+  const float m = mx[blockIdx.x];
+  double acc = 0.0;
+  for (int64_t j = threadIdx.x; j < V; j += blockDim.x)
+    acc += static_cast<double>(expf(to_float(l[j]) - m));
+  acc = block_sum(acc, shm);
+  if (threadIdx.x == 0) sumexp[blockIdx.x] = static_cast<float>(acc);
+}
+
+template <class T>
+__global__ void target_logit_kernel(float* tl, const T* logits, const int32_t* targets, int64_t n,
+                                    int64_t V, int64_t vocab_begin) {
+  for (int64_t i = grid_index(); i < n; i += grid_stride()) {
+    const int64_t t = targets[i];
+    tl[i] = in_shard(t, V, vocab_begin) ? to_float(logits[i * V + (t - vocab_begin)]) : 0.f;
+  }
+}
+
+template <class T>
+__global__ void softmax_grad_kernel(T* logits, const float* lse, const int32_t* targets,
+                                    const float* row_scale, int64_t V, int64_t vocab_begin) {
+  const int64_t i = blockIdx.x;
+  T* l = logits + i * V;
+  const int64_t t = targets[i];
+  if (t < 0) {
+    for (int64_t j = threadIdx.x; j < V; j += blockDim.x) l[j] = from_float<T>(0.f);
+    return;
+  }
+  const float z = lse[i], scale = row_scale != nullptr ? row_scale[i] : 1.f;
+  const int64_t tj = in_shard(t, V, vocab_begin) ? t - vocab_begin : -1;
+  for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
+    float v = expf(to_float(l[j]) - z) * scale;
+    if (j == tj) v -= scale;
+    l[j] = from_float<T>(v);
+  }
+}
+
+// (m, s) <- merge of two online-softmax states: s sums exp(x - m). The max
+// is fp32; the sum is kept in double, as the CPU sums exponentials, and the
+// rare rescale factors are double exps, so only the fp32 terms carry error.
+__device__ __forceinline__ void merge_state(float& m, double& s, float m2, double s2) {
+  const float mm = fmaxf(m, m2);
+  if (mm == -INFINITY) return;  // both empty
+  s = s * exp(static_cast<double>(m) - mm) + s2 * exp(static_cast<double>(m2) - mm);
+  m = mm;
+}
+
+template <class T>
+__global__ void loss_grad_kernel(T* logits, float* loss, const int32_t* targets, float row_scale,
+                                 int64_t V) {
+  __shared__ float shm_m[32];
+  __shared__ double shm_s[32];
+  __shared__ float row_lse;
+  const int64_t i = blockIdx.x;
+  T* l = logits + i * V;
+  const int64_t t = targets[i];
+  if (t < 0) {  // uniform over the block: no barrier is skipped by part of it
+    for (int64_t j = threadIdx.x; j < V; j += blockDim.x) l[j] = from_float<T>(0.f);
+    if (threadIdx.x == 0) loss[i] = 0.f;
+    return;
+  }
+  const int64_t tj = t < V ? t : -1;
+  // Read the target logit before any thread of the block overwrites the row.
+  const float target_logit = tj >= 0 ? to_float(l[tj]) : 0.f;
+  float m = -INFINITY;
+  double s = 0.0;
+  for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
+    const float x = to_float(l[j]);
+    if (x > m) {
+      s = s * exp(static_cast<double>(m) - x) + 1.0;  // exp(-inf) = 0 on the first element
+      m = x;
+    } else if (!(x == -INFINITY && m == -INFINITY)) {  // that would be exp(nan); a NaN x stays
+      s += static_cast<double>(expf(x - m));
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const float m2 = __shfl_xor_sync(0xffffffffu, m, o);
+    const double s2 = __shfl_xor_sync(0xffffffffu, s, o);
+    merge_state(m, s, m2, s2);
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  if (lane == 0) {
+    shm_m[warp] = m;
+    shm_s[warp] = s;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    m = lane < nwarps ? shm_m[lane] : -INFINITY;
+    s = lane < nwarps ? shm_s[lane] : 0.0;
+    for (int o = 16; o > 0; o >>= 1) {
+      const float m2 = __shfl_xor_sync(0xffffffffu, m, o);
+      const double s2 = __shfl_xor_sync(0xffffffffu, s, o);
+      merge_state(m, s, m2, s2);
+    }
+    if (lane == 0) row_lse = m + static_cast<float>(log(s));
+  }
+  __syncthreads();
+  const float lse = row_lse;
+  if (threadIdx.x == 0) loss[i] = lse - target_logit;
+  for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
+    const float p = expf(to_float(l[j]) - lse);
+    l[j] = from_float<T>((j == tj ? p - 1.f : p) * row_scale);
+  }
+}
+
+void check_rows(const char* name, int64_t n, int64_t V) {
+  require_arg(n >= 0 && n < (int64_t{1} << 31), name, "0 <= n < 2^31 rows, n", n);
+  require_arg(V >= 1, name, "V >= 1, V", V);
+}
+
+}  // namespace
+
+template <class T>
+void ce_row_max(float* mx, const T* logits, int64_t n, int64_t V, cudaStream_t s) {
+  check_rows("cuda::ce_row_max", n, V);
+  if (n == 0) return;
+  row_max_kernel<T><<<static_cast<unsigned>(n), kRowThreads, 0, s>>>(mx, logits, V);
+  PX_CUDA_LAUNCH("ce_row_max");
+}
+
+template <class T>
+void ce_row_sumexp(float* sumexp, const T* logits, const float* mx, int64_t n, int64_t V,
+                   cudaStream_t s) {
+  check_rows("cuda::ce_row_sumexp", n, V);
+  if (n == 0) return;
+  row_sumexp_kernel<T><<<static_cast<unsigned>(n), kRowThreads, 0, s>>>(sumexp, logits, mx, V);
+  PX_CUDA_LAUNCH("ce_row_sumexp");
+}
+
+template <class T>
+void ce_target_logit(float* tl, const T* logits, const int32_t* targets, int64_t n, int64_t V,
+                     int64_t vocab_begin, cudaStream_t s) {
+  check_rows("cuda::ce_target_logit", n, V);
+  if (n == 0) return;
+  target_logit_kernel<T><<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(tl, logits, targets,
+                                                                               n, V, vocab_begin);
+  PX_CUDA_LAUNCH("ce_target_logit");
+}
+
+template <class T>
+void ce_softmax_grad_inplace(T* logits, const float* lse, const int32_t* targets,
+                             const float* row_scale, int64_t n, int64_t V, int64_t vocab_begin,
+                             cudaStream_t s) {
+  check_rows("cuda::ce_softmax_grad_inplace", n, V);
+  if (n == 0) return;
+  softmax_grad_kernel<T><<<static_cast<unsigned>(n), kRowThreads, 0, s>>>(
+      logits, lse, targets, row_scale, V, vocab_begin);
+  PX_CUDA_LAUNCH("ce_softmax_grad_inplace");
+}
+
+template <class T>
+void ce_loss_grad_inplace(T* logits, float* loss, const int32_t* targets, float row_scale,
+                          int64_t n, int64_t V, cudaStream_t s) {
+  check_rows("cuda::ce_loss_grad_inplace", n, V);
+  if (n == 0) return;
+  loss_grad_kernel<T>
+      <<<static_cast<unsigned>(n), kRowThreads, 0, s>>>(logits, loss, targets, row_scale, V);
+  PX_CUDA_LAUNCH("ce_loss_grad_inplace");
+}
+
+#define PX_INSTANTIATE(T)                                                                         \
+  template void ce_row_max<T>(float*, const T*, int64_t, int64_t, cudaStream_t);                  \
+  template void ce_row_sumexp<T>(float*, const T*, const float*, int64_t, int64_t, cudaStream_t); \
+  template void ce_target_logit<T>(float*, const T*, const int32_t*, int64_t, int64_t, int64_t,   \
+                                   cudaStream_t);                                                 \
+  template void ce_softmax_grad_inplace<T>(T*, const float*, const int32_t*, const float*,        \
+                                           int64_t, int64_t, int64_t, cudaStream_t);              \
+  template void ce_loss_grad_inplace<T>(T*, float*, const int32_t*, float, int64_t, int64_t,      \
+                                        cudaStream_t);
+PX_INSTANTIATE(float)
+PX_INSTANTIATE(__nv_bfloat16)
+#undef PX_INSTANTIATE
+
+}  // namespace parallm::cuda

@@ -1,0 +1,118 @@
+// GELU, SwiGLU and adds on the GPU against the CPU kernels, fp32 and bf16,
+// sizes 1, 7 and a large odd one; backward accumulates into non-zero
+// gradients; add works with its output aliasing either input.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <string>
+
+#include "common/gpu_compare.h"
+#include "kernels/cpu/activation.h"
+#include "kernels/cuda/activation.h"
+
+namespace parallm {
+namespace {
+
+using testing::DeviceBuffer;
+using testing::download;
+using testing::expect_close;
+using testing::random_normal;
+using testing::rel_tol;
+using testing::round_to;
+using testing::upload;
+using ActivationGpu = testing::GpuTest;
+
+const int64_t kSizes[] = {1, 7, 100003};
+
+template <class T>
+void check_gelu(int64_t n) {
+  const float tol = rel_tol<T>();
+  const std::string tag = " n=" + std::to_string(n);
+  const auto x = round_to<T>(random_normal(n, 1, 0.f, 3.f));
+  const auto dout = round_to<T>(random_normal(n, 2));
+  const auto dinp0 = round_to<T>(random_normal(n, 3));
+  std::vector<float> out(n), dinp = dinp0;
+  cpu::gelu_forward<float>(out.data(), x.data(), n);
+  cpu::gelu_backward<float>(dinp.data(), x.data(), dout.data(), n);
+  auto gx = upload<T>(x), gd = upload<T>(dout), gdinp = upload<T>(dinp0);
+  DeviceBuffer<T> gout(n);
+  cuda::gelu_forward<T>(gout.get(), gx.get(), n, nullptr);
+  cuda::gelu_backward<T>(gdinp.get(), gx.get(), gd.get(), n, nullptr);
+  // The CPU's tanh carries ~1e-7 absolute error: the small absolute term.
+  expect_close(download(gout), out, tol, std::max(tol, 1e-6f) * 0.1f, "gelu out" + tag);
+  expect_close(download(gdinp), dinp, tol, std::max(tol, 1e-6f) * 0.1f, "gelu dinp" + tag);
+}
+
+template <class T>
+void check_swiglu(int64_t n) {
+  const float tol = rel_tol<T>();
+  const std::string tag = " n=" + std::to_string(n);
+  const auto g = round_to<T>(random_normal(n, 11, 0.f, 3.f));
+  const auto u = round_to<T>(random_normal(n, 12));
+  const auto dout = round_to<T>(random_normal(n, 13));
+  const auto dg0 = round_to<T>(random_normal(n, 14)), du0 = round_to<T>(random_normal(n, 15));
+  std::vector<float> out(n), dg = dg0, du = du0;
+  cpu::swiglu_forward<float>(out.data(), g.data(), u.data(), n);
+  cpu::swiglu_backward<float>(dg.data(), du.data(), dout.data(), g.data(), u.data(), n);
+  auto gg = upload<T>(g), gu = upload<T>(u), gd = upload<T>(dout);
+  auto gdg = upload<T>(dg0), gdu = upload<T>(du0);
+  DeviceBuffer<T> gout(n);
+  cuda::swiglu_forward<T>(gout.get(), gg.get(), gu.get(), n, nullptr);
+  cuda::swiglu_backward<T>(gdg.get(), gdu.get(), gd.get(), gg.get(), gu.get(), n, nullptr);
+  const float atol = std::max(tol, 1e-6f) * 0.1f;
+  expect_close(download(gout), out, tol, atol, "swiglu out" + tag);
+  expect_close(download(gdg), dg, tol, atol, "swiglu dgate" + tag);
+  expect_close(download(gdu), du, tol, atol, "swiglu dup" + tag);
+}
+
+template <class T>
+void check_add(int64_t n) {
+  const std::string tag = " n=" + std::to_string(n);
+  const auto a = round_to<T>(random_normal(n, 21)), b = round_to<T>(random_normal(n, 22));
+  std::vector<float> sum = a;
+  cpu::add_inplace<float>(sum.data(), b.data(), n);
+  sum = round_to<T>(sum);  // one rounding of the exact-in-fp32 sum: bitwise expected
+  auto ga = upload<T>(a), gb = upload<T>(b);
+  DeviceBuffer<T> out(n);
+  cuda::add<T>(out.get(), ga.get(), gb.get(), n, nullptr);
+  expect_close(download(out), sum, 0.f, 0.f, "add" + tag);
+  cuda::add<T>(gb.get(), ga.get(), gb.get(), n, nullptr);  // out aliases b
+  expect_close(download(gb), sum, 0.f, 0.f, "add aliasing b" + tag);
+  auto ga2 = upload<T>(a), gb2 = upload<T>(b);
+  cuda::add<T>(ga2.get(), ga2.get(), gb2.get(), n, nullptr);  // out aliases a
+  expect_close(download(ga2), sum, 0.f, 0.f, "add aliasing a" + tag);
+  auto gy = upload<T>(a);
+  cuda::add_inplace<T>(gy.get(), gb2.get(), n, nullptr);
+  expect_close(download(gy), sum, 0.f, 0.f, "add_inplace" + tag);
+}
+
+TEST_F(ActivationGpu, GeluMatchesCpu) {
+  for (int64_t n : kSizes) {
+    check_gelu<float>(n);
+    check_gelu<__nv_bfloat16>(n);
+  }
+}
+
+TEST_F(ActivationGpu, SwigluMatchesCpu) {
+  for (int64_t n : kSizes) {
+    check_swiglu<float>(n);
+    check_swiglu<__nv_bfloat16>(n);
+  }
+}
+
+TEST_F(ActivationGpu, AddIsExactAndAliasSafe) {
+  for (int64_t n : kSizes) {
+    check_add<float>(n);
+    check_add<__nv_bfloat16>(n);
+  }
+}
+
+TEST_F(ActivationGpu, ZeroLengthIsANoOp) {
+  DeviceBuffer<float> x(std::vector<float>{5.f});
+  cuda::gelu_forward<float>(x.get(), x.get(), 0, nullptr);
+  cuda::add_inplace<float>(x.get(), x.get(), 0, nullptr);
+  EXPECT_EQ(x.to_host()[0], 5.f);
+}
+
+}  // namespace
+}  // namespace parallm
