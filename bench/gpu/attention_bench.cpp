@@ -16,6 +16,7 @@
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/convert.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device.h"
 
 namespace {
 
@@ -53,8 +54,8 @@ __nv_bfloat16* filled(int64_t n, float phase) {
   for (int64_t i = 0; i < n; ++i) h[i] = std::sin(0.37f * static_cast<float>(i % 9973) + phase);
   float* f = nullptr;
   __nv_bfloat16* out = nullptr;
-  PX_CUDA(cudaMalloc(&f, n * sizeof(float)));
-  PX_CUDA(cudaMalloc(&out, n * sizeof(__nv_bfloat16)));
+  PX_CUDA(cudaMalloc(reinterpret_cast<void**>(&f), n * sizeof(float)));
+  PX_CUDA(cudaMalloc(reinterpret_cast<void**>(&out), n * sizeof(__nv_bfloat16)));
   PX_CUDA(cudaMemcpy(f, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
   cuda::f32_to_bf16(out, f, n, nullptr);
   PX_CUDA(cudaDeviceSynchronize());
@@ -76,7 +77,7 @@ void run(const Shape& s) {
   __nv_bfloat16 *dq = filled(n, 0.f), *dk = filled(n, 0.f), *dv = filled(n, 0.f);
   float* lse = nullptr;
   void* scratch = nullptr;
-  PX_CUDA(cudaMalloc(&lse, s.B * s.H * s.T * sizeof(float)));
+  PX_CUDA(cudaMalloc(reinterpret_cast<void**>(&lse), s.B * s.H * s.T * sizeof(float)));
   PX_CUDA(cudaMalloc(&scratch, cuda::attention_backward_scratch_bytes(d)));
   auto fwd = [&] { cuda::attention_forward(out, lse, q, k, v, d, scale, nullptr); };
   auto fwd_bwd = [&] {
@@ -101,6 +102,10 @@ void run(const Shape& s) {
 }  // namespace
 
 int main() {
+  if (cuda::device_count() == 0) {
+    std::fprintf(stderr, "parallm_gpu_attention_bench: no CUDA device visible\n");
+    return 1;
+  }
   for (const Shape& s : {Shape{16, 12, 1024, 64}, Shape{16, 12, 4096, 64}, Shape{16, 8, 1024, 128}})
     run(s);
   return 0;

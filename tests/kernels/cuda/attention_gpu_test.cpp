@@ -94,10 +94,9 @@ T to_t(double x) {
   if constexpr (std::is_same_v<T, float>) {
     return static_cast<float>(x);
   } else {
-    const uint16_t bits = f32_to_bf16(static_cast<float>(x));
-    T out;
-    std::memcpy(&out, &bits, 2);
-    return out;
+    __nv_bfloat16_raw raw;
+    raw.x = f32_to_bf16(static_cast<float>(x));
+    return T(raw);
   }
 }
 template <class T>
@@ -105,9 +104,8 @@ double to_d(T x) {
   if constexpr (std::is_same_v<T, float>) {
     return x;
   } else {
-    uint16_t bits;
-    std::memcpy(&bits, &x, 2);
-    return bf16_to_f32(bits);
+    const __nv_bfloat16_raw raw(x);
+    return bf16_to_f32(raw.x);
   }
 }
 
