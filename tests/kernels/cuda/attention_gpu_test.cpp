@@ -212,10 +212,11 @@ TEST_F(AttentionGpu, Fp32MatchesCpu) {
 }
 
 // bf16: the tolerance of bf16 rounding (P and dS are rounded to bf16 before
-// their tensor-core products; dS = P (dP - delta) loses more to cancellation).
+// their tensor-core products, the outputs when stored); a CPU emulation of
+// the kernels put the error near 4e-3 of the largest value.
 TEST_F(AttentionGpu, Bf16MatchesCpu) {
   uint32_t seed = 100;
-  for (const Case& c : cases()) check_case<__nv_bfloat16>(c, 1e-2, 2e-2, seed++);
+  for (const Case& c : cases()) check_case<__nv_bfloat16>(c, 1e-2, 1e-2, seed++);
 }
 
 template <class T>
