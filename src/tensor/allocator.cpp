@@ -1,9 +1,5 @@
 #include "tensor/allocator.h"
 
-#include <cstdlib>
-#include <cstring>
-#include <new>
-
 #include "base/error.h"
 
 namespace parallm {
@@ -21,11 +17,9 @@ void Allocator::bump_peak(std::atomic<int64_t>& peak, int64_t value) {
 }
 
 void* Allocator::allocate(size_t bytes, MemTag tag) {
-  size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = rounded == 0 ? nullptr : std::aligned_alloc(64, rounded);
-  PX_CHECK(rounded == 0 || p != nullptr, "out of memory allocating {} bytes for {}", bytes,
-           mem_tag_name(tag));
-  if (p != nullptr) std::memset(p, 0, rounded);
+  void* p = resource_->allocate(bytes);
+  PX_CHECK(bytes == 0 || p != nullptr, "out of {} memory allocating {} bytes for {}",
+           device() == Device::CPU ? "host" : "device", bytes, mem_tag_name(tag));
   auto b = static_cast<int64_t>(bytes);
   bump_peak(peak_[idx(tag)], current_[idx(tag)].fetch_add(b) + b);
   bump_peak(total_peak_, total_current_.fetch_add(b) + b);
@@ -33,7 +27,7 @@ void* Allocator::allocate(size_t bytes, MemTag tag) {
 }
 
 void Allocator::release(void* ptr, size_t bytes, MemTag tag) {
-  std::free(ptr);
+  resource_->release(ptr, bytes);
   current_[idx(tag)].fetch_sub(static_cast<int64_t>(bytes));
   total_current_.fetch_sub(static_cast<int64_t>(bytes));
 }

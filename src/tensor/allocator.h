@@ -1,6 +1,9 @@
 // Tagged allocator: every buffer carries a MemTag, and current and peak bytes
-// are tracked per tag (DESIGN principle 4). One Allocator per process, owned by
+// are tracked per tag (DESIGN principle 4). One Allocator per device, owned by
 // the caller and passed explicitly; it must outlive every tensor it allocated.
+// Its bytes come from a MemoryResource: host memory by default, or one the
+// caller owns (e.g. cuda::CachingDeviceMemory) that must outlive the Allocator.
+// Stats count requested bytes; a resource may reserve more (its own stats).
 // Counters are atomic so communication threads may allocate too.
 #pragma once
 #include <array>
@@ -8,6 +11,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+
+#include "tensor/dtype.h"
+#include "tensor/memory_resource.h"
 
 namespace parallm {
 
@@ -31,11 +37,17 @@ struct MemStats {
 
 class Allocator {
  public:
-  Allocator() = default;
+  // Host memory (Device::CPU).
+  Allocator() : resource_(&host_) {}
+  // Memory of `resource`, which must outlive this allocator.
+  explicit Allocator(MemoryResource& resource) : resource_(&resource) {}
   Allocator(const Allocator&) = delete;
   Allocator& operator=(const Allocator&) = delete;
 
-  // 64-byte aligned, zero-filled memory; bytes may be 0.
+  Device device() const { return resource_->device(); }
+  MemoryResource& resource() const { return *resource_; }
+
+  // Zero-filled memory (host: 64-byte aligned); bytes may be 0.
   void* allocate(size_t bytes, MemTag tag);
   void release(void* ptr, size_t bytes, MemTag tag);
 
@@ -48,6 +60,8 @@ class Allocator {
  private:
   static size_t idx(MemTag t) { return static_cast<size_t>(t); }
   static void bump_peak(std::atomic<int64_t>& peak, int64_t value);
+  HostMemory host_;
+  MemoryResource* resource_;
   std::array<std::atomic<int64_t>, kNumMemTags> current_{};
   std::array<std::atomic<int64_t>, kNumMemTags> peak_{};
   std::atomic<int64_t> total_current_{0};

@@ -16,7 +16,8 @@ std::string Shape::str() const { return fmt::format("({})", fmt::join(dims_, ", 
 
 Storage::Storage(Allocator& a, size_t b, MemTag t, Device dev)
     : alloc(&a), ptr(nullptr), bytes(b), tag(t), device(dev) {
-  PX_CHECK(dev == Device::CPU, "only CPU storage is allocated by the host allocator");
+  PX_CHECK(dev == a.device(), "a {} tensor cannot be allocated by a {} allocator",
+           dev == Device::CPU ? "CPU" : "CUDA", a.device() == Device::CPU ? "CPU" : "CUDA");
   ptr = a.allocate(b, t);
 }
 
@@ -59,12 +60,25 @@ Tensor Tensor::flat_range(int64_t begin, int64_t len) const {
   return t;
 }
 
-void Tensor::zero_() const { std::memset(raw(), 0, nbytes()); }
+void Tensor::zero_() const {
+  if (device() == Device::CPU)
+    std::memset(raw(), 0, nbytes());  // the hot host path stays a plain memset
+  else
+    storage_->alloc->resource().zero(raw(), nbytes());
+}
 
 void Tensor::copy_from(const Tensor& src) const {
   PX_CHECK(src.numel() == numel() && src.dtype() == dtype_, "copy_from: {} {} into {} {}",
            src.shape().str(), dtype_name(src.dtype()), shape_.str(), dtype_name(dtype_));
-  std::memmove(raw(), src.raw(), nbytes());
+  if (device() == Device::CPU && src.device() == Device::CPU) {
+    std::memmove(raw(), src.raw(), nbytes());
+    return;
+  }
+  // A device resource copies to and from host memory (and between devices), so
+  // whichever side is on a device does the copy.
+  MemoryResource& r =
+      device() != Device::CPU ? storage_->alloc->resource() : src.storage_->alloc->resource();
+  r.copy(raw(), src.raw(), nbytes());
 }
 
 }  // namespace parallm

@@ -1,6 +1,9 @@
 // Tensor: a contiguous, row-major view (shape, dtype, device) onto a shared,
 // tagged Storage. Views (reshape, narrow along dim 0, flat ranges) share
 // storage; the buffer is released to its Allocator when the last view dies.
+// A tensor's device is its allocator's (checked); zero_ and copy_from work on
+// any device, copy_from also between host and device, through the allocator's
+// MemoryResource. data<T>() of a CUDA tensor is a device pointer.
 // No autograd: layers own their forward/backward explicitly.
 #pragma once
 #include <cstdint>
@@ -81,7 +84,7 @@ class Tensor {
   Tensor narrow0(int64_t begin, int64_t len) const;     // rows [begin, begin+len) of dim 0
   Tensor flat_range(int64_t begin, int64_t len) const;  // 1-D view of elements
   void zero_() const;
-  void copy_from(const Tensor& src) const;  // same numel and dtype
+  void copy_from(const Tensor& src) const;  // same numel and dtype; any devices
 
  private:
   std::shared_ptr<Storage> storage_;

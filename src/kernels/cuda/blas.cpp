@@ -1,0 +1,315 @@
+// cuBLASLt GEMMs and the linear layer (blas.h). cuBLASLt is column-major: a
+// row-major C (M, N) is the column-major C^T (N, M) = op(B)^T op(A)^T, so every
+// call swaps the operands (A' = B, B' = A) and keeps each transpose flag.
+#include "kernels/cuda/blas.h"
+
+#include <cublasLt.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "base/error.h"
+#include "kernels/cuda/blas_epilogue.h"
+#include "kernels/cuda/cuda_check.h"
+
+namespace parallm::cuda {
+
+struct Blas::Impl {
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  int device = 0;
+};
+
+namespace {
+
+void check_lt(cublasStatus_t st, const char* call, const char* file, int line) {
+  if (st != CUBLAS_STATUS_SUCCESS)
+    fail_call("cuBLASLt", static_cast<int>(st), cublasLtGetStatusString(st), call, file, line);
+}
+#define PX_LT(call) check_lt((call), #call, __FILE__, __LINE__)
+
+class MatmulDesc {
+ public:
+  explicit MatmulDesc(cublasComputeType_t compute) {
+    PX_LT(cublasLtMatmulDescCreate(&d_, compute, CUDA_R_32F));
+  }
+  ~MatmulDesc() { cublasLtMatmulDescDestroy(d_); }
+  MatmulDesc(const MatmulDesc&) = delete;
+  MatmulDesc& operator=(const MatmulDesc&) = delete;
+  template <class V>
+  void set(cublasLtMatmulDescAttributes_t attr, const V& v) {
+    PX_LT(cublasLtMatmulDescSetAttribute(d_, attr, &v, sizeof(v)));
+  }
+  cublasLtMatmulDesc_t get() const { return d_; }
+
+ private:
+  cublasLtMatmulDesc_t d_ = nullptr;
+};
+
+class Layout {
+ public:
+  Layout(cudaDataType type, int64_t rows, int64_t cols, int64_t ld) {
+    PX_LT(cublasLtMatrixLayoutCreate(&l_, type, static_cast<uint64_t>(rows),
+                                     static_cast<uint64_t>(cols), ld));
+  }
+  ~Layout() { cublasLtMatrixLayoutDestroy(l_); }
+  Layout(const Layout&) = delete;
+  Layout& operator=(const Layout&) = delete;
+  cublasLtMatrixLayout_t get() const { return l_; }
+
+ private:
+  cublasLtMatrixLayout_t l_ = nullptr;
+};
+
+class Preference {
+ public:
+  Preference() { PX_LT(cublasLtMatmulPreferenceCreate(&p_)); }
+  ~Preference() { cublasLtMatmulPreferenceDestroy(p_); }
+  Preference(const Preference&) = delete;
+  Preference& operator=(const Preference&) = delete;
+  template <class V>
+  void set(cublasLtMatmulPreferenceAttributes_t attr, const V& v) {
+    PX_LT(cublasLtMatmulPreferenceSetAttribute(p_, attr, &v, sizeof(v)));
+  }
+  cublasLtMatmulPreference_t get() const { return p_; }
+
+ private:
+  cublasLtMatmulPreference_t p_ = nullptr;
+};
+
+template <class T>
+constexpr cudaDataType data_type();
+template <>
+constexpr cudaDataType data_type<float>() {
+  return CUDA_R_32F;
+}
+template <>
+constexpr cudaDataType data_type<__nv_bfloat16>() {
+  return CUDA_R_16BF;
+}
+
+// The largest power of two up to 256 dividing the address: the heuristic
+// otherwise assumes 256-byte aligned operands (views into a buffer are not).
+uint32_t alignment_of(const void* p) {
+  auto a = reinterpret_cast<uintptr_t>(p);
+  uint32_t al = 256;
+  while (al > 1 && a % al != 0) al /= 2;
+  return al;
+}
+
+// A column-major problem D = C = alpha * op(A) op(B) + beta * C, (m, n), with
+// an optional epilogue.
+struct Problem {
+  bool ta = false, tb = false;
+  int64_t m = 0, n = 0, k = 0;
+  float alpha = 1.f, beta = 0.f;
+  const void* A = nullptr;
+  int64_t lda = 0;
+  const void* B = nullptr;
+  int64_t ldb = 0;
+  void* C = nullptr;
+  int64_t ldc = 0;
+  cudaDataType ab = CUDA_R_32F, cd = CUDA_R_32F;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const void* bias = nullptr;  // length m, type cd
+  void* aux = nullptr;         // GELU input (m, n), leading dimension aux_ld, type cd
+  int64_t aux_ld = 0;
+};
+
+// Runs p; false only when cuBLASLt offers no algorithm for it (the caller then
+// takes an unfused path). Errors of any other kind throw.
+bool run(Blas& blas, const Problem& p, cudaStream_t s) {
+  if (p.m == 0 || p.n == 0) return true;
+  if (p.k == 0) {  // cuBLASLt wants k >= 1; op(A) op(B) is then all zeros
+    if (p.epilogue != CUBLASLT_EPILOGUE_DEFAULT) return false;
+    if (p.cd == CUDA_R_32F)
+      scale_matrix(static_cast<float*>(p.C), p.beta, p.n, p.m, p.ldc, s);
+    else
+      scale_matrix(static_cast<__nv_bfloat16*>(p.C), p.beta, p.n, p.m, p.ldc, s);
+    return true;
+  }
+  Blas::Impl& impl = blas.impl();
+  const bool tf32 = blas.allow_tf32() && p.ab == CUDA_R_32F;
+  MatmulDesc desc(tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
+  desc.set(CUBLASLT_MATMUL_DESC_TRANSA, p.ta ? CUBLAS_OP_T : CUBLAS_OP_N);
+  desc.set(CUBLASLT_MATMUL_DESC_TRANSB, p.tb ? CUBLAS_OP_T : CUBLAS_OP_N);
+  desc.set(CUBLASLT_MATMUL_DESC_EPILOGUE, p.epilogue);
+  if (p.bias != nullptr) desc.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, p.bias);
+  if (p.aux != nullptr) {
+    desc.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, p.aux);
+    desc.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, p.aux_ld);
+  }
+  // Stored shapes: op(A) is (m, k), op(B) is (k, n).
+  Layout a(p.ab, p.ta ? p.k : p.m, p.ta ? p.m : p.k, p.lda);
+  Layout b(p.ab, p.tb ? p.n : p.k, p.tb ? p.k : p.n, p.ldb);
+  Layout c(p.cd, p.m, p.n, p.ldc);
+  Preference pref;
+  pref.set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, static_cast<uint64_t>(Blas::kWorkspaceBytes));
+  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment_of(p.A));
+  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment_of(p.B));
+  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment_of(p.C));
+  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment_of(p.C));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+      impl.handle, desc.get(), a.get(), b.get(), c.get(), c.get(), pref.get(), 1, &result, &found);
+  // A fused epilogue cuBLASLt refuses (whatever status it names) runs unfused.
+  const bool fused = p.epilogue != CUBLASLT_EPILOGUE_DEFAULT;
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found == 0) ||
+      (fused && st != CUBLAS_STATUS_SUCCESS))
+    return false;
+  PX_LT(st);
+  st =
+      cublasLtMatmul(impl.handle, desc.get(), &p.alpha, p.A, a.get(), p.B, b.get(), &p.beta, p.C,
+                     c.get(), p.C, c.get(), &result.algo, impl.workspace, Blas::kWorkspaceBytes, s);
+  if (fused && (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE))
+    return false;  // refused before launching anything
+  PX_LT(st);
+  return true;
+}
+
+// Row-major C (M, N) = alpha op(A) op(B) + beta C with A, B of type AB and C of type CD.
+template <class AB, class CD>
+void row_major_gemm(Blas& blas, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                    float alpha, const AB* A, int64_t lda, const AB* B, int64_t ldb, float beta,
+                    CD* C, int64_t ldc, cudaStream_t s) {
+  PX_CHECK(M >= 0 && N >= 0 && K >= 0, "cuda::gemm: negative size M={} N={} K={}", M, N, K);
+  if (M == 0 || N == 0) return;
+  const int64_t a_cols = trans_a ? M : K, b_cols = trans_b ? K : N;
+  PX_CHECK(lda >= std::max<int64_t>(a_cols, 1) && ldb >= std::max<int64_t>(b_cols, 1) && ldc >= N,
+           "cuda::gemm: leading dimensions lda={} ldb={} ldc={} too small for M={} N={} K={} "
+           "trans_a={} trans_b={}",
+           lda, ldb, ldc, M, N, K, trans_a, trans_b);
+  Problem p;
+  p.ta = trans_b;
+  p.tb = trans_a;
+  p.m = N;
+  p.n = M;
+  p.k = K;
+  p.alpha = alpha;
+  p.beta = beta;
+  p.A = B;
+  p.lda = ldb;
+  p.B = A;
+  p.ldb = lda;
+  p.C = C;
+  p.ldc = ldc;
+  p.ab = data_type<AB>();
+  p.cd = data_type<CD>();
+  PX_CHECK(run(blas, p, s),
+           "cuBLASLt has no GEMM algorithm for M={} N={} K={} lda={} ldb={} ldc={} trans_a={} "
+           "trans_b={}",
+           M, N, K, lda, ldb, ldc, trans_a, trans_b);
+}
+
+}  // namespace
+
+Blas::Blas(bool allow_tf32) : allow_tf32_(allow_tf32), impl_(std::make_unique<Impl>()) {
+  PX_CUDA(cudaGetDevice(&impl_->device));
+  PX_LT(cublasLtCreate(&impl_->handle));
+  cudaError_t e = cudaMalloc(&impl_->workspace, kWorkspaceBytes);
+  if (e != cudaSuccess) {
+    cublasLtDestroy(impl_->handle);
+    PX_CUDA(e);
+  }
+}
+
+Blas::~Blas() {
+  cudaFree(impl_->workspace);  // waits for the GEMMs still using it
+  cublasLtDestroy(impl_->handle);
+}
+
+int Blas::device() const { return impl_->device; }
+
+template <class T>
+void gemm(Blas& b, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+          const T* A, int64_t lda, const T* B, int64_t ldb, float beta, T* C, int64_t ldc,
+          cudaStream_t s) {
+  row_major_gemm<T, T>(b, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, s);
+}
+
+template <class T>
+void linear_forward(Blas& b, T* out, T* pre_gelu, const T* inp, const T* weight, const T* bias,
+                    int64_t N, int64_t IC, int64_t OC, Epilogue ep, cudaStream_t s) {
+  PX_CHECK(N >= 0 && IC >= 0 && OC >= 0, "cuda::linear_forward: negative size N={} IC={} OC={}", N,
+           IC, OC);
+  if (N == 0 || OC == 0) return;
+  const bool gelu = ep == Epilogue::Gelu;
+  // Column-major: out^T (OC, N) = weight (OC, IC; stored as its transpose) * inp^T (IC, N),
+  // so the bias runs along the rows of D, as cuBLASLt's epilogue adds it.
+  Problem p;
+  p.ta = true;
+  p.tb = false;
+  p.m = OC;
+  p.n = N;
+  p.k = IC;
+  p.A = weight;
+  p.lda = std::max<int64_t>(IC, 1);
+  p.B = inp;
+  p.ldb = std::max<int64_t>(IC, 1);
+  p.C = out;
+  p.ldc = OC;
+  p.ab = p.cd = data_type<T>();
+  p.bias = bias;
+  // The GELU input matrix of the fused epilogue needs a leading dimension
+  // divisible by 8 and a 16-byte aligned buffer; other cases run unfused.
+  const bool aux_ok = pre_gelu == nullptr || (OC % 8 == 0 && alignment_of(pre_gelu) >= 16);
+  if (!gelu)
+    p.epilogue = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  else if (pre_gelu == nullptr)
+    p.epilogue = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+  else
+    p.epilogue = bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+  if (gelu && pre_gelu != nullptr) {
+    p.aux = pre_gelu;
+    p.aux_ld = OC;
+  }
+  if (aux_ok && p.epilogue != CUBLASLT_EPILOGUE_DEFAULT && run(b, p, s)) return;
+  // Unfused: the plain GEMM into the pre-activation (or out), then bias and GELU.
+  T* target = gelu && pre_gelu != nullptr ? pre_gelu : out;
+  p.C = target;
+  p.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  p.bias = nullptr;
+  p.aux = nullptr;
+  p.aux_ld = 0;
+  PX_CHECK(run(b, p, s), "cuBLASLt has no GEMM algorithm for linear N={} IC={} OC={}", N, IC, OC);
+  if (bias != nullptr || gelu)
+    bias_act(out, gelu ? pre_gelu : static_cast<T*>(nullptr), target, bias, N, OC, gelu, s);
+}
+
+template <class T>
+void linear_backward(Blas& b, T* dinp, float* dweight, float* dbias, const T* dout, const T* inp,
+                     const T* weight, int64_t N, int64_t IC, int64_t OC, cudaStream_t s) {
+  PX_CHECK(N >= 0 && IC >= 0 && OC >= 0, "cuda::linear_backward: negative size N={} IC={} OC={}", N,
+           IC, OC);
+  const int64_t ld_out = std::max<int64_t>(OC, 1), ld_in = std::max<int64_t>(IC, 1);
+  if (dinp != nullptr)  // (N, IC) += dout (N, OC) * weight (OC, IC)
+    row_major_gemm<T, T>(b, false, false, N, IC, OC, 1.f, dout, ld_out, weight, ld_in, 1.f, dinp,
+                         ld_in, s);
+  if (dweight != nullptr)  // (OC, IC) += dout^T (OC, N) * inp (N, IC), fp32 accumulator
+    row_major_gemm<T, float>(b, true, false, OC, IC, N, 1.f, dout, ld_out, inp, ld_in, 1.f, dweight,
+                             ld_in, s);
+  if (dbias != nullptr)  // the GEMMs before it on this stream are done with the workspace
+    bias_grad(dbias, dout, N, OC, static_cast<float*>(b.impl().workspace),
+              static_cast<int64_t>(Blas::kWorkspaceBytes / sizeof(float)), s);
+}
+
+template void gemm<float>(Blas&, bool, bool, int64_t, int64_t, int64_t, float, const float*,
+                          int64_t, const float*, int64_t, float, float*, int64_t, cudaStream_t);
+template void gemm<__nv_bfloat16>(Blas&, bool, bool, int64_t, int64_t, int64_t, float,
+                                  const __nv_bfloat16*, int64_t, const __nv_bfloat16*, int64_t,
+                                  float, __nv_bfloat16*, int64_t, cudaStream_t);
+template void linear_forward<float>(Blas&, float*, float*, const float*, const float*, const float*,
+                                    int64_t, int64_t, int64_t, Epilogue, cudaStream_t);
+template void linear_forward<__nv_bfloat16>(Blas&, __nv_bfloat16*, __nv_bfloat16*,
+                                            const __nv_bfloat16*, const __nv_bfloat16*,
+                                            const __nv_bfloat16*, int64_t, int64_t, int64_t,
+                                            Epilogue, cudaStream_t);
+template void linear_backward<float>(Blas&, float*, float*, float*, const float*, const float*,
+                                     const float*, int64_t, int64_t, int64_t, cudaStream_t);
+template void linear_backward<__nv_bfloat16>(Blas&, __nv_bfloat16*, float*, float*,
+                                             const __nv_bfloat16*, const __nv_bfloat16*,
+                                             const __nv_bfloat16*, int64_t, int64_t, int64_t,
+                                             cudaStream_t);
+
+}  // namespace parallm::cuda

@@ -1,0 +1,349 @@
+// cuBLASLt GEMMs and the linear layer against the CPU kernels: fp32 within
+// 1e-5 of the magnitude sum_k |a||b| (TF32 off), bf16 against the CPU in float
+// on bf16-rounded inputs within bf16 rounding; all four transposes, odd and
+// GPT-2-sized shapes, the bias/GELU epilogue (fused and unfused) and the
+// accumulating backward with fp32 weight and bias gradients.
+#include "kernels/cuda/blas.h"
+
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <random>
+#include <type_traits>
+#include <vector>
+
+#include "common/gpu_test.h"
+#include "kernels/cpu/activation.h"
+#include "kernels/cpu/matmul.h"
+#include "tensor/half.h"
+
+namespace parallm {
+namespace {
+
+using testing::DeviceBuffer;
+using BlasGpu = testing::GpuTest;
+
+std::vector<float> random_vec(size_t n, uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+// bf16 values (as the device stores them) and their exact float values.
+std::vector<__nv_bfloat16> to_bf16(const std::vector<float>& x) {
+  std::vector<__nv_bfloat16> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    uint16_t bits = f32_to_bf16(x[i]);
+    std::memcpy(static_cast<void*>(&out[i]), &bits, 2);
+  }
+  return out;
+}
+std::vector<float> to_f32(const std::vector<__nv_bfloat16>& x) {
+  std::vector<float> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, &x[i], 2);
+    out[i] = bf16_to_f32(bits);
+  }
+  return out;
+}
+std::vector<float> round_bf16(const std::vector<float>& x) { return to_f32(to_bf16(x)); }
+std::vector<float> abs_vec(std::vector<float> x) {
+  for (auto& v : x) v = std::fabs(v);
+  return x;
+}
+
+// |got - ref| <= tol * scale + 1e-30 elementwise, reporting the worst element.
+void expect_close(const std::vector<float>& got, const std::vector<float>& ref,
+                  const std::vector<float>& scale, double tol, const char* what) {
+  ASSERT_EQ(got.size(), ref.size());
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double err = std::fabs(double(got[i]) - ref[i]) / (double(scale[i]) + 1e-30);
+    if (!(err <= worst)) {  // NaN counts as worst
+      worst = err;
+      at = i;
+    }
+  }
+  EXPECT_LE(worst, tol) << what << ": element " << at << " got " << got[at] << " want " << ref[at]
+                        << " (scale " << scale[at] << ")";
+}
+
+struct GemmCase {
+  bool ta, tb;
+  int64_t M, N, K;
+};
+
+// Row-major op(A) (M, K), op(B) (K, N), C (M, N) with padded leading dimensions.
+template <class T>
+void check_gemm(cuda::Blas& blas, const GemmCase& g, float alpha, float beta, double tol,
+                uint32_t seed) {
+  const int64_t lda = (g.ta ? g.M : g.K) + 3, ldb = (g.tb ? g.K : g.N) + 1, ldc = g.N + 2;
+  const int64_t a_rows = g.ta ? g.K : g.M, b_rows = g.tb ? g.N : g.K;
+  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
+  auto prep = [&](std::vector<float> v) { return kBf16 ? round_bf16(v) : v; };
+  auto A = prep(random_vec(a_rows * lda, seed));
+  auto B = prep(random_vec(b_rows * ldb, seed + 1));
+  auto C = prep(random_vec(g.M * ldc, seed + 2));
+  std::vector<float> ref = C, scale(C.size());
+  cpu::gemm<float>(g.ta, g.tb, g.M, g.N, g.K, alpha, A.data(), lda, B.data(), ldb, beta, ref.data(),
+                   ldc);
+  auto absA = abs_vec(A), absB = abs_vec(B);
+  for (size_t i = 0; i < C.size(); ++i) scale[i] = std::fabs(beta * C[i]);
+  cpu::gemm<float>(g.ta, g.tb, g.M, g.N, g.K, std::fabs(alpha), absA.data(), lda, absB.data(), ldb,
+                   1.f, scale.data(), ldc);
+  for (auto& s : scale) s = std::max(s, 1e-6f);
+  std::vector<float> got;
+  if constexpr (kBf16) {
+    DeviceBuffer<T> dA(to_bf16(A)), dB(to_bf16(B)), dC(to_bf16(C));
+    cuda::gemm<T>(blas, g.ta, g.tb, g.M, g.N, g.K, alpha, dA.get(), lda, dB.get(), ldb, beta,
+                  dC.get(), ldc, nullptr);
+    got = to_f32(dC.to_host());
+  } else {
+    DeviceBuffer<T> dA(A), dB(B), dC(C);
+    cuda::gemm<T>(blas, g.ta, g.tb, g.M, g.N, g.K, alpha, dA.get(), lda, dB.get(), ldb, beta,
+                  dC.get(), ldc, nullptr);
+    got = dC.to_host();
+  }
+  // The padding columns of C are left as they were.
+  for (int64_t i = 0; i < g.M; ++i)
+    for (int64_t j = g.N; j < ldc; ++j) ASSERT_EQ(got[i * ldc + j], C[i * ldc + j]);
+  ::testing::ScopedTrace trace(__FILE__, __LINE__,
+                               ::testing::Message() << "ta=" << g.ta << " tb=" << g.tb << " M="
+                                                    << g.M << " N=" << g.N << " K=" << g.K);
+  expect_close(got, ref, scale, tol, kBf16 ? "bf16 gemm" : "fp32 gemm");
+}
+
+constexpr double kF32Tol = 1e-5;
+constexpr double kBf16Tol = 1e-2;
+
+TEST_F(BlasGpu, GemmFp32AllTransposesAndOddShapes) {
+  cuda::Blas blas;
+  uint32_t seed = 1;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (GemmCase g : {GemmCase{ta, tb, 7, 13, 5}, GemmCase{ta, tb, 1, 37, 64},
+                         GemmCase{ta, tb, 65, 1, 129}, GemmCase{ta, tb, 130, 96, 200}})
+        check_gemm<float>(blas, g, 0.75f, 0.5f, kF32Tol, seed += 3);
+}
+
+TEST_F(BlasGpu, GemmBf16AllTransposesAndOddShapes) {
+  cuda::Blas blas;
+  uint32_t seed = 100;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (GemmCase g : {GemmCase{ta, tb, 7, 13, 5}, GemmCase{ta, tb, 1, 37, 64},
+                         GemmCase{ta, tb, 65, 1, 129}, GemmCase{ta, tb, 130, 96, 200}})
+        check_gemm<__nv_bfloat16>(blas, g, 1.f, 1.f, kBf16Tol, seed += 3);
+}
+
+TEST_F(BlasGpu, GemmBetaZeroIgnoresCAndKZeroScales) {
+  cuda::Blas blas;
+  check_gemm<float>(blas, {false, false, 9, 11, 0}, 1.f, 0.25f, kF32Tol, 7);
+  check_gemm<float>(blas, {false, true, 9, 11, 0}, 1.f, 0.f, kF32Tol, 8);
+  // beta = 0 never reads C, so NaN there does not leak out.
+  std::vector<float> A = random_vec(6 * 4, 9), B = random_vec(4 * 5, 10);
+  std::vector<float> C(6 * 5, std::nanf("")), ref(6 * 5, 0.f);
+  cpu::gemm<float>(false, false, 6, 5, 4, 1.f, A.data(), 4, B.data(), 5, 0.f, ref.data(), 5);
+  DeviceBuffer<float> dA(A), dB(B), dC(C);
+  cuda::gemm<float>(blas, false, false, 6, 5, 4, 1.f, dA.get(), 4, dB.get(), 5, 0.f, dC.get(), 5,
+                    nullptr);
+  auto got = dC.to_host();
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], ref[i], 1e-5f * 4);
+}
+
+TEST_F(BlasGpu, GemmGpt2SizedShape) {
+  cuda::Blas blas;
+  check_gemm<float>(blas, {false, true, 768, 2304, 3072}, 1.f, 0.f, kF32Tol, 21);
+  check_gemm<__nv_bfloat16>(blas, {false, true, 768, 2304, 3072}, 1.f, 0.f, kBf16Tol, 22);
+  check_gemm<__nv_bfloat16>(blas, {true, false, 768, 2304, 3072}, 1.f, 1.f, kBf16Tol, 23);
+}
+
+// The reference of linear_forward: pre (N, OC) and its magnitude scale.
+struct LinearRef {
+  std::vector<float> pre, scale;
+};
+LinearRef linear_ref(const std::vector<float>& inp, const std::vector<float>& w,
+                     const std::vector<float>* bias, int64_t N, int64_t IC, int64_t OC) {
+  LinearRef r{std::vector<float>(N * OC), std::vector<float>(N * OC)};
+  cpu::linear_forward<float>(r.pre.data(), inp.data(), w.data(), bias ? bias->data() : nullptr, N,
+                             IC, OC);
+  auto ai = abs_vec(inp), aw = abs_vec(w);
+  std::vector<float> ab;
+  if (bias) ab = abs_vec(*bias);
+  cpu::linear_forward<float>(r.scale.data(), ai.data(), aw.data(), bias ? ab.data() : nullptr, N,
+                             IC, OC);
+  for (auto& s : r.scale) s = std::max(s, 1e-6f);
+  return r;
+}
+
+template <class T>
+void check_linear_forward(int64_t N, int64_t IC, int64_t OC, bool with_bias, cuda::Epilogue ep,
+                          bool with_pre, double tol, double gelu_tol, uint32_t seed) {
+  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
+  auto prep = [&](std::vector<float> v) { return kBf16 ? round_bf16(v) : v; };
+  auto inp = prep(random_vec(N * IC, seed)), w = prep(random_vec(OC * IC, seed + 1));
+  auto bias = prep(random_vec(OC, seed + 2));
+  LinearRef ref = linear_ref(inp, w, with_bias ? &bias : nullptr, N, IC, OC);
+  auto upload = [&](const std::vector<float>& v) {
+    if constexpr (kBf16)
+      return DeviceBuffer<T>(to_bf16(v));
+    else
+      return DeviceBuffer<T>(v);
+  };
+  auto download = [&](const DeviceBuffer<T>& d) {
+    if constexpr (kBf16)
+      return to_f32(d.to_host());
+    else
+      return d.to_host();
+  };
+  DeviceBuffer<T> d_inp = upload(inp), d_w = upload(w), d_b = upload(bias);
+  DeviceBuffer<T> d_out(N * OC), d_pre(N * OC);
+  cuda::Blas blas;
+  const bool gelu = ep == cuda::Epilogue::Gelu;
+  cuda::linear_forward<T>(blas, d_out.get(), with_pre ? d_pre.get() : nullptr, d_inp.get(),
+                          d_w.get(), with_bias ? d_b.get() : nullptr, N, IC, OC, ep, nullptr);
+  auto out = download(d_out);
+  ::testing::ScopedTrace trace(__FILE__, __LINE__,
+                               ::testing::Message() << "N=" << N << " IC=" << IC << " OC=" << OC
+                                                    << " bias=" << with_bias << " gelu=" << gelu
+                                                    << " pre=" << with_pre);
+  if (!gelu) {
+    expect_close(out, ref.pre, ref.scale, tol, "linear out");
+    return;
+  }
+  if (with_pre) expect_close(download(d_pre), ref.pre, ref.scale, tol, "pre-activation");
+  std::vector<double> pre_d(ref.pre.begin(), ref.pre.end()), want_d(N * OC);
+  cpu::gelu_forward<double>(want_d.data(), pre_d.data(), N * OC);
+  std::vector<float> want(want_d.begin(), want_d.end()), bound(N * OC);
+  // GELU's slope is at most 1.13, so the GEMM's error carries over scaled by
+  // that; gelu_tol * max(1, |x|) allows for the epilogue's own tanh and for
+  // the rounding of bf16 outputs.
+  double worst_tanh = 0, worst_erf = 0;
+  for (int64_t i = 0; i < N * OC; ++i) {
+    const double x = pre_d[i];
+    bound[i] =
+        static_cast<float>(1.13 * tol * ref.scale[i] + gelu_tol * std::max(1.0, std::fabs(x)));
+    worst_tanh = std::max(worst_tanh, std::fabs(out[i] - want_d[i]));
+    worst_erf =
+        std::max(worst_erf, std::fabs(out[i] - 0.5 * x * (1 + std::erf(x / std::sqrt(2.)))));
+  }
+  // Which GELU the epilogue computes, for the record (the tanh form is expected).
+  std::cout << "  [gelu " << (kBf16 ? "bf16" : "fp32") << " OC=" << OC
+            << "] max |out - gelu_tanh| = " << worst_tanh
+            << ", max |out - gelu_erf| = " << worst_erf << "\n";
+  expect_close(out, want, bound, 1.0, "gelu out");
+}
+
+TEST_F(BlasGpu, LinearForwardBiasFp32AndBf16) {
+  for (bool bias : {false, true}) {
+    check_linear_forward<float>(33, 64, 48, bias, cuda::Epilogue::None, false, kF32Tol, 0, 30);
+    check_linear_forward<float>(1, 7, 13, bias, cuda::Epilogue::None, false, kF32Tol, 0, 31);
+    check_linear_forward<__nv_bfloat16>(33, 64, 48, bias, cuda::Epilogue::None, false, kBf16Tol, 0,
+                                        32);
+    check_linear_forward<__nv_bfloat16>(5, 3, 13, bias, cuda::Epilogue::None, false, kBf16Tol, 0,
+                                        33);
+  }
+  check_linear_forward<float>(4, 0, 8, true, cuda::Epilogue::None, false, kF32Tol, 0, 34);  // IC=0
+}
+
+// OC a multiple of 8: the fused GELU epilogue (if cuBLASLt offers it). Its
+// tanh may be the hardware approximation (relative error ~2^-11), so the GELU
+// output gets 5e-4 of max(1, |x|) in fp32.
+TEST_F(BlasGpu, LinearForwardGeluFusedShapes) {
+  for (bool bias : {false, true})
+    for (bool pre : {false, true}) {
+      check_linear_forward<float>(40, 64, 64, bias, cuda::Epilogue::Gelu, pre, kF32Tol, 5e-4, 40);
+      check_linear_forward<__nv_bfloat16>(40, 64, 64, bias, cuda::Epilogue::Gelu, pre, kBf16Tol,
+                                          1e-2, 41);
+    }
+  check_linear_forward<__nv_bfloat16>(256, 768, 3072, true, cuda::Epilogue::Gelu, true, kBf16Tol,
+                                      1e-2, 42);
+}
+
+// OC = 13 (no fused GELU input matrix): the separate bias/GELU pass, whose tanhf
+// is accurate, so the fp32 output is held to 1e-5.
+TEST_F(BlasGpu, LinearForwardGeluUnfusedShapes) {
+  for (bool bias : {false, true})
+    for (bool pre : {false, true}) {
+      check_linear_forward<float>(9, 17, 13, bias, cuda::Epilogue::Gelu, pre, kF32Tol, 1e-5, 50);
+      check_linear_forward<__nv_bfloat16>(9, 17, 13, bias, cuda::Epilogue::Gelu, pre, kBf16Tol,
+                                          1e-2, 51);
+    }
+}
+
+// Backward accumulates: gradients start non-zero and must end at start + delta.
+template <class T>
+void check_linear_backward(int64_t N, int64_t IC, int64_t OC, double tol_dinp, uint32_t seed) {
+  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
+  auto prep = [&](std::vector<float> v) { return kBf16 ? round_bf16(v) : v; };
+  auto inp = prep(random_vec(N * IC, seed)), w = prep(random_vec(OC * IC, seed + 1));
+  auto dout = prep(random_vec(N * OC, seed + 2));
+  auto dinp0 = prep(random_vec(N * IC, seed + 3));
+  auto dw0 = random_vec(OC * IC, seed + 4), db0 = random_vec(OC, seed + 5);
+  std::vector<float> dinp = dinp0, dw = dw0, db = db0;
+  cpu::linear_backward<float>(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(),
+                              N, IC, OC);
+  // Magnitude scales: the same sums over absolute values.
+  std::vector<float> s_dinp = abs_vec(dinp0), s_dw = abs_vec(dw0), s_db = abs_vec(db0);
+  auto ai = abs_vec(inp), aw = abs_vec(w), ad = abs_vec(dout);
+  cpu::linear_backward<float>(s_dinp.data(), s_dw.data(), s_db.data(), ad.data(), ai.data(),
+                              aw.data(), N, IC, OC);
+  auto upload = [&](const std::vector<float>& v) {
+    if constexpr (kBf16)
+      return DeviceBuffer<T>(to_bf16(v));
+    else
+      return DeviceBuffer<T>(v);
+  };
+  DeviceBuffer<T> d_inp = upload(inp), d_w = upload(w), d_dout = upload(dout),
+                  d_dinp = upload(dinp0);
+  DeviceBuffer<float> d_dw(dw0), d_db(db0);
+  cuda::Blas blas;
+  cuda::linear_backward<T>(blas, d_dinp.get(), d_dw.get(), d_db.get(), d_dout.get(), d_inp.get(),
+                           d_w.get(), N, IC, OC, nullptr);
+  std::vector<float> got_dinp;
+  if constexpr (kBf16)
+    got_dinp = to_f32(d_dinp.to_host());
+  else
+    got_dinp = d_dinp.to_host();
+  ::testing::ScopedTrace trace(__FILE__, __LINE__,
+                               ::testing::Message() << "N=" << N << " IC=" << IC << " OC=" << OC);
+  expect_close(got_dinp, dinp, s_dinp, tol_dinp, "dinp");
+  // Weight and bias gradients are fp32 accumulators in both precisions; bf16
+  // inputs multiply exactly in fp32, so only summation order differs.
+  expect_close(d_dw.to_host(), dw, s_dw, kBf16 ? 1e-4 : kF32Tol, "dweight");
+  expect_close(d_db.to_host(), db, s_db, kBf16 ? 1e-4 : kF32Tol, "dbias");
+
+  // Null outputs are skipped; a second call adds again (dbias deterministic).
+  cuda::linear_backward<T>(blas, nullptr, nullptr, d_db.get(), d_dout.get(), d_inp.get(), d_w.get(),
+                           N, IC, OC, nullptr);
+  auto db_twice = d_db.to_host();
+  DeviceBuffer<float> d_db2(db0);
+  cuda::linear_backward<T>(blas, nullptr, nullptr, d_db2.get(), d_dout.get(), d_inp.get(),
+                           d_w.get(), N, IC, OC, nullptr);
+  cuda::linear_backward<T>(blas, nullptr, nullptr, d_db2.get(), d_dout.get(), d_inp.get(),
+                           d_w.get(), N, IC, OC, nullptr);
+  auto db_again = d_db2.to_host();
+  for (int64_t c = 0; c < OC; ++c) EXPECT_EQ(db_twice[c], db_again[c]) << "dbias column " << c;
+}
+
+TEST_F(BlasGpu, LinearBackwardAccumulatesFp32) {
+  check_linear_backward<float>(33, 64, 48, kF32Tol, 60);
+  check_linear_backward<float>(1, 7, 13, kF32Tol, 61);
+  check_linear_backward<float>(300, 17, 70, kF32Tol, 62);
+}
+
+TEST_F(BlasGpu, LinearBackwardAccumulatesBf16) {
+  check_linear_backward<__nv_bfloat16>(33, 64, 48, kBf16Tol, 70);
+  check_linear_backward<__nv_bfloat16>(1, 7, 13, kBf16Tol, 71);
+  check_linear_backward<__nv_bfloat16>(1024, 768, 768, kBf16Tol, 72);
+}
+
+}  // namespace
+}  // namespace parallm
