@@ -6,7 +6,10 @@
 #include <cublasLt.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <map>
+#include <optional>
 
 #include "base/error.h"
 #include "kernels/cuda/blas_epilogue.h"
@@ -14,10 +17,17 @@
 
 namespace parallm::cuda {
 
+// A problem's shape, types, epilogue and operand alignments: what the
+// heuristic's choice depends on.
+using AlgoKey = std::array<int64_t, 19>;
+
 struct Blas::Impl {
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
   int device = 0;
+  // The heuristic's answer per problem (nullopt: no algorithm), asked once:
+  // the query costs tens of microseconds, as much as a small GEMM.
+  std::map<AlgoKey, std::optional<cublasLtMatmulAlgo_t>> algos;
 };
 
 namespace {
@@ -143,25 +153,53 @@ bool run(Blas& blas, const Problem& p, cudaStream_t s) {
   Layout a(p.ab, p.ta ? p.k : p.m, p.ta ? p.m : p.k, p.lda);
   Layout b(p.ab, p.tb ? p.n : p.k, p.tb ? p.k : p.n, p.ldb);
   Layout c(p.cd, p.m, p.n, p.ldc);
-  Preference pref;
-  pref.set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, static_cast<uint64_t>(Blas::kWorkspaceBytes));
-  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment_of(p.A));
-  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment_of(p.B));
-  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment_of(p.C));
-  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment_of(p.C));
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
-      impl.handle, desc.get(), a.get(), b.get(), c.get(), c.get(), pref.get(), 1, &result, &found);
-  // A fused epilogue cuBLASLt refuses (whatever status it names) runs unfused.
   const bool fused = p.epilogue != CUBLASLT_EPILOGUE_DEFAULT;
-  if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found == 0) ||
-      (fused && st != CUBLAS_STATUS_SUCCESS))
-    return false;
-  PX_LT(st);
-  st =
+  const AlgoKey key = {p.m,
+                       p.n,
+                       p.k,
+                       p.lda,
+                       p.ldb,
+                       p.ldc,
+                       p.ta,
+                       p.tb,
+                       static_cast<int64_t>(p.ab),
+                       static_cast<int64_t>(p.cd),
+                       static_cast<int64_t>(p.epilogue),
+                       tf32,
+                       alignment_of(p.A),
+                       alignment_of(p.B),
+                       alignment_of(p.C),
+                       p.bias != nullptr,
+                       alignment_of(p.bias),
+                       alignment_of(p.aux),
+                       p.aux_ld};
+  auto it = impl.algos.find(key);
+  if (it == impl.algos.end()) {
+    Preference pref;
+    pref.set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+             static_cast<uint64_t>(Blas::kWorkspaceBytes));
+    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment_of(p.A));
+    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment_of(p.B));
+    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment_of(p.C));
+    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment_of(p.C));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    cublasStatus_t st =
+        cublasLtMatmulAlgoGetHeuristic(impl.handle, desc.get(), a.get(), b.get(), c.get(), c.get(),
+                                       pref.get(), 1, &result, &found);
+    // "No algorithm" is remembered; a fused epilogue cuBLASLt refuses, whatever
+    // status it names, counts as none (it runs unfused); other errors throw.
+    std::optional<cublasLtMatmulAlgo_t> algo;
+    if (st == CUBLAS_STATUS_SUCCESS && found > 0)
+      algo = result.algo;
+    else if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED && !fused)
+      PX_LT(st);
+    it = impl.algos.emplace(key, algo).first;
+  }
+  if (!it->second) return false;
+  const cublasStatus_t st =
       cublasLtMatmul(impl.handle, desc.get(), &p.alpha, p.A, a.get(), p.B, b.get(), &p.beta, p.C,
-                     c.get(), p.C, c.get(), &result.algo, impl.workspace, Blas::kWorkspaceBytes, s);
+                     c.get(), p.C, c.get(), &*it->second, impl.workspace, Blas::kWorkspaceBytes, s);
   if (fused && (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE))
     return false;  // refused before launching anything
   PX_LT(st);

@@ -158,6 +158,33 @@ TEST_F(BlasGpu, GemmBetaZeroIgnoresCAndKZeroScales) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], ref[i], 1e-5f * 4);
 }
 
+// Operands that start one element into their buffers (views: 4- or 2-byte
+// aligned, not the 256 bytes cuBLASLt's heuristic assumes unless told).
+TEST_F(BlasGpu, GemmOnUnalignedViews) {
+  cuda::Blas blas;
+  const int64_t M = 24, N = 40, K = 32;
+  auto A = random_vec(M * K + 1, 90), B = random_vec(K * N + 1, 91);
+  std::vector<float> ref(M * N + 1, 0.f), scale(M * N + 1, 0.f);
+  cpu::gemm<float>(false, false, M, N, K, 1.f, A.data() + 1, K, B.data() + 1, N, 0.f,
+                   ref.data() + 1, N);
+  auto absA = abs_vec(A), absB = abs_vec(B);
+  cpu::gemm<float>(false, false, M, N, K, 1.f, absA.data() + 1, K, absB.data() + 1, N, 0.f,
+                   scale.data() + 1, N);
+  for (auto& v : scale) v = std::max(v, 1e-6f);
+  DeviceBuffer<float> dA(A), dB(B), dC(M * N + 1);
+  cuda::gemm<float>(blas, false, false, M, N, K, 1.f, dA.get() + 1, K, dB.get() + 1, N, 0.f,
+                    dC.get() + 1, N, nullptr);
+  expect_close(dC.to_host(), ref, scale, kF32Tol, "fp32 gemm on views");
+  auto Ab = round_bf16(A), Bb = round_bf16(B);
+  std::vector<float> refb(M * N + 1, 0.f);
+  cpu::gemm<float>(false, false, M, N, K, 1.f, Ab.data() + 1, K, Bb.data() + 1, N, 0.f,
+                   refb.data() + 1, N);
+  DeviceBuffer<__nv_bfloat16> dAb(to_bf16(Ab)), dBb(to_bf16(Bb)), dCb(M * N + 1);
+  cuda::gemm<__nv_bfloat16>(blas, false, false, M, N, K, 1.f, dAb.get() + 1, K, dBb.get() + 1, N,
+                            0.f, dCb.get() + 1, N, nullptr);
+  expect_close(to_f32(dCb.to_host()), refb, scale, kBf16Tol, "bf16 gemm on views");
+}
+
 TEST_F(BlasGpu, GemmGpt2SizedShape) {
   cuda::Blas blas;
   check_gemm<float>(blas, {false, true, 768, 2304, 3072}, 1.f, 0.f, kF32Tol, 21);
