@@ -14,7 +14,7 @@ if [ ! -f "$build/build.ninja" ]; then
   ./scripts/install-deps.sh
   cmake --preset release >/dev/null
 fi
-bins=(tests/parallm_gpu_tests)
+bins=(parallm tests/parallm_gpu_tests)
 for src in bench/gpu/*.cpp; do bins+=("bench/gpu_$(basename "$src" .cpp)"); done
 targets=()
 for b in "${bins[@]}"; do targets+=("$(basename "$b")"); done
@@ -34,7 +34,7 @@ for b in "$stage"/bin/*; do
     if ! [[ "$name" =~ $skip ]]; then cp -Ln "$path" "$stage/lib/" 2>/dev/null || true; fi
   done
 done
-cp bench/gpu/*.py "$stage/bin/"
+cp bench/gpu/*.py tests/cli/device_cuda.sh "$stage/bin/"
 mkdir -p gpu-bundle
 tar -C "$stage" -cJf gpu-bundle/bundle.tar.xz .
 size=$(du -m gpu-bundle/bundle.tar.xz | cut -f1)

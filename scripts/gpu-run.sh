@@ -6,7 +6,9 @@
 #   tests         the gpu tests (GoogleTest JSON + log)
 #   gemm          cuBLASLt GEMM TFLOP/s (the measured peak for MFU)
 #   attention     our flash attention vs PyTorch's scaled_dot_product_attention
-#   gpt2 [B...]   GPT-2 124M bf16 training: parallm, torch eager, torch.compile
+#   gpt2          GPT-2 124M bf16 training: parallm, torch eager, torch.compile
+#                 (micro-batches $GPT2_BATCHES, default "16 32"; $GPT2_PEERS=no skips torch)
+#   cli           `parallm train --device cuda` end to end (tests/cli/device_cuda.sh)
 # Example: scripts/gpu-run.sh tests gemm attention gpt2
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -43,10 +45,12 @@ for step in "$@"; do
     gpt2)
       for b in ${GPT2_BATCHES:-16 32}; do
         "$bin/gpu_gpt2_train" --batch "$b" 2>&1 | tee -a "$out/bench.jsonl"
+        [ "${GPT2_PEERS:-yes}" = no ] && continue
         python3 "$bin/gpt2_torch.py" --batch "$b" 2>&1 | tail -1 | tee -a "$out/bench.jsonl"
         python3 "$bin/gpt2_torch.py" --batch "$b" --compile 2>&1 | tail -1 | tee -a "$out/bench.jsonl"
       done ;;
-    *) echo "gpu-run: unknown step $step (tests, gemm, attention, gpt2)" >&2 ;;
+    cli) bash "$bin/device_cuda.sh" "$bin/parallm" 2>&1 | tail -5 | tee "$out/cli.log" ;;
+    *) echo "gpu-run: unknown step $step (tests, gemm, attention, gpt2, cli)" >&2 ;;
   esac
 done
 # One archive of the per-suite JSON files (the device tool returns few files).

@@ -58,7 +58,8 @@ CudaTransformer::Impl::Impl(const ModelConfig& c, const ParameterSet& host, Allo
            cfg.max_positions);
   for (int i = 0; i < host.size(); ++i)
     params.push_back({host.spec(i).name, host.offset(i), host.numel(i), host.spec(i).weight_decay});
-  PX_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  // A blocking stream: it orders after the device memory's zero-fills on the legacy stream.
+  PX_CUDA(cudaStreamCreate(&stream));
   const DType act = p == CudaPrecision::BF16 ? DType::BF16 : DType::F32;
   const int64_t n = host.total_numel();
   values = device_tensor(a, n, DType::F32, MemTag::Parameter);
