@@ -33,7 +33,7 @@ for step in "$@"; do
       # and the other suites should still report.
       mkdir -p "$out/json"
       for suite in $("$bin/parallm_gpu_tests" --gtest_list_tests | grep -v '^ ' | tr -d '.'); do
-        timeout 300 "$bin/parallm_gpu_tests" --gtest_filter="$suite.*" \
+        timeout "${SUITE_TIMEOUT:-120}" "$bin/parallm_gpu_tests" --gtest_filter="$suite.*" \
           --gtest_output=json:"$out/json/$suite.json" >>"$out/gpu_tests.log" 2>&1
         echo "$suite: exit $?" | tee -a "$out/gpu_tests.log"
       done
