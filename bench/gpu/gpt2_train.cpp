@@ -5,7 +5,9 @@
 // the loss and the device allocator's peak bytes per tag.
 // bench/gpu/gpt2_torch.py runs the same model and step in PyTorch.
 //   gpu_gpt2_train [--model NAME] [--batch B] [--seq T] [--steps S]
-//                  [--precision bf16|fp32] [--peak-tflops P]
+//                  [--precision bf16|fp32] [--peak-tflops P] [--profile-steps K]
+// After the timed steps, K more (default 3) record an event per phase and
+// the line gains the GPU milliseconds per step of each phase.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
@@ -29,7 +31,7 @@ namespace {
 
 struct Args {
   std::string model = "gpt2-124m-padded";
-  int64_t batch = 16, seq = 1024, steps = 20, warmup = 3;
+  int64_t batch = 16, seq = 1024, steps = 20, warmup = 3, profile_steps = 3;
   std::string precision = "bf16";
   double peak_tflops = 989.4;  // H100/H200 SXM dense bf16 (NVIDIA's datasheet)
 };
@@ -44,6 +46,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--steps") a.steps = std::stoll(v);
     else if (k == "--precision") a.precision = v;
     else if (k == "--peak-tflops") a.peak_tflops = std::stod(v);
+    else if (k == "--profile-steps") a.profile_steps = std::stoll(v);
     else PX_FAIL("unknown flag {} (see the header of bench/gpu/gpt2_train.cpp)", k);
   }
   PX_CHECK(a.precision == "bf16" || a.precision == "fp32", "--precision {}: bf16 or fp32",
@@ -58,7 +61,8 @@ int main(int argc, char** argv) try {
   const int dev = cuda::select_device(0);
   ModelConfig cfg = catalog_model(a.model);
   Allocator host;
-  Transformer init(cfg, host);  // the CPU's counter-RNG initialisation
+  Transformer init(cfg, host);
+  init.params().init_random(1234);  // the CPU's counter-RNG initialisation
   cuda::CachingDeviceMemory device_memory;
   Allocator gpu(device_memory);
   CudaTransformer model(cfg, init.params(), gpu,
@@ -74,20 +78,41 @@ int main(int argc, char** argv) try {
   OptimizerConfig oc;
   oc.lr = 6e-4;
   double first_loss = 0, last_loss = 0, seconds = 0;
-  for (int64_t s = 0; s < a.warmup + a.steps; ++s) {
-    if (s == a.warmup) gpu.reset_peaks();
-    auto t0 = std::chrono::steady_clock::now();
+  int64_t step = 0;
+  auto train_step = [&]() {
     model.zero_grads();
     double loss = model.forward_backward(tokens.data(), tokens.data() + 1, a.batch,
                                          1.0 / static_cast<double>(N)) /
                   static_cast<double>(N);
     model.clip_grad_norm(1.0);
-    model.optimizer_step(oc, oc.lr, s + 1);
-    PX_CHECK(cudaStreamSynchronize(model.stream()) == cudaSuccess, "step {} failed", s);
+    model.optimizer_step(oc, oc.lr, ++step);
+    PX_CHECK(cudaStreamSynchronize(model.stream()) == cudaSuccess, "step {} failed", step);
+    return loss;
+  };
+  for (int64_t s = 0; s < a.warmup + a.steps; ++s) {
+    if (s == a.warmup) gpu.reset_peaks();
+    auto t0 = std::chrono::steady_clock::now();
+    const double loss = train_step();
     auto t1 = std::chrono::steady_clock::now();
     if (s == 0) first_loss = loss;
     last_loss = loss;
     if (s >= a.warmup) seconds += std::chrono::duration<double>(t1 - t0).count();
+  }
+  // Where a step's GPU time goes: a few more steps with an event per phase
+  // (kept out of the timing above, since the events cost a little).
+  std::string phases;
+  if (a.profile_steps > 0) {
+    model.set_profiling(true);
+    model.take_profile();
+    for (int64_t s = 0; s < a.profile_steps; ++s) train_step();
+    double total = 0;
+    const auto prof = model.take_profile();
+    for (const auto& [name, ms] : prof) total += ms;
+    for (const auto& [name, ms] : prof)
+      phases += fmt::format("{}\"{}\": {:.3f}", phases.empty() ? "" : ", ", name,
+                            ms / static_cast<double>(a.profile_steps));
+    phases = fmt::format(", \"gpu_ms_per_step\": {:.2f}, \"phase_ms\": {{{}}}",
+                         total / static_cast<double>(a.profile_steps), phases);
   }
   const double tok_s = static_cast<double>(N * a.steps) / seconds;
   const double tflops = tok_s * training_flops_per_token(cfg, a.seq) / 1e12;
@@ -101,10 +126,10 @@ int main(int argc, char** argv) try {
       "\"{}\", \"precision\": \"{}\", \"batch\": {}, \"seq\": {}, \"steps\": {}, "
       "\"ms_per_step\": {:.2f}, \"tokens_per_s\": {:.0f}, \"tflops\": {:.1f}, \"mfu\": {:.4f}, "
       "\"loss_first\": {:.4f}, \"loss_last\": {:.4f}, \"peak_bytes\": {{{}}}, "
-      "\"peak_total\": {}}}\n",
+      "\"peak_total\": {}{}}}\n",
       cuda::device_name(dev), a.model, a.precision, a.batch, a.seq, a.steps,
       1e3 * seconds / static_cast<double>(a.steps), tok_s, tflops, tflops / a.peak_tflops,
-      first_loss, last_loss, mem, ms.total_peak);
+      first_loss, last_loss, mem, ms.total_peak, phases);
   return 0;
 } catch (const std::exception& e) {
   fmt::print(stderr, "gpu_gpt2_train: {}\n", e.what());

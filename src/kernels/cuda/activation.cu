@@ -4,34 +4,26 @@
 // safe.
 #include "kernels/cuda/activation.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/gelu.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/reduce.cuh"
 
 namespace parallm::cuda {
 namespace {
 
-constexpr float kSqrt2OverPi = 0.79788456080286535588f;
-constexpr float kGeluCubic = 0.044715f;
-
 __device__ __forceinline__ float sigmoid_fp32(float x) { return 1.f / (1.f + expf(-x)); }
 
 template <class T>
 __global__ void gelu_forward_kernel(T* out, const T* inp, int64_t n) {
   for (int64_t i = grid_index(); i < n; i += grid_stride()) {
-    const float x = to_float(inp[i]);
-    const float u = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
-    out[i] = from_float<T>(0.5f * x * (1.f + tanhf(u)));
+    out[i] = from_float<T>(gelu_tanh(to_float(inp[i])));
   }
 }
 
 template <class T>
 __global__ void gelu_backward_kernel(T* dinp, const T* inp, const T* dout, int64_t n) {
   for (int64_t i = grid_index(); i < n; i += grid_stride()) {
-    const float x = to_float(inp[i]);
-    const float u = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
-    const float t = tanhf(u);
-    const float du = kSqrt2OverPi * (1.f + 3.f * kGeluCubic * x * x);
-    const float grad = 0.5f * (1.f + t) + 0.5f * x * (1.f - t * t) * du;
+    const float grad = gelu_tanh_grad(to_float(inp[i]));
     dinp[i] = from_float<T>(to_float(dinp[i]) + grad * to_float(dout[i]));
   }
 }

@@ -6,6 +6,7 @@
 
 #include "kernels/cuda/blas_epilogue.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/gelu.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace parallm::cuda {
@@ -15,12 +16,6 @@ __device__ inline float load(const float* p, int64_t i) { return p[i]; }
 __device__ inline float load(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
 __device__ inline void store(float* p, int64_t i, float v) { p[i] = v; }
 __device__ inline void store(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16(v); }
-
-// GPT-2's gelu_new, as kernels/cpu/activation.cpp computes it.
-__device__ inline float gelu_tanh(float x) {
-  const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-  return 0.5f * x * (1.f + tanhf(u));
-}
 
 template <class T>
 __global__ void bias_act_kernel(T* out, T* pre, const T* src, const T* bias, int64_t rows,

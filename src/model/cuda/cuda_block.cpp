@@ -73,6 +73,7 @@ void CudaTransformer::Impl::layer_forward(int l, int64_t B, const T* in, T* out)
   auto b = [&](const char* rest) { return bias ? w(rest) : nullptr; };
   T* tmp = ptr<T>(dln);  // free during forward: a projection's output before its residual add
   norm_forward<T>(layer_name(l, ".norm1"), in, ptr<T>(s.ln1), s.mean1, s.rstd1, N);
+  mark("fwd.norm");
   const cuda::Epilogue none = cuda::Epilogue::None;
   cuda::linear_forward<T>(blas, ptr<T>(s.q), nullptr, ptr<T>(s.ln1), w(".attn.q.weight"),
                           b(".attn.q.bias"), N, C, qd, none, stream);
@@ -80,22 +81,29 @@ void CudaTransformer::Impl::layer_forward(int l, int64_t B, const T* in, T* out)
                           b(".attn.k.bias"), N, C, kvd, none, stream);
   cuda::linear_forward<T>(blas, ptr<T>(s.v), nullptr, ptr<T>(s.ln1), w(".attn.v.weight"),
                           b(".attn.v.bias"), N, C, kvd, none, stream);
+  mark("fwd.qkv");
   if (rope_positions.defined()) {
     const int64_t* pos = rope_positions.data<int64_t>();
     cuda::rope_forward<T>(ptr<T>(s.q), pos, B, seq, cfg.n_heads, cfg.head_dim, cfg.rope_theta,
                           stream);
     cuda::rope_forward<T>(ptr<T>(s.k), pos, B, seq, cfg.n_kv_heads, cfg.head_dim, cfg.rope_theta,
                           stream);
+    mark("fwd.rope");
   }
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(cfg.head_dim)));
   cuda::attention_forward<T>(ptr<T>(s.att), s.lse.data<float>(), ptr<T>(s.q), ptr<T>(s.k),
                              ptr<T>(s.v), attn_dims(B), scale, stream);
+  mark("fwd.attention");
   cuda::linear_forward<T>(blas, tmp, nullptr, ptr<T>(s.att), w(".attn.o.weight"),
                           b(".attn.o.bias"), N, qd, C, none, stream);
+  mark("fwd.attn_out");
   cuda::add<T>(ptr<T>(s.mid), in, tmp, N * C, stream);
+  mark("fwd.residual");
   norm_forward<T>(layer_name(l, ".norm2"), ptr<T>(s.mid), ptr<T>(s.ln2), s.mean2, s.rstd2, N);
+  mark("fwd.norm");
   mlp_forward<T>(l, N, s, tmp);
   cuda::add<T>(out, ptr<T>(s.mid), tmp, N * C, stream);
+  mark("fwd.residual");
 }
 
 template <class T>
@@ -108,14 +116,19 @@ void CudaTransformer::Impl::mlp_forward(int l, int64_t N, Saved& s, T* out) {
                             nullptr, N, C, I, none, stream);
     cuda::linear_forward<T>(blas, ptr<T>(s.up), nullptr, ptr<T>(s.ln2), w(".mlp.up.weight"),
                             nullptr, N, C, I, none, stream);
+    mark("fwd.mlp_in");
     cuda::swiglu_forward<T>(ptr<T>(s.h), ptr<T>(s.pre), ptr<T>(s.up), N * I, stream);
+    mark("fwd.swiglu");
     cuda::linear_forward<T>(blas, out, nullptr, ptr<T>(s.h), w(".mlp.down.weight"), nullptr, N, I,
                             C, none, stream);
+    mark("fwd.mlp_out");
   } else {
     cuda::linear_forward<T>(blas, ptr<T>(s.h), ptr<T>(s.pre), ptr<T>(s.ln2), w(".mlp.fc.weight"),
                             w(".mlp.fc.bias"), N, C, I, cuda::Epilogue::Gelu, stream);
+    mark("fwd.mlp_in");
     cuda::linear_forward<T>(blas, out, nullptr, ptr<T>(s.h), w(".mlp.proj.weight"),
                             w(".mlp.proj.bias"), N, I, C, none, stream);
+    mark("fwd.mlp_out");
   }
 }
 
@@ -129,22 +142,29 @@ void CudaTransformer::Impl::mlp_backward(int l, int64_t N, Saved& s, T* dln_out)
   zero<T>(dh, N * I, stream);
   zero<T>(dpre, N * I, stream);
   zero<T>(dln, N * C, stream);
+  mark("bwd.zero");
   if (cfg.uses_swiglu()) {
     cuda::linear_backward<T>(blas, ptr<T>(dh), g(".mlp.down.weight"), nullptr, dX, ptr<T>(s.h),
                              w(".mlp.down.weight"), N, I, C, stream);
+    mark("bwd.mlp_out");
     zero<T>(dup, N * I, stream);
     cuda::swiglu_backward<T>(ptr<T>(dpre), ptr<T>(dup), ptr<T>(dh), ptr<T>(s.pre), ptr<T>(s.up),
                              N * I, stream);
+    mark("bwd.swiglu");
     cuda::linear_backward<T>(blas, dln_out, g(".mlp.gate.weight"), nullptr, ptr<T>(dpre),
                              ptr<T>(s.ln2), w(".mlp.gate.weight"), N, C, I, stream);
     cuda::linear_backward<T>(blas, dln_out, g(".mlp.up.weight"), nullptr, ptr<T>(dup),
                              ptr<T>(s.ln2), w(".mlp.up.weight"), N, C, I, stream);
+    mark("bwd.mlp_in");
   } else {
     cuda::linear_backward<T>(blas, ptr<T>(dh), g(".mlp.proj.weight"), g(".mlp.proj.bias"), dX,
                              ptr<T>(s.h), w(".mlp.proj.weight"), N, I, C, stream);
+    mark("bwd.mlp_out");
     cuda::gelu_backward<T>(ptr<T>(dpre), ptr<T>(s.pre), ptr<T>(dh), N * I, stream);
+    mark("bwd.gelu");
     cuda::linear_backward<T>(blas, dln_out, g(".mlp.fc.weight"), g(".mlp.fc.bias"), ptr<T>(dpre),
                              ptr<T>(s.ln2), w(".mlp.fc.weight"), N, C, I, stream);
+    mark("bwd.mlp_in");
   }
 }
 
@@ -160,9 +180,11 @@ void CudaTransformer::Impl::layer_backward(int l, int64_t B) {
   T* dX = ptr<T>(dx);
   mlp_backward<T>(l, N, s, ptr<T>(dln));
   norm_backward<T>(layer_name(l, ".norm2"), dX, ptr<T>(dln), ptr<T>(s.mid), s.mean2, s.rstd2, N);
+  mark("bwd.norm");
   zero<T>(datt, N * qd, stream);
   cuda::linear_backward<T>(blas, ptr<T>(datt), gw(".attn.o.weight"), g(".attn.o.bias"), dX,
                            ptr<T>(s.att), w(".attn.o.weight"), N, qd, C, stream);
+  mark("bwd.attn_out");
   zero<T>(dq, N * qd, stream);
   zero<T>(dk, N * kvd, stream);
   zero<T>(dv, N * kvd, stream);
@@ -170,12 +192,14 @@ void CudaTransformer::Impl::layer_backward(int l, int64_t B) {
   cuda::attention_backward<T>(ptr<T>(dq), ptr<T>(dk), ptr<T>(dv), ptr<T>(datt), ptr<T>(s.q),
                               ptr<T>(s.k), ptr<T>(s.v), ptr<T>(s.att), s.lse.data<float>(),
                               attn_dims(B), scale, scratch.raw(), stream);
+  mark("bwd.attention");
   if (rope_positions.defined()) {  // back through the rotation to the projections' outputs
     const int64_t* pos = rope_positions.data<int64_t>();
     cuda::rope_backward<T>(ptr<T>(dq), pos, B, seq, cfg.n_heads, cfg.head_dim, cfg.rope_theta,
                            stream);
     cuda::rope_backward<T>(ptr<T>(dk), pos, B, seq, cfg.n_kv_heads, cfg.head_dim, cfg.rope_theta,
                            stream);
+    mark("bwd.rope");
   }
   zero<T>(dln, N * C, stream);
   cuda::linear_backward<T>(blas, ptr<T>(dln), gw(".attn.q.weight"), g(".attn.q.bias"), ptr<T>(dq),
@@ -184,7 +208,9 @@ void CudaTransformer::Impl::layer_backward(int l, int64_t B) {
                            ptr<T>(s.ln1), w(".attn.k.weight"), N, C, kvd, stream);
   cuda::linear_backward<T>(blas, ptr<T>(dln), gw(".attn.v.weight"), g(".attn.v.bias"), ptr<T>(dv),
                            ptr<T>(s.ln1), w(".attn.v.weight"), N, C, kvd, stream);
+  mark("bwd.qkv");
   norm_backward<T>(layer_name(l, ".norm1"), dX, ptr<T>(dln), ptr<T>(s.x), s.mean1, s.rstd1, N);
+  mark("bwd.norm");
 }
 
 #define PX_INSTANTIATE(T)                                                                         \

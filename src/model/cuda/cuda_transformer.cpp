@@ -5,6 +5,7 @@
 
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -131,7 +132,48 @@ CudaTransformer::Impl::Impl(const ModelConfig& c, const ParameterSet& host, Allo
   PX_CUDA(cudaStreamSynchronize(stream));
 }
 
-CudaTransformer::Impl::~Impl() { cudaStreamDestroy(stream); }
+CudaTransformer::Impl::~Impl() {
+  for (auto& m : marks) cudaEventDestroy(m.second);
+  if (last_mark) cudaEventDestroy(last_mark);
+  cudaStreamDestroy(stream);
+}
+
+void CudaTransformer::Impl::mark(const char* name) {
+  if (!profiling) return;
+  cudaEvent_t e = nullptr;
+  PX_CUDA(cudaEventCreate(&e));
+  PX_CUDA(cudaEventRecord(e, stream));
+  marks.emplace_back(name, e);
+}
+
+void CudaTransformer::set_profiling(bool on) {
+  Impl& s = *impl_;
+  s.profiling = on;
+  if (on && !s.last_mark) {
+    PX_CUDA(cudaEventCreate(&s.last_mark));
+    PX_CUDA(cudaEventRecord(s.last_mark, s.stream));
+  }
+}
+
+std::vector<std::pair<std::string, double>> CudaTransformer::take_profile() {
+  Impl& s = *impl_;
+  std::vector<std::pair<std::string, double>> out;
+  if (!s.last_mark) return out;
+  PX_CUDA(cudaStreamSynchronize(s.stream));
+  for (auto& [name, e] : s.marks) {
+    float ms = 0.f;
+    PX_CUDA(cudaEventElapsedTime(&ms, s.last_mark, e));
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == name; });
+    if (it == out.end())
+      out.emplace_back(name, ms);
+    else
+      it->second += ms;
+    PX_CUDA(cudaEventDestroy(s.last_mark));
+    s.last_mark = e;
+  }
+  s.marks.clear();
+  return out;
+}
 
 void CudaTransformer::Impl::refresh_bf16() {
   if (!values16.defined()) return;
@@ -169,6 +211,7 @@ double CudaTransformer::clip_grad_norm(double max_norm) {
   if (max_norm > 0.0)
     cuda::clip_by_norm(s.grads.data<float>(), n, s.sumsq.data<double>(),
                        static_cast<float>(max_norm), s.stream);
+  s.mark("clip");
   double sq = 0.0;
   PX_CUDA(cudaMemcpyAsync(&sq, s.sumsq.raw(), sizeof(double), cudaMemcpyDeviceToHost, s.stream));
   PX_CUDA(cudaStreamSynchronize(s.stream));
@@ -200,6 +243,7 @@ void CudaTransformer::optimizer_step(const OptimizerConfig& oc, double lr, int64
       if (p16) cuda::f32_to_bf16(p16 + off, p + off, n, s.stream);
     }
   }
+  s.mark("optimizer");
 }
 
 void CudaTransformer::copy_values_to(ParameterSet& host) const {

@@ -11,6 +11,9 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "model/config.h"
 #include "nn/parameters.h"
@@ -44,6 +47,12 @@ class CudaTransformer {
   void copy_values_to(ParameterSet& host) const;
   cudaStream_t stream() const;
   const ModelConfig& config() const;
+  // Profiling (off by default): while on, every phase of a step records a
+  // CUDA event; take_profile() waits and returns GPU milliseconds per phase
+  // name ("fwd.attention", "bwd.mlp_fc", "optimizer", ...) summed since the
+  // last call, in order of first appearance.
+  void set_profiling(bool on);
+  std::vector<std::pair<std::string, double>> take_profile();
 
  private:
   struct Impl;

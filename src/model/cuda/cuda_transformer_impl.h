@@ -29,6 +29,8 @@ struct CudaTransformer::Impl {
   };
 
   void refresh_bf16();
+  // Records a profiling event closing the phase `name` (no-op unless profiling).
+  void mark(const char* name);
   size_t scratch_bytes() const;
   // Flat offset of the parameter with this internal name (throws if absent).
   int64_t offset_of(const std::string& name) const;
@@ -65,6 +67,9 @@ struct CudaTransformer::Impl {
   cuda::Blas blas;
   cudaStream_t stream = nullptr;
   int64_t head_rows = 0;
+  bool profiling = false;
+  cudaEvent_t last_mark = nullptr;
+  std::vector<std::pair<std::string, cudaEvent_t>> marks;
   Tensor values, grads, values16, m, v;
   std::vector<Saved> layers;
   Tensor xf, lnf, meanf, rstdf;

@@ -46,16 +46,20 @@ void CudaTransformer::Impl::head(int64_t N, double grad_scale) {
   const std::string table = cfg.tie_embeddings ? "embed.weight" : "lm_head.weight";
   const T* W = weight<T>(table);
   PX_CUDA(cudaMemsetAsync(dln.raw(), 0, N * C * sizeof(T), stream));
+  mark("bwd.zero");
   for (int64_t r0 = 0; r0 < N; r0 += head_rows) {
     const int64_t n = std::min(head_rows, N - r0);
     const T* x = ptr<T>(lnf) + r0 * C;
     cuda::linear_forward<T>(blas, ptr<T>(logits), nullptr, x, W, nullptr, n, C, V,
                             cuda::Epilogue::None, stream);
+    mark("head.logits");
     cuda::ce_loss_grad_inplace<T>(ptr<T>(logits), losses.data<float>() + r0,
                                   targets.data<int32_t>() + r0, static_cast<float>(grad_scale), n,
                                   V, stream);
+    mark("head.cross_entropy");
     cuda::linear_backward<T>(blas, ptr<T>(dln) + r0 * C, grad(table), nullptr, ptr<T>(logits), x,
                              W, n, C, V, stream);
+    mark("head.backward");
   }
 }
 
@@ -73,6 +77,7 @@ double CudaTransformer::Impl::step(const int32_t* inputs, const int32_t* tgt, in
                           cudaMemcpyHostToDevice, stream));
   const int32_t* tok = tokens.data<int32_t>();
   const int32_t* ps = positions.data<int32_t>();
+  mark("inputs");
 
   T* x0 = ptr<T>(layers[0].x);
   cuda::embedding_forward<T>(x0, tok, weight<T>("embed.weight"), N, C, 0, cfg.vocab_size, false,
@@ -80,21 +85,25 @@ double CudaTransformer::Impl::step(const int32_t* inputs, const int32_t* tgt, in
   if (cfg.uses_learned_positions())
     cuda::embedding_forward<T>(x0, ps, weight<T>("pos_embed.weight"), N, C, 0, cfg.max_positions,
                                true, stream);
+  mark("fwd.embedding");
   for (int l = 0; l < L; ++l) {
     T* out = l + 1 < L ? ptr<T>(layers[static_cast<size_t>(l) + 1].x) : ptr<T>(xf);
     layer_forward<T>(l, B, ptr<T>(layers[static_cast<size_t>(l)].x), out);
   }
   norm_forward<T>("final_norm", ptr<T>(xf), ptr<T>(lnf), meanf, rstdf, N);
+  mark("fwd.norm");
   head<T>(N, grad_scale);
 
   PX_CUDA(cudaMemsetAsync(dx.raw(), 0, N * C * sizeof(T), stream));
   norm_backward<T>("final_norm", ptr<T>(dx), ptr<T>(dln), ptr<T>(xf), meanf, rstdf, N);
+  mark("bwd.norm");
   for (int l = static_cast<int>(L) - 1; l >= 0; --l) layer_backward<T>(l, B);
   cuda::embedding_backward<T>(grad("embed.weight"), tok, ptr<T>(dx), N, C, 0, cfg.vocab_size,
                               scratch.raw(), stream);
   if (cfg.uses_learned_positions())
     cuda::embedding_backward<T>(grad("pos_embed.weight"), ps, ptr<T>(dx), N, C, 0,
                                 cfg.max_positions, scratch.raw(), stream);
+  mark("bwd.embedding");
   // Read the losses only now, so the host never waits between forward and backward.
   std::vector<float> host(static_cast<size_t>(N));
   PX_CUDA(cudaMemcpyAsync(host.data(), losses.raw(), N * sizeof(float), cudaMemcpyDeviceToHost,

@@ -55,6 +55,7 @@ void run_both(const ModelConfig& cfg, CudaPrecision precision, int64_t B, int64_
               std::vector<float>& gpu_end) {
   Allocator host;
   Transformer cpu(cfg, host);
+  cpu.params().init_random(1234);
   cuda::CachingDeviceMemory mem;
   Allocator dev(mem);
   CudaTransformer gpu(cfg, cpu.params(), dev, precision, B, T);
