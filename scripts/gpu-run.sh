@@ -5,6 +5,7 @@
 # writing its output under $OUT (default ./gpu-out):
 #   tests         the gpu tests (GoogleTest JSON + log)
 #   gemm          cuBLASLt GEMM TFLOP/s (the measured peak for MFU)
+#   kernels       LayerNorm, bias-gradient, element-wise and cross-entropy kernels
 #   attention     our flash attention vs PyTorch's scaled_dot_product_attention
 #   gpt2          GPT-2 124M bf16 training: parallm, torch eager, torch.compile
 #                 (micro-batches $GPT2_BATCHES, default "16 32"; $GPT2_PEERS=no skips torch)
@@ -39,6 +40,10 @@ for step in "$@"; do
       done
       grep -E "^\[  FAILED  \]|Failure$|error" "$out/gpu_tests.log" | sort -u | head -40 ;;
     gemm) "$bin/gpu_gemm_bench" 2>&1 | tee -a "$out/bench.jsonl" ;;
+    kernels)  # memory-bound kernels at GPT-2 124M size
+      for k in "$bin"/gpu_norm_bench "$bin"/gpu_elementwise_bench; do
+        [ -x "$k" ] && "$k" 2>&1 | tee -a "$out/bench.jsonl"
+      done ;;
     attention)
       "$bin/gpu_attention_bench" 2>&1 | tee -a "$out/bench.jsonl"
       python3 "$bin/attention_torch.py" 2>&1 | tee -a "$out/bench.jsonl" ;;
@@ -50,7 +55,7 @@ for step in "$@"; do
         python3 "$bin/gpt2_torch.py" --batch "$b" --compile 2>&1 | tail -1 | tee -a "$out/bench.jsonl"
       done ;;
     cli) bash "$bin/device_cuda.sh" "$bin/parallm" 2>&1 | tail -5 | tee "$out/cli.log" ;;
-    *) echo "gpu-run: unknown step $step (tests, gemm, attention, gpt2, cli)" >&2 ;;
+    *) echo "gpu-run: unknown step $step (tests, gemm, kernels, attention, gpt2, cli)" >&2 ;;
   esac
 done
 # One archive of the per-suite JSON files (the device tool returns few files).

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/blas_epilogue.h"
+#include "kernels/cuda/column_sum.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/gelu.cuh"
 #include "kernels/cuda/launch.cuh"
@@ -33,7 +34,7 @@ __global__ void bias_act_kernel(T* out, T* pre, const T* src, const T* bias, int
 // one chunk of rows; its 8 rows of threads stride over the chunk, and the 8
 // partial sums of a column are added in order. With one chunk the block adds
 // into dbias; with several each writes its sum to partial[chunk][col] and
-// bias_grad_finish adds the chunks in order.
+// column_sum_kernel (column_sum.cuh) adds the chunks in a fixed order.
 constexpr int kGradCols = 32;
 constexpr int kGradRows = 8;
 
@@ -56,14 +57,6 @@ __global__ void bias_grad_kernel(float* dbias, float* partial, const T* dout, in
       dbias[c] += sum;
     else
       partial[static_cast<int64_t>(blockIdx.y) * cols + c] = sum;
-  }
-}
-
-__global__ void bias_grad_finish(float* dbias, const float* partial, int64_t chunks, int64_t cols) {
-  for (int64_t c = grid_index(); c < cols; c += grid_stride()) {
-    float sum = 0.f;
-    for (int64_t k = 0; k < chunks; ++k) sum += partial[k * cols + c];
-    dbias[c] += sum;
   }
 }
 
@@ -106,8 +99,8 @@ void bias_grad(float* dbias, const T* dout, int64_t rows, int64_t cols, float* s
                                                                   rows_per_chunk);
   PX_CUDA_LAUNCH("bias_grad_kernel");
   if (partial != nullptr) {
-    bias_grad_finish<<<elementwise_blocks(cols), kElementwiseThreads, 0, s>>>(dbias, partial,
-                                                                              chunks, cols);
+    column_sum_kernel<float>
+        <<<column_sum_blocks(cols), kColumnSumWarps * 32, 0, s>>>(dbias, partial, chunks, cols);
     PX_CUDA_LAUNCH("bias_grad_finish");
   }
 }

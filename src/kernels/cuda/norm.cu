@@ -2,10 +2,11 @@
 // one warp per row (fp32 sums in a fixed shuffle order, as the CPU's two-pass
 // compensated variance). The weight/bias gradients run in two deterministic
 // stages: (column tile, row chunk) blocks write double partial sums to
-// scratch, then one thread per column adds the chunks in order.
+// scratch, then one warp per column adds the chunks in a fixed order.
 #include <algorithm>
 
 #include "kernels/cuda/arg_check.h"
+#include "kernels/cuda/column_sum.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/norm.h"
@@ -167,23 +168,6 @@ __global__ void norm_weight_partials_kernel(double* part_w, double* part_b, cons
   }
 }
 
-// dweight[c] += sum_k part_w[k, c], dbias likewise, chunks in order.
-__global__ void norm_weight_finish_kernel(float* dweight, float* dbias, const double* part_w,
-                                          const double* part_b, int64_t chunks, int64_t C) {
-  for (int64_t c = grid_index(); c < C; c += grid_stride()) {
-    if (dweight != nullptr) {
-      double s = 0.0;
-      for (int64_t k = 0; k < chunks; ++k) s += part_w[k * C + c];
-      dweight[c] += static_cast<float>(s);
-    }
-    if (dbias != nullptr) {
-      double s = 0.0;
-      for (int64_t k = 0; k < chunks; ++k) s += part_b[k * C + c];
-      dbias[c] += static_cast<float>(s);
-    }
-  }
-}
-
 template <class T>
 void weight_grads(float* dweight, float* dbias, const T* dout, const T* inp, const float* shift,
                   const float* rstd, int64_t N, int64_t C, void* scratch, const char* name,
@@ -198,9 +182,17 @@ void weight_grads(float* dweight, float* dbias, const T* dout, const T* inp, con
   norm_weight_partials_kernel<T>
       <<<grid, block, 0, s>>>(part_w, part_b, dout, inp, shift, rstd, N, C, rows_per_chunk(N));
   PX_CUDA_LAUNCH("norm_weight_partials");
-  norm_weight_finish_kernel<<<elementwise_blocks(C), kElementwiseThreads, 0, s>>>(
-      dweight, dbias, part_w, part_b, chunks, C);
-  PX_CUDA_LAUNCH("norm_weight_finish");
+  // dweight[c] += sum_k part_w[k, c], dbias likewise (column_sum.cuh).
+  if (dweight != nullptr) {
+    column_sum_kernel<double>
+        <<<column_sum_blocks(C), kColumnSumWarps * 32, 0, s>>>(dweight, part_w, chunks, C);
+    PX_CUDA_LAUNCH("norm_weight_finish");
+  }
+  if (dbias != nullptr) {
+    column_sum_kernel<double>
+        <<<column_sum_blocks(C), kColumnSumWarps * 32, 0, s>>>(dbias, part_b, chunks, C);
+    PX_CUDA_LAUNCH("norm_bias_finish");
+  }
 }
 
 void check_shape(const char* name, int64_t N, int64_t C) {
