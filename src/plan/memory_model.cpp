@@ -13,7 +13,8 @@ namespace parallm {
 ActivationModel activation_model_from_name(const std::string& s) {
   if (s == "megatron") return ActivationModel::Megatron16;
   if (s == "parallm") return ActivationModel::Parallm;
-  PX_FAIL("unknown activation model '{}' (expected megatron or parallm)", s);
+  if (s == "parallm-cuda") return ActivationModel::ParallmCuda;
+  PX_FAIL("unknown activation model '{}' (expected megatron, parallm or parallm-cuda)", s);
 }
 
 void MemoryQuery::validate() const {
@@ -245,7 +246,7 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
   ParamCounter one_block;
   add_block_parameters(one_block, m, q.tp);
   const int64_t per_layer = one_block.n;
-  const bool parallm = q.activation_model == ActivationModel::Parallm;
+  const bool parallm = q.activation_model != ActivationModel::Megatron16;
   // Bytes follow the storage (padded under the Parallm model); the count does not.
   const double params = static_cast<double>(parameters_held(q, parallm ? 16 : 1));
 

@@ -31,8 +31,10 @@
 namespace parallm {
 
 // Megatron16: Korthikanti et al.'s per-layer count (16-bit, Megatron-LM's
-// layers). Parallm: what this implementation's layers save.
-enum class ActivationModel { Megatron16, Parallm };
+// layers). Parallm: what this implementation's layers save. ParallmCuda:
+// what the GPU model (src/model/cuda) saves: the same tensors, stored in the
+// activation precision (bf16 under bf16), statistics and lse in fp32.
+enum class ActivationModel { Megatron16, Parallm, ParallmCuda };
 
 ActivationModel activation_model_from_name(const std::string& s);  // "megatron" | "parallm"
 

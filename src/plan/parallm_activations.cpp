@@ -30,11 +30,16 @@ ParallmActivations parallm_activations(const MemoryQuery& q) {
   const double I = static_cast<double>(m.intermediate) / t;
   const double H = static_cast<double>(m.n_heads) / t;
   const double stats = m.uses_layernorm() ? 2.0 : 1.0;  // mean + rstd, or rstd
-  const double elem = 4.0;                              // fp32 saved tensors under every precision
+  // fp32 saved tensors under every precision on the CPU; on the GPU the
+  // activation dtype (2 bytes under bf16/fp16) but statistics and lse in
+  // fp32, counted here as 4 / elem elements each.
+  const bool gpu = q.activation_model == ActivationModel::ParallmCuda;
+  const double elem = gpu && q.precision != Precision::FP32 ? 2.0 : 4.0;
+  const double f32 = 4.0 / elem;
 
-  const double norm_out = rows * C, norm_stats = rows * stats;
-  const double block_out = rows * C;                        // next block's input (xs[l+1])
-  const double attn = N * (Q + 2 * K) + N * Q + B * H * T;  // q, k, v, att, lse
+  const double norm_out = rows * C, norm_stats = rows * stats * f32;
+  const double block_out = rows * C;                              // next block's input (xs[l+1])
+  const double attn = N * (Q + 2 * K) + N * Q + B * H * T * f32;  // q, k, v, att, lse
   const double mid = rows * C;
   const double mlp_pre = N * I * (m.uses_swiglu() ? 2.0 : 1.0);  // fc, or gate and up
   const double mlp_act = N * I;
@@ -64,8 +69,11 @@ ParallmActivations parallm_activations(const MemoryQuery& q) {
   r.working *= elem;
   r.outside *= elem;
   const int64_t V = (m.vocab_size + q.tp - 1) / q.tp;  // padded shard rows
-  r.head_chunk = static_cast<double>(head_chunk_rows(static_cast<int64_t>(N), V)) *
-                 static_cast<double>(V) * 4.0;
+  // The GPU model's chunk (model/cuda): up to 2^28 logits, in the activation dtype.
+  const int64_t chunk = gpu ? std::min<int64_t>(static_cast<int64_t>(N),
+                                                std::max<int64_t>(1, (int64_t{1} << 28) / V))
+                            : head_chunk_rows(static_cast<int64_t>(N), V);
+  r.head_chunk = static_cast<double>(chunk) * static_cast<double>(V) * elem;
   return r;
 }
 

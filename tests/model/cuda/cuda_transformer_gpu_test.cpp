@@ -13,6 +13,7 @@
 #include "model/transformer.h"
 #include "optim/adam.h"
 #include "optim/grad_clip.h"
+#include "plan/memory_model.h"
 
 namespace parallm {
 namespace {
@@ -125,6 +126,36 @@ TEST_F(CudaTransformerGpu, Bf16TracksCpuWithinRounding) {
   for (size_t s = 0; s < c.loss.size(); ++s)
     EXPECT_LT(rel(g.loss[s], c.loss[s]), 2e-2) << "step " << s << ": gpu " << g.loss[s]
                                                << " cpu " << c.loss[s];
+}
+
+// The device allocator's bytes per tag after construction (everything is
+// allocated up front) against `parallm memory --activations parallm-cuda`:
+// parameters, gradients, optimizer states and activations exactly.
+TEST_F(CudaTransformerGpu, AllocatorMatchesTheMemoryModel) {
+  struct Case {
+    ModelConfig cfg;
+    CudaPrecision precision;
+  };
+  for (const Case& c : {Case{odd_gpt2(), CudaPrecision::F32}, Case{odd_gpt2(), CudaPrecision::BF16},
+                        Case{odd_llama(), CudaPrecision::BF16}}) {
+    Allocator host;
+    Transformer cpu(c.cfg, host);
+    cuda::CachingDeviceMemory mem;
+    Allocator dev(mem);
+    CudaTransformer gpu(c.cfg, cpu.params(), dev, c.precision, 3, 37);
+    MemoryQuery q;
+    q.model = c.cfg;
+    q.seq_len = 37;
+    q.micro_batch = 3;
+    q.precision = c.precision == CudaPrecision::BF16 ? Precision::BF16 : Precision::FP32;
+    q.activation_model = ActivationModel::ParallmCuda;
+    const MemoryBreakdown r = estimate_memory(q);
+    const std::string what = arch_name(c.cfg.arch) + (q.precision == Precision::BF16 ? " bf16" : " fp32");
+    EXPECT_EQ(dev.current(MemTag::Parameter), r.parameters) << what;
+    EXPECT_EQ(dev.current(MemTag::Gradient), r.gradients) << what;
+    EXPECT_EQ(dev.current(MemTag::Optimizer), r.optimizer) << what;
+    EXPECT_EQ(dev.current(MemTag::Activation), r.activations) << what;
+  }
 }
 
 TEST_F(CudaTransformerGpu, RefusesWhatItCannotRun) {
