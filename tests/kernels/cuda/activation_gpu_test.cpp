@@ -113,17 +113,19 @@ TEST_F(ActivationGpu, AddIsExactAndAliasSafe) {
 }
 
 // Runs op on device copies of `arrays`, array k placed offsets[k] elements
-// into its buffer (an odd offset misaligns it, forcing the scalar path);
-// returns every array afterwards.
+// into its buffer (an odd offset misaligns it, forcing the scalar path)
+// between sentinels (7) that must stay untouched; returns every array afterwards.
 template <class T>
 std::vector<std::vector<float>> run_at(const std::vector<std::vector<float>>& arrays,
                                        const std::vector<int64_t>& offsets,
                                        const std::function<void(const std::vector<T*>&)>& op) {
+  const size_t kAfter = 16;
   std::vector<std::unique_ptr<DeviceBuffer<T>>> bufs;
   std::vector<T*> ptrs;
   for (size_t k = 0; k < arrays.size(); ++k) {
-    std::vector<float> padded(static_cast<size_t>(offsets[k]), 0.f);
+    std::vector<float> padded(static_cast<size_t>(offsets[k]), 7.f);
     padded.insert(padded.end(), arrays[k].begin(), arrays[k].end());
+    padded.insert(padded.end(), kAfter, 7.f);
     bufs.push_back(std::make_unique<DeviceBuffer<T>>(to_storage<T>(padded)));
     ptrs.push_back(bufs.back()->get() + offsets[k]);
   }
@@ -131,7 +133,11 @@ std::vector<std::vector<float>> run_at(const std::vector<std::vector<float>>& ar
   std::vector<std::vector<float>> out;
   for (size_t k = 0; k < arrays.size(); ++k) {
     const auto h = download(*bufs[k]);
-    out.emplace_back(h.begin() + offsets[k], h.end());
+    const size_t begin = static_cast<size_t>(offsets[k]), end = begin + arrays[k].size();
+    for (size_t i = 0; i < begin; ++i) EXPECT_EQ(h[i], 7.f) << "sentinel " << i << " array " << k;
+    for (size_t i = end; i < h.size(); ++i)
+      EXPECT_EQ(h[i], 7.f) << "sentinel " << i << " array " << k;
+    out.emplace_back(h.begin() + begin, h.begin() + end);
   }
   return out;
 }

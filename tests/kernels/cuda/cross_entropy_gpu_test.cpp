@@ -130,8 +130,11 @@ void check_fused(int64_t n, int64_t V, int64_t offset = 0) {
   std::vector<float> grad = logits;
   cpu::ce_softmax_grad_inplace<float>(grad.data(), lse.data(), targets.data(), scale.data(), n, V,
                                       0);
-  std::vector<float> padded(static_cast<size_t>(offset), 7.f);  // the sentinel stays 7
+  // Sentinels (7) before and after the rows must stay untouched.
+  const int64_t kAfter = 16;
+  std::vector<float> padded(static_cast<size_t>(offset), 7.f);
   padded.insert(padded.end(), logits.begin(), logits.end());
+  padded.insert(padded.end(), kAfter, 7.f);
   DeviceBuffer<T> gpad(to_storage<T>(padded));
   DeviceBuffer<int32_t> gt(targets);
   DeviceBuffer<float> gloss(n);
@@ -139,7 +142,9 @@ void check_fused(int64_t n, int64_t V, int64_t offset = 0) {
                                 nullptr);
   const auto all = download(gpad);
   for (int64_t k = 0; k < offset; ++k) EXPECT_EQ(all[k], 7.f) << "sentinel " << k << tag;
-  const std::vector<float> got(all.begin() + offset, all.end());
+  for (int64_t k = offset + n * V; k < offset + n * V + kAfter; ++k)
+    EXPECT_EQ(all[k], 7.f) << "sentinel " << k << tag;
+  const std::vector<float> got(all.begin() + offset, all.begin() + offset + n * V);
   // Loss = lse - logit: its error is that of lse, so relative to lse's size.
   float lse_scale = 0.f;
   for (float v : lse) lse_scale = std::max(lse_scale, std::fabs(v));
