@@ -1,11 +1,17 @@
 // GELU, SwiGLU and adds (activation.h): flat grid-stride maps over 64-bit
-// indices, fp32 math on every element whatever the storage type. Each element
-// is read and written by exactly one thread, so aliasing out with an input is
-// safe.
+// pack indices, fp32 math on every element whatever the storage type. When
+// every pointer is 16-byte aligned the bulk moves as 16-byte packs
+// (pack.cuh) and the last n % W elements take the scalar kernel; otherwise
+// all of it does. Both run the same per-element code, so the results are
+// bitwise the same. Each element is read and written by exactly one thread,
+// so aliasing out with an input is safe.
+#include <type_traits>
+
 #include "kernels/cuda/activation.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/gelu.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/pack.cuh"
 #include "kernels/cuda/reduce.cuh"
 
 namespace parallm::cuda {
@@ -13,45 +19,91 @@ namespace {
 
 __device__ __forceinline__ float sigmoid_fp32(float x) { return 1.f / (1.f + expf(-x)); }
 
-template <class T>
-__global__ void gelu_forward_kernel(T* out, const T* inp, int64_t n) {
-  for (int64_t i = grid_index(); i < n; i += grid_stride()) {
-    out[i] = from_float<T>(gelu_tanh(to_float(inp[i])));
+// Each kernel: `packs` packs of W elements, pack p at element p * W.
+template <class T, int W>
+__global__ void gelu_forward_kernel(T* out, const T* inp, int64_t packs) {
+  for (int64_t p = grid_index(); p < packs; p += grid_stride()) {
+    const auto x = load_pack<T, W>(inp + p * W);
+    Pack<T, W> y;
+#pragma unroll
+    for (int k = 0; k < W; ++k) y.v[k] = from_float<T>(gelu_tanh(to_float(x.v[k])));
+    store_pack<T, W>(out + p * W, y);
   }
 }
 
-template <class T>
-__global__ void gelu_backward_kernel(T* dinp, const T* inp, const T* dout, int64_t n) {
-  for (int64_t i = grid_index(); i < n; i += grid_stride()) {
-    const float grad = gelu_tanh_grad(to_float(inp[i]));
-    dinp[i] = from_float<T>(to_float(dinp[i]) + grad * to_float(dout[i]));
+template <class T, int W>
+__global__ void gelu_backward_kernel(T* dinp, const T* inp, const T* dout, int64_t packs) {
+  for (int64_t p = grid_index(); p < packs; p += grid_stride()) {
+    const auto x = load_pack<T, W>(inp + p * W);
+    const auto d = load_pack<T, W>(dout + p * W);
+    auto acc = load_pack<T, W>(dinp + p * W);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      const float grad = gelu_tanh_grad(to_float(x.v[k]));
+      acc.v[k] = from_float<T>(to_float(acc.v[k]) + grad * to_float(d.v[k]));
+    }
+    store_pack<T, W>(dinp + p * W, acc);
   }
 }
 
-template <class T>
-__global__ void swiglu_forward_kernel(T* out, const T* gate, const T* up, int64_t n) {
-  for (int64_t i = grid_index(); i < n; i += grid_stride()) {
-    const float g = to_float(gate[i]);
-    out[i] = from_float<T>(g * sigmoid_fp32(g) * to_float(up[i]));
+template <class T, int W>
+__global__ void swiglu_forward_kernel(T* out, const T* gate, const T* up, int64_t packs) {
+  for (int64_t p = grid_index(); p < packs; p += grid_stride()) {
+    const auto g = load_pack<T, W>(gate + p * W);
+    const auto u = load_pack<T, W>(up + p * W);
+    Pack<T, W> y;
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      const float gk = to_float(g.v[k]);
+      y.v[k] = from_float<T>(gk * sigmoid_fp32(gk) * to_float(u.v[k]));
+    }
+    store_pack<T, W>(out + p * W, y);
   }
 }
 
-template <class T>
+template <class T, int W>
 __global__ void swiglu_backward_kernel(T* dgate, T* dup, const T* dout, const T* gate, const T* up,
-                                       int64_t n) {
-  for (int64_t i = grid_index(); i < n; i += grid_stride()) {
-    const float g = to_float(gate[i]), sg = sigmoid_fp32(g), d = to_float(dout[i]);
-    // silu'(g) = sigmoid(g) * (1 + g * (1 - sigmoid(g)))
-    dgate[i] =
-        from_float<T>(to_float(dgate[i]) + d * to_float(up[i]) * sg * (1.f + g * (1.f - sg)));
-    dup[i] = from_float<T>(to_float(dup[i]) + d * g * sg);
+                                       int64_t packs) {
+  for (int64_t p = grid_index(); p < packs; p += grid_stride()) {
+    const auto g = load_pack<T, W>(gate + p * W);
+    const auto u = load_pack<T, W>(up + p * W);
+    const auto d = load_pack<T, W>(dout + p * W);
+    auto dg = load_pack<T, W>(dgate + p * W);
+    auto du = load_pack<T, W>(dup + p * W);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      const float gk = to_float(g.v[k]), sg = sigmoid_fp32(gk), dk = to_float(d.v[k]);
+      // silu'(g) = sigmoid(g) * (1 + g * (1 - sigmoid(g)))
+      dg.v[k] =
+          from_float<T>(to_float(dg.v[k]) + dk * to_float(u.v[k]) * sg * (1.f + gk * (1.f - sg)));
+      du.v[k] = from_float<T>(to_float(du.v[k]) + dk * gk * sg);
+    }
+    store_pack<T, W>(dgate + p * W, dg);
+    store_pack<T, W>(dup + p * W, du);
   }
 }
 
-template <class T>
-__global__ void add_kernel(T* out, const T* a, const T* b, int64_t n) {
-  for (int64_t i = grid_index(); i < n; i += grid_stride())
-    out[i] = from_float<T>(to_float(a[i]) + to_float(b[i]));
+template <class T, int W>
+__global__ void add_kernel(T* out, const T* a, const T* b, int64_t packs) {
+  for (int64_t p = grid_index(); p < packs; p += grid_stride()) {
+    const auto x = load_pack<T, W>(a + p * W);
+    const auto y = load_pack<T, W>(b + p * W);
+    Pack<T, W> z;
+#pragma unroll
+    for (int k = 0; k < W; ++k) z.v[k] = from_float<T>(to_float(x.v[k]) + to_float(y.v[k]));
+    store_pack<T, W>(out + p * W, z);
+  }
+}
+
+// Splits [0, n) into a packed body (only when `aligned`: every pointer is
+// 16-byte aligned) and a scalar rest, calling run(width, offset, packs) for
+// each non-empty part; width is a std::integral_constant, offset in elements.
+template <class T, class Run>
+void run_split(int64_t n, bool aligned, Run&& run) {
+  constexpr int W = kPackWidth<T>;
+  const int64_t body = aligned ? n / W * W : 0;
+  if (body > 0) run(std::integral_constant<int, W>{}, int64_t{0}, body / W);
+  if (n > body) run(std::integral_constant<int, 1>{}, body, n - body);
 }
 
 }  // namespace
@@ -59,38 +111,62 @@ __global__ void add_kernel(T* out, const T* a, const T* b, int64_t n) {
 template <class T>
 void gelu_forward(T* out, const T* inp, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
-  gelu_forward_kernel<T><<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(out, inp, n);
-  PX_CUDA_LAUNCH("gelu_forward");
+  run_split<T>(n, is_aligned16(out) && is_aligned16(inp), [&](auto w, int64_t off, int64_t packs) {
+    constexpr int W = decltype(w)::value;
+    gelu_forward_kernel<T, W>
+        <<<elementwise_blocks(packs), kElementwiseThreads, 0, s>>>(out + off, inp + off, packs);
+    PX_CUDA_LAUNCH("gelu_forward");
+  });
 }
 
 template <class T>
 void gelu_backward(T* dinp, const T* inp, const T* dout, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
-  gelu_backward_kernel<T><<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(dinp, inp, dout, n);
-  PX_CUDA_LAUNCH("gelu_backward");
+  const bool aligned = is_aligned16(dinp) && is_aligned16(inp) && is_aligned16(dout);
+  run_split<T>(n, aligned, [&](auto w, int64_t off, int64_t packs) {
+    constexpr int W = decltype(w)::value;
+    gelu_backward_kernel<T, W><<<elementwise_blocks(packs), kElementwiseThreads, 0, s>>>(
+        dinp + off, inp + off, dout + off, packs);
+    PX_CUDA_LAUNCH("gelu_backward");
+  });
 }
 
 template <class T>
 void swiglu_forward(T* out, const T* gate, const T* up, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
-  swiglu_forward_kernel<T><<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(out, gate, up, n);
-  PX_CUDA_LAUNCH("swiglu_forward");
+  const bool aligned = is_aligned16(out) && is_aligned16(gate) && is_aligned16(up);
+  run_split<T>(n, aligned, [&](auto w, int64_t off, int64_t packs) {
+    constexpr int W = decltype(w)::value;
+    swiglu_forward_kernel<T, W><<<elementwise_blocks(packs), kElementwiseThreads, 0, s>>>(
+        out + off, gate + off, up + off, packs);
+    PX_CUDA_LAUNCH("swiglu_forward");
+  });
 }
 
 template <class T>
 void swiglu_backward(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int64_t n,
                      cudaStream_t s) {
   if (n <= 0) return;
-  swiglu_backward_kernel<T>
-      <<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(dgate, dup, dout, gate, up, n);
-  PX_CUDA_LAUNCH("swiglu_backward");
+  const bool aligned = is_aligned16(dgate) && is_aligned16(dup) && is_aligned16(dout) &&
+                       is_aligned16(gate) && is_aligned16(up);
+  run_split<T>(n, aligned, [&](auto w, int64_t off, int64_t packs) {
+    constexpr int W = decltype(w)::value;
+    swiglu_backward_kernel<T, W><<<elementwise_blocks(packs), kElementwiseThreads, 0, s>>>(
+        dgate + off, dup + off, dout + off, gate + off, up + off, packs);
+    PX_CUDA_LAUNCH("swiglu_backward");
+  });
 }
 
 template <class T>
 void add(T* out, const T* a, const T* b, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
-  add_kernel<T><<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(out, a, b, n);
-  PX_CUDA_LAUNCH("add");
+  const bool aligned = is_aligned16(out) && is_aligned16(a) && is_aligned16(b);
+  run_split<T>(n, aligned, [&](auto w, int64_t off, int64_t packs) {
+    constexpr int W = decltype(w)::value;
+    add_kernel<T, W><<<elementwise_blocks(packs), kElementwiseThreads, 0, s>>>(out + off, a + off,
+                                                                               b + off, packs);
+    PX_CUDA_LAUNCH("add");
+  });
 }
 
 template <class T>

@@ -1,12 +1,17 @@
 // Cross-entropy kernels (cross_entropy.h): one block per row, threads strided
 // over the vocabulary, block reductions in a fixed tree. The fused kernel
 // keeps an online (max in fp32, sum in double) pair per thread, merges the
-// pairs across the block, then rewrites the row as the gradient. Invariant: every exp
-// argument is <= 0 (a max is subtracted), so nothing overflows.
+// pairs across the block, then rewrites the row as the gradient; it moves
+// the row as 16-byte packs (pack.cuh) from its first 16-byte boundary, the
+// few elements before and after one at a time, so any V and any alignment
+// take the fast path. Invariant: every exp argument is <= 0 (a max is
+// subtracted), so nothing overflows; each element has one fixed thread, so
+// results are reproducible run to run.
 #include "kernels/cuda/arg_check.h"
 #include "kernels/cuda/cross_entropy.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/pack.cuh"
 #include "kernels/cuda/reduce.cuh"
 
 namespace parallm::cuda {
@@ -71,16 +76,79 @@ __global__ void softmax_grad_kernel(T* logits, const float* lse, const int32_t* 
 // (m, s) <- merge of two online-softmax states: s sums exp(x - m). The max
 // is fp32; the sum is kept in double, as the CPU sums exponentials, and the
 // rare rescale factors are double exps, so only the fp32 terms carry error.
+// m is never NaN (NaN fails every comparison and fmaxf drops it); a NaN
+// logit lives on in s, also through the merge of two empty (-inf) states.
 __device__ __forceinline__ void merge_state(float& m, double& s, float m2, double s2) {
   const float mm = fmaxf(m, m2);
-  if (mm == -INFINITY) return;  // both empty
+  if (mm == -INFINITY) {  // both saw only -inf (and maybe NaN): no exp(-inf + inf)
+    s += s2;
+    return;
+  }
   s = s * exp(static_cast<double>(m) - mm) + s2 * exp(static_cast<double>(m2) - mm);
   m = mm;
 }
 
+// One logit into the thread's online state.
+__device__ __forceinline__ void online_add(float& m, double& s, float x) {
+  if (x > m) {
+    s = s * exp(static_cast<double>(m) - x) + 1.0;  // exp(-inf) = 0 on the first element
+    m = x;
+  } else if (!(x == -INFINITY && m == -INFINITY)) {  // that would be exp(nan); a NaN x stays
+    s += static_cast<double>(expf(x - m));
+  }
+}
+
+// A pack of logits into the thread's online state: one rescale to the
+// pack's max, then every term against it.
+template <class T, int W>
+__device__ __forceinline__ void online_add_pack(float& m, double& s, const Pack<T, W>& x) {
+  float pm = -INFINITY;
+#pragma unroll
+  for (int k = 0; k < W; ++k) pm = fmaxf(pm, to_float(x.v[k]));
+  if (pm > m) {
+    s *= exp(static_cast<double>(m) - pm);  // 0 while m is -inf (a NaN in s stays)
+    m = pm;
+  }
+#pragma unroll
+  for (int k = 0; k < W; ++k) {
+    const float xk = to_float(x.v[k]);
+    if (!(xk == -INFINITY && m == -INFINITY)) s += static_cast<double>(expf(xk - m));
+  }
+}
+
+constexpr int kLossGradThreads = 256;
+
+// Visits the V elements of row l with the block's threads: the elements
+// before l's first 16-byte boundary and after its last whole pack one each
+// (scalar(j), j < W: each takes at most W threads), the packs between two at
+// a time per thread so that two 16-byte loads are in flight (packed(j0, x):
+// the pack x starting at element j0). Each element goes to exactly one
+// thread, the same one on every visit of the same row.
+template <class T, class Scalar, class Packed>
+__device__ __forceinline__ void for_row(const T* l, int64_t V, Scalar&& scalar, Packed&& packed) {
+  constexpr int W = kPackWidth<T>;
+  static_assert(kLossGradThreads >= W, "the head and tail need W threads");
+  const int64_t head = aligned_head(l, V);
+  const int64_t packs = (V - head) / W;
+  const int64_t tail = head + packs * W;  // first element after the packs
+  const int64_t tid = threadIdx.x, nt = blockDim.x;
+  if (tid < head) scalar(tid);
+  if (tid < V - tail) scalar(tail + tid);
+  for (int64_t p = tid; p < packs; p += 2 * nt) {
+    const int64_t j0 = head + p * W, j1 = j0 + nt * W;
+    const bool second = p + nt < packs;
+    const Pack<T, W> a = load_pack<T, W>(l + j0);
+    Pack<T, W> b = a;
+    if (second) b = load_pack<T, W>(l + j1);
+    packed(j0, a);
+    if (second) packed(j1, b);
+  }
+}
+
 template <class T>
-__global__ void loss_grad_kernel(T* logits, float* loss, const int32_t* targets, float row_scale,
-                                 int64_t V) {
+__global__ void __launch_bounds__(kLossGradThreads)
+    loss_grad_kernel(T* logits, float* loss, const int32_t* targets, float row_scale, int64_t V) {
+  constexpr int W = kPackWidth<T>;
   __shared__ float shm_m[32];
   __shared__ double shm_s[32];
   __shared__ float row_lse;
@@ -88,7 +156,15 @@ __global__ void loss_grad_kernel(T* logits, float* loss, const int32_t* targets,
   T* l = logits + i * V;
   const int64_t t = targets[i];
   if (t < 0) {  // uniform over the block: no barrier is skipped by part of it
-    for (int64_t j = threadIdx.x; j < V; j += blockDim.x) l[j] = from_float<T>(0.f);
+    const T zero = from_float<T>(0.f);
+    for_row(
+        l, V, [&](int64_t j) { l[j] = zero; },
+        [&](int64_t j0, const Pack<T, W>&) {
+          Pack<T, W> z;
+#pragma unroll
+          for (int k = 0; k < W; ++k) z.v[k] = zero;
+          store_pack<T, W>(l + j0, z);
+        });
     if (threadIdx.x == 0) loss[i] = 0.f;
     return;
   }
@@ -97,15 +173,9 @@ __global__ void loss_grad_kernel(T* logits, float* loss, const int32_t* targets,
   const float target_logit = tj >= 0 ? to_float(l[tj]) : 0.f;
   float m = -INFINITY;
   double s = 0.0;
-  for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
-    const float x = to_float(l[j]);
-    if (x > m) {
-      s = s * exp(static_cast<double>(m) - x) + 1.0;  // exp(-inf) = 0 on the first element
-      m = x;
-    } else if (!(x == -INFINITY && m == -INFINITY)) {  // that would be exp(nan); a NaN x stays
-      s += static_cast<double>(expf(x - m));
-    }
-  }
+  for_row(
+      l, V, [&](int64_t j) { online_add(m, s, to_float(l[j])); },
+      [&](int64_t, const Pack<T, W>& x) { online_add_pack<T, W>(m, s, x); });
   for (int o = 16; o > 0; o >>= 1) {
     const float m2 = __shfl_xor_sync(0xffffffffu, m, o);
     const double s2 = __shfl_xor_sync(0xffffffffu, s, o);
@@ -127,13 +197,21 @@ __global__ void loss_grad_kernel(T* logits, float* loss, const int32_t* targets,
     }
     if (lane == 0) row_lse = m + static_cast<float>(log(s));
   }
-  __syncthreads();
+  __syncthreads();  // also: every read of the row above is done before the writes below
   const float lse = row_lse;
   if (threadIdx.x == 0) loss[i] = lse - target_logit;
-  for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
-    const float p = expf(to_float(l[j]) - lse);
-    l[j] = from_float<T>((j == tj ? p - 1.f : p) * row_scale);
-  }
+  const auto grad = [&](float x, int64_t j) {
+    const float p = expf(x - lse);
+    return from_float<T>((j == tj ? p - 1.f : p) * row_scale);
+  };
+  for_row(
+      l, V, [&](int64_t j) { l[j] = grad(to_float(l[j]), j); },
+      [&](int64_t j0, const Pack<T, W>& x) {
+        Pack<T, W> g;
+#pragma unroll
+        for (int k = 0; k < W; ++k) g.v[k] = grad(to_float(x.v[k]), j0 + k);
+        store_pack<T, W>(l + j0, g);
+      });
 }
 
 void check_rows(const char* name, int64_t n, int64_t V) {
@@ -187,7 +265,7 @@ void ce_loss_grad_inplace(T* logits, float* loss, const int32_t* targets, float 
   check_rows("cuda::ce_loss_grad_inplace", n, V);
   if (n == 0) return;
   loss_grad_kernel<T>
-      <<<static_cast<unsigned>(n), kRowThreads, 0, s>>>(logits, loss, targets, row_scale, V);
+      <<<static_cast<unsigned>(n), kLossGradThreads, 0, s>>>(logits, loss, targets, row_scale, V);
   PX_CUDA_LAUNCH("ce_loss_grad_inplace");
 }
 

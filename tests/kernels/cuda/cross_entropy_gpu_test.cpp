@@ -1,7 +1,9 @@
 // Cross-entropy on the GPU against the CPU pieces: row max, sum of
 // exponentials, target logit and in-place softmax gradient on a vocab shard
 // (targets inside, outside and negative), and the fused loss-and-gradient
-// against the CPU pieces composed, fp32 and bf16, V = 7 and GPT-2's 50257.
+// against the CPU pieces composed, fp32 and bf16, V = 7 and GPT-2's 50257
+// (rows not 16-byte aligned) and 50304 (aligned), with the logits also placed
+// off 16-byte boundaries so that rows start and end with scalar elements.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -22,6 +24,7 @@ using testing::expect_close;
 using testing::random_normal;
 using testing::rel_tol;
 using testing::round_to;
+using testing::to_storage;
 using testing::upload;
 using CrossEntropyGpu = testing::GpuTest;
 
@@ -106,9 +109,11 @@ void check_pieces(int64_t n, int64_t V, int64_t vocab_begin) {
                     "ce_softmax_grad_inplace, no scale" + tag);
 }
 
+// The fused kernel on logits placed `offset` elements into their buffer.
 template <class T>
-void check_fused(int64_t n, int64_t V) {
-  const std::string tag = " n=" + std::to_string(n) + " V=" + std::to_string(V);
+void check_fused(int64_t n, int64_t V, int64_t offset = 0) {
+  const std::string tag =
+      " n=" + std::to_string(n) + " V=" + std::to_string(V) + " offset=" + std::to_string(offset);
   const float tol = rel_tol<T>(), row_scale = 1.f / 3.f;
   const auto logits = round_to<T>(random_normal(n * V, static_cast<uint32_t>(V + 1), 1.f, 2.5f));
   auto targets = make_targets(n, V, 0);
@@ -125,16 +130,26 @@ void check_fused(int64_t n, int64_t V) {
   std::vector<float> grad = logits;
   cpu::ce_softmax_grad_inplace<float>(grad.data(), lse.data(), targets.data(), scale.data(), n, V,
                                       0);
-  auto gl = upload<T>(logits);
+  // Sentinels (7) before and after the rows must stay untouched.
+  const int64_t kAfter = 16;
+  std::vector<float> padded(static_cast<size_t>(offset), 7.f);
+  padded.insert(padded.end(), logits.begin(), logits.end());
+  padded.insert(padded.end(), kAfter, 7.f);
+  DeviceBuffer<T> gpad(to_storage<T>(padded));
   DeviceBuffer<int32_t> gt(targets);
   DeviceBuffer<float> gloss(n);
-  cuda::ce_loss_grad_inplace<T>(gl.get(), gloss.get(), gt.get(), row_scale, n, V, nullptr);
+  cuda::ce_loss_grad_inplace<T>(gpad.get() + offset, gloss.get(), gt.get(), row_scale, n, V,
+                                nullptr);
+  const auto all = download(gpad);
+  for (int64_t k = 0; k < offset; ++k) EXPECT_EQ(all[k], 7.f) << "sentinel " << k << tag;
+  for (int64_t k = offset + n * V; k < offset + n * V + kAfter; ++k)
+    EXPECT_EQ(all[k], 7.f) << "sentinel " << k << tag;
+  const std::vector<float> got(all.begin() + offset, all.begin() + offset + n * V);
   // Loss = lse - logit: its error is that of lse, so relative to lse's size.
   float lse_scale = 0.f;
   for (float v : lse) lse_scale = std::max(lse_scale, std::fabs(v));
   expect_close(gloss.to_host(), loss, 1e-5f, 1e-5f * lse_scale, "ce_loss_grad_inplace loss" + tag);
-  expect_grad_close(download(gl), grad, targets, scale, V, 0, tol,
-                    "ce_loss_grad_inplace grad" + tag);
+  expect_grad_close(got, grad, targets, scale, V, 0, tol, "ce_loss_grad_inplace grad" + tag);
 }
 
 TEST_F(CrossEntropyGpu, PiecesMatchCpuFloat) {
@@ -158,6 +173,22 @@ TEST_F(CrossEntropyGpu, FusedMatchesCpuPiecesFloat) {
 TEST_F(CrossEntropyGpu, FusedMatchesCpuPiecesBf16) {
   check_fused<__nv_bfloat16>(1, 7);
   check_fused<__nv_bfloat16>(6, 50257);
+}
+
+TEST_F(CrossEntropyGpu, FusedMatchesCpuPiecesOffAlignment) {
+  // Offsets 1 and 3 put every row's start (and end) off a 16-byte boundary.
+  for (int64_t offset : {int64_t{1}, int64_t{3}}) {
+    check_fused<float>(5, 7, offset);
+    check_fused<float>(4, 1000, offset);
+    check_fused<float>(3, 50304, offset);
+    check_fused<__nv_bfloat16>(5, 7, offset);
+    check_fused<__nv_bfloat16>(4, 1003, offset);
+    check_fused<__nv_bfloat16>(3, 50257, offset);
+    check_fused<__nv_bfloat16>(3, 50304, offset);
+  }
+  check_fused<__nv_bfloat16>(4, 50304);
+  check_fused<float>(2, 1);
+  check_fused<__nv_bfloat16>(2, 1, 1);
 }
 
 TEST_F(CrossEntropyGpu, FusedHandlesMinusInfinityLogits) {
@@ -189,6 +220,21 @@ TEST_F(CrossEntropyGpu, FusedPropagatesNaN) {
     cuda::ce_loss_grad_inplace<float>(gl.get(), gloss.get(), gt.get(), 1.f, 1, V, nullptr);
     EXPECT_TRUE(std::isnan(gloss.to_host()[0])) << "NaN at " << at;
   }
+  // The same in bf16 with the row off alignment (NaNs in the scalar head and
+  // tail and in packs), and beside logits that are all -inf.
+  for (bool rest_minus_inf : {false, true})
+    for (int64_t at : {int64_t{0}, int64_t{2}, int64_t{40}, V - 1}) {
+      auto logits = random_normal(V + 1, 79);
+      if (rest_minus_inf) std::fill(logits.begin(), logits.end(), -INFINITY);
+      logits[1 + at] = std::numeric_limits<float>::quiet_NaN();
+      auto gl = upload<__nv_bfloat16>(logits);
+      DeviceBuffer<float> gloss(1);
+      DeviceBuffer<int32_t> gt(std::vector<int32_t>{3});
+      cuda::ce_loss_grad_inplace<__nv_bfloat16>(gl.get() + 1, gloss.get(), gt.get(), 1.f, 1, V,
+                                                nullptr);
+      EXPECT_TRUE(std::isnan(gloss.to_host()[0]))
+          << "bf16 NaN at " << at << (rest_minus_inf ? " among -inf" : "");
+    }
 }
 
 }  // namespace
