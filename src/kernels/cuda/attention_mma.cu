@@ -1,14 +1,17 @@
 // bf16 flash attention on tensor cores (mma.sync m16n8k16, fp32 accumulate),
-// D in {64, 128}, no document mask (attention.cpp checks). Blocks of 4 warps;
-// each warp owns 16 rows of a 64-row tile. Forward: per query tile, loop over
-// key tiles with an online softmax in registers (log2 domain). Backward, two
-// deterministic kernels: dk/dv per key tile (looping over the group's query
-// heads and query tiles), dq per query tile (looping over key tiles); each
-// output row has one owner block, so no atomics. Tiles live in shared memory
-// row-major with a row stride of D + 8 bf16, which makes every fragment read
-// (32-bit along a row, or two 16-bit down a column) bank-conflict free.
+// D in {64, 128}, no document mask (attention.cpp checks). Each warp owns 16
+// rows of its block's tile. Forward (8 warps, 128 query rows): loop over
+// 64-key tiles with an online softmax in registers (log2 domain). Backward,
+// two deterministic kernels: dk/dv per 64-key tile (looping over the group's
+// query heads and query tiles), dq per 64-row query tile (looping over key
+// tiles); each output row has one owner block, so no atomics. The streamed
+// tiles are double-buffered with cp.async (the load of tile n + 1 overlaps
+// the math on tile n; one __syncthreads per tile). Tiles live in shared
+// memory row-major with a row stride of D + 8 bf16: the 8 row addresses of
+// every ldmatrix phase then fall into 8 distinct 16-byte bank groups.
 #include <cuda_bf16.h>
 
+#include <climits>
 #include <cmath>
 #include <cstdint>
 
@@ -20,8 +23,17 @@ namespace parallm::cuda::detail {
 namespace {
 
 using bf16 = __nv_bfloat16;
-constexpr int kThreads = 128;  // 4 warps
-constexpr int kTile = 64;      // rows per block tile (queries fwd/dq, keys dk/dv)
+constexpr int kKeyTile = 64;  // K/V rows per streamed tile; keys per dk/dv block
+constexpr int kFwdWarps = 8;  // forward: 128 query rows per block
+constexpr int kDqWarps = 4;   // dq: 64 query rows per block
+constexpr int kDkvWarps = 4;  // dk/dv: 64 keys per block (kKeyTile)
+// Blocks per SM each kernel is compiled for (caps its registers at
+// 64K / (threads * blocks)): chosen so that nothing spills.
+struct MinBlocks {
+  int fwd, dkv, dq;
+};
+template <int D>
+constexpr MinBlocks kMinBlocks = D == 64 ? MinBlocks{2, 3, 3} : MinBlocks{1, 2, 2};
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
@@ -39,26 +51,59 @@ __device__ inline uint32_t pack(float lo, float hi) {
   return *reinterpret_cast<const uint32_t*>(&v);
 }
 
-// A shared tile of rows x LD bf16, row-major.
+__device__ inline uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// ldmatrix x4: lane l gives the address of row l % 8 of 8 x 8 matrix l / 8;
+// r[i] gets matrix i's (row lane / 4, columns 2 (lane % 4) and +1), or with
+// .trans its (rows 2 (lane % 4) and +1, column lane / 4).
+__device__ inline void ldsm4(uint32_t r[4], const bf16* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p))
+               : "memory");
+}
+__device__ inline void ldsm4_trans(uint32_t r[4], const bf16* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p))
+               : "memory");
+}
+
+// 16 bytes global -> shared, asynchronously; zero-filled (nothing read) when
+// !valid, in which case src only has to be some valid address.
+__device__ inline void cp_async16(bf16* dst, const bf16* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src),
+               "r"(valid ? 16 : 0)
+               : "memory");
+}
+__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ inline void cp_async_wait_all() {
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+
+// A shared tile of rows x LD bf16, row-major. Fragment loads for
+// mma.m16n8k16 (A: a[0..3] = rows g / g + 8 x columns 2t / 8 + 2t; B: b0 =
+// k 2t, b1 = k 8 + 2t, both at n = g).
 template <int LD>
 struct Tile {
-  bf16* p;
-  // Elements (r, c) and (r, c + 1).
-  __device__ uint32_t row_pair(int r, int c) const {
-    return *reinterpret_cast<const uint32_t*>(p + r * LD + c);
-  }
-  // Elements (r, c) and (r + 1, c).
-  __device__ uint32_t col_pair(int r, int c) const {
-    const uint32_t lo = *reinterpret_cast<const uint16_t*>(p + r * LD + c);
-    const uint32_t hi = *reinterpret_cast<const uint16_t*>(p + (r + 1) * LD + c);
-    return lo | (hi << 16);
-  }
+  const bf16* p;
   // The A fragment (16 x 16, row-major) at rows r0.., columns k0...
-  __device__ void a_frag(uint32_t a[4], int r0, int k0, int g, int t) const {
-    a[0] = row_pair(r0 + g, k0 + 2 * t);
-    a[1] = row_pair(r0 + g + 8, k0 + 2 * t);
-    a[2] = row_pair(r0 + g, k0 + 8 + 2 * t);
-    a[3] = row_pair(r0 + g + 8, k0 + 8 + 2 * t);
+  __device__ void a_frag(uint32_t a[4], int r0, int k0, int lane) const {
+    // matrices: (r0, k0), (r0 + 8, k0), (r0, k0 + 8), (r0 + 8, k0 + 8)
+    ldsm4(a, p + (r0 + lane % 16) * LD + k0 + (lane / 16) * 8);
+  }
+  // B fragments for k-step k0.. of n-tiles n0.. and n0 + 8.. of a tile stored
+  // [n][k] (b[0], b[1] for n0; b[2], b[3] for n0 + 8).
+  __device__ void b_frags_nk(uint32_t b[4], int n0, int k0, int lane) const {
+    // matrices: (n0, k0), (n0, k0 + 8), (n0 + 8, k0), (n0 + 8, k0 + 8)
+    ldsm4(b, p + (n0 + lane % 8 + (lane / 16) * 8) * LD + k0 + ((lane / 8) % 2) * 8);
+  }
+  // The same for a tile stored [k][n].
+  __device__ void b_frags_kn(uint32_t b[4], int k0, int n0, int lane) const {
+    // transposed matrices: (k0, n0), (k0 + 8, n0), (k0, n0 + 8), (k0 + 8, n0 + 8)
+    ldsm4_trans(b, p + (k0 + lane % 16) * LD + n0 + (lane / 16) * 8);
   }
 };
 
@@ -71,82 +116,132 @@ __device__ inline void c_to_a(uint32_t a[4], const float c0[4], const float c1[4
   a[3] = pack(c1[2], c1[3]);
 }
 
-// tile rows [0, rows) <- global rows row0 + r (zero at or past limit); a
-// global row r starts at base + r * ld. Called by all threads of the block.
-template <int D, int LD>
-__device__ void load_tile(bf16* tile, int rows, const bf16* base, int64_t ld, int64_t row0,
-                          int64_t limit) {
+// Starts the copy of tile rows [0, rows) <- global rows row0 + r (zero at or
+// past limit); a global row r starts at base + r * ld. Called by all NT
+// threads of the block; the caller commits and waits.
+template <int D, int LD, int NT>
+__device__ void load_tile_async(bf16* tile, int rows, const bf16* base, int64_t ld, int64_t row0,
+                                int64_t limit) {
   constexpr int kChunks = D / 8;  // 16-byte chunks per row
-  for (int idx = threadIdx.x; idx < rows * kChunks; idx += kThreads) {
+  for (int idx = threadIdx.x; idx < rows * kChunks; idx += NT) {
     const int r = idx / kChunks, c = (idx % kChunks) * 8;
-    uint4 val = make_uint4(0, 0, 0, 0);
-    if (row0 + r < limit) val = *reinterpret_cast<const uint4*>(base + (row0 + r) * ld + c);
-    *reinterpret_cast<uint4*>(tile + r * LD + c) = val;
+    const bool ok = row0 + r < limit;
+    cp_async16(tile + r * LD + c, ok ? base + (row0 + r) * ld + c : base, ok);
   }
 }
 
-// Causal: query row i sees key j iff k_pos0 + j <= q_pos0 + i.
-__device__ inline bool masked(const cpu::AttnDims& d, int64_t i, int64_t j) {
-  return j >= d.Tk || (d.causal && d.k_pos0 + j > d.q_pos0 + i);
+// Query row i sees key j iff j < Tk and (causal) k_pos0 + j <= q_pos0 + i,
+// i.e. iff j <= last_key(i), or iff i >= first_query(j). Both fit an int
+// since positions stay below 2^31 (attention.cpp checks).
+__device__ inline int last_key(const cpu::AttnDims& d, int64_t i) {
+  int64_t e = d.Tk - 1;
+  if (d.causal) {
+    const int64_t c = d.q_pos0 + i - d.k_pos0;
+    e = c < e ? c : e;
+  }
+  return static_cast<int>(e < -1 ? -1 : e);
+}
+__device__ inline int first_query(const cpu::AttnDims& d, int64_t j) {
+  if (j >= d.Tk) return INT_MAX;
+  const int64_t f = d.causal ? d.k_pos0 + j - d.q_pos0 : 0;
+  return static_cast<int>(f < 0 ? 0 : (f > INT_MAX ? INT_MAX : f));
 }
 
-// Whether any (query in [i0, i0 + 64), key in [j0, j0 + nj)) pair is masked.
-__device__ inline bool tile_needs_mask(const cpu::AttnDims& d, int64_t i0, int64_t j0, int nj) {
+// Whether any (query in [i0, ..), key in [j0, j0 + nj)) pair is masked.
+__device__ inline bool block_needs_mask(const cpu::AttnDims& d, int64_t i0, int64_t j0, int nj) {
   return j0 + nj > d.Tk || (d.causal && d.k_pos0 + j0 + nj - 1 > d.q_pos0 + i0);
 }
 
+// Whether every (query in [.., i_last], key in [j0, ..)) pair is masked.
+__device__ inline bool block_all_masked(const cpu::AttnDims& d, int64_t i_last, int64_t j0) {
+  return d.causal && d.k_pos0 + j0 > d.q_pos0 + i_last;
+}
+
 template <int D>
-__global__ void __launch_bounds__(kThreads)
+constexpr size_t forward_smem_bytes() {
+  return 2 * 2 * kKeyTile * (D + 8) * sizeof(bf16);  // two stages of K and V
+}
+
+template <int D>
+__global__ void __launch_bounds__(kFwdWarps * 32, kMinBlocks<D>.fwd)
     forward_mma_kernel(bf16* out, float* lse, const bf16* q, const bf16* k, const bf16* v,
                        cpu::AttnDims d, float scale_log2) {
-  constexpr int LD = D + 8, KD = D / 16, ND = D / 8;
-  __shared__ alignas(16) bf16 ks_mem[kTile * LD];
-  __shared__ alignas(16) bf16 vs_mem[kTile * LD];
-  const Tile<LD> ks{ks_mem}, vs{vs_mem};
+  constexpr int NT = kFwdWarps * 32, QR = kFwdWarps * 16, LD = D + 8, KD = D / 16, ND = D / 8;
+  constexpr int kStage = 2 * kKeyTile * LD;  // K rows then V rows
+  static_assert(QR <= 2 * kKeyTile, "Q is staged in one K/V stage");
+  extern __shared__ __align__(16) unsigned char smem[];
+  bf16* stage = reinterpret_cast<bf16*>(smem);  // [2][K | V]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   // Later query tiles see more keys: start them first.
-  const int64_t i0 = (int64_t{gridDim.x} - 1 - blockIdx.x) * kTile;
+  const int64_t i0 = (int64_t{gridDim.x} - 1 - blockIdx.x) * QR;
   const int64_t h = blockIdx.y, b = blockIdx.z, kvh = h / (d.Hq / d.Hkv);
   const int64_t ldq = d.Hq * d.D, ldk = d.Hkv * d.D;
   const bf16* qb = q + (b * d.Tq * d.Hq + h) * D;
   const bf16* kb = k + (b * d.Tk * d.Hkv + kvh) * D;
   const bf16* vb = v + (b * d.Tk * d.Hkv + kvh) * D;
+  const int64_t i_last = (i0 + QR < d.Tq ? i0 + QR : d.Tq) - 1;
+  const int64_t kend = visible_end(d, i_last);
+  const int ntiles = static_cast<int>((kend + kKeyTile - 1) / kKeyTile);
 
-  // This warp's Q fragments, staged through the K buffer.
-  load_tile<D, LD>(ks_mem, kTile, qb, ldq, i0, d.Tq);
+  // Q into stage 1 (read into registers before key tile 1 lands there), key
+  // tile 0 into stage 0.
+  load_tile_async<D, LD, NT>(stage + kStage, QR, qb, ldq, i0, d.Tq);
+  if (ntiles > 0) {
+    load_tile_async<D, LD, NT>(stage, kKeyTile, kb, ldk, 0, d.Tk);
+    load_tile_async<D, LD, NT>(stage + kKeyTile * LD, kKeyTile, vb, ldk, 0, d.Tk);
+  }
+  cp_async_commit();
+  cp_async_wait_all();
   __syncthreads();
   uint32_t qa[KD][4];
 #pragma unroll
-  for (int kk = 0; kk < KD; ++kk) ks.a_frag(qa[kk], warp * 16, kk * 16, g, t);
+  for (int kk = 0; kk < KD; ++kk) Tile<LD>{stage + kStage}.a_frag(qa[kk], warp * 16, kk * 16, lane);
 
   float o[ND][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
 #pragma unroll
   for (int n = 0; n < ND; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-  const int64_t i_last = (i0 + kTile < d.Tq ? i0 + kTile : d.Tq) - 1;
-  const int64_t kend = visible_end(d, i_last);
-  const int64_t row[2] = {i0 + warp * 16 + g, i0 + warp * 16 + g + 8};
-  for (int64_t j0 = 0; j0 < kend; j0 += kTile) {
-    __syncthreads();  // previous tile (or the Q staging) fully read
-    load_tile<D, LD>(ks_mem, kTile, kb, ldk, j0, d.Tk);
-    load_tile<D, LD>(vs_mem, kTile, vb, ldk, j0, d.Tk);
+  const int64_t w0 = i0 + warp * 16;  // this warp's first query row
+  const int64_t row[2] = {w0 + g, w0 + g + 8};
+  const int lastk[2] = {last_key(d, row[0]), last_key(d, row[1])};
+  for (int it = 0; it < ntiles; ++it) {
+    const int64_t j0 = int64_t{it} * kKeyTile;
+    // Tile it has landed, and every warp is done with stage (it + 1) % 2
+    // (tile it - 1, or Q at it = 0).
+    cp_async_wait_all();
     __syncthreads();
+    if (it + 1 < ntiles) {
+      bf16* nx = stage + ((it + 1) % 2) * kStage;
+      load_tile_async<D, LD, NT>(nx, kKeyTile, kb, ldk, j0 + kKeyTile, d.Tk);
+      load_tile_async<D, LD, NT>(nx + kKeyTile * LD, kKeyTile, vb, ldk, j0 + kKeyTile, d.Tk);
+    }
+    cp_async_commit();
+    // A tile hidden from all 16 rows of this warp leaves m, l and o as they
+    // are (alpha = 1 and p = 0, or all still zero); rows past Tq are dropped.
+    if (w0 >= d.Tq || block_all_masked(d, w0 + 15, j0)) continue;
+    const bf16* cur = stage + (it % 2) * kStage;
+    const Tile<LD> ks{cur}, vs{cur + kKeyTile * LD};
     float s[8][4];
 #pragma unroll
-    for (int n = 0; n < 8; ++n) {
-      s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+    for (int n = 0; n < 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
 #pragma unroll
-      for (int kk = 0; kk < KD; ++kk)
-        mma16816(s[n], qa[kk], ks.row_pair(n * 8 + g, kk * 16 + 2 * t),
-                 ks.row_pair(n * 8 + g, kk * 16 + 8 + 2 * t));
+    for (int kk = 0; kk < KD; ++kk) {
+#pragma unroll
+      for (int np = 0; np < 4; ++np) {
+        uint32_t bk[4];
+        ks.b_frags_nk(bk, np * 16, kk * 16, lane);
+        mma16816(s[2 * np], qa[kk], bk[0], bk[1]);
+        mma16816(s[2 * np + 1], qa[kk], bk[2], bk[3]);
+      }
     }
-    const bool need_mask = tile_needs_mask(d, i0, j0, kTile);
+    const bool need_mask = block_needs_mask(d, w0, j0, kKeyTile);
+    const int jt = static_cast<int>(j0);
     float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int n = 0; n < 8; ++n) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         float x = s[n][e] * scale_log2;
-        if (need_mask && masked(d, row[e / 2], j0 + n * 8 + 2 * t + (e % 2))) x = -INFINITY;
+        if (need_mask && jt + n * 8 + 2 * t + (e % 2) > lastk[e / 2]) x = -INFINITY;
         s[n][e] = x;
         mx[e / 2] = fmaxf(mx[e / 2], x);
       }
@@ -183,9 +278,12 @@ __global__ void __launch_bounds__(kThreads)
       uint32_t pa[4];
       c_to_a(pa, s[2 * kk], s[2 * kk + 1]);
 #pragma unroll
-      for (int n = 0; n < ND; ++n)
-        mma16816(o[n], pa, vs.col_pair(kk * 16 + 2 * t, n * 8 + g),
-                 vs.col_pair(kk * 16 + 8 + 2 * t, n * 8 + g));
+      for (int np = 0; np < ND / 2; ++np) {
+        uint32_t bv[4];
+        vs.b_frags_kn(bv, kk * 16, np * 16, lane);
+        mma16816(o[2 * np], pa, bv[0], bv[1]);
+        mma16816(o[2 * np + 1], pa, bv[2], bv[3]);
+      }
     }
   }
 #pragma unroll
@@ -211,59 +309,103 @@ __device__ inline void add_pair(bf16* p, float a0, float a1, float f) {
       pack(__bfloat162float(old.x) + a0 * f, __bfloat162float(old.y) + a1 * f);
 }
 
-// lse (log2 domain) and delta of query rows [i0, i0 + n) of (b, h) into
-// shared memory; rows past Tq or with no visible key get +inf, so P = 0.
-__device__ inline void load_row_stats(float* l2, float* dl, const float* lse, const float* delta,
-                                      const cpu::AttnDims& d, int64_t b, int64_t h, int64_t i0,
-                                      int n) {
-  for (int r = threadIdx.x; r < n; r += kThreads) {
-    const int64_t i = i0 + r;
-    const float lv = i < d.Tq ? lse[(b * d.Hq + h) * d.Tq + i] : -INFINITY;
-    l2[r] = lv == -INFINITY ? INFINITY : lv * kLog2e;
-    dl[r] = i < d.Tq ? delta[(b * d.Hq + h) * d.Tq + i] : 0.f;
-  }
+// lse (log2 domain) and delta of query row i of (b, h); a row past Tq or
+// with no visible key gets lse +inf, so P = 0.
+__device__ inline void row_stats(float& l2, float& dl, const float* lse, const float* delta,
+                                 const cpu::AttnDims& d, int64_t b, int64_t h, int64_t i) {
+  const float lv = i < d.Tq ? lse[(b * d.Hq + h) * d.Tq + i] : -INFINITY;
+  l2 = lv == -INFINITY ? INFINITY : lv * kLog2e;
+  dl = i < d.Tq ? delta[(b * d.Hq + h) * d.Tq + i] : 0.f;
+}
+
+template <int D>
+constexpr int dkv_query_tile() {
+  return D == 128 ? 32 : 64;  // keeps dk, dv, S^T and dP^T within the register file
+}
+template <int D>
+constexpr size_t dkv_smem_bytes() {
+  // K, V, two stages of Q and dO, two stages of lse and delta
+  return (2 * kKeyTile + 4 * dkv_query_tile<D>()) * (D + 8) * sizeof(bf16) +
+         4 * dkv_query_tile<D>() * sizeof(float);
 }
 
 // dk, dv of keys [j0, j0 + 64) of (b, kv head), from every query head of the
-// group. Each warp holds S^T and dP^T for its 16 keys x QT queries.
+// group. Each warp holds S^T and dP^T for its 16 keys x QT queries. The
+// (head, query tile) pairs are streamed in a fixed order, Q and dO through
+// cp.async, lse and delta through registers (loaded before the math on the
+// current tile, stored after it).
 template <int D, int QT>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kDkvWarps * 32, kMinBlocks<D>.dkv)
     backward_dkv_mma_kernel(bf16* dk, bf16* dv, const bf16* dout, const bf16* q, const bf16* k,
                             const bf16* v, const float* lse, const float* delta, cpu::AttnDims d,
                             float scale) {
-  constexpr int LD = D + 8, KD = D / 16, ND = D / 8, NQ = QT / 8;
+  constexpr int NT = kDkvWarps * 32, LD = D + 8, KD = D / 16, ND = D / 8, NQ = QT / 8;
+  static_assert(kDkvWarps * 16 == kKeyTile && QT <= NT, "one warp per 16 keys, a thread per row");
+  constexpr int kStage = 2 * QT * LD;  // Q rows then dO rows
   extern __shared__ __align__(16) unsigned char smem[];
   bf16* ks_mem = reinterpret_cast<bf16*>(smem);
-  bf16* vs_mem = ks_mem + kTile * LD;
-  bf16* qs_mem = vs_mem + kTile * LD;
-  bf16* dos_mem = qs_mem + QT * LD;
-  float* l2 = reinterpret_cast<float*>(dos_mem + QT * LD);
-  float* dl = l2 + QT;
-  const Tile<LD> ks{ks_mem}, vs{vs_mem}, qs{qs_mem}, dos{dos_mem};
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int64_t j0 = int64_t{blockIdx.x} * kTile, kvh = blockIdx.y, b = blockIdx.z;
+  bf16* vs_mem = ks_mem + kKeyTile * LD;
+  bf16* stage = vs_mem + kKeyTile * LD;                       // [2][Q | dO]
+  float* l2s = reinterpret_cast<float*>(stage + 2 * kStage);  // [2][QT]
+  float* dls = l2s + 2 * QT;                                  // [2][QT]
+  const Tile<LD> ks{ks_mem}, vs{vs_mem};
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const int64_t j0 = int64_t{blockIdx.x} * kKeyTile, kvh = blockIdx.y, b = blockIdx.z;
   const int64_t group = d.Hq / d.Hkv, ldq = d.Hq * d.D, ldk = d.Hkv * d.D;
   const float scale_log2 = scale * kLog2e;
-  load_tile<D, LD>(ks_mem, kTile, k + (b * d.Tk * d.Hkv + kvh) * D, ldk, j0, d.Tk);
-  load_tile<D, LD>(vs_mem, kTile, v + (b * d.Tk * d.Hkv + kvh) * D, ldk, j0, d.Tk);
+  const bf16* qh = q + b * d.Tq * d.Hq * D;  // (b, head 0, row 0); head h at + h * D
+  const bf16* doh = dout + b * d.Tq * d.Hq * D;
+  // Queries before i_lo see none of this tile's keys (causal).
+  int64_t i_lo = d.causal ? d.k_pos0 + j0 - d.q_pos0 : 0;
+  i_lo = i_lo < 0 ? 0 : (i_lo / QT) * QT;
+  const int64_t nqt = i_lo < d.Tq ? (d.Tq - i_lo + QT - 1) / QT : 0;  // query tiles per head
+  const int64_t total = group * nqt;  // (head, query tile) steps, tiles innermost
+
+  load_tile_async<D, LD, NT>(ks_mem, kKeyTile, k + (b * d.Tk * d.Hkv + kvh) * D, ldk, j0, d.Tk);
+  load_tile_async<D, LD, NT>(vs_mem, kKeyTile, v + (b * d.Tk * d.Hkv + kvh) * D, ldk, j0, d.Tk);
+  if (total > 0) {
+    const int64_t h = kvh * group;
+    load_tile_async<D, LD, NT>(stage, QT, qh + h * D, ldq, i_lo, d.Tq);
+    load_tile_async<D, LD, NT>(stage + QT * LD, QT, doh + h * D, ldq, i_lo, d.Tq);
+    if (tid < QT) row_stats(l2s[tid], dls[tid], lse, delta, d, b, h, i_lo + tid);
+  }
+  cp_async_commit();
+
   float dka[ND][4], dva[ND][4];
 #pragma unroll
   for (int n = 0; n < ND; ++n)
 #pragma unroll
     for (int e = 0; e < 4; ++e) dka[n][e] = dva[n][e] = 0.f;
-  const int64_t key[2] = {j0 + warp * 16 + g, j0 + warp * 16 + g + 8};
-  // Queries before i_lo see none of this tile's keys (causal).
-  int64_t i_lo = d.causal ? d.k_pos0 + j0 - d.q_pos0 : 0;
-  i_lo = i_lo < 0 ? 0 : (i_lo / QT) * QT;
-  for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
-    const bf16* qb = q + (b * d.Tq * d.Hq + h) * D;
-    const bf16* dob = dout + (b * d.Tq * d.Hq + h) * D;
-    for (int64_t i0 = i_lo; i0 < d.Tq; i0 += QT) {
-      __syncthreads();  // previous query tile fully read
-      load_tile<D, LD>(qs_mem, QT, qb, ldq, i0, d.Tq);
-      load_tile<D, LD>(dos_mem, QT, dob, ldq, i0, d.Tq);
-      load_row_stats(l2, dl, lse, delta, d, b, h, i0, QT);
-      __syncthreads();
+  const int64_t kw0 = j0 + warp * 16;  // this warp's first key
+  const int64_t key[2] = {kw0 + g, kw0 + g + 8};
+  const int firstq[2] = {first_query(d, key[0]), first_query(d, key[1])};
+  int64_t h = kvh * group, i0 = i_lo;  // this step's query head and tile
+  for (int64_t step = 0; step < total; ++step) {
+    const int cur = static_cast<int>(step % 2), nxt = 1 - cur;
+    int64_t hn = h, in = i0 + QT;  // the next step's
+    if (in >= d.Tq) {
+      in = i_lo;
+      ++hn;
+    }
+    // Step `step` has landed (tiles and row stats), and every warp is done
+    // with stage nxt (step - 1).
+    cp_async_wait_all();
+    __syncthreads();
+    const bool pre = step + 1 < total;
+    float l2n = 0.f, dln = 0.f;
+    if (pre) {
+      bf16* nx = stage + nxt * kStage;
+      load_tile_async<D, LD, NT>(nx, QT, qh + hn * D, ldq, in, d.Tq);
+      load_tile_async<D, LD, NT>(nx + QT * LD, QT, doh + hn * D, ldq, in, d.Tq);
+      if (tid < QT) row_stats(l2n, dln, lse, delta, d, b, hn, in + tid);
+    }
+    cp_async_commit();
+    // Skip the math when no query of the tile sees any of this warp's keys.
+    if (!block_all_masked(d, i0 + QT - 1, kw0)) {
+      const Tile<LD> qs{stage + cur * kStage}, dos{stage + cur * kStage + QT * LD};
+      const float* l2 = l2s + cur * QT;
+      const float* dl = dls + cur * QT;
       float st[NQ][4], dpt[NQ][4];
 #pragma unroll
       for (int n = 0; n < NQ; ++n)
@@ -272,25 +414,29 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int kk = 0; kk < KD; ++kk) {
         uint32_t ka[4], va[4];
-        ks.a_frag(ka, warp * 16, kk * 16, g, t);
-        vs.a_frag(va, warp * 16, kk * 16, g, t);
+        ks.a_frag(ka, warp * 16, kk * 16, lane);
+        vs.a_frag(va, warp * 16, kk * 16, lane);
 #pragma unroll
-        for (int n = 0; n < NQ; ++n) {
-          mma16816(st[n], ka, qs.row_pair(n * 8 + g, kk * 16 + 2 * t),
-                   qs.row_pair(n * 8 + g, kk * 16 + 8 + 2 * t));
-          mma16816(dpt[n], va, dos.row_pair(n * 8 + g, kk * 16 + 2 * t),
-                   dos.row_pair(n * 8 + g, kk * 16 + 8 + 2 * t));
+        for (int np = 0; np < NQ / 2; ++np) {
+          uint32_t bq[4], bd[4];
+          qs.b_frags_nk(bq, np * 16, kk * 16, lane);
+          dos.b_frags_nk(bd, np * 16, kk * 16, lane);
+          mma16816(st[2 * np], ka, bq[0], bq[1]);
+          mma16816(st[2 * np + 1], ka, bq[2], bq[3]);
+          mma16816(dpt[2 * np], va, bd[0], bd[1]);
+          mma16816(dpt[2 * np + 1], va, bd[2], bd[3]);
         }
       }
       // Element (key row e / 2, query column n * 8 + 2t + e % 2).
-      const bool need_mask = tile_needs_mask(d, i0, j0, kTile);
+      const bool need_mask = block_needs_mask(d, i0, kw0, 16);
+      const int it0 = static_cast<int>(i0);
 #pragma unroll
       for (int n = 0; n < NQ; ++n) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int c = n * 8 + 2 * t + (e % 2);
           float p = exp2f(st[n][e] * scale_log2 - l2[c]);
-          if (need_mask && masked(d, i0 + c, key[e / 2])) p = 0.f;
+          if (need_mask && it0 + c < firstq[e / 2]) p = 0.f;
           st[n][e] = p;
           dpt[n][e] = p * (dpt[n][e] - dl[c]);
         }
@@ -301,15 +447,25 @@ __global__ void __launch_bounds__(kThreads)
         c_to_a(pa, st[2 * kk], st[2 * kk + 1]);
         c_to_a(dsa, dpt[2 * kk], dpt[2 * kk + 1]);
 #pragma unroll
-        for (int n = 0; n < ND; ++n) {
-          mma16816(dva[n], pa, dos.col_pair(kk * 16 + 2 * t, n * 8 + g),
-                   dos.col_pair(kk * 16 + 8 + 2 * t, n * 8 + g));
-          mma16816(dka[n], dsa, qs.col_pair(kk * 16 + 2 * t, n * 8 + g),
-                   qs.col_pair(kk * 16 + 8 + 2 * t, n * 8 + g));
+        for (int np = 0; np < ND / 2; ++np) {
+          uint32_t bd[4], bq[4];
+          dos.b_frags_kn(bd, kk * 16, np * 16, lane);
+          qs.b_frags_kn(bq, kk * 16, np * 16, lane);
+          mma16816(dva[2 * np], pa, bd[0], bd[1]);
+          mma16816(dva[2 * np + 1], pa, bd[2], bd[3]);
+          mma16816(dka[2 * np], dsa, bq[0], bq[1]);
+          mma16816(dka[2 * np + 1], dsa, bq[2], bq[3]);
         }
       }
     }
+    if (pre && tid < QT) {
+      l2s[nxt * QT + tid] = l2n;
+      dls[nxt * QT + tid] = dln;
+    }
+    h = hn;
+    i0 = in;
   }
+  cp_async_wait_all();  // with no step, K and V may still be in flight
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     if (key[r] >= d.Tk) continue;
@@ -322,43 +478,69 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+template <int D>
+constexpr size_t dq_smem_bytes() {
+  // Q, dO, two stages of K and V, lse and delta
+  return (2 * kDqWarps * 16 + 4 * kKeyTile) * (D + 8) * sizeof(bf16) +
+         2 * kDqWarps * 16 * sizeof(float);
+}
+
 // dq of query rows [i0, i0 + 64) of (b, h), over all visible key tiles.
 template <int D>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kDqWarps * 32, kMinBlocks<D>.dq)
     backward_dq_mma_kernel(bf16* dq, const bf16* dout, const bf16* q, const bf16* k, const bf16* v,
                            const float* lse, const float* delta, cpu::AttnDims d, float scale) {
-  constexpr int LD = D + 8, KD = D / 16, ND = D / 8;
+  constexpr int NT = kDqWarps * 32, QR = kDqWarps * 16, LD = D + 8, KD = D / 16, ND = D / 8;
+  constexpr int kStage = 2 * kKeyTile * LD;  // K rows then V rows
   extern __shared__ __align__(16) unsigned char smem[];
   bf16* qs_mem = reinterpret_cast<bf16*>(smem);
-  bf16* dos_mem = qs_mem + kTile * LD;
-  bf16* ks_mem = dos_mem + kTile * LD;
-  bf16* vs_mem = ks_mem + kTile * LD;
-  float* l2 = reinterpret_cast<float*>(vs_mem + kTile * LD);
-  float* dl = l2 + kTile;
-  const Tile<LD> qs{qs_mem}, dos{dos_mem}, ks{ks_mem}, vs{vs_mem};
+  bf16* dos_mem = qs_mem + QR * LD;
+  bf16* stage = dos_mem + QR * LD;                           // [2][K | V]
+  float* l2 = reinterpret_cast<float*>(stage + 2 * kStage);  // [QR]
+  float* dl = l2 + QR;                                       // [QR]
+  const Tile<LD> qs{qs_mem}, dos{dos_mem};
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int64_t i0 = (int64_t{gridDim.x} - 1 - blockIdx.x) * kTile;
+  const int64_t i0 = (int64_t{gridDim.x} - 1 - blockIdx.x) * QR;
   const int64_t h = blockIdx.y, b = blockIdx.z, kvh = h / (d.Hq / d.Hkv);
   const int64_t ldq = d.Hq * d.D, ldk = d.Hkv * d.D;
   const float scale_log2 = scale * kLog2e;
   const bf16* kb = k + (b * d.Tk * d.Hkv + kvh) * D;
   const bf16* vb = v + (b * d.Tk * d.Hkv + kvh) * D;
-  load_tile<D, LD>(qs_mem, kTile, q + (b * d.Tq * d.Hq + h) * D, ldq, i0, d.Tq);
-  load_tile<D, LD>(dos_mem, kTile, dout + (b * d.Tq * d.Hq + h) * D, ldq, i0, d.Tq);
-  load_row_stats(l2, dl, lse, delta, d, b, h, i0, kTile);
+  const int64_t i_last = (i0 + QR < d.Tq ? i0 + QR : d.Tq) - 1;
+  const int64_t kend = visible_end(d, i_last);
+  const int ntiles = static_cast<int>((kend + kKeyTile - 1) / kKeyTile);
+  load_tile_async<D, LD, NT>(qs_mem, QR, q + (b * d.Tq * d.Hq + h) * D, ldq, i0, d.Tq);
+  load_tile_async<D, LD, NT>(dos_mem, QR, dout + (b * d.Tq * d.Hq + h) * D, ldq, i0, d.Tq);
+  if (ntiles > 0) {
+    load_tile_async<D, LD, NT>(stage, kKeyTile, kb, ldk, 0, d.Tk);
+    load_tile_async<D, LD, NT>(stage + kKeyTile * LD, kKeyTile, vb, ldk, 0, d.Tk);
+  }
+  cp_async_commit();
+  for (int r = threadIdx.x; r < QR; r += NT) row_stats(l2[r], dl[r], lse, delta, d, b, h, i0 + r);
+  cp_async_wait_all();
   __syncthreads();
   const int rl[2] = {warp * 16 + g, warp * 16 + g + 8};  // local rows
   const float l2r[2] = {l2[rl[0]], l2[rl[1]]}, dlr[2] = {dl[rl[0]], dl[rl[1]]};
+  const int64_t w0 = i0 + warp * 16;  // this warp's first query row
+  const int lastk[2] = {last_key(d, w0 + g), last_key(d, w0 + g + 8)};
   float dqa[ND][4];
 #pragma unroll
   for (int n = 0; n < ND; ++n) dqa[n][0] = dqa[n][1] = dqa[n][2] = dqa[n][3] = 0.f;
-  const int64_t i_last = (i0 + kTile < d.Tq ? i0 + kTile : d.Tq) - 1;
-  const int64_t kend = visible_end(d, i_last);
-  for (int64_t j0 = 0; j0 < kend; j0 += kTile) {
-    __syncthreads();  // previous key tile fully read
-    load_tile<D, LD>(ks_mem, kTile, kb, ldk, j0, d.Tk);
-    load_tile<D, LD>(vs_mem, kTile, vb, ldk, j0, d.Tk);
+  for (int it = 0; it < ntiles; ++it) {
+    const int64_t j0 = int64_t{it} * kKeyTile;
+    // Tile it has landed, and every warp is done with stage (it + 1) % 2.
+    cp_async_wait_all();
     __syncthreads();
+    if (it + 1 < ntiles) {
+      bf16* nx = stage + ((it + 1) % 2) * kStage;
+      load_tile_async<D, LD, NT>(nx, kKeyTile, kb, ldk, j0 + kKeyTile, d.Tk);
+      load_tile_async<D, LD, NT>(nx + kKeyTile * LD, kKeyTile, vb, ldk, j0 + kKeyTile, d.Tk);
+    }
+    cp_async_commit();
+    // P = 0 for all 16 rows of this warp, or they are all past Tq.
+    if (w0 >= d.Tq || block_all_masked(d, w0 + 15, j0)) continue;
+    const bf16* cur = stage + (it % 2) * kStage;
+    const Tile<LD> ks{cur}, vs{cur + kKeyTile * LD};
     float s[8][4], dp[8][4];
 #pragma unroll
     for (int n = 0; n < 8; ++n)
@@ -367,23 +549,27 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int kk = 0; kk < KD; ++kk) {
       uint32_t qa[4], doa[4];
-      qs.a_frag(qa, warp * 16, kk * 16, g, t);
-      dos.a_frag(doa, warp * 16, kk * 16, g, t);
+      qs.a_frag(qa, warp * 16, kk * 16, lane);
+      dos.a_frag(doa, warp * 16, kk * 16, lane);
 #pragma unroll
-      for (int n = 0; n < 8; ++n) {
-        mma16816(s[n], qa, ks.row_pair(n * 8 + g, kk * 16 + 2 * t),
-                 ks.row_pair(n * 8 + g, kk * 16 + 8 + 2 * t));
-        mma16816(dp[n], doa, vs.row_pair(n * 8 + g, kk * 16 + 2 * t),
-                 vs.row_pair(n * 8 + g, kk * 16 + 8 + 2 * t));
+      for (int np = 0; np < 4; ++np) {
+        uint32_t bk[4], bv[4];
+        ks.b_frags_nk(bk, np * 16, kk * 16, lane);
+        vs.b_frags_nk(bv, np * 16, kk * 16, lane);
+        mma16816(s[2 * np], qa, bk[0], bk[1]);
+        mma16816(s[2 * np + 1], qa, bk[2], bk[3]);
+        mma16816(dp[2 * np], doa, bv[0], bv[1]);
+        mma16816(dp[2 * np + 1], doa, bv[2], bv[3]);
       }
     }
-    const bool need_mask = tile_needs_mask(d, i0, j0, kTile);
+    const bool need_mask = block_needs_mask(d, w0, j0, kKeyTile);
+    const int jt = static_cast<int>(j0);
 #pragma unroll
     for (int n = 0; n < 8; ++n) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         float p = exp2f(s[n][e] * scale_log2 - l2r[e / 2]);
-        if (need_mask && masked(d, i0 + rl[e / 2], j0 + n * 8 + 2 * t + (e % 2))) p = 0.f;
+        if (need_mask && jt + n * 8 + 2 * t + (e % 2) > lastk[e / 2]) p = 0.f;
         dp[n][e] = p * (dp[n][e] - dlr[e / 2]);
       }
     }
@@ -392,9 +578,12 @@ __global__ void __launch_bounds__(kThreads)
       uint32_t dsa[4];
       c_to_a(dsa, dp[2 * kk], dp[2 * kk + 1]);
 #pragma unroll
-      for (int n = 0; n < ND; ++n)
-        mma16816(dqa[n], dsa, ks.col_pair(kk * 16 + 2 * t, n * 8 + g),
-                 ks.col_pair(kk * 16 + 8 + 2 * t, n * 8 + g));
+      for (int np = 0; np < ND / 2; ++np) {
+        uint32_t bk[4];
+        ks.b_frags_kn(bk, kk * 16, np * 16, lane);
+        mma16816(dqa[2 * np], dsa, bk[0], bk[1]);
+        mma16816(dqa[2 * np + 1], dsa, bk[2], bk[3]);
+      }
     }
   }
 #pragma unroll
@@ -409,25 +598,15 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <int D>
-constexpr int dkv_query_tile() {
-  return D == 128 ? 32 : 64;  // keeps dk, dv, S^T and dP^T within the register file
-}
-template <int D>
-constexpr size_t dkv_smem_bytes() {
-  return (2 * kTile + 2 * dkv_query_tile<D>()) * (D + 8) * sizeof(bf16) +
-         2 * dkv_query_tile<D>() * sizeof(float);
-}
-template <int D>
-constexpr size_t dq_smem_bytes() {
-  return 4 * kTile * (D + 8) * sizeof(bf16) + 2 * kTile * sizeof(float);
-}
-
-template <int D>
 void forward_mma(bf16* out, float* lse, const bf16* q, const bf16* k, const bf16* v,
                  const cpu::AttnDims& d, float scale, cudaStream_t s) {
-  const dim3 grid(static_cast<unsigned>((d.Tq + kTile - 1) / kTile), static_cast<unsigned>(d.Hq),
+  constexpr int QR = kFwdWarps * 16;
+  constexpr size_t bytes = forward_smem_bytes<D>();
+  PX_CUDA(cudaFuncSetAttribute(forward_mma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(bytes)));
+  const dim3 grid(static_cast<unsigned>((d.Tq + QR - 1) / QR), static_cast<unsigned>(d.Hq),
                   static_cast<unsigned>(d.B));
-  forward_mma_kernel<D><<<grid, kThreads, 0, s>>>(out, lse, q, k, v, d, scale * kLog2e);
+  forward_mma_kernel<D><<<grid, kFwdWarps * 32, bytes, s>>>(out, lse, q, k, v, d, scale * kLog2e);
   PX_CUDA_LAUNCH("attention_forward_mma");
 }
 
@@ -435,7 +614,7 @@ template <int D>
 void backward_mma(bf16* dq, bf16* dk, bf16* dv, const bf16* dout, const bf16* q, const bf16* k,
                   const bf16* v, const float* lse, const float* delta, const cpu::AttnDims& d,
                   float scale, cudaStream_t s) {
-  constexpr int QT = dkv_query_tile<D>();
+  constexpr int QT = dkv_query_tile<D>(), QR = kDqWarps * 16;
   constexpr size_t dkv_bytes = dkv_smem_bytes<D>(), dq_bytes = dq_smem_bytes<D>();
   PX_CUDA(cudaFuncSetAttribute(backward_dkv_mma_kernel<D, QT>,
                                cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -443,15 +622,15 @@ void backward_mma(bf16* dq, bf16* dk, bf16* dv, const bf16* dout, const bf16* q,
   PX_CUDA(cudaFuncSetAttribute(backward_dq_mma_kernel<D>,
                                cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(dq_bytes)));
-  const dim3 kgrid(static_cast<unsigned>((d.Tk + kTile - 1) / kTile), static_cast<unsigned>(d.Hkv),
-                   static_cast<unsigned>(d.B));
+  const dim3 kgrid(static_cast<unsigned>((d.Tk + kKeyTile - 1) / kKeyTile),
+                   static_cast<unsigned>(d.Hkv), static_cast<unsigned>(d.B));
   backward_dkv_mma_kernel<D, QT>
-      <<<kgrid, kThreads, dkv_bytes, s>>>(dk, dv, dout, q, k, v, lse, delta, d, scale);
+      <<<kgrid, kDkvWarps * 32, dkv_bytes, s>>>(dk, dv, dout, q, k, v, lse, delta, d, scale);
   PX_CUDA_LAUNCH("attention_backward_dkv_mma");
-  const dim3 qgrid(static_cast<unsigned>((d.Tq + kTile - 1) / kTile), static_cast<unsigned>(d.Hq),
+  const dim3 qgrid(static_cast<unsigned>((d.Tq + QR - 1) / QR), static_cast<unsigned>(d.Hq),
                    static_cast<unsigned>(d.B));
   backward_dq_mma_kernel<D>
-      <<<qgrid, kThreads, dq_bytes, s>>>(dq, dout, q, k, v, lse, delta, d, scale);
+      <<<qgrid, kDqWarps * 32, dq_bytes, s>>>(dq, dout, q, k, v, lse, delta, d, scale);
   PX_CUDA_LAUNCH("attention_backward_dq_mma");
 }
 
