@@ -24,7 +24,6 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 constexpr int kKeyTile = 64;  // K/V rows per streamed tile; keys per dk/dv block
-constexpr int kFwdWarps = 8;  // forward: 128 query rows per block
 constexpr int kDqWarps = 4;   // dq: 64 query rows per block
 constexpr int kDkvWarps = 4;  // dk/dv: 64 keys per block (kKeyTile)
 // Blocks per SM each kernel is compiled for (caps its registers at
@@ -33,7 +32,7 @@ struct MinBlocks {
   int fwd, dkv, dq;
 };
 template <int D>
-constexpr MinBlocks kMinBlocks = D == 64 ? MinBlocks{2, 3, 3} : MinBlocks{1, 2, 2};
+constexpr MinBlocks kMinBlocks = D == 64 ? MinBlocks{2, 3, 3} : MinBlocks{2, 2, 2};
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
@@ -162,11 +161,67 @@ constexpr size_t forward_smem_bytes() {
   return 2 * 2 * kKeyTile * (D + 8) * sizeof(bf16);  // two stages of K and V
 }
 
+// Forward shape per head dim: warps per block and 16-row m-tiles per warp.
+// Two m-tiles share every K/V fragment a warp loads from shared memory
+// (half the ldmatrix traffic per mma); D = 128 lacks the registers for it.
 template <int D>
-__global__ void __launch_bounds__(kFwdWarps * 32, kMinBlocks<D>.fwd)
+struct FwdShape {
+  static constexpr int kWarps = 4, kMt = D == 64 ? 2 : 1;
+  static constexpr int kRows = kWarps * kMt * 16;  // query rows per block
+};
+
+// One online-softmax step of one 16-row m-tile over a 64-key tile: s (raw
+// Q K^T) becomes P (bf16-ready, log2 domain), m / l / o are rescaled.
+template <int ND>
+__device__ __forceinline__ void softmax_step(float s[8][4], float o[ND][4], float m[2], float l[2],
+                                             bool need_mask, int jt, const int lastk[2],
+                                             float scale_log2, int t) {
+  float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int n = 0; n < 8; ++n) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float x = s[n][e] * scale_log2;
+      if (need_mask && jt + n * 8 + 2 * t + (e % 2) > lastk[e / 2]) x = -INFINITY;
+      s[n][e] = x;
+      mx[e / 2] = fmaxf(mx[e / 2], x);
+    }
+  }
+  float alpha[2], muse[2], rs[2] = {0.f, 0.f};
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+    const float mn = fmaxf(m[r], mx[r]);
+    muse[r] = mn == -INFINITY ? 0.f : mn;  // nothing visible yet: keep exp2 finite
+    alpha[r] = exp2f(m[r] - muse[r]);
+    m[r] = mn;
+  }
+#pragma unroll
+  for (int n = 0; n < 8; ++n) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      s[n][e] = exp2f(s[n][e] - muse[e / 2]);
+      rs[e / 2] += s[n][e];
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) l[r] = l[r] * alpha[r] + rs[r];
+#pragma unroll
+  for (int n = 0; n < ND; ++n) {
+    o[n][0] *= alpha[0];
+    o[n][1] *= alpha[0];
+    o[n][2] *= alpha[1];
+    o[n][3] *= alpha[1];
+  }
+}
+
+template <int D>
+__global__ void __launch_bounds__(FwdShape<D>::kWarps * 32, kMinBlocks<D>.fwd)
     forward_mma_kernel(bf16* out, float* lse, const bf16* q, const bf16* k, const bf16* v,
                        cpu::AttnDims d, float scale_log2) {
-  constexpr int NT = kFwdWarps * 32, QR = kFwdWarps * 16, LD = D + 8, KD = D / 16, ND = D / 8;
+  constexpr int NT = FwdShape<D>::kWarps * 32, MT = FwdShape<D>::kMt, QR = FwdShape<D>::kRows;
+  constexpr int LD = D + 8, KD = D / 16, ND = D / 8;
   constexpr int kStage = 2 * kKeyTile * LD;  // K rows then V rows
   static_assert(QR <= 2 * kKeyTile, "Q is staged in one K/V stage");
   extern __shared__ __align__(16) unsigned char smem[];
@@ -193,16 +248,29 @@ __global__ void __launch_bounds__(kFwdWarps * 32, kMinBlocks<D>.fwd)
   cp_async_commit();
   cp_async_wait_all();
   __syncthreads();
-  uint32_t qa[KD][4];
+  // This warp owns rows [w0, w0 + 16 MT): m-tile mt is rows w0 + 16 mt...
+  const int wl = warp * 16 * MT;  // local first row
+  const int64_t w0 = i0 + wl;
+  uint32_t qa[MT][KD][4];
 #pragma unroll
-  for (int kk = 0; kk < KD; ++kk) Tile<LD>{stage + kStage}.a_frag(qa[kk], warp * 16, kk * 16, lane);
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int kk = 0; kk < KD; ++kk)
+      Tile<LD>{stage + kStage}.a_frag(qa[mt][kk], wl + mt * 16, kk * 16, lane);
 
-  float o[ND][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  float o[MT][ND][4], m[MT][2], l[MT][2];
+  int lastk[MT][2];
 #pragma unroll
-  for (int n = 0; n < ND; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-  const int64_t w0 = i0 + warp * 16;  // this warp's first query row
-  const int64_t row[2] = {w0 + g, w0 + g + 8};
-  const int lastk[2] = {last_key(d, row[0]), last_key(d, row[1])};
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int n = 0; n < ND; ++n) o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.f;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      m[mt][r] = -INFINITY;
+      l[mt][r] = 0.f;
+      lastk[mt][r] = last_key(d, w0 + mt * 16 + r * 8 + g);
+    }
+  }
   for (int it = 0; it < ntiles; ++it) {
     const int64_t j0 = int64_t{it} * kKeyTile;
     // Tile it has landed, and every warp is done with stage (it + 1) % 2
@@ -215,90 +283,69 @@ __global__ void __launch_bounds__(kFwdWarps * 32, kMinBlocks<D>.fwd)
       load_tile_async<D, LD, NT>(nx + kKeyTile * LD, kKeyTile, vb, ldk, j0 + kKeyTile, d.Tk);
     }
     cp_async_commit();
-    // A tile hidden from all 16 rows of this warp leaves m, l and o as they
-    // are (alpha = 1 and p = 0, or all still zero); rows past Tq are dropped.
-    if (w0 >= d.Tq || block_all_masked(d, w0 + 15, j0)) continue;
+    // A tile hidden from all rows of this warp leaves m, l and o as they are
+    // (alpha = 1 and p = 0, or all still zero); rows past Tq are dropped.
+    if (w0 >= d.Tq || block_all_masked(d, w0 + 16 * MT - 1, j0)) continue;
     const bf16* cur = stage + (it % 2) * kStage;
     const Tile<LD> ks{cur}, vs{cur + kKeyTile * LD};
-    float s[8][4];
+    float s[MT][8][4];
 #pragma unroll
-    for (int n = 0; n < 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int n = 0; n < 8; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.f;
 #pragma unroll
     for (int kk = 0; kk < KD; ++kk) {
 #pragma unroll
       for (int np = 0; np < 4; ++np) {
         uint32_t bk[4];
         ks.b_frags_nk(bk, np * 16, kk * 16, lane);
-        mma16816(s[2 * np], qa[kk], bk[0], bk[1]);
-        mma16816(s[2 * np + 1], qa[kk], bk[2], bk[3]);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma16816(s[mt][2 * np], qa[mt][kk], bk[0], bk[1]);
+          mma16816(s[mt][2 * np + 1], qa[mt][kk], bk[2], bk[3]);
+        }
       }
     }
-    const bool need_mask = block_needs_mask(d, w0, j0, kKeyTile);
     const int jt = static_cast<int>(j0);
-    float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-    for (int n = 0; n < 8; ++n) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float x = s[n][e] * scale_log2;
-        if (need_mask && jt + n * 8 + 2 * t + (e % 2) > lastk[e / 2]) x = -INFINITY;
-        s[n][e] = x;
-        mx[e / 2] = fmaxf(mx[e / 2], x);
-      }
-    }
-    float alpha[2], muse[2], rs[2] = {0.f, 0.f};
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-      const float mn = fmaxf(m[r], mx[r]);
-      muse[r] = mn == -INFINITY ? 0.f : mn;  // nothing visible yet: keep exp2 finite
-      alpha[r] = exp2f(m[r] - muse[r]);
-      m[r] = mn;
-    }
-#pragma unroll
-    for (int n = 0; n < 8; ++n) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        s[n][e] = exp2f(s[n][e] - muse[e / 2]);
-        rs[e / 2] += s[n][e];
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) l[r] = l[r] * alpha[r] + rs[r];
-#pragma unroll
-    for (int n = 0; n < ND; ++n) {
-      o[n][0] *= alpha[0];
-      o[n][1] *= alpha[0];
-      o[n][2] *= alpha[1];
-      o[n][3] *= alpha[1];
-    }
+    for (int mt = 0; mt < MT; ++mt)
+      softmax_step<ND>(s[mt], o[mt], m[mt], l[mt], block_needs_mask(d, w0 + mt * 16, j0, kKeyTile),
+                       jt, lastk[mt], scale_log2, t);
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
-      uint32_t pa[4];
-      c_to_a(pa, s[2 * kk], s[2 * kk + 1]);
+      uint32_t pa[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) c_to_a(pa[mt], s[mt][2 * kk], s[mt][2 * kk + 1]);
 #pragma unroll
       for (int np = 0; np < ND / 2; ++np) {
         uint32_t bv[4];
         vs.b_frags_kn(bv, kk * 16, np * 16, lane);
-        mma16816(o[2 * np], pa, bv[0], bv[1]);
-        mma16816(o[2 * np + 1], pa, bv[2], bv[3]);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma16816(o[mt][2 * np], pa[mt], bv[0], bv[1]);
+          mma16816(o[mt][2 * np + 1], pa[mt], bv[2], bv[3]);
+        }
       }
     }
   }
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-    if (row[r] >= d.Tq) continue;
-    const float inv = l[r] > 0.f ? 1.f / l[r] : 0.f;
-    bf16* orow = out + (b * d.Tq + row[r]) * ldq + h * D;
+  for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-    for (int n = 0; n < ND; ++n)
-      *reinterpret_cast<uint32_t*>(orow + n * 8 + 2 * t) =
-          pack(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
-    if (t == 0)
-      lse[(b * d.Hq + h) * d.Tq + row[r]] = l[r] > 0.f ? (m[r] + log2f(l[r])) * kLn2 : -INFINITY;
+    for (int r = 0; r < 2; ++r) {
+      float lr = l[mt][r];
+      lr += __shfl_xor_sync(0xffffffffu, lr, 1);
+      lr += __shfl_xor_sync(0xffffffffu, lr, 2);
+      const int64_t row = w0 + mt * 16 + r * 8 + g;
+      if (row >= d.Tq) continue;
+      const float inv = lr > 0.f ? 1.f / lr : 0.f;
+      bf16* orow = out + (b * d.Tq + row) * ldq + h * D;
+#pragma unroll
+      for (int n = 0; n < ND; ++n)
+        *reinterpret_cast<uint32_t*>(orow + n * 8 + 2 * t) =
+            pack(o[mt][n][2 * r] * inv, o[mt][n][2 * r + 1] * inv);
+      if (t == 0)
+        lse[(b * d.Hq + h) * d.Tq + row] = lr > 0.f ? (m[mt][r] + log2f(lr)) * kLn2 : -INFINITY;
+    }
   }
 }
 
@@ -600,13 +647,14 @@ __global__ void __launch_bounds__(kDqWarps * 32, kMinBlocks<D>.dq)
 template <int D>
 void forward_mma(bf16* out, float* lse, const bf16* q, const bf16* k, const bf16* v,
                  const cpu::AttnDims& d, float scale, cudaStream_t s) {
-  constexpr int QR = kFwdWarps * 16;
+  constexpr int QR = FwdShape<D>::kRows;
   constexpr size_t bytes = forward_smem_bytes<D>();
   PX_CUDA(cudaFuncSetAttribute(forward_mma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(bytes)));
   const dim3 grid(static_cast<unsigned>((d.Tq + QR - 1) / QR), static_cast<unsigned>(d.Hq),
                   static_cast<unsigned>(d.B));
-  forward_mma_kernel<D><<<grid, kFwdWarps * 32, bytes, s>>>(out, lse, q, k, v, d, scale * kLog2e);
+  forward_mma_kernel<D>
+      <<<grid, FwdShape<D>::kWarps * 32, bytes, s>>>(out, lse, q, k, v, d, scale * kLog2e);
   PX_CUDA_LAUNCH("attention_forward_mma");
 }
 
