@@ -24,7 +24,6 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 constexpr int kKeyTile = 64;  // K/V rows per streamed tile; keys per dk/dv block
-constexpr int kDqWarps = 4;   // dq: 64 query rows per block
 constexpr int kDkvWarps = 4;  // dk/dv: 64 keys per block (kKeyTile)
 // Blocks per SM each kernel is compiled for (caps its registers at
 // 64K / (threads * blocks)): chosen so that nothing spills.
@@ -32,7 +31,7 @@ struct MinBlocks {
   int fwd, dkv, dq;
 };
 template <int D>
-constexpr MinBlocks kMinBlocks = D == 64 ? MinBlocks{2, 3, 3} : MinBlocks{2, 2, 2};
+constexpr MinBlocks kMinBlocks = D == 64 ? MinBlocks{2, 3, 2} : MinBlocks{2, 2, 2};
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
@@ -525,20 +524,31 @@ __global__ void __launch_bounds__(kDkvWarps * 32, kMinBlocks<D>.dkv)
   }
 }
 
+// dq shape per head dim: warps, 16-row m-tiles per warp (sharing every K/V
+// fragment), and keys per S / dP register block (32 for D = 64 keeps two
+// m-tiles within the register file).
+template <int D>
+struct DqShape {
+  static constexpr int kWarps = 4, kMt = D == 64 ? 2 : 1, kKeys = D == 64 ? 32 : 64;
+  static constexpr int kRows = kWarps * kMt * 16;  // query rows per block
+};
+
 template <int D>
 constexpr size_t dq_smem_bytes() {
   // Q, dO, two stages of K and V, lse and delta
-  return (2 * kDqWarps * 16 + 4 * kKeyTile) * (D + 8) * sizeof(bf16) +
-         2 * kDqWarps * 16 * sizeof(float);
+  return (2 * DqShape<D>::kRows + 4 * kKeyTile) * (D + 8) * sizeof(bf16) +
+         2 * DqShape<D>::kRows * sizeof(float);
 }
 
-// dq of query rows [i0, i0 + 64) of (b, h), over all visible key tiles.
+// dq of query rows [i0, i0 + kRows) of (b, h), over all visible key tiles.
 template <int D>
-__global__ void __launch_bounds__(kDqWarps * 32, kMinBlocks<D>.dq)
+__global__ void __launch_bounds__(DqShape<D>::kWarps * 32, kMinBlocks<D>.dq)
     backward_dq_mma_kernel(bf16* dq, const bf16* dout, const bf16* q, const bf16* k, const bf16* v,
                            const float* lse, const float* delta, cpu::AttnDims d, float scale) {
-  constexpr int NT = kDqWarps * 32, QR = kDqWarps * 16, LD = D + 8, KD = D / 16, ND = D / 8;
+  constexpr int NT = DqShape<D>::kWarps * 32, MT = DqShape<D>::kMt, QR = DqShape<D>::kRows;
+  constexpr int KS = DqShape<D>::kKeys, NS = KS / 8, LD = D + 8, KD = D / 16, ND = D / 8;
   constexpr int kStage = 2 * kKeyTile * LD;  // K rows then V rows
+  static_assert(kKeyTile % KS == 0, "key blocks split the key tile");
   extern __shared__ __align__(16) unsigned char smem[];
   bf16* qs_mem = reinterpret_cast<bf16*>(smem);
   bf16* dos_mem = qs_mem + QR * LD;
@@ -566,13 +576,24 @@ __global__ void __launch_bounds__(kDqWarps * 32, kMinBlocks<D>.dq)
   for (int r = threadIdx.x; r < QR; r += NT) row_stats(l2[r], dl[r], lse, delta, d, b, h, i0 + r);
   cp_async_wait_all();
   __syncthreads();
-  const int rl[2] = {warp * 16 + g, warp * 16 + g + 8};  // local rows
-  const float l2r[2] = {l2[rl[0]], l2[rl[1]]}, dlr[2] = {dl[rl[0]], dl[rl[1]]};
-  const int64_t w0 = i0 + warp * 16;  // this warp's first query row
-  const int lastk[2] = {last_key(d, w0 + g), last_key(d, w0 + g + 8)};
-  float dqa[ND][4];
+  // This warp owns rows [w0, w0 + 16 MT): m-tile mt is rows w0 + 16 mt...
+  const int wl = warp * 16 * MT;  // local first row
+  const int64_t w0 = i0 + wl;
+  float l2r[MT][2], dlr[MT][2], dqa[MT][ND][4];
+  int lastk[MT][2];
 #pragma unroll
-  for (int n = 0; n < ND; ++n) dqa[n][0] = dqa[n][1] = dqa[n][2] = dqa[n][3] = 0.f;
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int rl = wl + mt * 16 + r * 8 + g;
+      l2r[mt][r] = l2[rl];
+      dlr[mt][r] = dl[rl];
+      lastk[mt][r] = last_key(d, i0 + rl);
+    }
+#pragma unroll
+    for (int n = 0; n < ND; ++n)
+      dqa[mt][n][0] = dqa[mt][n][1] = dqa[mt][n][2] = dqa[mt][n][3] = 0.f;
+  }
   for (int it = 0; it < ntiles; ++it) {
     const int64_t j0 = int64_t{it} * kKeyTile;
     // Tile it has landed, and every warp is done with stage (it + 1) % 2.
@@ -584,63 +605,86 @@ __global__ void __launch_bounds__(kDqWarps * 32, kMinBlocks<D>.dq)
       load_tile_async<D, LD, NT>(nx + kKeyTile * LD, kKeyTile, vb, ldk, j0 + kKeyTile, d.Tk);
     }
     cp_async_commit();
-    // P = 0 for all 16 rows of this warp, or they are all past Tq.
-    if (w0 >= d.Tq || block_all_masked(d, w0 + 15, j0)) continue;
+    if (w0 >= d.Tq) continue;  // all rows of this warp are past Tq
     const bf16* cur = stage + (it % 2) * kStage;
     const Tile<LD> ks{cur}, vs{cur + kKeyTile * LD};
-    float s[8][4], dp[8][4];
+#pragma unroll 1
+    for (int ko = 0; ko < kKeyTile; ko += KS) {
+      const int64_t jb = j0 + ko;
+      // P = 0 for all rows of this warp; later key blocks are hidden too.
+      if (block_all_masked(d, w0 + 16 * MT - 1, jb)) break;
+      float s[MT][NS][4], dp[MT][NS][4];
 #pragma unroll
-    for (int n = 0; n < 8; ++n)
+      for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s[n][e] = dp[n][e] = 0.f;
+        for (int n = 0; n < NS; ++n)
 #pragma unroll
-    for (int kk = 0; kk < KD; ++kk) {
-      uint32_t qa[4], doa[4];
-      qs.a_frag(qa, warp * 16, kk * 16, lane);
-      dos.a_frag(doa, warp * 16, kk * 16, lane);
+          for (int e = 0; e < 4; ++e) s[mt][n][e] = dp[mt][n][e] = 0.f;
 #pragma unroll
-      for (int np = 0; np < 4; ++np) {
-        uint32_t bk[4], bv[4];
-        ks.b_frags_nk(bk, np * 16, kk * 16, lane);
-        vs.b_frags_nk(bv, np * 16, kk * 16, lane);
-        mma16816(s[2 * np], qa, bk[0], bk[1]);
-        mma16816(s[2 * np + 1], qa, bk[2], bk[3]);
-        mma16816(dp[2 * np], doa, bv[0], bv[1]);
-        mma16816(dp[2 * np + 1], doa, bv[2], bv[3]);
+      for (int kk = 0; kk < KD; ++kk) {
+        uint32_t qa[MT][4], doa[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          qs.a_frag(qa[mt], wl + mt * 16, kk * 16, lane);
+          dos.a_frag(doa[mt], wl + mt * 16, kk * 16, lane);
+        }
+#pragma unroll
+        for (int np = 0; np < NS / 2; ++np) {
+          uint32_t bk[4], bv[4];
+          ks.b_frags_nk(bk, ko + np * 16, kk * 16, lane);
+          vs.b_frags_nk(bv, ko + np * 16, kk * 16, lane);
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            mma16816(s[mt][2 * np], qa[mt], bk[0], bk[1]);
+            mma16816(s[mt][2 * np + 1], qa[mt], bk[2], bk[3]);
+            mma16816(dp[mt][2 * np], doa[mt], bv[0], bv[1]);
+            mma16816(dp[mt][2 * np + 1], doa[mt], bv[2], bv[3]);
+          }
+        }
       }
-    }
-    const bool need_mask = block_needs_mask(d, w0, j0, kKeyTile);
-    const int jt = static_cast<int>(j0);
+      const int jt = static_cast<int>(jb);
 #pragma unroll
-    for (int n = 0; n < 8; ++n) {
+      for (int mt = 0; mt < MT; ++mt) {
+        const bool need_mask = block_needs_mask(d, w0 + mt * 16, jb, KS);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float p = exp2f(s[n][e] * scale_log2 - l2r[e / 2]);
-        if (need_mask && jt + n * 8 + 2 * t + (e % 2) > lastk[e / 2]) p = 0.f;
-        dp[n][e] = p * (dp[n][e] - dlr[e / 2]);
+        for (int n = 0; n < NS; ++n) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            float p = exp2f(s[mt][n][e] * scale_log2 - l2r[mt][e / 2]);
+            if (need_mask && jt + n * 8 + 2 * t + (e % 2) > lastk[mt][e / 2]) p = 0.f;
+            dp[mt][n][e] = p * (dp[mt][n][e] - dlr[mt][e / 2]);
+          }
+        }
       }
-    }
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      uint32_t dsa[4];
-      c_to_a(dsa, dp[2 * kk], dp[2 * kk + 1]);
+      for (int kk = 0; kk < KS / 16; ++kk) {
+        uint32_t dsa[MT][4];
 #pragma unroll
-      for (int np = 0; np < ND / 2; ++np) {
-        uint32_t bk[4];
-        ks.b_frags_kn(bk, kk * 16, np * 16, lane);
-        mma16816(dqa[2 * np], dsa, bk[0], bk[1]);
-        mma16816(dqa[2 * np + 1], dsa, bk[2], bk[3]);
+        for (int mt = 0; mt < MT; ++mt) c_to_a(dsa[mt], dp[mt][2 * kk], dp[mt][2 * kk + 1]);
+#pragma unroll
+        for (int np = 0; np < ND / 2; ++np) {
+          uint32_t bk[4];
+          ks.b_frags_kn(bk, ko + kk * 16, np * 16, lane);
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            mma16816(dqa[mt][2 * np], dsa[mt], bk[0], bk[1]);
+            mma16816(dqa[mt][2 * np + 1], dsa[mt], bk[2], bk[3]);
+          }
+        }
       }
     }
   }
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int64_t i = i0 + rl[r];
-    if (i >= d.Tq) continue;
-    bf16* row = dq + (b * d.Tq + i) * ldq + h * D;
+  for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-    for (int n = 0; n < ND; ++n)
-      add_pair(row + n * 8 + 2 * t, dqa[n][2 * r], dqa[n][2 * r + 1], scale);
+    for (int r = 0; r < 2; ++r) {
+      const int64_t i = w0 + mt * 16 + r * 8 + g;
+      if (i >= d.Tq) continue;
+      bf16* row = dq + (b * d.Tq + i) * ldq + h * D;
+#pragma unroll
+      for (int n = 0; n < ND; ++n)
+        add_pair(row + n * 8 + 2 * t, dqa[mt][n][2 * r], dqa[mt][n][2 * r + 1], scale);
+    }
   }
 }
 
@@ -662,7 +706,7 @@ template <int D>
 void backward_mma(bf16* dq, bf16* dk, bf16* dv, const bf16* dout, const bf16* q, const bf16* k,
                   const bf16* v, const float* lse, const float* delta, const cpu::AttnDims& d,
                   float scale, cudaStream_t s) {
-  constexpr int QT = dkv_query_tile<D>(), QR = kDqWarps * 16;
+  constexpr int QT = dkv_query_tile<D>(), QR = DqShape<D>::kRows;
   constexpr size_t dkv_bytes = dkv_smem_bytes<D>(), dq_bytes = dq_smem_bytes<D>();
   PX_CUDA(cudaFuncSetAttribute(backward_dkv_mma_kernel<D, QT>,
                                cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -678,7 +722,7 @@ void backward_mma(bf16* dq, bf16* dk, bf16* dv, const bf16* dout, const bf16* q,
   const dim3 qgrid(static_cast<unsigned>((d.Tq + QR - 1) / QR), static_cast<unsigned>(d.Hq),
                    static_cast<unsigned>(d.B));
   backward_dq_mma_kernel<D>
-      <<<qgrid, kDqWarps * 32, dq_bytes, s>>>(dq, dout, q, k, v, lse, delta, d, scale);
+      <<<qgrid, DqShape<D>::kWarps * 32, dq_bytes, s>>>(dq, dout, q, k, v, lse, delta, d, scale);
   PX_CUDA_LAUNCH("attention_backward_dq_mma");
 }
 

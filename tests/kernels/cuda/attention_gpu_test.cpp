@@ -57,6 +57,9 @@ const std::vector<Case>& cases() {
       {2, 65, 65, 6, 2, 64, 0, 0, true, true},  // packed documents
       {1, 200, 200, 6, 2, 40, 0, 0, true, true},
       {1, 300, 300, 4, 2, 64, 0, 0, true},
+      {1, 700, 700, 2, 1, 64, 0, 0, true},    // many double-buffered tiles, 2 heads per kv
+      {1, 400, 400, 2, 1, 128, 0, 0, true},   // the same at D 128
+      {1, 257, 300, 2, 1, 64, 43, 0, false},  // full attention, ragged tiles, Tq != Tk
   };
   return c;
 }
