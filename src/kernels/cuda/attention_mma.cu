@@ -24,14 +24,13 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 constexpr int kKeyTile = 64;  // K/V rows per streamed tile; keys per dk/dv block
-constexpr int kDkvWarps = 4;  // dk/dv: 64 keys per block (kKeyTile)
 // Blocks per SM each kernel is compiled for (caps its registers at
 // 64K / (threads * blocks)): chosen so that nothing spills.
 struct MinBlocks {
   int fwd, dkv, dq;
 };
 template <int D>
-constexpr MinBlocks kMinBlocks = D == 64 ? MinBlocks{2, 3, 2} : MinBlocks{2, 2, 2};
+constexpr MinBlocks kMinBlocks = D == 64 ? MinBlocks{2, 2, 2} : MinBlocks{2, 2, 2};
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
@@ -364,52 +363,58 @@ __device__ inline void row_stats(float& l2, float& dl, const float* lse, const f
   dl = i < d.Tq ? delta[(b * d.Hq + h) * d.Tq + i] : 0.f;
 }
 
+// dk/dv shape per head dim: warps, 16-key m-tiles per warp (sharing every
+// Q/dO fragment), and query rows per streamed tile (QT = 32 keeps dk, dv,
+// S^T and dP^T of all m-tiles within the register file).
 template <int D>
-constexpr int dkv_query_tile() {
-  return D == 128 ? 32 : 64;  // keeps dk, dv, S^T and dP^T within the register file
-}
+struct DkvShape {
+  static constexpr int kWarps = 4, kMt = D == 64 ? 2 : 1, kQt = 32;
+  static constexpr int kKeys = kWarps * kMt * 16;  // keys per block
+};
+
 template <int D>
 constexpr size_t dkv_smem_bytes() {
   // K, V, two stages of Q and dO, two stages of lse and delta
-  return (2 * kKeyTile + 4 * dkv_query_tile<D>()) * (D + 8) * sizeof(bf16) +
-         4 * dkv_query_tile<D>() * sizeof(float);
+  return (2 * DkvShape<D>::kKeys + 4 * DkvShape<D>::kQt) * (D + 8) * sizeof(bf16) +
+         4 * DkvShape<D>::kQt * sizeof(float);
 }
 
-// dk, dv of keys [j0, j0 + 64) of (b, kv head), from every query head of the
-// group. Each warp holds S^T and dP^T for its 16 keys x QT queries. The
-// (head, query tile) pairs are streamed in a fixed order, Q and dO through
-// cp.async, lse and delta through registers (loaded before the math on the
-// current tile, stored after it).
-template <int D, int QT>
-__global__ void __launch_bounds__(kDkvWarps * 32, kMinBlocks<D>.dkv)
+// dk, dv of keys [j0, j0 + kKeys) of (b, kv head), from every query head of
+// the group. Each warp holds S^T and dP^T for its 16 MT keys x QT queries.
+// The (head, query tile) pairs are streamed in a fixed order, Q and dO
+// through cp.async, lse and delta through registers (loaded before the math
+// on the current tile, stored after it).
+template <int D>
+__global__ void __launch_bounds__(DkvShape<D>::kWarps * 32, kMinBlocks<D>.dkv)
     backward_dkv_mma_kernel(bf16* dk, bf16* dv, const bf16* dout, const bf16* q, const bf16* k,
                             const bf16* v, const float* lse, const float* delta, cpu::AttnDims d,
                             float scale) {
-  constexpr int NT = kDkvWarps * 32, LD = D + 8, KD = D / 16, ND = D / 8, NQ = QT / 8;
-  static_assert(kDkvWarps * 16 == kKeyTile && QT <= NT, "one warp per 16 keys, a thread per row");
+  constexpr int NT = DkvShape<D>::kWarps * 32, MT = DkvShape<D>::kMt, QT = DkvShape<D>::kQt;
+  constexpr int KB = DkvShape<D>::kKeys, LD = D + 8, KD = D / 16, ND = D / 8, NQ = QT / 8;
+  static_assert(QT <= NT && QT % 16 == 0, "a thread per query row of a tile");
   constexpr int kStage = 2 * QT * LD;  // Q rows then dO rows
   extern __shared__ __align__(16) unsigned char smem[];
   bf16* ks_mem = reinterpret_cast<bf16*>(smem);
-  bf16* vs_mem = ks_mem + kKeyTile * LD;
-  bf16* stage = vs_mem + kKeyTile * LD;                       // [2][Q | dO]
+  bf16* vs_mem = ks_mem + KB * LD;
+  bf16* stage = vs_mem + KB * LD;                             // [2][Q | dO]
   float* l2s = reinterpret_cast<float*>(stage + 2 * kStage);  // [2][QT]
   float* dls = l2s + 2 * QT;                                  // [2][QT]
   const Tile<LD> ks{ks_mem}, vs{vs_mem};
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-  const int64_t j0 = int64_t{blockIdx.x} * kKeyTile, kvh = blockIdx.y, b = blockIdx.z;
+  const int64_t j0 = int64_t{blockIdx.x} * KB, kvh = blockIdx.y, b = blockIdx.z;
   const int64_t group = d.Hq / d.Hkv, ldq = d.Hq * d.D, ldk = d.Hkv * d.D;
   const float scale_log2 = scale * kLog2e;
   const bf16* qh = q + b * d.Tq * d.Hq * D;  // (b, head 0, row 0); head h at + h * D
   const bf16* doh = dout + b * d.Tq * d.Hq * D;
-  // Queries before i_lo see none of this tile's keys (causal).
+  // Queries before i_lo see none of this block's keys (causal).
   int64_t i_lo = d.causal ? d.k_pos0 + j0 - d.q_pos0 : 0;
   i_lo = i_lo < 0 ? 0 : (i_lo / QT) * QT;
   const int64_t nqt = i_lo < d.Tq ? (d.Tq - i_lo + QT - 1) / QT : 0;  // query tiles per head
   const int64_t total = group * nqt;  // (head, query tile) steps, tiles innermost
 
-  load_tile_async<D, LD, NT>(ks_mem, kKeyTile, k + (b * d.Tk * d.Hkv + kvh) * D, ldk, j0, d.Tk);
-  load_tile_async<D, LD, NT>(vs_mem, kKeyTile, v + (b * d.Tk * d.Hkv + kvh) * D, ldk, j0, d.Tk);
+  load_tile_async<D, LD, NT>(ks_mem, KB, k + (b * d.Tk * d.Hkv + kvh) * D, ldk, j0, d.Tk);
+  load_tile_async<D, LD, NT>(vs_mem, KB, v + (b * d.Tk * d.Hkv + kvh) * D, ldk, j0, d.Tk);
   if (total > 0) {
     const int64_t h = kvh * group;
     load_tile_async<D, LD, NT>(stage, QT, qh + h * D, ldq, i_lo, d.Tq);
@@ -418,14 +423,20 @@ __global__ void __launch_bounds__(kDkvWarps * 32, kMinBlocks<D>.dkv)
   }
   cp_async_commit();
 
-  float dka[ND][4], dva[ND][4];
+  // This warp owns keys [kw0, kw0 + 16 MT): m-tile mt is keys kw0 + 16 mt...
+  const int wl = warp * 16 * MT;  // local first key
+  const int64_t kw0 = j0 + wl;
+  float dka[MT][ND][4], dva[MT][ND][4];
+  int firstq[MT][2];
 #pragma unroll
-  for (int n = 0; n < ND; ++n)
+  for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) dka[n][e] = dva[n][e] = 0.f;
-  const int64_t kw0 = j0 + warp * 16;  // this warp's first key
-  const int64_t key[2] = {kw0 + g, kw0 + g + 8};
-  const int firstq[2] = {first_query(d, key[0]), first_query(d, key[1])};
+    for (int n = 0; n < ND; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dka[mt][n][e] = dva[mt][n][e] = 0.f;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) firstq[mt][r] = first_query(d, kw0 + mt * 16 + r * 8 + g);
+  }
   int64_t h = kvh * group, i0 = i_lo;  // this step's query head and tile
   for (int64_t step = 0; step < total; ++step) {
     const int cur = static_cast<int>(step % 2), nxt = 1 - cur;
@@ -447,60 +458,78 @@ __global__ void __launch_bounds__(kDkvWarps * 32, kMinBlocks<D>.dkv)
       if (tid < QT) row_stats(l2n, dln, lse, delta, d, b, hn, in + tid);
     }
     cp_async_commit();
-    // Skip the math when no query of the tile sees any of this warp's keys.
-    if (!block_all_masked(d, i0 + QT - 1, kw0)) {
+    // Skip the math when this warp's keys are all past Tk, or no query of
+    // the tile sees any of them.
+    if (kw0 < d.Tk && !block_all_masked(d, i0 + QT - 1, kw0)) {
       const Tile<LD> qs{stage + cur * kStage}, dos{stage + cur * kStage + QT * LD};
       const float* l2 = l2s + cur * QT;
       const float* dl = dls + cur * QT;
-      float st[NQ][4], dpt[NQ][4];
+      float st[MT][NQ][4], dpt[MT][NQ][4];
 #pragma unroll
-      for (int n = 0; n < NQ; ++n)
+      for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) st[n][e] = dpt[n][e] = 0.f;
+        for (int n = 0; n < NQ; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) st[mt][n][e] = dpt[mt][n][e] = 0.f;
 #pragma unroll
       for (int kk = 0; kk < KD; ++kk) {
-        uint32_t ka[4], va[4];
-        ks.a_frag(ka, warp * 16, kk * 16, lane);
-        vs.a_frag(va, warp * 16, kk * 16, lane);
+        uint32_t ka[MT][4], va[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          ks.a_frag(ka[mt], wl + mt * 16, kk * 16, lane);
+          vs.a_frag(va[mt], wl + mt * 16, kk * 16, lane);
+        }
 #pragma unroll
         for (int np = 0; np < NQ / 2; ++np) {
           uint32_t bq[4], bd[4];
           qs.b_frags_nk(bq, np * 16, kk * 16, lane);
           dos.b_frags_nk(bd, np * 16, kk * 16, lane);
-          mma16816(st[2 * np], ka, bq[0], bq[1]);
-          mma16816(st[2 * np + 1], ka, bq[2], bq[3]);
-          mma16816(dpt[2 * np], va, bd[0], bd[1]);
-          mma16816(dpt[2 * np + 1], va, bd[2], bd[3]);
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            mma16816(st[mt][2 * np], ka[mt], bq[0], bq[1]);
+            mma16816(st[mt][2 * np + 1], ka[mt], bq[2], bq[3]);
+            mma16816(dpt[mt][2 * np], va[mt], bd[0], bd[1]);
+            mma16816(dpt[mt][2 * np + 1], va[mt], bd[2], bd[3]);
+          }
         }
       }
-      // Element (key row e / 2, query column n * 8 + 2t + e % 2).
-      const bool need_mask = block_needs_mask(d, i0, kw0, 16);
+      // Element (key row e / 2 of m-tile mt, query column n * 8 + 2t + e % 2).
       const int it0 = static_cast<int>(i0);
 #pragma unroll
-      for (int n = 0; n < NQ; ++n) {
+      for (int mt = 0; mt < MT; ++mt) {
+        const bool need_mask = block_needs_mask(d, i0, kw0 + mt * 16, 16);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int c = n * 8 + 2 * t + (e % 2);
-          float p = exp2f(st[n][e] * scale_log2 - l2[c]);
-          if (need_mask && it0 + c < firstq[e / 2]) p = 0.f;
-          st[n][e] = p;
-          dpt[n][e] = p * (dpt[n][e] - dl[c]);
+        for (int n = 0; n < NQ; ++n) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int c = n * 8 + 2 * t + (e % 2);
+            float p = exp2f(st[mt][n][e] * scale_log2 - l2[c]);
+            if (need_mask && it0 + c < firstq[mt][e / 2]) p = 0.f;
+            st[mt][n][e] = p;
+            dpt[mt][n][e] = p * (dpt[mt][n][e] - dl[c]);
+          }
         }
       }
 #pragma unroll
       for (int kk = 0; kk < QT / 16; ++kk) {
-        uint32_t pa[4], dsa[4];
-        c_to_a(pa, st[2 * kk], st[2 * kk + 1]);
-        c_to_a(dsa, dpt[2 * kk], dpt[2 * kk + 1]);
+        uint32_t pa[MT][4], dsa[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          c_to_a(pa[mt], st[mt][2 * kk], st[mt][2 * kk + 1]);
+          c_to_a(dsa[mt], dpt[mt][2 * kk], dpt[mt][2 * kk + 1]);
+        }
 #pragma unroll
         for (int np = 0; np < ND / 2; ++np) {
           uint32_t bd[4], bq[4];
           dos.b_frags_kn(bd, kk * 16, np * 16, lane);
           qs.b_frags_kn(bq, kk * 16, np * 16, lane);
-          mma16816(dva[2 * np], pa, bd[0], bd[1]);
-          mma16816(dva[2 * np + 1], pa, bd[2], bd[3]);
-          mma16816(dka[2 * np], dsa, bq[0], bq[1]);
-          mma16816(dka[2 * np + 1], dsa, bq[2], bq[3]);
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            mma16816(dva[mt][2 * np], pa[mt], bd[0], bd[1]);
+            mma16816(dva[mt][2 * np + 1], pa[mt], bd[2], bd[3]);
+            mma16816(dka[mt][2 * np], dsa[mt], bq[0], bq[1]);
+            mma16816(dka[mt][2 * np + 1], dsa[mt], bq[2], bq[3]);
+          }
         }
       }
     }
@@ -513,13 +542,17 @@ __global__ void __launch_bounds__(kDkvWarps * 32, kMinBlocks<D>.dkv)
   }
   cp_async_wait_all();  // with no step, K and V may still be in flight
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    if (key[r] >= d.Tk) continue;
-    const int64_t off = (b * d.Tk + key[r]) * ldk + kvh * D;
+  for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-    for (int n = 0; n < ND; ++n) {
-      add_pair(dv + off + n * 8 + 2 * t, dva[n][2 * r], dva[n][2 * r + 1], 1.f);
-      add_pair(dk + off + n * 8 + 2 * t, dka[n][2 * r], dka[n][2 * r + 1], scale);
+    for (int r = 0; r < 2; ++r) {
+      const int64_t key = kw0 + mt * 16 + r * 8 + g;
+      if (key >= d.Tk) continue;
+      const int64_t off = (b * d.Tk + key) * ldk + kvh * D;
+#pragma unroll
+      for (int n = 0; n < ND; ++n) {
+        add_pair(dv + off + n * 8 + 2 * t, dva[mt][n][2 * r], dva[mt][n][2 * r + 1], 1.f);
+        add_pair(dk + off + n * 8 + 2 * t, dka[mt][n][2 * r], dka[mt][n][2 * r + 1], scale);
+      }
     }
   }
 }
@@ -706,18 +739,18 @@ template <int D>
 void backward_mma(bf16* dq, bf16* dk, bf16* dv, const bf16* dout, const bf16* q, const bf16* k,
                   const bf16* v, const float* lse, const float* delta, const cpu::AttnDims& d,
                   float scale, cudaStream_t s) {
-  constexpr int QT = dkv_query_tile<D>(), QR = DqShape<D>::kRows;
+  constexpr int QR = DqShape<D>::kRows, KB = DkvShape<D>::kKeys;
   constexpr size_t dkv_bytes = dkv_smem_bytes<D>(), dq_bytes = dq_smem_bytes<D>();
-  PX_CUDA(cudaFuncSetAttribute(backward_dkv_mma_kernel<D, QT>,
+  PX_CUDA(cudaFuncSetAttribute(backward_dkv_mma_kernel<D>,
                                cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(dkv_bytes)));
   PX_CUDA(cudaFuncSetAttribute(backward_dq_mma_kernel<D>,
                                cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(dq_bytes)));
-  const dim3 kgrid(static_cast<unsigned>((d.Tk + kKeyTile - 1) / kKeyTile),
-                   static_cast<unsigned>(d.Hkv), static_cast<unsigned>(d.B));
-  backward_dkv_mma_kernel<D, QT>
-      <<<kgrid, kDkvWarps * 32, dkv_bytes, s>>>(dk, dv, dout, q, k, v, lse, delta, d, scale);
+  const dim3 kgrid(static_cast<unsigned>((d.Tk + KB - 1) / KB), static_cast<unsigned>(d.Hkv),
+                   static_cast<unsigned>(d.B));
+  backward_dkv_mma_kernel<D><<<kgrid, DkvShape<D>::kWarps * 32, dkv_bytes, s>>>(
+      dk, dv, dout, q, k, v, lse, delta, d, scale);
   PX_CUDA_LAUNCH("attention_backward_dkv_mma");
   const dim3 qgrid(static_cast<unsigned>((d.Tq + QR - 1) / QR), static_cast<unsigned>(d.Hq),
                    static_cast<unsigned>(d.B));
