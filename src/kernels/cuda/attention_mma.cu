@@ -151,19 +151,23 @@ __device__ inline bool block_all_masked(const cpu::AttnDims& d, int64_t i_last, 
   return d.causal && d.k_pos0 + j0 > d.q_pos0 + i_last;
 }
 
-template <int D>
-constexpr size_t forward_smem_bytes() {
-  return 2 * 2 * kKeyTile * (D + 8) * sizeof(bf16);  // two stages of K and V
-}
-
 // Forward shape per head dim: warps per block and 16-row m-tiles per warp.
 // Two m-tiles share every K/V fragment a warp loads from shared memory
-// (half the ldmatrix traffic per mma); D = 128 lacks the registers for it.
+// (half the ldmatrix traffic per mma). D = 64 keeps the Q fragments in
+// registers (Q is staged through a K/V stage); D = 128 lacks the registers
+// and reads them from a Q tile in shared memory.
 template <int D>
 struct FwdShape {
-  static constexpr int kWarps = 4, kMt = D == 64 ? 2 : 1;
+  static constexpr int kWarps = 4, kMt = 2;
   static constexpr int kRows = kWarps * kMt * 16;  // query rows per block
+  static constexpr bool kQInRegs = D == 64;
 };
+
+template <int D>
+constexpr size_t forward_smem_bytes() {
+  // two stages of K and V, and the Q tile unless staged in them
+  return (4 * kKeyTile + (FwdShape<D>::kQInRegs ? 0 : FwdShape<D>::kRows)) * (D + 8) * sizeof(bf16);
+}
 
 // One online-softmax step of one 16-row m-tile over a 64-key tile: s (raw
 // Q K^T) becomes P (bf16-ready, log2 domain), m / l / o are rescaled.
@@ -217,10 +221,13 @@ __global__ void __launch_bounds__(FwdShape<D>::kWarps * 32, kMinBlocks)
                        cpu::AttnDims d, float scale_log2) {
   constexpr int NT = FwdShape<D>::kWarps * 32, MT = FwdShape<D>::kMt, QR = FwdShape<D>::kRows;
   constexpr int LD = D + 8, KD = D / 16, ND = D / 8;
+  constexpr bool kQRegs = FwdShape<D>::kQInRegs;
   constexpr int kStage = 2 * kKeyTile * LD;  // K rows then V rows
-  static_assert(QR <= 2 * kKeyTile, "Q is staged in one K/V stage");
+  static_assert(!kQRegs || QR <= 2 * kKeyTile, "Q is staged in one K/V stage");
   extern __shared__ __align__(16) unsigned char smem[];
-  bf16* stage = reinterpret_cast<bf16*>(smem);  // [2][K | V]
+  bf16* stage = reinterpret_cast<bf16*>(smem);  // [2][K | V], then Q unless kQRegs
+  bf16* qs_mem = stage + (kQRegs ? 1 : 2) * kStage;
+  const Tile<LD> qs{qs_mem};
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   // Later query tiles see more keys: start them first.
   const int64_t i0 = (int64_t{gridDim.x} - 1 - blockIdx.x) * QR;
@@ -233,9 +240,9 @@ __global__ void __launch_bounds__(FwdShape<D>::kWarps * 32, kMinBlocks)
   const int64_t kend = visible_end(d, i_last);
   const int ntiles = static_cast<int>((kend + kKeyTile - 1) / kKeyTile);
 
-  // Q into stage 1 (read into registers before key tile 1 lands there), key
-  // tile 0 into stage 0.
-  load_tile_async<D, LD, NT>(stage + kStage, QR, qb, ldq, i0, d.Tq);
+  // Q into its tile or stage 1 (read into registers before key tile 1 lands
+  // there), key tile 0 into stage 0.
+  load_tile_async<D, LD, NT>(qs_mem, QR, qb, ldq, i0, d.Tq);
   if (ntiles > 0) {
     load_tile_async<D, LD, NT>(stage, kKeyTile, kb, ldk, 0, d.Tk);
     load_tile_async<D, LD, NT>(stage + kKeyTile * LD, kKeyTile, vb, ldk, 0, d.Tk);
@@ -246,12 +253,13 @@ __global__ void __launch_bounds__(FwdShape<D>::kWarps * 32, kMinBlocks)
   // This warp owns rows [w0, w0 + 16 MT): m-tile mt is rows w0 + 16 mt...
   const int wl = warp * 16 * MT;  // local first row
   const int64_t w0 = i0 + wl;
-  uint32_t qa[MT][KD][4];
+  uint32_t qa[MT][kQRegs ? KD : 1][4];
+  if constexpr (kQRegs) {
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-    for (int kk = 0; kk < KD; ++kk)
-      Tile<LD>{stage + kStage}.a_frag(qa[mt][kk], wl + mt * 16, kk * 16, lane);
+      for (int kk = 0; kk < KD; ++kk) qs.a_frag(qa[mt][kk], wl + mt * 16, kk * 16, lane);
+  }
 
   float o[MT][ND][4], m[MT][2], l[MT][2];
   int lastk[MT][2];
@@ -290,14 +298,24 @@ __global__ void __launch_bounds__(FwdShape<D>::kWarps * 32, kMinBlocks)
       for (int n = 0; n < 8; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.f;
 #pragma unroll
     for (int kk = 0; kk < KD; ++kk) {
+      uint32_t qf[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        if constexpr (kQRegs) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) qf[mt][e] = qa[mt][kk][e];
+        } else {
+          qs.a_frag(qf[mt], wl + mt * 16, kk * 16, lane);
+        }
+      }
 #pragma unroll
       for (int np = 0; np < 4; ++np) {
         uint32_t bk[4];
         ks.b_frags_nk(bk, np * 16, kk * 16, lane);
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
-          mma16816(s[mt][2 * np], qa[mt][kk], bk[0], bk[1]);
-          mma16816(s[mt][2 * np + 1], qa[mt][kk], bk[2], bk[3]);
+          mma16816(s[mt][2 * np], qf[mt], bk[0], bk[1]);
+          mma16816(s[mt][2 * np + 1], qf[mt], bk[2], bk[3]);
         }
       }
     }
