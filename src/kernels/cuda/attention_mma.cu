@@ -1,7 +1,7 @@
 // bf16 flash attention on tensor cores (mma.sync m16n8k16, fp32 accumulate),
 // D in {64, 128}, no document mask (attention.cpp checks). Each warp owns
-// MT 16-row m-tiles of its block's tile (MT = 2 for D = 64, so every
-// fragment loaded from shared memory feeds two mmas; 1 for D = 128).
+// MT 16-row m-tiles of its block's tile; with MT = 2 (forward; dq and dk/dv
+// at D = 64) every fragment loaded from shared memory feeds two mmas.
 // Forward: per query tile, loop over 64-key tiles with an online softmax in
 // registers (log2 domain). Backward, two deterministic kernels: dk/dv per key
 // block (looping over the group's query heads and query tiles), dq per query
