@@ -10,6 +10,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/norm.h"
+#include "kernels/cuda/pack.cuh"
 #include "kernels/cuda/reduce.cuh"
 
 namespace parallm::cuda {
@@ -88,6 +89,50 @@ __global__ void layernorm_dinp_kernel(T* dinp, const T* dout, const T* inp, cons
     const float xhat = (to_float(x[i]) - m) * r;
     const float g = to_float(d[i]) * to_float(weight[i]);
     dx[i] = from_float<T>(to_float(dx[i]) + (g - a - xhat * b) * r);
+  }
+}
+
+// The same on 16-byte packs (C % W == 0, rows 16-byte aligned): each lane
+// takes packs lane, lane + 32, ...; the scalar kernel above measured 175 GB/s
+// on an H200 (GPT-2 rows, bf16), a third of a millisecond per call.
+template <class T, int W>
+__global__ void layernorm_dinp_packed_kernel(T* __restrict__ dinp, const T* __restrict__ dout,
+                                             const T* __restrict__ inp,
+                                             const T* __restrict__ weight,
+                                             const float* __restrict__ mean,
+                                             const float* __restrict__ rstd, int64_t N,
+                                             int64_t C) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  if (row >= N) return;
+  const T* x = inp + row * C;
+  const T* d = dout + row * C;
+  const float m = mean[row], r = rstd[row], fc = static_cast<float>(C);
+  const int64_t packs = C / W;
+  float sg = 0.f, sgx = 0.f;
+  for (int64_t p = lane; p < packs; p += 32) {
+    const Pack<T, W> xp = load_pack<T, W>(x + p * W), dp = load_pack<T, W>(d + p * W),
+                     wp = load_pack<T, W>(weight + p * W);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      const float g = to_float(dp.v[k]) * to_float(wp.v[k]);
+      sg += g;
+      sgx += g * ((to_float(xp.v[k]) - m) * r);
+    }
+  }
+  const float a = warp_sum(sg) / fc, b = warp_sum(sgx) / fc;
+  T* dx = dinp + row * C;
+  for (int64_t p = lane; p < packs; p += 32) {
+    const Pack<T, W> xp = load_pack<T, W>(x + p * W), dp = load_pack<T, W>(d + p * W),
+                     wp = load_pack<T, W>(weight + p * W);
+    Pack<T, W> op = load_pack<T, W>(dx + p * W);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      const float xhat = (to_float(xp.v[k]) - m) * r;
+      const float g = to_float(dp.v[k]) * to_float(wp.v[k]);
+      op.v[k] = from_float<T>(to_float(op.v[k]) + (g - a - xhat * b) * r);
+    }
+    store_pack<T, W>(dx + p * W, op);
   }
 }
 
@@ -223,7 +268,14 @@ void layernorm_backward(T* dinp, float* dweight, float* dbias, const T* dout, co
                         void* scratch, cudaStream_t s) {
   check_shape("cuda::layernorm_backward", N, C);
   if (N == 0) return;
-  if (dinp != nullptr) {
+  constexpr int W = kPackWidth<T>;
+  const bool packed = C % W == 0 && is_aligned16(dinp) && is_aligned16(dout) &&
+                      is_aligned16(inp) && is_aligned16(weight);
+  if (dinp != nullptr && packed) {
+    layernorm_dinp_packed_kernel<T, W>
+        <<<row_blocks(N), kRowsPerBlock * 32, 0, s>>>(dinp, dout, inp, weight, mean, rstd, N, C);
+    PX_CUDA_LAUNCH("layernorm_backward (packed)");
+  } else if (dinp != nullptr) {
     layernorm_dinp_kernel<T>
         <<<row_blocks(N), kRowsPerBlock * 32, 0, s>>>(dinp, dout, inp, weight, mean, rstd, N, C);
     PX_CUDA_LAUNCH("layernorm_backward");
