@@ -7,6 +7,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/optimizer.h"
+#include "kernels/cuda/pack.cuh"
 #include "kernels/cuda/reduce.cuh"
 
 namespace parallm::cuda {
@@ -37,17 +38,22 @@ AdamScalars adam_scalars(const cpu::AdamWParams& h, double l2, double decoupled)
   return a;
 }
 
+// The update of one element, shared by both Adam kernels.
+__device__ __forceinline__ float adam_update(float pi, float g, float& m, float& v,
+                                             const AdamScalars& a) {
+  const float gi = g + a.wd * pi;
+  const float mi = a.b1 * m + a.one_b1 * gi;
+  const float vi = a.b2 * v + a.one_b2 * gi * gi;
+  m = mi;
+  v = vi;
+  const float denom = sqrtf(vi) / a.bc2_sqrt + a.eps;
+  return pi * a.decay - a.step_size * (mi / denom);
+}
+
 __global__ void adam_kernel(float* p, const float* g, float* m, float* v, int64_t n, AdamScalars a,
                             __nv_bfloat16* p_bf16) {
   for (int64_t i = grid_index(); i < n; i += grid_stride()) {
-    const float pi = p[i];
-    const float gi = g[i] + a.wd * pi;
-    const float mi = a.b1 * m[i] + a.one_b1 * gi;
-    const float vi = a.b2 * v[i] + a.one_b2 * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    const float denom = sqrtf(vi) / a.bc2_sqrt + a.eps;
-    const float pn = pi * a.decay - a.step_size * (mi / denom);
+    const float pn = adam_update(p[i], g[i], m[i], v[i], a);
     p[i] = pn;
     if (p_bf16 != nullptr) p_bf16[i] = __float2bfloat16_rn(pn);
   }
@@ -110,6 +116,32 @@ __global__ void clip_kernel(float* x, int64_t n, const double* sumsq, double max
   for (int64_t i = grid_index(); i < n; i += grid_stride()) x[i] *= f;
 }
 
+// Four elements per step (float4 loads: one parameter's 16-element blocks
+// hold four of them), decay chosen per 16-element block.
+__global__ void adam_masked_kernel(float* p, const float* g, float* m, float* v, int64_t n4,
+                                   AdamScalars on, AdamScalars off, const uint8_t* mask,
+                                   __nv_bfloat16* p_bf16) {
+  for (int64_t i = grid_index(); i < n4; i += grid_stride()) {
+    const AdamScalars& a = mask[i >> 2] ? on : off;
+    float4 pp = reinterpret_cast<const float4*>(p)[i];
+    const float4 gg = reinterpret_cast<const float4*>(g)[i];
+    float4 mm = reinterpret_cast<const float4*>(m)[i];
+    float4 vv = reinterpret_cast<const float4*>(v)[i];
+    pp.x = adam_update(pp.x, gg.x, mm.x, vv.x, a);
+    pp.y = adam_update(pp.y, gg.y, mm.y, vv.y, a);
+    pp.z = adam_update(pp.z, gg.z, mm.z, vv.z, a);
+    pp.w = adam_update(pp.w, gg.w, mm.w, vv.w, a);
+    reinterpret_cast<float4*>(p)[i] = pp;
+    reinterpret_cast<float4*>(m)[i] = mm;
+    reinterpret_cast<float4*>(v)[i] = vv;
+    if (p_bf16 != nullptr) {
+      __nv_bfloat162 lo = __floats2bfloat162_rn(pp.x, pp.y), hi = __floats2bfloat162_rn(pp.z, pp.w);
+      reinterpret_cast<__nv_bfloat162*>(p_bf16)[2 * i] = lo;
+      reinterpret_cast<__nv_bfloat162*>(p_bf16)[2 * i + 1] = hi;
+    }
+  }
+}
+
 void launch_adam(float* p, const float* g, float* m, float* v, int64_t n, const AdamScalars& a,
                  __nv_bfloat16* p_bf16, cudaStream_t s) {
   if (n <= 0) return;
@@ -118,6 +150,22 @@ void launch_adam(float* p, const float* g, float* m, float* v, int64_t n, const 
 }
 
 }  // namespace
+
+void adam_step_masked(float* p, const float* g, float* m, float* v, int64_t n,
+                      const cpu::AdamWParams& h, bool decoupled, const uint8_t* decay_mask,
+                      __nv_bfloat16* p_bf16, cudaStream_t s) {
+  require_arg(n % 16 == 0, "cuda::adam_step_masked", "n a multiple of 16, n", n);
+  require_arg(is_aligned16(p) && is_aligned16(g) && is_aligned16(m) && is_aligned16(v),
+              "cuda::adam_step_masked", "16-byte aligned buffers, n", n);
+  if (n == 0) return;
+  const double wd = h.weight_decay;
+  const AdamScalars on = decoupled ? adam_scalars(h, 0.0, wd) : adam_scalars(h, wd, 0.0);
+  const AdamScalars off = adam_scalars(h, 0.0, 0.0);
+  const int64_t n4 = n / 4;
+  adam_masked_kernel<<<elementwise_blocks(n4), kElementwiseThreads, 0, s>>>(p, g, m, v, n4, on, off,
+                                                                          decay_mask, p_bf16);
+  PX_CUDA_LAUNCH("adam_step_masked");
+}
 
 void adamw_step(float* p, const float* g, float* m, float* v, int64_t n, const cpu::AdamWParams& h,
                 __nv_bfloat16* p_bf16, cudaStream_t s) {

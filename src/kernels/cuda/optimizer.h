@@ -21,6 +21,14 @@ void adamw_step(float* p, const float* g, float* m, float* v, int64_t n, const c
 // torch.optim.Adam (h.weight_decay is L2 on the gradient).
 void adam_step(float* p, const float* g, float* m, float* v, int64_t n, const cpu::AdamWParams& h,
                cudaStream_t s);
+// Adam or AdamW (decoupled) over a whole flat buffer in one launch, element i
+// taking h.weight_decay when decay_mask[i / 16] is nonzero and no decay
+// otherwise: the ParameterSet pads every tensor to 16 elements, so each
+// 16-element block belongs to one parameter. Per element the same formulas
+// as adamw_step / adam_step; n must be a multiple of 16.
+void adam_step_masked(float* p, const float* g, float* m, float* v, int64_t n,
+                      const cpu::AdamWParams& h, bool decoupled, const uint8_t* decay_mask,
+                      __nv_bfloat16* p_bf16, cudaStream_t s);
 // torch.optim.SGD, dampening 0 (buf unused when momentum is 0).
 void sgd_step(float* p, const float* g, float* buf, int64_t n, const cpu::SgdParams& h,
               cudaStream_t s);

@@ -33,6 +33,28 @@ void zero(const Tensor& t, int64_t elems, cudaStream_t s) {
 
 }  // namespace
 
+// linear_backward with d(input) either written (accumulate false: the GEMM
+// with beta 0, so no zeroing pass beforehand) or added to.
+template <class T>
+void linear_grads(cuda::Blas& blas, T* dinp, bool accumulate, float* dweight, float* dbias,
+                  const T* dout, const T* inp, const T* weight, int64_t N, int64_t IC, int64_t OC,
+                  cudaStream_t s) {
+  cuda::gemm<T>(blas, false, false, N, IC, OC, 1.f, dout, OC, weight, IC, accumulate ? 1.f : 0.f,
+                dinp, IC, s);
+  cuda::linear_backward<T>(blas, nullptr, dweight, dbias, dout, inp, weight, N, IC, OC, s);
+}
+template void linear_grads<float>(cuda::Blas&, float*, bool, float*, float*, const float*,
+                                  const float*, const float*, int64_t, int64_t, int64_t,
+                                  cudaStream_t);
+template void linear_grads<__nv_bfloat16>(cuda::Blas&, __nv_bfloat16*, bool, float*, float*,
+                                          const __nv_bfloat16*, const __nv_bfloat16*,
+                                          const __nv_bfloat16*, int64_t, int64_t, int64_t,
+                                          cudaStream_t);
+
+namespace {
+
+}  // namespace
+
 cpu::AttnDims CudaTransformer::Impl::attn_dims(int64_t B) const {
   return {.B = B, .Tq = seq, .Tk = seq, .Hq = cfg.n_heads, .Hkv = cfg.n_kv_heads,
           .D = cfg.head_dim};
@@ -132,37 +154,35 @@ void CudaTransformer::Impl::mlp_forward(int l, int64_t N, Saved& s, T* out) {
   }
 }
 
-// dx (d MLP output) -> dln_out = d(norm2 output), zeroed here first.
+// dx (d MLP output) -> dln_out = d(norm2 output), written (not added to).
 template <class T>
 void CudaTransformer::Impl::mlp_backward(int l, int64_t N, Saved& s, T* dln_out) {
   const int64_t C = cfg.hidden, I = cfg.intermediate;
   auto w = [&](const char* rest) { return weight<T>(layer_name(l, rest)); };
   auto g = [&](const char* rest) { return grad(layer_name(l, rest)); };
   T* dX = ptr<T>(dx);
-  zero<T>(dh, N * I, stream);
   zero<T>(dpre, N * I, stream);
-  zero<T>(dln, N * C, stream);
   mark("bwd.zero");
   if (cfg.uses_swiglu()) {
-    cuda::linear_backward<T>(blas, ptr<T>(dh), g(".mlp.down.weight"), nullptr, dX, ptr<T>(s.h),
+    linear_grads<T>(blas, ptr<T>(dh), false, g(".mlp.down.weight"), nullptr, dX, ptr<T>(s.h),
                              w(".mlp.down.weight"), N, I, C, stream);
     mark("bwd.mlp_out");
     zero<T>(dup, N * I, stream);
     cuda::swiglu_backward<T>(ptr<T>(dpre), ptr<T>(dup), ptr<T>(dh), ptr<T>(s.pre), ptr<T>(s.up),
                              N * I, stream);
     mark("bwd.swiglu");
-    cuda::linear_backward<T>(blas, dln_out, g(".mlp.gate.weight"), nullptr, ptr<T>(dpre),
+    linear_grads<T>(blas, dln_out, false, g(".mlp.gate.weight"), nullptr, ptr<T>(dpre),
                              ptr<T>(s.ln2), w(".mlp.gate.weight"), N, C, I, stream);
-    cuda::linear_backward<T>(blas, dln_out, g(".mlp.up.weight"), nullptr, ptr<T>(dup),
+    linear_grads<T>(blas, dln_out, true, g(".mlp.up.weight"), nullptr, ptr<T>(dup),
                              ptr<T>(s.ln2), w(".mlp.up.weight"), N, C, I, stream);
     mark("bwd.mlp_in");
   } else {
-    cuda::linear_backward<T>(blas, ptr<T>(dh), g(".mlp.proj.weight"), g(".mlp.proj.bias"), dX,
+    linear_grads<T>(blas, ptr<T>(dh), false, g(".mlp.proj.weight"), g(".mlp.proj.bias"), dX,
                              ptr<T>(s.h), w(".mlp.proj.weight"), N, I, C, stream);
     mark("bwd.mlp_out");
     cuda::gelu_backward<T>(ptr<T>(dpre), ptr<T>(s.pre), ptr<T>(dh), N * I, stream);
     mark("bwd.gelu");
-    cuda::linear_backward<T>(blas, dln_out, g(".mlp.fc.weight"), g(".mlp.fc.bias"), ptr<T>(dpre),
+    linear_grads<T>(blas, dln_out, false, g(".mlp.fc.weight"), g(".mlp.fc.bias"), ptr<T>(dpre),
                              ptr<T>(s.ln2), w(".mlp.fc.weight"), N, C, I, stream);
     mark("bwd.mlp_in");
   }
@@ -181,8 +201,7 @@ void CudaTransformer::Impl::layer_backward(int l, int64_t B) {
   mlp_backward<T>(l, N, s, ptr<T>(dln));
   norm_backward<T>(layer_name(l, ".norm2"), dX, ptr<T>(dln), ptr<T>(s.mid), s.mean2, s.rstd2, N);
   mark("bwd.norm");
-  zero<T>(datt, N * qd, stream);
-  cuda::linear_backward<T>(blas, ptr<T>(datt), gw(".attn.o.weight"), g(".attn.o.bias"), dX,
+  linear_grads<T>(blas, ptr<T>(datt), false, gw(".attn.o.weight"), g(".attn.o.bias"), dX,
                            ptr<T>(s.att), w(".attn.o.weight"), N, qd, C, stream);
   mark("bwd.attn_out");
   zero<T>(dq, N * qd, stream);
@@ -201,12 +220,11 @@ void CudaTransformer::Impl::layer_backward(int l, int64_t B) {
                            stream);
     mark("bwd.rope");
   }
-  zero<T>(dln, N * C, stream);
-  cuda::linear_backward<T>(blas, ptr<T>(dln), gw(".attn.q.weight"), g(".attn.q.bias"), ptr<T>(dq),
+  linear_grads<T>(blas, ptr<T>(dln), false, gw(".attn.q.weight"), g(".attn.q.bias"), ptr<T>(dq),
                            ptr<T>(s.ln1), w(".attn.q.weight"), N, C, qd, stream);
-  cuda::linear_backward<T>(blas, ptr<T>(dln), gw(".attn.k.weight"), g(".attn.k.bias"), ptr<T>(dk),
+  linear_grads<T>(blas, ptr<T>(dln), true, gw(".attn.k.weight"), g(".attn.k.bias"), ptr<T>(dk),
                            ptr<T>(s.ln1), w(".attn.k.weight"), N, C, kvd, stream);
-  cuda::linear_backward<T>(blas, ptr<T>(dln), gw(".attn.v.weight"), g(".attn.v.bias"), ptr<T>(dv),
+  linear_grads<T>(blas, ptr<T>(dln), true, gw(".attn.v.weight"), g(".attn.v.bias"), ptr<T>(dv),
                            ptr<T>(s.ln1), w(".attn.v.weight"), N, C, kvd, stream);
   mark("bwd.qkv");
   norm_backward<T>(layer_name(l, ".norm1"), dX, ptr<T>(dln), ptr<T>(s.x), s.mean1, s.rstd1, N);

@@ -129,6 +129,13 @@ CudaTransformer::Impl::Impl(const ModelConfig& c, const ParameterSet& host, Allo
   scratch = device_tensor(a, static_cast<int64_t>(scratch_bytes()), DType::U8, MemTag::Workspace);
   m = f32_buf(n, MemTag::Optimizer);
   v = f32_buf(n, MemTag::Optimizer);
+  // Which 16-element blocks decay (the ParameterSet pads every tensor to 16).
+  std::vector<uint8_t> mask(static_cast<size_t>(n / 16), 0);
+  for (const auto& e : params)
+    if (e.decay)
+      std::fill(mask.begin() + e.offset / 16, mask.begin() + (e.offset + e.numel + 15) / 16, 1);
+  decay_mask = device_tensor(a, n / 16, DType::U8, MemTag::Workspace);
+  PX_CUDA(cudaMemcpy(decay_mask.raw(), mask.data(), mask.size(), cudaMemcpyHostToDevice));
   PX_CUDA(cudaStreamSynchronize(stream));
 }
 
@@ -222,27 +229,18 @@ void CudaTransformer::optimizer_step(const OptimizerConfig& oc, double lr, int64
   Impl& s = *impl_;
   PX_CHECK(oc.kind == OptimizerKind::AdamW || oc.kind == OptimizerKind::Adam,
            "--device cuda: only Adam and AdamW run on the GPU so far");
-  float* p = s.values.data<float>();
-  float* g = s.grads.data<float>();
-  float* m = s.m.data<float>();
-  float* v = s.v.data<float>();
   auto* p16 = s.values16.defined() ? static_cast<__nv_bfloat16*>(s.values16.raw()) : nullptr;
-  for (const auto& e : s.params) {
-    const int64_t off = e.offset, n = e.numel;
-    cpu::AdamWParams h{.lr = lr,
-                       .beta1 = oc.beta1,
-                       .beta2 = oc.beta2,
-                       .eps = oc.eps,
-                       .weight_decay = e.decay ? oc.weight_decay : 0.0,
-                       .step = step};
-    if (oc.kind == OptimizerKind::AdamW)
-      cuda::adamw_step(p + off, g + off, m + off, v + off, n, h, p16 ? p16 + off : nullptr,
-                       s.stream);
-    else {
-      cuda::adam_step(p + off, g + off, m + off, v + off, n, h, s.stream);
-      if (p16) cuda::f32_to_bf16(p16 + off, p + off, n, s.stream);
-    }
-  }
+  const cpu::AdamWParams h{.lr = lr,
+                           .beta1 = oc.beta1,
+                           .beta2 = oc.beta2,
+                           .eps = oc.eps,
+                           .weight_decay = oc.weight_decay,
+                           .step = step};
+  // One launch for every parameter: decay per 16-element block (decay_mask).
+  cuda::adam_step_masked(s.values.data<float>(), s.grads.data<float>(), s.m.data<float>(),
+                         s.v.data<float>(), s.values.numel(), h,
+                         oc.kind == OptimizerKind::AdamW, s.decay_mask.data<uint8_t>(), p16,
+                         s.stream);
   s.mark("optimizer");
 }
 

@@ -12,6 +12,13 @@
 
 namespace parallm {
 
+// cuda::linear_backward with d(input) written (accumulate false) or added
+// (cuda_block.cpp).
+template <class T>
+void linear_grads(cuda::Blas& blas, T* dinp, bool accumulate, float* dweight, float* dbias,
+                  const T* dout, const T* inp, const T* weight, int64_t N, int64_t IC, int64_t OC,
+                  cudaStream_t s);
+
 struct CudaTransformer::Impl {
   Impl(const ModelConfig& c, const ParameterSet& host, Allocator& a, CudaPrecision p,
        int64_t max_B, int64_t T, bool allow_tf32);
@@ -71,6 +78,7 @@ struct CudaTransformer::Impl {
   cudaEvent_t last_mark = nullptr;
   std::vector<std::pair<std::string, cudaEvent_t>> marks;
   Tensor values, grads, values16, m, v;
+  Tensor decay_mask;  // uint8 per 16-element block of the flat buffer: 1 where AdamW decays
   std::vector<Saved> layers;
   Tensor xf, lnf, meanf, rstdf;
   Tensor dx, dln, dq, dk, dv, datt, dh, dpre, dup, logits, losses, tokens, targets, positions,

@@ -45,8 +45,6 @@ void CudaTransformer::Impl::head(int64_t N, double grad_scale) {
   const int64_t C = cfg.hidden, V = cfg.vocab_size;
   const std::string table = cfg.tie_embeddings ? "embed.weight" : "lm_head.weight";
   const T* W = weight<T>(table);
-  PX_CUDA(cudaMemsetAsync(dln.raw(), 0, N * C * sizeof(T), stream));
-  mark("bwd.zero");
   for (int64_t r0 = 0; r0 < N; r0 += head_rows) {
     const int64_t n = std::min(head_rows, N - r0);
     const T* x = ptr<T>(lnf) + r0 * C;
@@ -57,8 +55,8 @@ void CudaTransformer::Impl::head(int64_t N, double grad_scale) {
                                   targets.data<int32_t>() + r0, static_cast<float>(grad_scale), n,
                                   V, stream);
     mark("head.cross_entropy");
-    cuda::linear_backward<T>(blas, ptr<T>(dln) + r0 * C, grad(table), nullptr, ptr<T>(logits), x,
-                             W, n, C, V, stream);
+    linear_grads<T>(blas, ptr<T>(dln) + r0 * C, false, grad(table), nullptr, ptr<T>(logits), x,
+                    W, n, C, V, stream);
     mark("head.backward");
   }
 }
