@@ -176,6 +176,41 @@ __global__ void rmsnorm_dinp_kernel(T* dinp, const T* dout, const T* inp, const 
   }
 }
 
+// The same on 16-byte packs (as layernorm_dinp_packed_kernel).
+template <class T, int W>
+__global__ void rmsnorm_dinp_packed_kernel(T* __restrict__ dinp, const T* __restrict__ dout,
+                                           const T* __restrict__ inp, const T* __restrict__ weight,
+                                           const float* __restrict__ rstd, int64_t N, int64_t C) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  if (row >= N) return;
+  const T* x = inp + row * C;
+  const T* d = dout + row * C;
+  const float r = rstd[row];
+  const int64_t packs = C / W;
+  float sgx = 0.f;
+  for (int64_t p = lane; p < packs; p += 32) {
+    const Pack<T, W> xp = load_pack<T, W>(x + p * W), dp = load_pack<T, W>(d + p * W),
+                     wp = load_pack<T, W>(weight + p * W);
+#pragma unroll
+    for (int k = 0; k < W; ++k)
+      sgx += to_float(dp.v[k]) * to_float(wp.v[k]) * to_float(xp.v[k]);
+  }
+  const float c = r * r * warp_sum(sgx) / static_cast<float>(C);
+  T* dx = dinp + row * C;
+  for (int64_t p = lane; p < packs; p += 32) {
+    const Pack<T, W> xp = load_pack<T, W>(x + p * W), dp = load_pack<T, W>(d + p * W),
+                     wp = load_pack<T, W>(weight + p * W);
+    Pack<T, W> op = load_pack<T, W>(dx + p * W);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      const float g = to_float(dp.v[k]) * to_float(wp.v[k]);
+      op.v[k] = from_float<T>(to_float(op.v[k]) + r * (g - to_float(xp.v[k]) * c));
+    }
+    store_pack<T, W>(dx + p * W, op);
+  }
+}
+
 // part_w[chunk, c] = sum over the chunk's rows of dout * xhat, part_b[chunk, c]
 // = sum of dout (part_b may be null), xhat = (x - shift[n]) * rstd[n]
 // (shift null: 0). Block (kColTile, kRowLanes); grid (column tiles, chunks).
@@ -240,6 +275,13 @@ void weight_grads(float* dweight, float* dbias, const T* dout, const T* inp, con
   }
 }
 
+// Rows of C elements start 16-byte aligned and hold whole packs.
+template <class T>
+bool packable(const T* dinp, const T* dout, const T* inp, const T* weight, int64_t C) {
+  return C % kPackWidth<T> == 0 && is_aligned16(dinp) && is_aligned16(dout) &&
+         is_aligned16(inp) && is_aligned16(weight);
+}
+
 void check_shape(const char* name, int64_t N, int64_t C) {
   require_arg(N >= 0, name, "N >= 0, N", N);
   require_arg(C >= 1, name, "C >= 1, C", C);
@@ -269,9 +311,7 @@ void layernorm_backward(T* dinp, float* dweight, float* dbias, const T* dout, co
   check_shape("cuda::layernorm_backward", N, C);
   if (N == 0) return;
   constexpr int W = kPackWidth<T>;
-  const bool packed = C % W == 0 && is_aligned16(dinp) && is_aligned16(dout) &&
-                      is_aligned16(inp) && is_aligned16(weight);
-  if (dinp != nullptr && packed) {
+  if (dinp != nullptr && packable<T>(dinp, dout, inp, weight, C)) {
     layernorm_dinp_packed_kernel<T, W>
         <<<row_blocks(N), kRowsPerBlock * 32, 0, s>>>(dinp, dout, inp, weight, mean, rstd, N, C);
     PX_CUDA_LAUNCH("layernorm_backward (packed)");
@@ -303,7 +343,12 @@ void rmsnorm_backward(T* dinp, float* dweight, const T* dout, const T* inp, cons
                       const float* rstd, int64_t N, int64_t C, void* scratch, cudaStream_t s) {
   check_shape("cuda::rmsnorm_backward", N, C);
   if (N == 0) return;
-  if (dinp != nullptr) {
+  constexpr int W = kPackWidth<T>;
+  if (dinp != nullptr && packable<T>(dinp, dout, inp, weight, C)) {
+    rmsnorm_dinp_packed_kernel<T, W>
+        <<<row_blocks(N), kRowsPerBlock * 32, 0, s>>>(dinp, dout, inp, weight, rstd, N, C);
+    PX_CUDA_LAUNCH("rmsnorm_backward (packed)");
+  } else if (dinp != nullptr) {
     rmsnorm_dinp_kernel<T>
         <<<row_blocks(N), kRowsPerBlock * 32, 0, s>>>(dinp, dout, inp, weight, rstd, N, C);
     PX_CUDA_LAUNCH("rmsnorm_backward");
