@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <type_traits>
 
 #include "base/error.h"
 #include "kernels/cuda/blas_epilogue.h"
@@ -336,6 +337,65 @@ void linear_backward(Blas& b, T* dinp, float* dweight, float* dbias, const T* do
               static_cast<int64_t>(Blas::kWorkspaceBytes / sizeof(float)), s);
 }
 
+template <class T>
+void linear_backward_gelu(Blas& b, T* dpre, const T* pre, float* dweight, float* dbias,
+                          const T* dout, const T* inp, const T* weight, int64_t N, int64_t IC,
+                          int64_t OC, cudaStream_t s) {
+  PX_CHECK(N >= 0 && IC >= 0 && OC >= 0,
+           "cuda::linear_backward_gelu: negative size N={} IC={} OC={}", N, IC, OC);
+  const int64_t n = N * IC;
+  if (n > 0) {
+    PX_CHECK(dpre != nullptr && pre != nullptr,
+             "cuda::linear_backward_gelu: dpre and pre are required (N={} IC={})", N, IC);
+    const auto d0 = reinterpret_cast<uintptr_t>(dpre), p0 = reinterpret_cast<uintptr_t>(pre);
+    const auto bytes = static_cast<uintptr_t>(n) * sizeof(T);
+    PX_CHECK(d0 + bytes <= p0 || p0 + bytes <= d0,
+             "cuda::linear_backward_gelu: dpre overlaps pre (the GEMM would overwrite the GELU "
+             "input before it is read)");
+    // Column-major: dpre^T (IC, N) = weight^T (IC, OC; weight stored row-major
+    // (OC, IC) is exactly that) * dout^T (OC, N); pre^T (IC, N) is the GELU
+    // input with the same layout as D, as the forward's GELU_AUX wrote it.
+    Problem p;
+    p.ta = false;
+    p.tb = false;
+    p.m = IC;
+    p.n = N;
+    p.k = OC;
+    p.alpha = 1.f;
+    p.beta = 0.f;
+    p.A = weight;
+    p.lda = IC;
+    p.B = dout;
+    p.ldb = std::max<int64_t>(OC, 1);
+    p.C = dpre;
+    p.ldc = IC;
+    p.ab = p.cd = data_type<T>();
+    // The epilogue's GELU input needs a leading dimension divisible by 8 and
+    // a 16-byte aligned buffer. fp32 stays unfused, as in linear_forward: the
+    // epilogue's tanh approximation is not within fp32's 1e-5 of the CPU.
+    const bool fuse =
+        std::is_same_v<T, __nv_bfloat16> && IC % 8 == 0 && alignment_of(pre) >= 16 && OC > 0;
+    bool done = false;
+    if (fuse) {
+      p.epilogue = CUBLASLT_EPILOGUE_DGELU;
+      p.aux = const_cast<T*>(pre);  // read only: DGELU takes the GELU input
+      p.aux_ld = IC;
+      done = run(b, p, s);
+    }
+    if (!done) {  // the plain GEMM (beta 0 writes dpre), then the GELU gradient in place
+      p.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+      p.aux = nullptr;
+      p.aux_ld = 0;
+      PX_CHECK(run(b, p, s),
+               "cuBLASLt has no GEMM algorithm for linear_backward_gelu N={} IC={} OC={}", N, IC,
+               OC);
+      gelu_grad_mul(dpre, pre, n, s);
+    }
+  }
+  // The layer's own weight and bias gradients, as linear_backward computes them.
+  linear_backward<T>(b, nullptr, dweight, dbias, dout, inp, weight, N, IC, OC, s);
+}
+
 template void gemm<float>(Blas&, bool, bool, int64_t, int64_t, int64_t, float, const float*,
                           int64_t, const float*, int64_t, float, float*, int64_t, cudaStream_t);
 template void gemm<__nv_bfloat16>(Blas&, bool, bool, int64_t, int64_t, int64_t, float,
@@ -353,5 +413,12 @@ template void linear_backward<__nv_bfloat16>(Blas&, __nv_bfloat16*, float*, floa
                                              const __nv_bfloat16*, const __nv_bfloat16*,
                                              const __nv_bfloat16*, int64_t, int64_t, int64_t,
                                              cudaStream_t);
+template void linear_backward_gelu<float>(Blas&, float*, const float*, float*, float*, const float*,
+                                          const float*, const float*, int64_t, int64_t, int64_t,
+                                          cudaStream_t);
+template void linear_backward_gelu<__nv_bfloat16>(Blas&, __nv_bfloat16*, const __nv_bfloat16*,
+                                                  float*, float*, const __nv_bfloat16*,
+                                                  const __nv_bfloat16*, const __nv_bfloat16*,
+                                                  int64_t, int64_t, int64_t, cudaStream_t);
 
 }  // namespace parallm::cuda

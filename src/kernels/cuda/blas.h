@@ -1,7 +1,8 @@
 // Dense GEMMs on the GPU through cuBLASLt, with the meaning of kernels/cpu/
 // matmul.h: row-major, C (M, N) = alpha * op(A) * op(B) + beta * C, and the
 // linear layer built on it (bias and tanh-GELU fused into the GEMM's epilogue
-// where cuBLASLt has a kernel for the case, a separate pass otherwise).
+// where cuBLASLt has a kernel for the case, a separate pass otherwise), and
+// the backward of a linear layer fed by a GELU (GELU gradient fused likewise).
 // T = float (fp32 in and out) or __nv_bfloat16 (bf16 in and out, fp32
 // accumulation). Backward accumulates (+=) like the CPU kernels; for bf16 the
 // weight and bias gradients are fp32 accumulators. dbias is deterministic.
@@ -56,5 +57,18 @@ void linear_forward(Blas& b, T* out, T* pre_gelu, const T* inp, const T* weight,
 template <class T>
 void linear_backward(Blas& b, T* dinp, float* dweight, float* dbias, const T* dout, const T* inp,
                      const T* weight, int64_t N, int64_t IC, int64_t OC, cudaStream_t s);
+
+// The backward of out (N, OC) = gelu(pre) (N, IC) * weight^T + bias, with
+// inp = gelu(pre) the layer's input (GPT-2's MLP output projection):
+// dpre (N, IC) = (dout * weight) * gelu'(pre), WRITTEN (not added);
+// dweight (OC, IC) += dout^T * inp; dbias (OC) += sum over rows of dout
+// (deterministic). dweight and dbias may be null. dpre must not overlap pre.
+// bf16 fuses the GELU gradient into the GEMM (cuBLASLt's DGELU epilogue, tanh
+// form) when cuBLASLt takes the case (IC % 8 == 0, pre 16-byte aligned); fp32
+// and other cases run the GEMM into dpre, then multiply by gelu'(pre).
+template <class T>
+void linear_backward_gelu(Blas& b, T* dpre, const T* pre, float* dweight, float* dbias,
+                          const T* dout, const T* inp, const T* weight, int64_t N, int64_t IC,
+                          int64_t OC, cudaStream_t s);
 
 }  // namespace parallm::cuda

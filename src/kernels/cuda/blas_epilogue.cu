@@ -1,4 +1,5 @@
-// Bias, GELU, bias-gradient and scaling passes beside the GEMMs (blas_epilogue.h).
+// Bias, GELU, GELU-gradient, bias-gradient and scaling passes beside the GEMMs
+// (blas_epilogue.h).
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -61,6 +62,12 @@ __global__ void bias_grad_kernel(float* dbias, float* partial, const T* dout, in
 }
 
 template <class T>
+__global__ void gelu_grad_mul_kernel(T* d, const T* pre, int64_t n) {
+  for (int64_t i = grid_index(); i < n; i += grid_stride())
+    store(d, i, load(d, i) * gelu_tanh_grad(load(pre, i)));
+}
+
+template <class T>
 __global__ void scale_kernel(T* C, float beta, int64_t rows, int64_t cols, int64_t ldc) {
   const int64_t n = rows * cols;
   for (int64_t i = grid_index(); i < n; i += grid_stride()) {
@@ -106,6 +113,13 @@ void bias_grad(float* dbias, const T* dout, int64_t rows, int64_t cols, float* s
 }
 
 template <class T>
+void gelu_grad_mul(T* d, const T* pre, int64_t n, cudaStream_t s) {
+  if (n == 0) return;
+  gelu_grad_mul_kernel<T><<<elementwise_blocks(n), kElementwiseThreads, 0, s>>>(d, pre, n);
+  PX_CUDA_LAUNCH("gelu_grad_mul_kernel");
+}
+
+template <class T>
 void scale_matrix(T* C, float beta, int64_t rows, int64_t cols, int64_t ldc, cudaStream_t s) {
   const int64_t n = rows * cols;
   if (n == 0 || beta == 1.f) return;
@@ -121,6 +135,9 @@ template void bias_grad<float>(float*, const float*, int64_t, int64_t, float*, i
                                cudaStream_t);
 template void bias_grad<__nv_bfloat16>(float*, const __nv_bfloat16*, int64_t, int64_t, float*,
                                        int64_t, cudaStream_t);
+template void gelu_grad_mul<float>(float*, const float*, int64_t, cudaStream_t);
+template void gelu_grad_mul<__nv_bfloat16>(__nv_bfloat16*, const __nv_bfloat16*, int64_t,
+                                           cudaStream_t);
 template void scale_matrix<float>(float*, float, int64_t, int64_t, int64_t, cudaStream_t);
 template void scale_matrix<__nv_bfloat16>(__nv_bfloat16*, float, int64_t, int64_t, int64_t,
                                           cudaStream_t);

@@ -2,7 +2,8 @@
 // 1e-5 of the magnitude sum_k |a||b| (TF32 off), bf16 against the CPU in float
 // on bf16-rounded inputs within bf16 rounding; all four transposes, odd and
 // GPT-2-sized shapes, the bias/GELU epilogue (fused and unfused) and the
-// accumulating backward with fp32 weight and bias gradients.
+// accumulating backward with fp32 weight and bias gradients, and the backward
+// through a GELU (fused DGELU epilogue or unfused) against the unfused chain.
 #include "kernels/cuda/blas.h"
 
 #include <cuda_bf16.h>
@@ -18,6 +19,7 @@
 #include "common/gpu_test.h"
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cuda/activation.h"
 #include "tensor/half.h"
 
 namespace parallm {
@@ -370,6 +372,152 @@ TEST_F(BlasGpu, LinearBackwardAccumulatesBf16) {
   check_linear_backward<__nv_bfloat16>(33, 64, 48, kBf16Tol, 70);
   check_linear_backward<__nv_bfloat16>(1, 7, 13, kBf16Tol, 71);
   check_linear_backward<__nv_bfloat16>(1024, 768, 768, kBf16Tol, 72);
+}
+
+// linear_backward_gelu against the unfused chain, both on the CPU (float on
+// the same, bf16-rounded, inputs; the bf16 input gradient rounded to bf16 as
+// the GPU stores it) and on the GPU (linear_backward into a zeroed dh, then
+// gelu_backward into a zeroed dpre). dpre starts as NaN: it is written, never
+// read. dweight/dbias start non-zero: they accumulate. A second run from the
+// same start must agree bitwise. pre_offset > 0 places pre that many elements
+// into its buffer (a view not 16-byte aligned: the unfused path).
+template <class T>
+void check_linear_backward_gelu(int64_t N, int64_t IC, int64_t OC, int64_t pre_offset,
+                                uint32_t seed) {
+  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
+  auto prep = [&](std::vector<float> v) { return kBf16 ? round_bf16(v) : v; };
+  const int64_t n = N * IC;
+  auto pre = prep(random_vec(n, seed, -3.f, 3.f));
+  std::vector<float> h(n);
+  cpu::gelu_forward<float>(h.data(), pre.data(), n);
+  h = prep(h);
+  auto w = prep(random_vec(OC * IC, seed + 1)), dout = prep(random_vec(N * OC, seed + 2));
+  auto dw0 = random_vec(OC * IC, seed + 3), db0 = random_vec(OC, seed + 4);
+
+  // CPU reference: dh = dout * w (+ the layer's own dw, db), then dpre = gelu'(pre) dh.
+  std::vector<float> dh(n, 0.f), dw = dw0, db = db0, want(n, 0.f);
+  cpu::linear_backward<float>(dh.data(), dw.data(), db.data(), dout.data(), h.data(), w.data(), N,
+                              IC, OC);
+  cpu::gelu_backward<float>(want.data(), pre.data(), prep(dh).data(), n);
+  // Scales: fp32 per element, |gelu'(pre)| (plus 0.05 for the rounding of
+  // gelu' itself where it crosses zero) times sum |dout||w|; bf16 the largest
+  // |dpre|. dw, db: the sums over absolute values.
+  std::vector<float> s_dh(n, 0.f), s_dw = abs_vec(dw0), s_db = abs_vec(db0);
+  auto ah = abs_vec(h), aw = abs_vec(w), ad = abs_vec(dout);
+  cpu::linear_backward<float>(s_dh.data(), s_dw.data(), s_db.data(), ad.data(), ah.data(),
+                              aw.data(), N, IC, OC);
+  std::vector<double> pre_d(pre.begin(), pre.end()), ones(n, 1.0), slope(n, 0.0);
+  cpu::gelu_backward<double>(slope.data(), pre_d.data(), ones.data(), n);
+  float largest = 0.f;
+  for (float v : want) largest = std::max(largest, std::fabs(v));
+  std::vector<float> s_dpre(n);
+  for (int64_t i = 0; i < n; ++i)
+    s_dpre[i] = kBf16 ? std::max(largest, 1e-6f)
+                      : std::max(static_cast<float>((std::fabs(slope[i]) + 0.05) * s_dh[i]), 1e-6f);
+
+  auto upload = [&](const std::vector<float>& v) {
+    if constexpr (kBf16)
+      return DeviceBuffer<T>(to_bf16(v));
+    else
+      return DeviceBuffer<T>(v);
+  };
+  auto download = [&](const DeviceBuffer<T>& d) {
+    if constexpr (kBf16)
+      return to_f32(d.to_host());
+    else
+      return d.to_host();
+  };
+  std::vector<float> pre_buf(pre_offset, 0.f);
+  pre_buf.insert(pre_buf.end(), pre.begin(), pre.end());
+  DeviceBuffer<T> d_pre = upload(pre_buf), d_h = upload(h), d_w = upload(w), d_dout = upload(dout);
+  const T* pre_view = d_pre.get() + pre_offset;
+  const std::vector<float> nans(n, std::nanf(""));
+  cuda::Blas blas;
+  ::testing::ScopedTrace trace(__FILE__, __LINE__,
+                               ::testing::Message()
+                                   << (kBf16 ? "bf16" : "fp32") << " N=" << N << " IC=" << IC
+                                   << " OC=" << OC << " pre_offset=" << pre_offset);
+  struct Run {
+    std::vector<float> dpre, dw, db;
+  };
+  auto run_fused = [&] {
+    DeviceBuffer<T> d_dpre = upload(nans);
+    DeviceBuffer<float> d_dw(dw0), d_db(db0);
+    cuda::linear_backward_gelu<T>(blas, d_dpre.get(), pre_view, d_dw.get(), d_db.get(),
+                                  d_dout.get(), d_h.get(), d_w.get(), N, IC, OC, nullptr);
+    return Run{download(d_dpre), d_dw.to_host(), d_db.to_host()};
+  };
+  const Run got = run_fused();
+  expect_close(got.dpre, want, s_dpre, kBf16 ? kBf16Tol : kF32Tol, "dpre vs CPU");
+  expect_close(got.dw, dw, s_dw, kBf16 ? 1e-4 : kF32Tol, "dweight vs CPU");
+  expect_close(got.db, db, s_db, kBf16 ? 1e-4 : kF32Tol, "dbias vs CPU");
+
+  // The unfused GPU chain the fused call replaces.
+  {
+    DeviceBuffer<T> d_dh(n), d_dpre(n);
+    cuda::linear_backward<T>(blas, d_dh.get(), nullptr, nullptr, d_dout.get(), d_h.get(), d_w.get(),
+                             N, IC, OC, nullptr);
+    cuda::gelu_backward<T>(d_dpre.get(), pre_view, d_dh.get(), n, nullptr);
+    auto chain = download(d_dpre);
+    double worst = 0;
+    for (int64_t i = 0; i < n; ++i)
+      worst = std::max(worst, std::fabs(double(got.dpre[i]) - chain[i]) / s_dpre[i]);
+    std::cout << "  [linear_backward_gelu " << (kBf16 ? "bf16" : "fp32") << " N=" << N
+              << " IC=" << IC << " OC=" << OC << " pre_offset=" << pre_offset
+              << "] max |dpre - unfused GPU chain| / scale = " << worst << "\n";
+    expect_close(got.dpre, chain, s_dpre, kBf16 ? kBf16Tol : kF32Tol, "dpre vs GPU chain");
+  }
+
+  // Deterministic: a second run from the same start agrees bitwise.
+  const Run again = run_fused();
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(std::memcmp(&got.dpre[i], &again.dpre[i], sizeof(float)), 0) << "dpre " << i;
+  for (size_t i = 0; i < got.dw.size(); ++i)
+    ASSERT_EQ(std::memcmp(&got.dw[i], &again.dw[i], sizeof(float)), 0) << "dweight " << i;
+  for (size_t i = 0; i < got.db.size(); ++i)
+    ASSERT_EQ(std::memcmp(&got.db[i], &again.db[i], sizeof(float)), 0) << "dbias " << i;
+}
+
+// GPT-2's MLP projection (IC = 3072, OC = 768): bf16 takes the fused DGELU
+// epilogue where cuBLASLt offers it; fp32 is always unfused.
+TEST_F(BlasGpu, LinearBackwardGeluGpt2Shape) {
+  check_linear_backward_gelu<__nv_bfloat16>(512, 3072, 768, 0, 80);
+  check_linear_backward_gelu<float>(512, 3072, 768, 0, 81);
+}
+
+// Shapes the epilogue cannot take (IC % 8 != 0, pre not 16-byte aligned) and
+// small fusable ones.
+TEST_F(BlasGpu, LinearBackwardGeluOddShapes) {
+  for (int64_t off : {0, 1}) {
+    check_linear_backward_gelu<float>(33, 100, 7, off, 90);
+    check_linear_backward_gelu<__nv_bfloat16>(33, 100, 7, off, 91);
+    check_linear_backward_gelu<float>(1, 64, 5, off, 92);
+    check_linear_backward_gelu<__nv_bfloat16>(1, 64, 5, off, 93);
+    check_linear_backward_gelu<__nv_bfloat16>(70, 24, 40, off, 94);
+  }
+}
+
+// OC = 0: dout * weight is empty, so dpre is written with zeros.
+TEST_F(BlasGpu, LinearBackwardGeluEmptyReduction) {
+  const int64_t N = 3, IC = 16;
+  for (bool bf16 : {false, true}) {
+    cuda::Blas blas;
+    auto pre = random_vec(N * IC, 95);
+    if (bf16) {
+      DeviceBuffer<__nv_bfloat16> d_pre(to_bf16(pre)), d_h(to_bf16(pre)),
+          d_dpre(to_bf16(std::vector<float>(N * IC, std::nanf("")))), d_w(1), d_dout(1);
+      cuda::linear_backward_gelu<__nv_bfloat16>(blas, d_dpre.get(), d_pre.get(), nullptr, nullptr,
+                                                d_dout.get(), d_h.get(), d_w.get(), N, IC, 0,
+                                                nullptr);
+      for (float v : to_f32(d_dpre.to_host())) EXPECT_EQ(v, 0.f);
+    } else {
+      DeviceBuffer<float> d_pre(pre), d_h(pre), d_dpre(std::vector<float>(N * IC, std::nanf(""))),
+          d_w(1), d_dout(1);
+      cuda::linear_backward_gelu<float>(blas, d_dpre.get(), d_pre.get(), nullptr, nullptr,
+                                        d_dout.get(), d_h.get(), d_w.get(), N, IC, 0, nullptr);
+      for (float v : d_dpre.to_host()) EXPECT_EQ(v, 0.f);
+    }
+  }
 }
 
 }  // namespace
