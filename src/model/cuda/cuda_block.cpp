@@ -51,18 +51,16 @@ template void linear_grads<__nv_bfloat16>(cuda::Blas&, __nv_bfloat16*, bool, flo
                                           const __nv_bfloat16*, int64_t, int64_t, int64_t,
                                           cudaStream_t);
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 cpu::AttnDims CudaTransformer::Impl::attn_dims(int64_t B) const {
-  return {.B = B, .Tq = seq, .Tk = seq, .Hq = cfg.n_heads, .Hkv = cfg.n_kv_heads,
-          .D = cfg.head_dim};
+  return {
+      .B = B, .Tq = seq, .Tk = seq, .Hq = cfg.n_heads, .Hkv = cfg.n_kv_heads, .D = cfg.head_dim};
 }
 
 template <class T>
-void CudaTransformer::Impl::norm_forward(const std::string& name, const T* in, T* out,
-                                         Tensor& mean, Tensor& rstd, int64_t N) {
+void CudaTransformer::Impl::norm_forward(const std::string& name, const T* in, T* out, Tensor& mean,
+                                         Tensor& rstd, int64_t N) {
   const float eps = static_cast<float>(cfg.norm_eps);
   if (cfg.uses_layernorm())
     cuda::layernorm_forward<T>(out, mean.data<float>(), rstd.data<float>(), in,
@@ -79,8 +77,8 @@ void CudaTransformer::Impl::norm_backward(const std::string& name, T* dinp, cons
                                           int64_t N) {
   if (cfg.uses_layernorm())
     cuda::layernorm_backward<T>(dinp, grad(name + ".weight"), grad(name + ".bias"), dout, in,
-                                weight<T>(name + ".weight"), mean.data<float>(),
-                                rstd.data<float>(), N, cfg.hidden, scratch.raw(), stream);
+                                weight<T>(name + ".weight"), mean.data<float>(), rstd.data<float>(),
+                                N, cfg.hidden, scratch.raw(), stream);
   else
     cuda::rmsnorm_backward<T>(dinp, grad(name + ".weight"), dout, in, weight<T>(name + ".weight"),
                               rstd.data<float>(), N, cfg.hidden, scratch.raw(), stream);
@@ -116,8 +114,8 @@ void CudaTransformer::Impl::layer_forward(int l, int64_t B, const T* in, T* out)
   cuda::attention_forward<T>(ptr<T>(s.att), s.lse.data<float>(), ptr<T>(s.q), ptr<T>(s.k),
                              ptr<T>(s.v), attn_dims(B), scale, stream);
   mark("fwd.attention");
-  cuda::linear_forward<T>(blas, tmp, nullptr, ptr<T>(s.att), w(".attn.o.weight"),
-                          b(".attn.o.bias"), N, qd, C, none, stream);
+  cuda::linear_forward<T>(blas, tmp, nullptr, ptr<T>(s.att), w(".attn.o.weight"), b(".attn.o.bias"),
+                          N, qd, C, none, stream);
   mark("fwd.attn_out");
   cuda::add<T>(ptr<T>(s.mid), in, tmp, N * C, stream);
   mark("fwd.residual");
@@ -161,29 +159,29 @@ void CudaTransformer::Impl::mlp_backward(int l, int64_t N, Saved& s, T* dln_out)
   auto w = [&](const char* rest) { return weight<T>(layer_name(l, rest)); };
   auto g = [&](const char* rest) { return grad(layer_name(l, rest)); };
   T* dX = ptr<T>(dx);
-  zero<T>(dpre, N * I, stream);
-  mark("bwd.zero");
   if (cfg.uses_swiglu()) {
+    zero<T>(dpre, N * I, stream);
+    mark("bwd.zero");
     linear_grads<T>(blas, ptr<T>(dh), false, g(".mlp.down.weight"), nullptr, dX, ptr<T>(s.h),
-                             w(".mlp.down.weight"), N, I, C, stream);
+                    w(".mlp.down.weight"), N, I, C, stream);
     mark("bwd.mlp_out");
     zero<T>(dup, N * I, stream);
     cuda::swiglu_backward<T>(ptr<T>(dpre), ptr<T>(dup), ptr<T>(dh), ptr<T>(s.pre), ptr<T>(s.up),
                              N * I, stream);
     mark("bwd.swiglu");
     linear_grads<T>(blas, dln_out, false, g(".mlp.gate.weight"), nullptr, ptr<T>(dpre),
-                             ptr<T>(s.ln2), w(".mlp.gate.weight"), N, C, I, stream);
-    linear_grads<T>(blas, dln_out, true, g(".mlp.up.weight"), nullptr, ptr<T>(dup),
-                             ptr<T>(s.ln2), w(".mlp.up.weight"), N, C, I, stream);
+                    ptr<T>(s.ln2), w(".mlp.gate.weight"), N, C, I, stream);
+    linear_grads<T>(blas, dln_out, true, g(".mlp.up.weight"), nullptr, ptr<T>(dup), ptr<T>(s.ln2),
+                    w(".mlp.up.weight"), N, C, I, stream);
     mark("bwd.mlp_in");
   } else {
-    linear_grads<T>(blas, ptr<T>(dh), false, g(".mlp.proj.weight"), g(".mlp.proj.bias"), dX,
-                             ptr<T>(s.h), w(".mlp.proj.weight"), N, I, C, stream);
-    mark("bwd.mlp_out");
-    cuda::gelu_backward<T>(ptr<T>(dpre), ptr<T>(s.pre), ptr<T>(dh), N * I, stream);
-    mark("bwd.gelu");
+    // d(pre) straight from the GEMM's epilogue (bf16) or a pass right after it.
+    cuda::linear_backward_gelu<T>(blas, ptr<T>(dpre), ptr<T>(s.pre), g(".mlp.proj.weight"),
+                                  g(".mlp.proj.bias"), dX, ptr<T>(s.h), w(".mlp.proj.weight"), N, I,
+                                  C, stream);
+    mark("bwd.mlp_out_gelu");
     linear_grads<T>(blas, dln_out, false, g(".mlp.fc.weight"), g(".mlp.fc.bias"), ptr<T>(dpre),
-                             ptr<T>(s.ln2), w(".mlp.fc.weight"), N, C, I, stream);
+                    ptr<T>(s.ln2), w(".mlp.fc.weight"), N, C, I, stream);
     mark("bwd.mlp_in");
   }
 }
@@ -202,7 +200,7 @@ void CudaTransformer::Impl::layer_backward(int l, int64_t B) {
   norm_backward<T>(layer_name(l, ".norm2"), dX, ptr<T>(dln), ptr<T>(s.mid), s.mean2, s.rstd2, N);
   mark("bwd.norm");
   linear_grads<T>(blas, ptr<T>(datt), false, gw(".attn.o.weight"), g(".attn.o.bias"), dX,
-                           ptr<T>(s.att), w(".attn.o.weight"), N, qd, C, stream);
+                  ptr<T>(s.att), w(".attn.o.weight"), N, qd, C, stream);
   mark("bwd.attn_out");
   zero<T>(dq, N * qd, stream);
   zero<T>(dk, N * kvd, stream);
@@ -221,23 +219,22 @@ void CudaTransformer::Impl::layer_backward(int l, int64_t B) {
     mark("bwd.rope");
   }
   linear_grads<T>(blas, ptr<T>(dln), false, gw(".attn.q.weight"), g(".attn.q.bias"), ptr<T>(dq),
-                           ptr<T>(s.ln1), w(".attn.q.weight"), N, C, qd, stream);
+                  ptr<T>(s.ln1), w(".attn.q.weight"), N, C, qd, stream);
   linear_grads<T>(blas, ptr<T>(dln), true, gw(".attn.k.weight"), g(".attn.k.bias"), ptr<T>(dk),
-                           ptr<T>(s.ln1), w(".attn.k.weight"), N, C, kvd, stream);
+                  ptr<T>(s.ln1), w(".attn.k.weight"), N, C, kvd, stream);
   linear_grads<T>(blas, ptr<T>(dln), true, gw(".attn.v.weight"), g(".attn.v.bias"), ptr<T>(dv),
-                           ptr<T>(s.ln1), w(".attn.v.weight"), N, C, kvd, stream);
+                  ptr<T>(s.ln1), w(".attn.v.weight"), N, C, kvd, stream);
   mark("bwd.qkv");
   norm_backward<T>(layer_name(l, ".norm1"), dX, ptr<T>(dln), ptr<T>(s.x), s.mean1, s.rstd1, N);
   mark("bwd.norm");
 }
 
 #define PX_INSTANTIATE(T)                                                                         \
-  template void CudaTransformer::Impl::norm_forward<T>(const std::string&, const T*, T*,         \
-                                                       Tensor&, Tensor&, int64_t);               \
-  template void CudaTransformer::Impl::norm_backward<T>(const std::string&, T*, const T*,        \
-                                                        const T*, const Tensor&, const Tensor&,  \
-                                                        int64_t);                                \
-  template void CudaTransformer::Impl::layer_forward<T>(int, int64_t, const T*, T*);             \
+  template void CudaTransformer::Impl::norm_forward<T>(const std::string&, const T*, T*, Tensor&, \
+                                                       Tensor&, int64_t);                         \
+  template void CudaTransformer::Impl::norm_backward<T>(                                          \
+      const std::string&, T*, const T*, const T*, const Tensor&, const Tensor&, int64_t);         \
+  template void CudaTransformer::Impl::layer_forward<T>(int, int64_t, const T*, T*);              \
   template void CudaTransformer::Impl::layer_backward<T>(int, int64_t);
 PX_INSTANTIATE(float)
 PX_INSTANTIATE(__nv_bfloat16)

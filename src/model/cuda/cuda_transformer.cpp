@@ -110,7 +110,7 @@ CudaTransformer::Impl::Impl(const ModelConfig& c, const ParameterSet& host, Allo
   dk = ws(N * cfg.kv_dim());
   dv = ws(N * cfg.kv_dim());
   datt = ws(N * cfg.q_dim());
-  dh = ws(N * I);
+  if (swiglu) dh = ws(N * I);  // GPT-2 takes d(pre) straight from the GEMM (linear_backward_gelu)
   dpre = ws(N * I);
   if (swiglu) dup = ws(N * I);
   logits = ws(head_rows * cfg.vocab_size);
@@ -205,8 +205,7 @@ void CudaTransformer::zero_grads() {
 double CudaTransformer::forward_backward(const int32_t* inputs, const int32_t* targets, int64_t B,
                                          double grad_scale) {
   Impl& s = *impl_;
-  PX_CHECK(B >= 1 && B <= s.max_B, "micro-batch {} outside 1..{} (the buffers' size)", B,
-           s.max_B);
+  PX_CHECK(B >= 1 && B <= s.max_B, "micro-batch {} outside 1..{} (the buffers' size)", B, s.max_B);
   return s.precision == CudaPrecision::BF16 ? s.step<__nv_bfloat16>(inputs, targets, B, grad_scale)
                                             : s.step<float>(inputs, targets, B, grad_scale);
 }
@@ -238,9 +237,8 @@ void CudaTransformer::optimizer_step(const OptimizerConfig& oc, double lr, int64
                            .step = step};
   // One launch for every parameter: decay per 16-element block (decay_mask).
   cuda::adam_step_masked(s.values.data<float>(), s.grads.data<float>(), s.m.data<float>(),
-                         s.v.data<float>(), s.values.numel(), h,
-                         oc.kind == OptimizerKind::AdamW, s.decay_mask.data<uint8_t>(), p16,
-                         s.stream);
+                         s.v.data<float>(), s.values.numel(), h, oc.kind == OptimizerKind::AdamW,
+                         s.decay_mask.data<uint8_t>(), p16, s.stream);
   s.mark("optimizer");
 }
 

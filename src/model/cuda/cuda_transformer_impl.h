@@ -20,8 +20,8 @@ void linear_grads(cuda::Blas& blas, T* dinp, bool accumulate, float* dweight, fl
                   cudaStream_t s);
 
 struct CudaTransformer::Impl {
-  Impl(const ModelConfig& c, const ParameterSet& host, Allocator& a, CudaPrecision p,
-       int64_t max_B, int64_t T, bool allow_tf32);
+  Impl(const ModelConfig& c, const ParameterSet& host, Allocator& a, CudaPrecision p, int64_t max_B,
+       int64_t T, bool allow_tf32);
   ~Impl();
 
   struct ParamEntry {

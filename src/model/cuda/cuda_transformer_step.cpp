@@ -55,8 +55,8 @@ void CudaTransformer::Impl::head(int64_t N, double grad_scale) {
                                   targets.data<int32_t>() + r0, static_cast<float>(grad_scale), n,
                                   V, stream);
     mark("head.cross_entropy");
-    linear_grads<T>(blas, ptr<T>(dln) + r0 * C, false, grad(table), nullptr, ptr<T>(logits), x,
-                    W, n, C, V, stream);
+    linear_grads<T>(blas, ptr<T>(dln) + r0 * C, false, grad(table), nullptr, ptr<T>(logits), x, W,
+                    n, C, V, stream);
     mark("head.backward");
   }
 }
@@ -67,12 +67,11 @@ double CudaTransformer::Impl::step(const int32_t* inputs, const int32_t* tgt, in
   const int64_t N = B * seq, C = cfg.hidden, L = cfg.n_layers;
   std::vector<int32_t> pos(static_cast<size_t>(N));
   for (int64_t i = 0; i < N; ++i) pos[static_cast<size_t>(i)] = static_cast<int32_t>(i % seq);
-  PX_CUDA(cudaMemcpyAsync(tokens.raw(), inputs, N * sizeof(int32_t), cudaMemcpyHostToDevice,
+  PX_CUDA(
+      cudaMemcpyAsync(tokens.raw(), inputs, N * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
+  PX_CUDA(cudaMemcpyAsync(targets.raw(), tgt, N * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
+  PX_CUDA(cudaMemcpyAsync(positions.raw(), pos.data(), N * sizeof(int32_t), cudaMemcpyHostToDevice,
                           stream));
-  PX_CUDA(cudaMemcpyAsync(targets.raw(), tgt, N * sizeof(int32_t), cudaMemcpyHostToDevice,
-                          stream));
-  PX_CUDA(cudaMemcpyAsync(positions.raw(), pos.data(), N * sizeof(int32_t),
-                          cudaMemcpyHostToDevice, stream));
   const int32_t* tok = tokens.data<int32_t>();
   const int32_t* ps = positions.data<int32_t>();
   mark("inputs");
@@ -110,8 +109,7 @@ double CudaTransformer::Impl::step(const int32_t* inputs, const int32_t* tgt, in
   return std::accumulate(host.begin(), host.end(), 0.0);
 }
 
-template double CudaTransformer::Impl::step<float>(const int32_t*, const int32_t*, int64_t,
-                                                   double);
+template double CudaTransformer::Impl::step<float>(const int32_t*, const int32_t*, int64_t, double);
 template double CudaTransformer::Impl::step<__nv_bfloat16>(const int32_t*, const int32_t*, int64_t,
                                                            double);
 
