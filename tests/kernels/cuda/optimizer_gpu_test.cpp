@@ -11,7 +11,6 @@
 
 #include "common/gpu_compare.h"
 #include "kernels/cpu/optimizer.h"
-#include "kernels/cuda/convert.h"
 #include "kernels/cuda/optimizer.h"
 #include "optim/grad_clip.h"
 
@@ -154,11 +153,15 @@ TEST_F(OptimizerGpu, ClipByNormMatchesCpuClip) {
 namespace parallm {
 namespace {
 
-// The one-launch masked Adam/AdamW equals one adamw_step / adam_step per
-// parameter (decay where the mask says so), bit for bit, bf16 copy included.
+// The one-launch masked Adam/AdamW against the CPU's adamw_step / adam_step
+// run per parameter with its own decay (as AdamWMatchesCpuWithBf16Copy
+// holds adamw_step). Measured on an H200: the result differs from per-
+// parameter cuda::adamw_step launches in the last bit of a few elements
+// (nvcc contracts the two kernels' multiply-adds differently), so the
+// reference is the CPU, not the other GPU kernel.
 using AdamMaskedGpu = testing::GpuTest;
 
-TEST_F(AdamMaskedGpu, EqualsPerParameterSteps) {
+TEST_F(AdamMaskedGpu, MatchesCpuPerParameterDecay) {
   const std::vector<std::pair<int64_t, bool>> params = {{16 * 7, true}, {16, false},
                                                         {16 * 300, true}, {32, false}};
   int64_t n = 0;
@@ -168,41 +171,36 @@ TEST_F(AdamMaskedGpu, EqualsPerParameterSteps) {
     mask.insert(mask.end(), static_cast<size_t>(len / 16), decay ? 1 : 0);
   }
   for (bool decoupled : {true, false}) {
-    auto p0 = testing::random_normal(n, 3);
-    std::vector<float> zeros(static_cast<size_t>(n), 0.f);
-    DeviceBuffer<float> pa(p0), ma(zeros), va(zeros), pb(p0), mb(zeros), vb(zeros);
-    DeviceBuffer<__nv_bfloat16> ha(static_cast<size_t>(n)), hb(static_cast<size_t>(n));
+    auto p = testing::random_normal(n, 3);
+    std::vector<float> m(static_cast<size_t>(n), 0.f), v = m;
+    DeviceBuffer<float> gp(p), gm(m), gv(v);
+    DeviceBuffer<__nv_bfloat16> gp16(static_cast<size_t>(n));
     DeviceBuffer<uint8_t> dmask(mask);
     cpu::AdamWParams h;
     h.lr = 2e-3;
     h.weight_decay = 0.1;
     for (int64_t step = 1; step <= 3; ++step) {
       h.step = step;
-      DeviceBuffer<float> g(testing::random_normal(n, static_cast<uint32_t>(20 + step)));
-      cuda::adam_step_masked(pa.get(), g.get(), ma.get(), va.get(), n, h, decoupled, dmask.get(),
-                             ha.get(), nullptr);
+      const auto g = testing::random_normal(n, static_cast<uint32_t>(20 + step));
+      DeviceBuffer<float> gg(g);
+      cuda::adam_step_masked(gp.get(), gg.get(), gm.get(), gv.get(), n, h, decoupled, dmask.get(),
+                             gp16.get(), nullptr);
       int64_t off = 0;
       for (const auto& [len, decay] : params) {
         cpu::AdamWParams hp = h;
         hp.weight_decay = decay ? h.weight_decay : 0.0;
-        if (decoupled)
-          cuda::adamw_step(pb.get() + off, g.get() + off, mb.get() + off, vb.get() + off, len, hp,
-                           hb.get() + off, nullptr);
-        else {
-          cuda::adam_step(pb.get() + off, g.get() + off, mb.get() + off, vb.get() + off, len, hp,
-                          nullptr);
-          cuda::f32_to_bf16(hb.get() + off, pb.get() + off, len, nullptr);
-        }
+        const auto step_fn = decoupled ? cpu::adamw_step : cpu::adam_step;
+        step_fn(p.data() + off, g.data() + off, m.data() + off, v.data() + off, len, hp);
         off += len;
       }
     }
-    const std::string what = decoupled ? "adamw" : "adam";
-    expect_same_bits(pa.to_host(), pb.to_host(), what + " values");
-    expect_same_bits(ma.to_host(), mb.to_host(), what + " exp_avg");
-    expect_same_bits(va.to_host(), vb.to_host(), what + " exp_avg_sq");
-    const auto a16 = ha.to_host(), b16 = hb.to_host();
-    EXPECT_EQ(std::memcmp(a16.data(), b16.data(), a16.size() * sizeof(__nv_bfloat16)), 0)
-        << what << " bf16 copy";
+    const std::string what = decoupled ? "masked adamw" : "masked adam";
+    const auto got = gp.to_host();
+    expect_close(got, p, 1e-5f, 1e-7f, what + " p");
+    expect_close(gm.to_host(), m, 1e-5f, 1e-7f, what + " m");
+    expect_close(gv.to_host(), v, 1e-5f, 1e-9f, what + " v");
+    expect_same_bits(testing::to_floats(gp16.to_host()), testing::round_to<__nv_bfloat16>(got),
+                     what + " bf16 copy");
   }
 }
 
