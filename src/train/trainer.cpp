@@ -238,6 +238,19 @@ double Trainer::evaluate() {
   return total.sum / static_cast<double>(std::max<int64_t>(total.count, 1));
 }
 
+nlohmann::json step_record(const StepStats& s) {
+  return {{"step", s.step},
+          {"loss", s.loss},
+          {"lr", s.lr},
+          {"grad_norm", s.grad_norm},
+          {"step_ms", s.step_seconds * 1e3},
+          {"tokens_per_s", s.tokens_per_s},
+          {"tflops", s.tflops},
+          {"mfu", s.mfu},
+          {"hfu", s.hfu},
+          {"peak_tflops", s.peak_flops / 1e12}};
+}
+
 void Trainer::run(const std::function<void(const StepStats&)>& on_step,
                   const std::function<bool(int64_t completed)>& after_step) {
   // Opened here, not at construction: a resumed run knows its first step now.
@@ -256,25 +269,16 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step,
       bytes[kind] = g.bytes;
       ms[kind] = g.blocked_ms;
     }
-    nlohmann::json rec = {{"step", s.step},
-                          {"loss", s.loss},
-                          {"lr", s.lr},
-                          {"grad_norm", s.grad_norm},
-                          {"step_ms", s.step_seconds * 1e3},
-                          {"tokens_per_s", s.tokens_per_s},
-                          {"tflops", s.tflops},
-                          {"mfu", s.mfu},
-                          {"hfu", s.hfu},
-                          {"loss_scale", s.loss_scale},
-                          {"skipped", s.skipped},
-                          {"peak_tflops", peak_flops_ / 1e12},
-                          {"exposed_comm_ms", s.exposed_comm_ms},
-                          {"tp_comm_ms", s.tp_comm_ms},
-                          {"cp_comm_ms", s.cp_comm_ms},
-                          {"comm_bytes", s.comm_bytes},
-                          {"comm_bytes_by_group", bytes},
-                          {"comm_ms_by_group", ms},
-                          {"memory", memory_json(alloc_.stats())}};
+    nlohmann::json rec = step_record(s);
+    rec.update({{"loss_scale", s.loss_scale},
+                {"skipped", s.skipped},
+                {"exposed_comm_ms", s.exposed_comm_ms},
+                {"tp_comm_ms", s.tp_comm_ms},
+                {"cp_comm_ms", s.cp_comm_ms},
+                {"comm_bytes", s.comm_bytes},
+                {"comm_bytes_by_group", bytes},
+                {"comm_ms_by_group", ms},
+                {"memory", memory_json(alloc_.stats())}});
     if (pipe_)
       rec["pipeline"] = {{"schedule", cfg_.parallelism.schedule},
                          {"pp", cfg_.parallelism.pp},

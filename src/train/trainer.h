@@ -71,6 +71,10 @@ struct StepStats {
   std::vector<double> moe_expert_load;
 };
 
+// The JSONL fields every training job writes for a step: step, loss, lr,
+// grad_norm, step_ms, tokens_per_s, tflops, mfu, hfu, peak_tflops.
+nlohmann::json step_record(const StepStats& s);
+
 class Trainer {
  public:
   // The model must already hold its initial parameters (the same on every

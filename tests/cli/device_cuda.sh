@@ -8,14 +8,8 @@ set -u
 bin="$1"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-expect_error() {
-  local want="$1"; shift
-  local err
-  if err=$("$@" 2>&1 >/dev/null); then fail "'$*' succeeded, expected: $want"; fi
-  echo "$err" | grep -qF -- "$want" || fail "'$*' said: $err -- expected: $want"
-  [ "$(echo "$err" | grep -c 'error')" -eq 1 ] || fail "more than one error line: $err"
-}
+# fail, expect_error
+. "$(dirname "$0")/../common/cli_checks.sh"
 
 yes "the cat sat on the mat and the dog sat on the log." | head -n 400 > "$work/doc.txt"
 "$bin" tokenize "$work/doc.txt" --out "$work/data" >/dev/null || fail "tokenize"

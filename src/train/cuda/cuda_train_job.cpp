@@ -50,8 +50,8 @@ void check_supported(const RunConfig& rc, const LaunchEnv& env) {
 // known card (H100/H200 SXM: 989.4 bf16, 66.9 fp32 TFLOP/s); 0 (no MFU) for others.
 double peak_flops(const TrainConfig& t, const std::string& device) {
   if (t.logging.peak_tflops > 0) return t.logging.peak_tflops * 1e12;
-  const bool hopper = device.find("H100") != std::string::npos ||
-                      device.find("H200") != std::string::npos;
+  const bool hopper =
+      device.find("H100") != std::string::npos || device.find("H200") != std::string::npos;
   if (!hopper) return 0.0;
   return t.precision.matmul == Precision::BF16 ? 989.4e12 : 66.9e12;
 }
@@ -62,8 +62,8 @@ double run_cuda_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std
   const RunConfig& rc = opts.run;
   const TrainConfig& t = rc.train;
   check_supported(rc, env);
-  ModelConfig mc = t.checkpoint.init_from.empty() ? rc.model
-                                                  : read_hf_model_config(t.checkpoint.init_from);
+  ModelConfig mc =
+      t.checkpoint.init_from.empty() ? rc.model : read_hf_model_config(t.checkpoint.init_from);
   const int dev = cuda::select_device(env.local_rank);
   const std::string device = cuda::device_name(dev);
 
@@ -86,14 +86,16 @@ double run_cuda_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std
                         t.precision.allow_tf32);
   const double peak = peak_flops(t, device);
   const double flops_per_token = training_flops_per_token(mc, T);
-  fmt::print(log, "parallm train on {} (cuda:{}): {} {} layers, {} parameters; {}; batch {} x {}"
-                  " tokens ({} micro-batches of {}); peak {:.1f} TFLOP/s\n",
-             device, dev, arch_name(mc.arch), mc.n_layers, host.params().total_numel(),
-             bf16 ? "bf16 (fp32 master weights)" : (t.precision.allow_tf32 ? "fp32 (TF32)" : "fp32"),
-             GB, T, accum, B, peak / 1e12);
+  fmt::print(
+      log,
+      "parallm train on {} (cuda:{}): {} {} layers, {} parameters; {}; batch {} x {}"
+      " tokens ({} micro-batches of {}); peak {:.1f} TFLOP/s\n",
+      device, dev, arch_name(mc.arch), mc.n_layers, host.params().total_numel(),
+      bf16 ? "bf16 (fp32 master weights)" : (t.precision.allow_tf32 ? "fp32 (TF32)" : "fp32"), GB,
+      T, accum, B, peak / 1e12);
 
-  MetricsWriter metrics = t.logging.metrics_path.empty() ? MetricsWriter{}
-                                                         : MetricsWriter(t.logging.metrics_path);
+  MetricsWriter metrics =
+      t.logging.metrics_path.empty() ? MetricsWriter{} : MetricsWriter(t.logging.metrics_path);
   ProgressLog progress(log, env.stderr_is_tty && &log == &std::cerr, t);
   const LrSchedule sched = t.schedule();
   std::vector<int32_t> in(static_cast<size_t>(B * T)), tg(in.size());
@@ -115,25 +117,15 @@ double run_cuda_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std
              s.loss);
     s.grad_norm = model.clip_grad_norm(t.training.clip_grad);
     model.optimizer_step(t.optimizer, s.lr, step + 1);
-    PX_CHECK(cudaStreamSynchronize(model.stream()) == cudaSuccess, "step {}: the GPU failed",
-             step);
-    s.step_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    PX_CHECK(cudaStreamSynchronize(model.stream()) == cudaSuccess, "step {}: the GPU failed", step);
+    s.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     s.tokens_per_s = tokens / s.step_seconds;
     s.tflops = s.tokens_per_s * flops_per_token / 1e12;
     s.peak_flops = peak;
     s.mfu = s.hfu = peak > 0 ? s.tflops * 1e12 / peak : 0.0;
-    metrics.write({{"step", s.step},
-                   {"loss", s.loss},
-                   {"lr", s.lr},
-                   {"grad_norm", s.grad_norm},
-                   {"step_ms", s.step_seconds * 1e3},
-                   {"tokens_per_s", s.tokens_per_s},
-                   {"tflops", s.tflops},
-                   {"mfu", s.mfu},
-                   {"peak_tflops", peak / 1e12},
-                   {"device", device},
-                   {"memory", memory_json(gpu_alloc.stats())}});
+    nlohmann::json rec = step_record(s);
+    rec.update({{"device", device}, {"memory", memory_json(gpu_alloc.stats())}});
+    metrics.write(rec);
     progress.on_step(s);
   }
   fmt::print(log, "done: loss {:.4f} -> {:.4f}\n", progress.first_loss(), progress.last_loss());
