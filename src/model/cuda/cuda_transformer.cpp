@@ -1,6 +1,6 @@
-// CudaTransformer (cuda_transformer.h): buffers, parameter copies and the
-// optimizer. The layer-by-layer forward and backward live in
-// cuda_transformer_step.cpp.
+// CudaTransformer (cuda_transformer.h): buffers, parameter copies, clipping,
+// the optimizer and profiling. A step's embedding, head and order live in
+// cuda_transformer_step.cpp, one block's forward and backward in cuda_block.cpp.
 #include "model/cuda/cuda_transformer.h"
 
 #include <cuda_bf16.h>
