@@ -24,7 +24,7 @@ int row_blocks(int64_t rows) {
 template <class T>
 __device__ float dot_row(const float* a, const T* b, int64_t D) {
   float s = 0.f;
-  for (int64_t e = 0; e < D; ++e) s += a[e] * to_f(b[e]);
+  for (int64_t e = 0; e < D; ++e) s += a[e] * to_float(b[e]);
   return s;
 }
 
@@ -38,7 +38,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     const int64_t i = row % d.Tq, h = (row / d.Tq) % d.Hq, b = row / (d.Tq * d.Hq);
     const int64_t off = ((b * d.Tq + i) * d.Hq + h) * d.D;
     float s = 0.f;
-    for (int64_t e = lane; e < d.D; e += 32) s += to_f(dout[off + e]) * to_f(out[off + e]);
+    for (int64_t e = lane; e < d.D; e += 32) s += to_float(dout[off + e]) * to_float(out[off + e]);
     s = warp_sum(s);
     if (lane == 0) delta[row] = s;  // row = (b * Hq + h) * Tq + i
   }
@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     const T* kb = k + (b * d.Tk * d.Hkv + h / group) * d.D;  // key j at kb + j * ldk
     const T* vb = v + (b * d.Tk * d.Hkv + h / group) * d.D;
     __syncwarp();
-    for (int64_t e = lane; e < d.D; e += 32) qs[warp][e] = to_f(q[off + e]);
+    for (int64_t e = lane; e < d.D; e += 32) qs[warp][e] = to_float(q[off + e]);
     __syncwarp();
     const int64_t j0 = first_key(d, b, i), j1 = visible_end(d, i);
     float m = -INFINITY, l = 0.f, acc[kPerLane];
@@ -80,7 +80,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
         for (int r = 0; r < kPerLane; ++r) {
           const int64_t e = lane + 32 * r;
-          if (e < d.D) acc[r] += pj * to_f(vr[e]);
+          if (e < d.D) acc[r] += pj * to_float(vr[e]);
         }
       }
       m = mn;
@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
     for (int r = 0; r < kPerLane; ++r) {
       const int64_t e = lane + 32 * r;
-      if (e < d.D) out[off + e] = from_f<T>(acc[r] * inv);
+      if (e < d.D) out[off + e] = from_float<T>(acc[r] * inv);
     }
     if (lane == 0) lse[row] = l > 0.f ? m + logf(l) : -INFINITY;
   }
@@ -115,8 +115,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     const T* vb = v + (b * d.Tk * d.Hkv + h / group) * d.D;
     __syncwarp();
     for (int64_t e = lane; e < d.D; e += 32) {
-      qs[warp][e] = to_f(q[off + e]);
-      dos[warp][e] = to_f(dout[off + e]);
+      qs[warp][e] = to_float(q[off + e]);
+      dos[warp][e] = to_float(dout[off + e]);
     }
     __syncwarp();
     float acc[kPerLane];
@@ -136,14 +136,14 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
         for (int r = 0; r < kPerLane; ++r) {
           const int64_t e = lane + 32 * r;
-          if (e < d.D) acc[r] += dsj * to_f(kr[e]);
+          if (e < d.D) acc[r] += dsj * to_float(kr[e]);
         }
       }
     }
 #pragma unroll
     for (int r = 0; r < kPerLane; ++r) {
       const int64_t e = lane + 32 * r;
-      if (e < d.D) dq[off + e] = from_f<T>(to_f(dq[off + e]) + scale * acc[r]);
+      if (e < d.D) dq[off + e] = from_float<T>(to_float(dq[off + e]) + scale * acc[r]);
     }
   }
 }
@@ -163,8 +163,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     const int64_t off = ((b * d.Tk + j) * d.Hkv + g) * d.D;
     __syncwarp();
     for (int64_t e = lane; e < d.D; e += 32) {
-      ks[warp][e] = to_f(k[off + e]);
-      vs[warp][e] = to_f(v[off + e]);
+      ks[warp][e] = to_float(k[off + e]);
+      vs[warp][e] = to_float(v[off + e]);
     }
     __syncwarp();
     float acck[kPerLane], accv[kPerLane];
@@ -194,8 +194,8 @@ __global__ void __launch_bounds__(kWarps * 32)
           for (int r = 0; r < kPerLane; ++r) {
             const int64_t e = lane + 32 * r;
             if (e < d.D) {
-              accv[r] += pi * to_f(dor[e]);
-              acck[r] += dsi * to_f(qr[e]);
+              accv[r] += pi * to_float(dor[e]);
+              acck[r] += dsi * to_float(qr[e]);
             }
           }
         }
@@ -205,8 +205,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int r = 0; r < kPerLane; ++r) {
       const int64_t e = lane + 32 * r;
       if (e < d.D) {
-        dv[off + e] = from_f<T>(to_f(dv[off + e]) + accv[r]);
-        dk[off + e] = from_f<T>(to_f(dk[off + e]) + scale * acck[r]);
+        dv[off + e] = from_float<T>(to_float(dv[off + e]) + accv[r]);
+        dk[off + e] = from_float<T>(to_float(dk[off + e]) + scale * acck[r]);
       }
     }
   }
