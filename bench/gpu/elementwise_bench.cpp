@@ -19,32 +19,12 @@
 #include "kernels/cuda/cross_entropy.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device.h"
+#include "random_device.h"  // bench/gpu/
 
 namespace {
 
 using bf16 = __nv_bfloat16;
-
-// A device bf16 buffer of n values in [lo, hi), made on the host by a
-// xorshift generator and converted on the device.
-bf16* random_bf16(int64_t n, uint64_t seed, float lo, float hi) {
-  std::vector<float> host(static_cast<size_t>(n));
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (auto& v : host) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    v = lo + (hi - lo) * (static_cast<float>(x >> 40) / static_cast<float>(1 << 24));
-  }
-  float* staging = nullptr;
-  bf16* out = nullptr;
-  PX_CUDA(cudaMalloc(reinterpret_cast<void**>(&staging), n * sizeof(float)));
-  PX_CUDA(cudaMalloc(reinterpret_cast<void**>(&out), n * sizeof(bf16)));
-  PX_CUDA(cudaMemcpy(staging, host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-  parallm::cuda::f32_to_bf16(out, staging, n, nullptr);
-  PX_CUDA(cudaDeviceSynchronize());
-  PX_CUDA(cudaFree(staging));
-  return out;
-}
+using parallm::bench::random_bf16;
 
 // Median milliseconds of 20 calls of run (3 untimed first), each call
 // between its own pair of events on stream.

@@ -16,37 +16,17 @@
 #include "kernels/cuda/convert.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device.h"
+#include "random_device.h"  // bench/gpu/
 
 namespace {
 
+using parallm::bench::random_bf16;
 using parallm::cuda::Blas;
 
 struct Shape {
   const char* name;
   int64_t M, N, K;  // out (M, N) = inp (M, K) * W (N, K)^T
 };
-
-// A device bf16 buffer of n uniform values in [-1, 1), made on the host by a
-// xorshift generator and converted on the device.
-__nv_bfloat16* random_bf16(int64_t n, uint64_t seed) {
-  std::vector<float> host(static_cast<size_t>(n));
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (auto& v : host) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    v = static_cast<float>(x >> 40) / static_cast<float>(1 << 23) - 1.f;
-  }
-  float* staging = nullptr;
-  __nv_bfloat16* out = nullptr;
-  PX_CUDA(cudaMalloc(reinterpret_cast<void**>(&staging), n * sizeof(float)));
-  PX_CUDA(cudaMalloc(reinterpret_cast<void**>(&out), n * sizeof(__nv_bfloat16)));
-  PX_CUDA(cudaMemcpy(staging, host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-  parallm::cuda::f32_to_bf16(out, staging, n, nullptr);
-  PX_CUDA(cudaDeviceSynchronize());
-  PX_CUDA(cudaFree(staging));
-  return out;
-}
 
 double time_ms(Blas& blas, const Shape& s, const __nv_bfloat16* A, const __nv_bfloat16* W,
                __nv_bfloat16* C, cudaStream_t stream, int iters) {

@@ -40,14 +40,22 @@ Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--model") a.model = v;
-    else if (k == "--batch") a.batch = std::stoll(v);
-    else if (k == "--seq") a.seq = std::stoll(v);
-    else if (k == "--steps") a.steps = std::stoll(v);
-    else if (k == "--precision") a.precision = v;
-    else if (k == "--peak-tflops") a.peak_tflops = std::stod(v);
-    else if (k == "--profile-steps") a.profile_steps = std::stoll(v);
-    else PX_FAIL("unknown flag {} (see the header of bench/gpu/gpt2_train.cpp)", k);
+    if (k == "--model")
+      a.model = v;
+    else if (k == "--batch")
+      a.batch = std::stoll(v);
+    else if (k == "--seq")
+      a.seq = std::stoll(v);
+    else if (k == "--steps")
+      a.steps = std::stoll(v);
+    else if (k == "--precision")
+      a.precision = v;
+    else if (k == "--peak-tflops")
+      a.peak_tflops = std::stod(v);
+    else if (k == "--profile-steps")
+      a.profile_steps = std::stoll(v);
+    else
+      PX_FAIL("unknown flag {} (see the header of bench/gpu/gpt2_train.cpp)", k);
   }
   PX_CHECK(a.precision == "bf16" || a.precision == "fp32", "--precision {}: bf16 or fp32",
            a.precision);
@@ -66,8 +74,8 @@ int main(int argc, char** argv) try {
   cuda::CachingDeviceMemory device_memory;
   Allocator gpu(device_memory);
   CudaTransformer model(cfg, init.params(), gpu,
-                        a.precision == "bf16" ? CudaPrecision::BF16 : CudaPrecision::F32,
-                        a.batch, a.seq);
+                        a.precision == "bf16" ? CudaPrecision::BF16 : CudaPrecision::F32, a.batch,
+                        a.seq);
   const int64_t N = a.batch * a.seq;
   std::vector<int32_t> tokens(static_cast<size_t>(N + 1));
   uint64_t state = 12345;

@@ -42,8 +42,9 @@ void report(const char* name, double bytes, const std::function<void()>& run) {
   float ms = 0;
   PX_CUDA(cudaEventElapsedTime(&ms, t0, t1));
   ms /= iters;
-  fmt::print("{{\"bench\": \"gpu_norm\", \"kernel\": \"{}\", \"ms\": {:.4f}, \"GB_per_s\": {:.0f}}}\n",
-             name, ms, bytes / (ms * 1e-3) / 1e9);
+  fmt::print(
+      "{{\"bench\": \"gpu_norm\", \"kernel\": \"{}\", \"ms\": {:.4f}, \"GB_per_s\": {:.0f}}}\n",
+      name, ms, bytes / (ms * 1e-3) / 1e9);
 }
 
 }  // namespace
@@ -63,9 +64,8 @@ int main() try {
   void* scratch = device_array<char>(cuda::layernorm_backward_scratch_bytes(N, C));
   const double act = static_cast<double>(N * C * sizeof(bf16));
   fmt::print(stderr, "device: {}\n", cuda::device_name(dev));
-  report("layernorm_forward", 2 * act, [&] {
-    cuda::layernorm_forward<bf16>(y, mean, rstd, x, w, b, N, C, 1e-5f, nullptr);
-  });
+  report("layernorm_forward", 2 * act,
+         [&] { cuda::layernorm_forward<bf16>(y, mean, rstd, x, w, b, N, C, 1e-5f, nullptr); });
   report("layernorm_backward_dinp", 3 * act, [&] {
     cuda::layernorm_backward<bf16>(dx, nullptr, nullptr, dy, x, w, mean, rstd, N, C, scratch,
                                    nullptr);
