@@ -27,6 +27,16 @@ if(PARALLM_CUDA)
   endif()
 endif()
 
+# parallm_unbuilt_layer(NAME DIRS dir... DEPS layer...): a layer this build
+# leaves out (the CUDA ones without nvcc), still registered so the layer
+# check knows its directories and the includes they may make.
+function(parallm_unbuilt_layer name)
+  cmake_parse_arguments(L "" "" "DIRS;DEPS" ${ARGN})
+  set(PARALLM_LAYER_${name}_DIRS ${L_DIRS} PARENT_SCOPE)
+  set(PARALLM_LAYER_${name}_DEPS ${L_DEPS} PARENT_SCOPE)
+  set(PARALLM_LAYERS ${PARALLM_LAYERS} ${name} PARENT_SCOPE)
+endfunction()
+
 # parallm_cuda_layer(NAME DIRS dir... DEPS layer... [LINKS target...]): a
 # layer of .cu and .cpp sources, registered with the layer check like the rest.
 function(parallm_cuda_layer name)

@@ -2,7 +2,8 @@
 # `parallm train --device cuda` on any machine: unknown devices and what the
 # GPU path does not run yet fail with one clear message before any work; a
 # plain GPU run either trains (a GPU is visible: the loss falls) or says that
-# no CUDA device is visible (the CPU-only machines CI runs on).
+# no CUDA device is visible (the CPU-only machines CI runs on); a build
+# without nvcc says that it has no CUDA backend.
 # Usage: device_cuda.sh PATH_TO_PARALLM
 set -u
 bin="$1"
@@ -17,6 +18,13 @@ run=("$bin" train --model gpt2-tiny --data "$work/data_train.bin" --steps 8
      --micro-batch-size 2 --global-batch-size 4 --seq-len 32 --lr 3e-3 --warmup 2 --threads 1)
 
 expect_error "unknown device 'tpu' (cpu or cuda)" "${run[@]}" --device tpu
+# A build without nvcc has no GPU path at all: every --device cuda run says so.
+if "${run[@]}" --device cuda --recompute full 2>&1 >/dev/null | grep -qF "this build has no CUDA backend"; then
+  expect_error "--device cuda: this build has no CUDA backend" "${run[@]}" --device cuda
+  echo "no CUDA backend in this build: --device cuda said so"
+  echo "PASS"
+  exit 0
+fi
 expect_error "--device cuda: --recompute full is not on the GPU yet" \
   "${run[@]}" --device cuda --recompute full
 expect_error "--device cuda: --precision fp16 is not on the GPU yet" \
