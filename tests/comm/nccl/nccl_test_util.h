@@ -10,6 +10,7 @@
 
 #include "comm/nccl/nccl_world.h"
 #include "common/gpu_test.h"
+#include "dtype_values.h"  // tests/comm/nccl/
 #include "tensor/dtype.h"
 #include "tensor/half.h"
 
@@ -26,35 +27,9 @@ inline std::vector<uint8_t> test_values(DType t, size_t n, int seed) {
   std::vector<uint8_t> out(n * es);
   for (size_t i = 0; i < n; ++i) {
     const int v = static_cast<int>((i * 7 + static_cast<size_t>(seed)) % 23) - 11;
-    uint8_t* p = out.data() + i * es;
-    auto put = [&](auto x) { std::memcpy(p, &x, sizeof(x)); };
-    switch (t) {
-      case DType::F32:
-        put(static_cast<float>(v));
-        break;
-      case DType::F64:
-        put(static_cast<double>(v));
-        break;
-      case DType::BF16:
-        put(f32_to_bf16(static_cast<float>(v)));
-        break;
-      case DType::F16:
-        put(f32_to_f16(static_cast<float>(v)));
-        break;
-      case DType::I32:
-        put(static_cast<int32_t>(v));
-        break;
-      case DType::I64:
-        put(static_cast<int64_t>(v));
-        break;
-      case DType::U8:
-        put(static_cast<uint8_t>(v + 11));
-        break;
-      case DType::I8:
-        put(static_cast<int8_t>(v));
-        break;
-      default:
-        ADD_FAILURE() << "no test values for " << dtype_name(t);
+    if (!put_small_int(out.data() + i * es, t, t == DType::U8 ? v + 11 : v)) {
+      ADD_FAILURE() << "no test values for " << dtype_name(t);
+      break;
     }
   }
   return out;

@@ -16,6 +16,7 @@
 
 #include "comm/mpi/mpi_runtime.h"
 #include "comm/nccl/nccl_world.h"
+#include "dtype_values.h"  // tests/comm/nccl/
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device.h"
 #include "tensor/half.h"
@@ -57,36 +58,8 @@ std::vector<uint8_t> inputs(DType t, size_t n, int rank) {
   std::vector<uint8_t> out(n * dtype_size(t));
   for (size_t i = 0; i < n; ++i) {
     const int v = static_cast<int>((i * 5 + static_cast<size_t>(rank) * 11) % 21) - 10;
-    uint8_t* p = out.data() + i * dtype_size(t);
-    auto put = [&](auto x) { std::memcpy(p, &x, sizeof(x)); };
-    switch (t) {
-      case DType::F32:
-        put(static_cast<float>(v));
-        break;
-      case DType::F64:
-        put(static_cast<double>(v));
-        break;
-      case DType::BF16:
-        put(f32_to_bf16(static_cast<float>(v)));
-        break;
-      case DType::F16:
-        put(f32_to_f16(static_cast<float>(v)));
-        break;
-      case DType::I32:
-        put(static_cast<int32_t>(v));
-        break;
-      case DType::I64:
-        put(static_cast<int64_t>(v));
-        break;
-      case DType::U8:
-        put(static_cast<uint8_t>(v + 10));
-        break;
-      case DType::I8:
-        put(static_cast<int8_t>(v));
-        break;
-      default:
-        break;
-    }
+    if (!testing::put_small_int(out.data() + i * dtype_size(t), t, t == DType::U8 ? v + 10 : v))
+      break;
   }
   return out;
 }
