@@ -34,12 +34,14 @@ CompletionCall::CompletionCall(ApiRequest req, const ServedModel& model, Engine&
       arrival_(arrival),
       inbox_(std::make_shared<SequenceInbox>()) {
   const std::vector<PromptPlan> plans = plan_prompts(req_, model_);
-  std::vector<SequenceRequest> seqs;
+  std::vector<Submission> seqs;
   for (const PromptPlan& p : plans) {
     prompt_tokens_.push_back(static_cast<int64_t>(p.ids.size()));
     for (int64_t j = 0; j < req_.n; ++j) {
-      const int64_t index = static_cast<int64_t>(seqs.size());
-      seqs.push_back({p.ids, req_.sampling, p.max_new_tokens, req_.stop, index});
+      const size_t index = seqs.size();
+      seqs.push_back({{p.ids, req_.sampling, p.max_new_tokens, req_.stop,
+                       static_cast<int64_t>(index)},
+                      inbox_->sink_for(index)});
       choices_.emplace_back(*model_.tokenizer, req_.stop);
     }
   }
@@ -49,11 +51,8 @@ CompletionCall::CompletionCall(ApiRequest req, const ServedModel& model, Engine&
   role_sent_.assign(n, false);
   finish_sent_.assign(n, false);
   try {
-    for (size_t i = 0; i < n; ++i)
-      seq_ids_.push_back(engine_.submit(std::move(seqs[i]), inbox_->sink_for(i)));
+    seq_ids_ = engine_.submit_all(std::move(seqs));  // all of the request or none of it
   } catch (const SequenceRefused& e) {
-    for (uint64_t s : seq_ids_) engine_.cancel(s);  // all of the request or none of it
-    seq_ids_.clear();
     throw refusal_error(e);
   }
 }

@@ -37,7 +37,8 @@ ContinuousEngine::ContinuousEngine(const ModelConfig& cfg, StepRunner& runner,
 
 ContinuousEngine::~ContinuousEngine() { shutdown(false); }
 
-uint64_t ContinuousEngine::submit(SequenceRequest req, SequenceSink sink) {
+std::unique_ptr<ContinuousEngine::Live> ContinuousEngine::admissible(Submission sub) const {
+  const SequenceRequest& req = sub.req;
   const int64_t n = static_cast<int64_t>(req.prompt.size());
   auto refuse = [](RefusalKind k, const std::string& what) { throw SequenceRefused(k, what); };
   if (n == 0) refuse(RefusalKind::BadRequest, "the prompt is empty");
@@ -59,21 +60,34 @@ uint64_t ContinuousEngine::submit(SequenceRequest req, SequenceSink sink) {
     refuse(RefusalKind::TooLong,
            fmt::format("the sequence needs {} KV blocks of {} tokens, the cache holds {}", blocks,
                        bs, pool_.total()));
-  std::unique_ptr<Live> live;
   try {
-    live = std::make_unique<Live>(std::move(req), std::move(sink));  // validates sampling
+    return std::make_unique<Live>(std::move(sub.req), std::move(sub.sink));  // validates sampling
   } catch (const Error& e) {
     refuse(RefusalKind::BadRequest, e.what());
   }
+  return nullptr;  // not reached: refuse throws
+}
+
+std::vector<uint64_t> ContinuousEngine::submit_all(std::vector<Submission> seqs) {
+  std::vector<std::unique_ptr<Live>> lives;
+  lives.reserve(seqs.size());
+  for (Submission& s : seqs) lives.push_back(admissible(std::move(s)));
   std::lock_guard<std::mutex> lk(mu_);
-  if (stopping_) refuse(RefusalKind::QueueFull, "the server is shutting down");
-  if (counters_.waiting + static_cast<int64_t>(incoming_.size()) >= opts_.max_waiting)
-    refuse(RefusalKind::QueueFull,
-           fmt::format("{} sequences are already waiting (the limit)", opts_.max_waiting));
-  const uint64_t id = next_id_++;
-  incoming_.emplace_back(id, std::move(live));
+  if (stopping_) throw SequenceRefused(RefusalKind::QueueFull, "the server is shutting down");
+  const int64_t queued = counters_.waiting + static_cast<int64_t>(incoming_.size());
+  const int64_t k = static_cast<int64_t>(lives.size());
+  if (queued + k > opts_.max_waiting)
+    throw SequenceRefused(
+        RefusalKind::QueueFull,
+        fmt::format("{} sequences are waiting and this request adds {}; the limit is {}", queued,
+                    k, opts_.max_waiting));
+  std::vector<uint64_t> ids;
+  for (std::unique_ptr<Live>& live : lives) {
+    ids.push_back(next_id_++);
+    incoming_.emplace_back(ids.back(), std::move(live));
+  }
   cv_.notify_one();
-  return id;
+  return ids;
 }
 
 void ContinuousEngine::cancel(uint64_t id) {

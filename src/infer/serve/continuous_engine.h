@@ -38,7 +38,7 @@ class ContinuousEngine : public Engine {
   // runner: rank 0's; the engine allocates the blocks of its cache.
   ContinuousEngine(const ModelConfig& cfg, StepRunner& runner, ContinuousEngineOptions opts);
   ~ContinuousEngine() override;
-  uint64_t submit(SequenceRequest req, SequenceSink sink) override;
+  std::vector<uint64_t> submit_all(std::vector<Submission> seqs) override;
   void cancel(uint64_t id) override;
   EngineCounters counters() const override;
   void shutdown(bool drain) override;
@@ -49,6 +49,8 @@ class ContinuousEngine : public Engine {
 
  private:
   struct Live;  // one sequence the engine thread owns
+  // The sequence ready to queue; throws SequenceRefused when it never fits.
+  std::unique_ptr<Live> admissible(Submission sub) const;
   void loop();
   void admit_incoming();  // engine thread; under mu_
   bool step();            // engine thread; false when there was nothing to run

@@ -60,12 +60,27 @@ struct EngineCounters {
   int64_t preemptions = 0;
 };
 
+// One sequence to queue and where its updates go.
+struct Submission {
+  SequenceRequest req;
+  SequenceSink sink;
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
-  // Queues a sequence and returns its id; throws SequenceRefused (before
-  // queueing anything) when it cannot be served.
-  virtual uint64_t submit(SequenceRequest req, SequenceSink sink) = 0;
+  // Queues the sequences of one request, all or none, and returns their ids
+  // in order; throws SequenceRefused, before queueing any, when one cannot be
+  // served or they do not all fit in the queue. All or none, because
+  // sequences queued and then cancelled would hold queue places until the
+  // engine's next step and refuse the requests that follow.
+  virtual std::vector<uint64_t> submit_all(std::vector<Submission> seqs) = 0;
+  // One sequence: submit_all of one.
+  uint64_t submit(SequenceRequest req, SequenceSink sink) {
+    std::vector<Submission> one;
+    one.push_back({std::move(req), std::move(sink)});
+    return submit_all(std::move(one)).front();
+  }
   // The sequence leaves at the next step (its blocks are freed); its sink is
   // not called again. Unknown or finished ids are ignored.
   virtual void cancel(uint64_t id) = 0;

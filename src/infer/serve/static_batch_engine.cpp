@@ -45,24 +45,33 @@ void StaticBatchEngine::check(const SequenceRequest& r) const {
   }
 }
 
-uint64_t StaticBatchEngine::submit(SequenceRequest req, SequenceSink sink) {
-  check(req);
-  auto s = std::make_shared<Sequence>();
-  s->stops = StopStrings(req.stop_strings);
-  s->req = std::move(req);
-  s->sink = std::move(sink);
+std::vector<uint64_t> StaticBatchEngine::submit_all(std::vector<Submission> subs) {
+  std::vector<SequencePtr> seqs;
+  for (Submission& sub : subs) {
+    check(sub.req);
+    auto s = std::make_shared<Sequence>();
+    s->stops = StopStrings(sub.req.stop_strings);
+    s->req = std::move(sub.req);
+    s->sink = std::move(sub.sink);
+    seqs.push_back(std::move(s));
+  }
+  std::vector<uint64_t> ids;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) throw SequenceRefused(RefusalKind::QueueFull, "the engine is shutting down");
-    if (static_cast<int64_t>(waiting_.size()) >= opts_.max_waiting)
+    if (waiting_.size() + seqs.size() > static_cast<size_t>(opts_.max_waiting))
       throw SequenceRefused(RefusalKind::QueueFull,
-                            fmt::format("{} sequences are waiting (--max-waiting {})",
-                                        waiting_.size(), opts_.max_waiting));
-    s->id = next_id_++;
-    waiting_.push_back(s);
+                            fmt::format("{} sequences are waiting and this request adds {} "
+                                        "(--max-waiting {})",
+                                        waiting_.size(), seqs.size(), opts_.max_waiting));
+    for (SequencePtr& s : seqs) {
+      s->id = next_id_++;
+      ids.push_back(s->id);
+      waiting_.push_back(std::move(s));
+    }
   }
   cv_.notify_all();
-  return s->id;
+  return ids;
 }
 
 void StaticBatchEngine::cancel(uint64_t id) {

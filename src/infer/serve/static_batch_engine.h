@@ -39,7 +39,7 @@ class StaticBatchEngine : public Engine {
   StaticBatchEngine(Transformer& model, Options opts);
   ~StaticBatchEngine() override;  // shutdown(false)
 
-  uint64_t submit(SequenceRequest req, SequenceSink sink) override;
+  std::vector<uint64_t> submit_all(std::vector<Submission> seqs) override;
   void cancel(uint64_t id) override;
   EngineCounters counters() const override;
   void shutdown(bool drain) override;

@@ -17,12 +17,15 @@ using nlohmann::json;
 
 class ScriptedEngine : public Engine {
  public:
-  uint64_t submit(SequenceRequest req, SequenceSink sink) override {
-    if (static_cast<int64_t>(seqs.size()) >= capacity)
+  std::vector<uint64_t> submit_all(std::vector<Submission> group) override {
+    if (seqs.size() + group.size() > static_cast<size_t>(capacity))
       throw SequenceRefused(RefusalKind::QueueFull, "full");
-    const uint64_t id = next++;
-    seqs[id] = {std::move(req), std::move(sink)};
-    return id;
+    std::vector<uint64_t> ids;
+    for (Submission& s : group) {
+      ids.push_back(next++);
+      seqs[ids.back()] = {std::move(s.req), std::move(s.sink)};
+    }
+    return ids;
   }
   void cancel(uint64_t id) override { cancelled.push_back(id); }
   EngineCounters counters() const override { return {}; }
@@ -132,7 +135,8 @@ TEST_F(CompletionCallTest, AFullQueueIs429AndLeavesNothingQueued) {
   } catch (const ApiError& e) {
     EXPECT_EQ(e.status, 429);
   }
-  EXPECT_EQ(engine.cancelled, (std::vector<uint64_t>{1, 2}));
+  EXPECT_TRUE(engine.seqs.empty());
+  EXPECT_TRUE(engine.cancelled.empty());  // the whole request was refused at once
 }
 
 TEST_F(CompletionCallTest, BodyAfterEveryChoiceEnds) {

@@ -2,7 +2,8 @@
 // once and while others run, each give exactly the greedy tokens generate()
 // gives that prompt alone -- with the prefix cache on and off, with a pool
 // so small that sequences are preempted and recomputed, and with chunked
-// prefill -- and afterwards every block is free. Cancel frees a sequence.
+// prefill -- and afterwards every block is free. Cancel frees a sequence. A
+// request's sequences are queued all or none.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -150,6 +151,54 @@ TEST(ContinuousEngine, CancelFreesTheSequenceAndRefusalsNameTheProblem) {
   bad.sampling.top_p = 2;
   refused(bad, RefusalKind::BadRequest, "top_p");
   engine.shutdown(false);
+}
+
+
+TEST(ContinuousEngine, ARequestThatDoesNotFitTheQueueIsRefusedWholeAndQueuesNothing) {
+  ModelConfig cfg = testing::tiny_gpt2();
+  Allocator a;
+  Transformer m(cfg, a);
+  m.params().init_random(5);
+  PagedKvCache cache(cfg, m.tp(), 64, 4, a);
+  StepRunner runner(m, cache, nullptr, nullptr);
+  ContinuousEngine engine(cfg, runner,
+                          {.scheduler = {.max_batched_tokens = 64, .max_running = 1},
+                           .max_waiting = 4});
+  // The engine thread waits in the first sequence's first update, so what is
+  // submitted meanwhile stays queued and the count below is exact.
+  std::promise<void> first, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> seen{0};
+  engine.submit({.prompt = {1, 2}, .max_new_tokens = 8}, [&](const SequenceUpdate&) {
+    if (seen.fetch_add(1) == 0) {
+      first.set_value();
+      released.wait();
+    }
+  });
+  first.get_future().wait();
+  auto group = [](size_t k) {
+    std::vector<Submission> g;
+    for (size_t i = 0; i < k; ++i)
+      g.push_back({{.prompt = {3, 4}, .max_new_tokens = 2}, [](const SequenceUpdate&) {}});
+    return g;
+  };
+  EXPECT_EQ(engine.submit_all(group(3)).size(), 3u);
+  try {
+    engine.submit_all(group(2));
+    ADD_FAILURE() << "two more sequences than the queue holds were accepted";
+  } catch (const SequenceRefused& e) {
+    EXPECT_EQ(e.kind, RefusalKind::QueueFull);
+    EXPECT_NE(std::string(e.what()).find("3 sequences are waiting and this request adds 2; the "
+                                         "limit is 4"),
+              std::string::npos)
+        << e.what();
+  }
+  // Nothing of the refused request holds a place: one more still fits.
+  EXPECT_EQ(engine.submit_all(group(1)).size(), 1u);
+  release.set_value();
+  engine.shutdown(true);
+  EXPECT_TRUE(engine.pool_whole());
+  EXPECT_EQ(engine.counters().generated_tokens, 8 + 4 * 2);
 }
 
 }  // namespace
