@@ -7,6 +7,29 @@
 
 namespace parallm {
 
+namespace {
+
+std::string hf_architecture(const std::string& type) {
+  if (type == "mixtral") return "MixtralForCausalLM";
+  if (type == "mistral") return "MistralForCausalLM";
+  if (type == "qwen2") return "Qwen2ForCausalLM";
+  if (type == "gemma") return "GemmaForCausalLM";
+  return "LlamaForCausalLM";
+}
+
+nlohmann::json rope_scaling_json(const RopeScaling& r) {
+  if (r.type == RopeScalingType::None) return nullptr;
+  nlohmann::json j = {{"rope_type", rope_scaling_name(r.type)}, {"factor", r.factor}};
+  if (r.type == RopeScalingType::Llama3) {
+    j["low_freq_factor"] = r.low_freq_factor;
+    j["high_freq_factor"] = r.high_freq_factor;
+    j["original_max_position_embeddings"] = r.original_max_positions;
+  }
+  return j;
+}
+
+}  // namespace
+
 nlohmann::json hf_config_json(const ModelConfig& c, const std::string& torch_dtype) {
   nlohmann::json j;
   if (c.arch == Arch::GPT2) {
@@ -24,9 +47,9 @@ nlohmann::json hf_config_json(const ModelConfig& c, const std::string& torch_dty
          {"initializer_range", c.init_std},
          {"tie_word_embeddings", true}};
   } else {
-    const bool moe = c.moe.enabled();
-    j = {{"architectures", {moe ? "MixtralForCausalLM" : "LlamaForCausalLM"}},
-         {"model_type", moe ? "mixtral" : "llama"},
+    const std::string type = c.hf_model_type();
+    j = {{"architectures", {hf_architecture(type)}},
+         {"model_type", type},
          {"vocab_size", c.vocab_size},
          {"hidden_size", c.hidden},
          {"intermediate_size", c.intermediate},
@@ -37,20 +60,30 @@ nlohmann::json hf_config_json(const ModelConfig& c, const std::string& torch_dty
          {"max_position_embeddings", c.max_positions},
          {"rms_norm_eps", c.norm_eps},
          {"rope_theta", c.rope_theta},
-         {"rope_scaling", nullptr},
-         {"hidden_act", "silu"},
-         {"attention_bias", false},
-         {"mlp_bias", false},
+         {"hidden_act", c.gated_gelu() ? "gelu_pytorch_tanh" : "silu"},
          {"initializer_range", c.init_std},
          {"tie_word_embeddings", c.tie_embeddings}};
-    if (moe) {  // Mixtral: experts in every layer, top-k renormalised, dropless
+    const nlohmann::json window =
+        c.sliding_window > 0 ? nlohmann::json(c.sliding_window) : nlohmann::json(nullptr);
+    if (type == "llama") {
+      j["rope_scaling"] = rope_scaling_json(c.rope_scaling);
+      j["attention_bias"] = false;
+      j["mlp_bias"] = false;
+    } else if (type == "mixtral") {  // experts in every layer, top-k renormalised, dropless
       j["num_local_experts"] = c.moe.num_experts;
       j["num_experts_per_tok"] = c.moe.topk;
       j["router_aux_loss_coef"] = c.moe.aux_loss_coeff;
       j["output_router_logits"] = false;
+      j["sliding_window"] = window;
+    } else if (type == "mistral") {
+      j["sliding_window"] = window;
+    } else if (type == "qwen2") {  // q/k/v biases are implied by the family
+      j["use_sliding_window"] = false;
       j["sliding_window"] = nullptr;
-      j.erase("attention_bias");
-      j.erase("mlp_bias");
+      j["max_window_layers"] = c.n_layers;
+    } else if (type == "gemma") {
+      j["hidden_activation"] = "gelu_pytorch_tanh";
+      j["attention_bias"] = false;
     }
   }
   if (c.moe.enabled()) {
@@ -103,6 +136,35 @@ class Fields {
   const std::string& src_;
 };
 
+// HF's "rope_scaling" of a llama config: null, or {"rope_type" (older files:
+// "type"): linear | dynamic | llama3, "factor", llama3's frequency factors}.
+RopeScaling rope_scaling_from_json(const nlohmann::json& j, const std::string& src) {
+  RopeScaling r;
+  if (!j.contains("rope_scaling") || j["rope_scaling"].is_null()) return r;
+  const std::string where = src + " rope_scaling";
+  PX_CHECK(j["rope_scaling"].is_object(), "{}: expected an object or null, got {}", where,
+           j["rope_scaling"].dump());
+  Fields f(j["rope_scaling"], where);
+  const std::string type = f.opt<std::string>("rope_type", f.opt<std::string>("type", ""));
+  if (type == "default") return r;
+  if (type == "linear")
+    r.type = RopeScalingType::Linear;
+  else if (type == "dynamic")
+    r.type = RopeScalingType::Dynamic;
+  else if (type == "llama3")
+    r.type = RopeScalingType::Llama3;
+  else
+    PX_FAIL("{}: rope_type '{}' is not supported (expected linear, dynamic or llama3)", where,
+            type);
+  r.factor = f.need<double>("factor");
+  if (r.type == RopeScalingType::Llama3) {
+    r.low_freq_factor = f.need<double>("low_freq_factor");
+    r.high_freq_factor = f.need<double>("high_freq_factor");
+    r.original_max_positions = f.need<int64_t>("original_max_position_embeddings");
+  }
+  return r;
+}
+
 }  // namespace
 
 ModelConfig model_config_from_hf(const nlohmann::json& j, const std::string& src) {
@@ -127,8 +189,10 @@ ModelConfig model_config_from_hf(const nlohmann::json& j, const std::string& src
              act);
     PX_CHECK(c.n_heads > 0, "{}: n_head must be positive, got {}", src, c.n_heads);
     c.head_dim = c.hidden / c.n_heads;
-  } else if (type == "llama" || type == "mistral" || type == "mixtral") {
+  } else if (type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2" ||
+             type == "gemma") {
     c.arch = Arch::LLaMA;
+    c.hf_type = type;
     c.vocab_size = f.need<int64_t>("vocab_size");
     c.hidden = f.need<int64_t>("hidden_size");
     c.intermediate = f.need<int64_t>("intermediate_size");
@@ -136,27 +200,50 @@ ModelConfig model_config_from_hf(const nlohmann::json& j, const std::string& src
     c.n_heads = f.need<int64_t>("num_attention_heads");
     PX_CHECK(c.n_heads > 0, "{}: num_attention_heads must be positive, got {}", src, c.n_heads);
     c.n_kv_heads = f.opt<int64_t>("num_key_value_heads", c.n_heads);
-    c.head_dim = f.opt<int64_t>("head_dim", c.hidden / c.n_heads);
+    c.head_dim = f.opt<int64_t>("head_dim", type == "gemma" ? 256 : c.hidden / c.n_heads);
     c.max_positions = f.opt<int64_t>("max_position_embeddings", 2048);
     c.norm_eps = f.opt<double>("rms_norm_eps", 1e-6);
     c.rope_theta = f.opt<double>("rope_theta", 10000.0);
-    c.tie_embeddings = f.opt<bool>("tie_word_embeddings", false);
-    std::string act = f.opt<std::string>("hidden_act", "silu");
-    PX_CHECK(act == "silu", "{}: hidden_act '{}' is not supported (LLaMA uses silu)", src, act);
-    PX_CHECK(!j.contains("rope_scaling") || j["rope_scaling"].is_null(),
-             "{}: rope_scaling {} is not supported", src, j["rope_scaling"].dump());
+    c.tie_embeddings = f.opt<bool>("tie_word_embeddings", type == "gemma");
+    if (type == "gemma") {
+      // transformers 4.44 ignores hidden_act for Gemma and uses
+      // hidden_activation, tanh-GELU when unset.
+      std::string act = f.opt<std::string>("hidden_activation", "gelu_pytorch_tanh");
+      PX_CHECK(act == "gelu_pytorch_tanh",
+               "{}: hidden_activation '{}' is not supported (Gemma uses gelu_pytorch_tanh)", src,
+               act);
+    } else {
+      std::string act = f.opt<std::string>("hidden_act", "silu");
+      PX_CHECK(act == "silu", "{}: hidden_act '{}' is not supported ({} uses silu)", src, act,
+               type);
+    }
+    if (type == "llama") {
+      c.rope_scaling = rope_scaling_from_json(j, src);
+    } else {
+      PX_CHECK(!j.contains("rope_scaling") || j["rope_scaling"].is_null(),
+               "{}: rope_scaling {} is not supported for {}", src, j["rope_scaling"].dump(), type);
+    }
     PX_CHECK(!f.opt<bool>("attention_bias", false) && !f.opt<bool>("mlp_bias", false),
-             "{}: attention_bias / mlp_bias are not supported for llama", src);
+             "{}: attention_bias / mlp_bias (biases on every projection) are not supported for {}",
+             src, type);
+    c.qkv_bias = type == "qwen2";
+    if (type == "qwen2") {
+      PX_CHECK(!f.opt<bool>("use_sliding_window", false),
+               "{}: Qwen2's use_sliding_window is not supported", src);
+    } else if (type == "mistral" || type == "mixtral") {
+      c.sliding_window = f.opt<int64_t>("sliding_window", 0);
+      PX_CHECK(c.sliding_window >= 0, "{}: sliding_window must be >= 0 or null, got {}", src,
+               c.sliding_window);
+    }
     if (type == "mixtral") {  // every layer MoE; softmax, top-k, renormalise (docs/moe.md)
       c.moe.num_experts = f.need<int64_t>("num_local_experts");
       c.moe.topk = static_cast<int>(f.need<int64_t>("num_experts_per_tok"));
       c.moe.order = RouterOrder::TopkSoftmax;
-      PX_CHECK(!j.contains("sliding_window") || j["sliding_window"].is_null() ||
-                   j["sliding_window"].get<int64_t>() >= c.max_positions,
-               "{}: sliding_window attention is not supported", src);
     }
   } else {
-    PX_FAIL("{}: model_type '{}' is not supported (expected 'gpt2', 'llama' or 'mixtral')", src,
+    PX_FAIL("{}: model_type '{}' is not supported (expected gpt2, llama, mistral, mixtral, qwen2 "
+            "or gemma)",
+            src,
             type);
   }
   c.init_std = f.opt<double>("initializer_range", 0.02);

@@ -8,6 +8,20 @@ namespace parallm {
 
 std::string arch_name(Arch a) { return a == Arch::GPT2 ? "gpt2" : "llama"; }
 
+std::string rope_scaling_name(RopeScalingType t) {
+  switch (t) {
+    case RopeScalingType::None:
+      return "none";
+    case RopeScalingType::Linear:
+      return "linear";
+    case RopeScalingType::Dynamic:
+      return "dynamic";
+    case RopeScalingType::Llama3:
+      return "llama3";
+  }
+  return "?";
+}
+
 Arch arch_from_name(const std::string& s) {
   if (s == "gpt2") return Arch::GPT2;
   if (s == "llama") return Arch::LLaMA;
@@ -38,8 +52,59 @@ void ModelConfig::validate() const {
     PX_CHECK(head_dim % 2 == 0, "rotary embeddings need an even head_dim, got {}", head_dim);
   }
   PX_CHECK(norm_eps > 0, "norm_eps must be positive, got {}", norm_eps);
+  validate_family_traits();
   moe.validate();
   check_lora_targets(*this);
+}
+
+std::string ModelConfig::hf_model_type() const {
+  // Experts added to a llama by flags are written as Mixtral.
+  if (moe.enabled() && (hf_type.empty() || hf_type == "llama")) return "mixtral";
+  if (!hf_type.empty()) return hf_type;
+  if (qkv_bias) return "qwen2";
+  if (sliding_window > 0) return "mistral";
+  return "llama";
+}
+
+void ModelConfig::validate_family_traits() const {
+  const bool llama = arch == Arch::LLaMA;
+  PX_CHECK(llama || (rope_scaling.type == RopeScalingType::None && !qkv_bias &&
+                     sliding_window == 0 && hf_type.empty()),
+           "rope_scaling, q/k/v bias, sliding windows and hf_type '{}' belong to the llama family, "
+           "not {}",
+           hf_type, arch_name(arch));
+  PX_CHECK(hf_type.empty() || hf_type == "llama" || hf_type == "mistral" || hf_type == "qwen2" ||
+               hf_type == "gemma" || hf_type == "mixtral",
+           "hf_type '{}' is not one of llama, mistral, qwen2, gemma, mixtral", hf_type);
+  PX_CHECK(sliding_window >= 0, "sliding_window must be >= 0 (0: off), got {}", sliding_window);
+  if (llama) {
+    // Each Hugging Face family can say only some of the traits.
+    const std::string t = hf_model_type();
+    PX_CHECK(!qkv_bias || t == "qwen2", "q/k/v biases are written as qwen2, not {}", t);
+    PX_CHECK(t != "qwen2" || qkv_bias, "qwen2 always has q/k/v biases");
+    PX_CHECK(sliding_window == 0 || t == "mistral" || t == "mixtral",
+             "a sliding window is written as mistral or mixtral, not {}", t);
+    PX_CHECK(rope_scaling.type == RopeScalingType::None || t == "llama",
+             "rope_scaling is written as llama, not {}", t);
+    PX_CHECK(!moe.enabled() || t == "mixtral", "experts are written as mixtral, not {}", t);
+  }
+  const RopeScaling& r = rope_scaling;
+  if (r.type != RopeScalingType::None)
+    PX_CHECK(r.factor >= 1.0, "rope_scaling factor must be >= 1, got {}", r.factor);
+  if (r.type == RopeScalingType::Llama3)
+    PX_CHECK(r.original_max_positions > 0 && r.high_freq_factor > r.low_freq_factor,
+             "llama3 rope_scaling needs original_max_position_embeddings > 0 ({}) and "
+             "high_freq_factor ({}) > low_freq_factor ({})",
+             r.original_max_positions, r.high_freq_factor, r.low_freq_factor);
+  // The model families' features are landing one at a time; until each is
+  // built, a config that needs it is refused rather than run wrongly.
+  PX_CHECK(r.type == RopeScalingType::None, "rope_scaling '{}' is not implemented yet",
+           rope_scaling_name(r.type));
+  PX_CHECK(!qkv_bias, "q/k/v projection biases (Qwen2) are not implemented yet");
+  PX_CHECK(sliding_window == 0 || sliding_window >= max_positions,
+           "sliding-window attention (window {} < context {}) is not implemented yet",
+           sliding_window, max_positions);
+  PX_CHECK(!gemma(), "the Gemma family is not implemented yet");
 }
 
 int64_t ModelConfig::num_parameters() const {
@@ -51,6 +116,7 @@ int64_t ModelConfig::num_parameters() const {
   int64_t norms = uses_layernorm() ? 2 * C : C;
   per += 2 * norms;
   if (uses_bias()) per += q_dim() + 2 * kv_dim() + C;
+  if (qkv_bias) per += q_dim() + 2 * kv_dim();
   n += n_layers * per + norms;
   for (int64_t l = 0; l < n_layers; ++l)  // an MoE layer: router + E expert MLPs
     n += moe.is_moe_layer(l) ? moe.num_experts * C + moe.num_experts * mlp : mlp;

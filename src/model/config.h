@@ -1,6 +1,8 @@
 // ModelConfig: the architecture of one transformer, family (GPT-2 or LLaMA)
 // plus sizes (and experts, moe_config.h). Both families share one implementation, switched by the
-// flags derived from the family; validate() rejects impossible shapes with values.
+// flags derived from the family; validate() rejects impossible shapes with values. The LLaMA
+// family's Hugging Face relatives (Llama 3 rope scaling, Qwen2's q/k/v bias, Mistral's sliding
+// window, Gemma) are traits on top of Arch::LLaMA, named by hf_type.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -11,6 +13,19 @@
 namespace parallm {
 
 enum class Arch { GPT2, LLaMA };
+
+// How rotary frequencies are stretched for long contexts (HF config.json
+// "rope_scaling"; docs/model_families.md has the formulas).
+enum class RopeScalingType { None, Linear, Dynamic, Llama3 };
+struct RopeScaling {
+  RopeScalingType type = RopeScalingType::None;
+  double factor = 1.0;
+  double low_freq_factor = 1.0;        // llama3
+  double high_freq_factor = 4.0;       // llama3
+  int64_t original_max_positions = 0;  // llama3: the pre-training context
+  bool operator==(const RopeScaling&) const = default;
+};
+std::string rope_scaling_name(RopeScalingType t);  // "none", "linear", "dynamic", "llama3"
 
 struct ModelConfig {
   Arch arch = Arch::GPT2;
@@ -24,6 +39,17 @@ struct ModelConfig {
   int64_t max_positions = 1024;
   double norm_eps = 1e-5;
   double rope_theta = 10000.0;
+  RopeScaling rope_scaling;  // LLaMA family
+  // Qwen2: biases on the q, k and v projections (o has none). LLaMA family.
+  bool qkv_bias = false;
+  // Mistral: a query sees itself and the sliding_window - 1 keys before it
+  // (HF masks key j for query i when j <= i - sliding_window); 0: every
+  // earlier key. LLaMA family.
+  int64_t sliding_window = 0;
+  // The Hugging Face model_type this config reads from and writes back
+  // ("llama", "mistral", "qwen2", "gemma", "mixtral"); empty: from arch and
+  // experts. "gemma" also switches Gemma's traits below.
+  std::string hf_type;
   bool tie_embeddings = true;
   double init_std = 0.02;
   // Dropout probabilities (0: none, and no random numbers drawn). Attention
@@ -41,12 +67,25 @@ struct ModelConfig {
   bool uses_layernorm() const { return arch == Arch::GPT2; }  // else RMSNorm
   bool uses_bias() const { return arch == Arch::GPT2; }
   bool uses_learned_positions() const { return arch == Arch::GPT2; }  // else RoPE
-  bool uses_swiglu() const { return arch == Arch::LLaMA; }            // else GELU MLP
+  bool uses_swiglu() const { return arch == Arch::LLaMA; }            // gated, else GELU MLP
+  // Gemma: the gated MLP's gate goes through tanh-GELU instead of SiLU
+  // (GeGLU), the token embeddings are multiplied by sqrt(hidden), and the
+  // RMSNorm multiplies by (1 + w): its weights are stored as w - 1.
+  bool gemma() const { return hf_type == "gemma"; }
+  bool gated_gelu() const { return gemma(); }
+  bool scales_embeddings() const { return gemma(); }
+  bool norm_adds_one() const { return gemma(); }
+  // The Hugging Face model_type: hf_type, else mixtral with experts, qwen2
+  // with q/k/v bias, mistral with a sliding window, llama.
+  std::string hf_model_type() const;
 
   int64_t q_dim() const { return n_heads * head_dim; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
   void validate() const;
   int64_t num_parameters() const;
+
+ private:
+  void validate_family_traits() const;
 };
 
 std::string arch_name(Arch a);              // "gpt2" / "llama"

@@ -148,7 +148,7 @@ TEST(HfConfig, ReadsTheHfSchema) {
   ModelConfig c = model_config_from_hf(j, "llama2-7b/config.json");
   EXPECT_EQ(c.head_dim, 128);
   EXPECT_EQ(c.num_parameters(), 6738415616);  // Llama-2-7b
-  j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 2.0}};  // not supported
   EXPECT_THROW(model_config_from_hf(j, "x"), Error);
 }
 

@@ -72,3 +72,17 @@ add_test(NAME reference.megatron_data
                  $<TARGET_FILE:parallm> $<TARGET_FILE:megatron_dump> ref_megatron
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(reference.megatron_data PROPERTIES LABELS reference TIMEOUT 120)
+
+# Model families (docs/model_families.md): Llama 3.x rope scaling (llama3,
+# linear, dynamic NTK), Qwen2 (q/k/v bias), Mistral (sliding window) and
+# Gemma made by transformers: read by `parallm eval` (same loss), trained at
+# tp 2 and pp 2 (same losses as one process), written back and loaded by
+# transformers with no missing keys.
+foreach(family llama3 llama_linear llama_dynamic qwen2 mistral gemma)
+  add_test(NAME reference.family.${family}
+           COMMAND ${CMAKE_COMMAND} -E env OMP_NUM_THREADS=1
+                   /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/hf_family_check.py ${family}
+                   $<TARGET_FILE:parallm> ref_family_${family}
+           WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(reference.family.${family} PROPERTIES LABELS reference TIMEOUT 300)
+endforeach()
