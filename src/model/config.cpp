@@ -22,6 +22,13 @@ std::string rope_scaling_name(RopeScalingType t) {
   return "?";
 }
 
+RopeScalingType rope_scaling_from_name(const std::string& s) {
+  for (RopeScalingType t : {RopeScalingType::None, RopeScalingType::Linear,
+                            RopeScalingType::Dynamic, RopeScalingType::Llama3})
+    if (rope_scaling_name(t) == s) return t;
+  PX_FAIL("unknown rope_scaling '{}' (expected none, linear, dynamic or llama3)", s);
+}
+
 Arch arch_from_name(const std::string& s) {
   if (s == "gpt2") return Arch::GPT2;
   if (s == "llama") return Arch::LLaMA;

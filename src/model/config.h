@@ -26,6 +26,7 @@ struct RopeScaling {
   bool operator==(const RopeScaling&) const = default;
 };
 std::string rope_scaling_name(RopeScalingType t);  // "none", "linear", "dynamic", "llama3"
+RopeScalingType rope_scaling_from_name(const std::string& s);  // throws on unknown names
 
 struct ModelConfig {
   Arch arch = Arch::GPT2;
