@@ -93,6 +93,9 @@ void ModelConfig::validate_family_traits() const {
              "a sliding window is written as mistral or mixtral, not {}", t);
     PX_CHECK(rope_scaling.type == RopeScalingType::None || t == "llama",
              "rope_scaling is written as llama, not {}", t);
+    // Gemma's MLP (GeGLU) is not in the experts' kernels.
+    PX_CHECK(!gemma() || !moe.enabled(), "Gemma with experts ({} of them) is not supported",
+             moe.num_experts);
     PX_CHECK(!moe.enabled() || t == "mixtral", "experts are written as mixtral, not {}", t);
   }
   const RopeScaling& r = rope_scaling;
@@ -111,7 +114,6 @@ void ModelConfig::validate_family_traits() const {
   PX_CHECK(sliding_window == 0 || sliding_window >= max_positions,
            "sliding-window attention (window {} < context {}) is not implemented yet",
            sliding_window, max_positions);
-  PX_CHECK(!gemma(), "the Gemma family is not implemented yet");
 }
 
 int64_t ModelConfig::num_parameters() const {

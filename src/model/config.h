@@ -71,7 +71,8 @@ struct ModelConfig {
   bool uses_swiglu() const { return arch == Arch::LLaMA; }            // gated, else GELU MLP
   // Gemma: the gated MLP's gate goes through tanh-GELU instead of SiLU
   // (GeGLU), the token embeddings are multiplied by sqrt(hidden), and the
-  // RMSNorm multiplies by (1 + w): its weights are stored as w - 1.
+  // RMSNorm multiplies by (1 + w): w is stored as transformers stores it and
+  // starts at 0 in a fresh model.
   bool gemma() const { return hf_type == "gemma"; }
   bool gated_gelu() const { return gemma(); }
   bool scales_embeddings() const { return gemma(); }
