@@ -5,9 +5,9 @@
 // fewer groups than ranks, the one group its heads use, replicated) and
 // o is row-parallel. q, k and v carry biases for GPT-2 and Qwen2
 // (cfg.qkv_bias), o for GPT-2 only; a column-parallel bias is split (and
-// replicated) like its output features. The core is the flash-style kernel, so only q, k, v,
-// the head outputs and the per-row log-sum-exp are saved, never the
-// (B, H, T, T) probabilities. Input and output are residual-stream rows: all
+// replicated) like its output features. The core is the flash-style
+// kernel, so only q, k, v, the head outputs and the per-row log-sum-exp are
+// saved, never the (B, H, T, T) probabilities. Input and output are residual-stream rows: all
 // N = B*T, or N/tp under sequence parallelism (the input is re-gathered in
 // backward rather than saved whole). forward_cached is the inference path:
 // keys and values go to a paged KV cache (this rank's groups only) and each
