@@ -2,8 +2,9 @@
 """Greedy generation parity with transformers' generate.
 
 transformers builds a GPT-2, a LLaMA with grouped-query attention
-(n_kv_heads < n_heads) or a Gemma (one key/value head, head_dim apart from
-hidden / heads, tied head) with random weights, saves it with save_pretrained
+(n_kv_heads < n_heads), a Gemma (one key/value head, head_dim apart from
+hidden / heads, tied head) or a Qwen2 (the LLaMA shape with q/k/v biases)
+with random weights, saves it with save_pretrained
 (safetensors), and generates 64 tokens greedily from prompts of different
 lengths, each prompt alone. parallm then generates from the same directory,
 all prompts in one batch (generate_dump, in the LAYOUT given: tp1, tp2 or
@@ -16,7 +17,7 @@ passing by luck.
 Finally `parallm generate --json` (the CLI) must give the same tokens.
 
 Usage: generate_parity.py CASE WORK_DIR GENERATE_DUMP PARALLM LAYOUT [LAUNCHER...]
-  CASE: gpt2 | llama | gemma; LAYOUT: tp1 | tp2 | pp2; LAUNCHER: e.g. mpirun ... -np 2
+  CASE: gpt2 | llama | gemma | qwen2; LAYOUT: tp1 | tp2 | pp2; LAUNCHER: e.g. mpirun ... -np 2
 """
 import json
 import os
@@ -26,7 +27,7 @@ import sys
 
 import torch
 from transformers import (GemmaConfig, GemmaForCausalLM, GPT2Config, GPT2LMHeadModel, LlamaConfig,
-                          LlamaForCausalLM)
+                          LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM)
 
 MAX_NEW = 64
 PROMPTS = ["Hello", "The quick brown fox jumps over", "a", "Once upon a time, in a land far away, "]
@@ -53,13 +54,15 @@ def build(case, path):
                           tie_word_embeddings=True, bos_token_id=None, eos_token_id=None,
                           pad_token_id=None)
         model = GemmaForCausalLM(cfg)
-    else:
-        cfg = LlamaConfig(vocab_size=300, hidden_size=64, intermediate_size=160,
-                          num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2,
-                          max_position_embeddings=128, rms_norm_eps=1e-5, rope_theta=10000.0,
-                          tie_word_embeddings=False, bos_token_id=None, eos_token_id=None,
-                          pad_token_id=None)
-        model = LlamaForCausalLM(cfg)
+    else:  # qwen2: LLaMA's shape; its q/k/v biases are drawn with the weights below
+        config, causal_lm = ((Qwen2Config, Qwen2ForCausalLM) if case == "qwen2" else
+                             (LlamaConfig, LlamaForCausalLM))
+        cfg = config(vocab_size=300, hidden_size=64, intermediate_size=160,
+                     num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2,
+                     max_position_embeddings=128, rms_norm_eps=1e-5, rope_theta=10000.0,
+                     tie_word_embeddings=False, bos_token_id=None, eos_token_id=None,
+                     pad_token_id=None)
+        model = causal_lm(cfg)
     # Large random weights (norm gains around 1; Gemma's gain is 1 + weight): logits far apart.
     with torch.no_grad():
         for name, p in model.named_parameters():
