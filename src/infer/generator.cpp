@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "infer/stage_forward.h"
+#include "model/layers/rope_frequencies.h"
 
 namespace parallm {
 
@@ -51,15 +52,17 @@ void check_request(const ModelConfig& cfg, const std::vector<std::vector<int32_t
   for (int32_t e : o.eos_ids)
     PX_CHECK(e >= 0 && e < cfg.vocab_size, "EOS id {} is outside the vocabulary ({})", e,
              cfg.vocab_size);
+  // max_positions, except that dynamic NTK rope scaling stretches to any length.
+  const int64_t context = rope_context_limit(cfg);
   for (size_t i = 0; i < prompts.size(); ++i) {
     const int64_t n = static_cast<int64_t>(prompts[i].size());
     PX_CHECK(n >= 1, "prompt {} is empty", i);
-    PX_CHECK(n <= cfg.max_positions,
+    PX_CHECK(n <= context,
              "prompt {} has {} tokens, more than the model's context (max_positions {})", i, n,
              cfg.max_positions);
     const int64_t m = max_new_of(o, i);
     PX_CHECK(m >= 1, "max_new_tokens must be >= 1, got {}", m);
-    PX_CHECK(n + m <= cfg.max_positions,
+    PX_CHECK(m <= context - n,
              "prompt {} ({} tokens) + max_new_tokens ({}) = {} exceeds the model's context "
              "(max_positions {})",
              i, n, m, n + m, cfg.max_positions);

@@ -69,7 +69,7 @@ bool is_sampling_rank(const Transformer& model);
 
 // Throws, naming the values, on bad options or prompts (empty, ids outside
 // the vocabulary, longer than max_positions, or prompt + max_new_tokens
-// beyond it) before any forward runs.
+// beyond it; no limit under dynamic NTK rope scaling) before any forward runs.
 std::vector<Generation> generate(Transformer& model,
                                  const std::vector<std::vector<int32_t>>& prompts,
                                  const GenerateOptions& opt, GenerationStats* stats = nullptr);

@@ -108,8 +108,6 @@ void ModelConfig::validate_family_traits() const {
              r.original_max_positions, r.high_freq_factor, r.low_freq_factor);
   // The model families' features are landing one at a time; until each is
   // built, a config that needs it is refused rather than run wrongly.
-  PX_CHECK(r.type == RopeScalingType::None, "rope_scaling '{}' is not implemented yet",
-           rope_scaling_name(r.type));
   PX_CHECK(sliding_window == 0 || sliding_window >= max_positions,
            "sliding-window attention (window {} < context {}) is not implemented yet",
            sliding_window, max_positions);

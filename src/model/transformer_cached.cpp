@@ -9,6 +9,7 @@
 // sent, and only the last stage computes logits.
 #include <cstring>
 
+#include "model/layers/rope_frequencies.h"
 #include "model/transformer.h"
 
 namespace parallm {
@@ -45,7 +46,8 @@ Tensor Transformer::forward_cached_stage(const int32_t* tokens, const float* hid
     PX_CHECK(!tokens || (tokens[i] >= 0 && tokens[i] < cfg_.vocab_size),
              "input token {} at position {} is outside the vocabulary ({})", tokens[i], pos[i],
              cfg_.vocab_size);
-    PX_CHECK(pos[i] < cfg_.max_positions, "position {} is beyond max_positions ({})", pos[i],
+    // Dynamic NTK rope scaling runs past max_positions (rope_frequencies.h).
+    PX_CHECK(pos[i] < rope_context_limit(cfg_), "position {} is beyond max_positions ({})", pos[i],
              cfg_.max_positions);
   }
   LayerContext c = context(1, N, pos);

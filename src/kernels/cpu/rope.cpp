@@ -1,4 +1,4 @@
-// Rotary embedding, rotate-half form. Angles pos * theta^(-2i/D) are computed
+// Rotary embedding, rotate-half form. Angles pos * inv_freq[i] are computed
 // in double (positions reach 1e5+, where float angles lose whole radians) into
 // a per-call (T, D/2) cos/sin table, then applied in T. Backward is the same
 // rotation with the sine negated, which is its transpose (and inverse).
@@ -15,14 +15,11 @@ namespace {
 
 template <class T>
 void rope_apply(T* x, const int64_t* positions, int64_t B, int64_t T_, int64_t H, int64_t D,
-                double theta, bool inverse) {
+                const double* inv_freq, bool inverse) {
   PX_CHECK(D % 2 == 0, "rope: head dim D={} must be even", D);
-  PX_CHECK(theta > 0, "rope: theta={} must be positive", theta);
+  PX_CHECK(inv_freq != nullptr, "rope: no inverse frequencies for head dim {}", D);
   const int64_t half = D / 2;
   std::vector<T> cos_t(static_cast<size_t>(T_ * half)), sin_t(static_cast<size_t>(T_ * half));
-  std::vector<double> inv_freq(static_cast<size_t>(half));
-  for (int64_t i = 0; i < half; ++i)
-    inv_freq[i] = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(D));
   const double sign = inverse ? -1.0 : 1.0;
 #pragma omp parallel for schedule(static) if (T_ * half > 4096)
   for (int64_t t = 0; t < T_; ++t) {
@@ -50,21 +47,46 @@ void rope_apply(T* x, const int64_t* positions, int64_t B, int64_t T_, int64_t H
   }
 }
 
+std::vector<double> plain_inv_freq(int64_t D, double theta) {
+  PX_CHECK(D % 2 == 0, "rope: head dim D={} must be even", D);
+  PX_CHECK(theta > 0, "rope: theta={} must be positive", theta);
+  std::vector<double> f(static_cast<size_t>(D / 2));
+  for (int64_t i = 0; i < D / 2; ++i)
+    f[i] = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(D));
+  return f;
+}
+
 }  // namespace
 
 template <class T>
 void rope_forward(T* x, const int64_t* positions, int64_t B, int64_t T_, int64_t H, int64_t D,
+                  const double* inv_freq) {
+  rope_apply(x, positions, B, T_, H, D, inv_freq, false);
+}
+
+template <class T>
+void rope_backward(T* dx, const int64_t* positions, int64_t B, int64_t T_, int64_t H, int64_t D,
+                   const double* inv_freq) {
+  rope_apply(dx, positions, B, T_, H, D, inv_freq, true);
+}
+
+template <class T>
+void rope_forward(T* x, const int64_t* positions, int64_t B, int64_t T_, int64_t H, int64_t D,
                   double theta) {
-  rope_apply(x, positions, B, T_, H, D, theta, false);
+  rope_apply(x, positions, B, T_, H, D, plain_inv_freq(D, theta).data(), false);
 }
 
 template <class T>
 void rope_backward(T* dx, const int64_t* positions, int64_t B, int64_t T_, int64_t H, int64_t D,
                    double theta) {
-  rope_apply(dx, positions, B, T_, H, D, theta, true);
+  rope_apply(dx, positions, B, T_, H, D, plain_inv_freq(D, theta).data(), true);
 }
 
 #define PX_INSTANTIATE(T)                                                                        \
+  template void rope_forward<T>(T*, const int64_t*, int64_t, int64_t, int64_t, int64_t,          \
+                                const double*);                                                  \
+  template void rope_backward<T>(T*, const int64_t*, int64_t, int64_t, int64_t, int64_t,         \
+                                 const double*);                                                 \
   template void rope_forward<T>(T*, const int64_t*, int64_t, int64_t, int64_t, int64_t, double); \
   template void rope_backward<T>(T*, const int64_t*, int64_t, int64_t, int64_t, int64_t, double);
 PX_INSTANTIATE(float)

@@ -63,6 +63,10 @@ CudaTransformer::Impl::Impl(const ModelConfig& c, const ParameterSet& host, Allo
            cfg.hidden_dropout);
   PX_CHECK(seq <= cfg.max_positions, "sequence length {} exceeds max_positions {}", seq,
            cfg.max_positions);
+  PX_CHECK(cfg.rope_scaling.type == RopeScalingType::None,
+           "--device cuda: rope_scaling '{}' is not on the GPU yet (its rope kernel takes "
+           "rope_theta only); train this model on the CPU",
+           rope_scaling_name(cfg.rope_scaling.type));
   for (int i = 0; i < host.size(); ++i)
     params.push_back({host.spec(i).name, host.offset(i), host.numel(i), host.spec(i).weight_decay});
   // A blocking stream: it orders after the device memory's zero-fills on the legacy stream.

@@ -1,6 +1,7 @@
 #include "model/layers/attention.h"
 #include "model/layers/tp_region_input.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -14,14 +15,18 @@ namespace {
 
 // Rotary embedding of x (B, T, H, D) at this context's positions: one row
 // at a time when each row has its own (packed documents restart them).
-void rope_rows(const LayerContext& c, float* x, int64_t H, int64_t D, double theta, bool backward) {
-  const auto apply = backward ? cpu::rope_backward<float> : cpu::rope_forward<float>;
+void rope_rows(const LayerContext& c, float* x, int64_t H, int64_t D,
+               const std::vector<double>& inv_freq, bool backward) {
+  using Rotate =
+      void (*)(float*, const int64_t*, int64_t, int64_t, int64_t, int64_t, const double*);
+  const Rotate apply =
+      backward ? Rotate(cpu::rope_backward<float>) : Rotate(cpu::rope_forward<float>);
   if (c.position_ids == nullptr) {
-    apply(x, c.positions, c.B, c.T, H, D, theta);
+    apply(x, c.positions, c.B, c.T, H, D, inv_freq.data());
     return;
   }
   for (int64_t b = 0; b < c.B; ++b)
-    apply(x + b * c.T * H * D, c.position_ids + b * c.T, 1, c.T, H, D, theta);
+    apply(x + b * c.T * H * D, c.position_ids + b * c.T, 1, c.T, H, D, inv_freq.data());
 }
 
 }  // namespace
@@ -50,11 +55,11 @@ Attention::Attention(ParameterSet& ps, const std::string& prefix, const ModelCon
       C_(cfg.hidden),
       dropout_(cfg.attn_dropout),
       rope_(!cfg.uses_learned_positions()),
-      rope_theta_(cfg.rope_theta),
       tp_(tp),
       cp_(cp) {
   check_tp_divides(cfg, tp.size());
   if (cp_.active()) cp_core_ = ContextAttention(cp_, n_heads_, n_kv_heads_, head_dim_);
+  if (rope_) rope_freq_ = RopeFrequencies(cfg);
   // GPT-2 has biases on every projection, Qwen2 (qkv_bias) on q, k and v only.
   const bool bias = cfg.uses_bias(), qkv_bias = bias || cfg.qkv_bias;
   q_ = ColumnParallelLinear(ps, prefix + ".q", cfg.hidden, cfg.q_dim(), qkv_bias, cfg.init_std, tp);
@@ -91,6 +96,22 @@ cpu::AttnDims Attention::dims(const LayerContext& c) const {
   return d;
 }
 
+std::vector<double> Attention::rope_table(const LayerContext& c) const {
+  if (!rope_freq_.depends_on_length()) return rope_freq_.at_length(0);
+  // Dynamic NTK reads the forward's length, its largest position + 1
+  // (transformers: max(position_ids) + 1): the whole sequence, which context
+  // parallelism spreads over cp ranks in chunks of c.T tokens each.
+  int64_t length = c.T * cp_.size();
+  for (int64_t t = 0; t < c.T; ++t) length = std::max(length, c.positions[t] + 1);
+  // Restarted positions would make transformers read the longest document
+  // instead, which a cp rank cannot see.
+  PX_CHECK(c.position_ids == nullptr || length <= rope_freq_.max_positions(),
+           "dynamic NTK rope scaling with restarted position ids (--reset-position-ids) needs "
+           "the sequence length ({}) within max_positions ({})",
+           length, rope_freq_.max_positions());
+  return rope_freq_.at_length(length);
+}
+
 Attention::Saved Attention::forward(const LayerContext& c, float* out, const float* inp) const {
   RegionInput in(c, tp_, inp, C_);
   const float* x = in.get();
@@ -103,8 +124,9 @@ Attention::Saved Attention::forward(const LayerContext& c, float* out, const flo
   v_.forward(c, s.v.data<float>(), x);
   in.release();
   if (rope_) {
-    rope_rows(c, s.q.data<float>(), n_heads_, head_dim_, rope_theta_, false);
-    rope_rows(c, s.k.data<float>(), n_kv_heads_, head_dim_, rope_theta_, false);
+    const std::vector<double> inv_freq = rope_table(c);
+    rope_rows(c, s.q.data<float>(), n_heads_, head_dim_, inv_freq, false);
+    rope_rows(c, s.k.data<float>(), n_kv_heads_, head_dim_, inv_freq, false);
   }
   s.att = c.activation({c.B, c.T, q_.out()});
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
@@ -135,9 +157,23 @@ void Attention::forward_cached(const LayerContext& c, float* out, const float* i
   q_.adapt(c, q.data<float>(), inp);  // LoRA terms (nothing without adapters)
   k_.adapt(c, k.data<float>(), inp);
   v_.adapt(c, v.data<float>(), inp);
-  if (rope_) {  // one row of N tokens, each at its own position
-    cpu::rope_forward(q.data<float>(), c.positions, 1, N, n_heads_, head_dim_, rope_theta_);
-    cpu::rope_forward(k.data<float>(), c.positions, 1, N, n_kv_heads_, head_dim_, rope_theta_);
+  if (rope_ && !rope_freq_.depends_on_length()) {  // one row of N tokens, each at its own position
+    const std::vector<double> inv_freq = rope_freq_.at_length(0);
+    cpu::rope_forward(q.data<float>(), c.positions, 1, N, n_heads_, head_dim_, inv_freq.data());
+    cpu::rope_forward(k.data<float>(), c.positions, 1, N, n_kv_heads_, head_dim_, inv_freq.data());
+  } else if (rope_) {
+    // Dynamic NTK: each span at its own sequence's length so far (its last
+    // position + 1), whatever else shares the batch. Keys already cached
+    // keep the frequencies they were written with, as in transformers.
+    int64_t r0 = 0;
+    for (const PagedSpan& s : spans) {
+      const std::vector<double> inv_freq = rope_freq_.at_length(s.pos0 + s.count);
+      cpu::rope_forward(q.data<float>() + r0 * qd, c.positions + r0, 1, s.count, n_heads_,
+                        head_dim_, inv_freq.data());
+      cpu::rope_forward(k.data<float>() + r0 * kd, c.positions + r0, 1, s.count, n_kv_heads_,
+                        head_dim_, inv_freq.data());
+      r0 += s.count;
+    }
   }
   int64_t r0 = 0;
   for (const PagedSpan& s : spans) {
@@ -171,8 +207,9 @@ void Attention::backward(const LayerContext& c, float* dinp, const float* dout, 
                             1.0 / std::sqrt(static_cast<double>(head_dim_)));
   datt = Tensor();
   if (rope_) {
-    rope_rows(c, dq.data<float>(), n_heads_, head_dim_, rope_theta_, true);
-    rope_rows(c, dk.data<float>(), n_kv_heads_, head_dim_, rope_theta_, true);
+    const std::vector<double> inv_freq = rope_table(c);
+    rope_rows(c, dq.data<float>(), n_heads_, head_dim_, inv_freq, true);
+    rope_rows(c, dk.data<float>(), n_kv_heads_, head_dim_, inv_freq, true);
   }
   const RegionInput in(c, tp_, inp, C_);
   RegionInputGrad dx(c, tp_, dinp, C_);

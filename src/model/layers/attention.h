@@ -21,6 +21,7 @@
 
 #include "kernels/cpu/attention.h"
 #include "model/config.h"
+#include "model/layers/rope_frequencies.h"
 #include "model/paged_kv_cache.h"
 #include "parallel/context/context_attention.h"
 #include "parallel/tensor/parallel_linear.h"
@@ -53,12 +54,14 @@ class Attention {
 
  private:
   cpu::AttnDims dims(const LayerContext& c) const;
+  // The rotary frequencies of a training / evaluation forward over c.
+  std::vector<double> rope_table(const LayerContext& c) const;
   ColumnParallelLinear q_, k_, v_;
   RowParallelLinear o_;
   int64_t n_heads_ = 0, n_kv_heads_ = 0, head_dim_ = 0, C_ = 0;  // heads: this rank's
   double dropout_ = 0.0;                                         // attention dropout probability
   bool rope_ = false;
-  double rope_theta_ = 10000.0;
+  RopeFrequencies rope_freq_;  // with rope_
   TpGroup tp_;
   CpGroup cp_;
   ContextAttention cp_core_;

@@ -6,7 +6,8 @@
 // every parameter, within 1e-5 relative, for GPT-2 (learned positions, tied
 // embedding) and LLaMA (RoPE, grouped-query heads); and cp 2 with pp 2
 // (1F1B); and all of it again with packed documents (the document mask,
-// restarted positions and the EOD loss mask). Each sequence is cut into
+// restarted positions and the EOD loss mask); and a LLaMA with dynamic NTK
+// rope scaling run past its max_positions. Each sequence is cut into
 // 2 x cp load-balanced chunks, so the positions, labels and loss
 // normalisation are all exercised. The cp group must carry traffic.
 #include <gtest/gtest.h>
@@ -20,6 +21,12 @@ namespace parallm::cp_test {
 namespace {
 
 ModelConfig family_model(const std::string& family) {
+  if (family == "llama-dynamic") {  // dynamic NTK rope scaling past its 8 positions
+    ModelConfig c = testing::tp_llama();
+    c.max_positions = 8;
+    c.rope_scaling = {.type = RopeScalingType::Dynamic, .factor = 2.0};
+    return c;
+  }
   return family == "gpt2" ? testing::tp_gpt2() : testing::tp_llama();
 }
 
@@ -82,6 +89,19 @@ TEST(ContextParallelLayout, LongerSequenceMatchesOneProcess) {
   const int world = env().world->size();
   if (world != 2 && world != 4) GTEST_SKIP() << "runs at np 2 and 4";
   expect_same_trajectory("llama", CpLayout{.cp = world, .comm = "ring", .seq_len = 48});
+}
+
+// Dynamic NTK rope scaling reads the whole sequence's length (16 > its 8
+// positions), which each cp rank holds only chunks of; and that length
+// changes the run.
+TEST(ContextParallelLayout, DynamicNtkRopeMatchesOneProcess) {
+  const int world = env().world->size();
+  if (world != 2 && world != 4) GTEST_SKIP() << "runs at np 2 and 4";
+  expect_same_trajectory("llama-dynamic", CpLayout{.cp = world, .comm = "ring"});
+  expect_same_trajectory("llama-dynamic", CpLayout{.cp = world, .comm = "a2a"});
+  EXPECT_GT(
+      std::abs(reference("llama", 16, 8).losses[0] - reference("llama-dynamic", 16, 8).losses[0]),
+      1e-4);
 }
 
 // Activation recomputation reruns the ring (or the all-to-alls) in
