@@ -132,16 +132,19 @@ def main():
             abs(a - b) <= 1e-5 * abs(b) for a, b in zip(got, one))
         print(f"{family}: {name} losses {got} vs one process {one}: {'ok' if same else 'DIFFERENT'}")
         ok = ok and same
-    print(f"{family}: training moved the loss: {one[0]:.6f} -> {one[-1]:.6f}")
-    ok = ok and one[-1] < one[0]
 
     out = os.path.join(work, "tp2")
     back, info = cls.from_pretrained(out, output_loading_info=True)
     missing = info["missing_keys"] + info["unexpected_keys"] + info["mismatched_keys"]
     print(f"{family}: written back from tp 2: missing/unexpected/mismatched keys:", missing or "none")
     ok = ok and not missing
-    ok = close(parallm_eval(exe, out, shard), hf_loss(back.float().eval(), tokens),
+    trained = parallm_eval(exe, out, shard)
+    ok = close(trained, hf_loss(back.float().eval(), tokens),
                f"{family}: parallm's tp 2 output, eval vs transformers") and ok
+    # Training moved the loss: on the same windows before and after the 3
+    # steps (each step's loss is of another batch, so those need not fall).
+    print(f"{family}: training moved the eval loss: {ref:.6f} -> {trained:.6f}")
+    ok = ok and trained < ref
     sys.exit(0 if ok else 1)
 
 
