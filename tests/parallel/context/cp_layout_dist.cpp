@@ -12,6 +12,7 @@
 // normalisation are all exercised. The cp group must carry traffic.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/param_match.h"
@@ -92,16 +93,19 @@ TEST(ContextParallelLayout, LongerSequenceMatchesOneProcess) {
 }
 
 // Dynamic NTK rope scaling reads the whole sequence's length (16 > its 8
-// positions), which each cp rank holds only chunks of; and that length
-// changes the run.
+// positions), which each cp rank holds only chunks of.
 TEST(ContextParallelLayout, DynamicNtkRopeMatchesOneProcess) {
   const int world = env().world->size();
   if (world != 2 && world != 4) GTEST_SKIP() << "runs at np 2 and 4";
   expect_same_trajectory("llama-dynamic", CpLayout{.cp = world, .comm = "ring"});
   expect_same_trajectory("llama-dynamic", CpLayout{.cp = world, .comm = "a2a"});
-  EXPECT_GT(
-      std::abs(reference("llama", 16, 8).losses[0] - reference("llama-dynamic", 16, 8).losses[0]),
-      1e-4);
+  // The stretched frequencies change the run well beyond the 1e-5 tolerance
+  // (the small init keeps the first losses close, so the gradient norms).
+  const CpRunResult &plain = reference("llama", 16, 8), &dyn = reference("llama-dynamic", 16, 8);
+  double most = 0;
+  for (size_t s = 0; s < plain.grad_norms.size() && s < dyn.grad_norms.size(); ++s)
+    most = std::max(most, std::abs(dyn.grad_norms[s] / plain.grad_norms[s] - 1));
+  EXPECT_GT(most, 1e-3);
 }
 
 // Activation recomputation reruns the ring (or the all-to-alls) in
