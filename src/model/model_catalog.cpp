@@ -22,6 +22,19 @@ ModelConfig llama(int64_t h, int64_t layers, int64_t heads, int64_t kv, int64_t 
   return c;
 }
 
+// Llama-3.2-1B (its config.json): tied embeddings, and llama3 rope scaling
+// stretching the 8192-token pre-training context to 131072.
+ModelConfig llama32_1b() {
+  ModelConfig c = llama(2048, 16, 32, 8, 8192, 128256, 131072, 5e5);
+  c.tie_embeddings = true;
+  c.rope_scaling = {.type = RopeScalingType::Llama3,
+                    .factor = 32.0,
+                    .low_freq_factor = 1.0,
+                    .high_freq_factor = 4.0,
+                    .original_max_positions = 8192};
+  return c;
+}
+
 ModelConfig tiny(Arch arch) {  // byte-level vocabulary, runs in seconds here
   ModelConfig c;
   c.arch = arch;
@@ -77,6 +90,7 @@ const std::vector<Entry>& entries() {
       {"llama3-70b", llama(8192, 80, 64, 8, 28672, 128256, 8192, 5e5)},
       {"llama3-405b", llama(16384, 126, 128, 8, 53248, 128256, 8192, 5e5)},
       {"gemma-2b", gemma_2b()},
+      {"llama3.2-1b", llama32_1b()},
   };
   return kEntries;
 }

@@ -2,7 +2,7 @@
 // `[model] preset`) and planning (`parallm memory --model`): the small
 // presets that run here (gpt2-tiny, the bundled demo; llama-tiny) and the
 // published shapes GPT-2 124M/1.5B, GPT-3 175B, LLaMA-1 65B, LLaMA-2 7/13/70B, LLaMA-3
-// 8/70/405B, with sizes from the models' published configs.
+// 8/70/405B, Llama-3.2 1B, with sizes from the models' published configs.
 #pragma once
 #include <string>
 #include <vector>
