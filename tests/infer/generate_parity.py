@@ -2,8 +2,9 @@
 """Greedy generation parity with transformers' generate.
 
 transformers builds a GPT-2, a LLaMA with grouped-query attention
-(n_kv_heads < n_heads), a Gemma (one key/value head, head_dim apart from
-hidden / heads, tied head) or a Qwen2 (the LLaMA shape with q/k/v biases)
+(n_kv_heads < n_heads; llama_dynamic: with dynamic NTK rope scaling, run
+past its max_position_embeddings), a Gemma (one key/value head, head_dim
+apart from hidden / heads, tied head) or a Qwen2 (the LLaMA shape with q/k/v biases)
 with random weights, saves it with save_pretrained
 (safetensors), and generates 64 tokens greedily from prompts of different
 lengths, each prompt alone. parallm then generates from the same directory,
@@ -17,7 +18,8 @@ passing by luck.
 Finally `parallm generate --json` (the CLI) must give the same tokens.
 
 Usage: generate_parity.py CASE WORK_DIR GENERATE_DUMP PARALLM LAYOUT [LAUNCHER...]
-  CASE: gpt2 | llama | gemma | qwen2; LAYOUT: tp1 | tp2 | pp2; LAUNCHER: e.g. mpirun ... -np 2
+  CASE: gpt2 | llama | llama_dynamic | gemma | qwen2; LAYOUT: tp1 | tp2 | pp2;
+  LAUNCHER: e.g. mpirun ... -np 2
 """
 import json
 import os
@@ -57,11 +59,17 @@ def build(case, path):
     else:  # qwen2: LLaMA's shape; its q/k/v biases are drawn with the weights below
         config, causal_lm = ((Qwen2Config, Qwen2ForCausalLM) if case == "qwen2" else
                              (LlamaConfig, LlamaForCausalLM))
-        cfg = config(vocab_size=300, hidden_size=64, intermediate_size=160,
-                     num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2,
-                     max_position_embeddings=128, rms_norm_eps=1e-5, rope_theta=10000.0,
-                     tie_word_embeddings=False, bos_token_id=None, eos_token_id=None,
-                     pad_token_id=None)
+        # llama_dynamic: dynamic NTK rope scaling with a 32-position context,
+        # so every prompt generates past it (the frequencies stretch each step).
+        dynamic = {"max_position_embeddings": 32,
+                   "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}
+        cfg = config(**dict(dict(vocab_size=300, hidden_size=64, intermediate_size=160,
+                                 num_hidden_layers=2, num_attention_heads=8,
+                                 num_key_value_heads=2, max_position_embeddings=128,
+                                 rms_norm_eps=1e-5, rope_theta=10000.0,
+                                 tie_word_embeddings=False, bos_token_id=None,
+                                 eos_token_id=None, pad_token_id=None),
+                            **(dynamic if case == "llama_dynamic" else {})))
         model = causal_lm(cfg)
     # Large random weights (norm gains around 1; Gemma's gain is 1 + weight): logits far apart.
     with torch.no_grad():
@@ -78,9 +86,21 @@ def build(case, path):
     return model
 
 
+def reset_rotary(model):
+    """transformers' dynamic NTK rotary embedding keeps the table it grew to
+    until a sequence is shorter than max_position_embeddings again, so a
+    prompt would depend on the one before; parallm's frequencies depend on
+    the sequence alone. Each prompt starts from the unscaled table."""
+    for m in model.modules():
+        if hasattr(m, "original_inv_freq"):
+            m.inv_freq = m.original_inv_freq
+            m.max_seq_len_cached = m.original_max_seq_len
+
+
 def reference(model, prompts):
     out = []
     for ids in prompts:
+        reset_rotary(model)
         g = model.generate(torch.tensor([ids]), max_new_tokens=MAX_NEW, do_sample=False,
                            num_beams=1, output_logits=True, return_dict_in_generate=True,
                            pad_token_id=0, eos_token_id=None)
