@@ -31,6 +31,8 @@ expect_error "--device cuda: --precision fp16 is not on the GPU yet" \
   "${run[@]}" --device cuda --precision fp16
 expect_error "--device cuda: the Gemma family (GeGLU, sqrt(hidden) embedding scale, (1 + w) RMSNorm) is not on the GPU yet" \
   "$bin" train --model gemma-2b --data "$work/data_train.bin" --steps 1 --seq-len 32 --device cuda
+expect_error "--device cuda: rope_scaling 'llama3' is not on the GPU yet" \
+  "$bin" train --model llama3.2-1b --data "$work/data_train.bin" --steps 1 --seq-len 32 --device cuda
 expect_error "--device cuda: checkpoints (--save / --load) are not on the GPU yet" \
   "${run[@]}" --device cuda --save "$work/ckpt"
 [ ! -e "$work/ckpt" ] || fail "a refused run left $work/ckpt behind"

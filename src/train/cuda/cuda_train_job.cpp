@@ -67,6 +67,10 @@ double run_cuda_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std
   PX_CHECK(!mc.gemma(),
            "--device cuda: the Gemma family (GeGLU, sqrt(hidden) embedding scale, (1 + w) "
            "RMSNorm) is not on the GPU yet; train it on the CPU");
+  PX_CHECK(mc.rope_scaling.type == RopeScalingType::None,
+           "--device cuda: rope_scaling '{}' is not on the GPU yet (its rope kernel takes "
+           "rope_theta only); train this model on the CPU",
+           rope_scaling_name(mc.rope_scaling.type));
   const int dev = cuda::select_device(env.local_rank);
   const std::string device = cuda::device_name(dev);
 
