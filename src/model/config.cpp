@@ -101,9 +101,6 @@ void ModelConfig::validate_family_traits() const {
   PX_CHECK(r.type == RopeScalingType::None, "rope_scaling '{}' is not implemented yet",
            rope_scaling_name(r.type));
   PX_CHECK(!qkv_bias, "q/k/v projection biases (Qwen2) are not implemented yet");
-  PX_CHECK(sliding_window == 0 || sliding_window >= max_positions,
-           "sliding-window attention (window {} < context {}) is not implemented yet",
-           sliding_window, max_positions);
   PX_CHECK(!gemma(), "the Gemma family is not implemented yet");
 }
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Greedy generation parity with transformers' generate.
 
-transformers builds a GPT-2 or a LLaMA with grouped-query attention
-(n_kv_heads < n_heads) with random weights, saves it with save_pretrained
+transformers builds a GPT-2, a LLaMA with grouped-query attention
+(n_kv_heads < n_heads), or a Mistral (the same, with a sliding window of
+WINDOW tokens, shorter than every prompt plus its 64 new tokens, so the
+KV-cached decode must drop the oldest keys) with random weights, saves it with save_pretrained
 (safetensors), and generates 64 tokens greedily from prompts of different
 lengths, each prompt alone. parallm then generates from the same directory,
 all prompts in one batch (generate_dump, in the LAYOUT given: tp1, tp2 or
@@ -15,7 +17,7 @@ passing by luck.
 Finally `parallm generate --json` (the CLI) must give the same tokens.
 
 Usage: generate_parity.py CASE WORK_DIR GENERATE_DUMP PARALLM LAYOUT [LAUNCHER...]
-  CASE: gpt2 | llama; LAYOUT: tp1 | tp2 | pp2; LAUNCHER: e.g. mpirun ... -np 2
+  CASE: gpt2 | llama | mistral; LAYOUT: tp1 | tp2 | pp2; LAUNCHER: e.g. mpirun ... -np 2
 """
 import json
 import os
@@ -24,9 +26,13 @@ import subprocess
 import sys
 
 import torch
-from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
+                          MistralConfig, MistralForCausalLM)
 
 MAX_NEW = 64
+# Mistral's window: less than the shortest prompt plus MAX_NEW and than the
+# longest prompt (prefill is windowed too).
+WINDOW = 16
 PROMPTS = ["Hello", "The quick brown fox jumps over", "a", "Once upon a time, in a land far away, "]
 # |parallm - transformers| <= ATOL + RTOL * max|logit| per step: fp32 sums in
 # another order (blocked GEMMs, flash-style attention) differ by rounding.
@@ -44,12 +50,15 @@ def build(case, path):
                          bos_token_id=None, eos_token_id=None)
         model = GPT2LMHeadModel(cfg)
     else:
-        cfg = LlamaConfig(vocab_size=300, hidden_size=64, intermediate_size=160,
-                          num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2,
-                          max_position_embeddings=128, rms_norm_eps=1e-5, rope_theta=10000.0,
-                          tie_word_embeddings=False, bos_token_id=None, eos_token_id=None,
-                          pad_token_id=None)
-        model = LlamaForCausalLM(cfg)
+        kind, cls = ((MistralConfig, MistralForCausalLM) if case == "mistral" else
+                     (LlamaConfig, LlamaForCausalLM))
+        extra = dict(sliding_window=WINDOW) if case == "mistral" else {}
+        cfg = kind(vocab_size=300, hidden_size=64, intermediate_size=160,
+                   num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2,
+                   max_position_embeddings=128, rms_norm_eps=1e-5, rope_theta=10000.0,
+                   tie_word_embeddings=False, bos_token_id=None, eos_token_id=None,
+                   pad_token_id=None, **extra)
+        model = cls(cfg)
     # Large random weights (norm gains around 1): logits far apart.
     with torch.no_grad():
         for name, p in model.named_parameters():

@@ -57,6 +57,10 @@ CudaTransformer::Impl::Impl(const ModelConfig& c, const ParameterSet& host, Allo
            cfg.hidden_dropout);
   PX_CHECK(seq <= cfg.max_positions, "sequence length {} exceeds max_positions {}", seq,
            cfg.max_positions);
+  PX_CHECK(cfg.sliding_window == 0 || cfg.sliding_window >= seq,
+           "--device cuda: sliding-window attention (window {} < sequence length {}) is not on "
+           "the GPU yet; train it on the CPU backend",
+           cfg.sliding_window, seq);
   for (int i = 0; i < host.size(); ++i)
     params.push_back({host.spec(i).name, host.offset(i), host.numel(i), host.spec(i).weight_decay});
   // A blocking stream: it orders after the device memory's zero-fills on the legacy stream.
