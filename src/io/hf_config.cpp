@@ -147,15 +147,11 @@ RopeScaling rope_scaling_from_json(const nlohmann::json& j, const std::string& s
   Fields f(j["rope_scaling"], where);
   const std::string type = f.opt<std::string>("rope_type", f.opt<std::string>("type", ""));
   if (type == "default") return r;
-  if (type == "linear")
-    r.type = RopeScalingType::Linear;
-  else if (type == "dynamic")
-    r.type = RopeScalingType::Dynamic;
-  else if (type == "llama3")
-    r.type = RopeScalingType::Llama3;
-  else
-    PX_FAIL("{}: rope_type '{}' is not supported (expected linear, dynamic or llama3)", where,
-            type);
+  try {
+    r.type = rope_scaling_from_name(type);
+  } catch (const Error& e) {
+    PX_FAIL("{}: {}", where, e.what());
+  }
   r.factor = f.need<double>("factor");
   if (r.type == RopeScalingType::Llama3) {
     r.low_freq_factor = f.need<double>("low_freq_factor");

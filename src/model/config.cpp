@@ -22,6 +22,13 @@ std::string rope_scaling_name(RopeScalingType t) {
   return "?";
 }
 
+RopeScalingType rope_scaling_from_name(const std::string& s) {
+  for (RopeScalingType t : {RopeScalingType::None, RopeScalingType::Linear,
+                            RopeScalingType::Dynamic, RopeScalingType::Llama3})
+    if (rope_scaling_name(t) == s) return t;
+  PX_FAIL("unknown rope_scaling '{}' (expected none, linear, dynamic or llama3)", s);
+}
+
 Arch arch_from_name(const std::string& s) {
   if (s == "gpt2") return Arch::GPT2;
   if (s == "llama") return Arch::LLaMA;
@@ -86,6 +93,9 @@ void ModelConfig::validate_family_traits() const {
              "a sliding window is written as mistral or mixtral, not {}", t);
     PX_CHECK(rope_scaling.type == RopeScalingType::None || t == "llama",
              "rope_scaling is written as llama, not {}", t);
+    // Gemma's MLP (GeGLU) is not in the experts' kernels.
+    PX_CHECK(!gemma() || !moe.enabled(), "Gemma with experts ({} of them) is not supported",
+             moe.num_experts);
     PX_CHECK(!moe.enabled() || t == "mixtral", "experts are written as mixtral, not {}", t);
   }
   const RopeScaling& r = rope_scaling;
@@ -101,7 +111,6 @@ void ModelConfig::validate_family_traits() const {
   PX_CHECK(r.type == RopeScalingType::None, "rope_scaling '{}' is not implemented yet",
            rope_scaling_name(r.type));
   PX_CHECK(!qkv_bias, "q/k/v projection biases (Qwen2) are not implemented yet");
-  PX_CHECK(!gemma(), "the Gemma family is not implemented yet");
 }
 
 int64_t ModelConfig::num_parameters() const {

@@ -26,6 +26,7 @@ struct RopeScaling {
   bool operator==(const RopeScaling&) const = default;
 };
 std::string rope_scaling_name(RopeScalingType t);  // "none", "linear", "dynamic", "llama3"
+RopeScalingType rope_scaling_from_name(const std::string& s);  // throws on unknown names
 
 struct ModelConfig {
   Arch arch = Arch::GPT2;
@@ -70,7 +71,8 @@ struct ModelConfig {
   bool uses_swiglu() const { return arch == Arch::LLaMA; }            // gated, else GELU MLP
   // Gemma: the gated MLP's gate goes through tanh-GELU instead of SiLU
   // (GeGLU), the token embeddings are multiplied by sqrt(hidden), and the
-  // RMSNorm multiplies by (1 + w): its weights are stored as w - 1.
+  // RMSNorm multiplies by (1 + w): w is stored as transformers stores it and
+  // starts at 0 in a fresh model.
   bool gemma() const { return hf_type == "gemma"; }
   bool gated_gelu() const { return gemma(); }
   bool scales_embeddings() const { return gemma(); }

@@ -40,6 +40,16 @@ ModelConfig tiny(Arch arch) {  // byte-level vocabulary, runs in seconds here
   return c;
 }
 
+// google/gemma-2b's config.json: one key/value head of 256, tied head.
+ModelConfig gemma_2b() {
+  ModelConfig c = llama(2048, 18, 8, 1, 16384, 256000, 8192, 1e4);
+  c.hf_type = "gemma";
+  c.head_dim = 256;
+  c.norm_eps = 1e-6;
+  c.tie_embeddings = true;
+  return c;
+}
+
 ModelConfig gpt2_padded() {  // llm.c's padded vocabulary
   ModelConfig c;
   c.vocab_size = 50304;
@@ -66,6 +76,7 @@ const std::vector<Entry>& entries() {
       {"llama3-8b", llama(4096, 32, 32, 8, 14336, 128256, 8192, 5e5)},
       {"llama3-70b", llama(8192, 80, 64, 8, 28672, 128256, 8192, 5e5)},
       {"llama3-405b", llama(16384, 126, 128, 8, 53248, 128256, 8192, 5e5)},
+      {"gemma-2b", gemma_2b()},
   };
   return kEntries;
 }

@@ -64,8 +64,8 @@ Transformer::Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup
                         .init_std = cfg_.init_std,
                         .pipeline_copy = true});
     }
-    final_norm_ =
-        Norm(base, "final_norm", cfg_.hidden, cfg_.uses_layernorm(), cfg_.norm_eps, tp_.sp());
+    final_norm_ = Norm(base, "final_norm", cfg_.hidden, cfg_.uses_layernorm(), cfg_.norm_eps,
+                       tp_.sp(), cfg_.norm_adds_one());
     head_ = LmHead(base, cfg_, table, tp_);
   }
   params_.allocate(alloc_);

@@ -29,6 +29,11 @@ expect_error "--device cuda: --recompute full is not on the GPU yet" \
   "${run[@]}" --device cuda --recompute full
 expect_error "--device cuda: --precision fp16 is not on the GPU yet" \
   "${run[@]}" --device cuda --precision fp16
+expect_error "--device cuda: the Gemma family (GeGLU, sqrt(hidden) embedding scale, (1 + w) RMSNorm) is not on the GPU yet" \
+  "$bin" train --model gemma-2b --data "$work/data_train.bin" --steps 1 --seq-len 32 --device cuda
+printf '[model]\npreset = "llama-tiny"\nsliding_window = 8\n' > "$work/window.toml"
+expect_error "--device cuda: sliding-window attention (window 8 < sequence length 32) is not on the GPU yet" \
+  "$bin" train --config "$work/window.toml" --data "$work/data_train.bin" --steps 1 --seq-len 32 --device cuda
 expect_error "--device cuda: checkpoints (--save / --load) are not on the GPU yet" \
   "${run[@]}" --device cuda --save "$work/ckpt"
 [ ! -e "$work/ckpt" ] || fail "a refused run left $work/ckpt behind"

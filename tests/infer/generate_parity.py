@@ -2,7 +2,8 @@
 """Greedy generation parity with transformers' generate.
 
 transformers builds a GPT-2, a LLaMA with grouped-query attention
-(n_kv_heads < n_heads), or a Mistral (the same, with a sliding window of
+(n_kv_heads < n_heads), a Gemma (one key/value head, head_dim apart from
+hidden / heads, tied head), or a Mistral (the LLaMA with a sliding window of
 WINDOW tokens, shorter than every prompt plus its 64 new tokens, so the
 KV-cached decode must drop the oldest keys) with random weights, saves it with save_pretrained
 (safetensors), and generates 64 tokens greedily from prompts of different
@@ -17,7 +18,7 @@ passing by luck.
 Finally `parallm generate --json` (the CLI) must give the same tokens.
 
 Usage: generate_parity.py CASE WORK_DIR GENERATE_DUMP PARALLM LAYOUT [LAUNCHER...]
-  CASE: gpt2 | llama | mistral; LAYOUT: tp1 | tp2 | pp2; LAUNCHER: e.g. mpirun ... -np 2
+  CASE: gpt2 | llama | gemma | mistral; LAYOUT: tp1 | tp2 | pp2; LAUNCHER: e.g. mpirun ... -np 2
 """
 import json
 import os
@@ -26,8 +27,8 @@ import subprocess
 import sys
 
 import torch
-from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
-                          MistralConfig, MistralForCausalLM)
+from transformers import (GemmaConfig, GemmaForCausalLM, GPT2Config, GPT2LMHeadModel, LlamaConfig,
+                          LlamaForCausalLM, MistralConfig, MistralForCausalLM)
 
 MAX_NEW = 64
 # Mistral's window: less than the shortest prompt plus MAX_NEW and than the
@@ -49,6 +50,14 @@ def build(case, path):
                          resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
                          bos_token_id=None, eos_token_id=None)
         model = GPT2LMHeadModel(cfg)
+    elif case == "gemma":
+        cfg = GemmaConfig(vocab_size=300, hidden_size=64, intermediate_size=160,
+                          num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1,
+                          head_dim=32, max_position_embeddings=128, rms_norm_eps=1e-6,
+                          rope_theta=10000.0, hidden_activation="gelu_pytorch_tanh",
+                          tie_word_embeddings=True, bos_token_id=None, eos_token_id=None,
+                          pad_token_id=None)
+        model = GemmaForCausalLM(cfg)
     else:
         kind, cls = ((MistralConfig, MistralForCausalLM) if case == "mistral" else
                      (LlamaConfig, LlamaForCausalLM))
@@ -59,11 +68,12 @@ def build(case, path):
                    tie_word_embeddings=False, bos_token_id=None, eos_token_id=None,
                    pad_token_id=None, **extra)
         model = cls(cfg)
-    # Large random weights (norm gains around 1): logits far apart.
+    # Large random weights (norm gains around 1; Gemma's gain is 1 + weight): logits far apart.
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "ln" in name or "norm" in name:
-                p.copy_((1.0 if name.endswith("weight") else 0.0) + 0.1 * torch.randn_like(p))
+                one = 1.0 if name.endswith("weight") and case != "gemma" else 0.0
+                p.copy_(one + 0.1 * torch.randn_like(p))
             else:
                 p.copy_(0.3 * torch.randn_like(p))
     model.eval()

@@ -1,12 +1,14 @@
-// GELU / SwiGLU / vector-update tests: GELU against PyTorch's
-// gelu(approximate='tanh') values, float against double, finite differences
-// for the backward passes, and the SIMD float exp against libm.
+// GELU / SwiGLU / GeGLU / vector-update tests: GELU against PyTorch's
+// gelu(approximate='tanh') values, GeGLU against a naive formula, float
+// against double, finite differences for the backward passes, and the SIMD
+// float exp against libm.
 #include "kernels/cpu/activation.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
+#include <numbers>
 
 #include "finite_diff.h"
 #include "kernels/cpu/vec_math.h"
@@ -98,6 +100,51 @@ TEST(SwiGlu, ForwardAndBackward) {
   std::vector<float> fout(kN);
   swiglu_forward(fout.data(), fg.data(), fu.data(), kN);
   test::expect_all_near(fout, out, 1e-5, "float swiglu");
+}
+
+TEST(GeGlu, ForwardMatchesNaiveFormulaAndBackwardFiniteDifferences) {
+  auto g = randn(kN, 7, "g", 3.0), u = randn(kN, 7, "u"), r = randn(kN, 7, "r");
+  std::vector<double> out(kN);
+  auto loss = [&] {
+    geglu_forward(out.data(), g.data(), u.data(), kN);
+    return test::dot(out, r);
+  };
+  loss();
+  const double k = std::sqrt(2.0 / std::numbers::pi);
+  for (int64_t i = 0; i < kN; ++i) {
+    const double x = g[i];
+    const double gelu = 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+    EXPECT_NEAR(out[i], gelu * u[i], 1e-13) << i;
+  }
+  std::vector<double> dg(kN, 0.0), du(kN, 0.0);
+  geglu_backward(dg.data(), du.data(), r.data(), g.data(), u.data(), kN);
+  test::expect_grad_matches(loss, g, dg, "dgate");
+  test::expect_grad_matches(loss, u, du, "dup");
+
+  std::vector<double> dg2(kN, 1.0), du2(kN, 2.0);  // backward accumulates
+  geglu_backward(dg2.data(), du2.data(), r.data(), g.data(), u.data(), kN);
+  for (int64_t i = 0; i < kN; ++i) {
+    EXPECT_NEAR(dg2[i], dg[i] + 1.0, 1e-12);
+    EXPECT_NEAR(du2[i], du[i] + 2.0, 1e-12);
+  }
+}
+
+TEST(GeGlu, FloatMatchesDoubleAndGeluTimesUp) {
+  const int64_t n = 40000;  // the threaded path
+  auto g = randn(n, 8, "g", 3.0), u = randn(n, 8, "u"), d = randn(n, 8, "d");
+  std::vector<double> out(n), dg(n, 0.0), du(n, 0.0);
+  geglu_forward(out.data(), g.data(), u.data(), n);
+  geglu_backward(dg.data(), du.data(), d.data(), g.data(), u.data(), n);
+  auto fg = test::cast_vec<float>(g), fu = test::cast_vec<float>(u), fd = test::cast_vec<float>(d);
+  std::vector<float> fout(n), fdg(n, 0.0f), fdu(n, 0.0f), gelu(n);
+  geglu_forward(fout.data(), fg.data(), fu.data(), n);
+  geglu_backward(fdg.data(), fdu.data(), fd.data(), fg.data(), fu.data(), n);
+  test::expect_all_near(fout, out, 1e-5, "float geglu");
+  test::expect_all_near(fdg, dg, 1e-5, "float geglu dgate");
+  test::expect_all_near(fdu, du, 1e-5, "float geglu dup");
+  // The gate's GELU is GPT-2's, bit for bit.
+  gelu_forward(gelu.data(), fg.data(), n);
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(fout[i], gelu[i] * fu[i]) << i;
 }
 
 TEST(VectorOps, AddInplaceAndAxpy) {

@@ -1,4 +1,5 @@
-// LayerNorm and RMSNorm tests: forward statistics, float against double,
+// LayerNorm and RMSNorm tests (and Gemma's (1 + w) RMSNorm): forward
+// statistics, float against double,
 // finite differences for every gradient, accumulate semantics, and
 // thread-count independence of the weight/bias gradients.
 #include "kernels/cpu/norm.h"
@@ -110,6 +111,60 @@ TEST(RMSNorm, BackwardMatchesFiniteDifferencesAndAccumulates) {
   rmsnorm_backward(dinp2.data(), dw2.data(), r.data(), inp.data(), w.data(), rstd.data(), N, C);
   for (size_t i = 0; i < dinp.size(); ++i) EXPECT_NEAR(dinp2[i], dinp[i] - 1.0, 1e-12);
   for (int64_t i = 0; i < C; ++i) EXPECT_NEAR(dw2[i], dw[i] - 1.0, 1e-12);
+}
+
+TEST(RMSNormAddsOne, ForwardMatchesNaiveAndBackwardFiniteDifferences) {
+  auto inp = randn(N * C, 9, "inp"), w = randn(C, 9, "w", 0.3), r = randn(N * C, 9, "r");
+  std::vector<double> out(N * C), rstd(N);
+  auto loss = [&] {
+    rmsnorm_forward(out.data(), rstd.data(), inp.data(), w.data(), N, C, kEps, true);
+    return test::dot(out, r);
+  };
+  loss();
+  for (int64_t n = 0; n < N; ++n) {  // x / sqrt(mean(x^2) + eps) * (1 + w)
+    double ss = 0;
+    for (int64_t i = 0; i < C; ++i) ss += inp[n * C + i] * inp[n * C + i];
+    const double rs = 1.0 / std::sqrt(ss / C + kEps);
+    EXPECT_NEAR(rstd[n], rs, 1e-14);
+    for (int64_t i = 0; i < C; ++i)
+      EXPECT_NEAR(out[n * C + i], inp[n * C + i] * rs * (1.0 + w[i]), 1e-13);
+  }
+  std::vector<double> dinp(N * C, 0.0), dw(C, 0.0);
+  rmsnorm_backward(dinp.data(), dw.data(), r.data(), inp.data(), w.data(), rstd.data(), N, C, true);
+  test::expect_grad_matches(loss, inp, dinp, "dinp");
+  test::expect_grad_matches(loss, w, dw, "dweight");
+
+  std::vector<double> dinp2(N * C, -1.0), dw2(C, -1.0);  // backward accumulates
+  rmsnorm_backward(dinp2.data(), dw2.data(), r.data(), inp.data(), w.data(), rstd.data(), N, C,
+                   true);
+  for (size_t i = 0; i < dinp.size(); ++i) EXPECT_NEAR(dinp2[i], dinp[i] - 1.0, 1e-12);
+  for (int64_t i = 0; i < C; ++i) EXPECT_NEAR(dw2[i], dw[i] - 1.0, 1e-12);
+}
+
+TEST(RMSNormAddsOne, FloatMatchesDoubleAndEqualsPlainNormOfOnePlusW) {
+  auto inp = randn(N * C, 10, "inp"), w = randn(C, 10, "w", 0.3), d = randn(N * C, 10, "d");
+  auto fi = test::cast_vec<float>(inp), fw = test::cast_vec<float>(w),
+       fd = test::cast_vec<float>(d);
+  std::vector<double> out(N * C), rstd(N), dinp(N * C, 0.0), dw(C, 0.0);
+  rmsnorm_forward(out.data(), rstd.data(), inp.data(), w.data(), N, C, kEps, true);
+  rmsnorm_backward(dinp.data(), dw.data(), d.data(), inp.data(), w.data(), rstd.data(), N, C, true);
+  std::vector<float> fout(N * C), frstd(N), fdinp(N * C, 0.0f), fdw(C, 0.0f);
+  rmsnorm_forward(fout.data(), frstd.data(), fi.data(), fw.data(), N, C, kEps, true);
+  rmsnorm_backward(fdinp.data(), fdw.data(), fd.data(), fi.data(), fw.data(), frstd.data(), N, C,
+                   true);
+  test::expect_all_near(fout, out, 1e-5, "float rmsnorm (1 + w)");
+  test::expect_all_near(fdinp, dinp, 1e-5, "float rmsnorm (1 + w) dinp");
+  // The plain norm with gain 1 + w gives the same output and input gradient;
+  // the weight gradient is the plain norm's too (d(1 + w)/dw = 1).
+  std::vector<double> g(C), pout(N * C), prstd(N), pdinp(N * C, 0.0), pdw(C, 0.0);
+  for (int64_t i = 0; i < C; ++i) g[i] = 1.0 + w[i];
+  rmsnorm_forward(pout.data(), prstd.data(), inp.data(), g.data(), N, C, kEps);
+  rmsnorm_backward(pdinp.data(), pdw.data(), d.data(), inp.data(), g.data(), prstd.data(), N, C);
+  for (size_t i = 0; i < out.size(); ++i) {
+    EXPECT_NEAR(out[i], pout[i], 1e-14);
+    EXPECT_NEAR(dinp[i], pdinp[i], 1e-13);
+  }
+  for (int64_t i = 0; i < C; ++i) EXPECT_NEAR(dw[i], pdw[i], 1e-13);
 }
 
 TEST(Norm, WeightGradientsIndependentOfThreadCount) {

@@ -1,5 +1,6 @@
-// Elementwise activations: GELU (tanh approximation, GPT-2's "gelu_new") and
-// SwiGLU (silu(gate) * up, LLaMA's MLP). Backward accumulates.
+// Elementwise activations: GELU (tanh approximation, GPT-2's "gelu_new"),
+// SwiGLU (silu(gate) * up, LLaMA's MLP) and GeGLU (gelu(gate) * up, Gemma's
+// MLP, the same tanh GELU). Backward accumulates.
 #pragma once
 #include <cstdint>
 
@@ -15,6 +16,12 @@ template <class T>
 void swiglu_forward(T* out, const T* gate, const T* up, int64_t n);
 template <class T>
 void swiglu_backward(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int64_t n);
+
+// out = gelu(gate) * up with the tanh GELU above (transformers' gelu_pytorch_tanh).
+template <class T>
+void geglu_forward(T* out, const T* gate, const T* up, int64_t n);
+template <class T>
+void geglu_backward(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int64_t n);
 
 // y += x (n elements), and y = a*x + y.
 template <class T>

@@ -115,7 +115,9 @@ void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* i
 
 template <class T>
 void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight, int64_t N, int64_t C,
-                     double eps) {
+                     double eps, bool adds_one) {
+  // weight + 0 is weight exactly: the plain norm keeps its bits.
+  const T one = adds_one ? T(1) : T(0);
 #pragma omp parallel for schedule(static) if (N * C > kParallelMin)
   for (int64_t n = 0; n < N; ++n) {
     const T* x = inp + n * C;
@@ -125,14 +127,15 @@ void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight, int64_t N, 
     const T r = T(1) / std::sqrt(ss / static_cast<T>(C) + static_cast<T>(eps));
     T* o = out + n * C;
 #pragma omp simd
-    for (int64_t i = 0; i < C; ++i) o[i] = x[i] * r * weight[i];
+    for (int64_t i = 0; i < C; ++i) o[i] = x[i] * r * (weight[i] + one);
     if (rstd != nullptr) rstd[n] = r;
   }
 }
 
 template <class T>
 void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight,
-                      const T* rstd, int64_t N, int64_t C) {
+                      const T* rstd, int64_t N, int64_t C, bool adds_one) {
+  const T one = adds_one ? T(1) : T(0);
   if (dinp != nullptr) {
 #pragma omp parallel for schedule(static) if (N * C > kParallelMin)
     for (int64_t n = 0; n < N; ++n) {
@@ -141,12 +144,12 @@ void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T*
       const T r = rstd[n];
       T sgx = 0;
 #pragma omp simd reduction(+ : sgx)
-      for (int64_t i = 0; i < C; ++i) sgx += d[i] * weight[i] * x[i];
+      for (int64_t i = 0; i < C; ++i) sgx += d[i] * (weight[i] + one) * x[i];
       // d rstd / d x_i = -rstd^3 x_i / C
       const T c = r * r * sgx / static_cast<T>(C);
       T* dx = dinp + n * C;
 #pragma omp simd
-      for (int64_t i = 0; i < C; ++i) dx[i] += r * (d[i] * weight[i] - x[i] * c);
+      for (int64_t i = 0; i < C; ++i) dx[i] += r * (d[i] * (weight[i] + one) - x[i] * c);
     }
   }
   weight_grads<T>(dweight, nullptr, dout, inp, nullptr, rstd, N, C);
@@ -157,9 +160,9 @@ void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T*
                                      double);                                                    \
   template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,        \
                                       const T*, int64_t, int64_t);                               \
-  template void rmsnorm_forward<T>(T*, T*, const T*, const T*, int64_t, int64_t, double);        \
+  template void rmsnorm_forward<T>(T*, T*, const T*, const T*, int64_t, int64_t, double, bool);  \
   template void rmsnorm_backward<T>(T*, T*, const T*, const T*, const T*, const T*, int64_t,     \
-                                    int64_t);
+                                    int64_t, bool);
 PX_INSTANTIATE(float)
 PX_INSTANTIATE(double)
 #undef PX_INSTANTIATE

@@ -16,11 +16,13 @@ void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* i
                         const T* mean, const T* rstd, int64_t N, int64_t C);
 
 // out (N, C) = inp * rstd * weight, rstd = 1/sqrt(mean(inp^2) + eps); saves rstd (N).
+// adds_one (Gemma): the gain is (1 + weight), so a zero weight is the identity;
+// dweight is the same sum either way.
 template <class T>
 void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight, int64_t N, int64_t C,
-                     double eps);
+                     double eps, bool adds_one = false);
 template <class T>
 void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight,
-                      const T* rstd, int64_t N, int64_t C);
+                      const T* rstd, int64_t N, int64_t C, bool adds_one = false);
 
 }  // namespace parallm::cpu

@@ -52,6 +52,9 @@ CudaTransformer::Impl::Impl(const ModelConfig& c, const ParameterSet& host, Allo
     : cfg(c), alloc(a), precision(p), max_B(max_B_), seq(T_), blas(allow_tf32) {
   PX_CHECK(!cfg.moe.enabled() && !cfg.lora.enabled(),
            "--device cuda: MoE and LoRA are not on the GPU yet");
+  PX_CHECK(!cfg.gemma(),
+           "--device cuda: the Gemma family (GeGLU, sqrt(hidden) embedding scale, (1 + w) "
+           "RMSNorm) is not on the GPU yet; train it on the CPU");
   PX_CHECK(cfg.attn_dropout == 0.0 && cfg.hidden_dropout == 0.0,
            "--device cuda: dropout is not on the GPU yet (attn {}, hidden {})", cfg.attn_dropout,
            cfg.hidden_dropout);

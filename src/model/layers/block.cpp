@@ -18,9 +18,11 @@ Block::Block(ParameterSet& ps, int layer, const ModelConfig& cfg, const TpGroup&
   const std::string p = "layers." + std::to_string(layer);
   // GPT-2 scales the residual projections by 1/sqrt(2 * n_layers).
   double proj_std = cfg.init_std / std::sqrt(2.0 * static_cast<double>(cfg.n_layers));
-  norm1_ = Norm(ps, p + ".norm1", cfg.hidden, cfg.uses_layernorm(), cfg.norm_eps, tp.sp());
+  norm1_ = Norm(ps, p + ".norm1", cfg.hidden, cfg.uses_layernorm(), cfg.norm_eps, tp.sp(),
+                cfg.norm_adds_one());
   attn_ = Attention(ps, p + ".attn", cfg, proj_std, tp, cp, adapters);
-  norm2_ = Norm(ps, p + ".norm2", cfg.hidden, cfg.uses_layernorm(), cfg.norm_eps, tp.sp());
+  norm2_ = Norm(ps, p + ".norm2", cfg.hidden, cfg.uses_layernorm(), cfg.norm_eps, tp.sp(),
+                cfg.norm_adds_one());
   if (is_moe_)
     moe_ = Moe(ps, p + ".moe", cfg, proj_std, ep, tp);
   else

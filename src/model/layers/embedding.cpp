@@ -1,13 +1,26 @@
 #include "model/layers/embedding.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "kernels/cpu/embedding.h"
 #include "parallel/tensor/mappings.h"
 
 namespace parallm {
 
+namespace {
+
+void scale_rows(float* x, int64_t n, float s) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+}  // namespace
+
 Embedding::Embedding(ParameterSet& ps, const ModelConfig& cfg, const TpGroup& tp)
     : C_(cfg.hidden),
       P_(cfg.max_positions),
+      scale_(cfg.scales_embeddings() ? static_cast<float>(std::sqrt(static_cast<double>(C_)))
+                                     : 1.0f),
       shard_(VocabShard::of(cfg.vocab_size, tp.size(), tp.rank())),
       tp_(tp) {
   wte_ = ps.add({.name = "embed.weight",
@@ -46,6 +59,7 @@ void Embedding::forward(const LayerContext& c, float* out, const int32_t* tokens
                            false);
     leave_tp_region(tp_, out, partial.data<float>(), c.N(), C_);
   }
+  if (scale_ != 1.0f) scale_rows(out, rows * C_, scale_);
   if (wpe_.index >= 0) {
     auto pos = stream_positions(c, rows);
     cpu::embedding_forward(out, pos.data(), c.params.value(wpe_), rows, C_, 0, P_, true);
@@ -61,6 +75,14 @@ void Embedding::backward(const LayerContext& c, const float* dout, const int32_t
     gathered = c.workspace({c.N(), C_});
     leave_tp_region_backward(tp_, gathered.data<float>(), dout, c.N(), C_);
     dfull = gathered.data<float>();
+  }
+  Tensor scaled;  // d table = scale * dout (dout itself is the caller's)
+  if (scale_ != 1.0f) {
+    scaled = c.workspace({c.N(), C_});
+    float* d = scaled.data<float>();
+    std::copy(dfull, dfull + c.N() * C_, d);
+    scale_rows(d, c.N() * C_, scale_);
+    dfull = d;
   }
   cpu::embedding_backward(c.params.grad(wte_), tokens, dfull, c.N(), C_, shard_.begin, shard_.rows);
   if (wpe_.index >= 0) {

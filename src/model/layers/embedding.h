@@ -4,7 +4,9 @@
 // VocabShard of rows, looks up only its ids (others give zeros) and the
 // partial embeddings are summed by leaving the tp region (all-reduce, or
 // reduce-scatter to this rank's token rows under sequence parallelism).
-// Positions are added on the stream's rows, after the sum.
+// Positions are added on the stream's rows, after the sum. Gemma multiplies
+// the looked-up rows by sqrt(hidden) rounded to float (as transformers does
+// in fp32); a tied LM head reads the table itself, unscaled.
 #pragma once
 #include "model/config.h"
 #include "nn/layer_context.h"
@@ -26,6 +28,7 @@ class Embedding {
  private:
   std::vector<int32_t> stream_positions(const LayerContext& c, int64_t rows) const;
   int64_t C_ = 0, P_ = 0;
+  float scale_ = 1.0f;  // sqrt(C) under ModelConfig::scales_embeddings, else 1
   VocabShard shard_;
   ParamRef wte_, wpe_;
   TpGroup tp_;

@@ -8,7 +8,11 @@ namespace parallm {
 
 Mlp::Mlp(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, double proj_std,
          const TpGroup& tp, ParameterSet* adapters)
-    : swiglu_(cfg.uses_swiglu()), inter_(cfg.intermediate / tp.size()), C_(cfg.hidden), tp_(tp) {
+    : swiglu_(cfg.uses_swiglu()),
+      geglu_(cfg.gated_gelu()),
+      inter_(cfg.intermediate / tp.size()),
+      C_(cfg.hidden),
+      tp_(tp) {
   bool bias = cfg.uses_bias();
   const int64_t I = cfg.intermediate;
   if (swiglu_) {
@@ -28,6 +32,13 @@ Mlp::Mlp(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, do
   if (lora.targets_kind(out_kind)) proj_.add_lora(*adapters, prefix + "." + out_kind, lora);
 }
 
+void Mlp::gated_forward(float* act, const float* pre, const float* up, int64_t n) const {
+  if (geglu_)
+    cpu::geglu_forward(act, pre, up, n);
+  else
+    cpu::swiglu_forward(act, pre, up, n);
+}
+
 Mlp::Saved Mlp::forward(const LayerContext& c, float* out, const float* inp) const {
   RegionInput in(c, tp_, inp, C_);
   const float* x = in.get();
@@ -44,7 +55,7 @@ Mlp::Saved Mlp::forward(const LayerContext& c, float* out, const float* inp) con
     linear_forward_parts(c, x, c.N(), C_, parts);
     fc_.adapt(c, s.pre.data<float>(), x);  // LoRA terms (nothing without adapters)
     up_.adapt(c, s.up.data<float>(), x);
-    cpu::swiglu_forward(s.act.data<float>(), s.pre.data<float>(), s.up.data<float>(), n);
+    gated_forward(s.act.data<float>(), s.pre.data<float>(), s.up.data<float>(), n);
   } else {
     fc_.forward(c, s.pre.data<float>(), x);
     cpu::gelu_forward(s.act.data<float>(), s.pre.data<float>(), n);
@@ -63,7 +74,7 @@ void Mlp::backward(const LayerContext& c, float* dinp, const float* dout, const 
   if (!act.defined()) {  // selective: the forward's kernel again, the same bits
     act = c.workspace({c.N(), inter_});
     if (swiglu_)
-      cpu::swiglu_forward(act.data<float>(), s.pre.data<float>(), s.up.data<float>(), n);
+      gated_forward(act.data<float>(), s.pre.data<float>(), s.up.data<float>(), n);
     else
       cpu::gelu_forward(act.data<float>(), s.pre.data<float>(), n);
   }
@@ -73,8 +84,9 @@ void Mlp::backward(const LayerContext& c, float* dinp, const float* dout, const 
   Tensor dup;
   if (swiglu_) {
     dup = c.workspace({c.N(), inter_});
-    cpu::swiglu_backward(dpre.data<float>(), dup.data<float>(), dact.data<float>(),
-                         s.pre.data<float>(), s.up.data<float>(), n);
+    auto* backward = geglu_ ? cpu::geglu_backward<float> : cpu::swiglu_backward<float>;
+    backward(dpre.data<float>(), dup.data<float>(), dact.data<float>(), s.pre.data<float>(),
+             s.up.data<float>(), n);
   } else {
     cpu::gelu_backward(dpre.data<float>(), s.pre.data<float>(), dact.data<float>(), n);
   }

@@ -1,15 +1,17 @@
 #include "model/layers/norm.h"
 
+#include "base/error.h"
 #include "kernels/cpu/norm.h"
 
 namespace parallm {
 
 Norm::Norm(ParameterSet& ps, const std::string& name, int64_t C, bool layernorm, double eps,
-           bool tp_partial_grad)
-    : C_(C), layernorm_(layernorm), eps_(eps) {
+           bool tp_partial_grad, bool adds_one)
+    : C_(C), layernorm_(layernorm), adds_one_(adds_one), eps_(eps) {
+  PX_CHECK(!(layernorm && adds_one), "{}: a (1 + weight) gain is an RMSNorm trait (Gemma)", name);
   w_ = ps.add({.name = name + ".weight",
                .shape = {C},
-               .init = InitKind::Ones,
+               .init = adds_one ? InitKind::Zeros : InitKind::Ones,  // a gain of 1 either way
                .weight_decay = false,
                .tp_partial_grad = tp_partial_grad});
   if (layernorm)
@@ -30,7 +32,7 @@ Norm::Saved Norm::forward(const LayerContext& c, const float* inp) const {
                            c.params.value(w_), c.params.value(b_), c.N(), C_, eps_);
   } else {
     cpu::rmsnorm_forward(s.out.data<float>(), s.rstd.data<float>(), inp, c.params.value(w_), c.N(),
-                         C_, eps_);
+                         C_, eps_, adds_one_);
   }
   return s;
 }
@@ -43,7 +45,7 @@ void Norm::backward(const LayerContext& c, float* dinp, const float* dout, const
                             C_);
   } else {
     cpu::rmsnorm_backward(dinp, c.params.grad(w_), dout, inp, c.params.value(w_),
-                          s.rstd.data<float>(), c.N(), C_);
+                          s.rstd.data<float>(), c.N(), C_, adds_one_);
   }
 }
 

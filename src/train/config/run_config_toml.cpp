@@ -120,6 +120,16 @@ void read_model(TableReader& r, ModelConfig& mc) {
   r.get("max_positions", mc.max_positions);
   r.get("norm_eps", mc.norm_eps);
   r.get("rope_theta", mc.rope_theta);
+  // The LLaMA family's Hugging Face relatives (docs/model_families.md).
+  r.get("family", mc.hf_type);
+  r.get("qkv_bias", mc.qkv_bias);
+  r.get("sliding_window", mc.sliding_window);
+  RopeScaling& rs = mc.rope_scaling;
+  r.get_named("rope_scaling", rs.type, rope_scaling_from_name);
+  r.get("rope_scaling_factor", rs.factor);
+  r.get("rope_scaling_low_freq_factor", rs.low_freq_factor);
+  r.get("rope_scaling_high_freq_factor", rs.high_freq_factor);
+  r.get("rope_scaling_original_max_positions", rs.original_max_positions);
   r.get("tie_embeddings", mc.tie_embeddings);
   r.get("init_std", mc.init_std);
   r.get("attention_dropout", mc.attn_dropout);

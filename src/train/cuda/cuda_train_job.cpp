@@ -64,6 +64,13 @@ double run_cuda_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std
   check_supported(rc, env);
   ModelConfig mc =
       t.checkpoint.init_from.empty() ? rc.model : read_hf_model_config(t.checkpoint.init_from);
+  PX_CHECK(!mc.gemma(),
+           "--device cuda: the Gemma family (GeGLU, sqrt(hidden) embedding scale, (1 + w) "
+           "RMSNorm) is not on the GPU yet; train it on the CPU");
+  PX_CHECK(mc.sliding_window == 0 || mc.sliding_window >= t.training.seq_len,
+           "--device cuda: sliding-window attention (window {} < sequence length {}) is not on "
+           "the GPU yet; train it on the CPU",
+           mc.sliding_window, t.training.seq_len);
   const int dev = cuda::select_device(env.local_rank);
   const std::string device = cuda::device_name(dev);
 
