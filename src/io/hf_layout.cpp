@@ -57,6 +57,11 @@ std::vector<HfTensor> hf_layout(const ModelConfig& c) {
       add(h + "self_attn.q_proj.weight", {Q, C}, {p + "attn.q.weight"});
       add(h + "self_attn.k_proj.weight", {K, C}, {p + "attn.k.weight"});
       add(h + "self_attn.v_proj.weight", {K, C}, {p + "attn.v.weight"});
+      if (c.qkv_bias) {  // Qwen2 (o_proj has none)
+        add(h + "self_attn.q_proj.bias", {Q}, {p + "attn.q.bias"});
+        add(h + "self_attn.k_proj.bias", {K}, {p + "attn.k.bias"});
+        add(h + "self_attn.v_proj.bias", {K}, {p + "attn.v.bias"});
+      }
       add(h + "self_attn.o_proj.weight", {C, Q}, {p + "attn.o.weight"});
       add(h + "post_attention_layernorm.weight", {C}, {p + "norm2.weight"});
       if (c.moe.is_moe_layer(l)) {  // Mixtral

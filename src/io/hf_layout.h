@@ -3,6 +3,7 @@
 // tensors concatenated along dim 0, optionally transposed: GPT-2's Conv1D
 // weights are stored (in, out) and its c_attn fuses q, k and v. LLaMA needs
 // no permutation: parallm's rotary embedding uses HF's rotate-half order.
+// Qwen2ForCausalLM is the LLaMA layout plus self_attn.{q,k,v}_proj.bias.
 // MixtralForCausalLM (a LLaMA with MoE layers, docs/moe.md): each HF expert
 // tensor experts.{j}.w1/w2/w3 is slice j (dimension 0) of one stacked
 // internal tensor (gate / down / up), the router is block_sparse_moe.gate.

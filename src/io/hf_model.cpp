@@ -53,8 +53,8 @@ void save_hf_model(const std::string& dir, const Transformer& model, DType dtype
            dtype_name(dtype));
   const ModelConfig& cfg = model.config();
   // hf_layout names a shared expert (checkpoints need its names), but the
-  // config written below is Mixtral's, which has none; Qwen2-MoE would also
-  // need q/k/v biases, which parallm's attention does not have.
+  // config written below is Mixtral's, which has none (Qwen2-MoE's config
+  // is not written).
   PX_CHECK(cfg.moe.shared_intermediate == 0,
            "a model with a shared expert has no Hugging Face export yet (Mixtral has no shared "
            "expert; Qwen2-MoE directories are not built)");

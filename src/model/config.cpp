@@ -110,7 +110,6 @@ void ModelConfig::validate_family_traits() const {
   // built, a config that needs it is refused rather than run wrongly.
   PX_CHECK(r.type == RopeScalingType::None, "rope_scaling '{}' is not implemented yet",
            rope_scaling_name(r.type));
-  PX_CHECK(!qkv_bias, "q/k/v projection biases (Qwen2) are not implemented yet");
 }
 
 int64_t ModelConfig::num_parameters() const {

@@ -101,12 +101,12 @@ struct ParamCounter {
 void add_block_parameters(ParamCounter& pc, const ModelConfig& m, int64_t t) {
   const int64_t C = m.hidden, Q = m.q_dim() / t, I = (m.intermediate + t - 1) / t;
   const int64_t K = m.head_dim * ((m.n_kv_heads + t - 1) / t);
-  const bool bias = m.uses_bias();
+  const bool bias = m.uses_bias(), qkv_bias = bias || m.qkv_bias;  // Qwen2: q, k, v only
   const int64_t norm_tensors = m.uses_layernorm() ? 2 : 1;
   for (int64_t i = 0; i < 2 * norm_tensors; ++i) pc.add(C);  // norm1, norm2
   for (int64_t out : {Q, K, K}) {                            // q, k, v
     pc.add(C * out);
-    if (bias) pc.add(out);
+    if (qkv_bias) pc.add(out);
   }
   pc.add(Q * C);  // o
   if (bias) pc.add(C);
@@ -133,20 +133,20 @@ std::vector<std::pair<int64_t, bool>> stage_tensors(const MemoryQuery& q) {
     out.push_back({C, false});
     if (ln) out.push_back({C, false});
   };
-  auto linear = [&](int64_t in, int64_t o, int64_t bias_elems) {
+  auto linear = [&](int64_t in, int64_t o, int64_t bias_elems, bool has_bias) {
     out.push_back({in * o, true});
-    if (bias) out.push_back({bias_elems, false});
+    if (has_bias) out.push_back({bias_elems, false});
   };
   out.push_back({vocab_rows * C, false});
   if (m.uses_learned_positions()) out.push_back({m.max_positions * C, false});
   const int64_t layers_here = (m.n_layers + q.pp - 1) / q.pp;
   for (int64_t l = 0; l < layers_here; ++l) {
     norm();
-    for (int64_t o : {Q, K, K}) linear(C, o, o);
-    linear(Q, C, C);
+    for (int64_t o : {Q, K, K}) linear(C, o, o, bias || m.qkv_bias);
+    linear(Q, C, C, bias);
     norm();
-    for (int i = 0; i < (m.uses_swiglu() ? 2 : 1); ++i) linear(C, I, I);
-    linear(I, C, C);
+    for (int i = 0; i < (m.uses_swiglu() ? 2 : 1); ++i) linear(C, I, I, bias);
+    linear(I, C, C, bias);
   }
   if (q.pp == 1) {
     norm();
@@ -210,7 +210,7 @@ UnitSizes unit_sizes(const MemoryQuery& q, int64_t align) {
   // k and v (weight and bias) when each kv head is held by several tp ranks.
   int64_t kv = 0, kv_slots = 1;
   if (q.tp > 1 && m.n_kv_heads < q.tp) {
-    kv = 2 * m.head_dim * (C + (m.uses_bias() ? 1 : 0));
+    kv = 2 * m.head_dim * (C + (m.uses_bias() || m.qkv_bias ? 1 : 0));
     kv_slots = m.n_kv_heads;
   }
   const int64_t positions = sp && m.uses_learned_positions() ? m.max_positions * C : 0;

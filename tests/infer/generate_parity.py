@@ -3,9 +3,10 @@
 
 transformers builds a GPT-2, a LLaMA with grouped-query attention
 (n_kv_heads < n_heads), a Gemma (one key/value head, head_dim apart from
-hidden / heads, tied head), or a Mistral (the LLaMA with a sliding window of
-WINDOW tokens, shorter than every prompt plus its 64 new tokens, so the
-KV-cached decode must drop the oldest keys) with random weights, saves it with save_pretrained
+hidden / heads, tied head), a Qwen2 (the LLaMA shape with q/k/v biases),
+or a Mistral (the LLaMA with a sliding window of WINDOW tokens, shorter than
+every prompt plus its 64 new tokens, so the KV-cached decode must drop the
+oldest keys) with random weights, saves it with save_pretrained
 (safetensors), and generates 64 tokens greedily from prompts of different
 lengths, each prompt alone. parallm then generates from the same directory,
 all prompts in one batch (generate_dump, in the LAYOUT given: tp1, tp2 or
@@ -18,7 +19,7 @@ passing by luck.
 Finally `parallm generate --json` (the CLI) must give the same tokens.
 
 Usage: generate_parity.py CASE WORK_DIR GENERATE_DUMP PARALLM LAYOUT [LAUNCHER...]
-  CASE: gpt2 | llama | gemma | mistral; LAYOUT: tp1 | tp2 | pp2; LAUNCHER: e.g. mpirun ... -np 2
+  CASE: gpt2 | llama | gemma | qwen2 | mistral; LAYOUT: tp1 | tp2 | pp2; LAUNCHER: e.g. mpirun ... -np 2
 """
 import json
 import os
@@ -28,7 +29,8 @@ import sys
 
 import torch
 from transformers import (GemmaConfig, GemmaForCausalLM, GPT2Config, GPT2LMHeadModel, LlamaConfig,
-                          LlamaForCausalLM, MistralConfig, MistralForCausalLM)
+                          LlamaForCausalLM, MistralConfig, MistralForCausalLM, Qwen2Config,
+                          Qwen2ForCausalLM)
 
 MAX_NEW = 64
 # Mistral's window: less than the shortest prompt plus MAX_NEW and than the
@@ -58,16 +60,17 @@ def build(case, path):
                           tie_word_embeddings=True, bos_token_id=None, eos_token_id=None,
                           pad_token_id=None)
         model = GemmaForCausalLM(cfg)
-    else:
-        kind, cls = ((MistralConfig, MistralForCausalLM) if case == "mistral" else
-                     (LlamaConfig, LlamaForCausalLM))
+    else:  # qwen2: LLaMA's shape; its q/k/v biases are drawn with the weights below
+        config, causal_lm = {"qwen2": (Qwen2Config, Qwen2ForCausalLM),
+                             "mistral": (MistralConfig, MistralForCausalLM)}.get(
+                                 case, (LlamaConfig, LlamaForCausalLM))
         extra = dict(sliding_window=WINDOW) if case == "mistral" else {}
-        cfg = kind(vocab_size=300, hidden_size=64, intermediate_size=160,
-                   num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2,
-                   max_position_embeddings=128, rms_norm_eps=1e-5, rope_theta=10000.0,
-                   tie_word_embeddings=False, bos_token_id=None, eos_token_id=None,
-                   pad_token_id=None, **extra)
-        model = cls(cfg)
+        cfg = config(vocab_size=300, hidden_size=64, intermediate_size=160,
+                     num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2,
+                     max_position_embeddings=128, rms_norm_eps=1e-5, rope_theta=10000.0,
+                     tie_word_embeddings=False, bos_token_id=None, eos_token_id=None,
+                     pad_token_id=None, **extra)
+        model = causal_lm(cfg)
     # Large random weights (norm gains around 1; Gemma's gain is 1 + weight): logits far apart.
     with torch.no_grad():
         for name, p in model.named_parameters():

@@ -88,6 +88,65 @@ TEST(HfLayout, Gpt2ConvWeightsAreTransposedAndFused) {
   fs::remove_all(dir);
 }
 
+// Qwen2: LLaMA's names plus self_attn.{q,k,v}_proj.bias (no o_proj.bias),
+// model_type qwen2, and an exact round trip of non-zero biases.
+TEST(HfLayout, Qwen2HasQueryKeyValueBiases) {
+  fs::path dir = temp_dir("qwen2");
+  Allocator a;
+  ModelConfig c = testing::tiny_llama();
+  c.qkv_bias = true;
+  Transformer m(c, a);
+  m.params().init_random(4);
+  const ParameterSet& ps = m.params();
+  for (int i = 0; i < ps.size(); ++i)  // biases start at zero: make them count
+    if (ps.spec(i).name.ends_with(".bias"))
+      for (int64_t j = 0; j < ps.numel(i); ++j) ps.value(ParamRef{i})[j] = 0.01f * (j + i);
+  save_hf_model(dir.string(), m, DType::F32);
+  auto st = SafetensorsFile::open((dir / "model.safetensors").string());
+  ASSERT_NE(st.find("model.layers.1.self_attn.q_proj.bias"), nullptr);
+  EXPECT_EQ(st.at("model.layers.1.self_attn.q_proj.bias").shape, (std::vector<int64_t>{c.q_dim()}));
+  EXPECT_EQ(st.at("model.layers.0.self_attn.k_proj.bias").shape,
+            (std::vector<int64_t>{c.kv_dim()}));
+  const auto v = st.read_as_f32(st.at("model.layers.0.self_attn.v_proj.bias"));
+  EXPECT_EQ(v[5], ps.value({ps.find("layers.0.attn.v.bias")})[5]);
+  EXPECT_EQ(st.find("model.layers.0.self_attn.o_proj.bias"), nullptr);
+  ModelConfig back = read_hf_model_config(dir.string());
+  EXPECT_TRUE(back.qkv_bias);
+  EXPECT_EQ(back.hf_model_type(), "qwen2");
+  Transformer m2(back, a);
+  load_hf_weights(dir.string(), m2);
+  for (int64_t i = 0; i < ps.total_numel(); ++i)
+    ASSERT_EQ(ps.flat_values().data<float>()[i], m2.params().flat_values().data<float>()[i]);
+  // Without the biases the directory is not a Qwen2 model.
+  ModelConfig plain = testing::tiny_llama();
+  Transformer m3(plain, a);
+  EXPECT_NE(error_of([&] { load_hf_weights(dir.string(), m3); }).find("unexpected tensor"),
+            std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(HfConfig, ReadsQwen2) {
+  nlohmann::json j = {{"model_type", "qwen2"},
+                      {"vocab_size", 151936},
+                      {"hidden_size", 896},
+                      {"intermediate_size", 4864},
+                      {"num_hidden_layers", 24},
+                      {"num_attention_heads", 14},
+                      {"num_key_value_heads", 2},
+                      {"rms_norm_eps", 1e-6},
+                      {"max_position_embeddings", 32768},
+                      {"rope_theta", 1000000.0},
+                      {"tie_word_embeddings", true},
+                      {"hidden_act", "silu"},
+                      {"use_sliding_window", false},
+                      {"sliding_window", 32768}};
+  ModelConfig c = model_config_from_hf(j, "qwen2.5-0.5b/config.json");
+  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_EQ(c.sliding_window, 0);
+  EXPECT_EQ(c.num_parameters(), 494032768);  // Qwen2.5-0.5B
+  c.validate();
+}
+
 TEST(HfModel, LoadRefusesMismatchedFilesClearly) {
   fs::path dir = temp_dir("bad");
   Allocator a;
@@ -147,7 +206,7 @@ TEST(HfConfig, ReadsTheHfSchema) {
                       {"hidden_act", "silu"}};
   ModelConfig c = model_config_from_hf(j, "llama2-7b/config.json");
   EXPECT_EQ(c.head_dim, 128);
-  EXPECT_EQ(c.num_parameters(), 6738415616);  // Llama-2-7b
+  EXPECT_EQ(c.num_parameters(), 6738415616);                     // Llama-2-7b
   j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 2.0}};  // not supported
   EXPECT_THROW(model_config_from_hf(j, "x"), Error);
 }

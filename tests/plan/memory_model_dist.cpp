@@ -11,7 +11,8 @@
 // place). A second matrix runs a subset of those layouts (AdamW) under mixed
 // precision {fp32, bf16} x recomputation {none, selective, full}, fp16 on two
 // layouts, and LLaMA with one key/value head at tp 2 (the head replicated
-// over the tp ranks). Rank 0 prints each row.
+// over the tp ranks), and Qwen2 (q/k/v biases) on a few layouts. Rank 0
+// prints each row.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -52,7 +53,8 @@ struct Case {
 ModelConfig model_for(const std::string& family) {
   if (family == "gpt2") return tp_gpt2();
   ModelConfig m = tp_llama();
-  if (family == "llama-kv1") m.n_kv_heads = 1;
+  if (family == "llama-kv1" || family == "qwen2-kv1") m.n_kv_heads = 1;
+  if (family.starts_with("qwen2")) m.qkv_bias = true;  // q/k/v biases (Qwen2)
   return m;
 }
 
@@ -128,7 +130,8 @@ std::vector<Case> cases_for(int world) {
 // one process; dp 2 with ZeRO 0 and 3 (ZeRO-3 keeps the 16-bit copy whole);
 // tp 2 with and without sequence parallelism; tp 2 x dp 2 ZeRO-2 with sp.
 // fp16 (same bytes as bf16; its loss scaler allocates nothing) on one
-// layout per world. LLaMA with one kv head at tp 2 in every mode.
+// layout per world. LLaMA with one kv head at tp 2 in every mode. Qwen2
+// (q/k/v biases) on a few layouts.
 std::vector<Case> precision_cases_for(int world) {
   struct Layout {
     int tp, dp;
@@ -156,6 +159,16 @@ std::vector<Case> precision_cases_for(int world) {
       for (Precision p : {Precision::FP32, Precision::BF16})
         for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full})
           out.push_back({"llama-kv1", 2, 1, sp, 0, "adamw", p, r});
+  }
+  // Qwen2's q/k/v biases: one process, tp 2 (split), one kv head at tp 2
+  // (replicated, with its bias in the partial-gradient buffer), ZeRO-3.
+  if (world == 1) out.push_back({"qwen2", 1, 1, false, 0, "adamw"});
+  if (world == 2) {
+    out.push_back({"qwen2", 1, 2, false, 3, "adamw"});
+    for (bool sp : {false, true}) {
+      out.push_back({"qwen2", 2, 1, sp, 0, "adamw"});
+      out.push_back({"qwen2-kv1", 2, 1, sp, 0, "adamw"});
+    }
   }
   return out;
 }

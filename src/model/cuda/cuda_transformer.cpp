@@ -55,6 +55,9 @@ CudaTransformer::Impl::Impl(const ModelConfig& c, const ParameterSet& host, Allo
   PX_CHECK(!cfg.gemma(),
            "--device cuda: the Gemma family (GeGLU, sqrt(hidden) embedding scale, (1 + w) "
            "RMSNorm) is not on the GPU yet; train it on the CPU");
+  PX_CHECK(!cfg.qkv_bias,
+           "--device cuda: q/k/v projection biases (Qwen2, qkv_bias) are not on the GPU yet; "
+           "train this model on the CPU");
   PX_CHECK(cfg.attn_dropout == 0.0 && cfg.hidden_dropout == 0.0,
            "--device cuda: dropout is not on the GPU yet (attn {}, hidden {})", cfg.attn_dropout,
            cfg.hidden_dropout);

@@ -56,14 +56,15 @@ Attention::Attention(ParameterSet& ps, const std::string& prefix, const ModelCon
       cp_(cp) {
   check_tp_divides(cfg, tp.size());
   if (cp_.active()) cp_core_ = ContextAttention(cp_, n_heads_, n_kv_heads_, head_dim_);
-  bool bias = cfg.uses_bias();
-  q_ = ColumnParallelLinear(ps, prefix + ".q", cfg.hidden, cfg.q_dim(), bias, cfg.init_std, tp);
+  // GPT-2 has biases on every projection, Qwen2 (qkv_bias) on q, k and v only.
+  const bool bias = cfg.uses_bias(), qkv_bias = bias || cfg.qkv_bias;
+  q_ = ColumnParallelLinear(ps, prefix + ".q", cfg.hidden, cfg.q_dim(), qkv_bias, cfg.init_std, tp);
   // Fewer key/value groups than tp ranks: each rank's query heads use one
   // group, whose k/v slice it holds whole (replicated over tp / n_kv ranks).
   const int reps = kv_replicas(cfg, tp.size());
-  k_ = ColumnParallelLinear(ps, prefix + ".k", cfg.hidden, cfg.kv_dim(), bias, cfg.init_std, tp,
+  k_ = ColumnParallelLinear(ps, prefix + ".k", cfg.hidden, cfg.kv_dim(), qkv_bias, cfg.init_std, tp,
                             reps);
-  v_ = ColumnParallelLinear(ps, prefix + ".v", cfg.hidden, cfg.kv_dim(), bias, cfg.init_std, tp,
+  v_ = ColumnParallelLinear(ps, prefix + ".v", cfg.hidden, cfg.kv_dim(), qkv_bias, cfg.init_std, tp,
                             reps);
   o_ = RowParallelLinear(ps, prefix + ".o", cfg.q_dim(), cfg.hidden, bias, proj_std, tp);
   if (adapters == nullptr) return;
@@ -81,7 +82,8 @@ cpu::AttnDims Attention::dims(const LayerContext& c) const {
   d.k_pos0 = c.positions[0];
   d.doc_start = c.doc_start;  // packed documents: indexed by global position
   d.doc_ld = c.doc_len;
-  d.window = window_;                           // by global position, so cp chunks mask alike
+  // Mistral's window, by global position as cp chunks need.
+  d.window = window_;
   if (dropout_ > 0.0 && c.dropout_seed != 0) {  // keyed by global head and sample
     d.dropout_p = dropout_;
     d.dropout_key = mix64(c.dropout_seed ^ mix64(static_cast<uint64_t>(DropoutSite::Attention)));

@@ -3,9 +3,11 @@
 // column-parallel (each rank holds n_heads/tp query heads and n_kv_heads/tp
 // key/value groups, contiguous, so its query heads use only its groups; with
 // fewer groups than ranks, the one group its heads use, replicated) and
-// o is row-parallel. The core is the flash-style kernel, so only q, k, v,
-// the head outputs and the per-row log-sum-exp are saved, never the
-// (B, H, T, T) probabilities. Input and output are residual-stream rows: all
+// o is row-parallel. q, k and v carry biases for GPT-2 and Qwen2
+// (cfg.qkv_bias), o for GPT-2 only; a column-parallel bias is split (and
+// replicated) like its output features. The core is the flash-style
+// kernel, so only q, k, v, the head outputs and the per-row log-sum-exp are
+// saved, never the (B, H, T, T) probabilities. Input and output are residual-stream rows: all
 // N = B*T, or N/tp under sequence parallelism (the input is re-gathered in
 // backward rather than saved whole). forward_cached is the inference path:
 // keys and values go to a paged KV cache (this rank's groups only) and each

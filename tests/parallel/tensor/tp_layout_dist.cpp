@@ -10,7 +10,8 @@
 // (0.1 on attention probabilities and hidden outputs) the masks are keyed by
 // global sample, head, position and channel, so the same holds. Every
 // layout (and ZeRO with tp) also runs under plain SGD, which a gradient
-// shard off by a constant factor moves (Adam would not notice).
+// shard off by a constant factor moves (Adam would not notice). Qwen2
+// (LLaMA with q/k/v biases) runs too, also with one replicated kv head.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,7 +28,8 @@ ModelConfig family_model(const std::string& family, bool dropout) {
   // Fewer key/value groups than tp ranks: "llama-kv2" replicates each group
   // over 2 ranks at tp 4, "llama-kv1" (multi-query) over every tp rank.
   if (family == "llama-kv2") m.n_kv_heads = 2;
-  if (family == "llama-kv1") m.n_kv_heads = 1;
+  if (family == "llama-kv1" || family == "qwen2-kv1") m.n_kv_heads = 1;
+  if (family.starts_with("qwen2")) m.qkv_bias = true;  // q/k/v biases, split like their outputs
   if (dropout) m.attn_dropout = m.hidden_dropout = 0.1;
   return m;
 }
@@ -106,6 +108,14 @@ TEST(TensorParallelLayout, ReplicatedKeyValueHeadsMatchOneProcess) {
   for (const char* family : {"llama-kv2", "llama-kv1"})
     for (const TpLayout& l : layouts_for(env().world->size()))
       if (l.tp > 1) expect_same_trajectory(family, l);
+}
+
+// Qwen2's q/k/v biases: split with the heads, and with one key/value head
+// replicated over the tp ranks (its bias gradient summed over them).
+TEST(TensorParallelLayout, QkvBiasMatchesOneProcess) {
+  for (const char* family : {"qwen2", "qwen2-kv1"})
+    for (const TpLayout& l : layouts_for(env().world->size()))
+      if (l.tp > 1 || family == std::string("qwen2")) expect_same_trajectory(family, l);
 }
 
 TEST(TensorParallelLayout, DropoutMatchesOneProcess) {
