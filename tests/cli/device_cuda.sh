@@ -33,6 +33,9 @@ expect_error "--device cuda: the Gemma family (GeGLU, sqrt(hidden) embedding sca
   "$bin" train --model gemma-2b --data "$work/data_train.bin" --steps 1 --seq-len 32 --device cuda
 expect_error "--device cuda: rope_scaling 'llama3' is not on the GPU yet" \
   "$bin" train --model llama3.2-1b --data "$work/data_train.bin" --steps 1 --seq-len 32 --device cuda
+printf '[model]\npreset = "llama-tiny"\nsliding_window = 8\n' > "$work/window.toml"
+expect_error "--device cuda: sliding-window attention (window 8 < sequence length 32) is not on the GPU yet" \
+  "$bin" train --config "$work/window.toml" --data "$work/data_train.bin" --steps 1 --seq-len 32 --device cuda
 expect_error "--device cuda: checkpoints (--save / --load) are not on the GPU yet" \
   "${run[@]}" --device cuda --save "$work/ckpt"
 [ ! -e "$work/ckpt" ] || fail "a refused run left $work/ckpt behind"

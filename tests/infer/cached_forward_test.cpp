@@ -3,7 +3,8 @@
 // order, block size 3, so tokens straddle block boundaries) equal the last position's logits of an
 // uncached forward over the whole sequence so far; a batch of prompts of different lengths
 // generates exactly the tokens each prompt generates alone; a pipeline stage holds only its own
-// layers' cache.
+// layers' cache. For GPT-2, LLaMA and a Mistral-style LLaMA whose sliding window (5) is shorter
+// than the sequences.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,10 +21,12 @@ namespace {
 
 using testing::random_tokens;
 
-class CachedBoth : public ::testing::TestWithParam<bool> {
+// Param: 0 GPT-2, 1 LLaMA, 2 LLaMA with a sliding window (Mistral).
+class CachedBoth : public ::testing::TestWithParam<int> {
  protected:
   ModelConfig cfg() const {
-    ModelConfig c = GetParam() ? testing::tiny_llama() : testing::tiny_gpt2();
+    ModelConfig c = GetParam() > 0 ? testing::tiny_llama() : testing::tiny_gpt2();
+    if (GetParam() == 2) c.sliding_window = 5;
     c.init_std = 0.2;  // logits far apart, so greedy choices are not near ties
     return c;
   }
@@ -88,8 +91,9 @@ TEST_P(CachedBoth, BatchOfDifferentLengthsEqualsEachAlone) {
   for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(s1[i].tokens, s2[i].tokens);
 }
 
-INSTANTIATE_TEST_SUITE_P(Arch, CachedBoth, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "llama" : "gpt2"; });
+INSTANTIATE_TEST_SUITE_P(Arch, CachedBoth, ::testing::Values(0, 1, 2), [](const auto& info) {
+  return std::string(info.param == 0 ? "gpt2" : info.param == 1 ? "llama" : "mistral");
+});
 
 // A pipeline stage caches only its own layers, by global index.
 TEST(CachedForward, StageCachesOnlyItsLayers) {

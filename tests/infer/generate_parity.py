@@ -4,8 +4,10 @@
 transformers builds a GPT-2, a LLaMA with grouped-query attention
 (n_kv_heads < n_heads; llama_dynamic: with dynamic NTK rope scaling, run
 past its max_position_embeddings), a Gemma (one key/value head, head_dim
-apart from hidden / heads, tied head) or a Qwen2 (the LLaMA shape with q/k/v biases)
-with random weights, saves it with save_pretrained
+apart from hidden / heads, tied head), a Qwen2 (the LLaMA shape with q/k/v
+biases) or a Mistral (the LLaMA with a sliding window of WINDOW tokens,
+shorter than every prompt plus its 64 new tokens, so the KV-cached decode
+must drop the oldest keys) with random weights, saves it with save_pretrained
 (safetensors), and generates 64 tokens greedily from prompts of different
 lengths, each prompt alone. parallm then generates from the same directory,
 all prompts in one batch (generate_dump, in the LAYOUT given: tp1, tp2 or
@@ -18,7 +20,7 @@ passing by luck.
 Finally `parallm generate --json` (the CLI) must give the same tokens.
 
 Usage: generate_parity.py CASE WORK_DIR GENERATE_DUMP PARALLM LAYOUT [LAUNCHER...]
-  CASE: gpt2 | llama | llama_dynamic | gemma | qwen2; LAYOUT: tp1 | tp2 | pp2;
+  CASE: gpt2 | llama | llama_dynamic | gemma | qwen2 | mistral; LAYOUT: tp1 | tp2 | pp2;
   LAUNCHER: e.g. mpirun ... -np 2
 """
 import json
@@ -29,9 +31,13 @@ import sys
 
 import torch
 from transformers import (GemmaConfig, GemmaForCausalLM, GPT2Config, GPT2LMHeadModel, LlamaConfig,
-                          LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM)
+                          LlamaForCausalLM, MistralConfig, MistralForCausalLM, Qwen2Config,
+                          Qwen2ForCausalLM)
 
 MAX_NEW = 64
+# Mistral's window: less than the shortest prompt plus MAX_NEW and than the
+# longest prompt (prefill is windowed too).
+WINDOW = 16
 PROMPTS = ["Hello", "The quick brown fox jumps over", "a", "Once upon a time, in a land far away, "]
 # |parallm - transformers| <= ATOL + RTOL * max|logit| per step: fp32 sums in
 # another order (blocked GEMMs, flash-style attention) differ by rounding.
@@ -57,19 +63,20 @@ def build(case, path):
                           pad_token_id=None)
         model = GemmaForCausalLM(cfg)
     else:  # qwen2: LLaMA's shape; its q/k/v biases are drawn with the weights below
-        config, causal_lm = ((Qwen2Config, Qwen2ForCausalLM) if case == "qwen2" else
-                             (LlamaConfig, LlamaForCausalLM))
+        config, causal_lm = {"qwen2": (Qwen2Config, Qwen2ForCausalLM),
+                             "mistral": (MistralConfig, MistralForCausalLM)}.get(
+                                 case, (LlamaConfig, LlamaForCausalLM))
         # llama_dynamic: dynamic NTK rope scaling with a 32-position context,
         # so every prompt generates past it (the frequencies stretch each step).
-        dynamic = {"max_position_embeddings": 32,
-                   "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}
+        extra = {"llama_dynamic": {"max_position_embeddings": 32,
+                                   "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}},
+                 "mistral": {"sliding_window": WINDOW}}.get(case, {})
         cfg = config(**dict(dict(vocab_size=300, hidden_size=64, intermediate_size=160,
                                  num_hidden_layers=2, num_attention_heads=8,
                                  num_key_value_heads=2, max_position_embeddings=128,
                                  rms_norm_eps=1e-5, rope_theta=10000.0,
                                  tie_word_embeddings=False, bos_token_id=None,
-                                 eos_token_id=None, pad_token_id=None),
-                            **(dynamic if case == "llama_dynamic" else {})))
+                                 eos_token_id=None, pad_token_id=None), **extra))
         model = causal_lm(cfg)
     # Large random weights (norm gains around 1; Gemma's gain is 1 + weight): logits far apart.
     with torch.no_grad():

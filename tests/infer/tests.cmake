@@ -2,12 +2,13 @@
 # (parallm_core includes the infer layer). Reference (label reference):
 # greedy generation against transformers' generate for a GPT-2, a LLaMA
 # with grouped-query attention (also with dynamic NTK rope scaling past its
-# context), a Gemma and a Qwen2 (q/k/v biases), tokens
-# and per-step logits, one process, tensor parallel and pipeline parallel over
-# 2 ranks (generate_parity.py says how).
+# context), a Gemma, a Qwen2 (q/k/v biases) and a Mistral (sliding window
+# shorter than the sequences), tokens and per-step logits, one process,
+# tensor parallel and pipeline parallel over 2 ranks (generate_parity.py says
+# how).
 add_executable(generate_dump ${CMAKE_CURRENT_LIST_DIR}/generate_dump.cpp)
 target_link_libraries(generate_dump PRIVATE parallm_core)
-foreach(case gpt2 llama llama_dynamic gemma qwen2)
+foreach(case gpt2 llama llama_dynamic gemma qwen2 mistral)
   add_test(NAME reference.generate.${case}
            COMMAND ${CMAKE_COMMAND} -E env OMP_NUM_THREADS=2
                    /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/generate_parity.py ${case}

@@ -3,7 +3,9 @@
 // differences of L = sum(out * R), and for the key-block split that ring
 // attention relies on: partial results merged by their lse equal the whole.
 // The document mask (packed documents) against the same reference, finite
-// differences, and separate runs of each document.
+// differences, and separate runs of each document; the sliding window
+// (Mistral) alone and with documents, against the reference, finite
+// differences and key blocks merged by lse.
 #include "kernels/cpu/attention.h"
 
 #include <gtest/gtest.h>
@@ -31,10 +33,11 @@ Vec random_vec(int64_t n, std::string_view name, double amp = 1.0) {
 int64_t q_numel(const AttnDims& d) { return d.B * d.Tq * d.Hq * d.D; }
 int64_t k_numel(const AttnDims& d) { return d.B * d.Tk * d.Hkv * d.D; }
 
-// Key j of query i of row b: causal, and inside the query's document when
-// there is a document mask.
+// Key j of query i of row b: causal, inside the query's document when
+// there is a document mask, and inside its sliding window when there is one.
 bool visible(const AttnDims& d, int64_t b, int64_t i, int64_t j) {
   if (d.doc_start && d.k_pos0 + j < d.doc_start[b * d.doc_ld + d.q_pos0 + i]) return false;
+  if (d.window > 0 && d.k_pos0 + j <= d.q_pos0 + i - d.window) return false;
   return !d.causal || d.k_pos0 + j <= d.q_pos0 + i;
 }
 
@@ -517,6 +520,146 @@ TEST(Attention, RejectsShortDocumentStarts) {
     EXPECT_NE(std::string(e.what()).find("document starts of 4 positions"), std::string::npos)
         << e.what();
   }
+}
+
+// Sliding windows smaller and larger than T, of 1 (each query sees itself
+// only) and crossing the 64-row query and key blocks; odd sizes, GQA, an
+// offset ring step, both backward splits, double and float, with and
+// without packed documents.
+TEST(Attention, SlidingWindowMatchesReference) {
+  const std::vector<int64_t> docs7 = doc_starts({{3, 1, 2, 1}, {7}}, 7);
+  const std::vector<int64_t> docs131 = doc_starts({{1, 70, 5, 55}, {64, 1, 66}}, 131);
+  struct Case {
+    AttnDims d;
+    const std::vector<int64_t>* docs;
+  };
+  std::vector<Case> cases;
+  auto add = [&](AttnDims d, int64_t window, const std::vector<int64_t>* docs) {
+    d.window = window;
+    cases.push_back({d, docs});
+  };
+  const AttnDims small{.B = 2, .Tq = 7, .Tk = 7, .Hq = 6, .Hkv = 2, .D = 5};
+  const AttnDims large{.B = 2, .Tq = 131, .Tk = 131, .Hq = 4, .Hkv = 2, .D = 8};
+  for (const std::vector<int64_t>* docs :
+       {static_cast<const std::vector<int64_t>*>(nullptr), &docs7})
+    for (int64_t w : {1, 3, 7, 9}) add(small, w, docs);
+  for (const std::vector<int64_t>* docs :
+       {static_cast<const std::vector<int64_t>*>(nullptr), &docs131})
+    for (int64_t w : {2, 17, 64, 65, 100, 200}) add(large, w, docs);
+  // Ring steps (queries 70..130 against keys 40..99, and against keys
+  // 0..39, which a window of 20 hides from every query).
+  for (int64_t w : {20, 45})
+    for (int64_t k0 : {0, 40}) {
+      const AttnDims step{.B = 2,
+                          .Tq = 61,
+                          .Tk = k0 == 0 ? 40 : 60,
+                          .Hq = 2,
+                          .Hkv = 1,
+                          .D = 4,
+                          .q_pos0 = 70,
+                          .k_pos0 = k0};
+      add(step, w, nullptr);
+      add(step, w, &docs131);
+    }
+  for (Case& c : cases) {
+    if (c.docs != nullptr) {
+      c.d.doc_start = c.docs->data();
+      c.d.doc_ld = c.d.q_pos0 + c.d.Tq;
+    }
+    for (auto split : {AttnBwdSplit::ByKvHead, AttnBwdSplit::TwoPass}) {
+      const AttnDims& d = c.d;
+      SCOPED_TRACE(testing::Message()
+                   << "Tq=" << d.Tq << " Tk=" << d.Tk << " q_pos0=" << d.q_pos0
+                   << " k_pos0=" << d.k_pos0 << " window=" << d.window
+                   << " docs=" << (d.doc_start != nullptr) << " split=" << static_cast<int>(split));
+      expect_matches_reference<double>(Inputs(d), 1e-11, split);
+      expect_matches_reference<float>(Inputs(d), 2e-5, split);
+    }
+  }
+}
+
+// The window acts: it changes the output exactly where a query has keys
+// beyond it, and a window of T or more is no window at all.
+TEST(Attention, SlidingWindowHidesOnlyOldKeys) {
+  const AttnDims full{.B = 1, .Tq = 10, .Tk = 10, .Hq = 2, .Hkv = 1, .D = 4};
+  AttnDims wide = full, narrow = full;
+  wide.window = 10;
+  narrow.window = 4;
+  const Result<double> a = run<double>(Inputs(full), false), b = run<double>(Inputs(wide), false),
+                       c = run<double>(Inputs(narrow), false);
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(a.lse, b.lse);
+  const int64_t row = full.Hq * full.D;
+  for (int64_t i = 0; i < full.Tq; ++i) {
+    double diff = 0.0;
+    for (int64_t e = 0; e < row; ++e)
+      diff = std::max(diff, std::abs(a.out[i * row + e] - c.out[i * row + e]));
+    if (i < 4)
+      EXPECT_EQ(diff, 0.0) << "query " << i << " sees all its keys";
+    else
+      EXPECT_GT(diff, 1e-6) << "query " << i << " lost keys 0.." << i - 4;
+  }
+}
+
+TEST(Attention, SlidingWindowGradientsMatchFiniteDifferences) {
+  const std::vector<int64_t> starts = doc_starts({{2, 3, 2}, {1, 6}}, 7);
+  for (bool docs : {false, true}) {
+    for (double p : {0.0, 0.3}) {
+      AttnDims d{.B = 2, .Tq = 7, .Tk = 7, .Hq = 4, .Hkv = 2, .D = 3};
+      d.window = 3;
+      if (docs) {
+        d.doc_start = starts.data();
+        d.doc_ld = 7;
+      }
+      d.dropout_p = p;
+      d.dropout_key = p > 0 ? 777 : 0;
+      for (AttnBwdSplit split : {AttnBwdSplit::ByKvHead, AttnBwdSplit::TwoPass}) {
+        Inputs in(d, 1.5);
+        expect_grads_match_finite_differences(in, run<double>(in, true, split));
+      }
+    }
+  }
+}
+
+// Ring attention's split under a window: key blocks run separately (one of
+// them wholly outside some rows' windows) and merged by lse equal the whole.
+TEST(Attention, SlidingWindowKeyBlocksMergeByLse) {
+  const int64_t T = 90, cut = 37, window = 30;
+  AttnDims full{.B = 1, .Tq = T, .Tk = T, .Hq = 2, .Hkv = 1, .D = 4};
+  full.window = window;
+  const Inputs in(full);
+  const Result<double> whole = run<double>(in, false);
+  const int64_t kw = full.Hkv * full.D, qw = full.Hq * full.D;
+  Result<double> part[2];
+  for (int p = 0; p < 2; ++p) {
+    AttnDims d = full;
+    d.Tk = p == 0 ? cut : T - cut;
+    d.k_pos0 = p == 0 ? 0 : cut;
+    Inputs pi(d);
+    pi.q = in.q;
+    pi.k.assign(in.k.begin() + d.k_pos0 * kw, in.k.begin() + (d.k_pos0 + d.Tk) * kw);
+    pi.v.assign(in.v.begin() + d.k_pos0 * kw, in.v.begin() + (d.k_pos0 + d.Tk) * kw);
+    part[p] = run<double>(pi, false);
+  }
+  for (int64_t h = 0; h < full.Hq; ++h)
+    for (int64_t i = 0; i < T; ++i) {
+      const double l0 = part[0].lse[h * T + i], l1 = part[1].lse[h * T + i];
+      const double m = std::max(l0, l1), lse = m + std::log(std::exp(l0 - m) + std::exp(l1 - m));
+      EXPECT_NEAR(lse, whole.lse[h * T + i], 1e-12);
+      const double w0 = std::exp(l0 - lse), w1 = std::exp(l1 - lse);
+      for (int64_t e = 0; e < full.D; ++e) {
+        const int64_t o = i * qw + h * full.D + e;
+        EXPECT_NEAR(w0 * part[0].out[o] + w1 * part[1].out[o], whole.out[o], 1e-12);
+      }
+    }
+}
+
+TEST(Attention, RejectsNonCausalWindow) {
+  AttnDims d{.B = 1, .Tq = 2, .Tk = 2, .Hq = 1, .Hkv = 1, .D = 4, .causal = false};
+  d.window = 1;
+  std::vector<float> x(8), lse(2);
+  EXPECT_THROW(attention_forward(x.data(), lse.data(), x.data(), x.data(), x.data(), d, 0.5),
+               Error);
 }
 
 }  // namespace

@@ -3,8 +3,9 @@
 // read outside a sequence's keys shows), compared with cpu::attention_forward
 // on the same data laid out contiguously and with a double reference that
 // materialises the scores; both the Direct and the Gemm path, GQA, decode and
-// prefill chunks with a past, block sizes 1, 3 and 16; a ragged batch equals
-// each sequence alone, and Direct rows any chunking, bit for bit.
+// prefill chunks with a past, block sizes 1, 3 and 16, sliding windows (the
+// NaN entries then include blocks wholly before the window); a ragged batch
+// equals each sequence alone, and Direct rows any chunking, bit for bit.
 #include "kernels/cpu/paged_attention.h"
 
 #include <gtest/gtest.h>
@@ -24,6 +25,7 @@ namespace {
 
 struct Dims {
   int64_t Hq, Hkv, D, block_size, past, Tq;
+  int64_t window = 0;  // sliding window; 0: none
 };
 
 std::vector<double> random_vec(int64_t n, uint64_t seed, std::string_view name) {
@@ -56,7 +58,7 @@ struct Case {
       std::swap(ids[i], ids[static_cast<int64_t>(uniform_at(seed, i) * (i + 1))]);
     table.assign(ids.begin(), ids.begin() + n);
   }
-  PagedAttnDims dims() const { return {s.Hq, s.Hkv, s.D, s.block_size, num_blocks}; }
+  PagedAttnDims dims() const { return {s.Hq, s.Hkv, s.D, s.block_size, num_blocks, s.window}; }
   template <class T>
   std::vector<T> pool(const std::vector<double>& rows) const {
     const int64_t row = s.Hkv * s.D;
@@ -65,6 +67,11 @@ struct Case {
     const std::vector<T> src = cast<T>(rows);
     paged_kv_write(p.data(), num_blocks, s.block_size, row, table.data(),
                    static_cast<int64_t>(table.size()), 0, Tk, src.data());
+    // Blocks wholly before the first query's window must not be read: NaN.
+    const int64_t first = s.window > 0 ? std::max<int64_t>(0, s.past - s.window + 1) : 0;
+    for (int64_t b = 0; b < first / s.block_size; ++b)
+      std::fill_n(p.begin() + table[b] * s.block_size * row, s.block_size * row,
+                  std::numeric_limits<T>::quiet_NaN());
     return p;
   }
   PagedSeq seq() const { return {s.Tq, s.past, table.data(), static_cast<int64_t>(table.size())}; }
@@ -101,7 +108,8 @@ Result<float> run_contiguous(const Case& c) {
                    .Hkv = c.s.Hkv,
                    .D = c.s.D,
                    .q_pos0 = c.s.past,
-                   .k_pos0 = 0};
+                   .k_pos0 = 0,
+                   .window = c.s.window};
   std::vector<float> lse(static_cast<size_t>(c.s.Hq * c.s.Tq));
   Result<float> r{std::vector<float>(c.q.size()), std::vector<float>(lse.size())};
   attention_forward(r.out.data(), lse.data(), q.data(), k.data(), v.data(), d, c.scale());
@@ -110,7 +118,8 @@ Result<float> run_contiguous(const Case& c) {
   return r;
 }
 
-// Materialised scores in double: query i at position past + i sees keys 0 .. past + i.
+// Materialised scores in double: query i at position past + i sees keys 0
+// (or past + i - window + 1) .. past + i.
 Result<double> reference(const Case& c) {
   const Dims& s = c.s;
   const int64_t group = s.Hq / s.Hkv;
@@ -119,8 +128,9 @@ Result<double> reference(const Case& c) {
   for (int64_t i = 0; i < s.Tq; ++i)
     for (int64_t h = 0; h < s.Hq; ++h) {
       const int64_t g = h / group, n = s.past + i + 1;
-      std::vector<double> p(static_cast<size_t>(n));
-      for (int64_t j = 0; j < n; ++j) {
+      const int64_t j0 = s.window > 0 ? std::max<int64_t>(0, n - s.window) : 0;
+      std::vector<double> p(static_cast<size_t>(n), -std::numeric_limits<double>::infinity());
+      for (int64_t j = j0; j < n; ++j) {
         double dot = 0.0;
         for (int64_t e = 0; e < s.D; ++e)
           dot += c.q[(i * s.Hq + h) * s.D + e] * c.k[(j * s.Hkv + g) * s.D + e];
@@ -161,6 +171,17 @@ const std::vector<Dims> kShapes = {
     {4, 2, 16, 3, 100, 9},    // block size not dividing the tile
     {4, 2, 16, 16, 32, 16},   // past and chunk on block boundaries
     {2, 2, 8, 16, 140, 130},  // chunk spanning key tiles and query blocks
+    // Sliding windows: decode with the window inside one tile and across
+    // tiles and blocks, of 1, wider than the sequence; prefill chunks.
+    {8, 2, 32, 16, 37, 1, 5},
+    {8, 2, 32, 16, 300, 1, 150},
+    {8, 2, 32, 16, 300, 1, 1},
+    {6, 3, 8, 1, 20, 5, 7},
+    {4, 2, 16, 3, 100, 9, 10},
+    {8, 2, 32, 16, 35, 13, 40},
+    {4, 1, 64, 16, 0, 70, 17},
+    {2, 2, 8, 16, 140, 130, 100},
+    {2, 2, 8, 16, 140, 130, 300},
 };
 
 class PagedAttentionShapes : public ::testing::TestWithParam<Dims> {};
@@ -223,11 +244,9 @@ TEST(PagedAttention, RaggedBatchEqualsEachSequenceAlone) {
   }
 }
 
-// On the Direct path a query row's result is bit for bit the same however
-// its sequence is cut into chunks (one prefill, chunks, or token by token),
-// so chunked prefill and prefix-cache hits cannot change it.
-TEST(PagedAttention, DirectRowsDoNotDependOnChunking) {
-  const Case c({8, 2, 32, 4, 0, 23}, 21);
+// On the Direct path a query row's result is the same, bit for bit, for
+// every chunking of its sequence (see below).
+void expect_direct_rows_ignore_chunking(const Case& c) {
   const std::vector<float> q = cast<float>(c.q), kp = c.pool<float>(c.k), vp = c.pool<float>(c.v);
   const int64_t row = c.s.Hq * c.s.D;
   auto run = [&](const std::vector<int64_t>& chunks) {
@@ -245,6 +264,14 @@ TEST(PagedAttention, DirectRowsDoNotDependOnChunking) {
   const std::vector<float> whole = run({23});
   EXPECT_EQ(run({5, 8, 10}), whole);
   EXPECT_EQ(run(std::vector<int64_t>(23, 1)), whole);
+}
+
+// On the Direct path a query row's result is bit for bit the same however
+// its sequence is cut into chunks (one prefill, chunks, or token by token),
+// so chunked prefill and prefix-cache hits cannot change it.
+TEST(PagedAttention, DirectRowsDoNotDependOnChunking) {
+  for (int64_t window : {0, 6})
+    expect_direct_rows_ignore_chunking(Case({8, 2, 32, 4, 0, 23, window}, 21));
 }
 
 TEST(PagedAttention, NullLseIsAllowed) {

@@ -25,7 +25,8 @@ namespace {
 
 // 64 rows keep a tile's GEMMs efficient while wasting little on the causal
 // diagonal (about (1 + 1/nblocks)/2 of the full square is computed). Under a
-// document mask a tile also skips the keys before its rows' documents.
+// document mask or a sliding window a tile also skips the keys before the
+// earliest one its rows can see.
 constexpr int64_t kQueryBlock = 64;
 // Key block of the two-pass backward's dk/dv pass.
 constexpr int64_t kKeyBlock = 64;
@@ -111,20 +112,25 @@ struct Layout {
     PX_CHECK(d.doc_start == nullptr || d.doc_ld >= d.q_pos0 + d.Tq,
              "attention: document starts of {} positions per row, but queries reach position {}",
              d.doc_ld, d.q_pos0 + d.Tq);
+    PX_CHECK(d.window >= 0 && (d.window == 0 || d.causal),
+             "attention: a sliding window ({}) must be >= 0 and needs the causal mask", d.window);
     group = d.Hq / d.Hkv;
     ldq = d.Hq * d.D;
     ldk = d.Hkv * d.D;
     nqb = (d.Tq + kQueryBlock - 1) / kQueryBlock;
   }
   // Keys first(b, i) .. visible(i)-1 are visible to query i of row b: keys
-  // after are in its future, keys before in an earlier document.
+  // after are in its future, keys before in an earlier document or out of
+  // the sliding window.
   int64_t visible(int64_t i) const {
     if (!d.causal) return d.Tk;
     return std::clamp<int64_t>(d.q_pos0 + i - d.k_pos0 + 1, 0, d.Tk);
   }
   int64_t first(int64_t b, int64_t i) const {
-    if (d.doc_start == nullptr) return 0;
-    return std::clamp<int64_t>(d.doc_start[b * d.doc_ld + d.q_pos0 + i] - d.k_pos0, 0, d.Tk);
+    int64_t lo = 0;  // in global positions
+    if (d.doc_start != nullptr) lo = d.doc_start[b * d.doc_ld + d.q_pos0 + i];
+    if (d.window > 0) lo = std::max(lo, d.q_pos0 + i - d.window + 1);
+    return std::clamp<int64_t>(lo - d.k_pos0, 0, d.Tk);
   }
   // The keys [lo, hi) that some query of rows [i0, i1) of row b sees (hi <=
   // lo: none). visible() grows with i, so the last row sees furthest.

@@ -7,6 +7,9 @@
 // Packed documents (--reset-attention-mask): with doc_start set, key j is
 // also hidden unless it lies in query i's document, i.e. doc_start(b, q_pos0
 // + i) <= k_pos0 + j; tiles compute only the key range their rows can see.
+// Sliding window (Mistral): with window > 0, key j is also hidden when k_pos0
+// + j <= q_pos0 + i - window (a query sees itself and the window - 1 keys
+// before it); positions are global, so ring steps mask the same way.
 // Optional dropout on the probabilities: the mask of (sample, head, query pos,
 // key pos) is a pure function of global indices (counter RNG), never of the
 // layout, and is regenerated in backward; lse stays the un-dropped statistic.
@@ -31,6 +34,9 @@ struct AttnDims {
   // parallelism), non-decreasing along a row.
   const int64_t* doc_start = nullptr;
   int64_t doc_ld = 0;
+  // Sliding window (0: none): query position p sees key positions
+  // p - window + 1 .. p (and no earlier document). Needs causal.
+  int64_t window = 0;
   // Dropout on P: keep with probability 1 - dropout_p, kept values scaled by
   // 1/(1 - dropout_p). head0 / sample0: global index of local head 0 / batch
   // row 0 (tp-split heads, data-parallel or accumulated micro-batches).

@@ -1,6 +1,7 @@
 // Paged attention on CPU (see paged_attention.h). Work is cut into tasks of
 // (sequence, kv head, its query heads or one of them, block of query rows);
-// a task walks the visible keys in tiles of whole blocks, keeping per query
+// a task walks the visible keys in tiles of whole blocks (from the tile that
+// holds its first row's window start), keeping per query
 // row a running max m, a running sum l and an unnormalised output, rescaled
 // when m grows. Invariant: a query row's result depends only on its own
 // sequence's data, position and Tq (never on the rest of the batch, the
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -47,6 +49,10 @@ struct Task {
 struct Geometry {
   const PagedAttnDims& d;
   int64_t group, ldq, ldk, tile;
+  // The first key position that the query at position pos sees.
+  int64_t first(int64_t pos) const {
+    return d.window > 0 ? std::max<int64_t>(0, pos - d.window + 1) : 0;
+  }
   int64_t k_off(const PagedSeq& s, int64_t j, int64_t g) const {
     const int64_t phys = s.blocks[j / d.block_size];
     return ((phys * d.block_size + j % d.block_size) * d.Hkv + g) * d.D;
@@ -57,7 +63,7 @@ template <class T>
 struct Workspace {
   std::vector<T> s, acc, m, kt, vt;
   std::vector<double> l;
-  std::vector<int64_t> c;  // visible keys of each row in the current tile
+  std::vector<int64_t> a, c;  // each row sees keys [a, c) of the current tile
 };
 
 // The running softmax state of one row over tile scores s[0, c): rescales
@@ -141,25 +147,45 @@ template <class T>
   for (int64_t e = 0; e < n; ++e) y[e] += a * x[e];
 }
 
-// Direct path: keys four at a time, each group used by every row of the
-// task while it is in cache (the group's query heads share it under GQA).
-// Row r handles its own visible keys only, in the same groups whatever the
-// other rows see, so its result does not depend on them.
+// Tile keys [a[r], c[r]) that row r (query i0 + r % nq) sees, for tile
+// keys j0 .. j0 + tk - 1; returns the union [amin, cmax) (empty: cmax 0).
 template <class T>
-void task_direct(const Task& t, const PagedSeq& s, const Geometry& G, const T* q, const T* kp,
-                 const T* vp, T scale, int64_t kend, Workspace<T>& w) {
-  const int64_t D = G.d.D, nq = t.i1 - t.i0, R = (t.h1 - t.h0) * nq;
-  auto qrow = [&](int64_t r) { return q + (t.row0 + t.i0 + r % nq) * G.ldq + (t.h0 + r / nq) * D; };
-  const T* kr[kLanes];
-  const T* vr[kLanes];
-  for (int64_t j0 = 0; j0 < kend; j0 += G.tile) {
-    const int64_t tk = std::min(G.tile, kend - j0);
-    int64_t cmax = 0;  // row r (query i0 + r % nq) sees c[r] keys of this tile
-    for (int64_t r = 0; r < R; ++r) {
-      w.c[r] = std::clamp<int64_t>(s.q_pos0 + t.i0 + r % nq + 1 - j0, 0, tk);
+std::pair<int64_t, int64_t> tile_rows(const Task& t, const PagedSeq& s, const Geometry& G,
+                                      int64_t R, int64_t j0, int64_t tk, Workspace<T>& w) {
+  const int64_t nq = t.i1 - t.i0;
+  int64_t amin = tk, cmax = 0;
+  for (int64_t r = 0; r < R; ++r) {
+    const int64_t pos = s.q_pos0 + t.i0 + r % nq;
+    w.a[r] = std::clamp<int64_t>(G.first(pos) - j0, 0, tk);
+    w.c[r] = std::clamp<int64_t>(pos + 1 - j0, 0, tk);
+    if (w.c[r] > w.a[r]) {
+      amin = std::min(amin, w.a[r]);
       cmax = std::max(cmax, w.c[r]);
     }
-    for (int64_t j = 0; j < cmax; j += kLanes) {
+  }
+  return {amin, cmax};
+}
+
+// Direct path: keys four at a time, each group used by every row of the
+// task while it is in cache (the group's query heads share it under GQA).
+// Row r handles its own visible keys only, in groups at fixed offsets of
+// the tile whatever the other rows see, so its result does not depend on them.
+template <class T>
+void task_direct(const Task& t, const PagedSeq& s, const Geometry& G, const T* q, const T* kp,
+                 const T* vp, T scale, int64_t kbeg, int64_t kend, Workspace<T>& w) {
+  const int64_t D = G.d.D, nq = t.i1 - t.i0, R = (t.h1 - t.h0) * nq;
+  auto qrow = [&](int64_t r) { return q + (t.row0 + t.i0 + r % nq) * G.ldq + (t.h0 + r / nq) * D; };
+  // Row r's lanes [lo, hi) of the group at tile key j (all of them: the fast path).
+  auto lanes = [&](int64_t r, int64_t j, int64_t nl) {
+    return std::pair<int64_t, int64_t>{std::max<int64_t>(0, w.a[r] - j), std::min(nl, w.c[r] - j)};
+  };
+  const T* kr[kLanes];
+  const T* vr[kLanes];
+  for (int64_t j0 = kbeg; j0 < kend; j0 += G.tile) {
+    const int64_t tk = std::min(G.tile, kend - j0);
+    const auto [amin, cmax] = tile_rows(t, s, G, R, j0, tk, w);
+    const int64_t jstart = amin / kLanes * kLanes;
+    for (int64_t j = jstart; j < cmax; j += kLanes) {
       const int64_t nl = std::min(kLanes, cmax - j);
       for (int64_t l = 0; l < nl; ++l) {
         kr[l] = kp + G.k_off(s, j0 + j + l, t.g);
@@ -169,58 +195,70 @@ void task_direct(const Task& t, const PagedSeq& s, const Geometry& G, const T* q
       }
       for (int64_t r = 0; r < R; ++r) {
         T* sr = &w.s[r * G.tile + j];
-        if (j + kLanes <= w.c[r]) {
+        const auto [lo, hi] = lanes(r, j, nl);
+        if (lo == 0 && hi == kLanes) {
           dot4(sr, qrow(r), kr[0], kr[1], kr[2], kr[3], D);
           for (int64_t l = 0; l < kLanes; ++l) sr[l] *= scale;
         } else {
-          for (int64_t l = 0; l < std::min(nl, w.c[r] - j); ++l)
-            sr[l] = scale * dot(qrow(r), kr[l], D);
+          for (int64_t l = lo; l < hi; ++l) sr[l] = scale * dot(qrow(r), kr[l], D);
         }
       }
     }
     for (int64_t r = 0; r < R; ++r)
-      if (w.c[r] > 0) online_update(&w.s[r * G.tile], w.c[r], w.m[r], w.l[r], &w.acc[r * D], D);
-    for (int64_t j = 0; j < cmax; j += kLanes) {
+      if (w.c[r] > w.a[r])
+        online_update(&w.s[r * G.tile + w.a[r]], w.c[r] - w.a[r], w.m[r], w.l[r], &w.acc[r * D], D);
+    for (int64_t j = jstart; j < cmax; j += kLanes) {
       const int64_t nl = std::min(kLanes, cmax - j);
       for (int64_t l = 0; l < nl; ++l) vr[l] = vp + G.k_off(s, j0 + j + l, t.g);
       for (int64_t r = 0; r < R; ++r) {
         T* a = &w.acc[r * D];
         const T* p = &w.s[r * G.tile + j];
-        if (j + kLanes <= w.c[r]) {
+        const auto [lo, hi] = lanes(r, j, nl);
+        if (lo == 0 && hi == kLanes) {
           axpy4(a, p, vr[0], vr[1], vr[2], vr[3], D);
         } else {
-          for (int64_t l = 0; l < std::min(nl, w.c[r] - j); ++l) axpy(a, p[l], vr[l], D);
+          for (int64_t l = lo; l < hi; ++l) axpy(a, p[l], vr[l], D);
         }
       }
     }
   }
 }
 
-// Gemm path: copy the tile's keys and values of kv head g into contiguous
-// (tk, D) buffers, then per query head one GEMM for the scores and one for
-// P.V into the running output.
+// Gemm path: copy the tile's keys and values of kv head g that some row
+// sees into contiguous (kn, D) buffers, then per query head one GEMM for the
+// scores and one for P.V into the running output.
 template <class T>
 void task_gemm(const Task& t, const PagedSeq& s, const Geometry& G, const T* q, const T* kp,
-               const T* vp, T scale, int64_t kend, Workspace<T>& w) {
+               const T* vp, T scale, int64_t kbeg, int64_t kend, Workspace<T>& w) {
   const int64_t D = G.d.D, nq = t.i1 - t.i0;
-  for (int64_t j0 = 0; j0 < kend; j0 += G.tile) {
+  for (int64_t j0 = kbeg; j0 < kend; j0 += G.tile) {
     const int64_t tk = std::min(G.tile, kend - j0);
-    for (int64_t j = 0; j < tk; ++j) {
-      const int64_t off = G.k_off(s, j0 + j, t.g);
+    // The query heads share the rows' visible ranges (those of head t.h0);
+    // only keys [lo, hi), which some row sees, are read.
+    const auto [lo, hi] = tile_rows(t, s, G, nq, j0, tk, w);
+    if (hi <= lo) continue;
+    const int64_t kn = hi - lo;
+    for (int64_t j = 0; j < kn; ++j) {
+      const int64_t off = G.k_off(s, j0 + lo + j, t.g);
       std::copy_n(kp + off, D, &w.kt[j * D]);
       std::copy_n(vp + off, D, &w.vt[j * D]);
     }
     for (int64_t h = t.h0; h < t.h1; ++h) {
       const int64_t r0 = (h - t.h0) * nq;
-      gemm(false, true, nq, tk, D, scale, q + (t.row0 + t.i0) * G.ldq + h * D, G.ldq, w.kt.data(),
-           D, T(0), w.s.data(), tk);
+      gemm(false, true, nq, kn, D, scale, q + (t.row0 + t.i0) * G.ldq + h * D, G.ldq, w.kt.data(),
+           D, T(0), w.s.data(), kn);
       for (int64_t i = 0; i < nq; ++i) {
-        T* row = &w.s[i * tk];
-        const int64_t c = std::clamp<int64_t>(s.q_pos0 + t.i0 + i + 1 - j0, 0, tk);
-        if (c > 0) online_update(row, c, w.m[r0 + i], w.l[r0 + i], &w.acc[(r0 + i) * D], D);
-        std::fill(row + c, row + tk, T(0));  // masked keys add nothing to P.V
+        T* row = &w.s[i * kn];
+        if (w.c[i] <= w.a[i]) {  // nothing visible in this tile
+          std::fill_n(row, kn, T(0));
+          continue;
+        }
+        const int64_t a = w.a[i] - lo, c = w.c[i] - lo;
+        online_update(row + a, c - a, w.m[r0 + i], w.l[r0 + i], &w.acc[(r0 + i) * D], D);
+        std::fill(row, row + a, T(0));  // masked keys add nothing to P.V
+        std::fill(row + c, row + kn, T(0));
       }
-      gemm(false, false, nq, D, tk, T(1), w.s.data(), tk, w.vt.data(), D, T(1), &w.acc[r0 * D], D);
+      gemm(false, false, nq, D, kn, T(1), w.s.data(), kn, w.vt.data(), D, T(1), &w.acc[r0 * D], D);
     }
   }
 }
@@ -229,10 +267,14 @@ template <class T>
 void run_task(const Task& t, const PagedSeq& s, const Geometry& G, T* out, T* lse, const T* q,
               const T* kp, const T* vp, T scale, Workspace<T>& w) {
   const int64_t D = G.d.D, nq = t.i1 - t.i0, R = (t.h1 - t.h0) * nq;
-  const int64_t kend = s.q_pos0 + t.i1;  // the last row sees the most keys
+  const int64_t kend = s.q_pos0 + t.i1;  // the last row sees the latest keys
+  // ... and the first the earliest; tiles stay at multiples of G.tile, so a
+  // row's tiles do not depend on the task's other rows.
+  const int64_t kbeg = G.first(s.q_pos0 + t.i0) / G.tile * G.tile;
   w.acc.assign(static_cast<size_t>(R * D), T(0));
   w.m.assign(static_cast<size_t>(R), -std::numeric_limits<T>::infinity());
   w.l.assign(static_cast<size_t>(R), 0.0);
+  w.a.assign(static_cast<size_t>(R), 0);
   w.c.assign(static_cast<size_t>(R), 0);
   const size_t srows = static_cast<size_t>(t.gemm ? nq : R);
   if (w.s.size() < srows * G.tile) w.s.resize(srows * G.tile);
@@ -241,14 +283,14 @@ void run_task(const Task& t, const PagedSeq& s, const Geometry& G, T* out, T* ls
     w.vt.resize(static_cast<size_t>(G.tile * D));
   }
   if (t.gemm)
-    task_gemm(t, s, G, q, kp, vp, scale, kend, w);
+    task_gemm(t, s, G, q, kp, vp, scale, kbeg, kend, w);
   else
-    task_direct(t, s, G, q, kp, vp, scale, kend, w);
+    task_direct(t, s, G, q, kp, vp, scale, kbeg, kend, w);
   for (int64_t r = 0; r < R; ++r) {
     const int64_t row = t.row0 + t.i0 + r % nq, h = t.h0 + r / nq;
     T* o = out + row * G.ldq + h * D;
     const double l = w.l[static_cast<size_t>(r)];
-    // Every query sees at least key 0, so l > 0; the guard keeps a bad
+    // Every query sees at least its own key, so l > 0; the guard keeps a bad
     // table from dividing by zero silently.
     const T inv = l > 0.0 ? static_cast<T>(1.0 / l) : T(0);
     const T* a = &w.acc[r * D];
@@ -267,6 +309,7 @@ void check_inputs(const PagedSeq* seqs, int64_t n_seqs, const PagedAttnDims& d) 
   PX_CHECK(d.Hkv > 0 && d.Hq > 0 && d.Hq % d.Hkv == 0,
            "paged attention: query heads ({}) must be a positive multiple of kv heads ({})", d.Hq,
            d.Hkv);
+  PX_CHECK(d.window >= 0, "paged attention: sliding window {} must be >= 0 (0: none)", d.window);
   PX_CHECK(n_seqs >= 0, "paged attention: negative sequence count {}", n_seqs);
   for (int64_t i = 0; i < n_seqs; ++i) {
     const PagedSeq& s = seqs[i];
@@ -313,8 +356,9 @@ void paged_attention_forward(T* out, T* lse, const T* q, const T* k_pool, const 
         for (int64_t h0 = 0; h0 < d.Hq; h0 += heads_per_task)
           tasks.push_back({i, row0, i0, std::min(s.Tq, i0 + qb), h0 / group, h0,
                            h0 + heads_per_task, use_gemm});
-      flops += static_cast<double>(d.Hq) * s.Tq * (s.q_pos0 + s.Tq) * d.D;
-      kv_bytes += 2.0 * d.Hkv * (s.q_pos0 + s.Tq) * d.D * sizeof(T);
+      const int64_t keys = s.q_pos0 + s.Tq - G.first(s.q_pos0);  // that some row reads
+      flops += static_cast<double>(d.Hq) * s.Tq * keys * d.D;
+      kv_bytes += 2.0 * d.Hkv * keys * d.D * sizeof(T);
       row0 += s.Tq;
     }
     if (heads_per_task == 1 || static_cast<int64_t>(tasks.size()) >= 2 * omp_get_max_threads())

@@ -5,6 +5,9 @@
 // new query rows of every sequence, concatenated. Softmax is computed online
 // over key tiles (flash style), so no (Tq, Tk) matrix exists; per query row
 // the result equals cpu::attention_forward with q_pos0 = past, Tk = past + Tq.
+// A sliding window (window > 0) hides keys more than window - 1 positions
+// before the query, as there; tasks read no block wholly before it (the
+// blocks stay allocated: freeing them is the cache owner's business).
 #pragma once
 #include <cstdint>
 
@@ -17,12 +20,13 @@ struct PagedAttnDims {
   int64_t D;
   int64_t block_size;
   int64_t num_blocks;  // of the pool; every table entry must be in [0, num_blocks)
+  int64_t window = 0;  // sliding window: position p sees keys p - window + 1 .. p; 0: all
 };
 
 // One sequence of the batch: its Tq query rows sit at positions q_pos0 ..
-// q_pos0 + Tq - 1 and see keys 0 .. their own position, which must already be
-// in the pool (write them first with paged_kv_write). `blocks` has n_blocks
-// entries, at least ceil((q_pos0 + Tq) / block_size).
+// q_pos0 + Tq - 1 and see keys 0 (or the window's first) .. their own position, which must already
+// be in the pool (write them first with paged_kv_write). `blocks` has n_blocks entries, at least
+// ceil((q_pos0 + Tq) / block_size).
 struct PagedSeq {
   int64_t Tq;
   int64_t q_pos0;

@@ -30,6 +30,10 @@ void check_dims(const cpu::AttnDims& d) {
            "cuda attention: document starts of {} positions per row, but queries reach "
            "position {}",
            d.doc_ld, d.q_pos0 + d.Tq);
+  PX_CHECK(d.window == 0 || d.window >= d.q_pos0 + d.Tq - d.k_pos0,
+           "cuda attention: a sliding window ({}) narrower than the keys a query can see ({}) "
+           "is not implemented on the GPU; run it on the CPU backend",
+           d.window, d.q_pos0 + d.Tq - d.k_pos0);
   PX_CHECK(d.q_pos0 + d.Tq < (int64_t{1} << 31) && d.k_pos0 + d.Tk < (int64_t{1} << 31),
            "cuda attention: positions must stay below 2^31 (q_pos0 + Tq = {}, k_pos0 + Tk = {})",
            d.q_pos0 + d.Tq, d.k_pos0 + d.Tk);

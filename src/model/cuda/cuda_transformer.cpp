@@ -67,6 +67,10 @@ CudaTransformer::Impl::Impl(const ModelConfig& c, const ParameterSet& host, Allo
            "--device cuda: rope_scaling '{}' is not on the GPU yet (its rope kernel takes "
            "rope_theta only); train this model on the CPU",
            rope_scaling_name(cfg.rope_scaling.type));
+  PX_CHECK(cfg.sliding_window == 0 || cfg.sliding_window >= seq,
+           "--device cuda: sliding-window attention (window {} < sequence length {}) is not on "
+           "the GPU yet; train it on the CPU backend",
+           cfg.sliding_window, seq);
   for (int i = 0; i < host.size(); ++i)
     params.push_back({host.spec(i).name, host.offset(i), host.numel(i), host.spec(i).weight_decay});
   // A blocking stream: it orders after the device memory's zero-fills on the legacy stream.

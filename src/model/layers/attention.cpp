@@ -55,6 +55,7 @@ Attention::Attention(ParameterSet& ps, const std::string& prefix, const ModelCon
       C_(cfg.hidden),
       dropout_(cfg.attn_dropout),
       rope_(!cfg.uses_learned_positions()),
+      window_(cfg.sliding_window),
       tp_(tp),
       cp_(cp) {
   check_tp_divides(cfg, tp.size());
@@ -86,6 +87,8 @@ cpu::AttnDims Attention::dims(const LayerContext& c) const {
   d.k_pos0 = c.positions[0];
   d.doc_start = c.doc_start;  // packed documents: indexed by global position
   d.doc_ld = c.doc_len;
+  // Mistral's window, by global position as cp chunks need.
+  d.window = window_;
   if (dropout_ > 0.0 && c.dropout_seed != 0) {  // keyed by global head and sample
     d.dropout_p = dropout_;
     d.dropout_key = mix64(c.dropout_seed ^ mix64(static_cast<uint64_t>(DropoutSite::Attention)));
@@ -182,10 +185,11 @@ void Attention::forward_cached(const LayerContext& c, float* out, const float* i
   }
   Tensor att = c.workspace({N, qd});
   const std::vector<cpu::PagedSeq> seqs = PagedKvCache::kernel_seqs(spans);
-  cpu::paged_attention_forward<float>(att.data<float>(), nullptr, q.data<float>(), cache.k(layer),
-                                      cache.v(layer), seqs.data(),
-                                      static_cast<int64_t>(seqs.size()), cache.attn_dims(n_heads_),
-                                      1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  cpu::PagedAttnDims pd = cache.attn_dims(n_heads_);
+  pd.window = window_;
+  cpu::paged_attention_forward<float>(
+      att.data<float>(), nullptr, q.data<float>(), cache.k(layer), cache.v(layer), seqs.data(),
+      static_cast<int64_t>(seqs.size()), pd, 1.0 / std::sqrt(static_cast<double>(head_dim_)));
   o_.forward(c, out, att.data<float>());
 }
 

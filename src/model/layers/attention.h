@@ -62,6 +62,7 @@ class Attention {
   double dropout_ = 0.0;                                         // attention dropout probability
   bool rope_ = false;
   RopeFrequencies rope_freq_;  // with rope_
+  int64_t window_ = 0;  // sliding window (Mistral); 0: every earlier key
   TpGroup tp_;
   CpGroup cp_;
   ContextAttention cp_core_;

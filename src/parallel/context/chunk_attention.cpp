@@ -47,11 +47,14 @@ cpu::AttnDims pair_dims(const cpu::AttnDims& base, int64_t len, int64_t q0, int6
   return d;
 }
 
-// A pair with nothing visible: keys all in the queries' future, or (packed
-// documents) all before the document of every row's queries. Document
-// starts grow along a row, so the chunk's first query has the earliest.
+// A pair with nothing visible: keys all in the queries' future, all before
+// the sliding window of every query (the chunk's first query reaches back
+// furthest), or (packed documents) all before the document of every row's
+// queries. Document starts grow along a row, so the chunk's first query has
+// the earliest.
 bool fully_masked(const cpu::AttnDims& d, int64_t q0, int64_t k0, int64_t len) {
   if (k0 > q0 + len - 1) return true;
+  if (d.window > 0 && k0 + len - 1 <= q0 - d.window) return true;
   if (d.doc_start == nullptr) return false;
   for (int64_t b = 0; b < d.B; ++b)
     if (k0 + len - 1 >= d.doc_start[b * d.doc_ld + q0]) return false;

@@ -4,7 +4,8 @@
 // own global positions. Every (query chunk, key chunk) pair is one flash
 // kernel call with its q_pos0 / k_pos0; a pair whose keys all lie in the
 // queries' future, or (packed documents, base.doc_start over the whole
-// sequence) before every query's document, is skipped. Partial outputs are merged by log-sum-exp,
+// sequence) before every query's document, or (base.window) before every
+// query's sliding window, is skipped. Partial outputs are merged by log-sum-exp,
 // so calling forward once per key block in any order gives full attention. Backward takes the
 // merged output and lse (the kernel's Di and P use them), so the gradient of each key block is
 // exact on its own. `progress` runs after every pair: the ring polls its transfers there, because
@@ -32,7 +33,7 @@ struct AttnWork {
   int64_t pairs = 0;
 };
 
-// base: B, Hq, Hkv, D and dropout (head0, sample0, key); Tq, Tk, positions
+// base: B, Hq, Hkv, D, doc_start, window and dropout (head0, sample0, key); Tq, Tk, positions
 // and causal are set per pair. out (B, nq*len, Hq, D) and lse (B, Hq,
 // nq*len) hold the running merge; start from out = 0, lse = -inf
 // (chunk_attention_init).

@@ -71,6 +71,10 @@ double run_cuda_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std
            "--device cuda: rope_scaling '{}' is not on the GPU yet (its rope kernel takes "
            "rope_theta only); train this model on the CPU",
            rope_scaling_name(mc.rope_scaling.type));
+  PX_CHECK(mc.sliding_window == 0 || mc.sliding_window >= t.training.seq_len,
+           "--device cuda: sliding-window attention (window {} < sequence length {}) is not on "
+           "the GPU yet; train it on the CPU",
+           mc.sliding_window, t.training.seq_len);
   const int dev = cuda::select_device(env.local_rank);
   const std::string device = cuda::device_name(dev);
 

@@ -6,8 +6,10 @@
 // every parameter, within 1e-5 relative, for GPT-2 (learned positions, tied
 // embedding) and LLaMA (RoPE, grouped-query heads); and cp 2 with pp 2
 // (1F1B); and all of it again with packed documents (the document mask,
-// restarted positions and the EOD loss mask); and a LLaMA with dynamic NTK
-// rope scaling run past its max_positions. Each sequence is cut into
+// restarted positions and the EOD loss mask); a LLaMA with dynamic NTK
+// rope scaling run past its max_positions; and a Mistral-style LLaMA with a
+// sliding window shorter than the sequence (ring, a2a, hybrid, with and
+// without packed documents). Each sequence is cut into
 // 2 x cp load-balanced chunks, so the positions, labels and loss
 // normalisation are all exercised. The cp group must carry traffic.
 #include <gtest/gtest.h>
@@ -21,14 +23,18 @@
 namespace parallm::cp_test {
 namespace {
 
+// "mistral": the LLaMA with a sliding window of 5 tokens, shorter than a
+// 16-token sequence, so at cp 2 (chunks of 4) some chunk pairs fall wholly
+// outside it.
 ModelConfig family_model(const std::string& family) {
+  if (family == "gpt2") return testing::tp_gpt2();
+  ModelConfig c = testing::tp_llama();
   if (family == "llama-dynamic") {  // dynamic NTK rope scaling past its 8 positions
-    ModelConfig c = testing::tp_llama();
     c.max_positions = 8;
     c.rope_scaling = {.type = RopeScalingType::Dynamic, .factor = 2.0};
-    return c;
   }
-  return family == "gpt2" ? testing::tp_gpt2() : testing::tp_llama();
+  if (family == "mistral") c.sliding_window = 5;
+  return c;
 }
 
 const CpRunResult& reference(const std::string& family, int64_t seq_len, int64_t global_batch,
@@ -167,6 +173,27 @@ TEST(ContextParallelLayout, PackedDocumentsComposeWithTpAndPipeline) {
     expect_same_trajectory(family, packed({.cp = 2, .pp = 2}));
   }
   expect_same_trajectory("llama", packed({.cp = 2, .tp = 2, .comm = "a2a", .sp = true}));
+}
+
+// Sliding-window attention (Mistral) under every cp mode at cp 2 and 4,
+// plain and with packed documents, and a 48-token sequence.
+TEST(ContextParallelLayout, SlidingWindowMatchesOneProcess) {
+  const int world = env().world->size();
+  for (bool packed : {false, true})
+    for (CpLayout l : alone_for(world)) {
+      l.packed = packed;
+      expect_same_trajectory("mistral", l);
+    }
+  if (world != 2 && world != 4) return;
+  expect_same_trajectory("mistral", CpLayout{.cp = world, .comm = "ring", .seq_len = 48});
+}
+
+// The window acts: its one-process run is another trajectory than LLaMA's.
+TEST(ContextParallelLayout, SlidingWindowChangesTheRun) {
+  const CpRunResult& plain = reference("llama", 16, 8);
+  const CpRunResult& windowed = reference("mistral", 16, 8);
+  ASSERT_FALSE(plain.losses.empty());
+  EXPECT_GT(std::abs(plain.losses[0] - windowed.losses[0]), 1e-4);
 }
 
 // The flags act: the packed one-process run is another trajectory.

@@ -1,7 +1,8 @@
 // The context-parallel attention core alone against full causal attention
 // on one process (forward output, and dq, dk, dv of a random upstream
 // gradient), at cp = world size (2 or 4) for ring, Ulysses (a2a) and the
-// hybrid (a2a+ring, U 2 at cp 4), with and without load balancing; and the
+// hybrid (a2a+ring, U 2 at cp 4), with and without load balancing, with
+// and without a sliding window (chunk pairs wholly outside it skipped); and the
 // counted attention work per rank: within 1% under load balancing, with the
 // unbalanced split's imbalance printed beside it.
 #include <gtest/gtest.h>
@@ -50,7 +51,7 @@ struct CoreResult {
   int64_t pairs = 0;
 };
 
-CoreResult check_against_full(CpGroup g, int64_t T, const std::string& what) {
+CoreResult check_against_full(CpGroup g, int64_t T, const std::string& what, int64_t window = 0) {
   comm::Communicator& world = *env().world;
   g.comm = &world;
   const CpSubgroups subs = make_cp_subgroups(g);
@@ -61,6 +62,7 @@ CoreResult check_against_full(CpGroup g, int64_t T, const std::string& what) {
                      v = randn(kB * T * krow, 3), dout = randn(kB * T * qrow, 4);
   // One-process reference.
   cpu::AttnDims full{.B = kB, .Tq = T, .Tk = T, .Hq = kHq, .Hkv = kHkv, .D = kD};
+  full.window = window;
   std::vector<float> out(q.size()), lse(kB * kHq * T), dq(q.size()), dk(k.size()), dv(v.size());
   cpu::attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), full, scale);
   cpu::attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(),
@@ -83,6 +85,7 @@ CoreResult check_against_full(CpGroup g, int64_t T, const std::string& what) {
   Tensor att = c.activation({kB, Tl, qrow});
   ContextAttention core(g, kHq, kHkv, kD);
   cpu::AttnDims base{.B = kB, .Tq = Tl, .Tk = Tl, .Hq = kHq, .Hkv = kHkv, .D = kD};
+  base.window = window;
   AttnWork work;
   ContextAttention::Saved s = core.forward(c, att, lq, lk, lv, base, scale, &work);
   std::vector<float> got_out(att.data<float>(), att.data<float>() + att.numel());
@@ -114,6 +117,23 @@ TEST(ContextAttentionCore, MatchesFullAttention) {
         check_against_full(g, T,
                            fmt::format("cp {} {} U {} balanced {} T {}", world,
                                        cp_comm_name(g.mode), g.ulysses_degree, balanced, T));
+      }
+}
+
+// Sliding windows (Mistral) by global position: of 1, shorter than a chunk
+// (whole chunk pairs fall outside it), longer than a chunk, and of T - 1.
+TEST(ContextAttentionCore, SlidingWindowMatchesFullAttention) {
+  const int world = env().world->size();
+  if (world != 2 && world != 4) GTEST_SKIP() << "runs at np 2 and 4";
+  const int64_t T = int64_t{24} * world;  // chunks of 6 (load-balanced) or 12 tokens
+  for (CpGroup g : modes_for(world))
+    for (bool balanced : {true, false})
+      for (int64_t window : {int64_t{1}, int64_t{4}, int64_t{9}, T - 1}) {
+        g.load_balance = balanced;
+        check_against_full(g, T,
+                           fmt::format("cp {} {} U {} balanced {} T {} window {}", world,
+                                       cp_comm_name(g.mode), g.ulysses_degree, balanced, T, window),
+                           window);
       }
 }
 
