@@ -1,7 +1,9 @@
 """Hugging Face model families (docs/model_families.md): a tiny model of one
 family made by transformers is read by `parallm eval` with the same loss
 (1e-5 relative); trained 3 steps by parallm in one process, at tp 2 and at
-pp 2 with the same losses (1e-5); written back from the tp 2 run and loaded
+pp 2 with the same losses (1e-5), which lower parallm's eval loss of the same
+windows (the step losses are of different batches and need not fall);
+written back from the tp 2 run and loaded
 by transformers with no missing, unexpected or mismatched keys, with the same
 loss as parallm's eval of that directory.
 
@@ -10,14 +12,13 @@ FAMILY: llama3 | llama_linear | llama_dynamic | qwen2 | mistral | gemma
 """
 import json
 import os
-import struct
-import subprocess
 import sys
 
 import torch
 import transformers
 
-T, B, BATCHES = 16, 2, 3
+from eval_windows import B, BATCHES, T, close, hf_loss, parallm_eval, run, write_shard
+
 SMALL = dict(vocab_size=300, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
              rms_norm_eps=1e-5, initializer_range=0.2, tie_word_embeddings=False)
@@ -47,42 +48,6 @@ FAMILIES = {
 MPI = ["mpirun", "--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader"]
 
 
-def write_shard(path, tokens):
-    header = [20240520, 1, len(tokens)] + [0] * 253
-    with open(path, "wb") as f:
-        f.write(struct.pack("<256i", *header))
-        f.write(struct.pack("<%dH" % len(tokens), *tokens))
-
-
-def hf_loss(model, tokens):
-    """Mean token loss over the windows parallm eval reads (window w: tokens
-    [wT, wT + T) predicting the next ones)."""
-    total, count = 0.0, 0
-    with torch.no_grad():
-        for w in range(B * BATCHES):
-            x = torch.tensor(tokens[w * T:w * T + T]).unsqueeze(0)
-            y = torch.tensor(tokens[w * T + 1:w * T + T + 1]).unsqueeze(0)
-            logits = model(input_ids=x).logits.double()
-            total += torch.nn.functional.cross_entropy(logits[0], y[0], reduction="sum").item()
-            count += T
-    return total / count
-
-
-def run(cmd, env=None):
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if p.returncode != 0:
-        print("FAILED:", " ".join(cmd))
-        print(p.stdout[-3000:], p.stderr[-3000:])
-        sys.exit(1)
-    return p.stdout
-
-
-def parallm_eval(exe, model_dir, shard):
-    out = run([exe, "eval", "--model", model_dir, "--data", shard, "--seq-len", str(T),
-               "--micro-batch-size", str(B), "--batches", str(BATCHES)])
-    return json.loads(out.strip().splitlines()[-1])["loss"]
-
-
 def parallm_train(exe, src, shard, work, name, layout):
     """3 steps from the transformers model; returns the per-step losses."""
     metrics = os.path.join(work, name + ".jsonl")
@@ -96,12 +61,6 @@ def parallm_train(exe, src, shard, work, name, layout):
     run((MPI + ["-np", str(ranks)] if ranks > 1 else []) + cmd, env)
     with open(metrics) as f:
         return [json.loads(line)["loss"] for line in f if '"loss"' in line]
-
-
-def close(a, b, what):
-    ok = abs(a - b) <= 1e-5 * abs(b)
-    print(f"{what}: parallm {a:.8f} reference {b:.8f} {'ok' if ok else 'DIFFERENT'}")
-    return ok
 
 
 def main():

@@ -13,8 +13,6 @@ usage: lora_peft.py PARALLM WORKDIR
 """
 import json
 import os
-import struct
-import subprocess
 import sys
 
 import torch
@@ -22,33 +20,11 @@ from peft import LoraConfig, PeftModel, get_peft_model
 from peft.utils import load_peft_weights, set_peft_model_state_dict
 from transformers import LlamaConfig, LlamaForCausalLM
 
-T, B, BATCHES = 16, 2, 3
+from eval_windows import T, B, BATCHES, hf_loss, run, windows, write_shard
+from eval_windows import close as close_to
+from eval_windows import parallm_eval as eval_of
+
 TARGETS = ["q_proj", "v_proj", "o_proj", "down_proj"]
-
-
-def write_shard(path, tokens):
-    header = [20240520, 1, len(tokens)] + [0] * 253
-    with open(path, "wb") as f:
-        f.write(struct.pack("<256i", *header))
-        f.write(struct.pack("<%dH" % len(tokens), *tokens))
-
-
-def windows(tokens):
-    for w in range(B * BATCHES):
-        x = torch.tensor(tokens[w * T:w * T + T]).unsqueeze(0)
-        y = torch.tensor(tokens[w * T + 1:w * T + T + 1]).unsqueeze(0)
-        yield x, y
-
-
-def hf_loss(model, tokens):
-    """Mean token loss over the windows parallm eval reads."""
-    total, count = 0.0, 0
-    with torch.no_grad():
-        for x, y in windows(tokens):
-            logits = model(input_ids=x).logits.double()
-            total += torch.nn.functional.cross_entropy(logits[0], y[0], reduction="sum").item()
-            count += T
-    return total / count
 
 
 def hf_logits(model, tokens):
@@ -56,21 +32,12 @@ def hf_logits(model, tokens):
         return torch.cat([model(input_ids=x).logits[0] for x, _ in windows(tokens)])
 
 
-def run(exe, *args):
-    return subprocess.run([exe, *args], check=True, capture_output=True, text=True).stdout
-
-
 def parallm_eval(exe, model_dir, shard, adapter=None):
-    extra = ["--lora-adapter", adapter] if adapter else []
-    out = run(exe, "eval", "--model", model_dir, "--data", shard, "--seq-len", str(T),
-              "--micro-batch-size", str(B), "--batches", str(BATCHES), *extra)
-    return json.loads(out.strip().splitlines()[-1])["loss"]
+    return eval_of(exe, model_dir, shard, *(["--lora-adapter", adapter] if adapter else []))
 
 
 def close(a, b, what):
-    ok = abs(a - b) <= 1e-5 * abs(b)
-    print(f"{what}: parallm {a:.8f} peft {b:.8f} {'ok' if ok else 'DIFFERENT'}")
-    return ok
+    return close_to(a, b, what, "peft")
 
 
 def base_model(src):
@@ -114,9 +81,9 @@ def main():
 
     # 2. parallm trains from peft's adapter and writes its own.
     ours = os.path.join(work, "ours")
-    run(exe, "train", "--init-from", src, "--lora-adapter", os.path.join(work, "peft"),
-        "--data", shard, "--steps", "3", "--lr", "1e-2", "--seq-len", str(T),
-        "--micro-batch-size", str(B), "--global-batch-size", str(B), "--save-hf", ours)
+    run([exe, "train", "--init-from", src, "--lora-adapter", os.path.join(work, "peft"),
+         "--data", shard, "--steps", "3", "--lr", "1e-2", "--seq-len", str(T),
+         "--micro-batch-size", str(B), "--global-batch-size", str(B), "--save-hf", ours])
     with open(os.path.join(ours, "adapter_config.json")) as f:
         conf = json.load(f)
     conf_ok = (conf["peft_type"] == "LORA" and conf["r"] == 4 and conf["lora_alpha"] == 8 and
@@ -141,7 +108,7 @@ def main():
 
     # 3. Merged: parallm's export against peft's unmerged logits.
     merged = os.path.join(work, "merged")
-    run(exe, "export", "--merge-lora", "--base", src, "--lora-adapter", ours, "--out", merged)
+    run([exe, "export", "--merge-lora", "--base", src, "--lora-adapter", ours, "--out", merged])
     lm = hf_logits(base_model(merged), tokens)
     lu = hf_logits(pm, tokens)
     diff = (lm - lu).abs().max().item()

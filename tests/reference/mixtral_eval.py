@@ -7,50 +7,15 @@ the same loss again; and the same round trip under expert parallelism
 
 usage: mixtral_eval.py PARALLM WORKDIR
 """
-import json
 import os
-import struct
 import subprocess
 import sys
 
 import torch
 from transformers import MixtralConfig, MixtralForCausalLM
 
-T, B, BATCHES = 16, 2, 3
+from eval_windows import B, BATCHES, T, close, hf_loss, parallm_eval, write_shard
 
-
-def write_shard(path, tokens):
-    header = [20240520, 1, len(tokens)] + [0] * 253
-    with open(path, "wb") as f:
-        f.write(struct.pack("<256i", *header))
-        f.write(struct.pack("<%dH" % len(tokens), *tokens))
-
-
-def hf_loss(model, tokens):
-    """Mean token loss over the windows parallm eval reads (window w: tokens
-    [wT, wT + T) predicting the next ones)."""
-    total, count = 0.0, 0
-    with torch.no_grad():
-        for w in range(B * BATCHES):
-            x = torch.tensor(tokens[w * T:w * T + T]).unsqueeze(0)
-            y = torch.tensor(tokens[w * T + 1:w * T + T + 1]).unsqueeze(0)
-            logits = model(input_ids=x).logits.double()
-            total += torch.nn.functional.cross_entropy(logits[0], y[0], reduction="sum").item()
-            count += T
-    return total / count
-
-
-def parallm_eval(exe, model_dir, shard):
-    out = subprocess.run([exe, "eval", "--model", model_dir, "--data", shard, "--seq-len", str(T),
-                          "--micro-batch-size", str(B), "--batches", str(BATCHES)],
-                         check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])["loss"]
-
-
-def close(a, b, what):
-    ok = abs(a - b) <= 1e-5 * abs(b)
-    print(f"{what}: parallm {a:.8f} transformers {b:.8f} {'ok' if ok else 'DIFFERENT'}")
-    return ok
 
 
 def main():

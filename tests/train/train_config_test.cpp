@@ -79,6 +79,42 @@ TEST(RunConfig, PresetWithGpt2Defaults) {
   EXPECT_EQ(rc.model.head_dim, 16);       // hidden / 6 heads
 }
 
+TEST(RunConfig, ReadsTheLlamaRelativesTraits) {
+  RunConfig rc = load_run_config(write_toml(R"(
+[model]
+preset = "llama-tiny"
+family = "llama"
+rope_scaling = "llama3"
+rope_scaling_factor = 8.0
+rope_scaling_low_freq_factor = 1.0
+rope_scaling_high_freq_factor = 4.0
+rope_scaling_original_max_positions = 64
+)"));
+  const RopeScaling& r = rc.model.rope_scaling;
+  EXPECT_EQ(r.type, RopeScalingType::Llama3);
+  EXPECT_EQ(r.factor, 8.0);
+  EXPECT_EQ(r.original_max_positions, 64);
+  EXPECT_EQ(rc.model.hf_model_type(), "llama");
+  rc = load_run_config(write_toml(R"([model]
+preset = "llama-tiny"
+qkv_bias = true
+)"));
+  EXPECT_TRUE(rc.model.qkv_bias);
+  EXPECT_EQ(rc.model.hf_model_type(), "qwen2");
+  rc = load_run_config(write_toml(R"([model]
+preset = "llama-tiny"
+sliding_window = 32
+)"));
+  EXPECT_EQ(rc.model.sliding_window, 32);
+  EXPECT_EQ(rc.model.hf_model_type(), "mistral");
+  EXPECT_NE(error_of(R"([model]
+preset = "llama-tiny"
+rope_scaling = "yarn"
+)")
+                .find("unknown rope_scaling 'yarn'"),
+            std::string::npos);
+}
+
 TEST(RunConfig, ErrorsNameTheProblem) {
   EXPECT_NE(error_of("[training]\nstesp = 3\n").find("unknown key 'stesp' in [training]"),
             std::string::npos);
