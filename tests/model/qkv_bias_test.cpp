@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "base/rng.h"
+#include "common/cached_decode.h"
 #include "common/random_tokens.h"
 #include "common/test_models.h"
 #include "model/lora_merge.h"
@@ -119,26 +120,7 @@ TEST(QkvBias, CachedDecodeEqualsFullForward) {
   std::vector<int32_t> seq = random_tokens(6, V, 1);
   PagedKvCache cache(m.config(), m.tp(), 12, 3, a);
   const std::vector<int32_t> table = {7, 2, 11, 0, 5, 9, 1, 3};  // 24 positions
-  std::vector<int32_t> feed = seq;
-  int64_t held = 0;
-  for (int step = 0; step < 8; ++step) {
-    const int64_t n = static_cast<int64_t>(feed.size());
-    const Tensor cached = m.forward_cached(feed.data(), {{held, n, table}}, cache);
-    held += n;
-    const int64_t T = static_cast<int64_t>(seq.size());
-    const Tensor full = m.logits(seq.data(), 1, T);
-    const float* last = full.data<float>() + (T - 1) * V;
-    double err = 0, mag = 0;
-    int32_t best = 0;
-    for (int64_t i = 0; i < V; ++i) {
-      err = std::max(err, std::abs(static_cast<double>(cached.data<float>()[i]) - last[i]));
-      mag = std::max(mag, std::abs(static_cast<double>(last[i])));
-      if (last[i] > last[best]) best = static_cast<int32_t>(i);
-    }
-    EXPECT_LE(err, 1e-5 * mag + 1e-6) << "step " << step;
-    seq.push_back(best);
-    feed = {best};
-  }
+  testing::expect_cached_decode_matches_full(m, seq, cache, table, 8);
 }
 
 // Adapters on q, k and v of a Qwen2 base: the biases stay in the frozen
