@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -457,21 +458,6 @@ TEST(Attention, DocumentMaskMatchesReference) {
     for (float x : *g) EXPECT_EQ(x, 0.0f);
 }
 
-TEST(Attention, DocumentMaskGradientsMatchFiniteDifferences) {
-  const std::vector<int64_t> starts = doc_starts({{2, 3, 2}, {1, 6}}, 7);
-  for (double p : {0.0, 0.3}) {
-    AttnDims d{.B = 2, .Tq = 7, .Tk = 7, .Hq = 4, .Hkv = 2, .D = 3};
-    d.doc_start = starts.data();
-    d.doc_ld = 7;
-    d.dropout_p = p;
-    d.dropout_key = p > 0 ? 777 : 0;
-    for (AttnBwdSplit split : {AttnBwdSplit::ByKvHead, AttnBwdSplit::TwoPass}) {
-      Inputs in(d, 1.5);
-      expect_grads_match_finite_differences(in, run<double>(in, true, split));
-    }
-  }
-}
-
 // A packed row equals each of its documents run alone (positions restart at
 // 0 there): out, lse and every gradient, row by row.
 TEST(Attention, DocumentMaskEqualsSeparateDocuments) {
@@ -601,12 +587,14 @@ TEST(Attention, SlidingWindowHidesOnlyOldKeys) {
   }
 }
 
-TEST(Attention, SlidingWindowGradientsMatchFiniteDifferences) {
+// Gradients under each mask (documents, a sliding window, both) and with
+// dropout match finite differences, for both backward splits.
+TEST(Attention, MaskedGradientsMatchFiniteDifferences) {
   const std::vector<int64_t> starts = doc_starts({{2, 3, 2}, {1, 6}}, 7);
-  for (bool docs : {false, true}) {
+  for (auto [docs, window] : {std::pair{true, 0}, std::pair{false, 3}, std::pair{true, 3}}) {
     for (double p : {0.0, 0.3}) {
       AttnDims d{.B = 2, .Tq = 7, .Tk = 7, .Hq = 4, .Hkv = 2, .D = 3};
-      d.window = 3;
+      d.window = window;
       if (docs) {
         d.doc_start = starts.data();
         d.doc_ld = 7;

@@ -1,9 +1,10 @@
 """What the Hugging Face interop checks (hf_family_check.py, mixtral_eval.py,
-lora_peft.py) share: the llm.c shard they write, the windows `parallm eval`
+lora_peft.py) share: the llm.c shard of random tokens they write, the windows `parallm eval`
 reads from it (window w: tokens [wT, wT + T) predicting the next ones, B x
 BATCHES of them), transformers' mean token loss over those windows, parallm
 eval's loss, and the 1e-5 relative comparison of the two."""
 import json
+import os
 import struct
 import subprocess
 import sys
@@ -18,6 +19,16 @@ def write_shard(path, tokens):
     with open(path, "wb") as f:
         f.write(struct.pack("<256i", *header))
         f.write(struct.pack("<%dH" % len(tokens), *tokens))
+
+
+def random_shard(work, vocab_size):
+    """Random tokens enough for every window, written as WORK/tokens.bin;
+    returns (tokens, the shard's path)."""
+    g = torch.Generator().manual_seed(1)
+    tokens = torch.randint(0, vocab_size, (B * BATCHES * T + 64,), generator=g).tolist()
+    shard = os.path.join(work, "tokens.bin")
+    write_shard(shard, tokens)
+    return tokens, shard
 
 
 def windows(tokens):

@@ -17,7 +17,7 @@ import sys
 import torch
 import transformers
 
-from eval_windows import B, BATCHES, T, close, hf_loss, parallm_eval, run, write_shard
+from eval_windows import B, T, close, hf_loss, parallm_eval, random_shard, run
 
 SMALL = dict(vocab_size=300, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
@@ -77,10 +77,7 @@ def main():
                 p.normal_(0.0, 0.2)
     src = os.path.join(work, "hf")
     model.save_pretrained(src, safe_serialization=True)
-    g = torch.Generator().manual_seed(1)
-    tokens = torch.randint(0, cfg.vocab_size, (B * BATCHES * T + 64,), generator=g).tolist()
-    shard = os.path.join(work, "tokens.bin")
-    write_shard(shard, tokens)
+    tokens, shard = random_shard(work, cfg.vocab_size)
     ref = hf_loss(model, tokens)
     before = parallm_eval(exe, src, shard)
     ok = close(before, ref, f"{family}: eval of the transformers model")

@@ -20,7 +20,7 @@ from peft import LoraConfig, PeftModel, get_peft_model
 from peft.utils import load_peft_weights, set_peft_model_state_dict
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from eval_windows import T, B, BATCHES, hf_loss, run, windows, write_shard
+from eval_windows import B, T, hf_loss, random_shard, run, windows
 from eval_windows import close as close_to
 from eval_windows import parallm_eval as eval_of
 
@@ -54,10 +54,7 @@ def main():
                       tie_word_embeddings=False)
     src = os.path.join(work, "base")
     LlamaForCausalLM(cfg).float().save_pretrained(src, safe_serialization=True)
-    g = torch.Generator().manual_seed(1)
-    tokens = torch.randint(0, cfg.vocab_size, (B * BATCHES * T + 64,), generator=g).tolist()
-    shard = os.path.join(work, "tokens.bin")
-    write_shard(shard, tokens)
+    tokens, shard = random_shard(work, cfg.vocab_size)
     base_loss = hf_loss(base_model(src), tokens)
     ok = True
 

@@ -14,7 +14,7 @@ import sys
 import torch
 from transformers import MixtralConfig, MixtralForCausalLM
 
-from eval_windows import B, BATCHES, T, close, hf_loss, parallm_eval, write_shard
+from eval_windows import B, T, close, hf_loss, parallm_eval, random_shard
 
 
 
@@ -30,10 +30,7 @@ def main():
     model = MixtralForCausalLM(cfg).float().eval()
     src = os.path.join(work, "hf")
     model.save_pretrained(src, safe_serialization=True)
-    g = torch.Generator().manual_seed(1)
-    tokens = torch.randint(0, cfg.vocab_size, (B * BATCHES * T + 64,), generator=g).tolist()
-    shard = os.path.join(work, "tokens.bin")
-    write_shard(shard, tokens)
+    tokens, shard = random_shard(work, cfg.vocab_size)
     ref = hf_loss(model, tokens)
     ok = close(parallm_eval(exe, src, shard), ref, "eval of the transformers model")
 
