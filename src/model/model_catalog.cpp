@@ -63,6 +63,35 @@ ModelConfig gemma_2b() {
   return c;
 }
 
+// mistralai/Mistral-7B-v0.1's config.json: a 4096-token sliding window.
+ModelConfig mistral_7b() {
+  ModelConfig c = llama(4096, 32, 32, 8, 14336, 32000, 32768, 1e4);
+  c.hf_type = "mistral";
+  c.sliding_window = 4096;
+  return c;
+}
+
+// Qwen/Qwen2.5-*'s config.json: q/k/v biases, rope theta 1e6.
+ModelConfig qwen25(int64_t h, int64_t layers, int64_t heads, int64_t kv, int64_t inter,
+                   int64_t vocab, bool tied) {
+  ModelConfig c = llama(h, layers, heads, kv, inter, vocab, 32768, 1e6);
+  c.hf_type = "qwen2";
+  c.qkv_bias = true;
+  c.norm_eps = 1e-6;
+  c.tie_embeddings = tied;
+  return c;
+}
+
+// mistralai/Mixtral-8x7B-v0.1's config.json: 8 experts, top 2 renormalised.
+ModelConfig mixtral_8x7b() {
+  ModelConfig c = llama(4096, 32, 32, 8, 14336, 32000, 32768, 1e6);
+  c.hf_type = "mixtral";
+  c.moe.num_experts = 8;
+  c.moe.topk = 2;
+  c.moe.order = RouterOrder::TopkSoftmax;
+  return c;
+}
+
 ModelConfig gpt2_padded() {  // llm.c's padded vocabulary
   ModelConfig c;
   c.vocab_size = 50304;
@@ -91,6 +120,10 @@ const std::vector<Entry>& entries() {
       {"llama3-405b", llama(16384, 126, 128, 8, 53248, 128256, 8192, 5e5)},
       {"gemma-2b", gemma_2b()},
       {"llama3.2-1b", llama32_1b()},
+      {"mistral-7b", mistral_7b()},
+      {"qwen2.5-0.5b", qwen25(896, 24, 14, 2, 4864, 151936, true)},
+      {"qwen2.5-7b", qwen25(3584, 28, 28, 4, 18944, 152064, false)},
+      {"mixtral-8x7b", mixtral_8x7b()},
   };
   return kEntries;
 }

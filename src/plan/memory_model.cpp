@@ -19,6 +19,12 @@ ActivationModel activation_model_from_name(const std::string& s) {
 
 void MemoryQuery::validate() const {
   model.validate();
+  // Experts (their ep sharding, expert-dp ZeRO, dispatch buffers) are not in
+  // the model yet: refused rather than counted as a dense model.
+  PX_CHECK(!model.moe.enabled(),
+           "the memory model does not count experts yet ({} experts, top {}): mixture-of-experts "
+           "models are not modelled",
+           model.moe.num_experts, model.moe.topk);
   PX_CHECK(
       tp >= 1 && pp >= 1 && dp >= 1 && cp >= 1 && ep >= 1 && virtual_stages >= 1,
       "parallel sizes must be at least 1 (tp {}, pp {}, dp {}, cp {}, ep {}, virtual stages {})",

@@ -99,6 +99,12 @@ TEST(MemoryModel, SuggestionsFitAndErrorsNameValues) {
             std::string::npos);
   EXPECT_EQ(catalog_model("llama2-7b").num_parameters(), 6738415616);
   EXPECT_EQ(catalog_model("llama3-8b").num_parameters(), 8030261248);
+  // Experts are not modelled: refused, never counted as the dense model.
+  q = MemoryQuery{};
+  q.model = catalog_model("mixtral-8x7b");
+  EXPECT_NE(testing::error_of([&] { estimate_memory(q); })
+                .find("the memory model does not count experts yet (8 experts, top 2)"),
+            std::string::npos);
 }
 
 }  // namespace
