@@ -63,7 +63,7 @@ def speed_table(work, runs):
               f"{mib(p['optimizer']):.1f} | {mib(p['activation']):.1f} | "
               f"{mib(p['total']):.1f} | {p['total'] / full['peak']['total']:.2f} |")
     print(f"(GEMM peak measured at start-up: {1e3 * full['peak_tflops']:.1f} GFLOP/s; "
-          "MFU counts the full model's backward for every run)")
+          "LoRA's MFU counts 4N for the frozen base, plan/flops.h)")
     return rows
 
 
