@@ -30,6 +30,7 @@ struct Layout {
   int tp = 1;       // experts whole on every tp rank (expert tp 1)
   bool sp = false;  // sequence parallelism (with tp > 1)
   int micro = 0;    // micro-batch size (0: the trajectory config's 2)
+  int global = 0;   // global batch in sequences (0: the trajectory config's 24)
 };
 
 // 20 steps of common/trajectory_config.h (global batch 24 x 16, micro 2).
