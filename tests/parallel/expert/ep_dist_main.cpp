@@ -95,6 +95,7 @@ RunResult train_layout(const ModelConfig& model, const Layout& layout, int steps
     res.z_losses.push_back(s.moe_z_loss);
     res.dropped.push_back(s.moe_dropped);
     res.expert_loads.push_back(s.moe_expert_load);
+    res.ep_comm_ms.push_back(s.ep_comm_ms);
   });
   res.params = whole_parameters(m, tpg, ep > 1 ? ep_comm.get() : nullptr);
   return res;

@@ -19,6 +19,7 @@ EpTestEnv& env();
 
 struct RunResult {
   std::vector<double> losses, grad_norms, aux_losses, z_losses, dropped;
+  std::vector<double> ep_comm_ms;  // blocked in the ep all-to-alls (0 on one process)
   std::vector<std::vector<double>> expert_loads;
   std::vector<float> params;  // the one-process flat layout
 };

@@ -47,6 +47,11 @@ TEST(ExpertParallelLayout, EmptyExpertsMatchOneProcess) {
     const RunResult got = train_layout(model(c), empty_expert_layout(ep));
     ASSERT_GE(steps_with_an_empty_expert(got), 1) << what << ": no expert ever went empty";
     expect_same_trajectory(c, ref, got, what);
+    // The metrics' ep_comm_ms: every ep step waits in its all-to-alls.
+    for (size_t i = 0; i < got.ep_comm_ms.size(); ++i) {
+      EXPECT_GT(got.ep_comm_ms[i], 0.0) << what << ", step " << i << ": ep_comm_ms";
+      EXPECT_EQ(ref.ep_comm_ms[i], 0.0) << "one process, step " << i << ": ep_comm_ms";
+    }
   }
 }
 
