@@ -2,7 +2,8 @@
 // sharded over dp, expert state over expert-dp (parallel/zero/
 // expert_shards.h). 20 steps of every MoE case at ep 2 (2 ranks: expert-dp
 // 1; 4 ranks: expert-dp 2, so expert shards really split) and, on 4 ranks,
-// ep 4 for one case, against the one-process run (ep_cases.h).
+// ep 4 for one case, against the one-process run (ep_cases.h); and the
+// LLaMA model whose experts go empty in most steps, at ep 2.
 #include "ep_cases.h"
 
 namespace parallm::ep_test {
@@ -27,6 +28,19 @@ TEST(ExpertParallelZero, Zero1MatchesOneProcess) {
     check(c, ref, 2);
     if (n == 4 && i == 1) check(c, ref, 4);
   }
+}
+
+TEST(ExpertParallelZero, EmptyExpertsMatchOneProcess) {
+  // ep 2: at 4 ranks expert-dp 2, so the expert state of empty experts is
+  // sharded too.
+  const int n = env().world->size();
+  const Case c{"llama", 1, std::nullopt, DropPolicy::Position, /*experts=*/16};
+  const RunResult ref = train_layout(model(c), empty_expert_layout(0));
+  ASSERT_GE(steps_with_an_empty_expert(ref), 1) << c.name() << ": no expert ever went empty";
+  const std::string what = fmt::format("{}, ZeRO-1, ep 2 of dp {}", c.name(), n);
+  const RunResult got = train_layout(model(c), empty_expert_layout(2, /*zero=*/1));
+  ASSERT_GE(steps_with_an_empty_expert(got), 1) << what << ": no expert ever went empty";
+  expect_same_trajectory(c, ref, got, what);
 }
 
 }  // namespace
