@@ -3,15 +3,18 @@
 // and mlp_only_layers, norm_topk_prob), the rule written back, a one-message
 // refusal of each bad value, the tensor names of sparse and dense layers
 // with an exact save / load round trip (with and without a shared expert),
-// and the Mixtral export refusing what only Qwen2-MoE can say.
+// and the Mixtral export refusing what only Qwen2-MoE can say (while the
+// layout, which checkpoints use, still names such a model's parameters).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "common/test_models.h"
 #include "common/test_util.h"
 #include "io/hf_config.h"
+#include "io/hf_layout.h"
 #include "io/hf_model.h"
 #include "io/safetensors.h"
 
@@ -204,6 +207,13 @@ TEST(HfQwen2Moe, ExportRefusesWhatTheClassesCannotSay) {
   EXPECT_EQ(export_error(mixtral),
             "Mixtral has experts in every layer; layer 1 is dense (moe layer frequency 1, a "
             "layer pattern)");
+  // Checkpoints still list such a model's parameters through the layout (a
+  // resume needs them): dense layer 1 has the MLP's names.
+  std::vector<HfTensor> layout;
+  ASSERT_NO_THROW(layout = hf_layout(mixtral));
+  EXPECT_TRUE(std::any_of(layout.begin(), layout.end(), [](const HfTensor& t) {
+    return t.parts == std::vector<std::string>{"layers.1.mlp.up.weight"};
+  }));
   // Experts on a Qwen2 are written as Qwen2-MoE.
   ModelConfig qwen = testing::tiny_llama();
   qwen.qkv_bias = true;
