@@ -13,9 +13,9 @@
 #include "comm/mpi/mpi_runtime.h"
 #include "model/config.h"
 #include "model/model_catalog.h"
-#include "train/cuda/cuda_train_job.h"
 #include "train/checkpoint_load.h"
 #include "train/config/deepspeed_config.h"
+#include "train/cuda/cuda_train_job.h"
 #include "train/train_job.h"
 
 namespace parallm::cli {
@@ -114,8 +114,16 @@ void add_moe_flags(CLI::App* sub, TrainFlags& f) {
   flag(sub, f, "--num-experts", FIELD(model.moe.num_experts),
        "experts per MoE layer (0: dense MLPs; docs/moe.md)");
   flag(sub, f, "--moe-router-topk", FIELD(model.moe.topk), "experts per token (default 2)");
-  flag(sub, f, "--moe-layer-freq", FIELD(model.moe.layer_freq),
-       "layer l is an MoE layer when l % k == 0 (default 1: every layer)");
+  {  // an integer or a per-layer list: sets one form, clears the other
+    auto freq = std::make_shared<std::string>();
+    CLI::Option* o = sub->add_option(
+        "--moe-layer-freq", *freq,
+        "k: layer l is an MoE layer when l % k == 0 (default 1: every layer); or one 0/1 per "
+        "layer, e.g. [0,1,0,1] (1: MoE)");
+    f.overrides.emplace_back(o, [freq](RunConfig& rc) { rc.model.moe.set_layer_freq(*freq); });
+  }
+  flag(sub, f, "--moe-ffn-hidden-size", FIELD(model.moe.ffn_hidden_size),
+       "features of each routed expert (default 0: the model's intermediate size)");
   named(sub, f, "--moe-router-order", FIELD(model.moe.order), router_order_from_name,
         "softmax-topk (default) or topk-softmax");
   on_off(sub, f, "--moe-renormalize", FIELD(model.moe.renormalize), true,

@@ -1,6 +1,10 @@
 #include "io/hf_config.h"
 
+#include <algorithm>
 #include <fstream>
+#include <numeric>
+#include <utility>
+#include <vector>
 
 #include "base/error.h"
 #include "io/hf_layout.h"
@@ -13,6 +17,7 @@ std::string hf_architecture(const std::string& type) {
   if (type == "mixtral") return "MixtralForCausalLM";
   if (type == "mistral") return "MistralForCausalLM";
   if (type == "qwen2") return "Qwen2ForCausalLM";
+  if (type == "qwen2_moe") return "Qwen2MoeForCausalLM";
   if (type == "gemma") return "GemmaForCausalLM";
   return "LlamaForCausalLM";
 }
@@ -26,6 +31,20 @@ nlohmann::json rope_scaling_json(const RopeScaling& r) {
     j["original_max_position_embeddings"] = r.original_max_positions;
   }
   return j;
+}
+
+// Qwen2-MoE's layer rule (layer l is sparse when l is not in mlp_only_layers
+// and (l + 1) % decoder_sparse_step == 0) for a model's MoE layers: the step
+// is the gcd of l + 1 over them, so mlp_only_layers lists the fewest layers.
+std::pair<int64_t, std::vector<int64_t>> qwen2_moe_layer_rule(const ModelConfig& c) {
+  int64_t step = 0;
+  for (int64_t l = 0; l < c.n_layers; ++l)
+    if (c.moe.is_moe_layer(l)) step = std::gcd(step, l + 1);
+  if (step == 0) step = 1;  // no MoE layer: every layer is listed
+  std::vector<int64_t> dense;
+  for (int64_t l = 0; l < c.n_layers; ++l)
+    if ((l + 1) % step == 0 && !c.moe.is_moe_layer(l)) dense.push_back(l);
+  return {step, dense};
 }
 
 }  // namespace
@@ -81,6 +100,21 @@ nlohmann::json hf_config_json(const ModelConfig& c, const std::string& torch_dty
       j["use_sliding_window"] = false;
       j["sliding_window"] = nullptr;
       j["max_window_layers"] = c.n_layers;
+    } else if (type == "qwen2_moe") {  // Qwen2's attention; docs/moe.md has the MoE mapping
+      const auto [step, dense] = qwen2_moe_layer_rule(c);
+      j["use_sliding_window"] = false;
+      j["sliding_window"] = nullptr;
+      j["max_window_layers"] = c.n_layers;
+      j["num_experts"] = c.moe.num_experts;
+      j["num_experts_per_tok"] = c.moe.topk;
+      j["moe_intermediate_size"] = c.moe.expert_intermediate(c.intermediate);
+      j["shared_expert_intermediate_size"] = c.moe.shared_intermediate;
+      // top-k then softmax equals softmax, top-k, renormalise.
+      j["norm_topk_prob"] = c.moe.order == RouterOrder::TopkSoftmax || c.moe.renormalize;
+      j["decoder_sparse_step"] = step;
+      j["mlp_only_layers"] = dense;
+      j["router_aux_loss_coef"] = c.moe.aux_loss_coeff;
+      j["output_router_logits"] = false;
     } else if (type == "gemma") {
       j["hidden_activation"] = "gelu_pytorch_tanh";
       j["attention_bias"] = false;
@@ -102,7 +136,9 @@ nlohmann::json hf_config_json(const ModelConfig& c, const std::string& torch_dty
                         {"aux_loss_coeff", m.aux_loss_coeff},
                         {"z_loss_coeff", m.z_loss_coeff},
                         {"shared_expert_intermediate_size", m.shared_intermediate},
-                        {"shared_expert_gate", m.shared_expert_gate}};
+                        {"shared_expert_gate", m.shared_expert_gate},
+                        {"ffn_hidden_size", m.ffn_hidden_size},
+                        {"layer_pattern", m.layer_pattern}};
   }
   j["torch_dtype"] = torch_dtype;
   return j;
@@ -161,6 +197,41 @@ RopeScaling rope_scaling_from_json(const nlohmann::json& j, const std::string& s
   return r;
 }
 
+// Qwen2MoeConfig's experts (transformers 4.44): softmax over all experts,
+// the top k kept, renormalised when norm_topk_prob; experts of
+// moe_intermediate_size features; a shared expert of
+// shared_expert_intermediate_size (0: none) always gated by a sigmoid; the
+// layer rule of decoder_sparse_step and mlp_only_layers as a layer pattern.
+void read_qwen2_moe(const Fields& f, const std::string& src, ModelConfig& c) {
+  MoeConfig& m = c.moe;
+  m.num_experts = f.need<int64_t>("num_experts");
+  PX_CHECK(m.num_experts >= 0, "{}: num_experts must be >= 0 (0: dense), got {}", src,
+           m.num_experts);
+  if (m.num_experts == 0) return;  // every layer is Qwen2's dense MLP
+  m.topk = static_cast<int>(f.need<int64_t>("num_experts_per_tok"));
+  m.order = RouterOrder::SoftmaxTopk;
+  m.renormalize = f.opt<bool>("norm_topk_prob", false);
+  m.ffn_hidden_size = f.need<int64_t>("moe_intermediate_size");
+  PX_CHECK(m.ffn_hidden_size > 0, "{}: moe_intermediate_size must be positive, got {}", src,
+           m.ffn_hidden_size);
+  m.shared_intermediate = f.need<int64_t>("shared_expert_intermediate_size");
+  PX_CHECK(m.shared_intermediate >= 0,
+           "{}: shared_expert_intermediate_size must be >= 0 (0: none), got {}", src,
+           m.shared_intermediate);
+  m.shared_expert_gate = m.shared_intermediate > 0;
+  const int64_t step = f.opt<int64_t>("decoder_sparse_step", 1);
+  PX_CHECK(step >= 1, "{}: decoder_sparse_step must be at least 1, got {}", src, step);
+  const auto dense = f.opt<std::vector<int64_t>>("mlp_only_layers", {});
+  for (int64_t l : dense)
+    PX_CHECK(l >= 0 && l < c.n_layers, "{}: mlp_only_layers names layer {} of {} layers", src, l,
+             c.n_layers);
+  if (step == 1 && dense.empty()) return;  // experts in every layer
+  m.layer_pattern.assign(static_cast<size_t>(c.n_layers), 0);
+  for (int64_t l = 0; l < c.n_layers; ++l)
+    m.layer_pattern[static_cast<size_t>(l)] =
+        (l + 1) % step == 0 && std::find(dense.begin(), dense.end(), l) == dense.end();
+}
+
 }  // namespace
 
 ModelConfig model_config_from_hf(const nlohmann::json& j, const std::string& src) {
@@ -186,7 +257,7 @@ ModelConfig model_config_from_hf(const nlohmann::json& j, const std::string& src
     PX_CHECK(c.n_heads > 0, "{}: n_head must be positive, got {}", src, c.n_heads);
     c.head_dim = c.hidden / c.n_heads;
   } else if (type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2" ||
-             type == "gemma") {
+             type == "gemma" || type == "qwen2_moe") {
     c.arch = Arch::LLaMA;
     c.hf_type = type;
     c.vocab_size = f.need<int64_t>("vocab_size");
@@ -222,10 +293,10 @@ ModelConfig model_config_from_hf(const nlohmann::json& j, const std::string& src
     PX_CHECK(!f.opt<bool>("attention_bias", false) && !f.opt<bool>("mlp_bias", false),
              "{}: attention_bias / mlp_bias (biases on every projection) are not supported for {}",
              src, type);
-    c.qkv_bias = type == "qwen2";
-    if (type == "qwen2") {
+    c.qkv_bias = type == "qwen2" || type == "qwen2_moe";
+    if (c.qkv_bias) {
       PX_CHECK(!f.opt<bool>("use_sliding_window", false),
-               "{}: Qwen2's use_sliding_window is not supported", src);
+               "{}: {}'s use_sliding_window is not supported", src, type);
     } else if (type == "mistral" || type == "mixtral") {
       c.sliding_window = f.opt<int64_t>("sliding_window", 0);
       PX_CHECK(c.sliding_window >= 0, "{}: sliding_window must be >= 0 or null, got {}", src,
@@ -236,11 +307,12 @@ ModelConfig model_config_from_hf(const nlohmann::json& j, const std::string& src
       c.moe.topk = static_cast<int>(f.need<int64_t>("num_experts_per_tok"));
       c.moe.order = RouterOrder::TopkSoftmax;
     }
+    if (type == "qwen2_moe") read_qwen2_moe(f, src, c);
   } else {
-    PX_FAIL("{}: model_type '{}' is not supported (expected gpt2, llama, mistral, mixtral, qwen2 "
-            "or gemma)",
-            src,
-            type);
+    PX_FAIL(
+        "{}: model_type '{}' is not supported (expected gpt2, llama, mistral, mixtral, qwen2, "
+        "qwen2_moe or gemma)",
+        src, type);
   }
   c.init_std = f.opt<double>("initializer_range", 0.02);
   if (j.contains("parallm_moe") && j["parallm_moe"].is_object()) {  // written by parallm
@@ -258,6 +330,8 @@ ModelConfig model_config_from_hf(const nlohmann::json& j, const std::string& src
     c.moe.z_loss_coeff = m.opt<double>("z_loss_coeff", 0.0);
     c.moe.shared_intermediate = m.opt<int64_t>("shared_expert_intermediate_size", 0);
     c.moe.shared_expert_gate = m.opt<bool>("shared_expert_gate", false);
+    c.moe.ffn_hidden_size = m.opt<int64_t>("ffn_hidden_size", 0);
+    c.moe.layer_pattern = m.opt<std::vector<int>>("layer_pattern", {});
   }
   try {
     c.validate();

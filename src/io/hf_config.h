@@ -1,6 +1,8 @@
 // Hugging Face config.json <-> ModelConfig, in the GPT2Config and LlamaConfig
-// schemas (field names as HF writes them). Reading refuses what the model
-// cannot represent (other activations, rope scaling) with a clear message.
+// schemas and their relatives (Mistral, Qwen2, Gemma, Mixtral, Qwen2-MoE;
+// field names as HF writes them). Reading refuses what the model cannot
+// represent (other activations, rope scaling) with a clear message.
+// Configs with experts also carry "parallm_moe", everything about them.
 #pragma once
 #include <nlohmann/json.hpp>
 

@@ -7,14 +7,77 @@ namespace parallm {
 void check_hf_moe(const ModelConfig& c) {
   if (!c.moe.enabled()) return;
   PX_CHECK(c.arch == Arch::LLaMA,
-           "an MoE gpt2 model has no Hugging Face class (Mixtral is the llama family's)");
-  PX_CHECK(c.moe.layer_freq == 1,
-           "Mixtral has experts in every layer; moe layer frequency {} has dense layers",
-           c.moe.layer_freq);
+           "an MoE gpt2 model has no Hugging Face class (Mixtral and Qwen2-MoE are the llama "
+           "family's)");
+  const int64_t expert = c.moe.expert_intermediate(c.intermediate);
+  if (c.hf_model_type() == "qwen2_moe") {
+    PX_CHECK(c.head_dim * c.n_heads == c.hidden,
+             "Qwen2-MoE's heads are hidden_size / num_attention_heads wide; this model has {} "
+             "heads of {} for hidden {}",
+             c.n_heads, c.head_dim, c.hidden);
+    PX_CHECK(c.moe.shared_intermediate == 0 || c.moe.shared_expert_gate,
+             "Qwen2-MoE's shared expert is always gated (--moe-shared-expert-gate); this model's "
+             "shared expert of {} features has no gate",
+             c.moe.shared_intermediate);
+    return;  // every router order is one of norm_topk_prob's two, any layer pattern a rule
+  }
+  for (int64_t l = 0; l < c.n_layers; ++l)
+    PX_CHECK(c.moe.is_moe_layer(l),
+             "Mixtral has experts in every layer; layer {} is dense (moe layer frequency {}{})", l,
+             c.moe.layer_freq, c.moe.layer_pattern.empty() ? "" : ", a layer pattern");
   PX_CHECK(c.moe.order == RouterOrder::TopkSoftmax || c.moe.renormalize,
            "Mixtral's router renormalises the top-k probabilities; this model uses softmax-topk "
            "without renormalisation");
+  PX_CHECK(expert == c.intermediate,
+           "Mixtral's experts are intermediate_size ({}) wide; this model's are {} "
+           "(--moe-ffn-hidden-size)",
+           c.intermediate, expert);
+  PX_CHECK(c.moe.shared_intermediate == 0,
+           "Mixtral has no shared expert; this model has one of {} features (Qwen2-MoE has "
+           "them: a qwen2 family model with experts)",
+           c.moe.shared_intermediate);
 }
+
+namespace {
+
+// One MoE layer's tensors: Mixtral's block_sparse_moe.{gate, experts.j.w1/w2/w3},
+// or Qwen2-MoE's mlp.{gate, experts.j.{gate,up,down}_proj, shared_expert.*,
+// shared_expert_gate}. A Qwen2-MoE without a shared expert still has its
+// tensors in transformers (zero features, and a gate that multiplies
+// nothing): they are named with no parts, so they load as nothing and save
+// as zeros.
+template <class Add>
+void add_moe_layer(const ModelConfig& c, const std::string& h, const std::string& p, Add& add) {
+  const int64_t C = c.hidden, E = c.moe.num_experts, I = c.moe.expert_intermediate(c.intermediate);
+  const bool qwen = c.hf_model_type() == "qwen2_moe";
+  const std::string m = h + (qwen ? "mlp." : "block_sparse_moe."), x = p + "moe.experts.";
+  add(m + "gate.weight", {E, C}, {p + "moe.router.weight"}, false, -1);
+  for (int64_t j = 0; j < E; ++j) {
+    const std::string e = m + "experts." + std::to_string(j) + ".";
+    add(e + (qwen ? "gate_proj" : "w1") + ".weight", {I, C}, {x + "gate.weight"}, false, j);
+    if (qwen) add(e + "up_proj.weight", {I, C}, {x + "up.weight"}, false, j);
+    add(e + (qwen ? "down_proj" : "w2") + ".weight", {C, I}, {x + "down.weight"}, false, j);
+    if (!qwen) add(e + "w3.weight", {I, C}, {x + "up.weight"}, false, j);
+  }
+  // Shared expert: Qwen2-MoE's names (Mixtral has none; check_hf_moe refuses it there).
+  const int64_t S = c.moe.shared_intermediate;
+  const std::string se = h + "mlp.shared_expert.", q = p + "moe.shared_expert.";
+  auto parts = [&](const std::string& name) {
+    return S > 0 ? std::vector<std::string>{name} : std::vector<std::string>{};
+  };
+  if (S > 0 || qwen) {
+    add(se + "gate_proj.weight", {S, C}, parts(q + "gate.weight"), false, -1);
+    add(se + "up_proj.weight", {S, C}, parts(q + "up.weight"), false, -1);
+    add(se + "down_proj.weight", {C, S}, parts(q + "down.weight"), false, -1);
+  }
+  if (c.moe.shared_expert_gate || qwen)
+    add(h + "mlp.shared_expert_gate.weight", {1, C},
+        c.moe.shared_expert_gate ? std::vector<std::string>{p + "moe.shared_expert_gate.weight"}
+                                 : std::vector<std::string>{},
+        false, -1);
+}
+
+}  // namespace
 
 std::vector<HfTensor> hf_layout(const ModelConfig& c) {
   std::vector<HfTensor> out;
@@ -22,7 +85,12 @@ std::vector<HfTensor> hf_layout(const ModelConfig& c) {
                  bool transpose = false, int64_t expert = -1) {
     out.push_back({std::move(hf), std::move(shape), std::move(parts), transpose, expert});
   };
-  check_hf_moe(c);
+  // A GPT-2's experts have no names here; LLaMA-family ones always do
+  // (checkpoints list parameters through this layout), check_hf_moe says
+  // whether Hugging Face can load them.
+  PX_CHECK(!c.moe.enabled() || c.arch == Arch::LLaMA,
+           "an MoE gpt2 model has no Hugging Face layout (Mixtral and Qwen2-MoE are the llama "
+           "family's)");
   const int64_t C = c.hidden, I = c.intermediate, V = c.vocab_size;
   if (c.arch == Arch::GPT2) {
     add("transformer.wte.weight", {V, C}, {"embed.weight"});
@@ -64,24 +132,8 @@ std::vector<HfTensor> hf_layout(const ModelConfig& c) {
       }
       add(h + "self_attn.o_proj.weight", {C, Q}, {p + "attn.o.weight"});
       add(h + "post_attention_layernorm.weight", {C}, {p + "norm2.weight"});
-      if (c.moe.is_moe_layer(l)) {  // Mixtral
-        const std::string m = h + "block_sparse_moe.", x = p + "moe.experts.";
-        add(m + "gate.weight", {c.moe.num_experts, C}, {p + "moe.router.weight"});
-        for (int64_t j = 0; j < c.moe.num_experts; ++j) {
-          const std::string e = m + "experts." + std::to_string(j) + ".";
-          add(e + "w1.weight", {I, C}, {x + "gate.weight"}, false, j);
-          add(e + "w2.weight", {C, I}, {x + "down.weight"}, false, j);
-          add(e + "w3.weight", {I, C}, {x + "up.weight"}, false, j);
-        }
-        if (c.moe.shared_intermediate > 0) {  // Qwen2-MoE's names (export refuses them)
-          const int64_t S = c.moe.shared_intermediate;
-          const std::string se = h + "mlp.shared_expert.", q = p + "moe.shared_expert.";
-          add(se + "gate_proj.weight", {S, C}, {q + "gate.weight"});
-          add(se + "up_proj.weight", {S, C}, {q + "up.weight"});
-          add(se + "down_proj.weight", {C, S}, {q + "down.weight"});
-          if (c.moe.shared_expert_gate)
-            add(h + "mlp.shared_expert_gate.weight", {1, C}, {p + "moe.shared_expert_gate.weight"});
-        }
+      if (c.moe.is_moe_layer(l)) {
+        add_moe_layer(c, h, p, add);
         continue;
       }
       add(h + "mlp.gate_proj.weight", {I, C}, {p + "mlp.gate.weight"});

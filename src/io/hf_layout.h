@@ -7,6 +7,9 @@
 // MixtralForCausalLM (a LLaMA with MoE layers, docs/moe.md): each HF expert
 // tensor experts.{j}.w1/w2/w3 is slice j (dimension 0) of one stacked
 // internal tensor (gate / down / up), the router is block_sparse_moe.gate.
+// Qwen2MoeForCausalLM: Qwen2 with mlp.gate, mlp.experts.{j}.{gate,up,down}_proj
+// (slices likewise), mlp.shared_expert.* and mlp.shared_expert_gate in its
+// MoE layers and Qwen2's mlp.*_proj in the others.
 #pragma once
 #include <functional>
 #include <string>
@@ -25,9 +28,13 @@ struct HfTensor {
   int64_t expert = -1;             // >= 0: slice `expert` of the one (stacked) part
 };
 
-// Throws for models HF has no class for (an MoE GPT-2, a Mixtral with dense
-// layers or another router).
+// Throws for an MoE GPT-2 (no names for its experts). Every LLaMA-family
+// model has a layout; check_hf_moe says whether transformers can load it.
 std::vector<HfTensor> hf_layout(const ModelConfig& cfg);
+// Throws, naming the feature, for experts Hugging Face's classes cannot
+// express: an MoE GPT-2; for Mixtral dense layers, a router without
+// renormalisation, experts wider or narrower than intermediate_size, a shared
+// expert; for Qwen2-MoE an ungated shared expert or heads not hidden / n_heads.
 void check_hf_moe(const ModelConfig& cfg);
 // HF names that may appear in a checkpoint and carry no parameters (GPT-2's
 // attention mask buffers, a tied lm_head copy).

@@ -52,12 +52,7 @@ void save_hf_model(const std::string& dir, const Transformer& model, DType dtype
   PX_CHECK(dtype == DType::F32 || dtype == DType::BF16, "models are saved as F32 or BF16, not {}",
            dtype_name(dtype));
   const ModelConfig& cfg = model.config();
-  // hf_layout names a shared expert (checkpoints need its names), but the
-  // config written below is Mixtral's, which has none (Qwen2-MoE's config
-  // is not written).
-  PX_CHECK(cfg.moe.shared_intermediate == 0,
-           "a model with a shared expert has no Hugging Face export yet (Mixtral has no shared "
-           "expert; Qwen2-MoE directories are not built)");
+  check_hf_moe(cfg);  // what Mixtral's or Qwen2-MoE's config cannot say
   auto layout = hf_layout(cfg);
   std::vector<std::vector<float>> buffers(layout.size());
   // Tensors in layout order, a new file whenever the next would pass the limit.
@@ -150,6 +145,7 @@ bool holds_any_part(const Transformer& model, const HfTensor& t) {
 
 void load_hf_weights(const std::string& dir, Transformer& model) {
   const ModelConfig& cfg = model.config();
+  check_hf_moe(cfg);
   auto layout = hf_layout(cfg);
   std::map<std::string, const HfTensor*> expected;
   for (const auto& t : layout) expected[t.name] = &t;

@@ -61,11 +61,15 @@ void ModelConfig::validate() const {
   PX_CHECK(norm_eps > 0, "norm_eps must be positive, got {}", norm_eps);
   validate_family_traits();
   moe.validate();
+  PX_CHECK(moe.layer_pattern.empty() || static_cast<int64_t>(moe.layer_pattern.size()) == n_layers,
+           "the moe layer pattern has {} entries for {} layers", moe.layer_pattern.size(),
+           n_layers);
   check_lora_targets(*this);
 }
 
 std::string ModelConfig::hf_model_type() const {
-  // Experts added to a llama by flags are written as Mixtral.
+  // Experts added to a llama by flags are written as Mixtral, to a Qwen2 as Qwen2-MoE.
+  if (moe.enabled() && (hf_type == "qwen2" || (hf_type.empty() && qkv_bias))) return "qwen2_moe";
   if (moe.enabled() && (hf_type.empty() || hf_type == "llama")) return "mixtral";
   if (!hf_type.empty()) return hf_type;
   if (qkv_bias) return "qwen2";
@@ -81,14 +85,15 @@ void ModelConfig::validate_family_traits() const {
            "not {}",
            hf_type, arch_name(arch));
   PX_CHECK(hf_type.empty() || hf_type == "llama" || hf_type == "mistral" || hf_type == "qwen2" ||
-               hf_type == "gemma" || hf_type == "mixtral",
-           "hf_type '{}' is not one of llama, mistral, qwen2, gemma, mixtral", hf_type);
+               hf_type == "gemma" || hf_type == "mixtral" || hf_type == "qwen2_moe",
+           "hf_type '{}' is not one of llama, mistral, qwen2, gemma, mixtral, qwen2_moe", hf_type);
   PX_CHECK(sliding_window >= 0, "sliding_window must be >= 0 (0: off), got {}", sliding_window);
   if (llama) {
     // Each Hugging Face family can say only some of the traits.
     const std::string t = hf_model_type();
-    PX_CHECK(!qkv_bias || t == "qwen2", "q/k/v biases are written as qwen2, not {}", t);
-    PX_CHECK(t != "qwen2" || qkv_bias, "qwen2 always has q/k/v biases");
+    const bool qwen = t == "qwen2" || t == "qwen2_moe";
+    PX_CHECK(!qkv_bias || qwen, "q/k/v biases are written as qwen2 or qwen2_moe, not {}", t);
+    PX_CHECK(!qwen || qkv_bias, "{} always has q/k/v biases", t);
     PX_CHECK(sliding_window == 0 || t == "mistral" || t == "mixtral",
              "a sliding window is written as mistral or mixtral, not {}", t);
     PX_CHECK(rope_scaling.type == RopeScalingType::None || t == "llama",
@@ -96,7 +101,8 @@ void ModelConfig::validate_family_traits() const {
     // Gemma's MLP (GeGLU) is not in the experts' kernels.
     PX_CHECK(!gemma() || !moe.enabled(), "Gemma with experts ({} of them) is not supported",
              moe.num_experts);
-    PX_CHECK(!moe.enabled() || t == "mixtral", "experts are written as mixtral, not {}", t);
+    PX_CHECK(!moe.enabled() || t == "mixtral" || t == "qwen2_moe",
+             "experts are written as mixtral or qwen2_moe, not {}", t);
   }
   const RopeScaling& r = rope_scaling;
   if (r.type != RopeScalingType::None)
@@ -110,17 +116,24 @@ void ModelConfig::validate_family_traits() const {
 
 int64_t ModelConfig::num_parameters() const {
   int64_t C = hidden, I = intermediate;
+  auto mlp_of = [&](int64_t width) {  // one MLP of `width` features
+    return (uses_swiglu() ? 3 * C * width : 2 * C * width) + (uses_bias() ? width + C : 0);
+  };
   int64_t n = vocab_size * C;  // token embedding
   if (uses_learned_positions()) n += max_positions * C;
   int64_t per = C * q_dim() + 2 * C * kv_dim() + q_dim() * C;  // q, k, v, o
-  const int64_t mlp = (uses_swiglu() ? 3 * C * I : 2 * C * I) + (uses_bias() ? I + C : 0);
+  const int64_t mlp = mlp_of(I);
+  // An MoE layer: router, E routed experts, the shared expert and its gate.
+  const int64_t moe_layer = moe.num_experts * C +
+                            moe.num_experts * mlp_of(moe.expert_intermediate(I)) +
+                            (moe.shared_intermediate > 0 ? mlp_of(moe.shared_intermediate) : 0) +
+                            (moe.shared_expert_gate ? C : 0);
   int64_t norms = uses_layernorm() ? 2 * C : C;
   per += 2 * norms;
   if (uses_bias()) per += q_dim() + 2 * kv_dim() + C;
   if (qkv_bias) per += q_dim() + 2 * kv_dim();
   n += n_layers * per + norms;
-  for (int64_t l = 0; l < n_layers; ++l)  // an MoE layer: router + E expert MLPs
-    n += moe.is_moe_layer(l) ? moe.num_experts * C + moe.num_experts * mlp : mlp;
+  for (int64_t l = 0; l < n_layers; ++l) n += moe.is_moe_layer(l) ? moe_layer : mlp;
   if (!tie_embeddings) n += vocab_size * C;
   return n;
 }

@@ -48,7 +48,7 @@ struct ModelConfig {
   // earlier key. LLaMA family.
   int64_t sliding_window = 0;
   // The Hugging Face model_type this config reads from and writes back
-  // ("llama", "mistral", "qwen2", "gemma", "mixtral"); empty: from arch and
+  // ("llama", "mistral", "qwen2", "gemma", "mixtral", "qwen2_moe"); empty: from arch and
   // experts. "gemma" also switches Gemma's traits below.
   std::string hf_type;
   bool tie_embeddings = true;
@@ -77,8 +77,9 @@ struct ModelConfig {
   bool gated_gelu() const { return gemma(); }
   bool scales_embeddings() const { return gemma(); }
   bool norm_adds_one() const { return gemma(); }
-  // The Hugging Face model_type: hf_type, else mixtral with experts, qwen2
-  // with q/k/v bias, mistral with a sliding window, llama.
+  // The Hugging Face model_type: with experts qwen2_moe for a Qwen2 (or
+  // q/k/v bias), else mixtral; else hf_type, qwen2 with q/k/v bias, mistral
+  // with a sliding window, llama.
   std::string hf_model_type() const;
 
   int64_t q_dim() const { return n_heads * head_dim; }

@@ -92,6 +92,23 @@ ModelConfig mixtral_8x7b() {
   return c;
 }
 
+// Qwen/Qwen1.5-MoE-A2.7B's config.json: 60 experts of 1408 features, top 4
+// without renormalisation, a gated shared expert of 5632, experts in every
+// layer; 14,315,784,192 parameters (transformers' num_parameters()).
+ModelConfig qwen15_moe_a27b() {
+  ModelConfig c = llama(2048, 24, 16, 16, 5632, 151936, 8192, 1e6);
+  c.hf_type = "qwen2_moe";
+  c.qkv_bias = true;
+  c.norm_eps = 1e-6;
+  c.moe.num_experts = 60;
+  c.moe.topk = 4;
+  c.moe.order = RouterOrder::SoftmaxTopk;
+  c.moe.ffn_hidden_size = 1408;
+  c.moe.shared_intermediate = 5632;
+  c.moe.shared_expert_gate = true;
+  return c;
+}
+
 ModelConfig gpt2_padded() {  // llm.c's padded vocabulary
   ModelConfig c;
   c.vocab_size = 50304;
@@ -124,6 +141,7 @@ const std::vector<Entry>& entries() {
       {"qwen2.5-0.5b", qwen25(896, 24, 14, 2, 4864, 151936, true)},
       {"qwen2.5-7b", qwen25(3584, 28, 28, 4, 18944, 152064, false)},
       {"mixtral-8x7b", mixtral_8x7b()},
+      {"qwen1.5-moe-a2.7b", qwen15_moe_a27b()},
   };
   return kEntries;
 }

@@ -2,6 +2,7 @@
 #include "model/moe_config.h"
 
 #include <cmath>
+#include <exception>
 
 #include "base/error.h"
 
@@ -14,12 +15,57 @@ int64_t MoeConfig::capacity(int64_t T) const {
   return static_cast<int64_t>(c);
 }
 
+bool MoeConfig::is_moe_layer(int64_t layer) const {
+  if (!enabled()) return false;
+  if (!layer_pattern.empty())
+    return layer >= 0 && layer < static_cast<int64_t>(layer_pattern.size()) &&
+           layer_pattern[static_cast<size_t>(layer)] != 0;
+  return layer % layer_freq == 0;
+}
+
+void MoeConfig::set_layer_freq(const std::string& text) {
+  std::string t;  // the text without spaces
+  for (char ch : text)
+    if (ch != ' ' && ch != '\t') t += ch;
+  if (t.empty() || t.front() != '[') {
+    size_t used = 0;
+    int k = 0;
+    try {
+      k = std::stoi(t, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    PX_CHECK(used > 0 && used == t.size(),
+             "moe layer frequency '{}' is neither an integer nor a list like [1,0,1,0]", text);
+    layer_freq = k;
+    layer_pattern.clear();
+    return;
+  }
+  // "[1,0,1]": one 0 or 1 per layer.
+  std::vector<int> pattern;
+  bool ok = t.size() >= 3 && t.size() % 2 == 1 && t.back() == ']';
+  for (size_t i = 1; ok && i + 1 < t.size(); i += 2) {
+    ok = (t[i] == '0' || t[i] == '1') && (t[i + 1] == ',' || i + 2 == t.size());
+    pattern.push_back(t[i] - '0');
+  }
+  PX_CHECK(ok, "moe layer pattern '{}' must be a non-empty list of 0 and 1 like [1,0,1,0]", text);
+  layer_pattern = std::move(pattern);
+}
+
 void MoeConfig::validate() const {
   if (!enabled()) return;
   PX_CHECK(num_experts >= 1, "num_experts must be positive, got {}", num_experts);
   PX_CHECK(topk >= 1 && topk <= num_experts,
            "moe router topk ({}) must be between 1 and num_experts ({})", topk, num_experts);
   PX_CHECK(layer_freq >= 1, "moe layer frequency must be at least 1, got {}", layer_freq);
+  for (size_t l = 0; l < layer_pattern.size(); ++l)
+    PX_CHECK(layer_pattern[l] == 0 || layer_pattern[l] == 1,
+             "moe layer pattern entries must be 0 (dense) or 1 (MoE); layer {} has {}", l,
+             layer_pattern[l]);
+  PX_CHECK(ffn_hidden_size >= 0,
+           "moe expert ffn hidden size must be positive (or 0: the model's intermediate size), "
+           "got {}",
+           ffn_hidden_size);
   PX_CHECK(!capacity_factor || *capacity_factor > 0.0,
            "moe capacity factor must be positive, got {} (leave it unset for dropless)",
            capacity_factor.value_or(0.0));

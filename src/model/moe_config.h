@@ -2,7 +2,8 @@
 // how many experts, which layers carry them (--moe-layer-freq), the router
 // (top-k, softmax before or after the top-k, renormalisation; Switch top-1
 // and GShard top-2 presets), capacity and dropping, the balancing losses,
-// and a shared expert.
+// a shared expert, and the routed experts' width when it is not the dense
+// MLP's (Qwen2-MoE).
 // Capacity is counted per sequence (a row of the micro-batch), in token
 // order, so the drop decisions depend on nothing but the sequence: every
 // dp / ep / micro-batch layout drops the same tokens. validate() rejects
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace parallm {
 
@@ -27,6 +29,10 @@ struct MoeConfig {
   int64_t num_experts = 0;  // 0: dense model (every layer an MLP)
   int topk = 2;
   int layer_freq = 1;  // layer l is an MoE layer when l % layer_freq == 0 (Megatron)
+  // Megatron's list form of --moe-layer-freq, one entry per layer (1: MoE,
+  // 0: dense MLP), e.g. Qwen2-MoE's decoder_sparse_step and mlp_only_layers;
+  // when set it decides instead of layer_freq (ModelConfig checks its length).
+  std::vector<int> layer_pattern;
   RouterOrder order = RouterOrder::SoftmaxTopk;
   bool renormalize = false;  // SoftmaxTopk: divide the kept k probabilities by their sum
   // Tokens an expert takes per sequence: ceil(T * topk * factor / E);
@@ -41,8 +47,19 @@ struct MoeConfig {
   int64_t shared_intermediate = 0;
   bool shared_expert_gate = false;
 
+  // Features of each routed expert (Megatron's --moe-ffn-hidden-size,
+  // Qwen2-MoE's moe_intermediate_size); 0: the model's intermediate_size.
+  int64_t ffn_hidden_size = 0;
+  int64_t expert_intermediate(int64_t model_intermediate) const {
+    return ffn_hidden_size > 0 ? ffn_hidden_size : model_intermediate;
+  }
+
   bool enabled() const { return num_experts > 0; }
-  bool is_moe_layer(int64_t layer) const { return enabled() && layer % layer_freq == 0; }
+  // The one query for which layers carry experts.
+  bool is_moe_layer(int64_t layer) const;
+  // --moe-layer-freq's value: an integer k (layer_freq) or a list
+  // "[1,0,1,...]" (layer_pattern); the other form is cleared.
+  void set_layer_freq(const std::string& text);
   // Per-sequence capacity of one expert for sequences of T tokens (dropless: T).
   int64_t capacity(int64_t T) const;
   // Throws, naming the values, on topk outside [1, E], capacity <= 0, ...

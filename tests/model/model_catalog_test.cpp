@@ -1,7 +1,8 @@
 // Catalog presets against their published configs: Llama-3.2-1B's size
 // (1,235,814,400 parameters, tied embeddings) and its llama3 rope scaling;
-// the parameter counts of Mistral-7B, Qwen2.5-0.5B / 7B and Mixtral-8x7B
-// (transformers' num_parameters() of each config) and their families.
+// the parameter counts of Mistral-7B, Qwen2.5-0.5B / 7B, Mixtral-8x7B and
+// Qwen1.5-MoE-A2.7B (transformers' num_parameters() of each config) and
+// their families.
 #include "model/model_catalog.h"
 
 #include <gtest/gtest.h>
@@ -38,7 +39,8 @@ TEST(ModelCatalog, FamilyPresetsHaveThePublishedSizes) {
   };
   for (const Want& w :
        {Want{"mistral-7b", 7241732096, "mistral"}, Want{"qwen2.5-0.5b", 494032768, "qwen2"},
-        Want{"qwen2.5-7b", 7615616512, "qwen2"}, Want{"mixtral-8x7b", 46702792704, "mixtral"}}) {
+        Want{"qwen2.5-7b", 7615616512, "qwen2"}, Want{"mixtral-8x7b", 46702792704, "mixtral"},
+        Want{"qwen1.5-moe-a2.7b", 14315784192, "qwen2_moe"}}) {
     const ModelConfig c = catalog_model(w.name);
     EXPECT_NO_THROW(c.validate()) << w.name;
     EXPECT_EQ(c.num_parameters(), w.params) << w.name;

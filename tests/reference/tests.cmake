@@ -38,6 +38,16 @@ add_test(NAME reference.mixtral
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(reference.mixtral PROPERTIES LABELS reference TIMEOUT 300)
 
+# Qwen2-MoE (docs/moe.md): Qwen2MoeForCausalLM models made by transformers
+# (dense and sparse layers, narrower experts, shared expert or none, both
+# norm_topk_prob) read by `parallm eval` (same loss within 1e-5) and written
+# back by parallm (loadable with no missing keys, same loss; also at ep 2).
+add_test(NAME reference.qwen2moe
+         COMMAND ${CMAKE_COMMAND} -E env OMP_NUM_THREADS=2
+                 /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/qwen2moe_eval.py $<TARGET_FILE:parallm> ref_qwen2moe
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(reference.qwen2moe PROPERTIES LABELS reference TIMEOUT 300)
+
 # LoRA (docs/lora.md): PEFT adapters made by the peft package read by parallm
 # (same loss), parallm's trained adapter read by peft (no missing/unexpected
 # keys, same loss), and `export --merge-lora` logits equal to the unmerged ones.

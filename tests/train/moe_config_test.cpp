@@ -1,11 +1,14 @@
 // MoE settings in a run file ([model] moe_* keys, [parallelism] ep) and the
 // bad inputs each caught before allocation with one clear message: topk
 // larger than the experts, ep not dividing the experts, capacity <= 0,
-// ZeRO-2/3 with ep, experts split over tp; tp (+ sp) and ZeRO-1 accepted.
+// ZeRO-2/3 with ep, experts split over tp; tp (+ sp) and ZeRO-1 accepted;
+// the layer pattern (a list moe_layer_freq, --moe-layer-freq text) and the
+// experts' own width.
 #include <gtest/gtest.h>
 
 #include "base/error.h"
 #include "common/run_config_file.h"
+#include "common/test_util.h"
 #include "train/train_config.h"
 
 namespace parallm {
@@ -90,6 +93,43 @@ TEST(MoeRunConfig, BadInputOneClearMessageEach) {
   EXPECT_EQ(error_after("ep = 2", "ep = 2\ntp = 2\nexpert_tp = 2", 8),
             "--expert-tp 2: experts split over tensor-parallel ranks are not built; experts run "
             "whole on every tp rank (--expert-tp 1)");
+}
+
+// Megatron's list form of moe_layer_freq (one 0/1 per layer) and the routed
+// experts' own width, in a run file and as --moe-layer-freq's text.
+TEST(MoeRunConfig, LayerPatternAndExpertWidth) {
+  std::string body = kBase;
+  body.replace(body.find("moe_layer_freq = 2"), 18,
+               "moe_layer_freq = [0, 1]\nmoe_ffn_hidden_size = 96");
+  const RunConfig rc = load_run_config(testing::write_toml(body));
+  const MoeConfig& m = rc.model.moe;
+  EXPECT_EQ(m.layer_pattern, (std::vector<int>{0, 1}));
+  EXPECT_FALSE(m.is_moe_layer(0));
+  EXPECT_TRUE(m.is_moe_layer(1));
+  EXPECT_EQ(m.expert_intermediate(rc.model.intermediate), 96);
+  EXPECT_NO_THROW(rc.train.validate(rc.model, 4));
+  EXPECT_EQ(error_after("moe_layer_freq = 2", "moe_layer_freq = [1, 0, 1]"),
+            "the moe layer pattern has 3 entries for 2 layers");
+  EXPECT_EQ(error_after("moe_layer_freq = 2", "moe_layer_freq = [1, 2]"),
+            "moe layer pattern entries must be 0 (dense) or 1 (MoE); layer 1 has 2");
+  EXPECT_EQ(error_after("moe_layer_freq = 2", "moe_ffn_hidden_size = -8"),
+            "moe expert ffn hidden size must be positive (or 0: the model's intermediate size), "
+            "got -8");
+
+  MoeConfig flag;
+  flag.set_layer_freq(" [1, 0,1] ");
+  EXPECT_EQ(flag.layer_pattern, (std::vector<int>{1, 0, 1}));
+  flag.set_layer_freq("3");  // the integer form clears the list
+  EXPECT_EQ(flag.layer_freq, 3);
+  EXPECT_TRUE(flag.layer_pattern.empty());
+  for (const char* bad : {"[1,]", "[]", "[1,0", "[2]", "[10]"})
+    EXPECT_EQ(testing::error_of([&] { flag.set_layer_freq(bad); }),
+              fmt::format("moe layer pattern '{}' must be a non-empty list of 0 and 1 like "
+                          "[1,0,1,0]",
+                          bad))
+        << bad;
+  EXPECT_EQ(testing::error_of([&] { flag.set_layer_freq("2x"); }),
+            "moe layer frequency '2x' is neither an integer nor a list like [1,0,1,0]");
 }
 
 TEST(MoeRunConfig, TensorParallelAndZero1Accepted) {

@@ -21,7 +21,7 @@ MoeExperts::MoeExperts(ParameterSet& ps, const std::string& prefix, const ModelC
       local_(ep.local_experts(cfg.moe.num_experts)),
       first_(ep.rank() * local_),
       C_(cfg.hidden),
-      I_(cfg.intermediate) {
+      I_(cfg.moe.expert_intermediate(cfg.intermediate)) {
   const int64_t E = cfg.moe.num_experts;
   const int dim = ep.active() ? 0 : -1;
   auto add = [&](const std::string& name, std::vector<int64_t> shape, InitKind init, double std) {

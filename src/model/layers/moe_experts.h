@@ -1,5 +1,6 @@
 // MoeExperts: this rank's experts of one MoE layer, each the family's MLP
-// (GPT-2: fc -> GELU -> proj with biases; LLaMA: down(silu(gate) * up)),
+// (GPT-2: fc -> GELU -> proj with biases; LLaMA: down(silu(gate) * up)) of
+// moe.expert_intermediate(intermediate) features,
 // stored stacked so every weight is one parameter (E_local, out, in) whose
 // dimension 0 is the expert (ParamSpec::expert; split over ep). Rows come
 // expert-major (TokenDispatch) and every linear runs as one grouped GEMM

@@ -62,6 +62,20 @@ class TableReader {
       }
     }
   }
+  // A list of integers: false (nothing read) when the key holds no array.
+  bool get_int_list(const char* key, std::vector<int64_t>& out) {
+    const toml::node* n = t_ == nullptr ? nullptr : t_->get(key);
+    const toml::array* a = n == nullptr ? nullptr : n->as_array();
+    if (a == nullptr) return false;
+    seen_.insert(key);
+    out.clear();
+    for (const auto& e : *a) {
+      auto v = e.value<int64_t>();
+      PX_CHECK(v.has_value(), "{}: [{}] {} must hold only integers", file_, table_, key);
+      out.push_back(*v);
+    }
+    return true;
+  }
   // A name parsed into an enum (or a flag value) by `parse`.
   template <class T, class Parse>
   void get_named(const char* key, T& out, Parse parse) {
@@ -141,7 +155,16 @@ void read_model(TableReader& r, ModelConfig& mc) {
   if (!moe_preset.empty()) mc.moe.apply_preset(moe_preset);
   r.get("num_experts", mc.moe.num_experts);
   r.get("moe_router_topk", mc.moe.topk);
-  r.get("moe_layer_freq", mc.moe.layer_freq);
+  if (r.has("moe_layer_freq")) {  // an integer, or a list of 0 (dense) / 1 (MoE) per layer
+    std::vector<int64_t> pattern;
+    if (r.get_int_list("moe_layer_freq", pattern)) {
+      mc.moe.layer_pattern.assign(pattern.begin(), pattern.end());
+    } else {
+      r.get("moe_layer_freq", mc.moe.layer_freq);
+      mc.moe.layer_pattern.clear();
+    }
+  }
+  r.get("moe_ffn_hidden_size", mc.moe.ffn_hidden_size);
   r.get_named("moe_router_order", mc.moe.order, router_order_from_name);
   r.get("moe_renormalize", mc.moe.renormalize);
   double capacity = std::nan("");  // absent: dropless
