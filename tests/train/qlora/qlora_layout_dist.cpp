@@ -4,12 +4,15 @@
 // sharded), tp 2 with sequence parallelism and pp 2 follow the one-process
 // QLoRA run for 20 steps: losses, gradient norms and every adapter within
 // 1e-5 relative in fp32; under bf16 GEMMs the losses within the 2e-3 the
-// precision tests allow. One check quantises tp shards on their own (not cut
-// from the full tensor) and shows the first loss differs: why shards are cut.
+// precision tests allow. Every tp shard dequantises bit-equal to the
+// one-process base; quantising shards on their own (the mutation) does not.
+// QLORA_DENSE_CONTROL=1 runs the same layouts over a dense LoRA base (the
+// control for the tolerance note in expect_same_trajectory).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
 
 #include "base/error.h"
@@ -42,7 +45,6 @@ struct Layout {
   bool sp = false;
   int zero = 0;
   Precision precision = Precision::FP32;
-  bool shard_quantised = false;  // the mutation: each tp shard quantised on its own
   std::string name() const {
     return fmt::format("tp {} dp {} pp {}{}{}{}", tp, dp, pp, sp ? " sp" : "",
                        zero ? fmt::format(" zero {}", zero) : "",
@@ -66,8 +68,8 @@ ModelConfig qlora_model(const std::string& family) {
   m.lora.rank = 4;
   m.lora.alpha = 16.0;
   m.lora.targets = {"all-linear"};
-  m.lora.qlora = true;
-  m.lora.double_quant = true;
+  m.lora.qlora = std::getenv("QLORA_DENSE_CONTROL") == nullptr;
+  m.lora.double_quant = m.lora.qlora;
   return m;
 }
 
@@ -103,11 +105,8 @@ RunResult run(const ModelConfig& model, const Layout& l, int steps = 20) {
   m.base_params().init_random(7);
   m.params().init_random(7);
   RunResult res;
-  if (l.shard_quantised) {
-    quantize_each_shard(m.base_params(), model, alloc);
-  } else {
+  if (model.lora.qlora)
     res.bits = quantize_base_nf4(m.base_params(), model, tp, alloc).bits_per_weight();
-  }
   Trainer tr(m, t, alloc, 0.0, l.dp > 1 ? g.dp.get() : nullptr,
              PipelineGroups{l.pp > 1 ? g.pp.get() : nullptr, g.embedding.get()});
   res.ran = true;
@@ -132,7 +131,7 @@ void expect_same_trajectory(const std::string& family, const Layout& l) {
   if (!got.ran) return;
   const std::string what = "qlora " + family + " " + l.name();
   ASSERT_EQ(got.losses.size(), ref.losses.size()) << what;
-  EXPECT_LE(got.bits, 4.2) << what;
+  if (qlora_model(family).lora.qlora) EXPECT_LE(got.bits, 4.2) << what;
   // fp32: the layouts' sums differ only in order. bf16: a few roundings of
   // the next GEMM's inputs move, as in tests/parallel/tensor/tp_precision_dist.
   const double tol = l.precision == Precision::BF16 ? 2e-3 : 1e-5;
@@ -145,8 +144,14 @@ void expect_same_trajectory(const std::string& family, const Layout& l) {
   EXPECT_LT(ref.losses.back(), ref.losses.front() - 0.05) << what << ": QLoRA training learns";
   for (const auto& [name, v] : got.params)
     EXPECT_TRUE(name.ends_with(".lora_A") || name.ends_with(".lora_B")) << name;
+  // Each adapter element within 1e-5 relative, except GPT-2 under tp: there
+  // one A element of 40k lands at 1.35e-5 after 20 AdamW steps, and the same
+  // model with a dense LoRA base (QLORA_DENSE_CONTROL=1) lands one at 2.1e-5:
+  // f32 summation order amplified by Adam, not NF4. The whole-vector
+  // distance stays held to 1e-5.
+  const double elem_tol = family == "gpt2" && l.tp > 1 ? 5e-5 : 1e-5;
   if (l.precision == Precision::FP32)
-    testing::expect_params_match(ref.params, got.params, 1e-5, 1e-5, what,
+    testing::expect_params_match(ref.params, got.params, 1e-5, elem_tol, what,
                                  /*names_from_got=*/l.pp > 1);
 }
 
@@ -169,15 +174,53 @@ TEST(QloraLayout, Bf16FollowsOneProcess) {
   expect_same_trajectory("llama", Layout{.dp = 2, .zero = 2, .precision = Precision::BF16});
 }
 
-// Quantising each tp shard by itself is not what one process stores: the
-// first loss moves by far more than the layouts' 1e-5.
-TEST(QloraLayout, ShardQuantisationWouldBreakInvariance) {
-  const RunResult& ref = one_process("llama", Precision::FP32);
-  const RunResult got =
-      run(qlora_model("llama"), Layout{.tp = 2, .sp = true, .shard_quantised = true}, 1);
-  if (!got.ran) return;
-  ASSERT_EQ(got.losses.size(), 1u);
-  EXPECT_GT(std::abs(got.losses[0] - ref.losses[0]), 1e-4 * std::abs(ref.losses[0]));
+// Every tp shard dequantises to exactly the one-process weights (each rank
+// rebuilds the one-process base from the seed and compares its slice); a
+// shard quantised on its own (the mutation) does not.
+int64_t differing_base_values(bool shard_quantised) {
+  testing::LayoutGroups g = testing::split_layout(*env().world, {.tp = 2});
+  if (!g.member) return -1;
+  const ModelConfig cfg = qlora_model("llama");
+  TpGroup tp{.comm = g.tp.get(), .sequence_parallel = true};
+  Allocator alloc;
+  Transformer m(cfg, alloc, tp), one(cfg, alloc);
+  m.base_params().init_random(7);
+  one.base_params().init_random(7);
+  if (shard_quantised)
+    quantize_each_shard(m.base_params(), cfg, alloc);
+  else
+    quantize_base_nf4(m.base_params(), cfg, tp, alloc);
+  quantize_base_nf4(one.base_params(), cfg, {}, alloc);
+  int64_t differ = 0;
+  for (int i = 0; i < m.base_params().size(); ++i) {
+    const cpu::Nf4Weight* w = m.base_params().nf4(ParamRef{i});
+    if (w == nullptr) continue;
+    const ParamSpec& s = m.base_params().spec(i);
+    const cpu::Nf4Weight* full = one.base_params().nf4(ParamRef{one.base_params().find(s.name)});
+    std::vector<float> mine(w->numel()), all(full->numel());
+    w->dequantize(0, w->numel(), mine.data());
+    full->dequantize(0, full->numel(), all.data());
+    const int64_t C = full->cols();
+    for (int64_t r = 0; r < w->rows(); ++r)
+      for (int64_t c = 0; c < w->cols(); ++c) {
+        const int64_t fr = r + (s.shard_dim == 0 ? s.shard_begin : 0);
+        const int64_t fc = c + (s.shard_dim == 1 ? s.shard_begin : 0);
+        differ += mine[r * w->cols() + c] != all[fr * C + fc];
+      }
+  }
+  return differ;
+}
+
+TEST(QloraLayout, ShardsDequantiseToTheOneProcessBase) {
+  const int64_t cut = differing_base_values(false);
+  if (cut < 0) return;
+  EXPECT_EQ(cut, 0);
+  // The mutation: per-shard offsets and absmax2 move many scales.
+  const int64_t own = differing_base_values(true);
+  EXPECT_GT(own, 0);
+  if (env().world->rank() == 0)
+    std::printf("per-shard quantisation: %lld base values differ from one process on rank 0\n",
+                static_cast<long long>(own));
 }
 
 // A tp whose shards cut NF4 blocks is refused naming the weight.
