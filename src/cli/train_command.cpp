@@ -78,6 +78,12 @@ void add_lora_flags(CLI::App* sub, TrainFlags& f) {
         "all-linear");
   on_off(sub, f, "--use-rslora", FIELD(model.lora.rslora), true,
          "rank-stabilised LoRA: scale alpha / sqrt(r)");
+  // The names and meanings of `parallm memory --qlora --double-quant`.
+  on_off(sub, f, "--qlora", FIELD(model.lora.qlora), true,
+         "QLoRA (needs --lora-rank): every block linear's frozen base weight in NF4 (4 bits + "
+         "an fp32 absmax per 64 weights), dequantised tile by tile inside its GEMM");
+  on_off(sub, f, "--double-quant", FIELD(model.lora.double_quant), true,
+         "with --qlora: absmax quantised to 8 bits in blocks of 256 (4.127 bits per weight)");
 }
 
 void add_model_and_data_flags(CLI::App* sub, TrainFlags& f) {

@@ -24,6 +24,12 @@ bool LoraConfig::targets_kind(const std::string& kind) const {
 
 void LoraConfig::validate() const {
   PX_CHECK(rank >= 0, "--lora-rank must be positive, got {}", rank);
+  PX_CHECK(!double_quant || qlora,
+           "--double-quant quantises QLoRA's NF4 absmax values: it needs --qlora");
+  PX_CHECK(!qlora || enabled(),
+           "--qlora trains LoRA adapters over an NF4 base: it needs --lora-rank > 0 (and "
+           "--lora-targets), got rank {}",
+           rank);
   if (!enabled()) {
     PX_CHECK(targets.empty(), "LoRA targets ({}) are given but --lora-rank is 0",
              fmt::join(targets, ","));

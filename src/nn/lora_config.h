@@ -25,13 +25,19 @@ struct LoraConfig {
   double dropout = 0.0;              // on the adapter's input, training only
   std::vector<std::string> targets;  // kinds, or {"all-linear"}
   bool rslora = false;               // scale alpha / sqrt(rank) instead of alpha / rank
+  // QLoRA (docs/qlora.md): every block linear's frozen base weight held in
+  // NF4 (blocks of 64, fp32 absmax), dequantised a tile at a time inside its
+  // GEMM; double_quant also quantises the absmax to 8 bits in blocks of 256.
+  bool qlora = false;
+  bool double_quant = false;
 
   bool enabled() const { return rank > 0; }
   double scale() const;
   // True when the linear of this kind (e.g. "q") carries an adapter.
   bool targets_kind(const std::string& kind) const;
   // Throws naming the value: negative rank, dropout outside [0, 1), alpha <= 0,
-  // targets without a rank or a rank without targets.
+  // targets without a rank or a rank without targets, --qlora without a rank,
+  // --double-quant without --qlora.
   void validate() const;
 };
 

@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/nf4_gemm.h"
 #include "kernels/cpu/skinny_gemm.h"
 
 namespace parallm {
@@ -27,19 +28,42 @@ Tensor rounded(const LayerContext& c, const float* x, int64_t n) {
   cpu::round_to_lowp(t.half_bits(), x, n, c.matmul->type());
   return t;
 }
+
+// QLoRA's frozen NF4 base (docs/qlora.md): the tiled dequantising GEMM. Under
+// bf16/fp16 both operands are rounded to 16 bits as for any weight (the
+// activation here, each dequantised tile inside the kernel).
+std::optional<cpu::LowpType> nf4_round(const LayerContext& c) {
+  if (c.matmul == nullptr) return std::nullopt;
+  return c.matmul->type();
+}
+const float* nf4_operand(const LayerContext& c, const float* x, int64_t n, Tensor& buf) {
+  if (c.matmul == nullptr) return x;
+  buf = c.workspace({std::max<int64_t>(n, 1)});
+  std::copy_n(x, n, buf.data<float>());
+  cpu::round_inplace(buf.data<float>(), n, c.matmul->type());
+  return buf.data<float>();
+}
 }  // namespace
 
 MatmulPrecision::MatmulPrecision(Precision precision, const ParameterSet& ps, Allocator& alloc,
                                  bool allow_native)
     : precision_(precision),
       gemm_(lowp_type(precision), allow_native),
-      copy_(Tensor::zeros(alloc, {std::max<int64_t>(ps.total_numel(), 1)},
-                          precision == Precision::BF16 ? DType::BF16 : DType::F16,
-                          MemTag::Parameter)),
-      valid_(static_cast<size_t>(ps.size()), 0) {}
+      valid_(static_cast<size_t>(ps.size()), 0) {
+  // NF4 weights (QLoRA) get no 16-bit copy: their tiles are rounded in the GEMM.
+  int64_t total = 0;
+  for (int i = 0; i < ps.size(); ++i) {
+    offsets_.push_back(ps.nf4(ParamRef{i}) != nullptr ? -1 : total);
+    if (offsets_.back() >= 0) total += (ps.numel(i) + 15) / 16 * 16;
+  }
+  copy_ = Tensor::zeros(alloc, {std::max<int64_t>(total, 1)},
+                        precision == Precision::BF16 ? DType::BF16 : DType::F16, MemTag::Parameter);
+}
 
 const uint16_t* MatmulPrecision::weight(const ParameterSet& ps, ParamRef w) {
-  uint16_t* dst = copy_.half_bits() + ps.offset(w.index);
+  const int64_t at = offsets_[static_cast<size_t>(w.index)];
+  PX_CHECK(at >= 0, "'{}' is an NF4 weight: it has no 16-bit copy", ps.spec(w.index).name);
+  uint16_t* dst = copy_.half_bits() + at;
   if (!valid_[static_cast<size_t>(w.index)]) {
     cpu::round_to_lowp(dst, ps.value(w), ps.numel(w.index), type());
     valid_[static_cast<size_t>(w.index)] = 1;
@@ -81,6 +105,11 @@ void matmul_act(const LayerContext& c, bool trans_a, bool trans_b, int64_t M, in
 
 void linear_forward(const LayerContext& c, float* out, const float* inp, ParamRef w,
                     const float* bias, int64_t N, int64_t IC, int64_t OC) {
+  if (const cpu::Nf4Weight* q = c.params.nf4(w)) {
+    Tensor buf;
+    const float* x = nf4_operand(c, inp, N * IC, buf);
+    return cpu::nf4_linear_forward(c.alloc, out, x, *q, bias, N, nf4_round(c));
+  }
   if (c.matmul == nullptr) return cpu::linear_forward(out, inp, c.params.value(w), bias, N, IC, OC);
   matmul_weight(c, false, true, N, OC, IC, inp, IC, w, c.params.value(w), IC, 0.0f, out, OC);
   if (bias == nullptr) return;
@@ -91,7 +120,9 @@ void linear_forward(const LayerContext& c, float* out, const float* inp, ParamRe
 void linear_forward_parts(const LayerContext& c, const float* inp, int64_t N, int64_t IC,
                           std::span<const LinearPart> parts) {
   constexpr size_t kMaxParts = 4;
-  if (!cpu::skinny_fits(false, true, N) || parts.size() > kMaxParts || IC <= 0) {
+  const bool nf4 =
+      std::ranges::any_of(parts, [&](const LinearPart& p) { return c.params.nf4(p.w) != nullptr; });
+  if (nf4 || !cpu::skinny_fits(false, true, N) || parts.size() > kMaxParts || IC <= 0) {
     for (const LinearPart& p : parts) linear_forward(c, p.out, inp, p.w, p.bias, N, IC, p.OC);
     return;
   }
@@ -121,6 +152,18 @@ void linear_forward_parts(const LayerContext& c, const float* inp, int64_t N, in
 void linear_backward(const LayerContext& c, float* dinp, float* dweight, float* dbias,
                      const float* dout, const float* inp, ParamRef w, int64_t N, int64_t IC,
                      int64_t OC) {
+  if (const cpu::Nf4Weight* q = c.params.nf4(w)) {  // frozen: the input gradient only
+    PX_CHECK(dweight == nullptr, "'{}' is a frozen NF4 weight: it has no gradient",
+             c.params.spec(w.index).name);
+    if (dinp != nullptr) {
+      Tensor buf;
+      const float* d = nf4_operand(c, dout, N * OC, buf);
+      cpu::nf4_linear_backward_input(c.alloc, dinp, d, *q, N, nf4_round(c));
+    }
+    if (dbias != nullptr)
+      cpu::linear_backward<float>(nullptr, nullptr, dbias, dout, inp, nullptr, N, IC, OC);
+    return;
+  }
   if (c.matmul == nullptr)
     return cpu::linear_backward(dinp, dweight, dbias, dout, inp, c.params.value(w), N, IC, OC);
   // The gradient flowing back is rounded once; under fp16 a value beyond

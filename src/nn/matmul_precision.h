@@ -30,8 +30,9 @@ class MatmulPrecision {
  private:
   Precision precision_;
   cpu::LowpGemm gemm_;
-  Tensor copy_;              // (total_numel) 16-bit, tag Parameter, laid out as the flat values
-  std::vector<char> valid_;  // per parameter: copy_ holds this step's values
+  Tensor copy_;                   // 16-bit, tag Parameter: each f32 weight, 64-byte aligned
+  std::vector<int64_t> offsets_;  // per parameter: where in copy_ (-1: an NF4 weight, none)
+  std::vector<char> valid_;       // per parameter: copy_ holds this step's values
 };
 
 // C (M, N) = op(A) op(W) + beta C, A an f32 activation, W a weight (param w,

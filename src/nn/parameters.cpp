@@ -1,6 +1,9 @@
 #include "nn/parameters.h"
 
+#include <algorithm>
+
 #include "base/rng.h"
+#include "kernels/cpu/nf4_weight.h"
 
 namespace parallm {
 
@@ -41,6 +44,11 @@ void ParameterSet::bind_flat() {
            "bind_flat after a flat buffer was released");
   value_ptr_.assign(size(), nullptr);
   grad_ptr_.assign(size(), nullptr);
+  if (!compact_offsets_.empty()) {
+    for (int i = 0; i < size(); ++i)
+      if (compact_offsets_[i] >= 0) value_ptr_[i] = values_.data<float>() + compact_offsets_[i];
+    return;  // (a set with NF4 parameters is frozen: no gradients)
+  }
   bind_values(0, size(), values_.data<float>());
   if (!frozen_) bind_grads(0, size(), grads_.data<float>());
 }
@@ -55,10 +63,45 @@ void ParameterSet::release_flat_grads() {
   grad_ptr_.assign(size(), nullptr);
 }
 
+void ParameterSet::set_nf4(int i, std::shared_ptr<const cpu::Nf4Weight> w) {
+  PX_CHECK(frozen_, "parameter '{}': only a frozen set holds NF4 weights", specs_[i].name);
+  PX_CHECK(compact_offsets_.empty(), "parameter '{}' given NF4 after the f32 values were dropped",
+           specs_[i].name);
+  const auto& sh = specs_[i].shape;
+  PX_CHECK(sh.size() == 2 && w->rows() == sh[0] && w->cols() == sh[1],
+           "parameter '{}': NF4 weight ({}, {}) does not match its shape", specs_[i].name,
+           w->rows(), w->cols());
+  if (nf4_.empty()) nf4_.resize(static_cast<size_t>(size()));
+  nf4_[static_cast<size_t>(i)] = std::move(w);
+}
+
+void ParameterSet::drop_nf4_values(Allocator& alloc) {
+  PX_CHECK(values_.defined() && compact_offsets_.empty(),
+           "drop_nf4_values needs the flat f32 values, once");
+  if (nf4_.empty()) return;
+  compact_offsets_.assign(static_cast<size_t>(size()), -1);
+  int64_t total = 0;
+  for (int i = 0; i < size(); ++i) {
+    if (nf4_[static_cast<size_t>(i)]) continue;
+    compact_offsets_[i] = total;
+    total += (numel(i) + 15) / 16 * 16;  // the same 64-byte alignment
+  }
+  Tensor compact =
+      Tensor::zeros(alloc, {std::max<int64_t>(total, 1)}, DType::F32, MemTag::Parameter);
+  for (int i = 0; i < size(); ++i)
+    if (compact_offsets_[i] >= 0)
+      std::copy_n(value_ptr_[i], numel(i), compact.data<float>() + compact_offsets_[i]);
+  values_ = std::move(compact);  // the full f32 buffer is freed here
+  bind_flat();
+}
+
 int64_t ParameterSet::numel(int i) const { return numel_of(specs_[i].shape); }
 
 Tensor ParameterSet::value_tensor(int i) const {
-  return values_.flat_range(offsets_[i], numel(i)).view(Shape(specs_[i].shape));
+  PX_CHECK(compact_offsets_.empty() || compact_offsets_[i] >= 0,
+           "parameter '{}' is held in NF4: it has no f32 value", specs_[i].name);
+  const int64_t at = compact_offsets_.empty() ? offsets_[i] : compact_offsets_[i];
+  return values_.flat_range(at, numel(i)).view(Shape(specs_[i].shape));
 }
 
 Tensor ParameterSet::grad_tensor(int i) const {

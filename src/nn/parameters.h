@@ -18,6 +18,10 @@
 
 namespace parallm {
 
+namespace cpu {
+class Nf4Weight;  // kernels/cpu/nf4_weight.h
+}
+
 // Uniform: U(-init_std, init_std) (LoRA's A, as PyTorch's kaiming_uniform_).
 enum class InitKind { Normal, Ones, Zeros, Uniform };
 
@@ -88,6 +92,20 @@ class ParameterSet {
   int find(const std::string& name) const;  // -1 when absent
   int64_t total_numel() const { return total_; }
 
+  // QLoRA: the NF4 form of a frozen parameter (null: it is held in f32).
+  const cpu::Nf4Weight* nf4(ParamRef r) const {
+    return nf4_.empty() ? nullptr : nf4_[static_cast<size_t>(r.index)].get();
+  }
+  bool any_nf4() const { return !nf4_.empty(); }
+  // Gives frozen parameter i its NF4 form; its f32 value stays until
+  // drop_nf4_values().
+  void set_nf4(int i, std::shared_ptr<const cpu::Nf4Weight> w);
+  // Rebuilds the flat value buffer without the NF4 parameters' f32 values
+  // (the others keep theirs, bit for bit), so of those only NF4 bytes remain.
+  void drop_nf4_values(Allocator& alloc);
+  // f32 floats the flat value buffer holds (total_numel() minus dropped values).
+  int64_t f32_value_numel() const { return values_.defined() ? values_.numel() : 0; }
+
   const Tensor& flat_values() const { return values_; }
   const Tensor& flat_grads() const { return grads_; }
   void zero_grads() const {
@@ -103,6 +121,8 @@ class ParameterSet {
   Tensor grads_;
   std::vector<float*> value_ptr_, grad_ptr_;
   bool frozen_ = false;
+  std::vector<std::shared_ptr<const cpu::Nf4Weight>> nf4_;  // per parameter, or empty
+  std::vector<int64_t> compact_offsets_;  // after drop_nf4_values: offsets in values_ (-1: NF4)
 };
 
 }  // namespace parallm

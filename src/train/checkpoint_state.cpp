@@ -69,8 +69,15 @@ nlohmann::json training_state_json(const TrainingState& s) {
                       {"model", hf_config_json(s.model, "float32")}};
   if (s.run) j["run"] = run_config_json(*s.run);
   if (const LoraConfig& lo = s.model.lora; lo.enabled())  // only adapters are in the shards
-    j["lora"] = {{"r", lo.rank},          {"lora_alpha", lo.alpha},  {"lora_dropout", lo.dropout},
-                 {"targets", lo.targets}, {"use_rslora", lo.rslora}, {"base_model", s.lora_base}};
+    j["lora"] = {{"r", lo.rank},
+                 {"lora_alpha", lo.alpha},
+                 {"lora_dropout", lo.dropout},
+                 {"targets", lo.targets},
+                 {"use_rslora", lo.rslora},
+                 {"base_model", s.lora_base},
+                 // QLoRA: the base is requantised from base_model on resume.
+                 {"qlora", lo.qlora},
+                 {"double_quant", lo.double_quant}};
   return j;
 }
 
@@ -113,6 +120,8 @@ TrainingState training_state_from_json(const nlohmann::json& j, const std::strin
       s.model.lora.targets = lo.at("targets").get<std::vector<std::string>>();
       s.model.lora.rslora = lo.at("use_rslora").get<bool>();
       s.lora_base = lo.at("base_model").get<std::string>();
+      s.model.lora.qlora = lo.value("qlora", false);  // absent before QLoRA existed
+      s.model.lora.double_quant = lo.value("double_quant", false);
     }
     // The run record's model is written without the LoRA settings, which
     // live in their own "lora" object: the resumed run needs them too.
@@ -174,6 +183,13 @@ std::string check_resume_compatible(const TrainingState& saved, const ModelConfi
            "run's (r {}, alpha {}, targets {}, rslora {})",
            source, sl.rank, sl.alpha, fmt::join(sl.targets, ","), sl.rslora, ml.rank, ml.alpha,
            fmt::join(ml.targets, ","), ml.rslora);
+  PX_CHECK(sl.qlora == ml.qlora && sl.double_quant == ml.double_quant,
+           "{}: the checkpoint's adapters were trained over a base {} ({}), this run's base "
+           "is {} ({}): give the same --qlora / --double-quant",
+           source, sl.qlora ? "in NF4" : "in full precision",
+           sl.double_quant ? "double quantisation" : "no double quantisation",
+           ml.qlora ? "in NF4" : "in full precision",
+           ml.double_quant ? "double quantisation" : "no double quantisation");
   PX_CHECK(!sl.enabled() || saved.lora_base == cfg.checkpoint.init_from,
            "{}: the checkpoint's adapters belong to base '{}', this run's base is '{}' "
            "(--init-from)",

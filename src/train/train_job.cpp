@@ -17,6 +17,7 @@
 #include "io/hf_model.h"
 #include "io/peft_adapter.h"
 #include "kernels/cpu/threads.h"
+#include "model/qlora_base.h"
 #include "plan/flops.h"
 #include "train/checkpoint_export.h"
 #include "train/checkpoint_load.h"
@@ -284,6 +285,13 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   Transformer model(rc.model, alloc, tp, pipeline_stage(t, rc.model, grid.coord(rank).pp_rank), ep,
                     cp);
   init_weights(model, t);
+  if (rc.model.lora.qlora) {  // after the full-precision base exists; a resume rebuilds it so
+    const QloraBase q = quantize_base_nf4(model.base_params(), rc.model, tp, alloc);
+    if (rank == 0)
+      fmt::print(log, "qlora: {} block linear weights in NF4{} on rank 0, {:.4f} bits per weight\n",
+                 q.weights, rc.model.lora.double_quant ? " (double quantisation)" : "",
+                 q.bits_per_weight());
+  }
   Resume resume = resume_values(rc, model, world, log);
 
   const PeakFlops peak = peak_flops(t, env);

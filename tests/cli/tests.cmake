@@ -10,3 +10,7 @@ set_tests_properties(cli.memory_lora PROPERTIES LABELS unit TIMEOUT 120)
 # `parallm train --device cuda`: refusals and the no-device message (label unit).
 add_test(NAME cli.device_cuda COMMAND ${CMAKE_CURRENT_LIST_DIR}/device_cuda.sh $<TARGET_FILE:parallm>)
 set_tests_properties(cli.device_cuda PROPERTIES LABELS unit TIMEOUT 120)
+
+# `parallm train --qlora`: flag errors, TOML keys, resume bit-identical (label unit).
+add_test(NAME cli.qlora_train COMMAND ${CMAKE_CURRENT_LIST_DIR}/qlora_train.sh $<TARGET_FILE:parallm>)
+set_tests_properties(cli.qlora_train PROPERTIES LABELS unit TIMEOUT 300 ENVIRONMENT OMP_NUM_THREADS=1)

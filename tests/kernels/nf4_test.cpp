@@ -13,6 +13,7 @@
 #include <cmath>
 #include <vector>
 
+#include "base/error.h"
 #include "base/rng.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/nf4_gemm.h"
@@ -218,6 +219,65 @@ TEST(Nf4Gemm, TiledMatchesDequantiseThenGemm) {
       for (int64_t n = 0; n < N; ++n) scale += std::fabs(dy[i / K * N + n] * wd[n * K + i % K]);
       ASSERT_NEAR(dx[i], dx_want[i], 1e-6 * scale) << "M " << M << " element " << i;
     }
+  }
+}
+
+}  // namespace
+}  // namespace parallm::cpu
+
+namespace parallm::cpu {
+namespace {
+
+// A tp shard cut from the full tensor's quantisation (rows of a column-
+// parallel weight, columns of a row-parallel one) dequantises to exactly the
+// full tensor's values, double quantisation's second-level blocks included;
+// a cut through a block is refused.
+TEST(Nf4Weight, SlicesDequantiseToTheFullTensorsValues) {
+  const int64_t R = 96, C = 384;  // 576 blocks: three second-level blocks, the last short
+  const std::vector<float> w = [&] {
+    std::vector<float> v(R * C);
+    const uint64_t key = stream_key(3, "slice");
+    for (int64_t i = 0; i < R * C; ++i) v[i] = static_cast<float>(normal_at(key, i));
+    return v;
+  }();
+  for (bool dq : {false, true}) {
+    Allocator a;
+    const Nf4Weight full(a, w.data(), R, C, dq);
+    std::vector<float> whole(R * C);
+    full.dequantize(0, R * C, whole.data());
+    struct Cut {
+      int64_t row0, rows, col0, cols;
+    };
+    for (const Cut& k : {Cut{0, 48, 0, C}, Cut{48, 48, 0, C}, Cut{0, R, 0, 192},
+                         Cut{0, R, 192, 192}, Cut{0, R, 128, 64}, Cut{32, 32, 0, C}}) {
+      ASSERT_TRUE(Nf4Weight::slice_aligned(full, k.row0, k.rows, k.col0, k.cols));
+      const Nf4Weight s = Nf4Weight::slice(a, full, k.row0, k.rows, k.col0, k.cols);
+      std::vector<float> got(k.rows * k.cols);
+      s.dequantize(0, k.rows * k.cols, got.data());
+      for (int64_t r = 0; r < k.rows; ++r)
+        for (int64_t c = 0; c < k.cols; ++c)
+          ASSERT_EQ(got[r * k.cols + c], whole[(k.row0 + r) * C + k.col0 + c])
+              << dq << " " << k.row0 << " " << k.col0 << " (" << r << ", " << c << ")";
+    }
+    // Requantising a shard on its own gives other values under double
+    // quantisation (its own offset and absmax2): why shards are cut instead.
+    if (dq) {
+      std::vector<float> cols(R * 192);
+      for (int64_t r = 0; r < R; ++r)
+        std::copy_n(w.data() + r * C + 192, 192, cols.data() + r * 192);
+      const Nf4Weight own(a, cols.data(), R, 192, true);
+      std::vector<float> mine(R * 192);
+      own.dequantize(0, R * 192, mine.data());
+      int64_t differ = 0;
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t c = 0; c < 192; ++c) differ += mine[r * 192 + c] != whole[r * C + 192 + c];
+      EXPECT_GT(differ, 0);
+    }
+    EXPECT_FALSE(Nf4Weight::slice_aligned(full, 0, R, 32, 192));  // a block cut in two
+    EXPECT_FALSE(Nf4Weight::slice_aligned(full, 0, R, 0, 96));
+    EXPECT_THROW(Nf4Weight::slice(a, full, 0, R, 0, 96), Error);
+    const Nf4Weight odd(a, w.data(), 5, 12, dq);  // 60 values: rows cut mid-block
+    EXPECT_FALSE(Nf4Weight::slice_aligned(odd, 1, 4, 0, 12));
   }
 }
 

@@ -148,6 +148,21 @@ void read_model(TableReader& r, ModelConfig& mc) {
   r.get("init_std", mc.init_std);
   r.get("attention_dropout", mc.attn_dropout);
   r.get("hidden_dropout", mc.hidden_dropout);
+  // LoRA / QLoRA (docs/lora.md, docs/qlora.md), named as their flags.
+  r.get("lora_rank", mc.lora.rank);
+  r.get("lora_alpha", mc.lora.alpha);
+  r.get("lora_dropout", mc.lora.dropout);
+  if (r.has("lora_targets")) {
+    std::vector<std::string> targets;
+    r.get("lora_targets", targets);
+    mc.lora.targets.clear();
+    for (const std::string& t : targets)
+      for (const std::string& k : parse_lora_targets(t))
+        if (std::ranges::count(mc.lora.targets, k) == 0) mc.lora.targets.push_back(k);
+  }
+  r.get("use_rslora", mc.lora.rslora);
+  r.get("qlora", mc.lora.qlora);
+  r.get("double_quant", mc.lora.double_quant);
   mc.head_dim = hd > 0 ? hd : mc.hidden / std::max<int64_t>(mc.n_heads, 1);
   // Mixture of experts (docs/moe.md); the preset first, so explicit keys win.
   std::string moe_preset;
