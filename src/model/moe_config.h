@@ -41,6 +41,13 @@ struct MoeConfig {
   int64_t shared_intermediate = 0;
   bool shared_expert_gate = false;
 
+  // Features of each routed expert (Megatron's --moe-ffn-hidden-size,
+  // Qwen2-MoE's moe_intermediate_size); 0: the model's intermediate_size.
+  int64_t ffn_hidden_size = 0;
+  int64_t expert_intermediate(int64_t model_intermediate) const {
+    return ffn_hidden_size > 0 ? ffn_hidden_size : model_intermediate;
+  }
+
   bool enabled() const { return num_experts > 0; }
   bool is_moe_layer(int64_t layer) const { return enabled() && layer % layer_freq == 0; }
   // Per-sequence capacity of one expert for sequences of T tokens (dropless: T).

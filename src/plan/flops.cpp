@@ -13,13 +13,15 @@ namespace parallm {
 int64_t block_matmul_parameters(const ModelConfig& c) {
   const int64_t attn = c.hidden * c.q_dim() + 2 * c.hidden * c.kv_dim() + c.q_dim() * c.hidden;
   const int64_t mlp = (c.uses_swiglu() ? 3 : 2) * c.hidden * c.intermediate;
+  const int64_t expert =
+      (c.uses_swiglu() ? 3 : 2) * c.hidden * c.moe.expert_intermediate(c.intermediate);
   // A shared expert (and its gate) runs for every token of an MoE layer.
   const int64_t shared = (c.uses_swiglu() ? 3 : 2) * c.hidden * c.moe.shared_intermediate +
                          (c.moe.shared_expert_gate ? c.hidden : 0);
   int64_t n = 0;
   for (int64_t l = 0; l < c.n_layers; ++l)  // an MoE layer: router + the top-k experts a token uses
-    n += attn +
-         (c.moe.is_moe_layer(l) ? c.moe.num_experts * c.hidden + c.moe.topk * mlp + shared : mlp);
+    n += attn + (c.moe.is_moe_layer(l) ? c.moe.num_experts * c.hidden + c.moe.topk * expert + shared
+                                       : mlp);
   return n;
 }
 

@@ -11,7 +11,8 @@
 namespace parallm {
 
 struct ParallmActivations {
-  double per_layer = 0;   // bytes one block saves for one micro-batch
+  double per_layer = 0;   // bytes one block saves for one micro-batch (mean over the stage)
+  double layers = 0;      // bytes the first stage's blocks save for one micro-batch
   double outside = 0;     // embedding output + final norm's input, output and stats
   double working = 0;     // full recompute: what rebuilding one block's set adds to the peak
   double head_chunk = 0;  // the LM head's (chunk rows, V/tp) logits buffer (workspace)
