@@ -391,10 +391,15 @@ std::vector<MemorySuggestion> suggest_fits(const MemoryQuery& q, double device_b
        }},
       {"--zero 1",
        [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 1 ? (x.zero = 1, true) : false; }},
+      // ZeRO-2/3 do not run under ep (validate_experts).
       {"--zero 2",
-       [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 2 ? (x.zero = 2, true) : false; }},
+       [](MemoryQuery& x) {
+         return x.dp * x.cp > 1 && x.zero < 2 && x.ep == 1 ? (x.zero = 2, true) : false;
+       }},
       {"--zero 3",
-       [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 3 ? (x.zero = 3, true) : false; }},
+       [](MemoryQuery& x) {
+         return x.dp * x.cp > 1 && x.zero < 3 && x.ep == 1 ? (x.zero = 3, true) : false;
+       }},
       {"--recompute full",
        [](MemoryQuery& x) {
          return x.recompute != Recompute::Full ? (x.recompute = Recompute::Full, true) : false;
@@ -405,13 +410,15 @@ std::vector<MemorySuggestion> suggest_fits(const MemoryQuery& q, double device_b
        }},
       {"--tp doubled (dp halved)",
        [](MemoryQuery& x) {
-         return x.dp % 2 == 0 && x.model.n_heads % (2 * x.tp) == 0 ? (x.tp *= 2, x.dp /= 2, true)
-                                                                   : false;
+         return x.dp % (2 * x.ep) == 0 && x.model.n_heads % (2 * x.tp) == 0
+                    ? (x.tp *= 2, x.dp /= 2, true)
+                    : false;
        }},
       {"--pp doubled (dp halved)",
        [](MemoryQuery& x) {
-         return x.dp % 2 == 0 && x.model.n_layers >= 2 * x.pp ? (x.pp *= 2, x.dp /= 2, true)
-                                                              : false;
+         return x.dp % (2 * x.ep) == 0 && x.model.n_layers >= 2 * x.pp
+                    ? (x.pp *= 2, x.dp /= 2, true)
+                    : false;
        }},
   };
   std::vector<MemorySuggestion> out;
