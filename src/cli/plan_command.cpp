@@ -37,7 +37,8 @@ void add_plan_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--seq-len,--seq-length", f->r.seq_len, "sequence length");
   sub->add_option("--global-batch-size", f->r.global_batch, "sequences per step");
   sub->add_option("--fixed", f->fixed,
-                  "sizes to keep, e.g. --fixed tp=8 pp=16 (tp pp dp cp mb v zero)");
+                  "sizes to keep, e.g. --fixed tp=8 pp=16 sp=0 schedule=1f1b (tp pp dp cp mb v zero "
+                  "recompute sp schedule)");
   sub->add_option("--top", f->top, "layouts to print (default 5)");
   reg.actions.emplace_back(sub, [f]() {
     PlanRequest r = f->r;

@@ -9,18 +9,18 @@
 
 namespace parallm {
 
-double global_grad_norm(const ParameterSet& ps, const float* g, int64_t begin, int64_t end,
-                        const GradNormGroups& groups, std::span<double> also_summed) {
-  const TpGroup none;
-  const TpGroup& tp = groups.tp ? *groups.tp : none;
+namespace {
+
+const TpGroup& tp_of(const GradNormGroups& groups) {
+  static const TpGroup kNone;  // immutable: the one-process group
+  return groups.tp ? *groups.tp : kNone;
+}
+
+// sqrt of this rank's sum of squares summed over the groups.
+double reduce_norm(double ss, const GradNormGroups& groups, std::span<double> also_summed) {
+  const TpGroup& tp = tp_of(groups);
   // [also_summed..., sum of squares]: one dp and one pp reduction carry both.
   std::vector<double> sums(also_summed.begin(), also_summed.end());
-  const bool experts = groups.expert_grads != nullptr;
-  double ss = tp_grad_sum_squares(ps, g, begin, end, tp, experts);
-  if (experts && groups.count_experts && tp.rank() == 0)  // experts are replicated over tp
-    for (int i = 0; i < ps.size(); ++i)
-      if (ps.spec(i).expert)
-        ss += cpu::sum_squares(groups.expert_grads + ps.offset(i), ps.numel(i));
   sums.push_back(ss);
   if (groups.dp && groups.dp->size() > 1)
     groups.dp->all_reduce(sums.data(), sums.size(), DType::F64, comm::ReduceOp::Sum);
@@ -29,6 +29,28 @@ double global_grad_norm(const ParameterSet& ps, const float* g, int64_t begin, i
     groups.pp->all_reduce(sums.data(), sums.size(), DType::F64, comm::ReduceOp::Sum);
   std::copy(sums.begin(), sums.end() - 1, also_summed.begin());
   return std::sqrt(sums.back());
+}
+
+}  // namespace
+
+double global_grad_norm(const ParameterSet& ps, const float* g, int64_t begin, int64_t end,
+                        const GradNormGroups& groups, std::span<double> also_summed) {
+  const TpGroup& tp = tp_of(groups);
+  const bool experts = groups.expert_grads != nullptr;
+  double ss = tp_grad_sum_squares(ps, g, begin, end, tp, experts);
+  if (experts && groups.count_experts && tp.rank() == 0)  // experts are replicated over tp
+    for (int i = 0; i < ps.size(); ++i)
+      if (ps.spec(i).expert)
+        ss += cpu::sum_squares(groups.expert_grads + ps.offset(i), ps.numel(i));
+  return reduce_norm(ss, groups, also_summed);
+}
+
+double global_grad_norm(const ParameterSet& ps, std::span<const GradSpan> spans,
+                        const GradNormGroups& groups, std::span<double> also_summed) {
+  double ss = 0.0;
+  for (const GradSpan& s : spans)  // experts count on tp rank 0 (tp_grad_sum_squares)
+    ss += tp_grad_sum_squares(ps, s.grads, s.span.begin, s.span.end, tp_of(groups));
+  return reduce_norm(ss, groups, also_summed);
 }
 
 double global_grad_norm(const ParameterSet& ps) {

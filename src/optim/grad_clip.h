@@ -12,6 +12,7 @@
 
 #include "comm/communicator.h"
 #include "nn/parameters.h"
+#include "optim/optimizer.h"
 #include "parallel/tensor/tp_group.h"
 
 namespace parallm {
@@ -34,6 +35,16 @@ struct GradNormGroups {
 // whose ranks already hold the same loss). Collective over every group given.
 double global_grad_norm(const ParameterSet& ps, const float* g, int64_t begin, int64_t end,
                         const GradNormGroups& groups = {}, std::span<double> also_summed = {});
+// The same over scattered owned spans (ZeRO-2 under expert parallelism):
+// spans[i]'s gradients are at grads[i]. Every element of the model must be
+// in exactly one rank's spans over dp (experts: over the dp group's ep x
+// expert-dp ranks), so no expert_grads are taken.
+struct GradSpan {
+  FlatSpan span;
+  const float* grads;
+};
+double global_grad_norm(const ParameterSet& ps, std::span<const GradSpan> spans,
+                        const GradNormGroups& groups, std::span<double> also_summed = {});
 // The one process's norm: every gradient of ps.
 double global_grad_norm(const ParameterSet& ps);
 

@@ -36,6 +36,17 @@ void SpanOptimizer::step_range(const ParameterSet& params, double lr, float* p, 
   ++step_;
 }
 
+void SpanOptimizer::step_spans(const ParameterSet& params, double lr, float* values,
+                               std::span<const float* const> grads) {
+  PX_CHECK(grads.size() == parts_.size(), "{} gradient spans for {} optimizer spans", grads.size(),
+           parts_.size());
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    parts_[i]->set_steps_taken(step_);
+    parts_[i]->step_range(params, lr, values + spans_[i].begin, grads[i]);
+  }
+  ++step_;
+}
+
 std::vector<OptimizerState> SpanOptimizer::state() {
   std::vector<OptimizerState> out;
   for (auto& part : parts_)

@@ -8,6 +8,7 @@
 // step_range's p[k], g[k] are flat element begin() + k (full flat buffers).
 #pragma once
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "optim/optimizer.h"
@@ -20,6 +21,11 @@ class SpanOptimizer : public Optimizer {
   SpanOptimizer(const OptimizerConfig& cfg, const ParameterSet& params, Allocator& alloc,
                 std::vector<FlatSpan> spans);
   void step_range(const ParameterSet& params, double lr, float* p, const float* g) override;
+  // The same with each span's gradients in its own place (ZeRO-2 keeps only
+  // the owned gradients, packed): values is the whole flat buffer,
+  // grads[i] the gradients of spans()[i].
+  void step_spans(const ParameterSet& params, double lr, float* values,
+                  std::span<const float* const> grads);
   OptimizerKind kind() const override { return kind_; }
   std::vector<OptimizerState> state() override;
   const std::vector<FlatSpan>& spans() const { return spans_; }

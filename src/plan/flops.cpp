@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/matmul.h"
+#include "plan/lora_memory.h"
 
 namespace parallm {
 
@@ -37,8 +39,32 @@ double lhqt(const ModelConfig& c, int64_t T) {
 }
 }  // namespace
 
+int64_t lora_matmul_parameters(const ModelConfig& c) {
+  if (!c.lora.enabled()) return 0;
+  // The run's kinds (GPT-2 names its MLP linears fc / proj) as the memory
+  // model's targets (up / down), so both count the same adapters.
+  LoraTargets t;
+  const bool all = std::ranges::count(c.lora.targets, std::string(kLoraAllLinear)) > 0;
+  if (all) {
+    t = LoraTargets::all_linear();
+  } else {
+    for (LoraTarget k : LoraTargets::all_linear().list()) {
+      const std::string name(lora_target_name(k));
+      const bool gpt2_alias = (k == LoraTarget::Up && c.lora.targets_kind("fc")) ||
+                              (k == LoraTarget::Down && c.lora.targets_kind("proj"));
+      if (c.lora.targets_kind(name) || gpt2_alias) t.add(k);
+    }
+  }
+  return lora_adapter_parameters(c, c.lora.rank, t);
+}
+
 double training_flops_per_token(const ModelConfig& c, int64_t T) {
-  return 6.0 * static_cast<double>(matmul_parameters(c)) + 12.0 * lhqt(c, T);
+  const double n = static_cast<double>(matmul_parameters(c));
+  if (!c.lora.enabled()) return 6.0 * n + 12.0 * lhqt(c, T);
+  // The frozen base runs forward and passes input gradients back (4N) but
+  // never forms its weight gradients; adapters cost 6 per parameter like any
+  // trained weight; the attention core is unchanged.
+  return 4.0 * n + 6.0 * static_cast<double>(lora_matmul_parameters(c)) + 12.0 * lhqt(c, T);
 }
 
 double recompute_flops_per_token(const ModelConfig& c, int64_t T, Recompute mode) {
@@ -47,8 +73,9 @@ double recompute_flops_per_token(const ModelConfig& c, int64_t T, Recompute mode
       return 0.0;
     case Recompute::Selective:
       return 4.0 * lhqt(c, T);
-    case Recompute::Full:
-      return 2.0 * static_cast<double>(block_matmul_parameters(c)) + 4.0 * lhqt(c, T);
+    case Recompute::Full:  // the blocks' adapters run forward again too
+      return 2.0 * static_cast<double>(block_matmul_parameters(c) + lora_matmul_parameters(c)) +
+             4.0 * lhqt(c, T);
   }
   return 0.0;
 }

@@ -18,7 +18,11 @@ namespace parallm {
 int64_t matmul_parameters(const ModelConfig& cfg);
 // Matmul parameters of the transformer blocks only (N minus the LM head).
 int64_t block_matmul_parameters(const ModelConfig& cfg);
+// Adapter parameters of every block under cfg.lora (0 without LoRA):
+// sum of r (in + out) over the adapted linears.
+int64_t lora_matmul_parameters(const ModelConfig& cfg);
 // 6N + 12LHQT: forward 2N + 4LHQT (QK^T and PV: 2LHQT each), backward twice that.
+// With LoRA 4N + 6N_adapters + 12LHQT: the frozen base forms no weight gradients.
 double training_flops_per_token(const ModelConfig& cfg, int64_t seq_len);
 // FLOPs per token spent recomputing activations in the backward pass:
 //   none:      0

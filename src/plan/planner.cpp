@@ -29,16 +29,23 @@ const char* recompute_flag(Recompute r) {
 }  // namespace
 
 std::map<std::string, int> parse_fixed(const std::vector<std::string>& items) {
-  static const char* kKeys[] = {"tp", "pp", "dp", "cp", "mb", "v", "zero", "recompute"};
+  static const char* kKeys[] = {"tp", "pp", "dp", "cp", "mb", "v", "zero", "recompute", "sp",
+                                "schedule"};
   std::map<std::string, int> out;
   for (const auto& item : items) {
     const auto eq = item.find('=');
     PX_CHECK(eq != std::string::npos, "--fixed '{}': expected key=value (e.g. tp=8)", item);
     const std::string key = item.substr(0, eq), val = item.substr(eq + 1);
     PX_CHECK(std::find(std::begin(kKeys), std::end(kKeys), key) != std::end(kKeys),
-             "--fixed '{}': unknown key '{}' (tp, pp, dp, cp, mb, v, zero, recompute)", item, key);
-    if (key == "recompute") {  // a name, stored as the enum's value
+             "--fixed '{}': unknown key '{}' (tp, pp, dp, cp, mb, v, zero, recompute, sp, "
+             "schedule)",
+             item, key);
+    if (key == "recompute") {  // names, stored as the enum's value
       out[key] = static_cast<int>(recompute_from_name(val));
+      continue;
+    }
+    if (key == "schedule") {
+      out[key] = static_cast<int>(pipeline::schedule_kind_from_name(val));
       continue;
     }
     int v = 0;
@@ -49,7 +56,9 @@ std::map<std::string, int> parse_fixed(const std::vector<std::string>& items) {
     } catch (const std::exception&) {
       PX_FAIL("--fixed '{}': '{}' is not an integer", item, val);
     }
-    PX_CHECK(v >= (key == "zero" ? 0 : 1), "--fixed '{}': value {} out of range", item, v);
+    const bool flag = key == "zero" || key == "sp";  // sp: 0 or 1
+    PX_CHECK(v >= (flag ? 0 : 1) && (key != "sp" || v <= 1), "--fixed '{}': value {} out of range",
+             item, v);
     out[key] = v;
   }
   return out;
@@ -85,27 +94,32 @@ PlanResult plan_layouts(const PlanRequest& r, size_t keep) {
                 schedules.push_back({pipeline::ScheduleKind::Interleaved, v});
           }
           for (auto [kind, v] : schedules) {
-            if (!allowed(r.fixed, "v", v)) continue;
+            if (!allowed(r.fixed, "v", v) || !allowed(r.fixed, "schedule", static_cast<int>(kind)))
+              continue;
             for (Recompute rec : {Recompute::None, Recompute::Selective, Recompute::Full}) {
               if (!allowed(r.fixed, "recompute", static_cast<int>(rec))) continue;
               for (int zero = 0; zero <= (dp * cp > 1 ? (pp > 1 ? 1 : 3) : 0); ++zero) {
                 if (!allowed(r.fixed, "zero", zero)) continue;
-                MemoryQuery q;
-                q.model = m;
-                q.seq_len = r.seq_len;
-                q.micro_batch = mb;
-                q.micro_batches = micro;
-                q.tp = tp, q.pp = pp, q.dp = dp, q.cp = cp, q.virtual_stages = v;
-                q.schedule = kind;
-                q.sequence_parallel = tp > 1;
-                q.zero = zero;
-                q.precision = Precision::BF16;
-                q.recompute = rec;
-                ++res.enumerated;
-                const double bytes = estimate_memory(q).total();
-                if (bytes > r.device.memory_bytes) continue;
-                ++res.fit;
-                all.push_back({q, predict_step_time(q, r.device), bytes});
+                // Sequence parallelism only means something under tp.
+                for (int sp = tp > 1 ? 1 : 0; sp >= 0; --sp) {
+                  if (!allowed(r.fixed, "sp", sp)) continue;
+                  MemoryQuery q;
+                  q.model = m;
+                  q.seq_len = r.seq_len;
+                  q.micro_batch = mb;
+                  q.micro_batches = micro;
+                  q.tp = tp, q.pp = pp, q.dp = dp, q.cp = cp, q.virtual_stages = v;
+                  q.schedule = kind;
+                  q.sequence_parallel = sp == 1;
+                  q.zero = zero;
+                  q.precision = Precision::BF16;
+                  q.recompute = rec;
+                  ++res.enumerated;
+                  const double bytes = estimate_memory(q).total();
+                  if (bytes > r.device.memory_bytes) continue;
+                  ++res.fit;
+                  all.push_back({q, predict_step_time(q, r.device), bytes});
+                }
               }
             }
           }
@@ -127,6 +141,7 @@ std::string describe_layout(const MemoryQuery& q) {
   if (q.pp > 1) s += fmt::format(" {}", pipeline::schedule_kind_name(q.schedule));
   if (q.schedule == pipeline::ScheduleKind::Interleaved)
     s += fmt::format(" v {}", q.virtual_stages);
+  if (q.tp > 1 && !q.sequence_parallel) s += " no-sp";
   s += fmt::format(" recompute {} zero {}", recompute_flag(q.recompute), q.zero);
   return s;
 }

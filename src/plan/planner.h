@@ -24,8 +24,9 @@ struct PlanRequest {
   int64_t global_batch = 512;
   DeviceProfile device;
   // Sizes the user fixed: tp, pp, dp, cp, mb (micro-batch), v (virtual
-  // stages), zero, recompute (none|selective|full); a layout that disagrees
-  // is not considered.
+  // stages), zero, recompute (none|selective|full), sp (0|1: sequence
+  // parallelism, searched both ways under tp), schedule (1f1b|interleaved|zb);
+  // a layout that disagrees is not considered.
   std::map<std::string, int> fixed;
 };
 

@@ -62,7 +62,9 @@ Trainer::Trainer(Transformer& model, const TrainConfig& cfg, Allocator& alloc, d
            {GroupKind::Cp, model.cp().ulysses != model.cp().comm ? model.cp().ulysses : nullptr},
            {GroupKind::Cp, model.cp().ring != model.cp().comm ? model.cp().ring : nullptr},
            {GroupKind::Pp, pipe.pp},
-           {GroupKind::Embedding, pipe.embedding}}) {
+           {GroupKind::Embedding, pipe.embedding},
+           {GroupKind::Ep, model.ep().comm},
+           {GroupKind::Edp, edp_group}}) {
   cfg_.validate(model.config());
   dp_group_ = dp_group;
   pp_group_ = pipe.pp;
@@ -185,6 +187,7 @@ StepStats Trainer::train_step(int64_t step) {
   s.tp_comm_ms = group("tp").blocked_ms + group("sp").blocked_ms;
   s.cp_comm_ms = group("cp").blocked_ms;
   s.cp_comm_bytes = group("cp").bytes;
+  s.ep_comm_ms = group("ep").blocked_ms;
 
   s.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   s.tokens_per_s = tokens / s.step_seconds;
@@ -275,6 +278,7 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step,
                 {"exposed_comm_ms", s.exposed_comm_ms},
                 {"tp_comm_ms", s.tp_comm_ms},
                 {"cp_comm_ms", s.cp_comm_ms},
+                {"ep_comm_ms", s.ep_comm_ms},
                 {"comm_bytes", s.comm_bytes},
                 {"comm_bytes_by_group", bytes},
                 {"comm_ms_by_group", ms},

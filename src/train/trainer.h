@@ -52,7 +52,10 @@ struct StepStats {
   double tp_comm_ms = 0.0;       // blocked in tp and sp ops (blocking: all exposed)
   double cp_comm_ms = 0.0;       // blocked in cp ops: ring transfers attention did not hide
   int64_t cp_comm_bytes = 0;     // payload this rank handed to cp ops (ring, all-to-all)
-  CommByGroup comm_by_group;     // every group the step used, by kind
+  // Blocked in the MoE token all-to-alls (blocking, so all exposed: transfer
+  // plus waiting for the slowest ep rank); expert-dp's reduction is "edp".
+  double ep_comm_ms = 0.0;
+  CommByGroup comm_by_group;  // every group the step used, by kind
   // Pipeline (pp > 1), on the logging rank: measured bubble fraction of the
   // step and each stage's peak activation bytes (allocator, tag activation).
   double bubble_fraction = 0.0;           // wall clock

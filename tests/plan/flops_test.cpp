@@ -36,6 +36,26 @@ TEST(Flops, Gpt2SmallByHand) {
   EXPECT_DOUBLE_EQ(hardware_flops_per_token(c, 1024, Recompute::Full), 854438400.0 + 207618048.0);
 }
 
+TEST(Flops, LoraSkipsTheFrozenWeightGradients) {
+  ModelConfig c = gpt2_124m();
+  c.lora.rank = 8;
+  c.lora.targets = {"q", "v"};
+  // r (in + out) = 8 (768 + 768) per adapted linear, two per block, 12 blocks.
+  EXPECT_EQ(lora_matmul_parameters(c), 294912);
+  // 4N + 6 N_adapters + 12LHQT = 494,128,128 + 1,769,472 + 113,246,208.
+  EXPECT_DOUBLE_EQ(training_flops_per_token(c, 1024), 609143808.0);
+  // Full recomputation reruns the adapters with the blocks: + 2 x 294,912.
+  EXPECT_DOUBLE_EQ(recompute_flops_per_token(c, 1024, Recompute::Full), 207618048.0 + 589824.0);
+  // GPT-2's fc / proj are the memory model's up / down: all-linear and the
+  // explicit list count the same adapters, 8 (4 (768 + 768) + 2 (768 + 3072)) x 12.
+  c.lora.targets = {"q", "k", "v", "o", "fc", "proj"};
+  EXPECT_EQ(lora_matmul_parameters(c), 1327104);
+  c.lora.targets = {"all-linear"};
+  EXPECT_EQ(lora_matmul_parameters(c), 1327104);
+  c.lora.rank = 0;
+  EXPECT_EQ(lora_matmul_parameters(c), 0);
+}
+
 TEST(Flops, CatalogGpt2AndSwiGluCount) {
   EXPECT_EQ(matmul_parameters(catalog_model("gpt2-124m")), matmul_parameters(gpt2_124m()));
   ModelConfig l = gpt2_124m();

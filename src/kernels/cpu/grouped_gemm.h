@@ -1,11 +1,11 @@
 // Grouped linear layers: G independent linears (one per expert) over
 // consecutive row groups of one buffer, in one call (docs/moe.md). Group g
 // owns rows [offsets[g], offsets[g+1]) and weight g (OC, IC) at
-// weight + g*OC*IC, bias g (OC) at bias + g*OC. The call splits the work of
-// every group into tiles and runs all tiles of all groups in one parallel
-// region, so many small or empty groups cost no more than one large GEMM.
-// Backward accumulates, like every kernel here; dweight/dbias are reduced
-// over rows in a fixed order (thread-count independent).
+// weight + g*OC*IC, bias g (OC) at bias + g*OC. Each group's product is one
+// whole GEMM; groups with a large share of the rows run with all threads,
+// the others side by side in one parallel region, so many small or empty
+// groups do not serialise the work. Backward accumulates, like every kernel
+// here; results do not depend on the thread count.
 #pragma once
 #include <cstdint>
 

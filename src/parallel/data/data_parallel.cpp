@@ -50,13 +50,14 @@ std::unique_ptr<DataParallel> make_data_parallel(Transformer& model, comm::Commu
                                                  const OptimizerConfig& optim, Allocator& alloc,
                                                  comm::Communicator* edp) {
   const bool multi = dp != nullptr && dp->size() > 1;
-  PX_CHECK(!model.ep().active() || (opts.zero <= 1 && opts.mode == DpMode::AllReduce),
-           "expert parallelism (ep {}) runs with DDP or ZeRO-1 only for now (zero {}, dp mode {})",
+  PX_CHECK(!model.ep().active() || (opts.zero <= 2 && opts.mode == DpMode::AllReduce),
+           "expert parallelism (ep {}) runs with DDP or ZeRO-1/2 only for now (zero {}, dp mode "
+           "{})",
            model.ep().size(), opts.zero, dp_mode_name(opts.mode));
   if (multi && opts.mode == DpMode::ParameterServer)
     return std::make_unique<ParameterServer>(model, dp, opts, optim, alloc);
   if (multi && opts.zero == 1) return std::make_unique<Zero1>(model, dp, opts, optim, alloc, edp);
-  if (multi && opts.zero == 2) return std::make_unique<Zero2>(model, dp, opts, optim, alloc);
+  if (multi && opts.zero == 2) return std::make_unique<Zero2>(model, dp, opts, optim, alloc, edp);
   if (multi && opts.zero == 3) return std::make_unique<Zero3>(model, dp, opts, optim, alloc);
   return std::make_unique<Ddp>(model, dp, opts, optim, alloc);
 }
@@ -87,18 +88,14 @@ DpStepResult DataParallel::finish_step(double local_loss_sum, double lr, double 
   // gn[k], gu[k]: gradients of flat elements norm_begin_ + k, update_begin_ + k.
   float* gn = norm_grads();
   float* gu = update_grads();
-  const int64_t n_update = update_end_ - update_begin_;
+  const int64_t n_update = update_count();
   // Unscale (fp16 loss scaling) before the norm, so clipping sees true values;
   // the norm range lies inside the update range on every rank.
   if (guard.grad_unscale != 1.0)
     cpu::scale_inplace(gu, n_update, static_cast<float>(guard.grad_unscale));
   double loss = local_loss_sum;
-  GradNormGroups groups{.dp = dp_, .tp = &model_.tp(), .pp = pp_};
-  if (!expert_ranges_.empty()) {  // each expert-dp group counts its experts once
-    groups.expert_grads = model_.params().flat_grads().data<float>();
-    groups.count_experts = edp_ == nullptr || edp_->rank() == 0;
-  }
-  res.grad_norm = global_grad_norm(model_.params(), gn, norm_begin_, norm_end_, groups, {&loss, 1});
+  const GradNormGroups groups{.dp = dp_, .tp = &model_.tp(), .pp = pp_};
+  res.grad_norm = grad_norm(gn, groups, {&loss, 1});
   res.loss_sum = loss;
   if (!std::isfinite(res.loss_sum) || !std::isfinite(res.grad_norm)) {
     res.nonfinite = locate_nonfinite(gn);
@@ -112,8 +109,22 @@ DpStepResult DataParallel::finish_step(double local_loss_sum, double lr, double 
   return res;
 }
 
+double DataParallel::grad_norm(const float* gn, const GradNormGroups& groups,
+                               std::span<double> also_summed) {
+  GradNormGroups g = groups;
+  if (!expert_ranges_.empty()) {  // each expert-dp group counts its experts once
+    g.expert_grads = model_.params().flat_grads().data<float>();
+    g.count_experts = edp_ == nullptr || edp_->rank() == 0;
+  }
+  return global_grad_norm(model_.params(), gn, norm_begin_, norm_end_, g, also_summed);
+}
+
+int64_t DataParallel::first_nonfinite_local(const float* gn) const {
+  return first_nonfinite_grad(model_, gn, norm_begin_, norm_end_);
+}
+
 std::string DataParallel::locate_nonfinite(const float* gn) {
-  double keys[2] = {static_cast<double>(first_nonfinite_grad(model_, gn, norm_begin_, norm_end_)),
+  double keys[2] = {static_cast<double>(first_nonfinite_local(gn)),
                     static_cast<double>(first_nonfinite_value(model_.params()))};
   if (multi()) dp_->all_reduce(keys, 2, DType::F64, comm::ReduceOp::Min);
   if (model_.tp().active()) model_.tp().comm->all_reduce(keys, 2, DType::F64, comm::ReduceOp::Min);

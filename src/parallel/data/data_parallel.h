@@ -14,15 +14,17 @@
 // Expert parallelism (model.ep() active, docs/moe.md): the ep ranks inside
 // dp hold different experts, so expert gradients stay out of the dp
 // reduction and are summed over the expert-dp group (set_expert_group)
-// instead; DDP and ZeRO-1 (which shards expert optimizer state over
-// expert-dp, parallel/zero/expert_shards.h) only for now.
+// instead; DDP, ZeRO-1 and ZeRO-2 (which shard expert optimizer state, and
+// ZeRO-2 also gradients, over expert-dp: parallel/zero/expert_shards.h).
 #pragma once
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
 #include "model/transformer.h"
+#include "optim/grad_clip.h"
 #include "optim/optimizer.h"
 #include "parallel/data/dp_options.h"
 #include "parallel/data/shard_layout.h"
@@ -92,6 +94,13 @@ class DataParallel {
   virtual float* norm_grads() const;
   virtual float* update_grads() const;
   virtual void update(double lr, float* grads) = 0;
+  // Elements of update_grads() (unscaled and clipped in place).
+  virtual int64_t update_count() const { return update_end_ - update_begin_; }
+  // Collective: the global gradient norm from this rank's norm gradients gn.
+  virtual double grad_norm(const float* gn, const GradNormGroups& groups,
+                           std::span<double> also_summed);
+  // Backward-order key of this rank's first non-finite gradient (optim/nonfinite.h).
+  virtual int64_t first_nonfinite_local(const float* gn) const;
 
   Transformer& model_;
   comm::Communicator* dp_;

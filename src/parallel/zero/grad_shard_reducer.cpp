@@ -5,17 +5,48 @@
 #include "base/error.h"
 
 namespace parallm {
+namespace {
+
+int rank_in(const SpanOwners& o) { return o.group ? o.group->rank() : 0; }
+
+std::vector<SpanOwners> plain_owners(comm::Communicator& dp, ShardLayout shards) {
+  PX_CHECK(shards.dp == dp.size(), "gradient shards are laid out for dp {} but the group has {}",
+           shards.dp, dp.size());
+  SpanOwners o{&dp, {}};
+  for (int r = 0; r < shards.dp; ++r) {
+    o.spans.emplace_back();
+    if (shards.end(r) > shards.begin(r)) o.spans.back().push_back({shards.begin(r), shards.end(r)});
+  }
+  return {o};
+}
+
+}  // namespace
 
 GradShardReducer::GradShardReducer(comm::Communicator& dp, Transformer& model, ShardLayout shards,
                                    bool overlap, Allocator& alloc)
-    : dp_(dp),
+    // Plain ZeRO's optimizer and ZeRO-3's gatherer see equal, padded shards.
+    : GradShardReducer(plain_owners(dp, shards), model, overlap, alloc, shards.shard_size()) {}
+
+GradShardReducer::GradShardReducer(std::vector<SpanOwners> owners, Transformer& model, bool overlap,
+                                   Allocator& alloc, int64_t min_shard)
+    : owners_(std::move(owners)),
       params_(model.params()),
-      shards_(shards),
       overlap_(overlap),
       slots_(model.grad_segments(), alloc) {
-  PX_CHECK(shards_.dp == dp_.size(), "gradient shards are laid out for dp {} but the group has {}",
-           shards_.dp, dp_.size());
-  shard_ = Tensor::zeros(alloc, {shards_.shard_size()}, DType::F32, MemTag::Gradient);
+  for (const SpanOwners& o : owners_) {
+    const int n = o.group ? o.group->size() : 1;
+    PX_CHECK(static_cast<int>(o.spans.size()) == n, "{} owner lists for a group of {} ranks",
+             o.spans.size(), n);
+    for (const FlatSpan& s : o.spans[static_cast<size_t>(rank_in(o))]) mine_.push_back(s);
+  }
+  std::sort(mine_.begin(), mine_.end(),
+            [](const FlatSpan& a, const FlatSpan& b) { return a.begin < b.begin; });
+  for (const FlatSpan& s : mine_) {
+    at_.push_back(owned_numel_);
+    owned_numel_ += s.size();
+  }
+  shard_ = Tensor::zeros(alloc, {std::max({int64_t{1}, min_shard, owned_numel_})}, DType::F32,
+                         MemTag::Gradient);
   params_.release_flat_grads();
 }
 
@@ -25,6 +56,7 @@ void GradShardReducer::prepare(int segment) {
   const auto& seg = slots_.segment(segment);
   s.buf.zero_();
   s.segment = segment;
+  s.reduced = false;
   params_.bind_grads(seg.first_param, seg.end_param, s.data());
 }
 
@@ -32,28 +64,37 @@ void GradShardReducer::on_segment_ready(int segment) {
   UnitSlot* s = slots_.find(segment);
   PX_CHECK(s != nullptr && s->works.empty(), "gradients of unit {} were not prepared", segment);
   const auto& seg = slots_.segment(segment);
-  for (int r = 0; r < shards_.dp; ++r) {
-    const int64_t lo = std::max(seg.begin, shards_.begin(r));
-    const int64_t hi = std::min(seg.end, shards_.end(r));
-    if (hi <= lo) continue;
-    float* p = s->data() + (lo - seg.begin);
-    s->works.push_back(
-        dp_.reduce_async(p, p, static_cast<size_t>(hi - lo), DType::F32, comm::ReduceOp::Sum, r));
+  for (const SpanOwners& o : owners_) {
+    if (o.group == nullptr || o.group->size() == 1) continue;  // nothing to sum
+    for (int r = 0; r < o.group->size(); ++r) {
+      for (const FlatSpan& span : o.spans[static_cast<size_t>(r)]) {
+        const int64_t lo = std::max(seg.begin, span.begin);
+        const int64_t hi = std::min(seg.end, span.end);
+        if (hi <= lo) continue;
+        float* p = s->data() + (lo - seg.begin);
+        s->works.push_back(o.group->reduce_async(p, p, static_cast<size_t>(hi - lo), DType::F32,
+                                                 comm::ReduceOp::Sum, r));
+      }
+    }
   }
+  s->reduced = true;
   if (!overlap_) complete(*s);
 }
 
 void GradShardReducer::complete(UnitSlot& s) {
-  if (s.segment < 0 || s.works.empty()) return;
+  if (s.segment < 0 || !s.reduced) return;  // empty, or its backward still runs
   for (auto& w : s.works) w.wait();
   s.works.clear();
   const auto& seg = slots_.segment(s.segment);
-  const int me = dp_.rank();
-  const int64_t lo = std::max(seg.begin, shards_.begin(me));
-  const int64_t hi = std::min(seg.end, shards_.end(me));
-  float* dst = shard() + (lo - shards_.begin(me));
-  const float* src = s.data() + (lo - seg.begin);
-  for (int64_t k = 0; k < hi - lo; ++k) dst[k] += src[k];
+  for (size_t i = 0; i < mine_.size(); ++i) {
+    const int64_t lo = std::max(seg.begin, mine_[i].begin);
+    const int64_t hi = std::min(seg.end, mine_[i].end);
+    if (hi <= lo) continue;
+    float* dst = shard() + at_[i] + (lo - mine_[i].begin);
+    const float* src = s.data() + (lo - seg.begin);
+    for (int64_t k = 0; k < hi - lo; ++k) dst[k] += src[k];
+  }
+  s.reduced = false;  // added once
 }
 
 void GradShardReducer::finish() {

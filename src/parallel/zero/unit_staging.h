@@ -19,6 +19,7 @@ struct UnitSlot {
   int segment = -1;               // resident unit, -1 for none
   std::vector<comm::Work> works;  // collectives in flight on buf
   int64_t stamp = 0;              // when it was last picked
+  bool reduced = false;           // ZeRO-2/3: its gradients went to their owners, not yet added
   float* data() const { return buf.data<float>(); }
 };
 

@@ -1,17 +1,33 @@
 #include "parallel/zero/zero2.h"
 
+#include <algorithm>
+
+#include "optim/nonfinite.h"
+#include "optim/span_optimizer.h"
 #include "parallel/zero/shard_sync.h"
 
 namespace parallm {
 
 Zero2::Zero2(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
-             const OptimizerConfig& optim, Allocator& alloc)
+             const OptimizerConfig& optim, Allocator& alloc, comm::Communicator* edp)
     : DataParallel(model, dp, opts) {
-  norm_begin_ = update_begin_ = shards_.begin(dp_rank());
-  norm_end_ = update_end_ = shards_.end(dp_rank());
-  opt_ = make_optimizer(optim, model.params(), alloc, update_begin_, update_end_,
-                        shards_.shard_size(), model.tp(), dp_);
-  shard_reducer_ = std::make_unique<GradShardReducer>(*dp_, model, shards_, opts.overlap, alloc);
+  if (!model.ep().active()) {
+    norm_begin_ = update_begin_ = shards_.begin(dp_rank());
+    norm_end_ = update_end_ = shards_.end(dp_rank());
+    opt_ = make_optimizer(optim, model.params(), alloc, update_begin_, update_end_,
+                          shards_.shard_size(), model.tp(), dp_);
+    shard_reducer_ = std::make_unique<GradShardReducer>(*dp_, model, shards_, opts.overlap, alloc);
+  } else {
+    edp_ = edp;
+    const int edp_size = edp ? edp->size() : 1;
+    expert_shards_.emplace(shards_, expert_ranges_, edp_size);
+    SpanOwners dense{dp_, {}}, experts{edp, {}};
+    for (int r = 0; r < dp_size(); ++r) dense.spans.push_back(expert_shards_->dense_spans(r));
+    for (int r = 0; r < edp_size; ++r) experts.spans.push_back(expert_shards_->expert_spans(r));
+    shard_reducer_ = std::make_unique<GradShardReducer>(std::vector<SpanOwners>{dense, experts},
+                                                        model, opts.overlap, alloc);
+    opt_ = std::make_unique<SpanOptimizer>(optim, model.params(), alloc, shard_reducer_->owned());
+  }
   model_.set_grad_ready_hook([this](int s) { shard_reducer_->on_segment_ready(s); });
   model_.set_unit_hook([this](Transformer::UnitPass p, int s) { on_unit(p, s); });
 }
@@ -30,10 +46,47 @@ void Zero2::on_unit(Transformer::UnitPass pass, int segment) {
   shard_reducer_->prepare(segment);
 }
 
+int64_t Zero2::update_count() const {
+  if (!expert_shards_) return DataParallel::update_count();
+  const auto& spans = shard_reducer_->owned();
+  return spans.empty() ? 0 : shard_reducer_->offsets().back() + spans.back().size();
+}
+
+double Zero2::grad_norm(const float* gn, const GradNormGroups& groups,
+                        std::span<double> also_summed) {
+  if (!expert_shards_) return DataParallel::grad_norm(gn, groups, also_summed);
+  // Over the dp group every dense element has one owner, and so has every
+  // expert element (its ep rank's expert-dp owner): the owned squares sum
+  // to the whole model's.
+  std::vector<GradSpan> spans;
+  const auto& owned = shard_reducer_->owned();
+  for (size_t i = 0; i < owned.size(); ++i)
+    spans.push_back({owned[i], gn + shard_reducer_->offsets()[i]});
+  return global_grad_norm(model_.params(), spans, groups, also_summed);
+}
+
+int64_t Zero2::first_nonfinite_local(const float* gn) const {
+  if (!expert_shards_) return DataParallel::first_nonfinite_local(gn);
+  int64_t key = kNoNonfinite;
+  const auto& owned = shard_reducer_->owned();
+  for (size_t i = 0; i < owned.size(); ++i)
+    key = std::min(key, first_nonfinite_grad(model_, gn + shard_reducer_->offsets()[i],
+                                             owned[i].begin, owned[i].end));
+  return key;
+}
+
 void Zero2::update(double lr, float* grads) {
-  const ParameterSet& ps = model_.params();
-  opt_->step_range(ps, lr, ps.flat_values().data<float>() + update_begin_, grads);
-  all_gather_shards(*dp_, ps.flat_values().data<float>(), shards_);
+  ParameterSet& ps = model_.params();
+  float* values = ps.flat_values().data<float>();
+  if (!expert_shards_) {
+    opt_->step_range(ps, lr, values + update_begin_, grads);
+    all_gather_shards(*dp_, values, shards_);
+    return;
+  }
+  std::vector<const float*> per_span;
+  for (int64_t at : shard_reducer_->offsets()) per_span.push_back(grads + at);
+  static_cast<SpanOptimizer&>(*opt_).step_spans(ps, lr, values, per_span);
+  expert_shards_->sync(*dp_, edp_, values);
 }
 
 }  // namespace parallm

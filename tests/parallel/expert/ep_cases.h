@@ -3,7 +3,8 @@
 // probability, aux and z losses on) and the comparison of one layout's
 // trajectory against the one-process run: losses, gradient norms, both
 // balancing losses within 1e-5 relative, per-expert load and dropped
-// fraction equal, every parameter within 1e-5 relative.
+// fraction equal, every parameter within 1e-5 relative. Also the run in
+// which experts get no token (many experts, top-1, few tokens a step).
 #pragma once
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/test_models.h"
 #include "ep_env.h"
@@ -23,8 +25,9 @@ struct Case {
   int topk;
   std::optional<double> capacity;
   DropPolicy policy = DropPolicy::Position;
+  int experts = 4;
   std::string name() const {
-    return fmt::format("{} top-{} {}", family, topk,
+    return fmt::format("{} {} experts top-{} {}", family, experts, topk,
                        capacity ? fmt::format("capacity {} ({})", *capacity,
                                               policy == DropPolicy::Position ? "position" : "probs")
                                 : "dropless");
@@ -34,7 +37,7 @@ struct Case {
 inline ModelConfig model(const Case& c) {
   ModelConfig m = c.family == "gpt2" ? testing::tiny_gpt2() : testing::tiny_llama();
   m.intermediate = 64;
-  m.moe.num_experts = 4;
+  m.moe.num_experts = c.experts;
   m.moe.topk = c.topk;
   m.moe.layer_freq = c.family == "gpt2" ? 1 : 2;  // LLaMA: layer 0 MoE, layer 1 dense
   m.moe.renormalize = c.topk > 1;
@@ -43,6 +46,23 @@ inline ModelConfig model(const Case& c) {
   m.moe.aux_loss_coeff = 0.01;
   m.moe.z_loss_coeff = 0.001;
   return m;
+}
+
+// Steps of a run in which some expert got no token in some MoE layer. The
+// step's load is summed over the MoE layers, the micro-batches and the dp
+// ranks, and loads are counts (never negative): a zero means the expert got
+// no token in every layer, every micro-batch and every ep dispatch.
+inline int steps_with_an_empty_expert(const RunResult& r) {
+  int n = 0;
+  for (const std::vector<double>& load : r.expert_loads)
+    n += std::find(load.begin(), load.end(), 0.0) != load.end();
+  return n;
+}
+
+// 16 experts, top-1, global batch 8 x 16 tokens, micro-batch 1: with so few
+// tokens per expert, most steps leave some expert without a token.
+inline Layout empty_expert_layout(int ep, int zero = 0) {
+  return Layout{.ep = ep, .zero = zero, .micro = 1, .global = 8};
 }
 
 inline void near(double got, double ref, const std::string& what) {

@@ -68,6 +68,7 @@ RunResult train_layout(const ModelConfig& model, const Layout& layout, int steps
   t.parallelism.dp.bucket_mb = 0.05;  // several buckets, some cut by expert ranges
   t.parallelism.dp.zero = one ? 0 : layout.zero;
   if (layout.micro > 0) t.training.micro_batch_size = layout.micro;
+  if (layout.global > 0) t.training.global_batch_size = layout.global;
   std::unique_ptr<comm::Communicator> tp_comm, dp_comm, ep_comm, edp_comm;
   if (!one) {
     const RankGrid grid(GridSizes{.tp = tp, .dp = dp, .ep = ep}, world->size());
@@ -94,6 +95,7 @@ RunResult train_layout(const ModelConfig& model, const Layout& layout, int steps
     res.z_losses.push_back(s.moe_z_loss);
     res.dropped.push_back(s.moe_dropped);
     res.expert_loads.push_back(s.moe_expert_load);
+    res.ep_comm_ms.push_back(s.ep_comm_ms);
   });
   res.params = whole_parameters(m, tpg, ep > 1 ? ep_comm.get() : nullptr);
   return res;

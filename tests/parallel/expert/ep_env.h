@@ -19,6 +19,7 @@ EpTestEnv& env();
 
 struct RunResult {
   std::vector<double> losses, grad_norms, aux_losses, z_losses, dropped;
+  std::vector<double> ep_comm_ms;  // blocked in the ep all-to-alls (0 on one process)
   std::vector<std::vector<double>> expert_loads;
   std::vector<float> params;  // the one-process flat layout
 };
@@ -30,6 +31,7 @@ struct Layout {
   int tp = 1;       // experts whole on every tp rank (expert tp 1)
   bool sp = false;  // sequence parallelism (with tp > 1)
   int micro = 0;    // micro-batch size (0: the trajectory config's 2)
+  int global = 0;   // global batch in sequences (0: the trajectory config's 24)
 };
 
 // 20 steps of common/trajectory_config.h (global batch 24 x 16, micro 2).

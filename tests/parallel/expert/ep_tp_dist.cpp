@@ -40,10 +40,11 @@ ModelConfig tp_model(const Case& c) {
 void check_cases(size_t first) {
   const int n = env().world->size();
   auto check = [&](const Case& c, const RunResult& ref, const Layout& l) {
-    expect_same_trajectory(c, ref, train_layout(tp_model(c), l),
-                           fmt::format("{}, tp {}{} x ep {} (dp {}){}, micro-batch {}", c.name(),
-                                       l.tp, l.sp ? " + sp" : "", l.ep, n / l.tp,
-                                       l.zero ? ", ZeRO-1" : "", l.micro ? l.micro : 2));
+    expect_same_trajectory(
+        c, ref, train_layout(tp_model(c), l),
+        fmt::format("{}, tp {}{} x ep {} (dp {}){}, micro-batch {}", c.name(), l.tp,
+                    l.sp ? " + sp" : "", l.ep, n / l.tp,
+                    l.zero ? fmt::format(", ZeRO-{}", l.zero) : "", l.micro ? l.micro : 2));
   };
   for (size_t i = first; i < first + 2; ++i) {
     const Case& c = kCases[i];
@@ -55,6 +56,7 @@ void check_cases(size_t first) {
       check(c, ref, Layout{.ep = 2, .tp = 2, .sp = true, .micro = 1});
       if (i % 2 == 1) check(c, ref, Layout{.tp = 4, .sp = true});
       if (i == 3) check(c, ref, Layout{.ep = 2, .zero = 1, .tp = 2, .sp = true, .micro = 1});
+      if (i == 2) check(c, ref, Layout{.ep = 2, .zero = 2, .tp = 2, .sp = true, .micro = 1});
     }
   }
 }
