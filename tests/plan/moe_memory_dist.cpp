@@ -170,8 +170,9 @@ TEST(MoeMemoryModel, PredictionMatchesTheAllocator) {
     EXPECT_EQ(static_cast<int64_t>(want.gradients), peak(MemTag::Gradient)) << what;
     EXPECT_EQ(static_cast<int64_t>(want.optimizer), peak(MemTag::Optimizer)) << what;
     EXPECT_EQ(static_cast<int64_t>(want.communication), peak(MemTag::Communication)) << what;
-    if (c.known_load())
+    if (c.known_load()) {
       EXPECT_EQ(static_cast<int64_t>(want.activations), peak(MemTag::Activation)) << what;
+    }
     if (env().world->rank() == 0)
       std::printf(
           "[moe memory] %-44s param %7lld/%7lld grad %7lld/%7lld opt %7lld/%7lld act "
