@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "base/error.h"
+#include "plan/moe_memory.h"
 #include "plan/parallm_activations.h"
 
 namespace parallm {
@@ -19,12 +20,6 @@ ActivationModel activation_model_from_name(const std::string& s) {
 
 void MemoryQuery::validate() const {
   model.validate();
-  // Experts (their ep sharding, expert-dp ZeRO, dispatch buffers) are not in
-  // the model yet: refused rather than counted as a dense model.
-  PX_CHECK(!model.moe.enabled(),
-           "the memory model does not count experts yet ({} experts, top {}): mixture-of-experts "
-           "models are not modelled",
-           model.moe.num_experts, model.moe.topk);
   PX_CHECK(
       tp >= 1 && pp >= 1 && dp >= 1 && cp >= 1 && ep >= 1 && virtual_stages >= 1,
       "parallel sizes must be at least 1 (tp {}, pp {}, dp {}, cp {}, ep {}, virtual stages {})",
@@ -40,6 +35,7 @@ void MemoryQuery::validate() const {
            "seq_len ({}), micro batch ({}) and micro batches ({}) must be positive", seq_len,
            micro_batch, micro_batches);
   PX_CHECK(zero >= 0 && zero <= 3, "zero stage must be 0-3, got {}", zero);
+  if (model.moe.enabled() || ep > 1) validate_experts();
   PX_CHECK(lora.rank >= 0, "--lora-rank must be >= 0, got {}", lora.rank);
   PX_CHECK(!lora.qlora || lora.enabled(), "--qlora needs --lora-rank (the adapters it trains)");
   PX_CHECK(!lora.double_quant || lora.qlora, "--double-quant applies to --qlora's NF4 base only");
@@ -51,19 +47,56 @@ void MemoryQuery::validate() const {
            "LoRA adapters with Muon are not modelled (use adam, adamw, sgd or momentum)");
 }
 
+// The trainer's refusals (train/train_config.cpp), with its messages: the
+// memory model describes only layouts that run (and not yet all of them).
+void MemoryQuery::validate_experts() const {
+  PX_CHECK(model.moe.enabled(), "expert parallelism (--ep {}) needs an MoE model (--num-experts)",
+           ep);
+  PX_CHECK(model.moe.num_experts % ep == 0, "num_experts ({}) is not divisible by ep ({})",
+           model.moe.num_experts, ep);
+  PX_CHECK(dp % ep == 0, "expert parallel size (--ep {}) must divide data parallel size (--dp {})",
+           ep, dp);
+  PX_CHECK(cp == 1, "MoE layers do not run under context parallelism yet (--cp {})", cp);
+  PX_CHECK(ep == 1 || zero <= 2,
+           "expert parallelism (--ep {}) runs with DDP or ZeRO-1/2 only for now (--zero {})", ep,
+           zero);
+  PX_CHECK(ep == 1 || zero == 0 || optimizer != OptimizerKind::Muon,
+           "expert parallelism (--ep {}) with ZeRO needs an element-wise optimizer, not muon (its "
+           "shards are scattered spans)",
+           ep);
+  // The trainer runs it (parallel/zero/zero2.h with expert spans); its
+  // gradient shards and unit buffers under ep are not in this model yet.
+  PX_CHECK(ep == 1 || zero != 2,
+           "the memory model does not count ZeRO-2 under expert parallelism yet (--ep {}, --zero "
+           "2): use --zero 1 or --ep 1 for an estimate",
+           ep);
+  PX_CHECK(activation_model != ActivationModel::ParallmCuda,
+           "--activations parallm-cuda: MoE is not on the GPU yet ({} experts)",
+           model.moe.num_experts);
+  PX_CHECK(!lora.enabled(), "LoRA on an MoE model is not modelled ({} experts)",
+           model.moe.num_experts);
+}
+
 namespace {
 
 // Korthikanti et al.: 16-bit activation bytes of one layer, one micro-batch.
-double layer_activation_bytes(const MemoryQuery& q) {
+// An MoE layer (Megatron16 model, docs/memory.md "Experts") replaces the
+// MLP's share of it, 2sbh (input) + 16sbh (4h-wide fc output and GELU
+// output) + sbh (dropout mask), by the same items for its experts, counted
+// per kept assignment (a per token: moe_assignments_per_token, an even
+// load): 2sbh (input) + sbh (mask) + 4sbE (router logits and probabilities)
+// + a sb (2h dispatched input + 2h expert output kept for the combine + 2 I_e
+// per expert intermediate: fc, or gate and up, and the activation), plus a
+// shared expert's intermediates, 2 S x (its inputs + 1) / t. Experts are not
+// tp-split (expert tp 1): their tokens are s b / t under sequence
+// parallelism, s b without.
+double layer_activation_bytes(const MemoryQuery& q, bool moe) {
   const double s = static_cast<double>(q.seq_len) / q.cp, b = q.micro_batch;
   const double h = q.model.hidden, a = q.model.n_heads, t = q.tp;
   const double sbh = s * b * h;
   const double attn = 5.0 * a * s / (h * t);  // softmax input/output and dropout mask
-  double rest;
-  if (q.sequence_parallel || t == 1)
-    rest = 34.0 / t;
-  else
-    rest = 10.0 + 24.0 / t;
+  const bool split = q.sequence_parallel || t == 1;
+  const double rest = split ? 34.0 / t : 10.0 + 24.0 / t;
   double bytes = 0.0;
   switch (q.recompute) {
     case Recompute::None:
@@ -75,6 +108,19 @@ double layer_activation_bytes(const MemoryQuery& q) {
     case Recompute::Full:
       bytes = 2.0 * sbh / (q.sequence_parallel ? t : 1.0);
       break;
+  }
+  if (moe && q.recompute != Recompute::Full) {
+    const MoeConfig& e = q.model.moe;
+    const double inputs = q.model.uses_swiglu() ? 2.0 : 1.0;  // fc, or gate and up
+    const double Ie = static_cast<double>(e.expert_intermediate(q.model.intermediate));
+    const double per_token = moe_assignments_per_token(e, q.seq_len / q.cp);
+    const double tokens = split ? s * b / t : s * b;
+    const double dense_mlp = split ? sbh * 19.0 / t : sbh * (3.0 + 16.0 / t);
+    const double experts =
+        tokens * (3.0 * h + 4.0 * static_cast<double>(e.num_experts) +
+                  per_token * (4.0 * h + 2.0 * Ie * (inputs + 1.0))) +
+        s * b * 2.0 * static_cast<double>(e.shared_intermediate) * (inputs + 1.0) / t;
+    bytes += experts - dense_mlp;
   }
   return q.precision == Precision::FP32 ? 2.0 * bytes : bytes;
 }
@@ -92,71 +138,68 @@ double in_flight(const MemoryQuery& q) {
   }
 }
 
-// Elements this rank stores for its parameters: one block's tensors on a
-// tensor-parallel rank (column/row-parallel weights and column-parallel
-// biases split; norms and row-parallel output biases replicated; with fewer
-// key/value heads than tp ranks each keeps one replicated group, as Megatron
-// does), each rounded up to `align` elements (parallm's ParameterSet pads
-// every tensor to 16 floats; the Megatron model counts unpadded).
-struct ParamCounter {
-  int64_t align = 1;
-  int64_t n = 0;
-  void add(int64_t elems) { n += (elems + align - 1) / align * align; }
-};
-
-void add_block_parameters(ParamCounter& pc, const ModelConfig& m, int64_t t) {
-  const int64_t C = m.hidden, Q = m.q_dim() / t, I = (m.intermediate + t - 1) / t;
-  const int64_t K = m.head_dim * ((m.n_kv_heads + t - 1) / t);
-  const bool bias = m.uses_bias(), qkv_bias = bias || m.qkv_bias;  // Qwen2: q, k, v only
-  const int64_t norm_tensors = m.uses_layernorm() ? 2 : 1;
-  for (int64_t i = 0; i < 2 * norm_tensors; ++i) pc.add(C);  // norm1, norm2
-  for (int64_t out : {Q, K, K}) {                            // q, k, v
-    pc.add(C * out);
-    if (qkv_bias) pc.add(out);
-  }
-  pc.add(Q * C);  // o
-  if (bias) pc.add(C);
-  for (int i = 0; i < (m.uses_swiglu() ? 2 : 1); ++i) {  // fc, or gate and up
-    pc.add(C * I);
-    if (bias) pc.add(I);
-  }
-  pc.add(I * C);  // proj / down
-  if (bias) pc.add(C);
-}
-
-// The first pipeline stage's tensors in ParameterSet order (embedding,
-// positions; per block norm1, q, k, v, o, norm2, fc | gate, up, then proj |
-// down, each weight before its bias; final norm and untied head with pp 1):
-// elements on a tp rank and whether Muon treats it as a matrix (optim/muon.h).
-std::vector<std::pair<int64_t, bool>> stage_tensors(const MemoryQuery& q) {
+// One block's tensors on a tensor-parallel rank, in ParameterSet order
+// (norm1, q, k, v, o, norm2, then fc | gate, up and proj | down, each weight
+// before its bias; an MoE layer (moe.is_moe_layer) has its router, experts
+// and shared expert in place of the MLP, plan/moe_memory.h): column/row-
+// parallel weights and column-parallel biases split; norms and row-parallel
+// output biases replicated (partial under sp); with fewer key/value heads
+// than tp ranks each keeps one replicated group, as Megatron does.
+std::vector<LayerTensor> block_tensors(const MemoryQuery& q, int64_t layer) {
   const ModelConfig& m = q.model;
   const int64_t t = q.tp, C = m.hidden, Q = m.q_dim() / t, I = (m.intermediate + t - 1) / t;
   const int64_t K = m.head_dim * ((m.n_kv_heads + t - 1) / t);
-  const int64_t vocab_rows = (m.vocab_size + t - 1) / t;
-  const bool bias = m.uses_bias(), ln = m.uses_layernorm();
-  std::vector<std::pair<int64_t, bool>> out;
+  const bool bias = m.uses_bias(), qkv_bias = bias || m.qkv_bias;  // Qwen2: q, k, v only
+  std::vector<LayerTensor> out;
   auto norm = [&] {
-    out.push_back({C, false});
-    if (ln) out.push_back({C, false});
+    for (int i = 0; i < (m.uses_layernorm() ? 2 : 1); ++i)
+      out.push_back({.numel = C, .sp_partial = true});
   };
-  auto linear = [&](int64_t in, int64_t o, int64_t bias_elems, bool has_bias) {
-    out.push_back({in * o, true});
-    if (has_bias) out.push_back({bias_elems, false});
+  auto linear = [&](int64_t in, int64_t o, bool has_bias, bool row_parallel) {
+    out.push_back({.numel = in * o, .matrix = true});
+    if (has_bias) out.push_back({.numel = o, .sp_partial = row_parallel});
   };
-  out.push_back({vocab_rows * C, false});
-  if (m.uses_learned_positions()) out.push_back({m.max_positions * C, false});
+  norm();
+  for (int64_t o : {Q, K, K}) linear(C, o, qkv_bias, false);
+  linear(Q, C, bias, true);
+  norm();
+  if (m.moe.is_moe_layer(layer)) {
+    const std::vector<LayerTensor> moe = moe_layer_tensors(m, t, q.ep);
+    out.insert(out.end(), moe.begin(), moe.end());
+    return out;
+  }
+  for (int i = 0; i < (m.uses_swiglu() ? 2 : 1); ++i) linear(C, I, bias, false);
+  linear(I, C, bias, true);
+  return out;
+}
+
+// Elements of `tensors`, each rounded up to `align` (parallm's ParameterSet
+// pads every tensor to 16 floats; the Megatron model counts unpadded).
+int64_t padded_numel(const std::vector<LayerTensor>& tensors, int64_t align, bool experts_only) {
+  int64_t n = 0;
+  for (const LayerTensor& x : tensors)
+    if (!experts_only || x.expert) n += (x.numel + align - 1) / align * align;
+  return n;
+}
+
+// The first pipeline stage's tensors in ParameterSet order (embedding,
+// positions; its blocks; final norm and untied head with pp 1): elements on
+// a tp rank, whether Muon treats it as a matrix (optim/muon.h) and whether it
+// is an expert's.
+std::vector<LayerTensor> stage_tensors(const MemoryQuery& q) {
+  const ModelConfig& m = q.model;
+  const int64_t C = m.hidden, vocab_rows = (m.vocab_size + q.tp - 1) / q.tp;
+  std::vector<LayerTensor> out;
+  out.push_back({.numel = vocab_rows * C});
+  if (m.uses_learned_positions()) out.push_back({.numel = m.max_positions * C});
   const int64_t layers_here = (m.n_layers + q.pp - 1) / q.pp;
   for (int64_t l = 0; l < layers_here; ++l) {
-    norm();
-    for (int64_t o : {Q, K, K}) linear(C, o, o, bias || m.qkv_bias);
-    linear(Q, C, C, bias);
-    norm();
-    for (int i = 0; i < (m.uses_swiglu() ? 2 : 1); ++i) linear(C, I, I, bias);
-    linear(I, C, C, bias);
+    const std::vector<LayerTensor> b = block_tensors(q, l);
+    out.insert(out.end(), b.begin(), b.end());
   }
   if (q.pp == 1) {
-    norm();
-    if (!m.tie_embeddings) out.push_back({vocab_rows * C, false});
+    for (int i = 0; i < (m.uses_layernorm() ? 2 : 1); ++i) out.push_back({.numel = C});
+    if (!m.tie_embeddings) out.push_back({.numel = vocab_rows * C});
   }
   return out;
 }
@@ -167,9 +210,9 @@ std::vector<std::pair<int64_t, bool>> stage_tensors(const MemoryQuery& q) {
 double muon_state_bytes(const MemoryQuery& q, int64_t align, int64_t shards) {
   std::vector<std::pair<int64_t, int64_t>> slots;  // (slot begin, matrix elements)
   int64_t N = 0;
-  for (const auto& [n, matrix] : stage_tensors(q)) {
-    slots.push_back({N, matrix ? n : 0});
-    N += (n + align - 1) / align * align;
+  for (const LayerTensor& x : stage_tensors(q)) {
+    slots.push_back({N, x.matrix ? x.numel : 0});
+    N += (x.numel + align - 1) / align * align;
   }
   const int64_t S = (N + shards - 1) / shards;
   double worst = 0.0;
@@ -201,18 +244,22 @@ UnitSizes unit_sizes(const MemoryQuery& q, int64_t align) {
   const ModelConfig& m = q.model;
   const int64_t vocab_rows = (m.vocab_size + q.tp - 1) / q.tp, C = m.hidden;
   const int64_t norm_tensors = m.uses_layernorm() ? 2 : 1;
-  UnitSizes u;
-  ParamCounter e{align}, b{align}, t{align};
-  e.add(vocab_rows * C);
-  if (m.uses_learned_positions()) e.add(m.max_positions * C);
-  add_block_parameters(b, m, q.tp);
-  for (int64_t i = 0; i < norm_tensors; ++i) t.add(C);
-  if (!m.tie_embeddings) t.add(vocab_rows * C);
-  u.embedding = e.n;
-  u.block = b.n;
-  u.tail = t.n;
   const bool sp = q.sequence_parallel && q.tp > 1;
-  const int64_t block_partial = sp ? 2 * norm_tensors * C + (m.uses_bias() ? 2 * C : 0) : 0;
+  UnitSizes u;
+  u.embedding = padded_numel({{.numel = vocab_rows * C}}, align, false);
+  if (m.uses_learned_positions())
+    u.embedding += padded_numel({{.numel = m.max_positions * C}}, align, false);
+  // The largest block (an MoE layer's router and experts are partial under sp).
+  int64_t block_partial = 0;
+  for (int64_t l = 0; l < (m.n_layers + q.pp - 1) / q.pp; ++l) {
+    const std::vector<LayerTensor> b = block_tensors(q, l);
+    u.block = std::max(u.block, padded_numel(b, align, false));
+    int64_t partial = 0;
+    for (const LayerTensor& x : b) partial += sp && x.sp_partial ? x.numel : 0;
+    block_partial = std::max(block_partial, partial);
+  }
+  for (int64_t i = 0; i < norm_tensors; ++i) u.tail += padded_numel({{.numel = C}}, align, false);
+  if (!m.tie_embeddings) u.tail += padded_numel({{.numel = vocab_rows * C}}, align, false);
   // k and v (weight and bias) when each kv head is held by several tp ranks.
   int64_t kv = 0, kv_slots = 1;
   if (q.tp > 1 && m.n_kv_heads < q.tp) {
@@ -228,19 +275,8 @@ UnitSizes unit_sizes(const MemoryQuery& q, int64_t align) {
 
 // Parameters held by the most loaded rank (the first pipeline stage: the
 // embedding and its layers; with pp 1 also the final norm and untied head).
-int64_t parameters_held(const MemoryQuery& q, int64_t align) {
-  const ModelConfig& m = q.model;
-  const int64_t layers_here = (m.n_layers + q.pp - 1) / q.pp;
-  const int64_t vocab_rows = (m.vocab_size + q.tp - 1) / q.tp;  // padded vocab-parallel shard
-  ParamCounter pc{align};
-  pc.add(vocab_rows * m.hidden);
-  if (m.uses_learned_positions()) pc.add(m.max_positions * m.hidden);
-  for (int64_t l = 0; l < layers_here; ++l) add_block_parameters(pc, m, q.tp);
-  if (q.pp == 1) {
-    for (int i = 0; i < (m.uses_layernorm() ? 2 : 1); ++i) pc.add(m.hidden);
-    if (!m.tie_embeddings) pc.add(vocab_rows * m.hidden);
-  }
-  return pc.n;
+int64_t parameters_held(const MemoryQuery& q, int64_t align, bool experts_only = false) {
+  return padded_numel(stage_tensors(q), align, experts_only);
 }
 
 }  // namespace
@@ -249,15 +285,14 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
   q.validate();
   const ModelConfig& m = q.model;
   const int64_t layers_here = (m.n_layers + q.pp - 1) / q.pp;
-  ParamCounter one_block;
-  add_block_parameters(one_block, m, q.tp);
-  const int64_t per_layer = one_block.n;
+  const int64_t per_layer = unit_sizes(q, 1).block;  // the largest layer (Megatron ZeRO-3)
   const bool parallm = q.activation_model != ActivationModel::Megatron16;
   // Bytes follow the storage (padded under the Parallm model); the count does not.
   const double params = static_cast<double>(parameters_held(q, parallm ? 16 : 1));
 
   MemoryBreakdown r;
   r.params_per_rank = parameters_held(q, 1);
+  r.expert_params_per_rank = parameters_held(q, 1, true);
   const bool mixed = q.precision != Precision::FP32;
   const double weight_bytes = mixed ? 2.0 : 4.0;
   const double shards = static_cast<double>(q.dp) * q.cp;
@@ -285,31 +320,42 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
   // Optimizer states: a fixed count per element, or for Muon 4 bytes per
   // element of the blocks' 2-D matrices and 8 per other element, on the
   // rank whose ZeRO shard holds the most non-matrix elements.
+  // Under ZeRO-1 with ep, dense elements are sharded over dp and expert
+  // elements over expert-dp (dp / ep), as parallel/zero/expert_shards.h does.
   const int64_t zero_shards = q.zero >= 1 ? static_cast<int64_t>(shards) : 1;
-  r.optimizer =
-      (q.optimizer == OptimizerKind::Muon
-           ? muon_state_bytes(q, parallm ? 16 : 1, zero_shards)
-           : shard(params, q.zero >= 1) * optimizer_state_bytes_per_element(q.optimizer, false)) +
-      (mixed && !parallm ? 4.0 * shard(params, q.zero >= 1) : 0.0);
+  double owned = shard(params, q.zero >= 1);
+  if (q.zero >= 1 && q.ep > 1) {
+    if (parallm) {
+      owned = static_cast<double>(zero1_ep_owned(stage_tensors(q), 16, q.dp, q.ep));
+    } else {
+      const double experts = static_cast<double>(r.expert_params_per_rank);
+      owned = (params - experts) / q.dp + experts / (q.dp / q.ep);
+    }
+  }
+  r.optimizer = (q.optimizer == OptimizerKind::Muon
+                     ? muon_state_bytes(q, parallm ? 16 : 1, zero_shards)
+                     : owned * optimizer_state_bytes_per_element(q.optimizer, false)) +
+                (mixed && !parallm ? 4.0 * owned : 0.0);
 
   r.trainable_params = r.params_per_rank;
   r.micro_batches_in_flight = in_flight(q);
   if (parallm) {
     const ParallmActivations a = parallm_activations(q);
-    r.activation_per_layer = a.per_layer;
-    r.activations =
-        (a.per_layer * static_cast<double>(layers_here) + a.outside) * r.micro_batches_in_flight +
-        a.working;
+    r.activation_per_layer = a.layers / static_cast<double>(layers_here);
+    r.activations = (a.layers + a.outside) * r.micro_batches_in_flight + a.working;
     r.workspace = a.head_chunk;
   } else {
-    r.activation_per_layer = layer_activation_bytes(q);
-    r.activations =
-        r.activation_per_layer * static_cast<double>(layers_here) * r.micro_batches_in_flight;
-    if (q.recompute == Recompute::Full) {  // one layer rebuilt at a time during backward
-      MemoryQuery one = q;
-      one.recompute = Recompute::None;
-      r.activations += layer_activation_bytes(one);
+    double layers = 0.0, rebuilt = 0.0;
+    MemoryQuery one = q;
+    one.recompute = Recompute::None;
+    for (int64_t l = 0; l < layers_here; ++l) {
+      const bool moe = m.moe.is_moe_layer(l);
+      layers += layer_activation_bytes(q, moe);
+      rebuilt = std::max(rebuilt, layer_activation_bytes(one, moe));
     }
+    r.activation_per_layer = layers / static_cast<double>(layers_here);
+    r.activations = layers * r.micro_batches_in_flight;
+    if (q.recompute == Recompute::Full) r.activations += rebuilt;  // one layer at a time
   }
   // Communication buffers. Megatron model: DDP buckets in flight, ZeRO-3
   // gathered units (current + prefetched), pipeline send/receive activations.
@@ -351,10 +397,15 @@ std::vector<MemorySuggestion> suggest_fits(const MemoryQuery& q, double device_b
        }},
       {"--zero 1",
        [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 1 ? (x.zero = 1, true) : false; }},
+      // ZeRO-2/3 do not run under ep (validate_experts).
       {"--zero 2",
-       [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 2 ? (x.zero = 2, true) : false; }},
+       [](MemoryQuery& x) {
+         return x.dp * x.cp > 1 && x.zero < 2 && x.ep == 1 ? (x.zero = 2, true) : false;
+       }},
       {"--zero 3",
-       [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 3 ? (x.zero = 3, true) : false; }},
+       [](MemoryQuery& x) {
+         return x.dp * x.cp > 1 && x.zero < 3 && x.ep == 1 ? (x.zero = 3, true) : false;
+       }},
       {"--recompute full",
        [](MemoryQuery& x) {
          return x.recompute != Recompute::Full ? (x.recompute = Recompute::Full, true) : false;
@@ -365,13 +416,15 @@ std::vector<MemorySuggestion> suggest_fits(const MemoryQuery& q, double device_b
        }},
       {"--tp doubled (dp halved)",
        [](MemoryQuery& x) {
-         return x.dp % 2 == 0 && x.model.n_heads % (2 * x.tp) == 0 ? (x.tp *= 2, x.dp /= 2, true)
-                                                                   : false;
+         return x.dp % (2 * x.ep) == 0 && x.model.n_heads % (2 * x.tp) == 0
+                    ? (x.tp *= 2, x.dp /= 2, true)
+                    : false;
        }},
       {"--pp doubled (dp halved)",
        [](MemoryQuery& x) {
-         return x.dp % 2 == 0 && x.model.n_layers >= 2 * x.pp ? (x.pp *= 2, x.dp /= 2, true)
-                                                              : false;
+         return x.dp % (2 * x.ep) == 0 && x.model.n_layers >= 2 * x.pp
+                    ? (x.pp *= 2, x.dp /= 2, true)
+                    : false;
        }},
   };
   std::vector<MemorySuggestion> out;

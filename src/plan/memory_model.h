@@ -17,6 +17,8 @@
 // (tp shards, padded vocabulary, replicated norms and row-parallel biases).
 // With LoRA (q.lora, plan/lora_memory.h) the base's bytes are `frozen` and
 // parameters, gradients and optimizer states are the adapters' only.
+// Experts (plan/moe_memory.h): E / ep of each MoE layer's experts per rank,
+// ZeRO-1 shards them over expert-dp; MoE activations assume an even load.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -54,16 +56,18 @@ struct MemoryQuery {
   double bucket_mb = 25.0;
   LoraQuery lora;  // rank 0: full fine-tuning
 
-  void validate() const;  // layout constraints, with the values in the message
+  void validate() const;          // layout constraints, with the values in the message
+  void validate_experts() const;  // MoE layouts the trainer refuses, with its messages
 };
 
 struct MemoryBreakdown {
-  int64_t params_per_rank = 0;  // parameters held by the rank before ZeRO-3
+  int64_t params_per_rank = 0;         // parameters held by the rank before ZeRO-3
+  int64_t expert_params_per_rank = 0;  // of which routed experts' (E / ep per MoE layer)
   double parameters = 0, gradients = 0, optimizer = 0, activations = 0, communication = 0;
   double workspace = 0;          // Parallm model only: the LM head's logits chunk (freed each step)
   double frozen = 0;             // LoRA: the frozen base (16-bit or NF4), never sharded by ZeRO
   int64_t trainable_params = 0;  // per rank: all held parameters, or with LoRA the adapters
-  double activation_per_layer = 0;  // bytes for one layer and one micro-batch
+  double activation_per_layer = 0;  // bytes for one layer and one micro-batch (stage mean)
   double micro_batches_in_flight = 0;
   double total() const {
     return parameters + gradients + optimizer + activations + communication + workspace + frozen;

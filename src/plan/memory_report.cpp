@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "plan/moe_memory.h"
+
 namespace parallm {
 namespace {
 
@@ -12,9 +14,10 @@ std::string gib(double b) {
 
 std::string layout_line(const MemoryQuery& q) {
   return fmt::format(
-      "tp {} pp {} dp {} cp {}{}{}, zero {}, seq {} x micro-batch {} ({} micro-batches, {}), {}, "
-      "{}, recompute {}, {} activations",
+      "tp {} pp {} dp {} cp {}{}{}{}, zero {}, seq {} x micro-batch {} ({} micro-batches, {}), "
+      "{}, {}, recompute {}, {} activations",
       q.tp, q.pp, q.dp, q.cp,
+      q.model.moe.enabled() ? fmt::format(" ep {} (expert-dp {})", q.ep, q.dp / q.ep) : "",
       q.virtual_stages > 1 ? fmt::format(" x {} virtual", q.virtual_stages) : "",
       q.sequence_parallel ? " +sp" : "", q.zero, q.seq_len, q.micro_batch, q.micro_batches,
       pipeline::schedule_kind_name(q.schedule), precision_name(q.precision),
@@ -54,6 +57,14 @@ std::string memory_report_text(const MemoryQuery& q, const std::string& name, do
   out +=
       fmt::format("  (activations: {} per layer per micro-batch, {:.2f} micro-batches in flight)\n",
                   gib(r.activation_per_layer), r.micro_batches_in_flight);
+  if (q.model.moe.enabled()) {
+    const MoeConfig& e = q.model.moe;
+    out += fmt::format(
+        "  (experts: {} of the parameters held, {} of {} experts per MoE layer; activations "
+        "assume an even load, {:.3g} kept assignments per token of top-{})\n",
+        r.expert_params_per_rank, e.num_experts / q.ep, e.num_experts,
+        moe_assignments_per_token(e, q.seq_len / q.cp), e.topk);
+  }
   if (device > 0) {
     bool fits = r.total() <= device;
     out += fmt::format("verdict: {} {} ({:.0f}% of it)\n", fits ? "fits in" : "does NOT fit in",
@@ -72,6 +83,7 @@ nlohmann::json memory_report_json(const MemoryQuery& q, const std::string& name,
   nlohmann::json j = {{"model", name},
                       {"parameters_total", q.model.num_parameters()},
                       {"params_per_rank", r.params_per_rank},
+                      {"expert_params_per_rank", r.expert_params_per_rank},
                       {"bytes",
                        {{"parameters", r.parameters},
                         {"gradients", r.gradients},

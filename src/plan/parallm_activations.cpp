@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "plan/moe_memory.h"
+
 namespace parallm {
 
 namespace {
@@ -45,34 +47,69 @@ ParallmActivations parallm_activations(const MemoryQuery& q) {
   const double mlp_act = N * I;
   const double full = block_out + 2 * (norm_out + norm_stats) + attn + mid + mlp_pre + mlp_act;
 
+  // An MoE layer (model/layers/moe*.cpp) saves, in place of the MLP's: the
+  // expert outputs back on this rank (y: S rows, in send order), and on the
+  // expert side each received row's input, fc | gate output, up (SwiGLU)
+  // and activation (M rows); each at least one row. S (this rank's kept
+  // assignments) and M (rows its experts receive) follow an even load
+  // (moe_assignments_per_token): S = M = rows x a. Every tp rank runs its
+  // experts whole on its own rows. A shared expert saves what a dense MLP of
+  // its width does (its activation dropped under selective recomputation)
+  // and, when gated, its output (rows, C). The router's logits and the
+  // dispatch buffers are workspace or std::vectors, not activations.
+  const MoeConfig& moe = m.moe;
+  const double Ie = static_cast<double>(moe.expert_intermediate(m.intermediate));
+  const double assigned =
+      moe.enabled() ? std::max(1.0, rows * moe_assignments_per_token(moe, q.seq_len / q.cp)) : 0;
+  const double Is = static_cast<double>(moe.shared_intermediate) / t;
+  const double shared_act = N * Is;
+  const double gated_out = moe.shared_intermediate > 0 && moe.shared_expert_gate ? rows * C : 0;
+  const double moe_part = assigned * C                                           // y
+                          + assigned * (C + Ie * (m.uses_swiglu() ? 3.0 : 2.0))  // experts
+                          + N * Is * (m.uses_swiglu() ? 2.0 : 1.0) + shared_act + gated_out;
+  const double full_moe = full - mlp_pre - mlp_act + moe_part;
+
+  // Per layer of the first stage: what it keeps to the end of the forward
+  // pass, and under full recomputation what rebuilding it adds in backward.
+  // Block l's backward runs while the outputs of later blocks are freed
+  // (model/transformer.cpp frees xs[l + 1] after block l, the last output
+  // with the final norm): the peak at block l is the end of the forward pass
+  // less the final norm's output and stats, less max(1, L - l - 1) outputs,
+  // plus its set without its output (written to workspace).
+  const int64_t L = (m.n_layers + q.pp - 1) / q.pp;
   ParallmActivations r;
-  switch (q.recompute) {
-    case Recompute::None:
-      r.per_layer = full;
-      break;
-    case Recompute::Selective:
-      r.per_layer = full - 2 * (norm_out + norm_stats) - mlp_act;
-      break;
-    case Recompute::Full:
-      r.per_layer = block_out;
-      break;
+  double working = 0.0;
+  for (int64_t l = 0; l < L; ++l) {
+    const bool is_moe = moe.is_moe_layer(l);
+    const double f = is_moe ? full_moe : full;
+    switch (q.recompute) {
+      case Recompute::None:
+        r.layers += f;
+        break;
+      case Recompute::Selective:  // MoE layers keep their experts' activations
+        r.layers += f - 2 * (norm_out + norm_stats) - (is_moe ? shared_act : mlp_act);
+        break;
+      case Recompute::Full:
+        r.layers += block_out;
+        break;
+    }
+    const double freed = static_cast<double>(std::max<int64_t>(1, L - l - 1)) * block_out;
+    working = std::max(working, f - block_out - freed - norm_out - norm_stats);
   }
-  // Full: the backward of the last block rebuilds its set (full - its
-  // output) after its output, the final norm's output and its stats are
-  // freed; `working` is what that adds above the end of the forward pass.
-  if (q.recompute == Recompute::Full)
-    r.working = std::max(0.0, full - 2 * block_out - norm_out - norm_stats);
+  if (q.recompute == Recompute::Full) r.working = working;
+  r.per_layer = r.layers / static_cast<double>(L);
   // xs[0] (embedding output) and the final norm's output and stats; its
   // input is the last block's output, already counted.
   r.outside = rows * C + norm_out + norm_stats;
   r.per_layer *= elem;
+  r.layers *= elem;
   r.working *= elem;
   r.outside *= elem;
   const int64_t V = (m.vocab_size + q.tp - 1) / q.tp;  // padded shard rows
   // The GPU model's chunk (model/cuda): up to 2^28 logits, in the activation dtype.
-  const int64_t chunk = gpu ? std::min<int64_t>(static_cast<int64_t>(N),
-                                                std::max<int64_t>(1, (int64_t{1} << 28) / V))
-                            : head_chunk_rows(static_cast<int64_t>(N), V);
+  const int64_t chunk =
+      gpu ? std::min<int64_t>(static_cast<int64_t>(N), std::max<int64_t>(1, (int64_t{1} << 28) / V))
+          : head_chunk_rows(static_cast<int64_t>(N), V);
   r.head_chunk = static_cast<double>(chunk) * static_cast<double>(V) * elem;
   return r;
 }

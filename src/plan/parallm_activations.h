@@ -4,6 +4,8 @@
 // Norm, Attention, Mlp) or of Transformer::Forward, so the sum at the end of
 // the forward pass equals the allocator's peak of MemTag::Activation: the
 // backward allocates only workspace while it frees activations.
+// MoE layers (model/layers/moe*.h) count their expert rows under an even
+// load (plan/moe_memory.h), exact when the load is known.
 // Invariant: the element counts here match src/model/layers/*.h's shapes.
 #pragma once
 #include "plan/memory_model.h"
@@ -11,7 +13,8 @@
 namespace parallm {
 
 struct ParallmActivations {
-  double per_layer = 0;   // bytes one block saves for one micro-batch
+  double per_layer = 0;   // bytes one block saves for one micro-batch (mean over the stage)
+  double layers = 0;      // bytes the first stage's blocks save for one micro-batch
   double outside = 0;     // embedding output + final norm's input, output and stats
   double working = 0;     // full recompute: what rebuilding one block's set adds to the peak
   double head_chunk = 0;  // the LM head's (chunk rows, V/tp) logits buffer (workspace)

@@ -76,6 +76,7 @@ PlanResult plan_layouts(const PlanRequest& r, size_t keep) {
     for (int pp : divisors_up_to(m.n_layers, r.devices)) {
       for (int cp : divisors_up_to(r.seq_len, 8)) {
         if (r.devices % (tp * pp * cp) != 0 || (cp > 1 && r.seq_len % (2 * cp) != 0)) continue;
+        if (cp > 1 && m.moe.enabled()) continue;  // MoE layers do not run under cp (ep 1 here)
         const int dp = r.devices / (tp * pp * cp);
         if (!allowed(r.fixed, "tp", tp) || !allowed(r.fixed, "pp", pp) ||
             !allowed(r.fixed, "cp", cp) || !allowed(r.fixed, "dp", dp))

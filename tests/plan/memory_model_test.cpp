@@ -99,11 +99,16 @@ TEST(MemoryModel, SuggestionsFitAndErrorsNameValues) {
             std::string::npos);
   EXPECT_EQ(catalog_model("llama2-7b").num_parameters(), 6738415616);
   EXPECT_EQ(catalog_model("llama3-8b").num_parameters(), 8030261248);
-  // Experts are not modelled: refused, never counted as the dense model.
+  // Experts are counted (moe_memory_test.cpp), never as the dense model;
+  // layouts the trainer refuses are refused with its message.
   q = MemoryQuery{};
   q.model = catalog_model("mixtral-8x7b");
-  EXPECT_NE(testing::error_of([&] { estimate_memory(q); })
-                .find("the memory model does not count experts yet (8 experts, top 2)"),
+  EXPECT_EQ(estimate_memory(q).params_per_rank, 46702792704);
+  q.dp = 4;
+  q.ep = 3;
+  EXPECT_NE(testing::error_of([&] {
+              estimate_memory(q);
+            }).find("num_experts (8) is not divisible by ep (3)"),
             std::string::npos);
 }
 
