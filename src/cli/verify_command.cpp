@@ -34,6 +34,8 @@ void add_verify_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--mpirun", f->opts.mpirun, "launcher of the layout run, before -np N");
   sub->add_flag("--keep-files", f->opts.keep_files, "keep the runs' logs, metrics and checkpoints");
   sub->add_flag("--no-locate", f->no_locate, "on divergence, do not rerun step 1 to find the op");
+  sub->add_flag("--same-optimizer", f->opts.same_optimizer,
+                "train with the run's optimizer, not plain SGD (Adam amplifies fp32 noise)");
   sub->add_option("--inject-fault", f->opts.inject_fault,
                   "verify's own tests: plant a bug in the layout run")
       ->group("");

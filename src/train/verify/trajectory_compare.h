@@ -3,7 +3,8 @@
 // grad_norm) and, at the end, parameter by parameter (both final
 // checkpoints loaded into one whole one-process model; checkpoints load into
 // any layout). Differences are relative: |a - b| / max|reference|, so a
-// tensor's tiny entries do not dominate (tolerance: docs/verify.md).
+// tensor's tiny entries do not dominate; for parameters the scale is at
+// least 1% of the model's largest value (tolerance: docs/verify.md).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,7 +21,7 @@ struct StepCompare {
 
 struct ParamCompare {
   std::string name;
-  double rel = 0;  // max |a - b| / max |reference|
+  double rel = 0;  // max |a - b| / max(max |reference|, 1% of the model's max |value|)
 };
 
 struct TrajectoryCompare {

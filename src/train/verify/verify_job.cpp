@@ -52,6 +52,10 @@ std::vector<std::string> train_args(const VerifyOptions& o, int64_t steps) {
                      "--peak-tflops", "1", "--save-interval", "0", "--eval-interval", "0",
                      // nothing outside the temporary directory: no exports, events or pictures
                      "--save-hf", "", "--tensorboard", "", "--trace", "", "--timeline", ""});
+  // Adam divides each gradient element by its own magnitude: fp32 noise in a
+  // gradient that is zero in exact arithmetic becomes an update of lr with a
+  // random sign. SGD keeps a parameter difference proportional to its cause.
+  if (!o.same_optimizer) a.insert(a.end(), {"--optimizer", "sgd"});
   return a;
 }
 

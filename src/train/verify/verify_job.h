@@ -27,6 +27,9 @@ struct VerifyOptions {
   int threads = 1;          // CPU threads per process
   bool keep_files = false;  // keep the temporary directory (its path is printed)
   bool locate = true;       // on divergence, find the first differing op
+  // Train with the run's optimizer rather than plain SGD (docs/verify.md:
+  // Adam turns fp32 noise in near-zero gradients into full-size updates).
+  bool same_optimizer = false;
 };
 
 // 0: the layout follows the one-process trajectory; 1: it does not (the
