@@ -54,18 +54,6 @@ double relative_difference(double a, double b) {
   return scale == 0 ? 0 : std::abs(a - b) / scale;
 }
 
-double relative_difference(const float* x, const float* ref, int64_t n) {
-  double diff = 0, scale = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double d = std::abs(static_cast<double>(x[i]) - ref[i]);
-    if (std::isnan(d)) return INFINITY;
-    diff = std::max(diff, d);
-    scale = std::max(scale, std::abs(static_cast<double>(ref[i])));
-  }
-  if (diff == 0) return 0;
-  return scale == 0 ? INFINITY : diff / scale;
-}
-
 TrajectoryCompare compare_trajectories(const std::string& metrics_ref,
                                        const std::string& metrics_layout,
                                        const std::string& checkpoint_ref,

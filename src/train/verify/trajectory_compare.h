@@ -34,8 +34,6 @@ struct TrajectoryCompare {
 
 // rel of two scalars: |a - b| / max(|a|, |b|) (0 when both are 0).
 double relative_difference(double a, double b);
-// max |x - ref| / max |ref| over n elements (0 when all are 0; inf on NaN).
-double relative_difference(const float* x, const float* ref, int64_t n);
 
 // metrics_*: the runs' JSONL files; checkpoint_*: their --save directories.
 TrajectoryCompare compare_trajectories(const std::string& metrics_ref,
