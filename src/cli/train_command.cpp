@@ -168,6 +168,14 @@ void add_training_flags(CLI::App* sub, TrainFlags& f) {
         "activation recomputation: none, selective or full");
   named(sub, f, "--device", FIELD(train.training.device), device_from_name,
         "cpu (default) or cuda: one GPU, one process so far (docs/cuda.md)");
+  // `parallm verify`'s own flags (docs/verify.md), hidden from --help.
+  flag(sub, f, "--dump-ops", FIELD(train.training.dump_ops_dir),
+       "verify: each rank records its layer outputs and gradients in DIR");
+  named(sub, f, "--inject-fault", FIELD(train.training.inject_fault), injected_fault_from_name,
+        "verify's tests only: plant a bug (tp-reduce-scale, pp-drop-microbatch, "
+        "zero3-shard-offset)");
+  sub->get_option("--dump-ops")->group("");
+  sub->get_option("--inject-fault")->group("");
 }
 
 void add_optimizer_flags(CLI::App* sub, TrainFlags& f) {

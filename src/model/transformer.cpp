@@ -92,7 +92,27 @@ LayerContext Transformer::context(int64_t B, int64_t T, const std::vector<int64_
   if (cfg_.lora.enabled()) c.adapters = &params_;
   c.matmul = matmul_;
   c.recompute = recompute_;
+  c.tap = tap_;
+  c.fault = fault_;
   return c;
+}
+
+void Transformer::tap_model_op(const LayerContext& c, const char* op, int layer,
+                               const float* x) const {
+  if (c.tap == nullptr) return;
+  LayerContext cl = c;
+  cl.layer = layer;
+  const int64_t rows = tp_local_rows(tp_, c.N());
+  tap_stream(cl, op, TapPass::Forward, x, tp_.sp() ? tp_.rank() * rows : 0, rows, cfg_.hidden,
+             c.N());
+}
+
+int Transformer::block_segment(int layer) const {
+  int b = 0;
+  for (const LayerRange& r : stage_.chunks)
+    for (int l = r.first; l < r.first + r.count; ++l, ++b)
+      if (l == layer) return block_segment_[b];
+  return -1;
 }
 
 void Transformer::set_packed_docs(const PackedDocs& docs) {
@@ -182,6 +202,7 @@ Transformer::Forward Transformer::run_forward(const LayerContext& c, const int32
   f.xs.push_back(c.activation({rows, cfg_.hidden}));
   before_unit(UnitPass::Forward, static_cast<int>(L + 1));
   embed_.forward(c, f.xs[0].data<float>(), inputs);
+  tap_model_op(c, "embedding", -1, f.xs[0].data<float>());
   for (int64_t l = 0; l < L; ++l) {
     f.xs.push_back(c.activation({rows, cfg_.hidden}));
     before_unit(UnitPass::Forward, static_cast<int>(L - l));
@@ -189,6 +210,7 @@ Transformer::Forward Transformer::run_forward(const LayerContext& c, const int32
   }
   before_unit(UnitPass::Forward, 0);
   f.final_norm = final_norm_.forward(stream_context(c, rows), f.xs[L].data<float>());
+  tap_model_op(c, "final_norm", static_cast<int>(L), f.final_norm.out.data<float>());
   return f;
 }
 

@@ -144,6 +144,15 @@ class Transformer {
   // Packed documents for every later training / evaluation call (off by
   // default). Throws unless the EOD id is inside the vocabulary.
   void set_packed_docs(const PackedDocs& docs);
+  // `parallm verify` (nn/verify_hooks.h): the tap every later layer call
+  // records into (null: off; the caller owns it) and a planted bug.
+  void set_verify_hooks(OpTap* tap, InjectedFault fault) {
+    tap_ = tap;
+    fault_ = fault;
+  }
+  InjectedFault injected_fault() const { return fault_; }
+  // The grad segment (unit) of global layer `layer`, -1 when not held here.
+  int block_segment(int layer) const;
   const PackedDocs& packed_docs() const { return docs_; }
 
   // ---- pipeline stage (transformer_stage.cpp)
@@ -222,6 +231,9 @@ class Transformer {
   std::vector<int> block_segment_;
   std::vector<int> chunk_first_block_;  // index into blocks_ of each chunk's first block
   void stage_unit_backward(int segment, const std::function<void()>& body);
+  // verify's record of a model-level stream tensor (rows, C): the embedding
+  // (layer -1) or the final norm (layer n_layers).
+  void tap_model_op(const LayerContext& c, const char* op, int layer, const float* x) const;
 
   ModelConfig cfg_;
   ModelStage stage_;
@@ -243,6 +255,8 @@ class Transformer {
   std::map<std::pair<int, int>, std::shared_ptr<ChunkState>> inflight_;  // (micro-batch, chunk)
   MatmulPrecision* matmul_ = nullptr;
   Recompute recompute_ = Recompute::None;
+  OpTap* tap_ = nullptr;
+  InjectedFault fault_ = InjectedFault::None;
   PackedDocs docs_;
   void before_unit(UnitPass p, int segment) const {
     if (unit_hook_) unit_hook_(p, segment);

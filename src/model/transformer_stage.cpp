@@ -24,7 +24,7 @@ struct Transformer::ChunkState {
   // mm, rc: the model's GEMM precision and recomputation (set_compute).
   // adapters: the LoRA adapters when ps is a frozen base (else null).
   LayerContext context(Allocator& alloc, const ParameterSet& ps, const ParameterSet* adapters,
-                       MatmulPrecision* mm, Recompute rc) const {
+                       MatmulPrecision* mm, Recompute rc, OpTap* tap, InjectedFault fault) const {
     LayerContext c{alloc, ps, B, T, pos.data()};
     docs.attach(c);
     c.adapters = adapters;
@@ -33,6 +33,8 @@ struct Transformer::ChunkState {
     c.grad_scale = grad_scale;
     c.matmul = mm;
     c.recompute = rc;
+    c.tap = tap;
+    c.fault = fault;
     return c;
   }
 };
@@ -73,11 +75,13 @@ Tensor Transformer::chunk_forward(int chunk, int micro_batch, const StageBatch& 
   st->docs.doc_start = std::move(lb.doc_start);
   st->docs.position_ids = std::move(lb.position_ids);
   st->docs.full_T = lb.full_T;
-    const LayerContext c = st->context(alloc_, base_params(), lora_adapters(), matmul_, recompute_);
+  const LayerContext c =
+      st->context(alloc_, base_params(), lora_adapters(), matmul_, recompute_, tap_, fault_);
   if (embed) {
     st->xs.push_back(c.activation({rows, C}));
     before_unit(UnitPass::Forward, embed_segment_);
     embed_.forward(c, st->xs[0].data<float>(), st->inputs.data());
+    tap_model_op(c, "embedding", -1, st->xs[0].data<float>());
   } else {
     PX_CHECK(in.defined() && in.numel() == rows * C, "chunk {} expects a ({}, {}) input activation",
              chunk, rows, C);
@@ -95,6 +99,8 @@ Tensor Transformer::chunk_forward(int chunk, int micro_batch, const StageBatch& 
   if (head) {
     before_unit(UnitPass::Forward, tail_segment_);
     st->final_norm = final_norm_.forward(stream_context(c, rows), st->xs.back().data<float>());
+    tap_model_op(c, "final_norm", static_cast<int>(cfg_.n_layers),
+                 st->final_norm.out.data<float>());
   } else {  // the output goes to the next stage; backward needs only block inputs
     result = std::move(st->xs.back());
     st->xs.pop_back();
@@ -111,7 +117,8 @@ Tensor Transformer::chunk_backward(int chunk, int micro_batch, const Tensor& dou
   ChunkState& st = *it->second;
   const bool embed = stage_.embedding && chunk == 0;
   const bool head = stage_.head && chunk + 1 == num_chunks();
-  LayerContext c = st.context(alloc_, base_params(), lora_adapters(), matmul_, recompute_);
+  LayerContext c =
+      st.context(alloc_, base_params(), lora_adapters(), matmul_, recompute_, tap_, fault_);
   c.moe_stats = &moe_stats_;
   if (defer_weights) c.weight_grads = &st.weight_grads;
   const int64_t rows = tp_local_rows(tp_, st.B * st.T), C = cfg_.hidden;
@@ -176,7 +183,8 @@ LossSum Transformer::chunk_loss(int chunk, int micro_batch) {
            "loss of micro-batch {} chunk {} without its forward on the head chunk", micro_batch,
            chunk);
   const ChunkState& st = *it->second;
-  const LayerContext c = st.context(alloc_, base_params(), lora_adapters(), matmul_, recompute_);
+  const LayerContext c =
+      st.context(alloc_, base_params(), lora_adapters(), matmul_, recompute_, tap_, fault_);
   const LossSum l = head_.loss(c, head_input(c, st.final_norm).data<float>(), st.targets.data());
   inflight_.erase(it);
   return l;

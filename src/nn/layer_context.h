@@ -6,6 +6,7 @@
 
 #include "nn/parameters.h"
 #include "nn/precision.h"
+#include "nn/verify_hooks.h"
 #include "tensor/tensor.h"
 
 namespace parallm {
@@ -51,6 +52,12 @@ struct LayerContext {
   // Under LoRA (docs/lora.md): params is the frozen base (no gradients) and
   // the trained adapters live here (null: no LoRA).
   const ParameterSet* adapters = nullptr;
+  // `parallm verify` only (nn/verify_hooks.h): where layers record their
+  // outputs (null: off), the global layer a block sets for its ops, and a
+  // planted bug (None outside verify's tests).
+  OpTap* tap = nullptr;
+  int layer = -1;
+  InjectedFault fault = InjectedFault::None;
   int64_t N() const { return B * T; }
 
   Tensor activation(Shape s) const {
@@ -73,5 +80,10 @@ inline LayerContext stream_context(const LayerContext& c, int64_t rows) {
   s.position_ids = nullptr;
   return s;
 }
+
+// verify's record of this rank's (rows, C) residual-stream rows [row0,
+// row0 + rows) of the micro-batch's full_rows tokens (nothing when the tap is off).
+void tap_stream(const LayerContext& c, const char* op, TapPass pass, const float* x, int64_t row0,
+                int64_t rows, int64_t C, int64_t full_rows);
 
 }  // namespace parallm

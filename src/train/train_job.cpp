@@ -18,6 +18,7 @@
 #include "io/peft_adapter.h"
 #include "kernels/cpu/threads.h"
 #include "model/qlora_base.h"
+#include "nn/op_tap.h"
 #include "plan/flops.h"
 #include "train/checkpoint_export.h"
 #include "train/checkpoint_load.h"
@@ -284,6 +285,11 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   const CpSubgroups cp_subgroups = make_cp_subgroups(cp);
   Transformer model(rc.model, alloc, tp, pipeline_stage(t, rc.model, grid.coord(rank).pp_rank), ep,
                     cp);
+  // verify's hooks (docs/verify.md): before the Trainer, whose ZeRO-3 reads the fault.
+  std::unique_ptr<OpTap> tap;
+  if (!t.training.dump_ops_dir.empty())
+    tap = std::make_unique<OpTap>(fmt::format("{}/rank-{:05d}.ops", t.training.dump_ops_dir, rank));
+  model.set_verify_hooks(tap.get(), t.training.inject_fault);
   init_weights(model, t);
   if (rc.model.lora.qlora) {  // after the full-precision base exists; a resume rebuilds it so
     const QloraBase q = quantize_base_nf4(model.base_params(), rc.model, tp, alloc);

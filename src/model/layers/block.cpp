@@ -34,6 +34,7 @@ namespace {
 LayerContext layer_context(const LayerContext& c, int layer) {
   LayerContext cl = c;
   cl.dropout_seed = layer_dropout_key(c.dropout_seed, layer);
+  cl.layer = layer;
   return cl;
 }
 
@@ -61,6 +62,7 @@ void Block::backward(const LayerContext& c0, float* dinp, const float* dout, con
   // scratch output: the stream already holds this block's output.
   LayerContext r = c;
   r.recompute = Recompute::None;
+  r.tap = nullptr;  // verify recorded the forward when it first ran
   Tensor out = c.workspace({tp_local_rows(tp_, c.N()), C_});
   const Saved full = run_forward(r, out.data<float>(), inp);
   out = Tensor();
@@ -76,21 +78,29 @@ Block::Saved Block::run_forward(const LayerContext& c, float* out, const float* 
   const bool sel = c.recompute == Recompute::Selective;
   const LayerContext cn = sel ? transient_context(cs) : cs;
   Saved s;
+  auto tap = [&](const char* op, const float* x) {
+    tap_stream(c, op, TapPass::Forward, x, row0, rows, C_, c.N());
+  };
   s.norm1 = norm1_.forward(cn, inp);
+  tap("norm1", s.norm1.out.data<float>());
   s.mid = c.activation({rows, C_});
   float* mid = s.mid.data<float>();
   s.attn = attn_.forward(c, mid, s.norm1.out.data<float>());
+  tap("attn.out", mid);
   if (sel) s.norm1 = {};
   hidden_dropout(c, DropoutSite::AttnOut, hidden_dropout_, mid, row0, rows, C_);
   cpu::add_inplace(mid, inp, n);
   s.norm2 = norm2_.forward(cn, mid);
+  tap("norm2", s.norm2.out.data<float>());
   if (is_moe_)
     s.moe = moe_.forward(c, out, s.norm2.out.data<float>());
   else
     s.mlp = mlp_.forward(c, out, s.norm2.out.data<float>());
+  tap(is_moe_ ? "moe.out" : "mlp.proj", out);
   if (sel) s.norm2 = {};
   hidden_dropout(c, DropoutSite::MlpOut, hidden_dropout_, out, row0, rows, C_);
   cpu::add_inplace(out, mid, n);
+  tap("output", out);
   return s;
 }
 
@@ -117,6 +127,10 @@ void Block::run_backward(const LayerContext& c, float* dinp, const float* dout, 
   const int64_t row0 = tp_.sp() ? tp_.rank() * rows : 0;
   const bool drop = hidden_dropout_ > 0.0 && c.dropout_seed != 0;
   const LayerContext cs = stream_context(c, rows);
+  auto tap = [&](const char* op, const float* x) {
+    tap_stream(c, op, TapPass::Backward, x, row0, rows, C_, c.N());
+  };
+  tap("grad.output", dout);
   // d mid = dout (residual) + norm2 path.
   Tensor dmid = c.workspace({rows, C_});
   std::memcpy(dmid.data<float>(), dout, static_cast<size_t>(n) * sizeof(float));
@@ -138,7 +152,9 @@ void Block::run_backward(const LayerContext& c, float* dinp, const float* dout, 
     else
       mlp_.backward(c, dnorm2.data<float>(), drop ? dmlp.data<float>() : dout,
                     norm2.out.data<float>(), s.mlp);
+    tap(is_moe_ ? "grad.moe.in" : "grad.mlp.in", dnorm2.data<float>());
     norm2_.backward(cs, dmid.data<float>(), dnorm2.data<float>(), s.mid.data<float>(), norm2);
+    tap("grad.mid", dmid.data<float>());
   }
   // d inp += d mid (residual) + norm1 path.
   cpu::add_inplace(dinp, dmid.data<float>(), n);
@@ -147,7 +163,9 @@ void Block::run_backward(const LayerContext& c, float* dinp, const float* dout, 
   const Norm::Saved norm1 =
       s.norm1.out.defined() ? s.norm1 : norm1_.forward(transient_context(cs), inp);
   attn_.backward(c, dnorm1.data<float>(), dmid.data<float>(), norm1.out.data<float>(), s.attn);
+  tap("grad.attn.in", dnorm1.data<float>());
   norm1_.backward(cs, dinp, dnorm1.data<float>(), inp, norm1);
+  tap("grad.input", dinp);
 }
 
 }  // namespace parallm

@@ -26,14 +26,18 @@ void ParamGatherer::start_gather(UnitSlot& s, int segment) {
   const auto& seg = slots_.segment(segment);
   const int me = dp_.rank();
   s.segment = segment;
+  bool first_piece = true;
   for (int r = 0; r < shards_.dp; ++r) {
     const int64_t lo = std::max(seg.begin, shards_.begin(r));
     const int64_t hi = std::min(seg.end, shards_.end(r));
     if (hi <= lo) continue;
-    float* p = s.data() + (lo - seg.begin);
-    if (r == me)
-      std::memcpy(p, shard() + (lo - shards_.begin(me)), static_cast<size_t>(hi - lo) * 4);
-    s.works.push_back(dp_.broadcast_async(p, p, static_cast<size_t>(hi - lo), DType::F32, r));
+    // verify's planted bug: the unit's first piece lands one element late.
+    const int64_t shift = segment == fault_segment_ && first_piece && hi - lo > 1 ? 1 : 0;
+    first_piece = false;
+    float* p = s.data() + (lo - seg.begin) + shift;
+    const auto n = static_cast<size_t>(hi - lo - shift);
+    if (r == me) std::memcpy(p, shard() + (lo - shards_.begin(me)), n * 4);
+    s.works.push_back(dp_.broadcast_async(p, p, n, DType::F32, r));
   }
 }
 

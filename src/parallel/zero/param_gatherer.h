@@ -30,6 +30,9 @@ class ParamGatherer {
   // Collective: the full flat parameter vector on every rank.
   std::vector<float> full_values();
   int64_t buffer_bytes() const { return slots_.bytes(); }
+  // `parallm verify`'s planted bug (nn/verify_hooks.h): segment's gathers
+  // place their first owner's piece one element late (-1: never).
+  void set_fault_segment(int segment) { fault_segment_ = segment; }
 
  private:
   void start_gather(UnitSlot& s, int segment);
@@ -40,6 +43,7 @@ class ParamGatherer {
   Tensor shard_;
   UnitSlots slots_;
   UnitSlot* current_ = nullptr;
+  int fault_segment_ = -1;
 };
 
 }  // namespace parallm

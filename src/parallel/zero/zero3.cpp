@@ -5,7 +5,10 @@ namespace parallm {
 Zero3::Zero3(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
              const OptimizerConfig& optim, Allocator& alloc)
     : Zero2(model, dp, opts, optim, alloc),
-      gatherer_(std::make_unique<ParamGatherer>(*dp_, model, shards_, alloc)) {}
+      gatherer_(std::make_unique<ParamGatherer>(*dp_, model, shards_, alloc)) {
+  if (model.injected_fault() == InjectedFault::Zero3ShardOffset)
+    gatherer_->set_fault_segment(model.block_segment(kFaultLayer));
+}
 
 int64_t Zero3::unit_buffer_bytes() const {
   return Zero2::unit_buffer_bytes() + gatherer_->buffer_bytes();

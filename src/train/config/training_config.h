@@ -9,8 +9,9 @@
 
 #include <string>
 
+#include "nn/verify_hooks.h"    // InjectedFault
 #include "plan/memory_model.h"  // Recompute
-#include "tensor/dtype.h"          // Device
+#include "tensor/dtype.h"       // Device
 
 namespace parallm {
 
@@ -25,6 +26,11 @@ struct TrainingConfig {
   // Where the model trains (--device): the CPU, or one GPU per process
   // (docs/cuda.md; one process and the GPT-2 family so far).
   Device device = Device::CPU;
+  // `parallm verify` only (docs/verify.md), never saved with a run: a
+  // directory each rank writes its layer outputs to (--dump-ops), and a
+  // planted bug that exists only to test verify (--inject-fault).
+  std::string dump_ops_dir;
+  InjectedFault inject_fault = InjectedFault::None;
 
   void validate() const;
 };

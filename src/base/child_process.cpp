@@ -1,0 +1,63 @@
+#include "base/child_process.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+
+#include "base/error.h"
+
+namespace parallm {
+
+int run_child(const std::vector<std::string>& argv,
+              const std::vector<std::pair<std::string, std::string>>& env,
+              const std::string& log_path) {
+  PX_CHECK(!argv.empty(), "run_child: no program given");
+  const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  PX_CHECK(log >= 0, "cannot write the log '{}'", log_path);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  // The environment is built before fork: the child only calls exec.
+  std::vector<std::string> vars;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string kv = *e;
+    bool replaced = false;
+    for (const auto& [k, v] : env) replaced = replaced || kv.rfind(k + "=", 0) == 0;
+    if (!replaced) vars.push_back(kv);
+  }
+  for (const auto& [k, v] : env) vars.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (const std::string& v : vars) envp.push_back(const_cast<char*>(v.c_str()));
+  envp.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(log);
+    PX_FAIL("cannot start '{}': fork failed", argv[0]);
+  }
+  if (pid == 0) {  // the child: only async-signal-safe calls until exec
+    ::dup2(log, STDOUT_FILENO);
+    ::dup2(log, STDERR_FILENO);
+    ::close(log);
+    ::execvpe(args[0], args.data(), envp.data());
+    _exit(127);
+  }
+  ::close(log);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+std::string self_executable() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  PX_CHECK(n > 0, "cannot read /proc/self/exe");
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+}  // namespace parallm

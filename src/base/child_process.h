@@ -1,0 +1,21 @@
+// Running another program and waiting for it: `parallm verify` starts
+// `parallm train` once alone and once under mpirun. The child gets this
+// process's environment plus the pairs given, and its stdout and stderr go
+// to one log file (the parent's output stays a verdict, not a training log).
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace parallm {
+
+// Runs argv (argv[0] looked up on PATH) to completion; returns its exit
+// status, 128 + the signal when one ended it, or 127 when it could not start.
+int run_child(const std::vector<std::string>& argv,
+              const std::vector<std::pair<std::string, std::string>>& env,
+              const std::string& log_path);
+
+// The absolute path of the running executable (/proc/self/exe).
+std::string self_executable();
+
+}  // namespace parallm
