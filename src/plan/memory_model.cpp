@@ -64,12 +64,6 @@ void MemoryQuery::validate_experts() const {
            "expert parallelism (--ep {}) with ZeRO needs an element-wise optimizer, not muon (its "
            "shards are scattered spans)",
            ep);
-  // The trainer runs it (parallel/zero/zero2.h with expert spans); its
-  // gradient shards and unit buffers under ep are not in this model yet.
-  PX_CHECK(ep == 1 || zero != 2,
-           "the memory model does not count ZeRO-2 under expert parallelism yet (--ep {}, --zero "
-           "2): use --zero 1 or --ep 1 for an estimate",
-           ep);
   PX_CHECK(activation_model != ActivationModel::ParallmCuda,
            "--activations parallm-cuda: MoE is not on the GPU yet ({} experts)",
            model.moe.num_experts);
@@ -309,19 +303,10 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
   // (nn/matmul_precision.h: sized to the whole ParameterSet, so
   // ZeRO-3 does not shard it), fp32 gradients, and no master copy among
   // the optimizer states.
-  const ParallmStateBytes pb = parallm_state_bytes(q.precision);
-  if (parallm) {
-    r.parameters = shard(params, q.zero >= 3) * pb.master + params * pb.gemm_copy;
-    r.gradients = shard(params, q.zero >= 2) * pb.gradient;
-  } else {
-    r.parameters = shard(params, q.zero >= 3) * weight_bytes;
-    r.gradients = shard(params, q.zero >= 2) * weight_bytes;
-  }
-  // Optimizer states: a fixed count per element, or for Muon 4 bytes per
-  // element of the blocks' 2-D matrices and 8 per other element, on the
-  // rank whose ZeRO shard holds the most non-matrix elements.
-  // Under ZeRO-1 with ep, dense elements are sharded over dp and expert
-  // elements over expert-dp (dp / ep), as parallel/zero/expert_shards.h does.
+  // Under ZeRO-1/2 with ep, dense elements are sharded over dp and expert
+  // elements over expert-dp (dp / ep), as parallel/zero/expert_shards.h
+  // does: the optimizer (and under ZeRO-2 the packed gradient shard, exactly
+  // the owned elements: parallel/zero/grad_shard_reducer.h) holds those.
   const int64_t zero_shards = q.zero >= 1 ? static_cast<int64_t>(shards) : 1;
   double owned = shard(params, q.zero >= 1);
   if (q.zero >= 1 && q.ep > 1) {
@@ -332,6 +317,18 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
       owned = (params - experts) / q.dp + experts / (q.dp / q.ep);
     }
   }
+  const double grads_held = q.zero >= 2 ? (q.ep > 1 ? owned : shard(params, true)) : params;
+  const ParallmStateBytes pb = parallm_state_bytes(q.precision);
+  if (parallm) {
+    r.parameters = shard(params, q.zero >= 3) * pb.master + params * pb.gemm_copy;
+    r.gradients = grads_held * pb.gradient;
+  } else {
+    r.parameters = shard(params, q.zero >= 3) * weight_bytes;
+    r.gradients = grads_held * weight_bytes;
+  }
+  // Optimizer states: a fixed count per element, or for Muon 4 bytes per
+  // element of the blocks' 2-D matrices and 8 per other element, on the
+  // rank whose ZeRO shard holds the most non-matrix elements.
   r.optimizer = (q.optimizer == OptimizerKind::Muon
                      ? muon_state_bytes(q, parallm ? 16 : 1, zero_shards)
                      : owned * optimizer_state_bytes_per_element(q.optimizer, false)) +

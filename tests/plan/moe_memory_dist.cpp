@@ -139,7 +139,7 @@ std::vector<MoeCase> cases_for(int world) {
         out.push_back({.family = f, .precision = Precision::BF16, .recompute = r});
     }
     if (world == 2) {
-      for (int zero : {0, 1}) out.push_back({.family = f, .dp = 2, .ep = 2, .zero = zero});
+      for (int zero : {0, 1, 2}) out.push_back({.family = f, .dp = 2, .ep = 2, .zero = zero});
       out.push_back({.family = f, .topk = 1, .dp = 2, .ep = 2, .zero = 1});
       out.push_back({.family = f, .capacity = 0.5, .dp = 2, .ep = 2, .zero = 1});
       for (int zero : {2, 3}) out.push_back({.family = f, .dp = 2, .zero = zero});  // ep 1
@@ -149,7 +149,7 @@ std::vector<MoeCase> cases_for(int world) {
       out.push_back({.family = f, .capacity = 0.5, .tp = 2, .sp = true});
     }
     if (world == 4) {
-      for (int zero : {0, 1}) out.push_back({.family = f, .dp = 4, .ep = 2, .zero = zero});
+      for (int zero : {0, 1, 2}) out.push_back({.family = f, .dp = 4, .ep = 2, .zero = zero});
       out.push_back({.family = f, .dp = 4, .ep = 2, .zero = 1, .optimizer = "momentum"});
       out.push_back({.family = f, .tp = 2, .dp = 2, .ep = 2, .sp = true, .zero = 1});
     }

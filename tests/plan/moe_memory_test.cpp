@@ -119,9 +119,15 @@ TEST(MoeMemory, RefusesWhatTheTrainerRefuses) {
   MemoryQuery q = mixtral(1, 4, 2);
   q.zero = 3;
   EXPECT_NE(message(q).find("runs with DDP or ZeRO-1/2 only"), std::string::npos) << message(q);
-  q.zero = 2;  // runs, but is not counted yet
-  EXPECT_NE(message(q).find("does not count ZeRO-2 under expert parallelism"), std::string::npos)
-      << message(q);
+  q.zero = 2;  // counted: gradients over the same owned spans as the optimizer
+  EXPECT_EQ(message(q), "");
+  const MemoryBreakdown z2 = estimate_memory(q);
+  q.zero = 1;
+  const MemoryBreakdown z1 = estimate_memory(q);
+  // dp 4, expert-dp 2: dense gradients a quarter, experts' (most of them) a half.
+  EXPECT_LT(z2.gradients, z1.gradients / 2);
+  EXPECT_GT(z2.gradients, z1.gradients / 4);
+  EXPECT_EQ(z2.optimizer, z1.optimizer);
   q.zero = 1;
   q.optimizer = OptimizerKind::Muon;
   EXPECT_NE(message(q).find("element-wise optimizer"), std::string::npos) << message(q);
