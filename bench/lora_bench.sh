@@ -10,8 +10,9 @@
 #  2. quality: llama-tiny pretrained for PRE steps, then fine-tuned from that
 #     base for FT steps in full and with LoRA (and QLoRA): the training loss
 #     curves (docs/lora_loss.svg) and the final validation loss.
-# Usage: bench/lora_bench.sh [BUILD_DIR] [SPEED_STEPS] [PRE] [FT] [THREADS]
-#        (defaults: build 6 150 200 2; the first 2 speed steps are untimed)
+# Usage: bench/lora_bench.sh [BUILD_DIR] [SPEED_STEPS] [PRE] [FT] [THREADS] [PARTS]
+#        (defaults: build 6 150 200 2 all; the first 2 speed steps are untimed;
+#        PARTS: all, speed or curves)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
@@ -19,14 +20,16 @@ speed_steps="${2:-6}"
 pre_steps="${3:-150}"
 ft_steps="${4:-200}"
 threads="${5:-2}"
+parts="${6:-all}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 train_bin="$PWD/runs/data/fortunes_train.bin"
 val_bin="$PWD/runs/data/fortunes_val.bin"
 [ -f "$train_bin" ] || { echo "missing $train_bin: run scripts/demo.sh once to tokenize the corpus" >&2; exit 1; }
 export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=1
-has_qlora=0
-"$build/parallm" train --help 2>/dev/null | grep -q -- '--qlora' && has_qlora=1
+has_qlora=0  # (the help text is read whole: grep -q would close the pipe under pipefail)
+help=$("$build/parallm" train --help 2>/dev/null)
+[[ "$help" == *--qlora* ]] && has_qlora=1
 
 run() {  # name, config, flags...
   local name="$1" config="$2"; shift 2
@@ -62,12 +65,15 @@ lr = 1e-4
 [logging]
 log_interval = 1000
 TOML
-speed_runs=(full lora)
-run full "$work/speed.toml"
-run lora "$work/speed.toml" "${lora[@]}" --lr 2e-4
-if [ "$has_qlora" = 1 ]; then
-  run qlora "$work/speed.toml" "${qlora[@]}" --lr 2e-4
-  speed_runs+=(qlora)
+speed_runs=()
+if [ "$parts" != curves ]; then
+  speed_runs=(full lora)
+  run full "$work/speed.toml"
+  run lora "$work/speed.toml" "${lora[@]}" --lr 2e-4
+  if [ "$has_qlora" = 1 ]; then
+    run qlora "$work/speed.toml" "${qlora[@]}" --lr 2e-4
+    speed_runs+=(qlora)
+  fi
 fi
 
 # 2. Quality: pretrain a base, then fine-tune it three ways from the same
@@ -92,15 +98,18 @@ warmup = 20
 [logging]
 log_interval = 1000
 TOML
-run base "$work/tiny.toml" --steps "$pre_steps" --save-hf "$work/base"
-# Fine-tuning continues on later data (a different seed changes the order).
-ft=(--init-from "$work/base" --steps "$ft_steps" --seed 99 --warmup 10 --eval-interval "$ft_steps")
-curve_runs=(ft_full ft_lora)
-run ft_full "$work/tiny.toml" "${ft[@]}" --lr 5e-4
-run ft_lora "$work/tiny.toml" "${ft[@]}" "${lora[@]}" --lr 2e-3
-if [ "$has_qlora" = 1 ]; then
-  run ft_qlora "$work/tiny.toml" "${ft[@]}" "${qlora[@]}" --lr 2e-3
-  curve_runs+=(ft_qlora)
+curve_runs=()
+if [ "$parts" != speed ]; then
+  run base "$work/tiny.toml" --steps "$pre_steps" --save-hf "$work/base"
+  # Fine-tuning continues on later data (a different seed changes the order).
+  ft=(--init-from "$work/base" --steps "$ft_steps" --seed 99 --warmup 10 --eval-interval "$ft_steps")
+  curve_runs=(ft_full ft_lora)
+  run ft_full "$work/tiny.toml" "${ft[@]}" --lr 5e-4
+  run ft_lora "$work/tiny.toml" "${ft[@]}" "${lora[@]}" --lr 2e-3
+  if [ "$has_qlora" = 1 ]; then
+    run ft_qlora "$work/tiny.toml" "${ft[@]}" "${qlora[@]}" --lr 2e-3
+    curve_runs+=(ft_qlora)
+  fi
 fi
 
 /usr/bin/python3 bench/lora_bench_summary.py "$work" "${speed_runs[*]}" "${curve_runs[*]}" \

@@ -39,6 +39,8 @@ def mib(b):
 
 
 def speed_table(work, runs):
+    if not runs:
+        return {}
     rows = {}
     for name in runs:
         recs = records(work, name)
@@ -74,6 +76,8 @@ def smooth(losses, window=10):
 
 
 def curves(work, runs, out_svg):
+    if not runs:
+        return
     series = []
     print("| fine-tuning run | first loss | last loss (mean of last 10) | validation loss |")
     print("|---|---|---|---|")
@@ -87,7 +91,8 @@ def curves(work, runs, out_svg):
               f"{val[-1]:.4f} |" if val else f"| {label} | {losses[0]:.4f} | "
               f"{statistics.mean(losses[-10:]):.4f} | - |")
     svg = line_plot(series, "Fine-tuning llama-tiny from a pretrained base: training loss",
-                    "step (means over 10 steps)", "loss (nats per byte)")
+                    "step (means over 10 steps)", "loss (nats per byte)", y_from_zero=False,
+                    legend_top=False)
     with open(out_svg, "w") as f:
         f.write(svg)
     print(f"wrote {out_svg}")
