@@ -306,6 +306,7 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
                                                      : nullptr;
   Trainer trainer(model, t, alloc, peak.flops, reduce_group,
                   PipelineGroups{groups.pp.get(), groups.embedding.get()}, groups.edp.get());
+  trainer.set_op_tap(tap.get());
   resume_trainer(resume, rc.model, model, trainer, log);
   print_banner(log, rc, trainer, peak);
 

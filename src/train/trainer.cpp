@@ -226,6 +226,18 @@ void Trainer::moe_metrics(StepStats& s) {
 
 double Trainer::evaluate() {
   if (!val_data_) return NAN;
+  // verify's tap records training passes only: validation batches would
+  // come under the same (layer, op, sample) keys as the training ones.
+  struct TapOff {
+    Transformer& m;
+    OpTap* tap;
+    TapOff(Transformer& model, OpTap* t) : m(model), tap(t) {
+      m.set_verify_hooks(nullptr, m.injected_fault());
+    }
+    ~TapOff() { m.set_verify_hooks(tap, m.injected_fault()); }
+    TapOff(const TapOff&) = delete;
+    TapOff& operator=(const TapOff&) = delete;
+  } tap_off(model_, op_tap_);
   const int64_t B = cfg_.training.micro_batch_size, T = cfg_.training.seq_len;
   const int64_t batches = cfg_.logging.eval_batches;
   std::vector<int32_t> in(B * T), tg(B * T);

@@ -103,6 +103,9 @@ class Trainer {
   // A resumed run continues at `step` (data position, dropout keys and the
   // lr schedule are all functions of the step).
   void set_start_step(int64_t step) { start_step_ = step; }
+  // `parallm verify`'s tap on the model (null: none): validation runs with it
+  // detached, so the dumps hold training passes only.
+  void set_op_tap(OpTap* tap) { op_tap_ = tap; }
   // A resumed run: the schedule's clock (updates so far; fewer than steps
   // when fp16 skipped some) and the fp16 loss scaler continue where the
   // checkpoint left them.
@@ -126,6 +129,7 @@ class Trainer {
 
  private:
   Transformer& model_;
+  OpTap* op_tap_ = nullptr;
   TrainConfig cfg_;
   Allocator& alloc_;
   double peak_flops_;

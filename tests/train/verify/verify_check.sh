@@ -48,6 +48,9 @@ verify "dp=2 zero=3" 0 zero3
 
 verify "tp=2" 1 tp_fault --inject-fault tp-reduce-scale
 expect tp_fault 1 mlp.proj forward differs
+# With validation data the runs also evaluate; the dumps hold training passes only.
+verify "tp=2" 1 tp_fault_val --inject-fault tp-reduce-scale --val-data "$data"
+expect tp_fault_val 1 mlp.proj forward differs
 verify "pp=2 schedule=1f1b" 1 pp_fault --inject-fault pp-drop-microbatch
 expect pp_fault 2 norm1 forward missing
 [ "$(field pp_fault sample_offset)" = 1 ] || fail "pp_fault: not micro-batch 1"
