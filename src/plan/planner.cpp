@@ -112,7 +112,7 @@ PlanResult plan_layouts(const PlanRequest& r, size_t keep) {
                   q.schedule = kind;
                   q.sequence_parallel = sp == 1;
                   q.zero = zero;
-                  q.precision = Precision::BF16;
+                  q.precision = r.device.precision;
                   q.recompute = rec;
                   ++res.enumerated;
                   const double bytes = estimate_memory(q).total();
@@ -151,10 +151,11 @@ std::string train_command_line(const PlanCandidate& c, const std::string& model_
   const MemoryQuery& q = c.query;
   const int world = q.tp * q.pp * q.dp * q.cp;
   std::string s = fmt::format(
-      "mpirun -np {} parallm train --model {} --tp {} --pp {} --dp {} --cp {} "
-      "--micro-batch-size {} --global-batch-size {} --seq-len {} --precision bf16 "
+      "mpirun -np {} parallm train {} {} --tp {} --pp {} --dp {} --cp {} "
+      "--micro-batch-size {} --global-batch-size {} --seq-len {} --precision {} "
       "--recompute {}",
-      world, model_name, q.tp, q.pp, q.dp, q.cp, q.micro_batch, global_batch, q.seq_len,
+      world, model_name.ends_with(".toml") ? "--config" : "--model", model_name, q.tp, q.pp, q.dp,
+      q.cp, q.micro_batch, global_batch, q.seq_len, precision_name(q.precision),
       recompute_flag(q.recompute));
   if (q.sequence_parallel) s += " --sequence-parallel";
   if (q.zero > 0) s += fmt::format(" --zero {}", q.zero);
@@ -162,6 +163,40 @@ std::string train_command_line(const PlanCandidate& c, const std::string& model_
   if (q.schedule == pipeline::ScheduleKind::Interleaved)
     s += fmt::format(" --virtual-stages {}", q.virtual_stages);
   return s;
+}
+
+nlohmann::json plan_result_json(const PlanResult& res, const std::string& model_name,
+                                int64_t global_batch) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const PlanCandidate& c : res.best) {
+    const MemoryQuery& q = c.query;
+    const StepTime& t = c.time;
+    list.push_back({{"layout", describe_layout(q)},
+                    {"tp", q.tp},
+                    {"pp", q.pp},
+                    {"dp", q.dp},
+                    {"cp", q.cp},
+                    {"mb", q.micro_batch},
+                    {"v", q.virtual_stages},
+                    {"schedule", pipeline::schedule_kind_name(q.schedule)},
+                    {"sp", q.sequence_parallel},
+                    {"zero", q.zero},
+                    {"recompute", recompute_flag(q.recompute)},
+                    {"memory_bytes", c.memory_bytes},
+                    {"step_s", t.total_s},
+                    {"compute_s", t.compute_s},
+                    {"elementwise_s", t.elementwise_s},
+                    {"tp_comm_s", t.tp_comm_s},
+                    {"cp_comm_s", t.cp_comm_s},
+                    {"pp_bubble_s", t.pp_bubble_s},
+                    {"pp_p2p_s", t.pp_p2p_s},
+                    {"dp_comm_s", t.dp_comm_s},
+                    {"dp_exposed_s", t.dp_exposed_s},
+                    {"optimizer_s", t.optimizer_s},
+                    {"mfu", t.mfu},
+                    {"command", train_command_line(c, model_name, global_batch)}});
+  }
+  return {{"enumerated", res.enumerated}, {"fit", res.fit}, {"best", list}};
 }
 
 }  // namespace parallm

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "plan/flops.h"
+#include "plan/stage_work.h"
 
 namespace parallm {
 
@@ -11,6 +12,19 @@ namespace {
 double ring_all_reduce_s(double bytes, int n, const LinkCost& link) {
   if (n <= 1) return 0.0;
   return 2.0 * (n - 1) / n * bytes / link.bytes_per_s + 2.0 * (n - 1) * link.alpha_s;
+}
+
+// The measured costs for the thread count a rank gets: the most threads not
+// above it (the fewest measured when every entry has more).
+const OpCosts& costs_for_threads(const std::vector<OpCosts>& ops, int threads) {
+  const OpCosts* best = &ops.front();
+  for (const OpCosts& o : ops) {
+    const bool fits = o.threads <= threads;
+    if ((fits && (best->threads > threads || o.threads > best->threads)) ||
+        (!fits && best->threads > threads && o.threads < best->threads))
+      best = &o;
+  }
+  return *best;
 }
 
 }  // namespace
@@ -25,25 +39,53 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
   const double model_per_token = training_flops_per_token(m, q.seq_len);
   const double hw_flops_dev = hw_per_token * tokens / devices;
 
-  // Compute at the GEMM rate of the narrowest split matrix side.
   const double width = static_cast<double>(m.hidden) / q.tp;
-  r.compute_s = hw_flops_dev / d.gemm_flops(width);
-
-  // Element-wise work: every activation byte a layer saves is written once
-  // and read once, in forward, backward and (recompute) forward again.
-  MemoryQuery plain = q;
-  plain.recompute = Recompute::None;
-  plain.activation_model = ActivationModel::Megatron16;
-  const double act_layer = estimate_memory(plain).activation_per_layer;  // one micro-batch
   const double layers_here = static_cast<double>(m.n_layers) / q.pp;
-  const double passes = q.recompute == Recompute::None ? 2.0 : 3.0;
-  r.elementwise_s = 2.0 * act_layer * passes * layers_here * micro / d.memory_bytes_per_s;
+  // A calibrated machine whose ranks share cores: each rank runs its
+  // kernels on cores / ranks threads, and with more ranks than cores every
+  // rank's work (communication included) is time-shared.
+  const OpCosts* costs = nullptr;
+  double shared = 1.0;
+  if (!d.ops.empty()) {
+    const int on_node = std::min(devices, d.devices_per_node);
+    costs = &costs_for_threads(d.ops, std::max(1, d.cores / on_node));
+    shared = std::max(1.0, static_cast<double>(on_node) * costs->threads / d.cores);
+  }
+  double attn_micro_s = 0;  // the attention core's time per micro-batch (calibrated)
+  if (costs != nullptr) {
+    // The heavier end stage, each op at this machine's measured rate for its shape.
+    StageSeconds worst;
+    for (const StageWork& w : end_stage_works(q)) {
+      const StageSeconds p = price_stage(w, *costs);
+      if (p.matmul_s + p.elementwise_s > worst.matmul_s + worst.elementwise_s) {
+        worst = p;
+        attn_micro_s = costs->attention_s(Pass::Forward, w.attn_units, w.attn_seq) +
+                       costs->attention_s(Pass::Backward, w.attn_units, w.attn_seq);
+      }
+    }
+    r.compute_s = worst.matmul_s * micro * shared;
+    r.elementwise_s = worst.elementwise_s * micro * shared;
+  } else {
+    // Compute at the GEMM rate of the narrowest split matrix side.
+    r.compute_s = hw_flops_dev / d.gemm_flops(width);
+    // Element-wise work: every activation byte a layer saves is written once
+    // and read once, in forward, backward and (recompute) forward again.
+    MemoryQuery plain = q;
+    plain.recompute = Recompute::None;
+    plain.activation_model = ActivationModel::Megatron16;
+    const double act_layer = estimate_memory(plain).activation_per_layer;  // one micro-batch
+    const double passes = q.recompute == Recompute::None ? 2.0 : 3.0;
+    r.elementwise_s = 2.0 * act_layer * passes * layers_here * micro / d.memory_bytes_per_s;
+  }
 
-  // Tensor-parallel collectives on the micro-batch's activations (16-bit).
+  // Tensor-parallel collectives on the micro-batch's activations.
   const LinkCost& tp_link = q.tp <= d.devices_per_node ? d.intra_node : d.inter_node;
-  const double act_bytes = static_cast<double>(q.micro_batch) * q.seq_len / q.cp * m.hidden * 2.0;
+  const double elem_bytes = q.precision == Precision::FP32 ? 4.0 : 2.0;
+  const double act_bytes =
+      static_cast<double>(q.micro_batch) * q.seq_len / q.cp * m.hidden * elem_bytes;
   const double per_layer = q.recompute == Recompute::Full ? 6.0 : 4.0;
-  r.tp_comm_s = per_layer * layers_here * micro * ring_all_reduce_s(act_bytes, q.tp, tp_link);
+  r.tp_comm_s =
+      per_layer * layers_here * micro * ring_all_reduce_s(act_bytes, q.tp, tp_link) * shared;
 
   // Context parallel (ring): per layer and micro-batch the keys and values
   // go around the ring once forward, keys, values and their gradients once
@@ -52,14 +94,15 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
   // attention's own time does not cover is exposed.
   if (q.cp > 1) {
     const double kv_chunk = 2.0 * q.micro_batch * (static_cast<double>(q.seq_len) / q.cp) *
-                            m.head_dim * std::max<int64_t>(1, m.n_kv_heads / q.tp) * 2.0;
+                            m.head_dim * std::max<int64_t>(1, m.n_kv_heads / q.tp) * elem_bytes;
     const LinkCost& cp_link = q.tp * q.cp <= d.devices_per_node ? d.intra_node : d.inter_node;
     const double rounds = q.recompute == Recompute::Full ? 4.0 : 3.0;  // fwd, bwd x2 (+fwd)
     const double step = kv_chunk / cp_link.bytes_per_s + cp_link.alpha_s;
-    const double comm = rounds * (q.cp - 1) * step * layers_here * micro;
+    const double comm = rounds * (q.cp - 1) * step * layers_here * micro * shared;
     const double attn_flops = 4.0 * m.n_layers * m.n_heads * m.head_dim *
                               static_cast<double>(q.seq_len) * tokens / devices;  // 12LHQT share
-    const double attn_s = 3.0 * attn_flops / d.gemm_flops(width);
+    const double attn_s =
+        costs != nullptr ? attn_micro_s * micro * shared : 3.0 * attn_flops / d.gemm_flops(width);
     r.cp_comm_s = std::max(0.0, comm - attn_s);
   }
 
@@ -75,7 +118,7 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
     const bool across = q.tp * q.cp * q.dp >= d.devices_per_node;
     const LinkCost& link = across ? d.inter_node : d.intra_node;
     const double send = act_bytes / q.tp;  // Megatron's scatter-gather p2p: 1/t per rank
-    r.pp_p2p_s = 2.0 * micro * v * (send / link.bytes_per_s + link.alpha_s);
+    r.pp_p2p_s = 2.0 * micro * v * (send / link.bytes_per_s + link.alpha_s) * shared;
   }
 
   // Data-parallel gradient reduction over dp x cp (fp32 gradients).
@@ -86,7 +129,7 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
   // spans tp x cp x dp consecutive ranks, pp neighbours are that far apart.
   const bool dp_across = q.tp * q.cp * q.dp > d.devices_per_node;
   const LinkCost& dp_link = dp_across ? d.inter_node : d.intra_node;
-  r.dp_comm_s = ring_all_reduce_s(params_dev * 4.0, dp_cp, dp_link);
+  r.dp_comm_s = ring_all_reduce_s(params_dev * 4.0, dp_cp, dp_link) * shared;
   if (q.zero >= 3) r.dp_comm_s *= 1.5;  // parameters gathered again for forward and backward
   const double backward_s = (r.compute_s + r.elementwise_s) * 2.0 / 3.0;
   r.dp_exposed_s = q.pp == 1 ? std::max(0.0, r.dp_comm_s - backward_s) : r.dp_comm_s;
@@ -94,7 +137,8 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
   // Optimizer: fp32 master, two Adam moments and the gradient read, three
   // written, over the shard this rank updates.
   const double shard = q.zero >= 1 ? params_dev / dp_cp : params_dev;
-  r.optimizer_s = shard * 28.0 / d.memory_bytes_per_s;
+  r.optimizer_s = costs != nullptr ? shard * costs->optimizer_s_per_param * shared
+                                   : shard * 28.0 / d.memory_bytes_per_s;
 
   r.total_s = r.compute_s + r.elementwise_s + r.tp_comm_s + r.cp_comm_s + r.pp_bubble_s +
               r.pp_p2p_s + r.dp_exposed_s + r.optimizer_s;
