@@ -122,7 +122,7 @@ def main():
                    "planner_choice": c["layout"] == choice["layout"], "breakdown": {
                        k: c[k] for k in ("compute_s", "elementwise_s", "tp_comm_s", "cp_comm_s",
                                          "pp_bubble_s", "pp_p2p_s", "dp_exposed_s",
-                                         "optimizer_s")}}
+                                         "optimizer_s", "core_sharing_s")}}
             rows.append(row)
             print(f"{ranks}  {c['layout']:<52} predicted {c['step_s']:7.3f} s  measured "
                   f"{measured:7.3f} s  error {100 * err:+6.1f}%"

@@ -193,6 +193,7 @@ nlohmann::json plan_result_json(const PlanResult& res, const std::string& model_
                     {"dp_comm_s", t.dp_comm_s},
                     {"dp_exposed_s", t.dp_exposed_s},
                     {"optimizer_s", t.optimizer_s},
+                    {"core_sharing_s", t.core_sharing_s},
                     {"mfu", t.mfu},
                     {"command", train_command_line(c, model_name, global_batch)}});
   }

@@ -42,8 +42,8 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
   const double width = static_cast<double>(m.hidden) / q.tp;
   const double layers_here = static_cast<double>(m.n_layers) / q.pp;
   // A calibrated machine whose ranks share cores: each rank runs its
-  // kernels on cores / ranks threads, and with more ranks than cores every
-  // rank's work (communication included) is time-shared.
+  // kernels on cores / ranks threads (at least 1); with more ranks than
+  // cores they time-share them (below, after the critical path).
   const OpCosts* costs = nullptr;
   double shared = 1.0;
   if (!d.ops.empty()) {
@@ -63,8 +63,8 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
                        costs->attention_s(Pass::Backward, w.attn_units, w.attn_seq);
       }
     }
-    r.compute_s = worst.matmul_s * micro * shared;
-    r.elementwise_s = worst.elementwise_s * micro * shared;
+    r.compute_s = worst.matmul_s * micro;
+    r.elementwise_s = worst.elementwise_s * micro;
   } else {
     // Compute at the GEMM rate of the narrowest split matrix side.
     r.compute_s = hw_flops_dev / d.gemm_flops(width);
@@ -85,7 +85,7 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
       static_cast<double>(q.micro_batch) * q.seq_len / q.cp * m.hidden * elem_bytes;
   const double per_layer = q.recompute == Recompute::Full ? 6.0 : 4.0;
   r.tp_comm_s =
-      per_layer * layers_here * micro * ring_all_reduce_s(act_bytes, q.tp, tp_link) * shared;
+      per_layer * layers_here * micro * ring_all_reduce_s(act_bytes, q.tp, tp_link);
 
   // Context parallel (ring): per layer and micro-batch the keys and values
   // go around the ring once forward, keys, values and their gradients once
@@ -98,11 +98,11 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
     const LinkCost& cp_link = q.tp * q.cp <= d.devices_per_node ? d.intra_node : d.inter_node;
     const double rounds = q.recompute == Recompute::Full ? 4.0 : 3.0;  // fwd, bwd x2 (+fwd)
     const double step = kv_chunk / cp_link.bytes_per_s + cp_link.alpha_s;
-    const double comm = rounds * (q.cp - 1) * step * layers_here * micro * shared;
+    const double comm = rounds * (q.cp - 1) * step * layers_here * micro;
     const double attn_flops = 4.0 * m.n_layers * m.n_heads * m.head_dim *
                               static_cast<double>(q.seq_len) * tokens / devices;  // 12LHQT share
     const double attn_s =
-        costs != nullptr ? attn_micro_s * micro * shared : 3.0 * attn_flops / d.gemm_flops(width);
+        costs != nullptr ? attn_micro_s * micro : 3.0 * attn_flops / d.gemm_flops(width);
     r.cp_comm_s = std::max(0.0, comm - attn_s);
   }
 
@@ -118,7 +118,7 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
     const bool across = q.tp * q.cp * q.dp >= d.devices_per_node;
     const LinkCost& link = across ? d.inter_node : d.intra_node;
     const double send = act_bytes / q.tp;  // Megatron's scatter-gather p2p: 1/t per rank
-    r.pp_p2p_s = 2.0 * micro * v * (send / link.bytes_per_s + link.alpha_s) * shared;
+    r.pp_p2p_s = 2.0 * micro * v * (send / link.bytes_per_s + link.alpha_s);
   }
 
   // Data-parallel gradient reduction over dp x cp (fp32 gradients).
@@ -129,7 +129,7 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
   // spans tp x cp x dp consecutive ranks, pp neighbours are that far apart.
   const bool dp_across = q.tp * q.cp * q.dp > d.devices_per_node;
   const LinkCost& dp_link = dp_across ? d.inter_node : d.intra_node;
-  r.dp_comm_s = ring_all_reduce_s(params_dev * 4.0, dp_cp, dp_link) * shared;
+  r.dp_comm_s = ring_all_reduce_s(params_dev * 4.0, dp_cp, dp_link);
   if (q.zero >= 3) r.dp_comm_s *= 1.5;  // parameters gathered again for forward and backward
   const double backward_s = (r.compute_s + r.elementwise_s) * 2.0 / 3.0;
   r.dp_exposed_s = q.pp == 1 ? std::max(0.0, r.dp_comm_s - backward_s) : r.dp_comm_s;
@@ -137,11 +137,20 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
   // Optimizer: fp32 master, two Adam moments and the gradient read, three
   // written, over the shard this rank updates.
   const double shard = q.zero >= 1 ? params_dev / dp_cp : params_dev;
-  r.optimizer_s = costs != nullptr ? shard * costs->optimizer_s_per_param * shared
+  r.optimizer_s = costs != nullptr ? shard * costs->optimizer_s_per_param
                                    : shard * 28.0 / d.memory_bytes_per_s;
 
   r.total_s = r.compute_s + r.elementwise_s + r.tp_comm_s + r.cp_comm_s + r.pp_bubble_s +
               r.pp_p2p_s + r.dp_exposed_s + r.optimizer_s;
+  // Ranks sharing cores: the cores are work-conserving (waiting ranks yield,
+  // mpirun's yield_when_idle), so a step takes the longer of its critical
+  // path and all ranks' busy time over the cores; a pipeline bubble is idle
+  // time another rank's work fills.
+  if (shared > 1.0) {
+    const double busy = r.total_s - r.pp_bubble_s;
+    r.core_sharing_s = std::max(0.0, shared * busy - r.total_s);
+    r.total_s += r.core_sharing_s;
+  }
   r.hw_flops_per_device = hw_flops_dev / r.total_s;
   r.mfu = model_per_token * tokens / devices / r.total_s / d.peak_flops;
   r.tokens_per_s = tokens / r.total_s;

@@ -24,6 +24,9 @@ struct StepTime {
   double dp_comm_s = 0;     // the whole reduction
   double dp_exposed_s = 0;  // what the backward pass does not hide
   double optimizer_s = 0;
+  // Calibrated CPU profiles with more ranks than cores: what time-sharing
+  // the cores adds to the critical path (plan/step_time.cpp).
+  double core_sharing_s = 0;
   double total_s = 0;
   double hw_flops_per_device = 0;  // achieved, recomputation included (Megatron's TFLOP/s)
   double mfu = 0;                  // model FLOPs only, against the device's peak

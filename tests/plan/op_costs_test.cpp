@@ -194,12 +194,22 @@ TEST(StepTime, CalibratedRanksShareTheCores) {
   const StepTime dp2 = predict_step_time(q, d);
   EXPECT_NEAR(dp2.compute_s, one.compute_s, 1e-9);
   EXPECT_GT(dp2.dp_comm_s, 0.0);
-  // dp 4 on 2 cores: one micro-batch each, but two ranks per core.
+  // dp 4 on 2 cores: one micro-batch each on one thread (half the compute
+  // of dp 2), but two ranks per core: sharing doubles the busy time.
   q.dp = 4;
   q.micro_batches = 1;
   const StepTime dp4 = predict_step_time(q, d);
-  EXPECT_NEAR(dp4.compute_s, one.compute_s, 1e-9);
-  EXPECT_NEAR(dp4.optimizer_s, 2 * dp2.optimizer_s, 1e-12);
+  EXPECT_NEAR(dp4.compute_s, one.compute_s / 2, 1e-9);
+  EXPECT_DOUBLE_EQ(dp4.optimizer_s, dp2.optimizer_s);
+  EXPECT_NEAR(dp4.total_s, 2 * (dp4.total_s - dp4.core_sharing_s), 1e-12);
+  EXPECT_EQ(dp2.core_sharing_s, 0.0);
+  // pp 2 x dp 2 on 2 cores: the bubble is filled by the other ranks' work.
+  q.dp = 2;
+  q.pp = 2;
+  q.micro_batches = 2;
+  const StepTime pp = predict_step_time(q, d);
+  ASSERT_GT(pp.pp_bubble_s, 0.0);
+  EXPECT_NEAR(pp.total_s, 2 * (pp.total_s - pp.core_sharing_s - pp.pp_bubble_s), 1e-12);
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
 #include "train/calibrate/kernel_costs.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <thread>
 
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/attention.h"
@@ -182,10 +184,34 @@ void measure_optimizer_and_copy(const KernelCalibration& k, OpCosts& c) {
       static_cast<double>(a.size()) / seconds_per_call(k, [&] { std::memcpy(b.data(), a.data(), a.size()); });
 }
 
+// Threads running single-threaded GEMMs until destroyed.
+class BusyCores {
+ public:
+  explicit BusyCores(int n) {
+    for (int i = 0; i < n; ++i)
+      threads_.emplace_back([this] {
+        cpu::set_num_threads(1);
+        constexpr int64_t kN = 512, kC = 512;
+        auto x = filled(kN * kC), w = filled(kC * kC), y = filled(kN * kC);
+        while (!stop_.load(std::memory_order_relaxed))
+          cpu::linear_forward<float>(y.data(), x.data(), w.data(), nullptr, kN, kC, kC);
+      });
+  }
+  ~BusyCores() {
+    stop_ = true;
+    for (std::thread& t : threads_) t.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
 }  // namespace
 
-OpCosts measure_kernel_costs(int threads, const KernelCalibration& k) {
+OpCosts measure_kernel_costs(int threads, int busy_cores, const KernelCalibration& k) {
   cpu::set_num_threads(threads);
+  const BusyCores busy(busy_cores);
   OpCosts c;
   c.threads = cpu::num_threads();
   measure_linears(k, c);

@@ -5,6 +5,10 @@
 // each element-wise kernel per element, the optimizer step per parameter and
 // memcpy's bandwidth. Each figure is the fastest of a few timed rounds, as
 // the GEMM peak is (a slower round is the machine's other work, not ours).
+// With fewer threads than cores, the other cores run a GEMM meanwhile: in a
+// multi-rank job every core is busy with some rank, and cores share memory
+// bandwidth, caches and clock headroom, so an idle neighbour would flatter
+// the measurement.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -21,6 +25,7 @@ struct KernelCalibration {
   int rounds = 3;
 };
 
-OpCosts measure_kernel_costs(int threads, const KernelCalibration& k);
+// `busy_cores`: cores kept busy alongside (each by one thread running GEMMs).
+OpCosts measure_kernel_costs(int threads, int busy_cores, const KernelCalibration& k);
 
 }  // namespace parallm
