@@ -41,9 +41,10 @@ void add_plan_command(CLI::App& app, CommandRegistry& reg) {
                   "device profile: a100-80gb, h100-80gb or a JSON file of the same fields");
   sub->add_option("--seq-len,--seq-length", f->r.seq_len, "sequence length");
   sub->add_option("--global-batch-size", f->r.global_batch, "sequences per step");
-  sub->add_option("--fixed", f->fixed,
-                  "sizes to keep, e.g. --fixed tp=8 pp=16 sp=0 schedule=1f1b (tp pp dp cp mb v zero "
-                  "recompute sp schedule)");
+  sub->add_option(
+      "--fixed", f->fixed,
+      "sizes to keep, e.g. --fixed tp=8 pp=16 sp=0 schedule=1f1b (tp pp dp cp mb v zero "
+      "recompute sp schedule)");
   sub->add_option("--top", f->top, "layouts to print (default 5)");
   sub->add_option("--json", f->json, "also write the listed layouts and their times as JSON");
   reg.actions.emplace_back(sub, [f]() {
@@ -72,17 +73,19 @@ void add_plan_command(CLI::App& app, CommandRegistry& reg) {
       return 1;
     }
     std::cout << fmt::format(
-        "{:>3} {:<58} {:>8} {:>8} {:>7} {:>6} | {:>7} {:>7} {:>7} {:>7} {:>7}\n", "#", "layout",
-        "mem GB", "step s", "TFLOP/s", "MFU", "comp", "elem", "tp", "bubble", "dp+opt");
+        "{:>3} {:<58} {:>8} {:>8} {:>7} {:>6} | {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", "#",
+        "layout", "mem GB", "step s", "TFLOP/s", "MFU", "comp", "elem", "tp/cp/ep", "bubble",
+        "dp+opt", "shared");
     int i = 0;
     for (const PlanCandidate& c : res.best) {
       const StepTime& t = c.time;
       std::cout << fmt::format(
           "{:>3} {:<58} {:>8.1f} {:>8.2f} {:>7.1f} {:>5.1f}% | {:>7.2f} {:>7.2f} {:>7.2f} "
-          "{:>7.2f} {:>7.2f}\n",
+          "{:>7.2f} {:>7.2f} {:>7.2f}\n",
           ++i, describe_layout(c.query), c.memory_bytes / 1e9, t.total_s,
-          t.hw_flops_per_device / 1e12, 100 * t.mfu, t.compute_s, t.elementwise_s, t.tp_comm_s,
-          t.pp_bubble_s + t.pp_p2p_s, t.dp_exposed_s + t.optimizer_s);
+          t.hw_flops_per_device / 1e12, 100 * t.mfu, t.compute_s, t.elementwise_s,
+          t.tp_comm_s + t.cp_comm_s + t.ep_comm_s, t.pp_bubble_s + t.pp_p2p_s,
+          t.dp_exposed_s + t.optimizer_s, t.core_sharing_s);
     }
     std::cout << "\n" << train_command_line(res.best.front(), f->model, r.global_batch) << "\n";
     if (!f->json.empty()) {

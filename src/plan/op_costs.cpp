@@ -117,14 +117,19 @@ void OpCosts::validate(const std::string& where) const {
 }
 
 nlohmann::json op_costs_to_json(const OpCosts& c) {
-  return {{"threads", c.threads},
-          {"linear", {{"rows", c.rows}, {"ins", c.ins}, {"outs", c.outs}, {"fwd_s", c.fwd_s},
-                      {"bwd_s", c.bwd_s}}},
-          {"attention", {{"seq", c.attn_seq}, {"fwd_s_per_unit", c.attn_fwd_s},
-                         {"bwd_s_per_unit", c.attn_bwd_s}}},
-          {"elementwise_s_per_element", {{"fwd", c.elem_fwd_s}, {"bwd", c.elem_bwd_s}}},
-          {"optimizer_s_per_param", c.optimizer_s_per_param},
-          {"copy_bytes_per_s", c.copy_bytes_per_s}};
+  return {
+      {"threads", c.threads},
+      {"linear",
+       {{"rows", c.rows},
+        {"ins", c.ins},
+        {"outs", c.outs},
+        {"fwd_s", c.fwd_s},
+        {"bwd_s", c.bwd_s}}},
+      {"attention",
+       {{"seq", c.attn_seq}, {"fwd_s_per_unit", c.attn_fwd_s}, {"bwd_s_per_unit", c.attn_bwd_s}}},
+      {"elementwise_s_per_element", {{"fwd", c.elem_fwd_s}, {"bwd", c.elem_bwd_s}}},
+      {"optimizer_s_per_param", c.optimizer_s_per_param},
+      {"copy_bytes_per_s", c.copy_bytes_per_s}};
 }
 
 OpCosts op_costs_from_json(const nlohmann::json& j, const std::string& where) {

@@ -33,8 +33,8 @@ struct OpCosts {
   std::vector<int64_t> attn_seq;
   std::vector<double> attn_fwd_s, attn_bwd_s;
   std::map<std::string, double> elem_fwd_s, elem_bwd_s;  // seconds per element
-  double optimizer_s_per_param = 0;      // AdamW, fp32 master
-  double copy_bytes_per_s = 0;           // memcpy (large buffers)
+  double optimizer_s_per_param = 0;                      // AdamW, fp32 master
+  double copy_bytes_per_s = 0;                           // memcpy (large buffers)
 
   // Seconds of one linear (rows x in -> out): forward, and backward (dinp
   // and dweight).

@@ -44,19 +44,25 @@ void add_blocks(StageWork& w, const MemoryQuery& q, int64_t first_layer, int64_t
   const double mats = m.uses_swiglu() ? 2.0 : 1.0;  // gate + up, or fc
   for (int64_t l = first_layer; l < first_layer + count; ++l) {
     if (m.moe.enabled() && m.moe.is_moe_layer(l)) {
+      // Experts are not tp-split: each tp rank routes its own rows (1/tp of
+      // them under sp, all without); an ep rank receives its tokens' top-k
+      // assignments from the ep group, spread over its E / ep experts.
       const int64_t F = m.moe.expert_intermediate(m.intermediate);
       const int64_t local = m.moe.num_experts / q.ep;
-      // Each rank receives n * topk assignments on average, over its E / ep experts.
-      const int64_t rows = std::max<int64_t>(1, n * m.moe.topk / std::max<int64_t>(1, local));
-      add_linear(lin, n, C, m.moe.num_experts, 1);  // router
+      const auto moe_rows = static_cast<int64_t>(rows_sp);
+      const int64_t rows = std::max<int64_t>(1, moe_rows * m.moe.topk / local);
+      add_linear(lin, moe_rows, C, m.moe.num_experts, 1);  // router
       add_linear(lin, rows, C, F, mats * local);
       add_linear(lin, rows, F, C, local);
-      el[act] += static_cast<double>(n) * m.moe.topk * F;
-      if (m.moe.shared_intermediate > 0) {
-        add_linear(lin, n, C, m.moe.shared_intermediate, mats);
-        add_linear(lin, n, m.moe.shared_intermediate, C, 1);
-        el[act] += static_cast<double>(n) * m.moe.shared_intermediate;
+      el[act] += static_cast<double>(moe_rows) * m.moe.topk * F;
+      if (m.moe.shared_intermediate > 0) {  // the shared expert is tp-split like an MLP
+        const int64_t S = m.moe.shared_intermediate / tp;
+        add_linear(lin, n, C, S, mats);
+        add_linear(lin, n, S, C, 1);
+        el[act] += static_cast<double>(n) * S;
       }
+      w.moe_layers += 1;
+      w.moe_rows = moe_rows;
       continue;
     }
     const int64_t F = m.intermediate / tp;
@@ -109,8 +115,10 @@ std::vector<StageWork> end_stage_works(const MemoryQuery& q) {
 StageSeconds price_stage(const StageWork& w, const OpCosts& c) {
   StageSeconds s;
   for (const LinearWork& l : w.linears)
-    s.matmul_s += l.calls * (c.linear_fwd_s(l.rows, l.in, l.out) + c.linear_bwd_s(l.rows, l.in, l.out));
-  for (const LinearWork& l : w.recomputed) s.matmul_s += l.calls * c.linear_fwd_s(l.rows, l.in, l.out);
+    s.matmul_s +=
+        l.calls * (c.linear_fwd_s(l.rows, l.in, l.out) + c.linear_bwd_s(l.rows, l.in, l.out));
+  for (const LinearWork& l : w.recomputed)
+    s.matmul_s += l.calls * c.linear_fwd_s(l.rows, l.in, l.out);
   s.matmul_s += c.attention_s(Pass::Forward, w.attn_units + w.attn_units_recomputed, w.attn_seq) +
                 c.attention_s(Pass::Backward, w.attn_units, w.attn_seq);
   for (const auto& [k, n] : w.elements)

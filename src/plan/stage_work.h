@@ -23,13 +23,15 @@ struct LinearWork {
 };
 
 struct StageWork {
-  std::vector<LinearWork> linears;  // forward once and backward once each
+  std::vector<LinearWork> linears;     // forward once and backward once each
   std::vector<LinearWork> recomputed;  // forward again before the backward (full recompute)
   double attn_units = 0;               // forward and backward once
   double attn_units_recomputed = 0;
-  int64_t attn_seq = 0;                // the length the attention kernel sees (seq / cp)
+  int64_t attn_seq = 0;                    // the length the attention kernel sees (seq / cp)
   std::map<std::string, double> elements;  // forward and backward once
   std::map<std::string, double> elements_recomputed;
+  double moe_layers = 0;  // MoE layers in the stage (each dispatches over ep)
+  int64_t moe_rows = 0;   // rows an MoE layer routes on this rank per micro-batch
 };
 
 // The first stage (embedding + its layers) and the last (its layers, final

@@ -84,8 +84,7 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
   const double act_bytes =
       static_cast<double>(q.micro_batch) * q.seq_len / q.cp * m.hidden * elem_bytes;
   const double per_layer = q.recompute == Recompute::Full ? 6.0 : 4.0;
-  r.tp_comm_s =
-      per_layer * layers_here * micro * ring_all_reduce_s(act_bytes, q.tp, tp_link);
+  r.tp_comm_s = per_layer * layers_here * micro * ring_all_reduce_s(act_bytes, q.tp, tp_link);
 
   // Context parallel (ring): per layer and micro-batch the keys and values
   // go around the ring once forward, keys, values and their gradients once
@@ -106,9 +105,27 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
     r.cp_comm_s = std::max(0.0, comm - attn_s);
   }
 
+  // Expert parallel: per MoE layer and micro-batch the dispatch and combine
+  // all-to-alls forward and again backward (and the forward pair once more
+  // under full recompute), each moving this rank's routed rows x top-k x
+  // hidden, (ep-1)/ep of it to other ranks; not overlapped.
+  if (q.ep > 1 && m.moe.enabled()) {
+    int64_t moe_layers = 0;
+    for (int64_t l = 0; l < m.n_layers; ++l) moe_layers += m.moe.is_moe_layer(l) ? 1 : 0;
+    const double rows = static_cast<double>(q.micro_batch) * q.seq_len / q.cp /
+                        (q.sequence_parallel && q.tp > 1 ? q.tp : 1);
+    const double bytes = rows * m.moe.topk * m.hidden * elem_bytes;
+    const LinkCost& ep_link =
+        q.tp * q.cp * q.ep <= d.devices_per_node ? d.intra_node : d.inter_node;
+    const double a2a =
+        (q.ep - 1.0) / q.ep * bytes / ep_link.bytes_per_s + (q.ep - 1) * ep_link.alpha_s;
+    const double per_layer = q.recompute == Recompute::Full ? 6.0 : 4.0;
+    r.ep_comm_s = per_layer * a2a * static_cast<double>(moe_layers) / q.pp * micro;
+  }
+
   // Pipeline: bubble and the boundary sends.
   const double stage_per_micro =
-      (r.compute_s + r.elementwise_s + r.tp_comm_s + r.cp_comm_s) / micro;
+      (r.compute_s + r.elementwise_s + r.tp_comm_s + r.cp_comm_s + r.ep_comm_s) / micro;
   const double v = q.schedule == pipeline::ScheduleKind::Interleaved ? q.virtual_stages : 1;
   if (q.pp > 1) {
     const double bubble_micro = q.schedule == pipeline::ScheduleKind::ZeroBubbleH1
@@ -121,27 +138,31 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
     r.pp_p2p_s = 2.0 * micro * v * (send / link.bytes_per_s + link.alpha_s);
   }
 
-  // Data-parallel gradient reduction over dp x cp (fp32 gradients).
+  // Data-parallel gradient reduction over dp x cp (fp32 gradients); routed
+  // experts' over expert-dp (dp / ep) instead.
   const MemoryBreakdown mem = estimate_memory(q);
   const double params_dev = static_cast<double>(mem.params_per_rank);
-  const int dp_cp = q.dp * q.cp;
+  const double expert_dev = static_cast<double>(mem.expert_params_per_rank);
+  const double dense_dev = params_dev - expert_dev;
+  const int dp_cp = q.dp * q.cp, edp = std::max(1, q.dp / q.ep);
   // Ranks are ordered tp fastest, then cp, dp, pp (docs/grid.md): a dp group
   // spans tp x cp x dp consecutive ranks, pp neighbours are that far apart.
   const bool dp_across = q.tp * q.cp * q.dp > d.devices_per_node;
   const LinkCost& dp_link = dp_across ? d.inter_node : d.intra_node;
-  r.dp_comm_s = ring_all_reduce_s(params_dev * 4.0, dp_cp, dp_link);
+  r.dp_comm_s = ring_all_reduce_s(dense_dev * 4.0, dp_cp, dp_link) +
+                ring_all_reduce_s(expert_dev * 4.0, edp, dp_link);
   if (q.zero >= 3) r.dp_comm_s *= 1.5;  // parameters gathered again for forward and backward
   const double backward_s = (r.compute_s + r.elementwise_s) * 2.0 / 3.0;
   r.dp_exposed_s = q.pp == 1 ? std::max(0.0, r.dp_comm_s - backward_s) : r.dp_comm_s;
 
   // Optimizer: fp32 master, two Adam moments and the gradient read, three
   // written, over the shard this rank updates.
-  const double shard = q.zero >= 1 ? params_dev / dp_cp : params_dev;
-  r.optimizer_s = costs != nullptr ? shard * costs->optimizer_s_per_param
-                                   : shard * 28.0 / d.memory_bytes_per_s;
+  const double shard = q.zero >= 1 ? dense_dev / dp_cp + expert_dev / edp : params_dev;
+  r.optimizer_s =
+      costs != nullptr ? shard * costs->optimizer_s_per_param : shard * 28.0 / d.memory_bytes_per_s;
 
-  r.total_s = r.compute_s + r.elementwise_s + r.tp_comm_s + r.cp_comm_s + r.pp_bubble_s +
-              r.pp_p2p_s + r.dp_exposed_s + r.optimizer_s;
+  r.total_s = r.compute_s + r.elementwise_s + r.tp_comm_s + r.cp_comm_s + r.ep_comm_s +
+              r.pp_bubble_s + r.pp_p2p_s + r.dp_exposed_s + r.optimizer_s;
   // Ranks sharing cores: the cores are work-conserving (waiting ranks yield,
   // mpirun's yield_when_idle), so a step takes the longer of its critical
   // path and all ranks' busy time over the cores; a pipeline bubble is idle

@@ -61,10 +61,11 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& out) {
     d.ops.push_back(measure_kernel_costs(threads, cores - threads, k));
     const OpCosts& c = d.ops.back();
     fmt::print(out,
-               "kernels at {} thread{} ({} other cores busy): best linear {:.1f} GFLOP/s, attention (seq {}) {:.2f} + "
+               "kernels at {} thread{} ({} other cores busy): best linear {:.1f} GFLOP/s, "
+               "attention (seq {}) {:.2f} + "
                "{:.2f} ns per unit, AdamW {:.2f} ns per parameter, memcpy {:.1f} GB/s\n",
-               c.threads, c.threads == 1 ? "" : "s", cores - threads, best_linear_rate(c) / 1e9, c.attn_seq.back(),
-               c.attn_fwd_s.back() * 1e9, c.attn_bwd_s.back() * 1e9,
+               c.threads, c.threads == 1 ? "" : "s", cores - threads, best_linear_rate(c) / 1e9,
+               c.attn_seq.back(), c.attn_fwd_s.back() * 1e9, c.attn_bwd_s.back() * 1e9,
                c.optimizer_s_per_param * 1e9, c.copy_bytes_per_s / 1e9);
   }
   d.peak_flops = best_linear_rate(d.ops.back());

@@ -45,7 +45,8 @@ double seconds_per_call(const KernelCalibration& k, const std::function<void()>&
 
 std::vector<float> filled(int64_t n, float scale = 0.5f) {
   std::vector<float> v(static_cast<size_t>(n));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = scale * static_cast<float>((i * 7919) % 1009) / 1009.f;
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = scale * static_cast<float>((i * 7919) % 1009) / 1009.f;
   return v;
 }
 
@@ -70,7 +71,8 @@ void measure_linears(const KernelCalibration& k, OpCosts& c) {
 // key/value head), head dim 64; enough rows that a call is not all overhead.
 void measure_attention(const KernelCalibration& k, OpCosts& c) {
   for (int64_t t : k.attn_seq) {
-    cpu::AttnDims d{.B = std::max<int64_t>(1, 2048 / t), .Tq = t, .Tk = t, .Hq = 4, .Hkv = 2, .D = 64};
+    cpu::AttnDims d{
+        .B = std::max<int64_t>(1, 2048 / t), .Tq = t, .Tk = t, .Hq = 4, .Hkv = 2, .D = 64};
     const int64_t q_n = d.B * t * d.Hq * d.D, kv_n = d.B * t * d.Hkv * d.D;
     auto q = filled(q_n), kk = filled(kv_n), v = filled(kv_n), out = filled(q_n),
          lse = filled(d.B * d.Hq * t), dout = filled(q_n), dq = filled(q_n), dk = filled(kv_n),
@@ -78,17 +80,20 @@ void measure_attention(const KernelCalibration& k, OpCosts& c) {
     const double scale = 0.125;
     const double units = static_cast<double>(d.B) * d.Hq * t * (t + 1) / 2.0 * d.D;
     c.attn_seq.push_back(t);
-    c.attn_fwd_s.push_back(seconds_per_call(k, [&] {
-                             cpu::attention_forward<float>(out.data(), lse.data(), q.data(),
-                                                           kk.data(), v.data(), d, scale);
-                           }) /
+    c.attn_fwd_s.push_back(seconds_per_call(k,
+                                            [&] {
+                                              cpu::attention_forward<float>(out.data(), lse.data(),
+                                                                            q.data(), kk.data(),
+                                                                            v.data(), d, scale);
+                                            }) /
                            units);
-    c.attn_bwd_s.push_back(seconds_per_call(k, [&] {
-                             cpu::attention_backward<float>(dq.data(), dk.data(), dv.data(),
-                                                            dout.data(), q.data(), kk.data(),
-                                                            v.data(), out.data(), lse.data(), d,
-                                                            scale);
-                           }) /
+    c.attn_bwd_s.push_back(seconds_per_call(k,
+                                            [&] {
+                                              cpu::attention_backward<float>(
+                                                  dq.data(), dk.data(), dv.data(), dout.data(),
+                                                  q.data(), kk.data(), v.data(), out.data(),
+                                                  lse.data(), d, scale);
+                                            }) /
                            units);
   }
 }
@@ -104,8 +109,9 @@ void measure_elementwise(const KernelCalibration& k, OpCosts& c) {
     c.elem_fwd_s[kind] = fwd;
     c.elem_bwd_s[kind] = bwd;
   };
-  record("rmsnorm",
-         per([&] { cpu::rmsnorm_forward<float>(y.data(), rstd.data(), x.data(), w.data(), kRows, kC, 1e-6); }),
+  record("rmsnorm", per([&] {
+           cpu::rmsnorm_forward<float>(y.data(), rstd.data(), x.data(), w.data(), kRows, kC, 1e-6);
+         }),
          per([&] {
            cpu::rmsnorm_backward<float>(dx.data(), dw.data(), dy.data(), x.data(), w.data(),
                                         rstd.data(), kRows, kC);
@@ -172,16 +178,18 @@ void measure_optimizer_and_copy(const KernelCalibration& k, OpCosts& c) {
   auto p = filled(kP), g = filled(kP, 1e-3f), m = filled(kP, 0.f), v = filled(kP, 0.f),
        next_g = filled(kP);
   const cpu::AdamWParams h{.lr = 1e-4, .weight_decay = 0.1};
-  c.optimizer_s_per_param = seconds_per_call(k, [&] {
-                              volatile double s = cpu::sum_squares(g.data(), kP);
-                              (void)s;
-                              cpu::adamw_step(p.data(), g.data(), m.data(), v.data(), kP, h);
-                              std::memset(next_g.data(), 0, kP * sizeof(float));
-                            }) /
-                            kP;
+  c.optimizer_s_per_param =
+      seconds_per_call(k,
+                       [&] {
+                         volatile double s = cpu::sum_squares(g.data(), kP);
+                         (void)s;
+                         cpu::adamw_step(p.data(), g.data(), m.data(), v.data(), kP, h);
+                         std::memset(next_g.data(), 0, kP * sizeof(float));
+                       }) /
+      kP;
   std::vector<char> a(size_t{64} << 20, 1), b(a.size());
-  c.copy_bytes_per_s =
-      static_cast<double>(a.size()) / seconds_per_call(k, [&] { std::memcpy(b.data(), a.data(), a.size()); });
+  c.copy_bytes_per_s = static_cast<double>(a.size()) /
+                       seconds_per_call(k, [&] { std::memcpy(b.data(), a.data(), a.size()); });
 }
 
 // Threads running single-threaded GEMMs until destroyed.
