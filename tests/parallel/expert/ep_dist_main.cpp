@@ -84,6 +84,7 @@ RunResult train_layout(const ModelConfig& model, const Layout& layout, int steps
   t.parallelism.dp.zero = one ? 0 : layout.zero;
   if (layout.micro > 0) t.training.micro_batch_size = layout.micro;
   if (layout.global > 0) t.training.global_batch_size = layout.global;
+  t.precision.matmul = layout.precision;
   std::unique_ptr<comm::Communicator> tp_comm, dp_comm, ep_comm, edp_comm, pp_comm, emb_comm;
   int pp_rank = 0;
   if (!one) {

@@ -9,6 +9,7 @@
 
 #include "comm/communicator.h"
 #include "model/config.h"
+#include "nn/precision.h"
 
 namespace parallm::ep_test {
 
@@ -39,6 +40,7 @@ struct Layout {
   int micro = 0;    // micro-batch size (0: the trajectory config's 2)
   int global = 0;   // global batch in sequences (0: the trajectory config's 24)
   int pp = 1;       // pipeline stages (1F1B); tp * pp * dp = world ranks
+  Precision precision = Precision::FP32;  // of the GEMMs (--precision)
 };
 
 // 20 steps of common/trajectory_config.h (global batch 24 x 16, micro 2).

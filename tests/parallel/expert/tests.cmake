@@ -5,9 +5,10 @@
 # (the same binary, filtered), so each stays well inside its timeout.
 parallm_mpi_test_binary(ep_dist_tests ${CMAKE_CURRENT_LIST_DIR}/ep_dist_main.cpp)
 foreach(np 2 4)
-  foreach(part "np${np}|-ExpertParallelZero.*:MoeTensorParallel.*:MoePipeline.*"
+  foreach(part "np${np}|-ExpertParallelZero.*:MoeTensorParallel.*:MoePipeline.*:MoePrecision.*"
                "zero.np${np}|ExpertParallelZero.*" "tp.gpt2.np${np}|MoeTensorParallel.Gpt2*"
-               "tp.llama.np${np}|MoeTensorParallel.Llama*" "pp.np${np}|MoePipeline.*")
+               "tp.llama.np${np}|MoeTensorParallel.Llama*" "pp.np${np}|MoePipeline.*"
+               "bf16.np${np}|MoePrecision.*")
     string(REPLACE "|" ";" part "${part}")
     list(GET part 0 name)
     list(GET part 1 filter)
