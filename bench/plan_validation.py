@@ -21,30 +21,35 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONFIG = os.path.join(ROOT, "bench", "plan", "validation.toml")
+CONFIGS = {"dense": os.path.join(ROOT, "bench", "plan", "validation.toml"),
+           "moe": os.path.join(ROOT, "bench", "plan", "validation_moe.toml")}
 SEQ, BATCH = 256, 16
 MPIRUN = ["mpirun", "--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader",
           "--mca", "mpi_yield_when_idle", "1"]
 
-# (ranks, --fixed keys): every key fixed, so the planner returns one layout.
-BASE = "cp=1 tp=1 pp=1 dp=1 zero=0 recompute=none sp=0"
+# (model, ranks, --fixed keys): every key fixed, so the planner returns one layout.
+BASE = "cp=1 tp=1 pp=1 dp=1 ep=1 zero=0 recompute=none sp=0"
 LAYOUTS = [
-    (1, "mb=4"),
-    (1, "mb=16"),
-    (1, "mb=4 recompute=full"),
-    (2, "dp=2 mb=4"),
-    (2, "dp=2 mb=4 zero=1"),
-    (2, "dp=2 mb=4 zero=3"),
-    (2, "tp=2 mb=4 sp=1"),
-    (2, "tp=2 mb=4"),
-    (2, "pp=2 mb=2 schedule=1f1b"),
-    (2, "pp=2 mb=2 schedule=interleaved v=2"),
-    (2, "pp=2 mb=2 schedule=zb"),
-    (2, "cp=2 mb=4"),
-    (4, "dp=2 tp=2 mb=4 sp=1"),
-    (4, "pp=2 dp=2 mb=2 schedule=1f1b"),
-    (4, "tp=2 pp=2 mb=2 sp=1 schedule=1f1b"),
-    (8, "dp=2 tp=2 pp=2 mb=2 sp=1 schedule=1f1b"),
+    ("dense", 1, "mb=4"),
+    ("dense", 1, "mb=16"),
+    ("dense", 1, "mb=4 recompute=full"),
+    ("dense", 2, "dp=2 mb=4"),
+    ("dense", 2, "dp=2 mb=4 zero=1"),
+    ("dense", 2, "dp=2 mb=4 zero=3"),
+    ("dense", 2, "tp=2 mb=4 sp=1"),
+    ("dense", 2, "tp=2 mb=4"),
+    ("dense", 2, "pp=2 mb=2 schedule=1f1b"),
+    ("dense", 2, "pp=2 mb=2 schedule=interleaved v=2"),
+    ("dense", 2, "pp=2 mb=2 schedule=zb"),
+    ("dense", 2, "cp=2 mb=4"),
+    ("dense", 4, "dp=2 tp=2 mb=4 sp=1"),
+    ("dense", 4, "pp=2 dp=2 mb=2 schedule=1f1b"),
+    ("dense", 4, "tp=2 pp=2 mb=2 sp=1 schedule=1f1b"),
+    ("dense", 8, "dp=2 tp=2 pp=2 mb=2 sp=1 schedule=1f1b"),
+    ("moe", 1, "mb=4"),
+    ("moe", 2, "dp=2 mb=4"),
+    ("moe", 2, "dp=2 ep=2 mb=4"),
+    ("moe", 4, "dp=4 ep=4 mb=4 zero=1"),
 ]
 
 
@@ -54,9 +59,9 @@ def fixed_items(spec):
     return [f"{k}={v}" for k, v in keys.items()]
 
 
-def plan(exe, profile, ranks, fixed, work):
+def plan(exe, profile, model, ranks, fixed, work):
     out = os.path.join(work, "plan.json")
-    cmd = [exe, "plan", "--model", CONFIG, "--devices", str(ranks), "--profile", profile,
+    cmd = [exe, "plan", "--model", CONFIGS[model], "--devices", str(ranks), "--profile", profile,
            "--seq-len", str(SEQ), "--global-batch-size", str(BATCH), "--top", "1",
            "--json", out]
     if fixed:
@@ -96,6 +101,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--out", default="plan_validation.json")
     ap.add_argument("--only", help="comma-separated rank counts")
+    ap.add_argument("--models", default="dense,moe", help="dense, moe or both")
     a = ap.parse_args()
     exe = os.path.abspath(os.path.join(a.build, "parallm"))
     cores = os.cpu_count()
@@ -106,43 +112,51 @@ def main():
         subprocess.run([exe, "calibrate", "--out", profile], check=True)
     only = {int(x) for x in a.only.split(",")} if a.only else None
     rows = []
-    for ranks in sorted({r for r, _ in LAYOUTS}):
-        if only and ranks not in only:
+    for model, ranks in sorted({(m, r) for m, r, _ in LAYOUTS}):
+        if (only and ranks not in only) or model not in a.models.split(","):
             continue
-        specs = [fixed_items(s) for r, s in LAYOUTS if r == ranks]
-        choice = plan(exe, profile, ranks, [], work)
-        cands = [plan(exe, profile, ranks, f, work) for f in specs]
+        specs = [fixed_items(s) for m, r, s in LAYOUTS if (m, r) == (model, ranks)]
+        choice = plan(exe, profile, model, ranks, [], work)
+        cands = [plan(exe, profile, model, ranks, f, work) for f in specs]
         if choice["layout"] not in [c["layout"] for c in cands]:
             cands.append(choice)
         for c in cands:
             measured, all_ms = measure(exe, c, ranks, cores, a.steps, a.warmup, work)
             err = (c["step_s"] - measured) / measured
-            row = {"ranks": ranks, "layout": c["layout"], "predicted_s": c["step_s"],
+            row = {"model": model, "ranks": ranks, "layout": c["layout"], "predicted_s": c["step_s"],
                    "measured_s": measured, "error": err, "step_ms": all_ms,
                    "planner_choice": c["layout"] == choice["layout"], "breakdown": {
                        k: c[k] for k in ("compute_s", "elementwise_s", "tp_comm_s", "cp_comm_s",
+                                         "ep_comm_s",
                                          "pp_bubble_s", "pp_p2p_s", "dp_exposed_s",
                                          "optimizer_s", "core_sharing_s")}}
             rows.append(row)
-            print(f"{ranks}  {c['layout']:<52} predicted {c['step_s']:7.3f} s  measured "
+            print(f"{model:<5} {ranks}  {c['layout']:<52} predicted {c['step_s']:7.3f} s  measured "
                   f"{measured:7.3f} s  error {100 * err:+6.1f}%"
                   f"{'  <- planner' if row['planner_choice'] else ''}", flush=True)
     errs = [abs(r["error"]) for r in rows]
     verdicts = {}
-    for ranks in sorted({r["ranks"] for r in rows}):
-        group = sorted((r for r in rows if r["ranks"] == ranks), key=lambda r: r["measured_s"])
+    for model, ranks in sorted({(r["model"], r["ranks"]) for r in rows}):
+        group = sorted((r for r in rows if (r["model"], r["ranks"]) == (model, ranks)),
+                       key=lambda r: r["measured_s"])
         pos = [i for i, r in enumerate(group) if r["planner_choice"]]
-        verdicts[ranks] = {"layouts": len(group), "planner_rank": pos[0] + 1 if pos else None,
-                           "fastest": group[0]["layout"]}
+        verdicts[f"{model} {ranks}"] = {"layouts": len(group),
+                                        "planner_rank": pos[0] + 1 if pos else None,
+                                        "fastest": group[0]["layout"]}
     summary = {"cpu": cpu_name(), "cores": cores, "profile": profile, "rows": rows,
                "median_abs_error": statistics.median(errs), "max_abs_error": max(errs),
                "planner": verdicts}
     with open(a.out, "w") as f:
         json.dump(summary, f, indent=1)
+    print("\n| model | ranks | layout | predicted s | measured s | error |\n|---|---|---|---|---|---|")
+    for r in rows:
+        mark = " (planner's choice)" if r["planner_choice"] else ""
+        print(f"| {r['model']} | {r['ranks']} | {r['layout']}{mark} | {r['predicted_s']:.2f} | "
+              f"{r['measured_s']:.2f} | {100 * r['error']:+.0f}% |")
     print(f"\n{len(rows)} layouts on {summary['cpu']} ({cores} cores): median |error| "
           f"{100 * summary['median_abs_error']:.1f}%, max {100 * summary['max_abs_error']:.1f}%")
-    for ranks, v in verdicts.items():
-        print(f"{ranks} ranks: planner's choice is #{v['planner_rank']} of {v['layouts']} measured "
+    for key, v in verdicts.items():
+        print(f"{key} ranks: planner's choice is #{v['planner_rank']} of {v['layouts']} measured "
               f"(fastest: {v['fastest']})")
 
 
