@@ -92,17 +92,24 @@ TEST(OpCosts, JsonRoundTripAndClearErrors) {
   }
 }
 
-TEST(OpCosts, ProfileWithOpsRoundTripsThroughAFile) {
+// A calibrated two-core machine with the synthetic costs at 1 and 2 threads.
+DeviceProfile two_core_profile() {
   DeviceProfile d;
-  d.name = "test cpu";
-  d.peak_flops = 1e11;
+  d.name = "two cores";
+  d.peak_flops = 1e10;
   d.gemm_efficiency = 1;
   d.memory_bytes = 1e10;
   d.memory_bytes_per_s = 1e10;
   d.cores = 2;
+  d.devices_per_node = 8;
   d.precision = Precision::FP32;
   d.intra_node = d.inter_node = {.alpha_s = 2e-5, .bytes_per_s = 2e9};
   d.ops = {synthetic_costs(1), synthetic_costs(2)};
+  return d;
+}
+
+TEST(OpCosts, ProfileWithOpsRoundTripsThroughAFile) {
+  const DeviceProfile d = two_core_profile();
   const auto path = std::filesystem::temp_directory_path() / "parallm_op_costs_profile.json";
   save_profile(d, path.string());
   const DeviceProfile back = load_profile(path.string());
@@ -165,17 +172,7 @@ TEST(StageWork, PipelineEndsAndRecomputation) {
 }
 
 TEST(StepTime, CalibratedRanksShareTheCores) {
-  DeviceProfile d;
-  d.name = "two cores";
-  d.peak_flops = 1e10;
-  d.gemm_efficiency = 1;
-  d.memory_bytes = 1e10;
-  d.memory_bytes_per_s = 1e10;
-  d.cores = 2;
-  d.devices_per_node = 8;
-  d.precision = Precision::FP32;
-  d.intra_node = d.inter_node = {.alpha_s = 1e-5, .bytes_per_s = 1e9};
-  d.ops = {synthetic_costs(1), synthetic_costs(2)};
+  const DeviceProfile d = two_core_profile();
   MemoryQuery q;
   q.model = catalog_model("llama-tiny");
   q.seq_len = 128;
