@@ -128,8 +128,13 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
       (r.compute_s + r.elementwise_s + r.tp_comm_s + r.cp_comm_s + r.ep_comm_s) / micro;
   const double v = q.schedule == pipeline::ScheduleKind::Interleaved ? q.virtual_stages : 1;
   if (q.pp > 1) {
+    // ZB-H1 fills the bubble with deferred weight-gradient passes: a third
+    // of 1F1B's once there are pp micro-batches to defer; with a single
+    // micro-batch only each stage's own W overlaps the stage before it,
+    // leaving two thirds of 1F1B's bubble (F = B = W); linear in between.
+    const double deferred = std::min(1.0, (micro - 1.0) / std::max(1, q.pp - 1));
     const double bubble_micro = q.schedule == pipeline::ScheduleKind::ZeroBubbleH1
-                                    ? (q.pp - 1) / 3.0  // ZB-H1: a third of 1F1B's bubble
+                                    ? (q.pp - 1) * (2.0 - deferred) / 3.0
                                     : (q.pp - 1) / v;
     r.pp_bubble_s = bubble_micro * stage_per_micro;
     const bool across = q.tp * q.cp * q.dp >= d.devices_per_node;
@@ -153,7 +158,13 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
                 ring_all_reduce_s(expert_dev * 4.0, edp, dp_link);
   if (q.zero >= 3) r.dp_comm_s *= 1.5;  // parameters gathered again for forward and backward
   const double backward_s = (r.compute_s + r.elementwise_s) * 2.0 / 3.0;
-  r.dp_exposed_s = q.pp == 1 ? std::max(0.0, r.dp_comm_s - backward_s) : r.dp_comm_s;
+  // ZeRO-1/2 replace the all-reduce by a reduce-scatter (overlapped like
+  // DDP's buckets) and a parameter all-gather after the optimizer step,
+  // which nothing hides.
+  const double gather_s = q.zero == 1 || q.zero == 2 ? r.dp_comm_s / 2 : 0.0;
+  const double overlappable = r.dp_comm_s - gather_s;
+  r.dp_exposed_s =
+      gather_s + (q.pp == 1 ? std::max(0.0, overlappable - backward_s) : overlappable);
 
   // Optimizer: fp32 master, two Adam moments and the gradient read, three
   // written, over the shard this rank updates.
