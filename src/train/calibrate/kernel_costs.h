@@ -18,8 +18,10 @@
 namespace parallm {
 
 struct KernelCalibration {
-  std::vector<int64_t> rows = {64, 256, 1024, 4096};
-  std::vector<int64_t> widths = {32, 128, 512, 2048};  // the grid's in and out sides
+  // Powers of two where training shapes live (a micro-batch's rows, tp-split
+  // widths); the step-time model interpolates between them.
+  std::vector<int64_t> rows = {64, 256, 512, 1024, 2048, 4096};
+  std::vector<int64_t> widths = {32, 128, 256, 512, 1024, 2048};  // the grid's in and out sides
   std::vector<int64_t> attn_seq = {128, 512, 2048};
   double round_s = 0.02;  // a timed round runs the kernel at least this long
   int rounds = 3;
