@@ -98,6 +98,7 @@ RunResult train_layout(const ModelConfig& model, const Layout& layout, int steps
     res.ep_comm_ms.push_back(s.ep_comm_ms);
   });
   res.params = whole_parameters(m, tpg, ep > 1 ? ep_comm.get() : nullptr);
+  res.expert_bias = m.expert_bias().values();
   return res;
 }
 

@@ -22,6 +22,7 @@ struct RunResult {
   std::vector<double> ep_comm_ms;  // blocked in the ep all-to-alls (0 on one process)
   std::vector<std::vector<double>> expert_loads;
   std::vector<float> params;  // the one-process flat layout
+  std::vector<float> expert_bias;  // (L, E) after the last step (empty: no expert bias)
 };
 
 // A layout of the world: tp x dp = world ranks, ep folding dp.
