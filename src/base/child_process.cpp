@@ -6,6 +6,7 @@
 
 #include <climits>
 #include <cstdlib>
+#include <sstream>
 
 #include "base/error.h"
 
@@ -58,6 +59,13 @@ std::string self_executable() {
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
   PX_CHECK(n > 0, "cannot read /proc/self/exe");
   return std::string(buf, static_cast<size_t>(n));
+}
+
+std::vector<std::string> split_words(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
 }
 
 }  // namespace parallm

@@ -18,4 +18,13 @@ int run_child(const std::vector<std::string>& argv,
 // The absolute path of the running executable (/proc/self/exe).
 std::string self_executable();
 
+// A launcher's words ("mpirun --oversubscribe ..."), split on whitespace.
+std::vector<std::string> split_words(const std::string& s);
+
+// How parallm's own tools start a local multi-rank job (verify, calibrate):
+// more ranks than cores allowed, shared-memory transport, and waiting ranks
+// yield their core (the ranks share this machine's cores).
+inline constexpr const char* kLocalMpirun =
+    "mpirun --oversubscribe --bind-to none --mca btl self,vader --mca mpi_yield_when_idle 1";
+
 }  // namespace parallm

@@ -1,6 +1,9 @@
 // `parallm bench comm` (run under mpirun): the nccl-tests-style collective
 // benchmark of comm/comm_bench.h, ours against raw MPI on the same buffers.
 // Rank 0 prints the table.
+#include <nlohmann/json.hpp>
+
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -19,6 +22,7 @@ struct BenchCommFlags {
   std::string min_bytes = "1K", max_bytes = "64M", dtype = "F32", op = "sum";
   comm::CommBenchOptions opts;
   bool no_peer = false, check = false;
+  std::string json;  // rows as JSON (rank 0), for `parallm calibrate`
   double timeout_s = 300;
 };
 }  // namespace
@@ -43,6 +47,7 @@ void add_bench_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_flag("--min-time", f->opts.min_time, "report the fastest round, not the median");
   sub->add_option("--round-ms", f->opts.round_ms, "target length of one round");
   sub->add_option("--comm-timeout", f->timeout_s, "seconds before a collective is reported");
+  sub->add_option("--json", f->json, "also write the rows to this JSON file (rank 0)");
 
   reg.actions.emplace_back(sub, [f]() {
     comm::CommBenchOptions o = f->opts;
@@ -63,7 +68,19 @@ void add_bench_command(CLI::App& app, CommandRegistry& reg) {
       co.timeout = std::chrono::milliseconds(static_cast<int64_t>(f->timeout_s * 1000));
       auto world = rt.world(co);
       auto peer = f->no_peer ? nullptr : comm::make_mpi_peer(*world);
-      comm::run_comm_bench(*world, peer.get(), o, world->rank() == 0 ? &std::cout : nullptr);
+      const auto rows =
+          comm::run_comm_bench(*world, peer.get(), o, world->rank() == 0 ? &std::cout : nullptr);
+      if (world->rank() == 0 && !f->json.empty()) {
+        nlohmann::json j = {{"ranks", world->size()}, {"rows", nlohmann::json::array()}};
+        for (const comm::CommBenchRow& r : rows)
+          j["rows"].push_back({{"op", std::string(comm::op_kind_name(r.kind))},
+                               {"bytes", r.bytes},
+                               {"us", r.us},
+                               {"busbw_gbs", r.busbw}});
+        std::ofstream out(f->json);
+        out << j.dump(1) << "\n";
+        PX_CHECK(out.good(), "cannot write '{}'", f->json);
+      }
       return 0;
     });
   });

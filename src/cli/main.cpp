@@ -21,5 +21,6 @@ int main(int argc, char** argv) {
   parallm::cli::add_generate_command(app, reg);
   parallm::cli::add_serve_command(app, reg);
   parallm::cli::add_verify_command(app, reg);
+  parallm::cli::add_calibrate_command(app, reg);
   return parallm::cli::run_command(app, reg, argc, argv);
 }

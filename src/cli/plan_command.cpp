@@ -5,13 +5,16 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 
+#include "base/error.h"
 #include "cli/commands.h"
 #include "io/hf_config.h"
 #include "model/model_catalog.h"
 #include "plan/planner.h"
+#include "train/train_config.h"
 
 namespace parallm::cli {
 
@@ -22,11 +25,13 @@ void add_plan_command(CLI::App& app, CommandRegistry& reg) {
     int devices_per_node = 0;
     std::vector<std::string> fixed;
     size_t top = 5;
+    std::string json;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand(
       "plan", "rank every layout of a model on N devices by predicted step time (docs/planner.md)");
-  sub->add_option("--model", f->model, "preset (gpt3-175b, llama2-70b, ...) or an HF config.json");
+  sub->add_option("--model", f->model,
+                  "preset (gpt3-175b, llama2-70b, ...), an HF config.json or a run file (.toml)");
   sub->add_option("--devices", f->r.devices, "devices in the cluster");
   sub->add_option("--devices-per-node", f->devices_per_node,
                   "devices sharing the fast link (default: the profile's)");
@@ -36,14 +41,18 @@ void add_plan_command(CLI::App& app, CommandRegistry& reg) {
                   "device profile: a100-80gb, h100-80gb or a JSON file of the same fields");
   sub->add_option("--seq-len,--seq-length", f->r.seq_len, "sequence length");
   sub->add_option("--global-batch-size", f->r.global_batch, "sequences per step");
-  sub->add_option("--fixed", f->fixed,
-                  "sizes to keep, e.g. --fixed tp=8 pp=16 sp=0 schedule=1f1b (tp pp dp cp mb v zero "
-                  "recompute sp schedule)");
+  sub->add_option(
+      "--fixed", f->fixed,
+      "sizes to keep, e.g. --fixed tp=8 pp=16 sp=0 schedule=1f1b (tp pp dp cp mb v zero "
+      "recompute sp schedule)");
   sub->add_option("--top", f->top, "layouts to print (default 5)");
+  sub->add_option("--json", f->json, "also write the listed layouts and their times as JSON");
   reg.actions.emplace_back(sub, [f]() {
     PlanRequest r = f->r;
-    r.model = std::filesystem::path(f->model).extension() == ".json" ? read_hf_config(f->model)
-                                                                     : catalog_model(f->model);
+    const auto ext = std::filesystem::path(f->model).extension();
+    r.model = ext == ".json"   ? read_hf_config(f->model)
+              : ext == ".toml" ? load_run_config(f->model).model
+                               : catalog_model(f->model);
     r.device = std::filesystem::path(f->profile).extension() == ".json"
                    ? load_profile(f->profile)
                    : builtin_profile(f->profile);
@@ -64,19 +73,26 @@ void add_plan_command(CLI::App& app, CommandRegistry& reg) {
       return 1;
     }
     std::cout << fmt::format(
-        "{:>3} {:<58} {:>8} {:>8} {:>7} {:>6} | {:>7} {:>7} {:>7} {:>7} {:>7}\n", "#", "layout",
-        "mem GB", "step s", "TFLOP/s", "MFU", "comp", "elem", "tp", "bubble", "dp+opt");
+        "{:>3} {:<58} {:>8} {:>8} {:>7} {:>6} | {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", "#",
+        "layout", "mem GB", "step s", "TFLOP/s", "MFU", "comp", "elem", "tp/cp/ep", "bubble",
+        "dp+opt", "shared");
     int i = 0;
     for (const PlanCandidate& c : res.best) {
       const StepTime& t = c.time;
       std::cout << fmt::format(
           "{:>3} {:<58} {:>8.1f} {:>8.2f} {:>7.1f} {:>5.1f}% | {:>7.2f} {:>7.2f} {:>7.2f} "
-          "{:>7.2f} {:>7.2f}\n",
+          "{:>7.2f} {:>7.2f} {:>7.2f}\n",
           ++i, describe_layout(c.query), c.memory_bytes / 1e9, t.total_s,
-          t.hw_flops_per_device / 1e12, 100 * t.mfu, t.compute_s, t.elementwise_s, t.tp_comm_s,
-          t.pp_bubble_s + t.pp_p2p_s, t.dp_exposed_s + t.optimizer_s);
+          t.hw_flops_per_device / 1e12, 100 * t.mfu, t.compute_s, t.elementwise_s,
+          t.tp_comm_s + t.cp_comm_s + t.ep_comm_s, t.pp_bubble_s + t.pp_p2p_s,
+          t.dp_exposed_s + t.optimizer_s, t.core_sharing_s);
     }
     std::cout << "\n" << train_command_line(res.best.front(), f->model, r.global_batch) << "\n";
+    if (!f->json.empty()) {
+      std::ofstream out(f->json);
+      out << plan_result_json(res, f->model, r.global_batch).dump(1) << "\n";
+      PX_CHECK(out.good(), "cannot write '{}'", f->json);
+    }
     return 0;
   });
 }

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 
 #include "base/error.h"
@@ -82,12 +83,51 @@ DeviceProfile load_profile(const std::string& path) {
            "{}: needs 'intra_node' and 'inter_node' links", path);
   d.intra_node = link_from(j["intra_node"], "intra_node", path);
   d.inter_node = link_from(j["inter_node"], "inter_node", path);
+  d.cores = j.value("cores", 0);
+  if (j.contains("precision")) d.precision = precision_from_name(j["precision"].get<std::string>());
+  if (j.contains("ops")) {
+    PX_CHECK(j["ops"].is_array() && !j["ops"].empty(), "{}: 'ops' must be a non-empty array",
+             path);
+    for (const auto& o : j["ops"]) d.ops.push_back(op_costs_from_json(o, path));
+    PX_CHECK(d.cores > 0, "{}: a profile with measured 'ops' needs 'cores' (> 0)", path);
+  }
   PX_CHECK(
       d.peak_flops > 0 && d.gemm_efficiency > 0 && d.gemm_efficiency <= 1 && d.devices_per_node > 0,
       "{}: peak_flops ({}) and devices_per_node ({}) must be positive and gemm_efficiency "
       "({}) in (0, 1]",
       path, d.peak_flops, d.devices_per_node, d.gemm_efficiency);
   return d;
+}
+
+void save_profile(const DeviceProfile& d, const std::string& path) {
+  auto link = [](const LinkCost& l) {
+    return nlohmann::json{{"alpha_s", l.alpha_s}, {"bytes_per_s", l.bytes_per_s}};
+  };
+  nlohmann::json j = {{"name", d.name},
+                      {"peak_flops", d.peak_flops},
+                      {"gemm_efficiency", d.gemm_efficiency},
+                      {"gemm_half_width", d.gemm_half_width},
+                      {"memory_bytes", d.memory_bytes},
+                      {"memory_bytes_per_s", d.memory_bytes_per_s},
+                      {"devices_per_node", d.devices_per_node},
+                      {"intra_node", link(d.intra_node)},
+                      {"inter_node", link(d.inter_node)},
+                      {"cores", d.cores},
+                      {"precision", precision_name(d.precision)}};
+  if (!d.ops.empty()) {
+    j["ops"] = nlohmann::json::array();
+    for (const OpCosts& o : d.ops) j["ops"].push_back(op_costs_to_json(o));
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    PX_CHECK(out.is_open(), "cannot write device profile '{}'", tmp);
+    out << j.dump(1) << "\n";
+    PX_CHECK(out.good(), "writing device profile '{}' failed", tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  PX_CHECK(!ec, "cannot move '{}' to '{}': {}", tmp, path, ec.message());
 }
 
 }  // namespace parallm

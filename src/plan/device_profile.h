@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "nn/precision.h"
+#include "plan/op_costs.h"
+
 namespace parallm {
 
 struct LinkCost {
@@ -28,6 +31,14 @@ struct DeviceProfile {
   int devices_per_node = 8;
   LinkCost intra_node, inter_node;
 
+  // A calibrated CPU machine (`parallm calibrate`): the devices are ranks
+  // sharing `cores` cores, training in `precision`, and the step's kernels
+  // are priced from `ops` (one entry per measured thread count) instead of
+  // peak x efficiency. Empty `ops`: the analytic GPU model.
+  int cores = 0;
+  Precision precision = Precision::BF16;
+  std::vector<OpCosts> ops;
+
   double gemm_flops(double min_dim) const {
     return peak_flops * gemm_efficiency * min_dim / (min_dim + gemm_half_width);
   }
@@ -36,7 +47,10 @@ struct DeviceProfile {
 // "a100-80gb", "h100-80gb"; an unknown name lists the known ones.
 DeviceProfile builtin_profile(const std::string& name);
 std::vector<std::string> builtin_profile_names();
-// A JSON file with the fields above (links as {"alpha_s": .., "bytes_per_s": ..}).
+// A JSON file with the fields above (links as {"alpha_s": .., "bytes_per_s": ..},
+// "precision": "fp32", "ops": [op costs, plan/op_costs.h]).
 DeviceProfile load_profile(const std::string& path);
+// Writes it (to path + ".tmp", then renamed, so a failure leaves no half file).
+void save_profile(const DeviceProfile& d, const std::string& path);
 
 }  // namespace parallm

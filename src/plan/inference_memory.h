@@ -28,9 +28,9 @@ struct InferenceMemory {
   int64_t params_per_rank = 0;
   int64_t layers_per_rank = 0;
   int64_t kv_heads_per_rank = 0;
-  double weights = 0;               // bytes
-  double kv_bytes_per_token = 0;    // bytes per cached token on this rank
-  double kv_cache = 0;              // batch x context tokens
+  double weights = 0;             // bytes
+  double kv_bytes_per_token = 0;  // bytes per cached token on this rank
+  double kv_cache = 0;            // batch x context tokens
   double total() const { return weights + kv_cache; }
 };
 

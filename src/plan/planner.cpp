@@ -29,15 +29,15 @@ const char* recompute_flag(Recompute r) {
 }  // namespace
 
 std::map<std::string, int> parse_fixed(const std::vector<std::string>& items) {
-  static const char* kKeys[] = {"tp", "pp", "dp", "cp", "mb", "v", "zero", "recompute", "sp",
-                                "schedule"};
+  static const char* kKeys[] = {"tp", "pp",   "dp",        "cp", "ep",      "mb",
+                                "v",  "zero", "recompute", "sp", "schedule"};
   std::map<std::string, int> out;
   for (const auto& item : items) {
     const auto eq = item.find('=');
     PX_CHECK(eq != std::string::npos, "--fixed '{}': expected key=value (e.g. tp=8)", item);
     const std::string key = item.substr(0, eq), val = item.substr(eq + 1);
     PX_CHECK(std::find(std::begin(kKeys), std::end(kKeys), key) != std::end(kKeys),
-             "--fixed '{}': unknown key '{}' (tp, pp, dp, cp, mb, v, zero, recompute, sp, "
+             "--fixed '{}': unknown key '{}' (tp, pp, dp, cp, ep, mb, v, zero, recompute, sp, "
              "schedule)",
              item, key);
     if (key == "recompute") {  // names, stored as the enum's value
@@ -81,6 +81,10 @@ PlanResult plan_layouts(const PlanRequest& r, size_t keep) {
         if (!allowed(r.fixed, "tp", tp) || !allowed(r.fixed, "pp", pp) ||
             !allowed(r.fixed, "cp", cp) || !allowed(r.fixed, "dp", dp))
           continue;
+        // Expert parallel folds dp: ep divides both the experts and dp.
+        std::vector<int> eps;
+        for (int ep : divisors_up_to(m.moe.enabled() ? m.moe.num_experts : 1, dp))
+          if (dp % ep == 0 && allowed(r.fixed, "ep", ep)) eps.push_back(ep);
         for (int mb : {1, 2, 4, 8, 16}) {
           if (r.global_batch % (static_cast<int64_t>(mb) * dp) != 0 || !allowed(r.fixed, "mb", mb))
             continue;
@@ -103,22 +107,25 @@ PlanResult plan_layouts(const PlanRequest& r, size_t keep) {
                 // Sequence parallelism only means something under tp.
                 for (int sp = tp > 1 ? 1 : 0; sp >= 0; --sp) {
                   if (!allowed(r.fixed, "sp", sp)) continue;
-                  MemoryQuery q;
-                  q.model = m;
-                  q.seq_len = r.seq_len;
-                  q.micro_batch = mb;
-                  q.micro_batches = micro;
-                  q.tp = tp, q.pp = pp, q.dp = dp, q.cp = cp, q.virtual_stages = v;
-                  q.schedule = kind;
-                  q.sequence_parallel = sp == 1;
-                  q.zero = zero;
-                  q.precision = Precision::BF16;
-                  q.recompute = rec;
-                  ++res.enumerated;
-                  const double bytes = estimate_memory(q).total();
-                  if (bytes > r.device.memory_bytes) continue;
-                  ++res.fit;
-                  all.push_back({q, predict_step_time(q, r.device), bytes});
+                  for (int ep : eps) {
+                    if (ep > 1 && zero > 2) continue;  // ep runs with DDP and ZeRO-1/2
+                    MemoryQuery q;
+                    q.model = m;
+                    q.seq_len = r.seq_len;
+                    q.micro_batch = mb;
+                    q.micro_batches = micro;
+                    q.tp = tp, q.pp = pp, q.dp = dp, q.cp = cp, q.ep = ep, q.virtual_stages = v;
+                    q.schedule = kind;
+                    q.sequence_parallel = sp == 1;
+                    q.zero = zero;
+                    q.precision = r.device.precision;
+                    q.recompute = rec;
+                    ++res.enumerated;
+                    const double bytes = estimate_memory(q).total();
+                    if (bytes > r.device.memory_bytes) continue;
+                    ++res.fit;
+                    all.push_back({q, predict_step_time(q, r.device), bytes});
+                  }
                 }
               }
             }
@@ -138,6 +145,7 @@ PlanResult plan_layouts(const PlanRequest& r, size_t keep) {
 std::string describe_layout(const MemoryQuery& q) {
   std::string s =
       fmt::format("tp {} pp {} dp {} cp {} mb {}", q.tp, q.pp, q.dp, q.cp, q.micro_batch);
+  if (q.ep > 1) s += fmt::format(" ep {}", q.ep);
   if (q.pp > 1) s += fmt::format(" {}", pipeline::schedule_kind_name(q.schedule));
   if (q.schedule == pipeline::ScheduleKind::Interleaved)
     s += fmt::format(" v {}", q.virtual_stages);
@@ -151,17 +159,56 @@ std::string train_command_line(const PlanCandidate& c, const std::string& model_
   const MemoryQuery& q = c.query;
   const int world = q.tp * q.pp * q.dp * q.cp;
   std::string s = fmt::format(
-      "mpirun -np {} parallm train --model {} --tp {} --pp {} --dp {} --cp {} "
-      "--micro-batch-size {} --global-batch-size {} --seq-len {} --precision bf16 "
+      "mpirun -np {} parallm train {} {} --tp {} --pp {} --dp {} --cp {} "
+      "--micro-batch-size {} --global-batch-size {} --seq-len {} --precision {} "
       "--recompute {}",
-      world, model_name, q.tp, q.pp, q.dp, q.cp, q.micro_batch, global_batch, q.seq_len,
+      world, model_name.ends_with(".toml") ? "--config" : "--model", model_name, q.tp, q.pp, q.dp,
+      q.cp, q.micro_batch, global_batch, q.seq_len, precision_name(q.precision),
       recompute_flag(q.recompute));
   if (q.sequence_parallel) s += " --sequence-parallel";
+  if (q.ep > 1) s += fmt::format(" --ep {}", q.ep);
   if (q.zero > 0) s += fmt::format(" --zero {}", q.zero);
   if (q.pp > 1) s += fmt::format(" --schedule {}", pipeline::schedule_kind_name(q.schedule));
   if (q.schedule == pipeline::ScheduleKind::Interleaved)
     s += fmt::format(" --virtual-stages {}", q.virtual_stages);
   return s;
+}
+
+nlohmann::json plan_result_json(const PlanResult& res, const std::string& model_name,
+                                int64_t global_batch) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const PlanCandidate& c : res.best) {
+    const MemoryQuery& q = c.query;
+    const StepTime& t = c.time;
+    list.push_back({{"layout", describe_layout(q)},
+                    {"tp", q.tp},
+                    {"pp", q.pp},
+                    {"dp", q.dp},
+                    {"cp", q.cp},
+                    {"ep", q.ep},
+                    {"mb", q.micro_batch},
+                    {"v", q.virtual_stages},
+                    {"schedule", pipeline::schedule_kind_name(q.schedule)},
+                    {"sp", q.sequence_parallel},
+                    {"zero", q.zero},
+                    {"recompute", recompute_flag(q.recompute)},
+                    {"memory_bytes", c.memory_bytes},
+                    {"step_s", t.total_s},
+                    {"compute_s", t.compute_s},
+                    {"elementwise_s", t.elementwise_s},
+                    {"tp_comm_s", t.tp_comm_s},
+                    {"cp_comm_s", t.cp_comm_s},
+                    {"ep_comm_s", t.ep_comm_s},
+                    {"pp_bubble_s", t.pp_bubble_s},
+                    {"pp_p2p_s", t.pp_p2p_s},
+                    {"dp_comm_s", t.dp_comm_s},
+                    {"dp_exposed_s", t.dp_exposed_s},
+                    {"optimizer_s", t.optimizer_s},
+                    {"core_sharing_s", t.core_sharing_s},
+                    {"mfu", t.mfu},
+                    {"command", train_command_line(c, model_name, global_batch)}});
+  }
+  return {{"enumerated", res.enumerated}, {"fit", res.fit}, {"best", list}};
 }
 
 }  // namespace parallm

@@ -6,6 +6,8 @@
 // pruned by the memory model against the device's memory, ranked by the
 // step-time model. Pure functions: no device is touched.
 #pragma once
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -50,6 +52,10 @@ std::map<std::string, int> parse_fixed(const std::vector<std::string>& items);
 // The `mpirun ... parallm train ...` line that runs a candidate.
 std::string train_command_line(const PlanCandidate& c, const std::string& model_name,
                                int64_t global_batch);
+// The candidates with their layout keys, memory and time breakdown and
+// command line (`parallm plan --json`).
+nlohmann::json plan_result_json(const PlanResult& res, const std::string& model_name,
+                                int64_t global_batch);
 // One line per candidate: layout, memory, predicted step time, TFLOP/s, MFU.
 std::string describe_layout(const MemoryQuery& q);
 

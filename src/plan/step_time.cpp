@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "plan/flops.h"
+#include "plan/stage_work.h"
 
 namespace parallm {
 
@@ -11,6 +12,19 @@ namespace {
 double ring_all_reduce_s(double bytes, int n, const LinkCost& link) {
   if (n <= 1) return 0.0;
   return 2.0 * (n - 1) / n * bytes / link.bytes_per_s + 2.0 * (n - 1) * link.alpha_s;
+}
+
+// The measured costs for the thread count a rank gets: the most threads not
+// above it (the fewest measured when every entry has more).
+const OpCosts& costs_for_threads(const std::vector<OpCosts>& ops, int threads) {
+  const OpCosts* best = &ops.front();
+  for (const OpCosts& o : ops) {
+    const bool fits = o.threads <= threads;
+    if ((fits && (best->threads > threads || o.threads > best->threads)) ||
+        (!fits && best->threads > threads && o.threads < best->threads))
+      best = &o;
+  }
+  return *best;
 }
 
 }  // namespace
@@ -25,23 +39,50 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
   const double model_per_token = training_flops_per_token(m, q.seq_len);
   const double hw_flops_dev = hw_per_token * tokens / devices;
 
-  // Compute at the GEMM rate of the narrowest split matrix side.
   const double width = static_cast<double>(m.hidden) / q.tp;
-  r.compute_s = hw_flops_dev / d.gemm_flops(width);
-
-  // Element-wise work: every activation byte a layer saves is written once
-  // and read once, in forward, backward and (recompute) forward again.
-  MemoryQuery plain = q;
-  plain.recompute = Recompute::None;
-  plain.activation_model = ActivationModel::Megatron16;
-  const double act_layer = estimate_memory(plain).activation_per_layer;  // one micro-batch
   const double layers_here = static_cast<double>(m.n_layers) / q.pp;
-  const double passes = q.recompute == Recompute::None ? 2.0 : 3.0;
-  r.elementwise_s = 2.0 * act_layer * passes * layers_here * micro / d.memory_bytes_per_s;
+  // A calibrated machine whose ranks share cores: each rank runs its
+  // kernels on cores / ranks threads (at least 1); with more ranks than
+  // cores they time-share them (below, after the critical path).
+  const OpCosts* costs = nullptr;
+  double shared = 1.0;
+  if (!d.ops.empty()) {
+    const int on_node = std::min(devices, d.devices_per_node);
+    costs = &costs_for_threads(d.ops, std::max(1, d.cores / on_node));
+    shared = std::max(1.0, static_cast<double>(on_node) * costs->threads / d.cores);
+  }
+  double attn_micro_s = 0;  // the attention core's time per micro-batch (calibrated)
+  if (costs != nullptr) {
+    // The heavier end stage, each op at this machine's measured rate for its shape.
+    StageSeconds worst;
+    for (const StageWork& w : end_stage_works(q)) {
+      const StageSeconds p = price_stage(w, *costs);
+      if (p.matmul_s + p.elementwise_s > worst.matmul_s + worst.elementwise_s) {
+        worst = p;
+        attn_micro_s = costs->attention_s(Pass::Forward, w.attn_units, w.attn_seq) +
+                       costs->attention_s(Pass::Backward, w.attn_units, w.attn_seq);
+      }
+    }
+    r.compute_s = worst.matmul_s * micro;
+    r.elementwise_s = worst.elementwise_s * micro;
+  } else {
+    // Compute at the GEMM rate of the narrowest split matrix side.
+    r.compute_s = hw_flops_dev / d.gemm_flops(width);
+    // Element-wise work: every activation byte a layer saves is written once
+    // and read once, in forward, backward and (recompute) forward again.
+    MemoryQuery plain = q;
+    plain.recompute = Recompute::None;
+    plain.activation_model = ActivationModel::Megatron16;
+    const double act_layer = estimate_memory(plain).activation_per_layer;  // one micro-batch
+    const double passes = q.recompute == Recompute::None ? 2.0 : 3.0;
+    r.elementwise_s = 2.0 * act_layer * passes * layers_here * micro / d.memory_bytes_per_s;
+  }
 
-  // Tensor-parallel collectives on the micro-batch's activations (16-bit).
+  // Tensor-parallel collectives on the micro-batch's activations.
   const LinkCost& tp_link = q.tp <= d.devices_per_node ? d.intra_node : d.inter_node;
-  const double act_bytes = static_cast<double>(q.micro_batch) * q.seq_len / q.cp * m.hidden * 2.0;
+  const double elem_bytes = q.precision == Precision::FP32 ? 4.0 : 2.0;
+  const double act_bytes =
+      static_cast<double>(q.micro_batch) * q.seq_len / q.cp * m.hidden * elem_bytes;
   const double per_layer = q.recompute == Recompute::Full ? 6.0 : 4.0;
   r.tp_comm_s = per_layer * layers_here * micro * ring_all_reduce_s(act_bytes, q.tp, tp_link);
 
@@ -52,20 +93,39 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
   // attention's own time does not cover is exposed.
   if (q.cp > 1) {
     const double kv_chunk = 2.0 * q.micro_batch * (static_cast<double>(q.seq_len) / q.cp) *
-                            m.head_dim * std::max<int64_t>(1, m.n_kv_heads / q.tp) * 2.0;
+                            m.head_dim * std::max<int64_t>(1, m.n_kv_heads / q.tp) * elem_bytes;
     const LinkCost& cp_link = q.tp * q.cp <= d.devices_per_node ? d.intra_node : d.inter_node;
     const double rounds = q.recompute == Recompute::Full ? 4.0 : 3.0;  // fwd, bwd x2 (+fwd)
     const double step = kv_chunk / cp_link.bytes_per_s + cp_link.alpha_s;
     const double comm = rounds * (q.cp - 1) * step * layers_here * micro;
     const double attn_flops = 4.0 * m.n_layers * m.n_heads * m.head_dim *
                               static_cast<double>(q.seq_len) * tokens / devices;  // 12LHQT share
-    const double attn_s = 3.0 * attn_flops / d.gemm_flops(width);
+    const double attn_s =
+        costs != nullptr ? attn_micro_s * micro : 3.0 * attn_flops / d.gemm_flops(width);
     r.cp_comm_s = std::max(0.0, comm - attn_s);
+  }
+
+  // Expert parallel: per MoE layer and micro-batch the dispatch and combine
+  // all-to-alls forward and again backward (and the forward pair once more
+  // under full recompute), each moving this rank's routed rows x top-k x
+  // hidden, (ep-1)/ep of it to other ranks; not overlapped.
+  if (q.ep > 1 && m.moe.enabled()) {
+    int64_t moe_layers = 0;
+    for (int64_t l = 0; l < m.n_layers; ++l) moe_layers += m.moe.is_moe_layer(l) ? 1 : 0;
+    const double rows = static_cast<double>(q.micro_batch) * q.seq_len / q.cp /
+                        (q.sequence_parallel && q.tp > 1 ? q.tp : 1);
+    const double bytes = rows * m.moe.topk * m.hidden * elem_bytes;
+    const LinkCost& ep_link =
+        q.tp * q.cp * q.ep <= d.devices_per_node ? d.intra_node : d.inter_node;
+    const double a2a =
+        (q.ep - 1.0) / q.ep * bytes / ep_link.bytes_per_s + (q.ep - 1) * ep_link.alpha_s;
+    const double per_layer = q.recompute == Recompute::Full ? 6.0 : 4.0;
+    r.ep_comm_s = per_layer * a2a * static_cast<double>(moe_layers) / q.pp * micro;
   }
 
   // Pipeline: bubble and the boundary sends.
   const double stage_per_micro =
-      (r.compute_s + r.elementwise_s + r.tp_comm_s + r.cp_comm_s) / micro;
+      (r.compute_s + r.elementwise_s + r.tp_comm_s + r.cp_comm_s + r.ep_comm_s) / micro;
   const double v = q.schedule == pipeline::ScheduleKind::Interleaved ? q.virtual_stages : 1;
   if (q.pp > 1) {
     const double bubble_micro = q.schedule == pipeline::ScheduleKind::ZeroBubbleH1
@@ -78,26 +138,40 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
     r.pp_p2p_s = 2.0 * micro * v * (send / link.bytes_per_s + link.alpha_s);
   }
 
-  // Data-parallel gradient reduction over dp x cp (fp32 gradients).
+  // Data-parallel gradient reduction over dp x cp (fp32 gradients); routed
+  // experts' over expert-dp (dp / ep) instead.
   const MemoryBreakdown mem = estimate_memory(q);
   const double params_dev = static_cast<double>(mem.params_per_rank);
-  const int dp_cp = q.dp * q.cp;
+  const double expert_dev = static_cast<double>(mem.expert_params_per_rank);
+  const double dense_dev = params_dev - expert_dev;
+  const int dp_cp = q.dp * q.cp, edp = std::max(1, q.dp / q.ep);
   // Ranks are ordered tp fastest, then cp, dp, pp (docs/grid.md): a dp group
   // spans tp x cp x dp consecutive ranks, pp neighbours are that far apart.
   const bool dp_across = q.tp * q.cp * q.dp > d.devices_per_node;
   const LinkCost& dp_link = dp_across ? d.inter_node : d.intra_node;
-  r.dp_comm_s = ring_all_reduce_s(params_dev * 4.0, dp_cp, dp_link);
+  r.dp_comm_s = ring_all_reduce_s(dense_dev * 4.0, dp_cp, dp_link) +
+                ring_all_reduce_s(expert_dev * 4.0, edp, dp_link);
   if (q.zero >= 3) r.dp_comm_s *= 1.5;  // parameters gathered again for forward and backward
   const double backward_s = (r.compute_s + r.elementwise_s) * 2.0 / 3.0;
   r.dp_exposed_s = q.pp == 1 ? std::max(0.0, r.dp_comm_s - backward_s) : r.dp_comm_s;
 
   // Optimizer: fp32 master, two Adam moments and the gradient read, three
   // written, over the shard this rank updates.
-  const double shard = q.zero >= 1 ? params_dev / dp_cp : params_dev;
-  r.optimizer_s = shard * 28.0 / d.memory_bytes_per_s;
+  const double shard = q.zero >= 1 ? dense_dev / dp_cp + expert_dev / edp : params_dev;
+  r.optimizer_s =
+      costs != nullptr ? shard * costs->optimizer_s_per_param : shard * 28.0 / d.memory_bytes_per_s;
 
-  r.total_s = r.compute_s + r.elementwise_s + r.tp_comm_s + r.cp_comm_s + r.pp_bubble_s +
-              r.pp_p2p_s + r.dp_exposed_s + r.optimizer_s;
+  r.total_s = r.compute_s + r.elementwise_s + r.tp_comm_s + r.cp_comm_s + r.ep_comm_s +
+              r.pp_bubble_s + r.pp_p2p_s + r.dp_exposed_s + r.optimizer_s;
+  // Ranks sharing cores: the cores are work-conserving (waiting ranks yield,
+  // mpirun's yield_when_idle), so a step takes the longer of its critical
+  // path and all ranks' busy time over the cores; a pipeline bubble is idle
+  // time another rank's work fills.
+  if (shared > 1.0) {
+    const double busy = r.total_s - r.pp_bubble_s;
+    r.core_sharing_s = std::max(0.0, shared * busy - r.total_s);
+    r.total_s += r.core_sharing_s;
+  }
   r.hw_flops_per_device = hw_flops_dev / r.total_s;
   r.mfu = model_per_token * tokens / devices / r.total_s / d.peak_flops;
   r.tokens_per_s = tokens / r.total_s;

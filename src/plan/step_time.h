@@ -8,7 +8,8 @@
 // reduce-scatter + all-gather) are not overlapped; the pipeline adds the
 // schedule's bubble ((p-1)/v of a micro-batch's stage time) and its
 // point-to-point sends; context parallel's ring transfers count beyond
-// the attention time they overlap; the dp gradient reduction (fp32) overlaps the backward
+// the attention time they overlap; expert parallel's all-to-alls count in
+// full; the dp gradient reduction (fp32) overlaps the backward
 // pass only without pipelining (DDP buckets), and ZeRO-3 adds the parameter
 // all-gathers; the optimizer step streams its states over HBM. Where it is
 // wrong: docs/planner.md.
@@ -21,9 +22,13 @@ namespace parallm {
 struct StepTime {
   double compute_s = 0, elementwise_s = 0, tp_comm_s = 0, pp_bubble_s = 0, pp_p2p_s = 0;
   double cp_comm_s = 0;     // ring transfers attention does not hide
+  double ep_comm_s = 0;     // expert dispatch and combine all-to-alls
   double dp_comm_s = 0;     // the whole reduction
   double dp_exposed_s = 0;  // what the backward pass does not hide
   double optimizer_s = 0;
+  // Calibrated CPU profiles with more ranks than cores: what time-sharing
+  // the cores adds to the critical path (plan/step_time.cpp).
+  double core_sharing_s = 0;
   double total_s = 0;
   double hw_flops_per_device = 0;  // achieved, recomputation included (Megatron's TFLOP/s)
   double mfu = 0;                  // model FLOPs only, against the device's peak

@@ -14,3 +14,7 @@ set_tests_properties(cli.device_cuda PROPERTIES LABELS unit TIMEOUT 120)
 # `parallm train --qlora`: flag errors, TOML keys, resume bit-identical (label unit).
 add_test(NAME cli.qlora_train COMMAND ${CMAKE_CURRENT_LIST_DIR}/qlora_train.sh $<TARGET_FILE:parallm>)
 set_tests_properties(cli.qlora_train PROPERTIES LABELS unit TIMEOUT 300 ENVIRONMENT OMP_NUM_THREADS=1)
+# `parallm calibrate --quick` and `parallm plan --profile` on its output (docs/planner.md).
+add_test(NAME cli.calibrate_plan
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/calibrate_plan.sh $<TARGET_FILE:parallm>)
+set_tests_properties(cli.calibrate_plan PROPERTIES LABELS dist TIMEOUT 300)

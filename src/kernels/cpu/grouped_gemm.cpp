@@ -7,7 +7,8 @@
 // speed of the whole GEMM, bench/moe_gemm_bench.cpp), and keeping each
 // group's GEMM whole keeps the results independent of the thread count
 // (dnnl_sgemm gives the same bits at any thread count for one shape,
-// docs/gemm.md).
+// docs/gemm.md). The 16-bit variants run the groups in order, each on
+// LowpGemm with all threads (its cache is not thread-safe).
 #include "kernels/cpu/grouped_gemm.h"
 
 #include <vector>
@@ -69,6 +70,43 @@ void grouped_linear_forward_loop(float* out, const float* inp, const float* weig
     if (rows > 0)
       linear_forward<float>(out + r0 * OC, inp + r0 * IC, weight + g * OC * IC,
                             bias ? bias + g * OC : nullptr, rows, IC, OC);
+  }
+}
+
+void grouped_linear_forward_lowp(const LowpGemm& gemm, Allocator& scratch, float* out,
+                                 const uint16_t* inp, const uint16_t* weight, const float* bias,
+                                 const int64_t* offsets, int64_t groups, int64_t IC, int64_t OC) {
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t r0 = offsets[g], rows = offsets[g + 1] - r0;
+    if (rows == 0) continue;
+    float* o = out + r0 * OC;
+    gemm.gemm(false, true, rows, OC, IC, inp + r0 * IC, IC, weight + g * OC * IC, IC, 0.0f, o, OC,
+              scratch);
+    if (bias == nullptr) continue;
+    const float* b = bias + g * OC;
+    for (int64_t n = 0; n < rows; ++n)
+      for (int64_t j = 0; j < OC; ++j) o[n * OC + j] += b[j];
+  }
+}
+
+void grouped_linear_backward_lowp(const LowpGemm& gemm, Allocator& scratch, float* dinp,
+                                  float* dweight, float* dbias, const uint16_t* dout,
+                                  const float* dout_f32, const uint16_t* inp,
+                                  const uint16_t* weight, const int64_t* offsets, int64_t groups,
+                                  int64_t IC, int64_t OC) {
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t r0 = offsets[g], rows = offsets[g + 1] - r0;
+    if (rows == 0) continue;
+    const uint16_t* d = dout + r0 * OC;
+    if (dinp != nullptr)
+      gemm.gemm(false, false, rows, IC, OC, d, OC, weight + g * OC * IC, IC, 1.0f, dinp + r0 * IC,
+                IC, scratch);
+    if (dweight != nullptr)
+      gemm.gemm(true, false, OC, IC, rows, d, OC, inp + r0 * IC, IC, 1.0f, dweight + g * OC * IC,
+                IC, scratch);
+    if (dbias != nullptr)  // the fp32 kernel's fixed-order row sum
+      linear_backward<float>(nullptr, nullptr, dbias + g * OC, dout_f32 + r0 * OC, nullptr, nullptr,
+                             rows, IC, OC);
   }
 }
 

@@ -5,9 +5,13 @@
 // whole GEMM; groups with a large share of the rows run with all threads,
 // the others side by side in one parallel region, so many small or empty
 // groups do not serialise the work. Backward accumulates, like every kernel
-// here; results do not depend on the thread count.
+// here; results do not depend on the thread count. The 16-bit variants
+// (mixed precision) take operands already rounded to bf16/fp16 and run
+// each group's GEMM on cpu::LowpGemm, f32 out and f32 accumulation.
 #pragma once
 #include <cstdint>
+
+#include "kernels/cpu/gemm_bf16.h"
 
 namespace parallm::cpu {
 
@@ -25,5 +29,24 @@ void grouped_linear_backward(float* dinp, float* dweight, float* dbias, const fl
 void grouped_linear_forward_loop(float* out, const float* inp, const float* weight,
                                  const float* bias, const int64_t* offsets, int64_t groups,
                                  int64_t IC, int64_t OC);
+
+// Mixed precision (docs/mixed_precision.md, docs/moe.md): the same linears
+// with 16-bit inputs and weights (bits of gemm.type(), rounded by the
+// caller: an activation once per call, a weight once per step), f32 outputs,
+// biases and accumulation. The groups run one after another, each GEMM with
+// all threads: LowpGemm's primitive cache and the scratch allocator are not
+// shared across threads.
+// out (M, OC) = inp (M, IC) W_g^T + b_g.
+void grouped_linear_forward_lowp(const LowpGemm& gemm, Allocator& scratch, float* out,
+                                 const uint16_t* inp, const uint16_t* weight, const float* bias,
+                                 const int64_t* offsets, int64_t groups, int64_t IC, int64_t OC);
+// dinp (M, IC) += dout W_g; dweight_g += dout_g^T inp_g (dout, inp, weight
+// 16-bit); dbias_g += the f32 row sum of dout_f32 (as the fp32 kernel sums
+// it). dinp, dweight, dbias may each be null (inp may be null without dweight).
+void grouped_linear_backward_lowp(const LowpGemm& gemm, Allocator& scratch, float* dinp,
+                                  float* dweight, float* dbias, const uint16_t* dout,
+                                  const float* dout_f32, const uint16_t* inp,
+                                  const uint16_t* weight, const int64_t* offsets, int64_t groups,
+                                  int64_t IC, int64_t OC);
 
 }  // namespace parallm::cpu

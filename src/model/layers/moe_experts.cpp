@@ -1,10 +1,15 @@
-// Stacked experts as grouped linears (see moe_experts.h).
+// Stacked experts as grouped linears (see moe_experts.h). Under bf16/fp16
+// every GEMM operand is rounded to 16 bits as the dense MLP's are
+// (nn/matmul_precision.h): each stacked weight through its once-per-step
+// copy, each activation or gradient once per use here (an input shared by
+// two linears, SwiGLU's gate and up, once for both).
 #include "model/layers/moe_experts.h"
 
 #include <algorithm>
 
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/grouped_gemm.h"
+#include "nn/matmul_precision.h"
 
 namespace parallm {
 namespace {
@@ -12,6 +17,15 @@ namespace {
 // Saved rows: at least one, so an expert-less or token-less rank still
 // holds valid (unused) tensors.
 Shape rows_shape(int64_t M, int64_t width) { return {std::max<int64_t>(M, 1), width}; }
+
+// n f32 values rounded to the context's 16-bit type, in a workspace.
+Tensor rounded(const LayerContext& c, const float* x, int64_t n) {
+  const cpu::LowpType t = c.matmul->type();
+  Tensor r = Tensor::zeros(c.alloc, {std::max<int64_t>(n, 1)},
+                           t == cpu::LowpType::BF16 ? DType::BF16 : DType::F16, MemTag::Workspace);
+  cpu::round_to_lowp(r.half_bits(), x, n, t);
+  return r;
+}
 
 }  // namespace
 
@@ -64,10 +78,14 @@ MoeExperts::Saved MoeExperts::forward(const LayerContext& c, float* out, const f
   if (M > 0) std::copy(x, x + M * C_, s.x.data<float>());
   s.pre = c.activation(rows_shape(M, I_));
   s.act = c.activation(rows_shape(M, I_));
+  if (swiglu_) s.up = c.activation(rows_shape(M, I_));
+  if (c.matmul != nullptr) {
+    forward_lowp(c, out, x, offsets, s);
+    return s;
+  }
   cpu::grouped_linear_forward(s.pre.data<float>(), x, ps.value(w1_), bias(b1_), off, local_, C_,
                               I_);
   if (swiglu_) {
-    s.up = c.activation(rows_shape(M, I_));
     cpu::grouped_linear_forward(s.up.data<float>(), x, ps.value(w3_), nullptr, off, local_, C_, I_);
     cpu::swiglu_forward(s.act.data<float>(), s.pre.data<float>(), s.up.data<float>(), n);
   } else {
@@ -78,12 +96,38 @@ MoeExperts::Saved MoeExperts::forward(const LayerContext& c, float* out, const f
   return s;
 }
 
+void MoeExperts::forward_lowp(const LayerContext& c, float* out, const float* x,
+                              const std::vector<int64_t>& offsets, Saved& s) const {
+  const int64_t M = offsets[local_], n = M * I_;
+  const int64_t* off = offsets.data();
+  const ParameterSet& ps = c.params;
+  const cpu::LowpGemm& g = c.matmul->gemm();
+  auto bias = [&](ParamRef r) { return r.index >= 0 ? ps.value(r) : nullptr; };
+  auto weight = [&](ParamRef r) { return c.matmul->weight(ps, r); };
+  {
+    const Tensor x16 = rounded(c, x, M * C_);
+    cpu::grouped_linear_forward_lowp(g, c.alloc, s.pre.data<float>(), x16.half_bits(), weight(w1_),
+                                     bias(b1_), off, local_, C_, I_);
+    if (swiglu_)
+      cpu::grouped_linear_forward_lowp(g, c.alloc, s.up.data<float>(), x16.half_bits(), weight(w3_),
+                                       nullptr, off, local_, C_, I_);
+  }
+  if (swiglu_)
+    cpu::swiglu_forward(s.act.data<float>(), s.pre.data<float>(), s.up.data<float>(), n);
+  else
+    cpu::gelu_forward(s.act.data<float>(), s.pre.data<float>(), n);
+  const Tensor act16 = rounded(c, s.act.data<float>(), n);
+  cpu::grouped_linear_forward_lowp(g, c.alloc, out, act16.half_bits(), weight(w2_), bias(b2_), off,
+                                   local_, I_, C_);
+}
+
 void MoeExperts::backward(const LayerContext& c, float* dx, const float* dout, const Saved& s,
                           const std::vector<int64_t>& offsets) const {
   const int64_t M = offsets[local_], n = M * I_;
   const int64_t* off = offsets.data();
   const ParameterSet& ps = c.params;
   auto grad = [&](ParamRef r) { return r.index >= 0 ? ps.grad(r) : nullptr; };
+  if (c.matmul != nullptr) return backward_lowp(c, dx, dout, s, offsets);
   Tensor dact = c.workspace(rows_shape(M, I_));
   cpu::grouped_linear_backward(dact.data<float>(), ps.grad(w2_), grad(b2_), dout,
                                s.act.data<float>(), ps.value(w2_), off, local_, I_, C_);
@@ -99,6 +143,43 @@ void MoeExperts::backward(const LayerContext& c, float* dx, const float* dout, c
   }
   cpu::grouped_linear_backward(dx, ps.grad(w1_), grad(b1_), dpre.data<float>(), s.x.data<float>(),
                                ps.value(w1_), off, local_, C_, I_);
+}
+
+void MoeExperts::backward_lowp(const LayerContext& c, float* dx, const float* dout, const Saved& s,
+                               const std::vector<int64_t>& offsets) const {
+  const int64_t M = offsets[local_], n = M * I_;
+  const int64_t* off = offsets.data();
+  const ParameterSet& ps = c.params;
+  const cpu::LowpGemm& g = c.matmul->gemm();
+  auto grad = [&](ParamRef r) { return r.index >= 0 ? ps.grad(r) : nullptr; };
+  auto weight = [&](ParamRef r) { return c.matmul->weight(ps, r); };
+  Tensor dact = c.workspace(rows_shape(M, I_));
+  {
+    // Under fp16 a gradient beyond 65504 becomes Inf here, as in the dense
+    // layers, and the loss scaler sees it.
+    const Tensor dout16 = rounded(c, dout, M * C_);
+    const Tensor act16 = rounded(c, s.act.data<float>(), n);
+    cpu::grouped_linear_backward_lowp(g, c.alloc, dact.data<float>(), ps.grad(w2_), grad(b2_),
+                                      dout16.half_bits(), dout, act16.half_bits(), weight(w2_), off,
+                                      local_, I_, C_);
+  }
+  Tensor dpre = c.workspace(rows_shape(M, I_));
+  const Tensor x16 = rounded(c, s.x.data<float>(), M * C_);
+  if (swiglu_) {
+    Tensor dup = c.workspace(rows_shape(M, I_));
+    cpu::swiglu_backward(dpre.data<float>(), dup.data<float>(), dact.data<float>(),
+                         s.pre.data<float>(), s.up.data<float>(), n);
+    const Tensor dup16 = rounded(c, dup.data<float>(), n);
+    cpu::grouped_linear_backward_lowp(g, c.alloc, dx, ps.grad(w3_), nullptr, dup16.half_bits(),
+                                      dup.data<float>(), x16.half_bits(), weight(w3_), off, local_,
+                                      C_, I_);
+  } else {
+    cpu::gelu_backward(dpre.data<float>(), s.pre.data<float>(), dact.data<float>(), n);
+  }
+  const Tensor dpre16 = rounded(c, dpre.data<float>(), n);
+  cpu::grouped_linear_backward_lowp(g, c.alloc, dx, ps.grad(w1_), grad(b1_), dpre16.half_bits(),
+                                    dpre.data<float>(), x16.half_bits(), weight(w1_), off, local_,
+                                    C_, I_);
 }
 
 }  // namespace parallm

@@ -4,7 +4,10 @@
 // stored stacked so every weight is one parameter (E_local, out, in) whose
 // dimension 0 is the expert (ParamSpec::expert; split over ep). Rows come
 // expert-major (TokenDispatch) and every linear runs as one grouped GEMM
-// over all local experts (kernels/cpu/grouped_gemm.h). fp32 GEMMs only.
+// over all local experts (kernels/cpu/grouped_gemm.h). Under bf16/fp16
+// (LayerContext::matmul) the GEMMs take 16-bit operands as the dense MLP's
+// do: the weights' once-per-step copies, activations and gradients rounded
+// at the GEMM, f32 outputs and accumulation; saved rows stay f32.
 // Not split over tp (expert tp 1, moe.h): under sequence parallelism each
 // tp rank feeds its own tokens, so the gradients are partial over tp.
 #pragma once
@@ -39,6 +42,12 @@ class MoeExperts {
                 const std::vector<int64_t>& offsets) const;
 
  private:
+  // The bf16/fp16 paths (c.matmul set); s's tensors already allocated.
+  void forward_lowp(const LayerContext& c, float* out, const float* x,
+                    const std::vector<int64_t>& offsets, Saved& s) const;
+  void backward_lowp(const LayerContext& c, float* dx, const float* dout, const Saved& s,
+                     const std::vector<int64_t>& offsets) const;
+
   bool swiglu_ = false;
   int64_t local_ = 0, first_ = 0, C_ = 0, I_ = 0;
   ParamRef w1_, b1_, w3_, w2_, b2_;  // fc|gate, its bias, up (SwiGLU), proj|down, its bias

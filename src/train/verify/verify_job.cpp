@@ -33,13 +33,6 @@ struct WorkDir {
   }
 };
 
-std::vector<std::string> split_words(const std::string& s) {
-  std::istringstream in(s);
-  std::vector<std::string> out;
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
-
 // The `parallm train` command line both sides share.
 std::vector<std::string> train_args(const VerifyOptions& o, int64_t steps) {
   std::vector<std::string> a = {self_executable(), "train"};

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/child_process.h"
 #include "train/verify/layout_spec.h"
 
 namespace parallm {
@@ -22,8 +23,7 @@ struct VerifyOptions {
   std::string report_path;              // JSON verdict (empty: none)
   std::vector<std::string> train_args;  // more `parallm train` flags, for both runs
   std::string inject_fault;             // the layout run only (verify's own tests)
-  std::string mpirun =
-      "mpirun --oversubscribe --bind-to none --mca btl self,vader --mca mpi_yield_when_idle 1";
+  std::string mpirun = kLocalMpirun;
   int threads = 1;          // CPU threads per process
   bool keep_files = false;  // keep the temporary directory (its path is printed)
   bool locate = true;       // on divergence, find the first differing op

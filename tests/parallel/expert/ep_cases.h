@@ -3,7 +3,8 @@
 // probability, aux and z losses on) and the comparison of one layout's
 // trajectory against the one-process run: losses, gradient norms, both
 // balancing losses within 1e-5 relative, per-expert load and dropped
-// fraction equal, every parameter within 1e-5 relative. Also the run in
+// fraction equal, every parameter within 1e-5 relative (under pp: every
+// parameter of the rank's stage). Also the run in
 // which experts get no token (many experts, top-1, few tokens a step).
 #pragma once
 #include <fmt/format.h>
@@ -86,24 +87,33 @@ inline void expect_same_trajectory(const Case& c, const RunResult& ref, const Ru
   }
   EXPECT_EQ(dropped, c.capacity.has_value()) << what << ": drops happen exactly with capacity";
   ASSERT_EQ(got.params.size(), ref.params.size()) << what;
+  // Under pp a rank compares the parameters its stage holds (`held`); every
+  // element must be held by some stage of its pipeline.
+  EXPECT_EQ(got.unheld_by_pipeline, 0) << what << ": parameters no pipeline stage holds";
+  auto compared = [&](size_t i) { return got.held.empty() || got.held[i] != 0; };
   double ss = 0.0, dd = 0.0;
+  size_t n = 0;
   for (size_t i = 0; i < ref.params.size(); ++i) {
+    if (!compared(i)) continue;
+    ++n;
     ss += double(ref.params[i]) * ref.params[i];
     const double d = double(got.params[i]) - ref.params[i];
     dd += d * d;
   }
+  ASSERT_GT(n, 0u) << what << ": no parameter compared";
   EXPECT_LE(std::sqrt(dd / ss), 1e-5) << what << ": relative distance of the parameters";
-  const double floor = 1e-5 * std::sqrt(ss / ref.params.size());
+  const double floor = 1e-5 * std::sqrt(ss / n);
   size_t bad = 0, worst = 0;
   double worst_ratio = 0.0;
   for (size_t i = 0; i < ref.params.size(); ++i) {
+    if (!compared(i)) continue;
     const double tol = std::max(1e-5 * std::abs(ref.params[i]), floor);
     const double ratio = std::abs(double(got.params[i]) - ref.params[i]) / tol;
     if (ratio > 1.0) ++bad;
     if (ratio > worst_ratio) worst_ratio = ratio, worst = i;
   }
-  EXPECT_EQ(bad, 0u) << what << ": " << bad << " parameters differ; worst at " << worst << ": "
-                     << got.params[worst] << " vs " << ref.params[worst];
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << n << " parameters differ; worst at "
+                     << worst << ": " << got.params[worst] << " vs " << ref.params[worst];
 }
 
 }  // namespace parallm::ep_test

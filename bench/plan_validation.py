@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""The step-time model against measured runs on this machine (docs/planner.md,
+"Validation"). Calibrates the machine (`parallm calibrate`, unless --profile
+is given), then for each layout below asks `parallm plan --fixed ...` for its
+predicted step time and the `parallm train` command line, runs that command
+(OMP_NUM_THREADS = cores / ranks, at least 1) on bench/plan/validation.toml,
+and takes the median step time after the warm-up steps. Also measures the
+planner's own first choice for each rank count. Prints a table, the median
+absolute error, whether the planner's choice is among the two fastest
+measured layouts of its rank count, and writes everything as JSON.
+
+usage: bench/plan_validation.py [--build build] [--profile P.json]
+         [--steps 6] [--warmup 2] [--out results.json] [--only N,N]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIGS = {"dense": os.path.join(ROOT, "bench", "plan", "validation.toml"),
+           "moe": os.path.join(ROOT, "bench", "plan", "validation_moe.toml")}
+SEQ, BATCH = 256, 16
+MPIRUN = ["mpirun", "--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader",
+          "--mca", "mpi_yield_when_idle", "1"]
+
+# (model, ranks, --fixed keys): every key fixed, so the planner returns one layout.
+BASE = "cp=1 tp=1 pp=1 dp=1 ep=1 zero=0 recompute=none sp=0"
+LAYOUTS = [
+    ("dense", 1, "mb=4"),
+    ("dense", 1, "mb=16"),
+    ("dense", 1, "mb=4 recompute=full"),
+    ("dense", 2, "dp=2 mb=4"),
+    ("dense", 2, "dp=2 mb=4 zero=1"),
+    ("dense", 2, "dp=2 mb=4 zero=3"),
+    ("dense", 2, "tp=2 mb=4 sp=1"),
+    ("dense", 2, "tp=2 mb=4"),
+    ("dense", 2, "pp=2 mb=2 schedule=1f1b"),
+    ("dense", 2, "pp=2 mb=2 schedule=interleaved v=2"),
+    ("dense", 2, "pp=2 mb=2 schedule=zb"),
+    ("dense", 2, "cp=2 mb=4"),
+    ("dense", 4, "dp=2 tp=2 mb=4 sp=1"),
+    ("dense", 4, "pp=2 dp=2 mb=2 schedule=1f1b"),
+    ("dense", 4, "tp=2 pp=2 mb=2 sp=1 schedule=1f1b"),
+    ("dense", 8, "dp=2 tp=2 pp=2 mb=2 sp=1 schedule=1f1b"),
+    ("moe", 1, "mb=4"),
+    ("moe", 2, "dp=2 mb=4"),
+    ("moe", 2, "dp=2 ep=2 mb=4"),
+    ("moe", 4, "dp=4 ep=4 mb=4 zero=1"),
+]
+
+
+def fixed_items(spec):
+    keys = dict(kv.split("=") for kv in BASE.split())
+    keys.update(dict(kv.split("=") for kv in spec.split()))
+    return [f"{k}={v}" for k, v in keys.items()]
+
+
+def plan(exe, profile, model, ranks, fixed, work):
+    out = os.path.join(work, "plan.json")
+    cmd = [exe, "plan", "--model", CONFIGS[model], "--devices", str(ranks), "--profile", profile,
+           "--seq-len", str(SEQ), "--global-batch-size", str(BATCH), "--top", "1",
+           "--json", out]
+    if fixed:
+        cmd += ["--fixed"] + fixed
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    with open(out) as f:
+        best = json.load(f)["best"]
+    if not best:
+        sys.exit(f"plan found no layout for {ranks} ranks, --fixed {' '.join(fixed)}")
+    return best[0]
+
+
+def measure(exe, cand, ranks, cores, steps, warmup, work):
+    words = cand["command"].split()
+    train = words[words.index("train") + 1:]  # after "mpirun -np N parallm train"
+    metrics = os.path.join(work, "metrics.jsonl")
+    if os.path.exists(metrics):
+        os.remove(metrics)
+    cmd = MPIRUN + ["-np", str(ranks), exe, "train"] + train + [
+        "--steps", str(steps), "--metrics", metrics]
+    env = dict(os.environ, OMP_NUM_THREADS=str(max(1, cores // ranks)),
+               OPENBLAS_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    r = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+    with open(metrics) as f:
+        ms = [json.loads(line)["step_ms"] for line in f]
+    return statistics.median(ms[warmup:]) / 1e3, ms
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--profile")
+    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--out", default="plan_validation.json")
+    ap.add_argument("--only", help="comma-separated rank counts")
+    ap.add_argument("--models", default="dense,moe", help="dense, moe or both")
+    a = ap.parse_args()
+    exe = os.path.abspath(os.path.join(a.build, "parallm"))
+    cores = os.cpu_count()
+    work = tempfile.mkdtemp(prefix="parallm-plan-validation-")
+    profile = a.profile
+    if not profile:
+        profile = os.path.join(work, "profile.json")
+        subprocess.run([exe, "calibrate", "--out", profile], check=True)
+    only = {int(x) for x in a.only.split(",")} if a.only else None
+    rows = []
+    for model, ranks in sorted({(m, r) for m, r, _ in LAYOUTS}):
+        if (only and ranks not in only) or model not in a.models.split(","):
+            continue
+        specs = [fixed_items(s) for m, r, s in LAYOUTS if (m, r) == (model, ranks)]
+        choice = plan(exe, profile, model, ranks, [], work)
+        cands = [plan(exe, profile, model, ranks, f, work) for f in specs]
+        if choice["layout"] not in [c["layout"] for c in cands]:
+            cands.append(choice)
+        for c in cands:
+            measured, all_ms = measure(exe, c, ranks, cores, a.steps, a.warmup, work)
+            err = (c["step_s"] - measured) / measured
+            row = {"model": model, "ranks": ranks, "layout": c["layout"], "predicted_s": c["step_s"],
+                   "measured_s": measured, "error": err, "step_ms": all_ms,
+                   "planner_choice": c["layout"] == choice["layout"], "breakdown": {
+                       k: c[k] for k in ("compute_s", "elementwise_s", "tp_comm_s", "cp_comm_s",
+                                         "ep_comm_s",
+                                         "pp_bubble_s", "pp_p2p_s", "dp_exposed_s",
+                                         "optimizer_s", "core_sharing_s")}}
+            rows.append(row)
+            print(f"{model:<5} {ranks}  {c['layout']:<52} predicted {c['step_s']:7.3f} s  measured "
+                  f"{measured:7.3f} s  error {100 * err:+6.1f}%"
+                  f"{'  <- planner' if row['planner_choice'] else ''}", flush=True)
+    errs = [abs(r["error"]) for r in rows]
+    verdicts = {}
+    for model, ranks in sorted({(r["model"], r["ranks"]) for r in rows}):
+        group = sorted((r for r in rows if (r["model"], r["ranks"]) == (model, ranks)),
+                       key=lambda r: r["measured_s"])
+        pos = [i for i, r in enumerate(group) if r["planner_choice"]]
+        verdicts[f"{model} {ranks}"] = {"layouts": len(group),
+                                        "planner_rank": pos[0] + 1 if pos else None,
+                                        "fastest": group[0]["layout"]}
+    summary = {"cpu": cpu_name(), "cores": cores, "profile": profile, "rows": rows,
+               "median_abs_error": statistics.median(errs), "max_abs_error": max(errs),
+               "planner": verdicts}
+    with open(a.out, "w") as f:
+        json.dump(summary, f, indent=1)
+    print("\n| model | ranks | layout | predicted s | measured s | error |\n|---|---|---|---|---|---|")
+    for r in rows:
+        mark = " (planner's choice)" if r["planner_choice"] else ""
+        print(f"| {r['model']} | {r['ranks']} | {r['layout']}{mark} | {r['predicted_s']:.2f} | "
+              f"{r['measured_s']:.2f} | {100 * r['error']:+.0f}% |")
+    print(f"\n{len(rows)} layouts on {summary['cpu']} ({cores} cores): median |error| "
+          f"{100 * summary['median_abs_error']:.1f}%, max {100 * summary['max_abs_error']:.1f}%")
+    for key, v in verdicts.items():
+        print(f"{key} ranks: planner's choice is #{v['planner_rank']} of {v['layouts']} measured "
+              f"(fastest: {v['fastest']})")
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown cpu"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+#include "plan/stage_work.h"
+
+#include <algorithm>
+
+namespace parallm {
+
+namespace {
+
+void add_linear(std::vector<LinearWork>& v, int64_t rows, int64_t in, int64_t out, double calls) {
+  for (LinearWork& w : v)
+    if (w.rows == rows && w.in == in && w.out == out) {
+      w.calls += calls;
+      return;
+    }
+  v.push_back({rows, in, out, calls});
+}
+
+// One transformer block on this rank, `count` times.
+void add_blocks(StageWork& w, const MemoryQuery& q, int64_t first_layer, int64_t count) {
+  const ModelConfig& m = q.model;
+  const int64_t tp = q.tp, C = m.hidden;
+  const int64_t n = q.micro_batch * q.seq_len / q.cp;  // rows of the linears
+  const bool sp = q.sequence_parallel && tp > 1;
+  const double rows_sp = sp ? static_cast<double>(n) / tp : static_cast<double>(n);
+  const int64_t heads = m.n_heads / tp;
+  // key/value heads replicated when there are fewer than tp of them
+  const int64_t kv_heads = std::max<int64_t>(1, m.n_kv_heads / tp);
+  const double layers = static_cast<double>(count);
+  const bool full = q.recompute == Recompute::Full;
+
+  std::vector<LinearWork> lin;
+  add_linear(lin, n, C, heads * m.head_dim, layers);
+  add_linear(lin, n, C, kv_heads * m.head_dim, 2 * layers);
+  add_linear(lin, n, heads * m.head_dim, C, layers);
+  std::map<std::string, double> el;
+  const std::string norm_kind = m.uses_layernorm() ? "layernorm" : "rmsnorm";
+  el[norm_kind] += 2 * rows_sp * C * layers;
+  el["add"] += 2 * rows_sp * C * layers;
+  if (!m.uses_learned_positions())
+    el["rope"] += static_cast<double>(n) * (heads + kv_heads) * m.head_dim * layers;
+
+  // MLP or experts, layer by layer (MoE layers follow the model's pattern).
+  const std::string act = m.uses_swiglu() ? "swiglu" : "gelu";
+  const double mats = m.uses_swiglu() ? 2.0 : 1.0;  // gate + up, or fc
+  for (int64_t l = first_layer; l < first_layer + count; ++l) {
+    if (m.moe.enabled() && m.moe.is_moe_layer(l)) {
+      // Experts are not tp-split: each tp rank routes its own rows (1/tp of
+      // them under sp, all without); an ep rank receives its tokens' top-k
+      // assignments from the ep group, spread over its E / ep experts.
+      const int64_t F = m.moe.expert_intermediate(m.intermediate);
+      const int64_t local = m.moe.num_experts / q.ep;
+      const auto moe_rows = static_cast<int64_t>(rows_sp);
+      const int64_t rows = std::max<int64_t>(1, moe_rows * m.moe.topk / local);
+      add_linear(lin, moe_rows, C, m.moe.num_experts, 1);  // router
+      add_linear(lin, rows, C, F, mats * local);
+      add_linear(lin, rows, F, C, local);
+      el[act] += static_cast<double>(moe_rows) * m.moe.topk * F;
+      if (m.moe.shared_intermediate > 0) {  // the shared expert is tp-split like an MLP
+        const int64_t S = m.moe.shared_intermediate / tp;
+        add_linear(lin, n, C, S, mats);
+        add_linear(lin, n, S, C, 1);
+        el[act] += static_cast<double>(n) * S;
+      }
+      w.moe_layers += 1;
+      w.moe_rows = moe_rows;
+      continue;
+    }
+    const int64_t F = m.intermediate / tp;
+    add_linear(lin, n, C, F, mats);
+    add_linear(lin, n, F, C, 1);
+    el[act] += static_cast<double>(n) * F;
+  }
+  for (const LinearWork& l : lin) {
+    add_linear(w.linears, l.rows, l.in, l.out, l.calls);
+    if (full) add_linear(w.recomputed, l.rows, l.in, l.out, l.calls);
+  }
+  // Causal pairs of a sequence, split evenly over cp by the load-balanced chunks.
+  const double pairs = static_cast<double>(q.seq_len) * (q.seq_len + 1) / 2.0 / q.cp;
+  const double units = static_cast<double>(q.micro_batch) * heads * pairs * m.head_dim * layers;
+  w.attn_units += units;
+  w.attn_seq = q.seq_len / q.cp;
+  if (full) w.attn_units_recomputed += units;
+  for (const auto& [k, v] : el) {
+    w.elements[k] += v;
+    // full: the whole block forward again; parallm's selective mode
+    // recomputes the norm outputs and the activation (docs/recompute.md).
+    const bool selective_kind = k == norm_kind || k == act;
+    if (full || (q.recompute == Recompute::Selective && selective_kind))
+      w.elements_recomputed[k] += v;
+  }
+}
+
+}  // namespace
+
+std::vector<StageWork> end_stage_works(const MemoryQuery& q) {
+  const ModelConfig& m = q.model;
+  const int64_t n = q.micro_batch * q.seq_len / q.cp;
+  const bool sp = q.sequence_parallel && q.tp > 1;
+  const double rows_sp = sp ? static_cast<double>(n) / q.tp : static_cast<double>(n);
+  const int64_t vocab_rows = (m.vocab_size + q.tp - 1) / q.tp;
+  const int64_t per_stage = m.n_layers / q.pp;
+
+  StageWork first, last;
+  add_blocks(first, q, 0, per_stage);
+  first.elements["embedding"] += rows_sp * m.hidden;
+  StageWork& tail = q.pp == 1 ? first : last;
+  if (q.pp > 1) add_blocks(last, q, m.n_layers - per_stage, per_stage);
+  tail.elements[m.uses_layernorm() ? "layernorm" : "rmsnorm"] += rows_sp * m.hidden;
+  add_linear(tail.linears, n, m.hidden, vocab_rows, 1);
+  tail.elements["cross_entropy"] += static_cast<double>(n) * vocab_rows;
+  if (q.pp == 1) return {first};
+  return {first, last};
+}
+
+StageSeconds price_stage(const StageWork& w, const OpCosts& c) {
+  StageSeconds s;
+  for (const LinearWork& l : w.linears)
+    s.matmul_s +=
+        l.calls * (c.linear_fwd_s(l.rows, l.in, l.out) + c.linear_bwd_s(l.rows, l.in, l.out));
+  for (const LinearWork& l : w.recomputed)
+    s.matmul_s += l.calls * c.linear_fwd_s(l.rows, l.in, l.out);
+  s.matmul_s += c.attention_s(Pass::Forward, w.attn_units + w.attn_units_recomputed, w.attn_seq) +
+                c.attention_s(Pass::Backward, w.attn_units, w.attn_seq);
+  for (const auto& [k, n] : w.elements)
+    s.elementwise_s += c.elementwise_s(Pass::Forward, k, n) + c.elementwise_s(Pass::Backward, k, n);
+  for (const auto& [k, n] : w.elements_recomputed)
+    s.elementwise_s += c.elementwise_s(Pass::Forward, k, n);
+  return s;
+}
+
+}  // namespace parallm

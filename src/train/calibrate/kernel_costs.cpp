@@ -1,0 +1,233 @@
+#include "train/calibrate/kernel_costs.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <thread>
+
+#include "kernels/cpu/activation.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/cross_entropy.h"
+#include "kernels/cpu/embedding.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/norm.h"
+#include "kernels/cpu/optimizer.h"
+#include "kernels/cpu/rope.h"
+#include "kernels/cpu/threads.h"
+
+namespace parallm {
+
+namespace {
+
+// Fastest seconds per call over k.rounds rounds of at least k.round_s each
+// (one untimed call first: first-touch pages and BLAS set-up).
+double seconds_per_call(const KernelCalibration& k, const std::function<void()>& f) {
+  using Clock = std::chrono::steady_clock;
+  f();
+  double best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < k.rounds; ++r) {
+    int64_t calls = 0;
+    const auto t0 = Clock::now();
+    double elapsed = 0;
+    do {
+      f();
+      ++calls;
+      elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+    } while (elapsed < k.round_s);
+    best = std::min(best, elapsed / static_cast<double>(calls));
+  }
+  return best;
+}
+
+std::vector<float> filled(int64_t n, float scale = 0.5f) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = scale * static_cast<float>((i * 7919) % 1009) / 1009.f;
+  return v;
+}
+
+void measure_linears(const KernelCalibration& k, OpCosts& c) {
+  c.rows = k.rows, c.ins = k.widths, c.outs = k.widths;
+  for (int64_t n : c.rows)
+    for (int64_t in : c.ins)
+      for (int64_t out : c.outs) {
+        auto x = filled(n * in), w = filled(out * in), y = filled(n * out), dy = filled(n * out);
+        auto dx = filled(n * in), dw = filled(out * in);
+        c.fwd_s.push_back(seconds_per_call(k, [&] {
+          cpu::linear_forward<float>(y.data(), x.data(), w.data(), nullptr, n, in, out);
+        }));
+        c.bwd_s.push_back(seconds_per_call(k, [&] {
+          cpu::linear_backward<float>(dx.data(), dw.data(), nullptr, dy.data(), x.data(), w.data(),
+                                      n, in, out);
+        }));
+      }
+}
+
+// Grouped-query heads as the LLaMA presets have them (2 query heads per
+// key/value head), head dim 64; enough rows that a call is not all overhead.
+void measure_attention(const KernelCalibration& k, OpCosts& c) {
+  for (int64_t t : k.attn_seq) {
+    cpu::AttnDims d{
+        .B = std::max<int64_t>(1, 2048 / t), .Tq = t, .Tk = t, .Hq = 4, .Hkv = 2, .D = 64};
+    const int64_t q_n = d.B * t * d.Hq * d.D, kv_n = d.B * t * d.Hkv * d.D;
+    auto q = filled(q_n), kk = filled(kv_n), v = filled(kv_n), out = filled(q_n),
+         lse = filled(d.B * d.Hq * t), dout = filled(q_n), dq = filled(q_n), dk = filled(kv_n),
+         dv = filled(kv_n);
+    const double scale = 0.125;
+    const double units = static_cast<double>(d.B) * d.Hq * t * (t + 1) / 2.0 * d.D;
+    c.attn_seq.push_back(t);
+    c.attn_fwd_s.push_back(seconds_per_call(k,
+                                            [&] {
+                                              cpu::attention_forward<float>(out.data(), lse.data(),
+                                                                            q.data(), kk.data(),
+                                                                            v.data(), d, scale);
+                                            }) /
+                           units);
+    c.attn_bwd_s.push_back(seconds_per_call(k,
+                                            [&] {
+                                              cpu::attention_backward<float>(
+                                                  dq.data(), dk.data(), dv.data(), dout.data(),
+                                                  q.data(), kk.data(), v.data(), out.data(),
+                                                  lse.data(), d, scale);
+                                            }) /
+                           units);
+  }
+}
+
+// Per element, on 2^20-element tensors (rows of 512 where a kernel has rows).
+void measure_elementwise(const KernelCalibration& k, OpCosts& c) {
+  constexpr int64_t kN = int64_t{1} << 20, kC = 512, kRows = kN / kC;
+  auto x = filled(kN), y = filled(kN), z = filled(kN), dy = filled(kN), dx = filled(kN),
+       dz = filled(kN), w = filled(kC), dw = filled(kC), b = filled(kC), db = filled(kC),
+       mean = filled(kRows), rstd = filled(kRows);
+  auto per = [&](const std::function<void()>& f) { return seconds_per_call(k, f) / kN; };
+  auto record = [&](const char* kind, double fwd, double bwd) {
+    c.elem_fwd_s[kind] = fwd;
+    c.elem_bwd_s[kind] = bwd;
+  };
+  record("rmsnorm", per([&] {
+           cpu::rmsnorm_forward<float>(y.data(), rstd.data(), x.data(), w.data(), kRows, kC, 1e-6);
+         }),
+         per([&] {
+           cpu::rmsnorm_backward<float>(dx.data(), dw.data(), dy.data(), x.data(), w.data(),
+                                        rstd.data(), kRows, kC);
+         }));
+  record("layernorm", per([&] {
+           cpu::layernorm_forward<float>(y.data(), mean.data(), rstd.data(), x.data(), w.data(),
+                                         b.data(), kRows, kC, 1e-5);
+         }),
+         per([&] {
+           cpu::layernorm_backward<float>(dx.data(), dw.data(), db.data(), dy.data(), x.data(),
+                                          w.data(), mean.data(), rstd.data(), kRows, kC);
+         }));
+  record("swiglu", per([&] { cpu::swiglu_forward<float>(y.data(), x.data(), z.data(), kN); }),
+         per([&] {
+           cpu::swiglu_backward<float>(dx.data(), dz.data(), dy.data(), x.data(), z.data(), kN);
+         }));
+  record("gelu", per([&] { cpu::gelu_forward<float>(y.data(), x.data(), kN); }),
+         per([&] { cpu::gelu_backward<float>(dx.data(), x.data(), dy.data(), kN); }));
+  record("add", per([&] { cpu::add_inplace<float>(y.data(), x.data(), kN); }),
+         per([&] { cpu::add_inplace<float>(dx.data(), dy.data(), kN); }));
+  {  // rope on (1, T, 8 heads, 64)
+    const int64_t H = 8, D = 64, T = kN / (H * D);
+    std::vector<int64_t> pos(static_cast<size_t>(T));
+    std::iota(pos.begin(), pos.end(), 0);
+    record("rope", per([&] { cpu::rope_forward<float>(x.data(), pos.data(), 1, T, H, D, 1e4); }),
+           per([&] { cpu::rope_backward<float>(dx.data(), pos.data(), 1, T, H, D, 1e4); }));
+  }
+  {  // the loss over (rows, 1024) logits: max, sum of exponentials, target; gradient
+    constexpr int64_t kV = 1024, kR = kN / kV;
+    std::vector<int32_t> tgt(static_cast<size_t>(kR));
+    for (size_t i = 0; i < tgt.size(); ++i) tgt[i] = static_cast<int32_t>((i * 31) % kV);
+    auto mx = filled(kR), se = filled(kR), tl = filled(kR), scale = filled(kR, 1.f);
+    record("cross_entropy", per([&] {
+             cpu::ce_row_max<float>(mx.data(), x.data(), kR, kV);
+             cpu::ce_row_sumexp<float>(se.data(), x.data(), mx.data(), kR, kV);
+             cpu::ce_target_logit<float>(tl.data(), x.data(), tgt.data(), kR, kV, 0);
+           }),
+           per([&] {
+             std::memcpy(y.data(), x.data(), kN * sizeof(float));  // the gradient is in place
+             cpu::ce_softmax_grad_inplace<float>(y.data(), mx.data(), tgt.data(), scale.data(), kR,
+                                                 kV, 0);
+           }));
+  }
+  {  // lookups of 2048 tokens of a (512, kC) table
+    constexpr int64_t kTok = kN / kC, kVocab = 512;
+    std::vector<int32_t> tok(static_cast<size_t>(kTok));
+    for (size_t i = 0; i < tok.size(); ++i) tok[i] = static_cast<int32_t>((i * 37) % kVocab);
+    auto table = filled(kVocab * kC), dtable = filled(kVocab * kC);
+    record("embedding", per([&] {
+             cpu::embedding_forward<float>(y.data(), tok.data(), table.data(), kTok, kC, 0, kVocab,
+                                           false);
+           }),
+           per([&] {
+             cpu::embedding_backward<float>(dtable.data(), tok.data(), dy.data(), kTok, kC, 0,
+                                            kVocab);
+           }));
+  }
+}
+
+// What a step does per parameter after the backward: the gradient's sum of
+// squares (clipping's norm), the AdamW update and zeroing the gradient.
+void measure_optimizer_and_copy(const KernelCalibration& k, OpCosts& c) {
+  constexpr int64_t kP = int64_t{1} << 22;
+  auto p = filled(kP), g = filled(kP, 1e-3f), m = filled(kP, 0.f), v = filled(kP, 0.f),
+       next_g = filled(kP);
+  const cpu::AdamWParams h{.lr = 1e-4, .weight_decay = 0.1};
+  c.optimizer_s_per_param =
+      seconds_per_call(k,
+                       [&] {
+                         volatile double s = cpu::sum_squares(g.data(), kP);
+                         (void)s;
+                         cpu::adamw_step(p.data(), g.data(), m.data(), v.data(), kP, h);
+                         std::memset(next_g.data(), 0, kP * sizeof(float));
+                       }) /
+      kP;
+  std::vector<char> a(size_t{64} << 20, 1), b(a.size());
+  c.copy_bytes_per_s = static_cast<double>(a.size()) /
+                       seconds_per_call(k, [&] { std::memcpy(b.data(), a.data(), a.size()); });
+}
+
+// Threads running single-threaded GEMMs until destroyed.
+class BusyCores {
+ public:
+  explicit BusyCores(int n) {
+    for (int i = 0; i < n; ++i)
+      threads_.emplace_back([this] {
+        cpu::set_num_threads(1);
+        constexpr int64_t kN = 512, kC = 512;
+        auto x = filled(kN * kC), w = filled(kC * kC), y = filled(kN * kC);
+        while (!stop_.load(std::memory_order_relaxed))
+          cpu::linear_forward<float>(y.data(), x.data(), w.data(), nullptr, kN, kC, kC);
+      });
+  }
+  ~BusyCores() {
+    stop_ = true;
+    for (std::thread& t : threads_) t.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace
+
+OpCosts measure_kernel_costs(int threads, int busy_cores, const KernelCalibration& k) {
+  cpu::set_num_threads(threads);
+  const BusyCores busy(busy_cores);
+  OpCosts c;
+  c.threads = cpu::num_threads();
+  measure_linears(k, c);
+  measure_attention(k, c);
+  measure_elementwise(k, c);
+  measure_optimizer_and_copy(k, c);
+  c.validate("calibration");
+  return c;
+}
+
+}  // namespace parallm

@@ -1,0 +1,48 @@
+#!/bin/bash
+# `parallm calibrate` (a small grid) writes a profile that `parallm plan`
+# reads: the kernels at 1 and all cores' threads, the all-reduce link fitted
+# from a 2-rank sweep; plan ranks llama-tiny's layouts on 2 ranks of this
+# machine and writes them as JSON. A profile with measured ops but no core
+# count is refused with a message naming the file.
+# usage: calibrate_plan.sh PARALLM
+set -euo pipefail
+exe=$1
+root=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+"$exe" calibrate --quick --out prof.json > cal.log
+cat cal.log
+"$exe" plan --model "$root/configs/llama-tiny.toml" --devices 2 --profile prof.json \
+  --seq-len 128 --global-batch-size 16 --top 3 --json plan.json > plan.log
+cat plan.log
+/usr/bin/python3 - <<'PY'
+import json, os
+p = json.load(open("prof.json"))
+cores = os.cpu_count()
+threads = sorted({o["threads"] for o in p["ops"]})
+assert threads == sorted({1, cores}), (threads, cores)
+assert p["cores"] == cores and p["precision"] == "fp32", p
+assert p["intra_node"]["bytes_per_s"] > 0 and p["intra_node"]["alpha_s"] >= 0, p["intra_node"]
+for o in p["ops"]:
+    assert len(o["linear"]["fwd_s"]) == 2 * 2 * 2 and min(o["linear"]["fwd_s"]) > 0
+plan = json.load(open("plan.json"))
+best = plan["best"]
+assert 1 <= len(best) <= 3 and plan["fit"] >= len(best), plan
+assert all(b["step_s"] > 0 and b["compute_s"] > 0 for b in best), best
+assert [b["step_s"] for b in best] == sorted(b["step_s"] for b in best)
+assert all(b["tp"] * b["pp"] * b["dp"] * b["cp"] == 2 for b in best)
+assert "--config" in best[0]["command"] and "--precision fp32" in best[0]["command"], best[0]
+# a profile with ops and no core count
+del p["cores"]
+json.dump(p, open("bad.json", "w"))
+print("profile and plan ok")
+PY
+if "$exe" plan --model "$root/configs/llama-tiny.toml" --devices 2 --profile bad.json \
+  --seq-len 128 --global-batch-size 16 > bad.log 2>&1; then
+  echo "a profile without cores was accepted"; exit 1
+fi
+msg=$(cat bad.log)
+[[ "$msg" == *"bad.json: a profile with measured 'ops' needs 'cores'"* ]] || { echo "$msg"; exit 1; }
+echo "ok"

@@ -1,0 +1,213 @@
+// Calibrated kernel costs: the grid returns the measured times at its
+// points and interpolates the rate between them, clamped beyond the edges;
+// a profile round-trips through JSON; the per-rank work of a layout adds up
+// to the model's 6N FLOPs; and the calibrated step time prices ranks that
+// share cores.
+#include "plan/op_costs.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+
+#include "base/error.h"
+#include "model/model_catalog.h"
+#include "plan/device_profile.h"
+#include "plan/flops.h"
+#include "plan/stage_work.h"
+#include "plan/step_time.h"
+
+namespace parallm {
+namespace {
+
+// A grid whose forward rate is 1e9 * log2(rows) FLOP/s (backward half of
+// that), every element-wise kind 1 ns forward and 2 ns backward.
+OpCosts synthetic_costs(int threads = 1) {
+  OpCosts c;
+  c.threads = threads;
+  c.rows = {64, 256, 1024};
+  c.ins = {32, 128};
+  c.outs = {32, 128};
+  for (int64_t r : c.rows)
+    for (int64_t in : c.ins)
+      for (int64_t out : c.outs) {
+        const double rate = 1e9 * std::log2(static_cast<double>(r)) * threads;
+        c.fwd_s.push_back(2.0 * r * in * out / rate);
+        c.bwd_s.push_back(4.0 * r * in * out / (rate / 2));
+      }
+  c.attn_seq = {128, 512};
+  c.attn_fwd_s = {1e-9 / threads, 2e-9 / threads};
+  c.attn_bwd_s = {3e-9 / threads, 6e-9 / threads};
+  for (const char* k :
+       {"rmsnorm", "layernorm", "swiglu", "gelu", "rope", "add", "cross_entropy", "embedding"}) {
+    c.elem_fwd_s[k] = 1e-9 / threads;
+    c.elem_bwd_s[k] = 2e-9 / threads;
+  }
+  c.optimizer_s_per_param = 3e-9 / threads;
+  c.copy_bytes_per_s = 5e9;
+  return c;
+}
+
+TEST(OpCosts, GridPointsAreTheMeasuredTimes) {
+  const OpCosts c = synthetic_costs();
+  // (equal up to the rounding of the rate's log and exp)
+  const double fwd = c.fwd_s[(1 * 2 + 0) * 2 + 1], bwd = c.bwd_s[(2 * 2 + 1) * 2 + 0];
+  EXPECT_NEAR(c.linear_fwd_s(256, 32, 128), fwd, 1e-12 * fwd);
+  EXPECT_NEAR(c.linear_bwd_s(1024, 128, 32), bwd, 1e-12 * bwd);
+}
+
+TEST(OpCosts, InterpolatesTheRateInLog2AndClampsAtTheEdges) {
+  const OpCosts c = synthetic_costs();
+  // Halfway (in log2) between rows 64 and 256: the rate's log is the mean of
+  // log(6e9) and log(8e9).
+  const double rate = std::exp((std::log(6e9) + std::log(8e9)) / 2);
+  EXPECT_NEAR(c.linear_fwd_s(128, 32, 32), 2.0 * 128 * 32 * 32 / rate, 1e-15);
+  // Beyond the grid the edge's rate holds: time grows with the FLOPs.
+  EXPECT_NEAR(c.linear_fwd_s(4096, 512, 32), 2.0 * 4096 * 512 * 32 / 10e9, 1e-12);
+  EXPECT_NEAR(c.linear_fwd_s(8, 32, 32), 2.0 * 8 * 32 * 32 / 6e9, 1e-15);
+  EXPECT_EQ(c.linear_fwd_s(0, 32, 32), 0.0);
+  // Attention: per-unit time interpolated between lengths, clamped beyond.
+  EXPECT_NEAR(c.attention_s(Pass::Forward, 1e6, 256), 1e6 * std::sqrt(2.0) * 1e-9, 1e-12);
+  EXPECT_NEAR(c.attention_s(Pass::Backward, 1e6, 4096), 1e6 * 6e-9, 1e-12);
+  EXPECT_DOUBLE_EQ(c.elementwise_s(Pass::Backward, "rope", 1e6), 2e-3);
+  EXPECT_THROW(c.elementwise_s(Pass::Forward, "softmax", 1), Error);
+}
+
+TEST(OpCosts, JsonRoundTripAndClearErrors) {
+  const OpCosts c = synthetic_costs(2);
+  const OpCosts back = op_costs_from_json(op_costs_to_json(c), "test");
+  EXPECT_EQ(back.threads, 2);
+  EXPECT_EQ(back.fwd_s, c.fwd_s);
+  EXPECT_EQ(back.elem_bwd_s, c.elem_bwd_s);
+  nlohmann::json j = op_costs_to_json(c);
+  j["linear"]["fwd_s"].erase(0);
+  try {
+    op_costs_from_json(j, "p.json");
+    FAIL() << "a short grid was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("p.json: linear grid of 3 x 2 x 2 needs 12"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// A calibrated two-core machine with the synthetic costs at 1 and 2 threads.
+DeviceProfile two_core_profile() {
+  DeviceProfile d;
+  d.name = "two cores";
+  d.peak_flops = 1e10;
+  d.gemm_efficiency = 1;
+  d.memory_bytes = 1e10;
+  d.memory_bytes_per_s = 1e10;
+  d.cores = 2;
+  d.devices_per_node = 8;
+  d.precision = Precision::FP32;
+  d.intra_node = d.inter_node = {.alpha_s = 2e-5, .bytes_per_s = 2e9};
+  d.ops = {synthetic_costs(1), synthetic_costs(2)};
+  return d;
+}
+
+TEST(OpCosts, ProfileWithOpsRoundTripsThroughAFile) {
+  const DeviceProfile d = two_core_profile();
+  const auto path = std::filesystem::temp_directory_path() / "parallm_op_costs_profile.json";
+  save_profile(d, path.string());
+  const DeviceProfile back = load_profile(path.string());
+  std::filesystem::remove(path);
+  EXPECT_EQ(back.cores, 2);
+  EXPECT_EQ(back.precision, Precision::FP32);
+  ASSERT_EQ(back.ops.size(), 2u);
+  EXPECT_EQ(back.ops[1].threads, 2);
+  EXPECT_DOUBLE_EQ(back.intra_node.alpha_s, 2e-5);
+}
+
+// Sum of 2 * rows * in * out * calls over the linears, forward and backward
+// (3x), over micro-batches and tp ranks: the 6N part of 6N + 12LHQT.
+double linear_flops(const MemoryQuery& q) {
+  double f = 0;
+  for (const StageWork& w : end_stage_works(q))
+    for (const LinearWork& l : w.linears) f += 6.0 * l.rows * l.in * l.out * l.calls;
+  return f * q.micro_batches * q.tp;
+}
+
+TEST(StageWork, LinearsAddUpToSixNPerToken) {
+  MemoryQuery q;
+  q.model = catalog_model("llama-tiny");
+  q.model.n_kv_heads = 6;  // heads divide evenly over tp (no replicated key/value heads)
+  q.seq_len = 128;
+  q.micro_batch = 4;
+  q.micro_batches = 2;
+  const double tokens = 128.0 * 4 * 2;
+  const double six_n = 6.0 * static_cast<double>(matmul_parameters(q.model)) * tokens;
+  EXPECT_NEAR(linear_flops(q), six_n, 1e-9 * six_n);
+  q.tp = 2;
+  q.sequence_parallel = true;
+  EXPECT_NEAR(linear_flops(q), six_n, 1e-9 * six_n);
+  // cp halves each rank's rows; the two cp ranks together do the same work.
+  q.tp = 1;
+  q.cp = 2;
+  EXPECT_NEAR(2 * linear_flops(q), six_n, 1e-9 * six_n);
+}
+
+TEST(StageWork, PipelineEndsAndRecomputation) {
+  MemoryQuery q;
+  q.model = catalog_model("llama-tiny");
+  q.seq_len = 64;
+  q.pp = 2;
+  const auto ends = end_stage_works(q);
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_TRUE(ends[0].elements.contains("embedding"));
+  EXPECT_FALSE(ends[0].elements.contains("cross_entropy"));
+  EXPECT_TRUE(ends[1].elements.contains("cross_entropy"));
+  EXPECT_TRUE(ends[0].recomputed.empty());
+  q.recompute = Recompute::Full;
+  const auto full = end_stage_works(q);
+  EXPECT_EQ(full[0].recomputed.size(), full[0].linears.size());  // the first stage: blocks only
+  EXPECT_DOUBLE_EQ(full[0].attn_units_recomputed, full[0].attn_units);
+  q.recompute = Recompute::Selective;
+  const auto sel = end_stage_works(q);
+  EXPECT_TRUE(sel[0].recomputed.empty());
+  EXPECT_TRUE(sel[0].elements_recomputed.contains("swiglu"));
+  EXPECT_FALSE(sel[0].elements_recomputed.contains("add"));
+}
+
+TEST(StepTime, CalibratedRanksShareTheCores) {
+  const DeviceProfile d = two_core_profile();
+  MemoryQuery q;
+  q.model = catalog_model("llama-tiny");
+  q.seq_len = 128;
+  q.micro_batch = 4;
+  q.micro_batches = 4;
+  q.precision = Precision::FP32;
+  // One rank uses both cores (the 2-thread costs: half the time of 1 thread).
+  const StepTime one = predict_step_time(q, d);
+  const StageWork w = end_stage_works(q)[0];
+  const StageSeconds two_threads = price_stage(w, d.ops[1]);
+  EXPECT_NEAR(one.compute_s, 4 * two_threads.matmul_s, 1e-12);
+  EXPECT_NEAR(one.elementwise_s, 4 * two_threads.elementwise_s, 1e-12);
+  // dp 2: each rank one thread, half the micro-batches: the same compute time.
+  q.dp = 2;
+  q.micro_batches = 2;
+  const StepTime dp2 = predict_step_time(q, d);
+  EXPECT_NEAR(dp2.compute_s, one.compute_s, 1e-9);
+  EXPECT_GT(dp2.dp_comm_s, 0.0);
+  // dp 4 on 2 cores: one micro-batch each on one thread (half the compute
+  // of dp 2), but two ranks per core: sharing doubles the busy time.
+  q.dp = 4;
+  q.micro_batches = 1;
+  const StepTime dp4 = predict_step_time(q, d);
+  EXPECT_NEAR(dp4.compute_s, one.compute_s / 2, 1e-9);
+  EXPECT_DOUBLE_EQ(dp4.optimizer_s, dp2.optimizer_s);
+  EXPECT_NEAR(dp4.total_s, 2 * (dp4.total_s - dp4.core_sharing_s), 1e-12);
+  EXPECT_EQ(dp2.core_sharing_s, 0.0);
+  // pp 2 x dp 2 on 2 cores: the bubble is filled by the other ranks' work.
+  q.dp = 2;
+  q.pp = 2;
+  q.micro_batches = 2;
+  const StepTime pp = predict_step_time(q, d);
+  ASSERT_GT(pp.pp_bubble_s, 0.0);
+  EXPECT_NEAR(pp.total_s, 2 * (pp.total_s - pp.core_sharing_s - pp.pp_bubble_s), 1e-12);
+}
+
+}  // namespace
+}  // namespace parallm
