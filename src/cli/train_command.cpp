@@ -125,7 +125,7 @@ void add_moe_flags(CLI::App* sub, TrainFlags& f) {
     CLI::Option* o = sub->add_option(
         "--moe-layer-freq", *freq,
         "k: layer l is an MoE layer when l % k == 0 (default 1: every layer); or one 0/1 per "
-        "layer, e.g. [0,1,0,1] (1: MoE)");
+        "layer (1: MoE) as a list expression, e.g. [0,1,0,1] or ([1]*3+[0])*2");
     f.overrides.emplace_back(o, [freq](RunConfig& rc) { rc.model.moe.set_layer_freq(*freq); });
   }
   flag(sub, f, "--moe-ffn-hidden-size", FIELD(model.moe.ffn_hidden_size),
@@ -148,6 +148,14 @@ void add_moe_flags(CLI::App* sub, TrainFlags& f) {
        "features of an always-on shared expert MLP beside the routed ones (0: none)");
   on_off(sub, f, "--moe-shared-expert-gate", FIELD(model.moe.shared_expert_gate), true,
          "scale the shared expert per token by sigmoid(x . w) (Qwen2-MoE)");
+  named(sub, f, "--moe-router-score-function", FIELD(model.moe.score), score_function_from_name,
+        "softmax (default) or sigmoid (DeepSeek-V3: top-k of sigmoid(logits), gates "
+        "normalised over the k when k > 1)");
+  on_off(sub, f, "--moe-router-enable-expert-bias", FIELD(model.moe.expert_bias), true,
+         "aux-loss-free balancing: a per-layer bias on the sigmoid scores for the choice only, "
+         "moved after each step by rate x sign(mean load - load)");
+  flag(sub, f, "--moe-router-bias-update-rate", FIELD(model.moe.bias_update_rate),
+       "the expert bias's step per update (default 1e-3)");
   flag(sub, f, "--ep,--expert-model-parallel-size", FIELD(train.parallelism.ep),
        "expert parallel size: experts split over ep ranks of dp (divides dp)");
   flag(sub, f, "--expert-tp,--expert-tensor-parallel-size", FIELD(train.parallelism.expert_tp),

@@ -68,6 +68,7 @@ InferenceModel::InferenceModel(const ModelSource& src, const Placement& where, P
     model_->params().init_random(0);  // every element is overwritten below
     check_checkpoint_covers_model(ck, model_->params(), ck.state.model);
     load_checkpoint_values(ck, model_->params(), ck.state.model.vocab_size);
+    restore_expert_bias(*model_, ck.state);
     if (ck.state.model.vocab_size > ByteTokenizer::kEndOfText) eos_ = {ByteTokenizer::kEndOfText};
   }
   if (precision != Precision::FP32) {

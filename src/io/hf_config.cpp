@@ -138,7 +138,10 @@ nlohmann::json hf_config_json(const ModelConfig& c, const std::string& torch_dty
                         {"shared_expert_intermediate_size", m.shared_intermediate},
                         {"shared_expert_gate", m.shared_expert_gate},
                         {"ffn_hidden_size", m.ffn_hidden_size},
-                        {"layer_pattern", m.layer_pattern}};
+                        {"layer_pattern", m.layer_pattern},
+                        {"score_function", score_function_name(m.score)},
+                        {"expert_bias", m.expert_bias},
+                        {"bias_update_rate", m.bias_update_rate}};
   }
   j["torch_dtype"] = torch_dtype;
   return j;
@@ -332,6 +335,9 @@ ModelConfig model_config_from_hf(const nlohmann::json& j, const std::string& src
     c.moe.shared_expert_gate = m.opt<bool>("shared_expert_gate", false);
     c.moe.ffn_hidden_size = m.opt<int64_t>("ffn_hidden_size", 0);
     c.moe.layer_pattern = m.opt<std::vector<int>>("layer_pattern", {});
+    c.moe.score = score_function_from_name(m.opt<std::string>("score_function", "softmax"));
+    c.moe.expert_bias = m.opt<bool>("expert_bias", false);
+    c.moe.bias_update_rate = m.opt<double>("bias_update_rate", 1e-3);
   }
   try {
     c.validate();

@@ -9,6 +9,12 @@ void check_hf_moe(const ModelConfig& c) {
   PX_CHECK(c.arch == Arch::LLaMA,
            "an MoE gpt2 model has no Hugging Face class (Mixtral and Qwen2-MoE are the llama "
            "family's)");
+  // DeepSeek-V3 has sigmoid scores and the bias (scoring_func sigmoid,
+  // e_score_correction_bias), but transformers 4.44 has no class for it.
+  PX_CHECK(c.moe.score == ScoreFunction::Softmax,
+           "Mixtral's and Qwen2-MoE's routers use softmax scores; this model routes by sigmoid "
+           "(--moe-router-score-function sigmoid: DeepSeek-V3's, which transformers 4.44 cannot "
+           "load)");
   const int64_t expert = c.moe.expert_intermediate(c.intermediate);
   if (c.hf_model_type() == "qwen2_moe") {
     PX_CHECK(c.head_dim * c.n_heads == c.hidden,

@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "base/error.h"
+#include "model/moe_layer_freq.h"
 
 namespace parallm {
 
@@ -24,32 +25,24 @@ bool MoeConfig::is_moe_layer(int64_t layer) const {
 }
 
 void MoeConfig::set_layer_freq(const std::string& text) {
-  std::string t;  // the text without spaces
-  for (char ch : text)
-    if (ch != ' ' && ch != '\t') t += ch;
-  if (t.empty() || t.front() != '[') {
-    size_t used = 0;
-    int k = 0;
-    try {
-      k = std::stoi(t, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    PX_CHECK(used > 0 && used == t.size(),
-             "moe layer frequency '{}' is neither an integer nor a list like [1,0,1,0]", text);
-    layer_freq = k;
-    layer_pattern.clear();
+  if (text.find('[') != std::string::npos) {  // Megatron: a list expression
+    layer_pattern = parse_moe_layer_freq_list(text);
     return;
   }
-  // "[1,0,1]": one 0 or 1 per layer.
-  std::vector<int> pattern;
-  bool ok = t.size() >= 3 && t.size() % 2 == 1 && t.back() == ']';
-  for (size_t i = 1; ok && i + 1 < t.size(); i += 2) {
-    ok = (t[i] == '0' || t[i] == '1') && (t[i + 1] == ',' || i + 2 == t.size());
-    pattern.push_back(t[i] - '0');
+  size_t used = 0;
+  int k = 0;
+  try {
+    k = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
   }
-  PX_CHECK(ok, "moe layer pattern '{}' must be a non-empty list of 0 and 1 like [1,0,1,0]", text);
-  layer_pattern = std::move(pattern);
+  while (used < text.size() && (text[used] == ' ' || text[used] == '\t')) ++used;
+  PX_CHECK(used > 0 && used == text.size(),
+           "moe layer frequency '{}' is neither an integer nor a list like [1,0,1,0] or "
+           "([1]*3+[0])*2",
+           text);
+  layer_freq = k;
+  layer_pattern.clear();
 }
 
 void MoeConfig::validate() const {
@@ -77,6 +70,14 @@ void MoeConfig::validate() const {
   PX_CHECK(aux_loss_coeff >= 0.0 && z_loss_coeff >= 0.0,
            "moe loss coefficients must be non-negative (aux {}, z {})", aux_loss_coeff,
            z_loss_coeff);
+  PX_CHECK(bias_update_rate >= 0.0, "moe router bias update rate must be non-negative, got {}",
+           bias_update_rate);
+  // Megatron refuses it too: with softmax the bias would shift probabilities
+  // that sum to 1 (DeepSeek-V3 defines it on independent sigmoid scores).
+  PX_CHECK(!expert_bias || score == ScoreFunction::Sigmoid,
+           "the moe expert bias (--moe-router-enable-expert-bias) needs sigmoid scores "
+           "(--moe-router-score-function sigmoid); the score function is {}",
+           score_function_name(score));
 }
 
 void MoeConfig::apply_preset(const std::string& name) {
@@ -105,6 +106,16 @@ DropPolicy drop_policy_from_name(const std::string& s) {
   if (s == "position") return DropPolicy::Position;
   if (s == "probs") return DropPolicy::Probs;
   PX_FAIL("unknown moe drop policy '{}' (expected position or probs)", s);
+}
+
+ScoreFunction score_function_from_name(const std::string& s) {
+  if (s == "softmax") return ScoreFunction::Softmax;
+  if (s == "sigmoid") return ScoreFunction::Sigmoid;
+  PX_FAIL("unknown moe router score function '{}' (expected softmax or sigmoid)", s);
+}
+
+std::string score_function_name(ScoreFunction f) {
+  return f == ScoreFunction::Softmax ? "softmax" : "sigmoid";
 }
 
 }  // namespace parallm

@@ -4,6 +4,8 @@
 // and GShard top-2 presets), capacity and dropping, the balancing losses,
 // a shared expert, and the routed experts' width when it is not the dense
 // MLP's (Qwen2-MoE).
+// Router scores: softmax (the orders above) or DeepSeek-V3's sigmoid, with
+// optionally the aux-loss-free expert bias (moe_expert_bias.h).
 // Capacity is counted per sequence (a row of the micro-batch), in token
 // order, so the drop decisions depend on nothing but the sequence: every
 // dp / ep / micro-batch layout drops the same tokens. validate() rejects
@@ -24,6 +26,11 @@ enum class RouterOrder { SoftmaxTopk, TopkSoftmax };
 // Which assignments an expert over capacity keeps: the earliest tokens of
 // the sequence (Position) or the highest gates (Probs; ties by position).
 enum class DropPolicy { Position, Probs };
+// Megatron's --moe-router-score-function. Sigmoid (DeepSeek-V3): s =
+// sigmoid(logits), top-k on s (+ the expert bias), gates = the chosen s
+// divided by their sum when k > 1 (always, as Megatron; RouterOrder and
+// renormalize concern softmax only).
+enum class ScoreFunction { Softmax, Sigmoid };
 
 struct MoeConfig {
   int64_t num_experts = 0;  // 0: dense model (every layer an MLP)
@@ -41,6 +48,13 @@ struct MoeConfig {
   DropPolicy drop_policy = DropPolicy::Position;
   double aux_loss_coeff = 0.0;  // Switch load-balancing loss alpha
   double z_loss_coeff = 0.0;    // router z-loss beta
+  ScoreFunction score = ScoreFunction::Softmax;
+  // Aux-loss-free balancing (DeepSeek-V3; Megatron's
+  // --moe-router-enable-expert-bias, sigmoid only): a per-layer bias added to
+  // the scores for choosing experts, never to the gates, moved after every
+  // step by bias_update_rate * sign(mean load - load_i).
+  bool expert_bias = false;
+  double bias_update_rate = 1e-3;
   // Shared expert (Qwen2-MoE, DeepSeek): an always-on MLP of this many
   // features beside the routed experts (0: none), optionally scaled per token
   // by Qwen2-MoE's sigmoid gate (model/layers/moe_shared_expert.h).
@@ -57,8 +71,9 @@ struct MoeConfig {
   bool enabled() const { return num_experts > 0; }
   // The one query for which layers carry experts.
   bool is_moe_layer(int64_t layer) const;
-  // --moe-layer-freq's value: an integer k (layer_freq) or a list
-  // "[1,0,1,...]" (layer_pattern); the other form is cleared.
+  // --moe-layer-freq's value: an integer k (layer_freq) or Megatron's list
+  // expression ("[1,0,1]", "([1]*3+[0])*2"; moe_layer_freq.h) giving
+  // layer_pattern; the other form is cleared.
   void set_layer_freq(const std::string& text);
   // Per-sequence capacity of one expert for sequences of T tokens (dropless: T).
   int64_t capacity(int64_t T) const;
@@ -71,6 +86,8 @@ struct MoeConfig {
 
 RouterOrder router_order_from_name(const std::string& s);  // "softmax-topk" | "topk-softmax"
 std::string router_order_name(RouterOrder o);
-DropPolicy drop_policy_from_name(const std::string& s);  // "position" | "probs"
+DropPolicy drop_policy_from_name(const std::string& s);        // "position" | "probs"
+ScoreFunction score_function_from_name(const std::string& s);  // "softmax" | "sigmoid"
+std::string score_function_name(ScoreFunction f);
 
 }  // namespace parallm

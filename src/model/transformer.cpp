@@ -32,6 +32,8 @@ Transformer::Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup
                          const ModelStage& stage, const EpGroup& ep, const CpGroup& cp)
     : cfg_(checked(cfg, tp, ep, cp)), stage_(stage), alloc_(alloc), tp_(tp), ep_(ep), cp_(cp) {
   if (stage_.chunks.empty()) stage_.chunks.push_back({0, static_cast<int>(cfg_.n_layers)});
+  if (cfg_.moe.enabled() && cfg_.moe.expert_bias)
+    expert_bias_ = ExpertBias(cfg_.n_layers, cfg_.moe.num_experts);
   for (const LayerRange& r : stage_.chunks)
     PX_CHECK(r.first >= 0 && r.count >= 1 && r.first + r.count <= cfg_.n_layers,
              "stage chunk of layers [{}, {}) is outside the model's {} layers", r.first,
@@ -94,6 +96,7 @@ LayerContext Transformer::context(int64_t B, int64_t T, const std::vector<int64_
   c.recompute = recompute_;
   c.tap = tap_;
   c.fault = fault_;
+  c.expert_bias = &expert_bias_;
   return c;
 }
 

@@ -46,6 +46,7 @@
 #include "model/layers/block.h"
 #include "model/layers/embedding.h"
 #include "model/layers/lm_head.h"
+#include "model/layers/moe_expert_bias.h"
 #include "model/layers/moe_stats.h"
 #include "model/model_stage.h"
 #include "model/paged_kv_cache.h"
@@ -83,6 +84,11 @@ class Transformer {
   // The routing statistics of every training backward since the last call
   // (this rank's tokens; MoeStats), and a fresh start.
   MoeStats take_moe_stats() { return std::exchange(moe_stats_, MoeStats{}); }
+  // The MoE layers' aux-loss-free biases (docs/moe.md; empty unless
+  // cfg.moe.expert_bias): every layer's, on every rank and stage. The trainer
+  // moves them after each step; checkpoints save and restore them.
+  const ExpertBias& expert_bias() const { return expert_bias_; }
+  ExpertBias& expert_bias() { return expert_bias_; }
   const CpGroup& cp() const { return cp_; }
   // What is trained (the adapters under LoRA, else every parameter).
   ParameterSet& params() { return params_; }
@@ -241,6 +247,7 @@ class Transformer {
   TpGroup tp_;
   EpGroup ep_;
   MoeStats moe_stats_;
+  ExpertBias expert_bias_;
   CpGroup cp_;
   PartialGradSync partial_grads_;
   ParameterSet params_;

@@ -14,6 +14,7 @@ namespace parallm {
 class WeightGradQueue;
 class MatmulPrecision;  // nn/matmul_precision.h
 struct MoeStats;        // model/layers/moe_stats.h
+class ExpertBias;       // model/layers/moe_expert_bias.h
 
 struct LayerContext {
   Allocator& alloc;
@@ -49,6 +50,8 @@ struct LayerContext {
   // MoE layers add their statistics during backward (null: not collected).
   double grad_scale = 0.0;
   MoeStats* moe_stats = nullptr;
+  // The MoE layers' expert biases (null: none), read by layer c.layer.
+  const ExpertBias* expert_bias = nullptr;
   // Under LoRA (docs/lora.md): params is the frozen base (no gradients) and
   // the trained adapters live here (null: no LoRA).
   const ParameterSet* adapters = nullptr;

@@ -78,6 +78,8 @@ nlohmann::json training_state_json(const TrainingState& s) {
                  // QLoRA: the base is requantised from base_model on resume.
                  {"qlora", lo.qlora},
                  {"double_quant", lo.double_quant}};
+  // Floats written as doubles read back bit for bit.
+  if (!s.moe_expert_bias.empty()) j["moe_expert_bias"] = s.moe_expert_bias;
   return j;
 }
 
@@ -123,6 +125,8 @@ TrainingState training_state_from_json(const nlohmann::json& j, const std::strin
       s.model.lora.qlora = lo.value("qlora", false);  // absent before QLoRA existed
       s.model.lora.double_quant = lo.value("double_quant", false);
     }
+    if (j.contains("moe_expert_bias"))
+      s.moe_expert_bias = j.at("moe_expert_bias").get<std::vector<float>>();
     // The run record's model is written without the LoRA settings, which
     // live in their own "lora" object: the resumed run needs them too.
     if (s.run) s.run->model.lora = s.model.lora;
@@ -130,6 +134,11 @@ TrainingState training_state_from_json(const nlohmann::json& j, const std::strin
     PX_FAIL("{}: malformed training state: {}", source, e.what());
   }
   return s;
+}
+
+void restore_expert_bias(Transformer& model, const TrainingState& s) {
+  if (model.expert_bias().enabled() && !s.moe_expert_bias.empty())
+    model.expert_bias().restore(s.moe_expert_bias);
 }
 
 std::string layout_name(const CheckpointLayout& l) {

@@ -12,8 +12,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "model/config.h"
+#include "model/transformer.h"
 #include "train/train_config.h"
 
 namespace parallm {
@@ -48,6 +50,9 @@ struct TrainingState {
   // parallelism, checkpoints, precision, logging); absent in checkpoints
   // written before it was recorded.
   std::optional<RunConfig> run;
+  // The MoE layers' aux-loss-free expert bias (L x E, every layer; empty:
+  // none), identical on every rank, so rank 0 writes it here whole.
+  std::vector<float> moe_expert_bias;
 };
 
 // The state after `completed` steps of a run configured by cfg.
@@ -70,5 +75,9 @@ RunConfig resumable_run(const TrainingState& s);
 // schedule are allowed and returned as a note ("" when none).
 std::string check_resume_compatible(const TrainingState& saved, const ModelConfig& model,
                                     const TrainConfig& cfg, const std::string& source);
+
+// Puts the saved expert bias into the model when it has one (a checkpoint
+// without it, e.g. from a run without the bias: zeros stay).
+void restore_expert_bias(Transformer& model, const TrainingState& s);
 
 }  // namespace parallm

@@ -89,6 +89,7 @@ void resume_trainer(Resume& r, const ModelConfig& mc, Transformer& model, Traine
     load_checkpoint_optimizer(r.ck, model.params(), *opt, mc.vocab_size);
   trainer.set_start_step(r.ck.state.step);
   trainer.restore_progress(r.ck.state.updates, r.ck.state.loss_scale);
+  restore_expert_bias(model, r.ck.state);
   fmt::print(log, "resumed from {} (step {}, saved under {}; verified and loaded in {:.2f} s)\n",
              r.ck.dir, r.ck.state.step, layout_name(r.ck.state.layout), seconds_since(r.started));
   r.ck.shards.reset();  // unmaps the files
@@ -187,6 +188,7 @@ struct CheckpointCadence {
     TrainingState st =
         training_state_of(rc.model, rc.train, layout, done, opt ? opt->steps_taken() : done,
                           trainer.updates(), trainer.loss_scaler().state());
+    st.moe_expert_bias = model.expert_bias().values();
     std::string dir = save_checkpoint(
         {rc.train.checkpoint.save_dir, rc.train.checkpoint.keep, opts.checkpoint_shard_hook}, st,
         model, trainer.data_parallel(), world);

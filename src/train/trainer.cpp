@@ -207,13 +207,18 @@ StepStats Trainer::train_step(int64_t step) {
 
 void Trainer::moe_metrics(StepStats& s) {
   const MoeStats mine = model_.take_moe_stats();
-  std::vector<double> v = mine.flat();
-  v.resize(6 + model_.config().moe.num_experts, 0.0);  // a stage without MoE layers
+  const MoeConfig& m = model_.config().moe;
+  ExpertBias& bias = model_.expert_bias();
+  const auto E = static_cast<size_t>(m.num_experts);
+  std::vector<double> v = mine.flat(E, bias.values().size());
   for (comm::Communicator* g : {dp_group_, pp_group_})
     if (g != nullptr && g->size() > 1)
       g->all_reduce(v.data(), v.size(), DType::F64, comm::ReduceOp::Sum);
-  const MoeStats all = MoeStats::from_flat(v);
-  const MoeConfig& m = model_.config().moe;
+  const MoeStats all = MoeStats::from_flat(v, E);
+  // The aux-loss-free bias moves with the step's global loads (every rank
+  // sums the same integer counts, so every rank and layout moves it alike);
+  // a skipped step moves it no more than the parameters.
+  if (bias.enabled() && !s.skipped) bias.update(all.layer_load, m.bias_update_rate);
   s.moe = true;
   s.moe_aux_loss = m.aux_loss_coeff * all.aux_sum / std::max(all.sequences, 1.0);
   s.moe_z_loss = m.z_loss_coeff * all.z_sum / std::max(all.tokens, 1.0);

@@ -122,14 +122,14 @@ TEST(MoeRunConfig, LayerPatternAndExpertWidth) {
   flag.set_layer_freq("3");  // the integer form clears the list
   EXPECT_EQ(flag.layer_freq, 3);
   EXPECT_TRUE(flag.layer_pattern.empty());
-  for (const char* bad : {"[1,]", "[]", "[1,0", "[2]", "[10]"})
-    EXPECT_EQ(testing::error_of([&] { flag.set_layer_freq(bad); }),
-              fmt::format("moe layer pattern '{}' must be a non-empty list of 0 and 1 like "
-                          "[1,0,1,0]",
-                          bad))
-        << bad;
+  // Megatron's list expressions (tests/model/moe_layer_freq_test.cpp has the rest).
+  flag.set_layer_freq("([1]*1+[0])*2");
+  EXPECT_EQ(flag.layer_pattern, (std::vector<int>{1, 0, 1, 0}));
+  EXPECT_EQ(testing::error_of([&] { flag.set_layer_freq("[10]"); }),
+            "moe layer frequency '[10]': entries must be 0 (dense) or 1 (MoE); layer 0 has 10");
   EXPECT_EQ(testing::error_of([&] { flag.set_layer_freq("2x"); }),
-            "moe layer frequency '2x' is neither an integer nor a list like [1,0,1,0]");
+            "moe layer frequency '2x' is neither an integer nor a list like [1,0,1,0] or "
+            "([1]*3+[0])*2");
 }
 
 TEST(MoeRunConfig, TensorParallelAndZero1Accepted) {
@@ -141,6 +141,29 @@ TEST(MoeRunConfig, TensorParallelAndZero1Accepted) {
     const int world = rc.train.parallelism.world_size();
     EXPECT_NO_THROW(rc.train.validate(rc.model, world)) << extra;
   }
+}
+
+// Sigmoid routing and the expert bias (docs/moe.md), and moe_layer_freq
+// as a string: Megatron's list expression.
+TEST(MoeRunConfig, SigmoidRouterKeys) {
+  std::string body = kBase;
+  body.replace(body.find("moe_layer_freq = 2"), 18,
+               "moe_layer_freq = \"([1]*1+[0]*0)*2\"\nmoe_router_score_function = \"sigmoid\"\n"
+               "moe_router_enable_expert_bias = true\nmoe_router_bias_update_rate = 0.01");
+  const RunConfig rc = load_run_config(testing::write_toml(body));
+  const MoeConfig& m = rc.model.moe;
+  EXPECT_EQ(m.layer_pattern, (std::vector<int>{1, 1}));
+  EXPECT_EQ(m.score, ScoreFunction::Sigmoid);
+  EXPECT_TRUE(m.expert_bias);
+  EXPECT_EQ(m.bias_update_rate, 0.01);
+  EXPECT_NO_THROW(rc.train.validate(rc.model, 4));
+  EXPECT_EQ(error_after("moe_layer_freq = 2", "moe_router_enable_expert_bias = true"),
+            "the moe expert bias (--moe-router-enable-expert-bias) needs sigmoid scores "
+            "(--moe-router-score-function sigmoid); the score function is softmax");
+  EXPECT_EQ(error_after("moe_layer_freq = 2", "moe_router_bias_update_rate = -1.0"),
+            "moe router bias update rate must be non-negative, got -1");
+  EXPECT_EQ(error_after("moe_layer_freq = 2", "moe_router_score_function = \"tanh\""),
+            "unknown moe router score function 'tanh' (expected softmax or sigmoid)");
 }
 
 }  // namespace

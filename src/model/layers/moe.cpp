@@ -9,9 +9,25 @@
 
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/matmul.h"
+#include "model/layers/moe_expert_bias.h"
 #include "model/layers/moe_stats.h"
 
 namespace parallm {
+namespace {
+
+// The expert bias's loads (moe_expert_bias.h): assignments kept, per expert
+// of layer c.layer, over the micro-batch. Every tp rank routes the whole
+// micro-batch, as for the other statistics.
+void add_layer_load(const LayerContext& c, const Routing& r) {
+  const auto L = static_cast<size_t>(c.expert_bias->values().size() / r.E);
+  std::vector<double>& load = c.moe_stats->layer_load;
+  if (load.size() < L * r.E) load.resize(L * r.E, 0.0);
+  double* mine = load.data() + c.layer * r.E;
+  for (int64_t a = 0; a < r.N * r.k; ++a)
+    if (r.kept[a]) mine[r.expert[a]] += 1.0;
+}
+
+}  // namespace
 
 Moe::Moe(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, double proj_std,
          const EpGroup& ep, const TpGroup& tp)
@@ -39,7 +55,10 @@ Moe::Saved Moe::forward(const LayerContext& c, float* out, const float* inp) con
     cpu::linear_forward<float>(mine, inp, c.params.value(router_), nullptr, rows, C_, E);
     if (tp_.sp())  // every tp rank routes the whole micro-batch, as one process does
       tp_.comm->all_gather(mine, logits.data<float>(), static_cast<size_t>(rows * E), DType::F32);
-    s.routing = route(cfg_, logits.data<float>(), N, c.T);
+    const float* bias = c.expert_bias != nullptr && c.expert_bias->enabled()
+                            ? c.expert_bias->layer(c.layer)
+                            : nullptr;
+    s.routing = route(cfg_, logits.data<float>(), N, c.T, bias);
   }
   const Routing& r = s.routing;
   // Send order: expert-major, then assignment order.
@@ -112,7 +131,10 @@ void Moe::backward(const LayerContext& c, float* dinp, const float* dout, const 
                               dlogits.data<float>() + row0 * E, inp, c.params.value(router_), rows,
                               C_, E);
   if (has_shared_) shared_.backward(c, dinp, dout, inp, s.shared);
-  if (c.moe_stats) c.moe_stats->add(r.stats);
+  if (c.moe_stats) {
+    c.moe_stats->add(r.stats);
+    if (c.expert_bias != nullptr && c.expert_bias->enabled()) add_layer_load(c, r);
+  }
 }
 
 }  // namespace parallm

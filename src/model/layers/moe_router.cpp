@@ -45,10 +45,60 @@ void apply_capacity(const MoeConfig& cfg, Routing& r, int64_t t0) {
   }
 }
 
+// The probabilities the aux loss averages for token t: softmax, or the
+// sigmoid scores divided by their sum over all experts (k > 1; Megatron).
+void aux_probs(const MoeConfig& cfg, const Routing& r, int64_t t, double* q) {
+  const int64_t E = r.E;
+  if (cfg.score == ScoreFunction::Softmax) {
+    for (int64_t i = 0; i < E; ++i) q[i] = r.probs[t * E + i];
+    return;
+  }
+  const float* s = &r.scores[t * E];
+  double sum = 0.0;
+  for (int64_t i = 0; i < E; ++i) sum += s[i];
+  for (int64_t i = 0; i < E; ++i) q[i] = r.k > 1 ? s[i] / sum : s[i];
+}
+
+// route_backward under sigmoid scores: d loss / d s from the gates (g_j =
+// s_j / sum of the chosen s when k > 1) and the aux loss (q_i = s_i / sum of
+// all s when k > 1), then through the sigmoid; the z-loss acts on the
+// logits through softmax as under softmax scores.
+void sigmoid_backward(const Routing& r, const float* dgate, double aux_w, double z_w,
+                      float* dlogits) {
+  const int64_t E = r.E, k = r.k;
+  std::vector<double> ds(E);
+  for (int64_t t = 0; t < r.N; ++t) {
+    const float* s = &r.scores[t * E];
+    const float* p = &r.probs[t * E];
+    const int32_t* e = &r.expert[t * k];
+    const float* g = &r.gate[t * k];
+    const float* f = &r.f[(t / r.T) * E];
+    double all = 0.0, chosen = 0.0, gdg = 0.0;
+    for (int64_t i = 0; i < E; ++i) all += s[i];
+    for (int64_t j = 0; j < k; ++j) {
+      chosen += s[e[j]];
+      if (r.kept[t * k + j]) gdg += static_cast<double>(g[j]) * dgate[t * k + j];
+    }
+    double qdq = 0.0;  // sum_i q_i dq_i with dq_i = aux_w f_i
+    for (int64_t i = 0; i < E; ++i) qdq += s[i] / all * aux_w * f[i];
+    for (int64_t i = 0; i < E; ++i) ds[i] = k > 1 ? (aux_w * f[i] - qdq) / all : aux_w * f[i];
+    for (int64_t j = 0; j < k; ++j) {
+      const double dg = r.kept[t * k + j] ? dgate[t * k + j] : 0.0;
+      ds[e[j]] += k > 1 ? (dg - gdg) / chosen : dg;
+    }
+    float* dz = dlogits + t * E;
+    for (int64_t i = 0; i < E; ++i)
+      dz[i] += static_cast<float>(static_cast<double>(s[i]) * (1.0 - s[i]) * ds[i] +
+                                  z_w * r.lse[t] * p[i]);
+  }
+}
+
 }  // namespace
 
-Routing route(const MoeConfig& cfg, const float* logits, int64_t N, int64_t T) {
+Routing route(const MoeConfig& cfg, const float* logits, int64_t N, int64_t T, const float* bias) {
   PX_CHECK(T > 0 && N % T == 0, "moe routing needs whole sequences (rows {}, T {})", N, T);
+  const bool sig = cfg.score == ScoreFunction::Sigmoid;
+  PX_CHECK(bias == nullptr || sig, "the moe expert bias needs sigmoid scores");
   Routing r;
   r.N = N, r.E = cfg.num_experts, r.k = cfg.topk, r.T = T;
   const int64_t E = r.E, k = r.k;
@@ -57,6 +107,10 @@ Routing route(const MoeConfig& cfg, const float* logits, int64_t N, int64_t T) {
   r.kept.assign(N * k, 1);
   r.probs.resize(N * E);
   r.lse.resize(N);
+  if (sig) r.scores.resize(N * E);
+  // The aux loss's choice when the bias moved the real one: top-k of s.
+  std::vector<int32_t> aux_expert(bias != nullptr ? N * k : 0);
+  std::vector<float> biased(E);
   for (int64_t t = 0; t < N; ++t) {
     const float* z = logits + t * E;
     const float mx = *std::max_element(z, z + E);
@@ -67,6 +121,22 @@ Routing route(const MoeConfig& cfg, const float* logits, int64_t N, int64_t T) {
       r.probs[t * E + i] = static_cast<float>(std::exp(static_cast<double>(z[i] - mx)) / s);
     int32_t* e = &r.expert[t * k];
     float* g = &r.gate[t * k];
+    if (sig) {
+      float* sc = &r.scores[t * E];
+      for (int64_t i = 0; i < E; ++i)
+        sc[i] = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(z[i]))));
+      if (bias != nullptr) {
+        for (int64_t i = 0; i < E; ++i) biased[i] = sc[i] + bias[i];
+        top_k(biased.data(), E, k, e);
+        top_k(sc, E, k, &aux_expert[t * k]);
+      } else {
+        top_k(sc, E, k, e);
+      }
+      double sk = 0.0;  // Megatron normalises whenever k > 1
+      for (int64_t j = 0; j < k; ++j) sk += sc[e[j]];
+      for (int64_t j = 0; j < k; ++j) g[j] = k > 1 ? static_cast<float>(sc[e[j]] / sk) : sc[e[j]];
+      continue;
+    }
     top_k(z, E, k, e);
     if (cfg.order == RouterOrder::TopkSoftmax) {
       double sk = 0.0;  // z[e[0]] is the largest
@@ -81,19 +151,23 @@ Routing route(const MoeConfig& cfg, const float* logits, int64_t N, int64_t T) {
                                : r.probs[t * E + e[j]];
     }
   }
+  const std::vector<int32_t>& counted = bias != nullptr ? aux_expert : r.expert;
   const int64_t S = N / T;
   r.f.assign(S * E, 0.0f);
   MoeStats& st = r.stats;
   st.expert_load.assign(E, 0.0);
+  std::vector<double> q(E);
   for (int64_t b = 0; b < S; ++b) {
     apply_capacity(cfg, r, b * T);
     std::vector<double> count(E, 0.0), P(E, 0.0);
     for (int64_t t = b * T; t < (b + 1) * T; ++t) {
       for (int64_t j = 0; j < k; ++j) {
-        count[r.expert[t * k + j]] += 1.0;
+        count[counted[t * k + j]] += 1.0;
+        st.expert_load[r.expert[t * k + j]] += 1.0;
         if (!r.kept[t * k + j]) st.dropped += 1.0;
       }
-      for (int64_t i = 0; i < E; ++i) P[i] += r.probs[t * E + i];
+      aux_probs(cfg, r, t, q.data());
+      for (int64_t i = 0; i < E; ++i) P[i] += q[i];
       st.z_sum += static_cast<double>(r.lse[t]) * r.lse[t];
     }
     double aux = 0.0;
@@ -101,7 +175,6 @@ Routing route(const MoeConfig& cfg, const float* logits, int64_t N, int64_t T) {
       const double f = count[i] / static_cast<double>(T * k);
       r.f[b * E + i] = static_cast<float>(f);
       aux += f * (P[i] / static_cast<double>(T));
-      st.expert_load[i] += count[i];
     }
     st.aux_sum += static_cast<double>(E) * aux;
   }
@@ -117,6 +190,10 @@ void route_backward(const MoeConfig& cfg, const Routing& r, const float* dgate, 
   const double aux_w = grad_scale * cfg.aux_loss_coeff * static_cast<double>(E);
   const double z_w = grad_scale * cfg.z_loss_coeff * 2.0;
   std::vector<double> dp(E);
+  if (cfg.score == ScoreFunction::Sigmoid) {
+    sigmoid_backward(r, dgate, aux_w, z_w, dlogits);
+    return;
+  }
   for (int64_t t = 0; t < r.N; ++t) {
     const float* p = &r.probs[t * E];
     const int32_t* e = &r.expert[t * k];

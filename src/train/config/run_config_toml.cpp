@@ -91,6 +91,7 @@ class TableReader {
     out = resolved(out, base);
   }
   bool has(const char* key) const { return t_ != nullptr && t_->get(key) != nullptr; }
+  bool is_string(const char* key) const { return has(key) && t_->get(key)->is_string(); }
   static std::string resolved(const std::string& p, const std::filesystem::path& base) {
     if (p.empty() || !std::filesystem::path(p).is_relative()) return p;
     return (base / p).lexically_normal().string();
@@ -170,10 +171,16 @@ void read_model(TableReader& r, ModelConfig& mc) {
   if (!moe_preset.empty()) mc.moe.apply_preset(moe_preset);
   r.get("num_experts", mc.moe.num_experts);
   r.get("moe_router_topk", mc.moe.topk);
-  if (r.has("moe_layer_freq")) {  // an integer, or a list of 0 (dense) / 1 (MoE) per layer
+  // An integer, a list of 0 (dense) / 1 (MoE) per layer, or a string: the
+  // integer or Megatron's list expression, as --moe-layer-freq reads it.
+  if (r.has("moe_layer_freq")) {
     std::vector<int64_t> pattern;
     if (r.get_int_list("moe_layer_freq", pattern)) {
       mc.moe.layer_pattern.assign(pattern.begin(), pattern.end());
+    } else if (r.is_string("moe_layer_freq")) {
+      std::string text;
+      r.get("moe_layer_freq", text);
+      mc.moe.set_layer_freq(text);
     } else {
       r.get("moe_layer_freq", mc.moe.layer_freq);
       mc.moe.layer_pattern.clear();
@@ -190,6 +197,9 @@ void read_model(TableReader& r, ModelConfig& mc) {
   r.get("moe_z_loss_coeff", mc.moe.z_loss_coeff);
   r.get("moe_shared_expert_intermediate_size", mc.moe.shared_intermediate);
   r.get("moe_shared_expert_gate", mc.moe.shared_expert_gate);
+  r.get_named("moe_router_score_function", mc.moe.score, score_function_from_name);
+  r.get("moe_router_enable_expert_bias", mc.moe.expert_bias);
+  r.get("moe_router_bias_update_rate", mc.moe.bias_update_rate);
 }
 
 void read_data(TableReader& r, DataConfig& d, const Path& base) {

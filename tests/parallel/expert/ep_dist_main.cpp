@@ -128,6 +128,7 @@ RunResult train_layout(const ModelConfig& model, const Layout& layout, int steps
     pp_comm->all_reduce(count.data(), count.size(), DType::F32, comm::ReduceOp::Sum);
     res.unheld_by_pipeline = std::count(count.begin(), count.end(), 0.0f);
   }
+  res.expert_bias = m.expert_bias().values();
   return res;
 }
 

@@ -29,6 +29,7 @@ struct RunResult {
   // 0 without pp (every element held).
   std::vector<uint8_t> held;
   int64_t unheld_by_pipeline = 0;
+  std::vector<float> expert_bias;  // (L, E) after the last step (empty: no expert bias)
 };
 
 // A layout of the world: tp x dp = world ranks, ep folding dp.
