@@ -7,12 +7,7 @@
 # grad norms within 1e-5 relative, per-expert load equal.
 # usage: ep_compose.sh PARALLM   (the MPI environment comes from ctest)
 set -euo pipefail
-exe=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-for f in "$(dirname "$0")"/*.cpp; do cat "$f"; done > corpus.txt
-"$exe" tokenize corpus.txt --out d > /dev/null
+source "$(dirname "$0")/ep_script_setup.sh" "$1"
 sed -n '/^\[model\]/,/^seq_len/p' "$(dirname "$0")/ep_checkpoint.sh" > run.toml
 mpi="mpirun --oversubscribe --bind-to none --mca btl self,vader"
 "$exe" train --config run.toml --metrics ref.jsonl > /dev/null

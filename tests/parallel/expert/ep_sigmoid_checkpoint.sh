@@ -9,12 +9,7 @@
 # that drops it (the key removed) must route differently: the check bites.
 # usage: ep_sigmoid_checkpoint.sh PARALLM   (the MPI environment comes from ctest)
 set -euo pipefail
-exe=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-for f in "$(dirname "$0")"/*.cpp; do cat "$f"; done > corpus.txt
-"$exe" tokenize corpus.txt --out d > /dev/null
+source "$(dirname "$0")/ep_script_setup.sh" "$1"
 cat > run.toml <<'TOML'
 [model]
 arch = "llama"

@@ -1,0 +1,11 @@
+# Set-up shared by the expert-parallel shell tests, sourced after `set -euo
+# pipefail`: a scratch directory, removed on exit, holding this folder's
+# sources tokenized as d_train.bin / d_val.bin. Sets exe (the parallm
+# binary, $1 of the test) and work; leaves the shell in work.
+exe=$1
+ep_tests_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+for f in "$ep_tests_dir"/*.cpp; do cat "$f"; done > corpus.txt
+"$exe" tokenize corpus.txt --out d > /dev/null
