@@ -1,12 +1,15 @@
-// Helpers shared by the unit tests: a self-removing temporary directory and
-// the message of the parallm::Error a callable throws.
+// Helpers shared by the unit tests: a self-removing temporary directory, the
+// message of the parallm::Error a callable throws, and the relative distance
+// of two float vectors.
 #pragma once
 #include <stdlib.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 
@@ -36,6 +39,16 @@ inline std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "(no error)";
+}
+
+// ||got - ref|| / ||ref||, accumulated in double.
+inline double relative_l2(const std::vector<float>& got, const std::vector<float>& ref) {
+  double dd = 0, rr = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    dd += (double(got[i]) - ref[i]) * (double(got[i]) - ref[i]);
+    rr += double(ref[i]) * ref[i];
+  }
+  return std::sqrt(dd / rr);
 }
 
 }  // namespace parallm::testing

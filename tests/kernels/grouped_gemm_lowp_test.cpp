@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/rng.h"
+#include "common/test_util.h"
 #include "kernels/cpu/grouped_gemm.h"
 
 namespace parallm {
@@ -81,14 +82,8 @@ Outputs run_lowp(const Data& d, const cpu::LowpGemm& g) {
   return o;
 }
 
-// ||got - ref|| / ||ref||.
 double rel(const std::vector<float>& got, const std::vector<float>& ref) {
-  double dd = 0, rr = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    dd += (double(got[i]) - ref[i]) * (double(got[i]) - ref[i]);
-    rr += double(ref[i]) * ref[i];
-  }
-  return std::sqrt(dd / rr);
+  return testing::relative_l2(got, ref);
 }
 
 void check(const cpu::LowpGemm& g, double tol16) {

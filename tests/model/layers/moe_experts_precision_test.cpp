@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/rng.h"
+#include "common/test_util.h"
 #include "model/layers/moe_experts.h"
 #include "nn/matmul_precision.h"
 
@@ -72,12 +73,7 @@ Result run(Arch arch, Precision p) {
 }
 
 double rel(const std::vector<float>& got, const std::vector<float>& ref) {
-  double dd = 0, rr = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    dd += (double(got[i]) - ref[i]) * (double(got[i]) - ref[i]);
-    rr += double(ref[i]) * ref[i];
-  }
-  return std::sqrt(dd / rr);
+  return testing::relative_l2(got, ref);
 }
 
 void check(Arch arch, Precision p, double tol) {
