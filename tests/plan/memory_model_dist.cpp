@@ -58,7 +58,6 @@ ModelConfig model_for(const std::string& family) {
   return m;
 }
 
-constexpr int64_t kSeq = 16, kMicro = 2, kAccum = 2;
 
 // Peaks per tag over one training step (-1 on ranks outside the layout).
 std::array<int64_t, kNumMemTags> measure(const Case& c, const ModelConfig& model) {
@@ -94,20 +93,7 @@ std::array<int64_t, kNumMemTags> measure(const Case& c, const ModelConfig& model
 }
 
 MemoryBreakdown predict(const Case& c, const ModelConfig& model) {
-  MemoryQuery q;
-  q.model = model;
-  q.seq_len = kSeq;
-  q.micro_batch = kMicro;
-  q.micro_batches = kAccum;
-  q.tp = c.tp;
-  q.dp = c.dp;
-  q.sequence_parallel = c.sp;
-  q.zero = c.zero;
-  q.precision = c.precision;
-  q.recompute = c.recompute;
-  q.optimizer = optimizer_from_name(c.optimizer);
-  q.activation_model = ActivationModel::Parallm;
-  return estimate_memory(q);
+  return predict_layout(c, model);
 }
 
 std::vector<Case> cases_for(int world) {

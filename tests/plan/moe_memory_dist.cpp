@@ -64,7 +64,6 @@ ModelConfig moe_model(const MoeCase& c) {
   return m;
 }
 
-constexpr int64_t kSeq = 16, kMicro = 2, kAccum = 2;
 
 // Peaks per tag over one training step, maximum over the layout's ranks.
 std::array<int64_t, kNumMemTags> measure(const MoeCase& c, const ModelConfig& model) {
@@ -110,21 +109,7 @@ std::array<int64_t, kNumMemTags> measure(const MoeCase& c, const ModelConfig& mo
 }
 
 MemoryBreakdown predict(const MoeCase& c, const ModelConfig& model) {
-  MemoryQuery q;
-  q.model = model;
-  q.seq_len = kSeq;
-  q.micro_batch = kMicro;
-  q.micro_batches = kAccum;
-  q.tp = c.tp;
-  q.dp = c.dp;
-  q.ep = c.ep;
-  q.sequence_parallel = c.sp;
-  q.zero = c.zero;
-  q.precision = c.precision;
-  q.recompute = c.recompute;
-  q.optimizer = optimizer_from_name(c.optimizer);
-  q.activation_model = ActivationModel::Parallm;
-  return estimate_memory(q);
+  return predict_layout(c, model, c.ep);
 }
 
 // Every case fills the world (tp x dp = ranks).
