@@ -9,13 +9,10 @@
 namespace parallm {
 
 namespace {
-const ModelConfig& checked(const ModelConfig& cfg, const TpGroup& tp, const EpGroup& ep,
-                           const CpGroup& cp) {
+const ModelConfig& checked(const ModelConfig& cfg, const TpGroup& tp, const EpGroup& ep) {
   cfg.validate();
   check_tp_divides(cfg, tp.size());  // before any parameter is registered
   if (cfg.moe.enabled()) {
-    PX_CHECK(cp.size() == 1, "MoE layers do not run under context parallelism yet (cp {})",
-             cp.size());
     ep.local_experts(cfg.moe.num_experts);  // throws unless ep divides the experts
     PX_CHECK(cfg.moe.shared_intermediate % tp.size() == 0,
              "moe shared expert intermediate size ({}) is not divisible by tp ({})",
@@ -30,7 +27,7 @@ const ModelConfig& checked(const ModelConfig& cfg, const TpGroup& tp, const EpGr
 
 Transformer::Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup& tp,
                          const ModelStage& stage, const EpGroup& ep, const CpGroup& cp)
-    : cfg_(checked(cfg, tp, ep, cp)), stage_(stage), alloc_(alloc), tp_(tp), ep_(ep), cp_(cp) {
+    : cfg_(checked(cfg, tp, ep)), stage_(stage), alloc_(alloc), tp_(tp), ep_(ep), cp_(cp) {
   if (stage_.chunks.empty()) stage_.chunks.push_back({0, static_cast<int>(cfg_.n_layers)});
   if (cfg_.moe.enabled() && cfg_.moe.expert_bias)
     expert_bias_ = ExpertBias(cfg_.n_layers, cfg_.moe.num_experts);

@@ -68,10 +68,8 @@ void TrainConfig::validate(const ModelConfig& m, int world_size) const {
            "--expert-tp {}: experts split over tensor-parallel ranks are not built; experts run "
            "whole on every tp rank (--expert-tp 1)",
            par.expert_tp);
-  // Capacity is counted per whole sequence (docs/moe.md); under cp a rank
-  // holds only chunks of each sequence, so the drops would depend on cp.
-  PX_CHECK(!m.moe.enabled() || par.cp == 1,
-           "MoE layers do not run under context parallelism yet (--cp {})", par.cp);
+  // MoE under cp: every cp rank routes whole sequences (docs/moe.md), so
+  // capacity per sequence needs nothing here beyond cp's own checks.
   PX_CHECK(par.pp > 1 || (logging.trace_path.empty() && logging.timeline_path.empty()),
            "--trace and --timeline record the pipeline schedule and need --pp > 1");
 }

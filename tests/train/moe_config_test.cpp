@@ -86,8 +86,12 @@ TEST(MoeRunConfig, BadInputOneClearMessageEach) {
             "moe capacity factor must be positive, got -2 (leave it unset for dropless)");
   EXPECT_EQ(error_after("num_experts = 4", "num_experts = 0"),
             "expert parallelism (--ep 2) needs an MoE model (--num-experts)");
-  EXPECT_EQ(error_after("ep = 2", "cp = 2", 8),
-            "MoE layers do not run under context parallelism yet (--cp 2)");
+  // MoE runs under cp (docs/moe.md); ep folds dp x cp, as the grid does.
+  EXPECT_EQ(error_after("ep = 2", "cp = 2", 8), "(no error)");
+  EXPECT_EQ(error_after("dp = 4\nep = 2", "dp = 1\ncp = 2\nep = 2", 2), "(no error)");
+  EXPECT_EQ(error_after("dp = 4\nep = 2", "dp = 1\ncp = 2\nep = 4", 2),
+            "expert parallel size (--ep 4) must divide data parallel size (--dp 1) x context "
+            "parallel size (--cp 2) = 2");
   EXPECT_EQ(error_after("ep = 2", "ep = 2\nzero = 3"),
             "expert parallelism (--ep 2) runs with DDP or ZeRO-1/2 only for now (--zero 3)");
   EXPECT_EQ(error_after("ep = 2", "ep = 2\ntp = 2\nexpert_tp = 2", 8),
@@ -135,8 +139,7 @@ TEST(MoeRunConfig, LayerPatternAndExpertWidth) {
 TEST(MoeRunConfig, TensorParallelAndZero1Accepted) {
   // Experts whole on every tp rank (expert tp 1), with and without sp; ZeRO-1
   // and ZeRO-2 shard expert state (and gradients) over expert-dp.
-  for (const char* extra :
-       {"tp = 2\nsequence_parallel = true", "tp = 2", "zero = 1", "zero = 2"}) {
+  for (const char* extra : {"tp = 2\nsequence_parallel = true", "tp = 2", "zero = 1", "zero = 2"}) {
     const RunConfig rc = load_run_config(testing::write_toml(std::string(kBase) + extra + "\n"));
     const int world = rc.train.parallelism.world_size();
     EXPECT_NO_THROW(rc.train.validate(rc.model, world)) << extra;

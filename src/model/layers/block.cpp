@@ -24,7 +24,7 @@ Block::Block(ParameterSet& ps, int layer, const ModelConfig& cfg, const TpGroup&
   norm2_ = Norm(ps, p + ".norm2", cfg.hidden, cfg.uses_layernorm(), cfg.norm_eps, tp.sp(),
                 cfg.norm_adds_one());
   if (is_moe_)
-    moe_ = Moe(ps, p + ".moe", cfg, proj_std, ep, tp);
+    moe_ = Moe(ps, p + ".moe", cfg, proj_std, ep, tp, cp);
   else
     mlp_ = Mlp(ps, p + ".mlp", cfg, proj_std, tp, adapters);
 }

@@ -1,8 +1,9 @@
 // MoE forward and backward (see moe.h). The send order is expert-major over
 // global experts, tokens in (token, slot) order inside an expert, so the
 // one-process run and every ep layout feed each expert in the same order
-// per source rank. Under sequence parallelism this rank's rows are the
-// micro-batch's rows [row0, row0 + rows); routing covers all N rows.
+// per source rank. Routing covers the whole micro-batch in sequence order;
+// this rank's input rows are the routing rows `rows.mine` (moe_routing_rows.h:
+// a slice under sequence parallelism, two chunks per sequence under cp).
 #include "model/layers/moe.h"
 
 #include <cstring>
@@ -10,6 +11,7 @@
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/matmul.h"
 #include "model/layers/moe_expert_bias.h"
+#include "model/layers/moe_routing_rows.h"
 #include "model/layers/moe_stats.h"
 
 namespace parallm {
@@ -30,8 +32,8 @@ void add_layer_load(const LayerContext& c, const Routing& r) {
 }  // namespace
 
 Moe::Moe(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, double proj_std,
-         const EpGroup& ep, const TpGroup& tp)
-    : cfg_(cfg.moe), C_(cfg.hidden), ep_(ep), tp_(tp) {
+         const EpGroup& ep, const TpGroup& tp, const CpGroup& cp)
+    : cfg_(cfg.moe), C_(cfg.hidden), ep_(ep), tp_(tp), cp_(cp) {
   router_ = ps.add({.name = prefix + ".router.weight",
                     .shape = {cfg_.num_experts, C_},
                     .global_shape = {cfg_.num_experts, C_},
@@ -44,38 +46,43 @@ Moe::Moe(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, do
 }
 
 Moe::Saved Moe::forward(const LayerContext& c, float* out, const float* inp) const {
-  const int64_t N = c.N(), E = cfg_.num_experts, k = cfg_.topk;
-  const int64_t rows = tp_local_rows(tp_, N), row0 = tp_.sp() ? tp_.rank() * rows : 0;
-  // This rank's assignments: [a0, a1) of the micro-batch's N*k.
-  const int64_t a0 = row0 * k, a1 = (row0 + rows) * k;
+  const int64_t E = cfg_.num_experts, k = cfg_.topk;
   Saved s;
+  s.rows = moe_routing_rows(c, tp_, cp_);
+  const std::vector<int64_t>& mine = s.rows.mine;  // routing row of each input row
+  const auto rows = static_cast<int64_t>(mine.size());
+  const int64_t N = s.rows.N;
   {
+    Tensor local = c.workspace({rows, E});
+    cpu::linear_forward<float>(local.data<float>(), inp, c.params.value(router_), nullptr, rows, C_,
+                               E);
+    // Every tp and cp rank routes the whole micro-batch, as one process does.
     Tensor logits = c.workspace({N, E});
-    float* mine = logits.data<float>() + row0 * E;
-    cpu::linear_forward<float>(mine, inp, c.params.value(router_), nullptr, rows, C_, E);
-    if (tp_.sp())  // every tp rank routes the whole micro-batch, as one process does
-      tp_.comm->all_gather(mine, logits.data<float>(), static_cast<size_t>(rows * E), DType::F32);
+    gather_routing_logits(c, s.rows, tp_, cp_, local.data<float>(), logits.data<float>(), E);
     const float* bias = c.expert_bias != nullptr && c.expert_bias->enabled()
                             ? c.expert_bias->layer(c.layer)
                             : nullptr;
-    s.routing = route(cfg_, logits.data<float>(), N, c.T, bias);
+    s.routing = route(cfg_, logits.data<float>(), N, s.rows.T, bias);
   }
   const Routing& r = s.routing;
-  // Send order: expert-major, then assignment order.
+  // Send order: expert-major, then assignment order (mine ascends).
   std::vector<int64_t> per_expert(E, 0);
-  for (int64_t a = a0; a < a1; ++a)
-    if (r.kept[a]) ++per_expert[r.expert[a]];
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t a = mine[i] * k; a < (mine[i] + 1) * k; ++a)
+      if (r.kept[a]) ++per_expert[r.expert[a]];
   std::vector<int64_t> next(E + 1, 0);
   for (int64_t e = 0; e < E; ++e) next[e + 1] = next[e] + per_expert[e];
   const int64_t S = next[E];
   s.send_row.assign(N * k, -1);
-  for (int64_t a = a0; a < a1; ++a)
-    if (r.kept[a]) s.send_row[a] = next[r.expert[a]]++;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t a = mine[i] * k; a < (mine[i] + 1) * k; ++a)
+      if (r.kept[a]) s.send_row[a] = next[r.expert[a]]++;
   Tensor send = c.workspace({std::max<int64_t>(S, 1), C_});
-  for (int64_t a = a0; a < a1; ++a)
-    if (s.send_row[a] >= 0)
-      std::memcpy(send.data<float>() + s.send_row[a] * C_, inp + (a / k - row0) * C_,
-                  static_cast<size_t>(C_) * sizeof(float));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t a = mine[i] * k; a < (mine[i] + 1) * k; ++a)
+      if (s.send_row[a] >= 0)
+        std::memcpy(send.data<float>() + s.send_row[a] * C_, inp + i * C_,
+                    static_cast<size_t>(C_) * sizeof(float));
   s.dispatch = TokenDispatch(ep_, per_expert);
   const int64_t M = s.dispatch.recv_rows();
   Tensor xr = c.workspace({std::max<int64_t>(M, 1), C_});
@@ -87,31 +94,34 @@ Moe::Saved Moe::forward(const LayerContext& c, float* out, const float* inp) con
   s.y = c.activation({std::max<int64_t>(S, 1), C_});
   s.dispatch.combine(ep_, yr.data<float>(), s.y.data<float>(), C_);
   std::memset(out, 0, static_cast<size_t>(rows * C_) * sizeof(float));
-  for (int64_t a = a0; a < a1; ++a)
-    if (s.send_row[a] >= 0)
-      cpu::axpy(out + (a / k - row0) * C_, r.gate[a], s.y.data<float>() + s.send_row[a] * C_, C_);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t a = mine[i] * k; a < (mine[i] + 1) * k; ++a)
+      if (s.send_row[a] >= 0)
+        cpu::axpy(out + i * C_, r.gate[a], s.y.data<float>() + s.send_row[a] * C_, C_);
   if (has_shared_) s.shared = shared_.forward(c, out, inp);
   return s;
 }
 
 void Moe::backward(const LayerContext& c, float* dinp, const float* dout, const float* inp,
                    const Saved& s) const {
-  const int64_t N = c.N(), E = cfg_.num_experts, k = cfg_.topk;
-  const int64_t rows = tp_local_rows(tp_, N), row0 = tp_.sp() ? tp_.rank() * rows : 0;
-  const int64_t a0 = row0 * k, a1 = (row0 + rows) * k;
+  const int64_t E = cfg_.num_experts, k = cfg_.topk;
+  const std::vector<int64_t>& mine = s.rows.mine;
+  const auto rows = static_cast<int64_t>(mine.size());
+  const int64_t N = s.rows.N;
   const Routing& r = s.routing;
   const int64_t S = s.dispatch.send_rows(), M = s.dispatch.recv_rows();
-  std::vector<float> dgate(N * k, 0.0f);  // other tp ranks' rows stay 0
+  std::vector<float> dgate(N * k, 0.0f);  // other tp / cp ranks' rows stay 0
   Tensor dy = c.workspace({std::max<int64_t>(S, 1), C_});
-  for (int64_t a = a0; a < a1; ++a) {
-    if (s.send_row[a] < 0) continue;
-    const float* d = dout + (a / k - row0) * C_;
-    const float* y = s.y.data<float>() + s.send_row[a] * C_;
-    double dot = 0.0;
-    for (int64_t i = 0; i < C_; ++i) dot += static_cast<double>(d[i]) * y[i];
-    dgate[a] = static_cast<float>(dot);
-    cpu::axpy(dy.data<float>() + s.send_row[a] * C_, r.gate[a], d, C_);
-  }
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t a = mine[i] * k; a < (mine[i] + 1) * k; ++a) {
+      if (s.send_row[a] < 0) continue;
+      const float* d = dout + i * C_;
+      const float* y = s.y.data<float>() + s.send_row[a] * C_;
+      double dot = 0.0;
+      for (int64_t j = 0; j < C_; ++j) dot += static_cast<double>(d[j]) * y[j];
+      dgate[a] = static_cast<float>(dot);
+      cpu::axpy(dy.data<float>() + s.send_row[a] * C_, r.gate[a], d, C_);
+    }
   Tensor dyr = c.workspace({std::max<int64_t>(M, 1), C_});
   s.dispatch.dispatch(ep_, dy.data<float>(), dyr.data<float>(), C_);
   Tensor dxr = c.workspace({std::max<int64_t>(M, 1), C_});
@@ -120,18 +130,27 @@ void Moe::backward(const LayerContext& c, float* dinp, const float* dout, const 
   dyr = Tensor();
   Tensor dx = dy;  // reuse: (S, C)
   s.dispatch.combine(ep_, dxr.data<float>(), dx.data<float>(), C_);
-  for (int64_t a = a0; a < a1; ++a)
-    if (s.send_row[a] >= 0)
-      cpu::add_inplace(dinp + (a / k - row0) * C_, dx.data<float>() + s.send_row[a] * C_, C_);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t a = mine[i] * k; a < (mine[i] + 1) * k; ++a)
+      if (s.send_row[a] >= 0)
+        cpu::add_inplace(dinp + i * C_, dx.data<float>() + s.send_row[a] * C_, C_);
   // The balancing losses' gradient reaches every row's logits; this rank
-  // takes its own rows (the aux statistics are per whole sequence).
+  // takes its own rows (the aux statistics are per whole sequence), so the
+  // router's gradient sums to the whole one over tp (sp) and cp.
   Tensor dlogits = c.workspace({N, E});
   route_backward(cfg_, r, dgate.data(), c.grad_scale, dlogits.data<float>());
-  cpu::linear_backward<float>(dinp, c.params.grad(router_), nullptr,
-                              dlogits.data<float>() + row0 * E, inp, c.params.value(router_), rows,
-                              C_, E);
+  Tensor dmine = c.workspace({std::max<int64_t>(rows, 1), E});
+  for (int64_t i = 0; i < rows; ++i)
+    std::memcpy(dmine.data<float>() + i * E, dlogits.data<float>() + mine[i] * E,
+                static_cast<size_t>(E) * sizeof(float));
+  dlogits = Tensor();
+  cpu::linear_backward<float>(dinp, c.params.grad(router_), nullptr, dmine.data<float>(), inp,
+                              c.params.value(router_), rows, C_, E);
   if (has_shared_) shared_.backward(c, dinp, dout, inp, s.shared);
-  if (c.moe_stats) {
+  // Every cp rank routed the same whole sequences and the trainer sums the
+  // statistics over dp x cp: cp rank 0 alone reports them (tp ranks are
+  // outside that sum, so each reports its copy).
+  if (c.moe_stats && cp_.rank() == 0) {
     c.moe_stats->add(r.stats);
     if (c.expert_bias != nullptr && c.expert_bias->enabled()) add_layer_load(c, r);
   }

@@ -17,6 +17,10 @@
 // assignments; router and expert gradients are then partial over tp
 // (ParamSpec::tp_partial_grad) and summed by the model. Without sp every tp
 // rank holds every row and computes the same thing.
+// Context parallelism (docs/moe.md): a cp rank holds two chunks of every
+// sequence; the logits are all-gathered over cp too and put in sequence
+// order, so every cp rank routes every sequence whole, identically, and
+// keeps its own tokens' assignments; cp rank 0 alone reports the statistics.
 // A shared expert (moe_shared_expert.h), when configured, adds its output
 // for every token after the routed experts'.
 #pragma once
@@ -25,6 +29,7 @@
 
 #include "model/layers/moe_experts.h"
 #include "model/layers/moe_router.h"
+#include "model/layers/moe_routing_rows.h"
 #include "model/layers/moe_shared_expert.h"
 #include "parallel/expert/token_dispatch.h"
 #include "parallel/tensor/tp_group.h"
@@ -34,10 +39,11 @@ namespace parallm {
 class Moe {
  public:
   struct Saved {
+    MoeRoutingRows rows;  // this rank's rows in the whole micro-batch's routing
     Routing routing;
     TokenDispatch dispatch;
     // (N*k) over the whole micro-batch: send row of each of this rank's
-    // assignments; -1: dropped, or another tp rank's row (sp).
+    // assignments; -1: dropped, or another tp / cp rank's row.
     std::vector<int64_t> send_row;
     MoeExperts::Saved experts;
     Tensor y;  // (send rows, C): expert outputs back on this rank, in send order
@@ -45,8 +51,8 @@ class Moe {
   };
   Moe() = default;
   Moe(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, double proj_std,
-      const EpGroup& ep, const TpGroup& tp = {});
-  // out (rows, C) = moe(inp), overwritten (rows: N, or N/tp under sp).
+      const EpGroup& ep, const TpGroup& tp = {}, const CpGroup& cp = {});
+  // out (rows, C) = moe(inp), overwritten (rows: c.N(), or c.N()/tp under sp).
   Saved forward(const LayerContext& c, float* out, const float* inp) const;
   // dinp (rows, C) += d loss / d inp; router and expert gradients accumulate;
   // the routing statistics go to c.moe_stats.
@@ -62,6 +68,7 @@ class Moe {
   MoeSharedExpert shared_;
   EpGroup ep_;
   TpGroup tp_;
+  CpGroup cp_;
 };
 
 }  // namespace parallm

@@ -10,9 +10,12 @@ void ParallelismConfig::validate() const {
   PX_CHECK(pp >= 1, "pipeline parallel size (--pp) must be at least 1, got {}", pp);
   PX_CHECK(virtual_stages >= 1, "--virtual-stages must be at least 1, got {}", virtual_stages);
   pipeline::schedule_kind_from_name(schedule);  // a typo is an error even when unused
-  PX_CHECK(ep >= 1 && dp.dp % ep == 0,
-           "expert parallel size (--ep {}) must divide data parallel size (--dp {})", ep, dp.dp);
   PX_CHECK(cp >= 1, "context parallel size (--cp) must be at least 1, got {}", cp);
+  // Expert layers fold dp x cp into ep x expert-dp (grid/rank_grid.h).
+  PX_CHECK(ep >= 1 && (dp.dp * cp) % ep == 0,
+           "expert parallel size (--ep {}) must divide data parallel size (--dp {}) x context "
+           "parallel size (--cp {}) = {}",
+           ep, dp.dp, cp, dp.dp * cp);
   const CpComm mode = cp_comm_from_name(cp_comm);
   if (cp > 1) ulysses_degree_for(mode, cp, ulysses_degree);
   PX_CHECK(ulysses_degree == 0 || mode == CpComm::Hybrid,
