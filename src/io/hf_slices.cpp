@@ -41,8 +41,16 @@ void scatter_hf_slices(const SafetensorsFile& st, const TensorEntry& e, const Pa
     const ParamSpec& s = ps.spec(i);
     const int64_t first = s.shard_dim == 0 ? s.shard_begin : 0;
     if (t.expert < first || t.expert >= first + s.shape[0]) return;  // another ep rank's
-    read_elements(st, e, 0, hf_rows * hf_cols,
-                  ps.value({i}) + (t.expert - first) * hf_rows * hf_cols);
+    // Under expert tp this rank holds rows (tp_dim 1) or columns (tp_dim 2)
+    // [tp_begin, + local extent) of the expert's (hf_rows, hf_cols) matrix.
+    const int64_t rows = s.shape[1], cols = s.shape.size() > 2 ? s.shape[2] : 1;
+    const int64_t r0 = s.tp_dim == 1 ? s.tp_begin : 0, c0 = s.tp_dim == 2 ? s.tp_begin : 0;
+    PX_CHECK(r0 + rows <= hf_rows && c0 + cols <= hf_cols,
+             "HF tensor '{}' ({} x {}) is smaller than expert slice rows {}+{}, columns {}+{}",
+             t.name, hf_rows, hf_cols, r0, rows, c0, cols);
+    float* dst = ps.value({i}) + (t.expert - first) * rows * cols;
+    for (int64_t r = 0; r < rows; ++r)
+      read_elements(st, e, (r0 + r) * hf_cols + c0, cols, dst + r * cols);
     return;
   }
   int64_t row0 = 0;  // global rows of the parts before this one

@@ -140,7 +140,8 @@ void ParameterSet::init_random(uint64_t seed) const {
       }
       int64_t g = 0;
       for (size_t d = 0; d < rank; ++d) {
-        int64_t coord = idx[d] + (static_cast<int>(d) == s.shard_dim ? s.shard_begin : 0);
+        int64_t coord = idx[d] + (static_cast<int>(d) == s.shard_dim ? s.shard_begin : 0) +
+                        (static_cast<int>(d) == s.tp_dim ? s.tp_begin : 0);
         g = g * s.global_shape[d] + coord;
       }
       const auto gi = static_cast<uint64_t>(g);

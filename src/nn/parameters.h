@@ -53,6 +53,13 @@ struct ParamSpec {
   // over the ep group when shard_dim == 0; its gradient is reduced over the
   // expert-data-parallel group instead of dp.
   bool expert = false;
+  // An expert tensor split over tp as well (expert tensor parallelism,
+  // --expert-tp = tp; docs/moe.md): the dimension split over the tp group
+  // (1: fc / gate / up rows and fc's bias, 2: proj / down columns) and this
+  // rank's first global index along it; shard_dim stays ep's split of
+  // dimension 0. -1: the expert tensor is replicated over tp.
+  int tp_dim = -1;
+  int64_t tp_begin = 0;
 };
 
 struct ParamRef {

@@ -38,9 +38,11 @@ double global_grad_norm(const ParameterSet& ps, const float* g, int64_t begin, i
   const TpGroup& tp = tp_of(groups);
   const bool experts = groups.expert_grads != nullptr;
   double ss = tp_grad_sum_squares(ps, g, begin, end, tp, experts);
-  if (experts && groups.count_experts && tp.rank() == 0)  // experts are replicated over tp
+  // Experts are replicated over tp (counted on tp rank 0) unless split over
+  // tp as well (tp_dim: every tp rank counts its slice).
+  if (experts && groups.count_experts)
     for (int i = 0; i < ps.size(); ++i)
-      if (ps.spec(i).expert)
+      if (ps.spec(i).expert && (tp.rank() == 0 || ps.spec(i).tp_dim >= 0))
         ss += cpu::sum_squares(groups.expert_grads + ps.offset(i), ps.numel(i));
   return reduce_norm(ss, groups, also_summed);
 }

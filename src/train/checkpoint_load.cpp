@@ -80,7 +80,8 @@ void load_checkpoint_values(const OpenedCheckpoint& ck, const ParameterSet& ps, 
   float* flat = ps.flat_values().data<float>();
   for (int i = 0; i < ps.size(); ++i) {
     const ParamSpec& s = ps.spec(i);
-    TensorSlice want = TensorSlice::of_box(s.global_shape, s.shape, s.shard_dim, s.shard_begin);
+    TensorSlice want = TensorSlice::of_box(s.global_shape, s.shape, s.shard_dim, s.shard_begin,
+                                           s.tp_dim, s.tp_begin);
     ck.shards->fill("param", s.name, want, flat + ps.offset(i), vocab);
   }
 }
@@ -130,7 +131,8 @@ void load_checkpoint_optimizer(const OpenedCheckpoint& ck, const ParameterSet& p
         const int64_t a = std::max(sp.begin, off), b = std::min(sp.end, off + ps.numel(i));
         if (b <= a) continue;
         const ParamSpec& s = ps.spec(i);
-        TensorSlice want = TensorSlice::of_box(s.global_shape, s.shape, s.shard_dim, s.shard_begin)
+        TensorSlice want = TensorSlice::of_box(s.global_shape, s.shape, s.shard_dim, s.shard_begin,
+                                               s.tp_dim, s.tp_begin)
                                .sub_range(a - off, b - off);
         ck.shards->fill(st.name, s.name, want, base + (a - sp.begin), vocab);
       }

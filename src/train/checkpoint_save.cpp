@@ -54,11 +54,14 @@ std::vector<CheckpointPiece> checkpoint_pieces(const Transformer& model, DataPar
       // tp, the first holder of a shard that several tp ranks share.
       // The last pipeline stage's copy of the tied table is the first stage's
       // (same name, same values and moments): that stage writes it.
-      // Experts are replicated over tp (their shard_dim is the ep split).
-      const bool copy = s.pipeline_copy ||
-                        (s.shard_dim < 0 || s.expert ? tp_rank != 0 : tp_rank % s.tp_replicas != 0);
+      // Experts are replicated over tp (their shard_dim is the ep split)
+      // unless split over tp as well (tp_dim, expert tensor parallelism).
+      const bool tp_split = s.expert ? s.tp_dim >= 0 : s.shard_dim >= 0;
+      const bool copy =
+          s.pipeline_copy || (!tp_split ? tp_rank != 0 : tp_rank % s.tp_replicas != 0);
       if (b <= a || copy) continue;
-      TensorSlice slice = TensorSlice::of_box(s.global_shape, s.shape, s.shard_dim, s.shard_begin)
+      TensorSlice slice = TensorSlice::of_box(s.global_shape, s.shape, s.shard_dim, s.shard_begin,
+                                              s.tp_dim, s.tp_begin)
                               .sub_range(a - off, b - off);
       out.push_back({s.name, kind, std::move(slice), base + (a - lo)});
     }

@@ -62,12 +62,26 @@ void TrainConfig::validate(const ModelConfig& m, int world_size) const {
              "muon (its shards are scattered spans)",
              par.ep);
   }
-  // Under tp the experts run whole on every tp rank (docs/moe.md): splitting
-  // them over tp (Megatron's expert tensor parallelism) is not built.
-  PX_CHECK(par.expert_tp == 1,
-           "--expert-tp {}: experts split over tensor-parallel ranks are not built; experts run "
-           "whole on every tp rank (--expert-tp 1)",
-           par.expert_tp);
+  // Expert tensor parallelism (docs/moe.md): experts whole on every tp rank
+  // (1) or split over the whole tp group (tp); other sizes are not built.
+  PX_CHECK(par.expert_tp == 1 || par.expert_tp == par.tp,
+           "--expert-tp {}: experts split over tensor-parallel ranks are built for --expert-tp 1 "
+           "(experts whole on every tp rank) or --expert-tp equal to --tp ({}) only",
+           par.expert_tp, par.tp);
+  if (par.expert_tp > 1) {
+    PX_CHECK(m.moe.enabled(), "--expert-tp {} needs an MoE model (--num-experts)", par.expert_tp);
+    const int64_t width = m.moe.expert_intermediate(m.intermediate);
+    PX_CHECK(width % par.expert_tp == 0,
+             "--expert-tp {}: the experts' width ({}) is not divisible by it", par.expert_tp,
+             width);
+    PX_CHECK(optimizer.kind != OptimizerKind::Muon,
+             "--expert-tp {} with muon: muon would need each expert matrix gathered over tp; use "
+             "an element-wise optimizer",
+             par.expert_tp);
+    PX_CHECK(par.dp.zero <= 2 && par.dp.mode == DpMode::AllReduce,
+             "--expert-tp {} runs with DDP or ZeRO-1/2 only (--zero {})", par.expert_tp,
+             par.dp.zero);
+  }
   // MoE under cp: every cp rank routes whole sequences (docs/moe.md), so
   // capacity per sequence needs nothing here beyond cp's own checks.
   PX_CHECK(par.pp > 1 || (logging.trace_path.empty() && logging.timeline_path.empty()),

@@ -281,7 +281,8 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   Allocator alloc;
   const TpGroup tp{.comm = par.tp > 1 ? groups.tp.get() : nullptr,
                    .sequence_parallel = par.sequence_parallel};
-  const EpGroup ep{.comm = par.ep > 1 ? groups.ep.get() : nullptr};
+  const EpGroup ep{.comm = par.ep > 1 ? groups.ep.get() : nullptr,
+                   .split_over_tp = par.expert_tp > 1};
   CpGroup cp{.comm = groups.cp.get(), .mode = cp_comm_from_name(par.cp_comm)};
   cp.ulysses_degree = ulysses_degree_for(cp.mode, par.cp, par.ulysses_degree);
   const CpSubgroups cp_subgroups = make_cp_subgroups(cp);

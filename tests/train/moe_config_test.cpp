@@ -94,9 +94,11 @@ TEST(MoeRunConfig, BadInputOneClearMessageEach) {
             "parallel size (--cp 2) = 2");
   EXPECT_EQ(error_after("ep = 2", "ep = 2\nzero = 3"),
             "expert parallelism (--ep 2) runs with DDP or ZeRO-1/2 only for now (--zero 3)");
-  EXPECT_EQ(error_after("ep = 2", "ep = 2\ntp = 2\nexpert_tp = 2", 8),
-            "--expert-tp 2: experts split over tensor-parallel ranks are not built; experts run "
-            "whole on every tp rank (--expert-tp 1)");
+  // Expert tp: 1 or tp (docs/moe.md).
+  EXPECT_EQ(error_after("ep = 2", "ep = 2\ntp = 2\nexpert_tp = 2", 8), "(no error)");
+  EXPECT_EQ(error_after("ep = 2", "ep = 2\ntp = 4\nexpert_tp = 2", 16),
+            "--expert-tp 2: experts split over tensor-parallel ranks are built for --expert-tp 1 "
+            "(experts whole on every tp rank) or --expert-tp equal to --tp (4) only");
 }
 
 // Megatron's list form of moe_layer_freq (one 0/1 per layer) and the routed

@@ -25,10 +25,11 @@ std::vector<int64_t> at_least_1d(const std::vector<int64_t>& v, int64_t fill) {
 }  // namespace
 
 TensorSlice TensorSlice::of_box(std::vector<int64_t> global_shape, std::vector<int64_t> box,
-                                int shard_dim, int64_t shard_begin) {
+                                int shard_dim, int64_t shard_begin, int dim2, int64_t begin2) {
   TensorSlice s;
   s.offset.assign(global_shape.size(), 0);
   if (shard_dim >= 0) s.offset[static_cast<size_t>(shard_dim)] = shard_begin;
+  if (dim2 >= 0) s.offset[static_cast<size_t>(dim2)] = begin2;
   s.global_shape = std::move(global_shape);
   s.box = std::move(box);
   s.flat_begin = 0;

@@ -22,9 +22,10 @@ struct TensorSlice {
   int64_t flat_begin = 0, flat_end = 0;  // row-major element range inside the box
 
   int64_t numel() const { return flat_end - flat_begin; }
-  // The whole box of a shard: offset along shard_dim, elements [0, numel(box)).
+  // The whole box of a shard: offset along shard_dim (and dim2, for a
+  // tensor split two ways: experts over ep and tp), elements [0, numel(box)).
   static TensorSlice of_box(std::vector<int64_t> global_shape, std::vector<int64_t> box,
-                            int shard_dim, int64_t shard_begin);
+                            int shard_dim, int64_t shard_begin, int dim2 = -1, int64_t begin2 = 0);
   // Elements [begin, end) of this slice's box.
   TensorSlice sub_range(int64_t begin, int64_t end) const;
 };

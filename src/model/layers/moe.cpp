@@ -13,6 +13,7 @@
 #include "model/layers/moe_expert_bias.h"
 #include "model/layers/moe_routing_rows.h"
 #include "model/layers/moe_stats.h"
+#include "parallel/tensor/mappings.h"
 
 namespace parallm {
 namespace {
@@ -65,23 +66,38 @@ Moe::Saved Moe::forward(const LayerContext& c, float* out, const float* inp) con
     s.routing = route(cfg_, logits.data<float>(), N, s.rows.T, bias);
   }
   const Routing& r = s.routing;
-  // Send order: expert-major, then assignment order (mine ascends).
+  // The rows this rank feeds to the experts: its own, or under expert tp
+  // every row of the tp group's share (gathered under sp), whose outputs
+  // are then partial sums over tp.
+  const bool etp = expert_tp();
+  const std::vector<int64_t>& fed = etp ? s.rows.share : mine;
+  const auto nfed = static_cast<int64_t>(fed.size());
+  const float* x = inp;
+  Tensor x_all, out_all;
+  if (etp) {
+    x_all = c.workspace({nfed, C_});
+    enter_tp_region(tp_, x_all.data<float>(), inp, nfed, C_);
+    if (tp_.sp()) x = x_all.data<float>();
+    out_all = c.workspace({nfed, C_});
+  }
+  float* o = etp ? out_all.data<float>() : out;
+  // Send order: expert-major, then assignment order (fed ascends).
   std::vector<int64_t> per_expert(E, 0);
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t a = mine[i] * k; a < (mine[i] + 1) * k; ++a)
+  for (int64_t i = 0; i < nfed; ++i)
+    for (int64_t a = fed[i] * k; a < (fed[i] + 1) * k; ++a)
       if (r.kept[a]) ++per_expert[r.expert[a]];
   std::vector<int64_t> next(E + 1, 0);
   for (int64_t e = 0; e < E; ++e) next[e + 1] = next[e] + per_expert[e];
   const int64_t S = next[E];
   s.send_row.assign(N * k, -1);
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t a = mine[i] * k; a < (mine[i] + 1) * k; ++a)
+  for (int64_t i = 0; i < nfed; ++i)
+    for (int64_t a = fed[i] * k; a < (fed[i] + 1) * k; ++a)
       if (r.kept[a]) s.send_row[a] = next[r.expert[a]]++;
   Tensor send = c.workspace({std::max<int64_t>(S, 1), C_});
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t a = mine[i] * k; a < (mine[i] + 1) * k; ++a)
+  for (int64_t i = 0; i < nfed; ++i)
+    for (int64_t a = fed[i] * k; a < (fed[i] + 1) * k; ++a)
       if (s.send_row[a] >= 0)
-        std::memcpy(send.data<float>() + s.send_row[a] * C_, inp + i * C_,
+        std::memcpy(send.data<float>() + s.send_row[a] * C_, x + i * C_,
                     static_cast<size_t>(C_) * sizeof(float));
   s.dispatch = TokenDispatch(ep_, per_expert);
   const int64_t M = s.dispatch.recv_rows();
@@ -93,11 +109,12 @@ Moe::Saved Moe::forward(const LayerContext& c, float* out, const float* inp) con
   xr = Tensor();
   s.y = c.activation({std::max<int64_t>(S, 1), C_});
   s.dispatch.combine(ep_, yr.data<float>(), s.y.data<float>(), C_);
-  std::memset(out, 0, static_cast<size_t>(rows * C_) * sizeof(float));
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t a = mine[i] * k; a < (mine[i] + 1) * k; ++a)
+  std::memset(o, 0, static_cast<size_t>(nfed * C_) * sizeof(float));
+  for (int64_t i = 0; i < nfed; ++i)
+    for (int64_t a = fed[i] * k; a < (fed[i] + 1) * k; ++a)
       if (s.send_row[a] >= 0)
-        cpu::axpy(out + i * C_, r.gate[a], s.y.data<float>() + s.send_row[a] * C_, C_);
+        cpu::axpy(o + i * C_, r.gate[a], s.y.data<float>() + s.send_row[a] * C_, C_);
+  if (etp) leave_tp_region(tp_, out, out_all.data<float>(), nfed, C_);  // sum over tp
   if (has_shared_) s.shared = shared_.forward(c, out, inp);
   return s;
 }
@@ -110,18 +127,30 @@ void Moe::backward(const LayerContext& c, float* dinp, const float* dout, const 
   const int64_t N = s.rows.N;
   const Routing& r = s.routing;
   const int64_t S = s.dispatch.send_rows(), M = s.dispatch.recv_rows();
+  const bool etp = expert_tp();
+  const std::vector<int64_t>& fed = etp ? s.rows.share : mine;
+  const auto nfed = static_cast<int64_t>(fed.size());
+  const float* d = dout;  // (nfed, C): the output gradient of the fed rows
+  Tensor dout_all;
+  if (etp) {
+    dout_all = c.workspace({nfed, C_});
+    leave_tp_region_backward(tp_, dout_all.data<float>(), dout, nfed, C_);
+    d = dout_all.data<float>();
+  }
   std::vector<float> dgate(N * k, 0.0f);  // other tp / cp ranks' rows stay 0
   Tensor dy = c.workspace({std::max<int64_t>(S, 1), C_});
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t a = mine[i] * k; a < (mine[i] + 1) * k; ++a) {
+  for (int64_t i = 0; i < nfed; ++i)
+    for (int64_t a = fed[i] * k; a < (fed[i] + 1) * k; ++a) {
       if (s.send_row[a] < 0) continue;
-      const float* d = dout + i * C_;
+      const float* di = d + i * C_;
       const float* y = s.y.data<float>() + s.send_row[a] * C_;
       double dot = 0.0;
-      for (int64_t j = 0; j < C_; ++j) dot += static_cast<double>(d[j]) * y[j];
+      for (int64_t j = 0; j < C_; ++j) dot += static_cast<double>(di[j]) * y[j];
       dgate[a] = static_cast<float>(dot);
-      cpu::axpy(dy.data<float>() + s.send_row[a] * C_, r.gate[a], d, C_);
+      cpu::axpy(dy.data<float>() + s.send_row[a] * C_, r.gate[a], di, C_);
     }
+  // Under expert tp y is this rank's partial sum: so is each dot product.
+  if (etp) tp_.comm->all_reduce(dgate.data(), dgate.size(), DType::F32, comm::ReduceOp::Sum);
   Tensor dyr = c.workspace({std::max<int64_t>(M, 1), C_});
   s.dispatch.dispatch(ep_, dy.data<float>(), dyr.data<float>(), C_);
   Tensor dxr = c.workspace({std::max<int64_t>(M, 1), C_});
@@ -130,10 +159,14 @@ void Moe::backward(const LayerContext& c, float* dinp, const float* dout, const 
   dyr = Tensor();
   Tensor dx = dy;  // reuse: (S, C)
   s.dispatch.combine(ep_, dxr.data<float>(), dx.data<float>(), C_);
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t a = mine[i] * k; a < (mine[i] + 1) * k; ++a)
+  Tensor dx_all;  // under expert tp: the fed rows' partial input gradients
+  if (etp) dx_all = c.workspace({nfed, C_});
+  float* dxa = etp ? dx_all.data<float>() : dinp;
+  for (int64_t i = 0; i < nfed; ++i)
+    for (int64_t a = fed[i] * k; a < (fed[i] + 1) * k; ++a)
       if (s.send_row[a] >= 0)
-        cpu::add_inplace(dinp + i * C_, dx.data<float>() + s.send_row[a] * C_, C_);
+        cpu::add_inplace(dxa + i * C_, dx.data<float>() + s.send_row[a] * C_, C_);
+  if (etp) enter_tp_region_backward(tp_, dinp, dx_all.data<float>(), nfed, C_);
   // The balancing losses' gradient reaches every row's logits; this rank
   // takes its own rows (the aux statistics are per whole sequence), so the
   // router's gradient sums to the whole one over tp (sp) and cp.

@@ -66,6 +66,9 @@ class Moe {
   MoeExperts experts_;
   bool has_shared_ = false;
   MoeSharedExpert shared_;
+  // Experts split over tp (--expert-tp = tp): every tp rank feeds every row.
+  bool expert_tp() const { return ep_.split_over_tp && tp_.active(); }
+
   EpGroup ep_;
   TpGroup tp_;
   CpGroup cp_;

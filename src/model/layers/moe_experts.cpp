@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "base/error.h"
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/grouped_gemm.h"
 #include "nn/matmul_precision.h"
@@ -36,10 +37,21 @@ MoeExperts::MoeExperts(ParameterSet& ps, const std::string& prefix, const ModelC
       first_(ep.rank() * local_),
       C_(cfg.hidden),
       I_(cfg.moe.expert_intermediate(cfg.intermediate)) {
-  const int64_t E = cfg.moe.num_experts;
+  const int64_t E = cfg.moe.num_experts, I = I_;
   const int dim = ep.active() ? 0 : -1;
-  auto add = [&](const std::string& name, std::vector<int64_t> shape, InitKind init, double std) {
-    std::vector<int64_t> global = shape;
+  const bool etp = ep.split_over_tp && tp.active();
+  if (etp) {
+    PX_CHECK(I % tp.size() == 0, "expert tp: the experts' width ({}) is not divisible by tp ({})",
+             I, tp.size());
+    I_ = I / tp.size();
+    add_b2_ = tp.rank() == 0;
+  }
+  // split: the dimension (of the global shape without the expert index)
+  // split over tp under expert tp, -1 none.
+  auto add = [&](const std::string& name, std::vector<int64_t> global, InitKind init, double std,
+                 int split) {
+    std::vector<int64_t> shape = global;
+    if (etp && split >= 0) shape[static_cast<size_t>(split)] = I_;
     shape.insert(shape.begin(), local_);
     global.insert(global.begin(), E);
     const bool bias = shape.size() == 2;
@@ -51,19 +63,22 @@ MoeExperts::MoeExperts(ParameterSet& ps, const std::string& prefix, const ModelC
                    .init = init,
                    .init_std = std,
                    .weight_decay = !bias,
-                   .tp_partial_grad = tp.sp(),
-                   .expert = true});
+                   // Under expert tp every tp rank sees every row: whole gradients.
+                   .tp_partial_grad = tp.sp() && !etp,
+                   .expert = true,
+                   .tp_dim = etp && split >= 0 ? split + 1 : -1,
+                   .tp_begin = etp && split >= 0 ? tp.rank() * I_ : 0});
   };
   const bool bias = cfg.uses_bias();
   if (swiglu_) {
-    w1_ = add("gate.weight", {I_, C_}, InitKind::Normal, cfg.init_std);
-    w3_ = add("up.weight", {I_, C_}, InitKind::Normal, cfg.init_std);
-    w2_ = add("down.weight", {C_, I_}, InitKind::Normal, proj_std);
+    w1_ = add("gate.weight", {I, C_}, InitKind::Normal, cfg.init_std, 0);
+    w3_ = add("up.weight", {I, C_}, InitKind::Normal, cfg.init_std, 0);
+    w2_ = add("down.weight", {C_, I}, InitKind::Normal, proj_std, 1);
   } else {
-    w1_ = add("fc.weight", {I_, C_}, InitKind::Normal, cfg.init_std);
-    if (bias) b1_ = add("fc.bias", {I_}, InitKind::Zeros, 0.0);
-    w2_ = add("proj.weight", {C_, I_}, InitKind::Normal, proj_std);
-    if (bias) b2_ = add("proj.bias", {C_}, InitKind::Zeros, 0.0);
+    w1_ = add("fc.weight", {I, C_}, InitKind::Normal, cfg.init_std, 0);
+    if (bias) b1_ = add("fc.bias", {I}, InitKind::Zeros, 0.0, 0);
+    w2_ = add("proj.weight", {C_, I}, InitKind::Normal, proj_std, 1);
+    if (bias) b2_ = add("proj.bias", {C_}, InitKind::Zeros, 0.0, -1);
   }
 }
 
@@ -91,8 +106,8 @@ MoeExperts::Saved MoeExperts::forward(const LayerContext& c, float* out, const f
   } else {
     cpu::gelu_forward(s.act.data<float>(), s.pre.data<float>(), n);
   }
-  cpu::grouped_linear_forward(out, s.act.data<float>(), ps.value(w2_), bias(b2_), off, local_, I_,
-                              C_);
+  cpu::grouped_linear_forward(out, s.act.data<float>(), ps.value(w2_),
+                              add_b2_ ? bias(b2_) : nullptr, off, local_, I_, C_);
   return s;
 }
 
@@ -117,8 +132,8 @@ void MoeExperts::forward_lowp(const LayerContext& c, float* out, const float* x,
   else
     cpu::gelu_forward(s.act.data<float>(), s.pre.data<float>(), n);
   const Tensor act16 = rounded(c, s.act.data<float>(), n);
-  cpu::grouped_linear_forward_lowp(g, c.alloc, out, act16.half_bits(), weight(w2_), bias(b2_), off,
-                                   local_, I_, C_);
+  cpu::grouped_linear_forward_lowp(g, c.alloc, out, act16.half_bits(), weight(w2_),
+                                   add_b2_ ? bias(b2_) : nullptr, off, local_, I_, C_);
 }
 
 void MoeExperts::backward(const LayerContext& c, float* dx, const float* dout, const Saved& s,

@@ -8,8 +8,13 @@
 // (LayerContext::matmul) the GEMMs take 16-bit operands as the dense MLP's
 // do: the weights' once-per-step copies, activations and gradients rounded
 // at the GEMM, f32 outputs and accumulation; saved rows stay f32.
-// Not split over tp (expert tp 1, moe.h): under sequence parallelism each
+// Expert tp 1 (moe.h): not split over tp; under sequence parallelism each
 // tp rank feeds its own tokens, so the gradients are partial over tp.
+// Expert tp = tp (ep.split_over_tp): each expert's fc / gate / up keep
+// I/tp of the features (column-parallel, ParamSpec::tp_dim 1) and proj /
+// down the matching I/tp inputs (row-parallel, tp_dim 2); every tp rank is
+// fed the same rows, so the gradients are whole and the outputs partial
+// sums over tp (the caller reduces them); proj's bias is added by tp rank 0.
 #pragma once
 #include <string>
 #include <vector>
@@ -49,7 +54,8 @@ class MoeExperts {
                      const std::vector<int64_t>& offsets) const;
 
   bool swiglu_ = false;
-  int64_t local_ = 0, first_ = 0, C_ = 0, I_ = 0;
+  bool add_b2_ = true;                             // false on tp ranks > 0 under expert tp
+  int64_t local_ = 0, first_ = 0, C_ = 0, I_ = 0;  // I_: this rank's features
   ParamRef w1_, b1_, w3_, w2_, b2_;  // fc|gate, its bias, up (SwiGLU), proj|down, its bias
 };
 

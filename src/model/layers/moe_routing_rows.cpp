@@ -41,6 +41,7 @@ MoeRoutingRows moe_routing_rows(const LayerContext& c, const TpGroup& tp, const 
                t, c.positions[t], all[t]);
   const int64_t n = tp_local_rows(tp, c.N()), row0 = tp.sp() ? tp.rank() * n : 0;
   r.mine.assign(all.begin() + row0, all.begin() + row0 + n);
+  r.share = all;
   return r;
 }
 

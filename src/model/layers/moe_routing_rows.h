@@ -22,6 +22,9 @@ struct MoeRoutingRows {
   int64_t N = 0;              // rows routed: the whole micro-batch, B x T
   int64_t T = 0;              // whole sequence length (c.T x cp)
   std::vector<int64_t> mine;  // (this rank's input rows): routing row of each
+  // (c.N()): routing row of every row of this cp rank's share, all tp ranks'
+  // stream rows together (expert tp feeds them all to every tp rank).
+  std::vector<int64_t> share;
 };
 
 // c: the layer's context (c.T tokens per row on this rank, c.positions their

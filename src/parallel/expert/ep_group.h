@@ -3,7 +3,10 @@
 // folds data-parallel ranks (grid/rank_grid.h): its ranks hold different
 // tokens and different experts. Passed to the model at construction, like
 // TpGroup; every rank of the group builds the same model, so the
-// all-to-alls line up call for call.
+// all-to-alls line up call for call. split_over_tp: expert tensor
+// parallelism (--expert-tp = tp, docs/moe.md): each expert's linears are
+// split over the layer's tp group as a dense MLP's are, and the ep group is
+// then one per tp rank (ranks with the same tp rank), as it always is.
 #pragma once
 #include <cstdint>
 
@@ -14,6 +17,7 @@ namespace parallm {
 
 struct EpGroup {
   comm::Communicator* comm = nullptr;
+  bool split_over_tp = false;
 
   int size() const { return comm ? comm->size() : 1; }
   int rank() const { return comm ? comm->rank() : 0; }

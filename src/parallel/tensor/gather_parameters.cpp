@@ -8,8 +8,10 @@ std::vector<float> gather_tp_parameter(const ParameterSet& ps, int i, const floa
                                        const TpGroup& tp) {
   const ParamSpec& s = ps.spec(i);
   const int64_t n = ps.numel(i);
-  // Experts are replicated over tp (their shard_dim is the ep split).
-  if (!tp.active() || s.shard_dim < 0 || s.expert) return std::vector<float>(local, local + n);
+  // Experts are replicated over tp (their shard_dim is the ep split) unless
+  // split over tp as well (expert tensor parallelism: tp_dim).
+  const int dim = s.expert ? s.tp_dim : s.shard_dim;
+  if (!tp.active() || dim < 0) return std::vector<float>(local, local + n);
   const int P = tp.size();
   std::vector<float> blocks(static_cast<size_t>(n * P));
   tp.comm->all_gather(local, blocks.data(), static_cast<size_t>(n), DType::F32);
@@ -19,7 +21,7 @@ std::vector<float> gather_tp_parameter(const ParameterSet& ps, int i, const floa
   // ranks q * reps .. q * reps + reps - 1 (reps > 1: replicated k/v heads).
   const int reps = s.tp_replicas, shards = P / reps;
   int64_t outer = 1;
-  for (int d = 0; d < s.shard_dim; ++d) outer *= s.shape[d];
+  for (int d = 0; d < dim; ++d) outer *= s.shape[d];
   const int64_t inner = n / outer;
   std::vector<float> full(static_cast<size_t>(n * shards));
   for (int q = 0; q < shards; ++q)

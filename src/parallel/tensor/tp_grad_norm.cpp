@@ -18,9 +18,9 @@ double tp_grad_sum_squares(const ParameterSet& ps, const float* g, int64_t begin
     const ParamSpec& spec = ps.spec(i);
     if (spec.pipeline_copy) continue;  // counted by the stage that owns it
     if (skip_experts && spec.expert) continue;
-    // Replicated over tp (experts are never tp-split; their shard_dim is ep's):
-    // counted by tp rank 0.
-    if (!all && (spec.shard_dim < 0 || spec.expert)) continue;
+    // Replicated over tp (experts unless split over tp as well, tp_dim; their
+    // shard_dim is ep's): counted by tp rank 0.
+    if (!all && (spec.expert ? spec.tp_dim : spec.shard_dim) < 0) continue;
     if (tp.rank() % spec.tp_replicas != 0) continue;  // a replicated shard: its first holder
     const int64_t lo = std::max(begin, ps.offset(i));
     const int64_t hi = std::min(end, ps.offset(i) + ps.numel(i));

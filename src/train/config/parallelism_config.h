@@ -16,7 +16,7 @@ struct ParallelismConfig {
   bool sequence_parallel = false;  // --sequence-parallel (matters with tp > 1)
   int pp = 1;                      // --pp: pipeline stages
   int ep = 1;                      // --ep: expert parallel size (divides dp; docs/moe.md)
-  int expert_tp = 1;               // --expert-tp: experts' tp size (1 only: docs/moe.md)
+  int expert_tp = 1;               // --expert-tp: experts' tp size (1 or tp: docs/moe.md)
   std::string schedule = "1f1b";   // --schedule gpipe|1f1b|interleaved|zb
   int virtual_stages = 1;          // --virtual-stages: model chunks per stage (interleaved)
   std::string pp_layers;           // --pp-layers 3,5,5,3: layers per virtual stage (empty: even)

@@ -1,6 +1,7 @@
-// Shared state of the MoE context-parallel MPI test binary (ep_cp_main.cpp):
-// the world, a token shard, and a helper that trains one layout
-// tp x cp x dp (ep folding dp x cp) and returns its trajectory in the form
+// Shared state of the MoE context-parallel and expert-tp MPI test binary
+// (ep_cp_main.cpp): the world, a token shard, and a helper that trains one
+// layout tp x cp x dp (ep folding dp x cp, experts whole or split over tp)
+// and returns its trajectory in the form
 // the expert-parallel checks compare (../ep_cases.h), every parameter
 // assembled whole (tp shards gathered over tp, experts over ep).
 #pragma once
@@ -22,8 +23,10 @@ struct CpMoeLayout {
   int cp = 1, ep = 1, tp = 1, dp = 1;  // all 1: the one-process run
   std::string comm = "ring";           // --cp-comm
   bool sp = false;
-  int micro = 2;   // micro-batch size (sequences)
-  int global = 8;  // global batch (sequences): 4 micro-batches at dp 1
+  int expert_tp = 1;  // --expert-tp: 1 or tp
+  int zero = 0;       // ZeRO stage over dp (expert state over expert-dp)
+  int micro = 2;      // micro-batch size (sequences)
+  int global = 8;     // global batch (sequences): 4 micro-batches at dp 1
   std::string name() const;
 };
 

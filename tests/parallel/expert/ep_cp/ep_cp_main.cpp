@@ -24,14 +24,16 @@ EpCpTestEnv& env() {
 }
 
 std::string CpMoeLayout::name() const {
-  return fmt::format("cp {} ({}) x tp {}{} x dp {}, ep {}, micro-batch {}", cp, comm, tp,
-                     sp ? " + sp" : "", dp, ep, micro);
+  return fmt::format("cp {} ({}) x tp {}{} x dp {}, ep {}, expert tp {}{}, micro-batch {}", cp,
+                     comm, tp, sp ? " + sp" : "", dp, ep, expert_tp,
+                     zero ? fmt::format(", ZeRO-{}", zero) : "", micro);
 }
 
 namespace {
 
 // The whole parameter vector in the one-process layout (tp shards gathered
-// over tp; experts, split along dimension 0 over ep, gathered over ep).
+// over tp, experts too under expert tp; experts, split along dimension 0
+// over ep, gathered over ep).
 std::vector<float> whole_parameters(const Transformer& m, const TpGroup& tp,
                                     comm::Communicator* ep) {
   Allocator alloc;
@@ -76,6 +78,8 @@ ep_test::RunResult train_cp_layout(const ModelConfig& model, const CpMoeLayout& 
   t.parallelism.cp_comm = l.comm;
   t.parallelism.dp.dp = l.dp;
   t.parallelism.ep = l.ep;
+  t.parallelism.expert_tp = l.expert_tp;
+  t.parallelism.dp.zero = l.zero;
   t.parallelism.dp.bucket_mb = 0.05;  // several buckets, some cut by expert ranges
   t.validate(model, static_cast<int>(sizes.world_size()));
   std::unique_ptr<comm::Communicator> tp_comm, cp_comm, red, ep_comm, edp_comm;
@@ -95,10 +99,17 @@ ep_test::RunResult train_cp_layout(const ModelConfig& model, const CpMoeLayout& 
   CpGroup cp{.comm = l.cp > 1 ? cp_comm.get() : nullptr, .mode = cp_comm_from_name(l.comm)};
   cp.ulysses_degree = ulysses_degree_for(cp.mode, l.cp, 0);
   const CpSubgroups subgroups = make_cp_subgroups(cp);
-  const EpGroup ep{.comm = l.ep > 1 ? ep_comm.get() : nullptr};
+  const EpGroup ep{.comm = l.ep > 1 ? ep_comm.get() : nullptr, .split_over_tp = l.expert_tp > 1};
   Allocator alloc;
   Transformer m(model, alloc, tp, pipeline_stage(t, model, 0), ep, cp);
   m.params().init_random(7);
+  // Under expert tp every expert weight holds 1/tp of its features.
+  for (int i = 0; i < m.params().size() && l.expert_tp > 1; ++i) {
+    const ParamSpec& s = m.params().spec(i);
+    if (!s.expert || s.name.ends_with("proj.bias")) continue;
+    EXPECT_GE(s.tp_dim, 1) << s.name << " is not split over tp";
+    if (s.tp_dim >= 1) EXPECT_EQ(s.shape[s.tp_dim] * l.tp, s.global_shape[s.tp_dim]) << s.name;
+  }
   Trainer tr(m, t, alloc, 0.0, l.cp * l.dp > 1 ? red.get() : nullptr, PipelineGroups{},
              l.ep > 1 ? edp_comm.get() : nullptr);
   ep_test::RunResult res;
