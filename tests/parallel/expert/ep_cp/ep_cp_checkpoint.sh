@@ -5,7 +5,8 @@
 # the ep groups are cp pairs) must give its losses and grad norms within
 # 1e-5 relative and the same per-expert loads and dropped fractions. It saves
 # after step 4; resumed under cp 2 x ep 2 with Ulysses (a2a) and on one
-# process, steps 5 and 6 must match the reference the same way.
+# process, steps 5 and 6 must match the reference the same way; and 4 steps
+# under cp 2 x pp 2 (1F1B) match its first 4.
 # usage: ep_cp_checkpoint.sh PARALLM   (the MPI environment comes from ctest)
 set -euo pipefail
 source "$(dirname "$0")/../ep_script_setup.sh" "$1"
@@ -37,6 +38,7 @@ $mpi -np 4 "$exe" train --config run.toml --cp 2 --dp 2 --ep 2 --save ck --exit-
   --metrics cp.jsonl > /dev/null
 $mpi -np 2 "$exe" train --config run.toml --dp 1 --cp 2 --cp-comm a2a --ep 2 --load ck \
   --metrics cp_a2a.jsonl > /dev/null
+$mpi -np 4 "$exe" train --config run.toml --cp 2 --pp 2 --steps 4 --metrics cp_pp.jsonl > /dev/null
 "$exe" train --config run.toml --dp 1 --cp 1 --ep 1 --load ck/step-0000004 \
   --metrics one.jsonl > /dev/null
 python3 - <<'PY'
@@ -45,7 +47,8 @@ def read(p):
     return {r["step"]: r for r in map(json.loads, open(p))}
 ref = read("ref.jsonl")
 bad = 0
-for name, steps in (("cp.jsonl", [0, 1, 2, 3]), ("cp_a2a.jsonl", [4, 5]), ("one.jsonl", [4, 5])):
+for name, steps in (("cp.jsonl", [0, 1, 2, 3]), ("cp_a2a.jsonl", [4, 5]), ("one.jsonl", [4, 5]),
+                    ("cp_pp.jsonl", [0, 1, 2, 3])):
     got = read(name)
     assert sorted(got) == steps, (name, sorted(got))
     for s in steps:

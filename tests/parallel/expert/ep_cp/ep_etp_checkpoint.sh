@@ -10,7 +10,9 @@
 #     w1 / w2 / w3 gathered over tp) within 1e-5 relative of the one-process
 #     export; that export read back (--init-from) under tp 2 + sp x expert
 #     tp 2 (each rank its rows / columns of every expert) trains 2 steps as
-#     one process does from it.
+#     one process does from it;
+#  3. 4 steps each under pp 2 x tp 2 + sp x expert tp 2 (1F1B, np 4) and
+#     under tp 2 + sp x expert tp 2 with full recomputation.
 # Losses and grad norms within 1e-5 relative, loads and dropped fractions equal.
 # usage: ep_etp_checkpoint.sh PARALLM   (the MPI environment comes from ctest)
 set -euo pipefail
@@ -48,6 +50,9 @@ $mpi -np 2 "$exe" train --config run.toml --tp 2 --sequence-parallel --expert-tp
 "$exe" train --config run.toml --tp 1 --expert-tp 1 --dp 1 --ep 1 --load ck/step-0000004 \
   --metrics one.jsonl > /dev/null
 $mpi -np 2 "$exe" train --config run.toml $etp --metrics etp_hf.jsonl --save-hf hf2 > /dev/null
+$mpi -np 4 "$exe" train --config run.toml $etp --pp 2 --steps 4 --metrics etp_pp.jsonl > /dev/null
+$mpi -np 2 "$exe" train --config run.toml $etp --recompute full --steps 4 \
+  --metrics etp_recompute.jsonl > /dev/null
 "$exe" train --config run.toml --init-from hf1 --steps 2 --metrics init_one.jsonl > /dev/null
 $mpi -np 2 "$exe" train --config run.toml $etp --init-from hf1 --steps 2 \
   --metrics init_etp.jsonl > /dev/null
@@ -60,7 +65,8 @@ def read(p):
 ref = read("ref.jsonl")
 bad = 0
 for name, steps in (("etp.jsonl", [0, 1, 2, 3]), ("tp_whole.jsonl", [4, 5]), ("one.jsonl", [4, 5]),
-                    ("etp_hf.jsonl", [0, 1, 2, 3, 4, 5]), ("init_etp.jsonl", [0, 1])):
+                    ("etp_hf.jsonl", [0, 1, 2, 3, 4, 5]), ("init_etp.jsonl", [0, 1]),
+                    ("etp_pp.jsonl", [0, 1, 2, 3]), ("etp_recompute.jsonl", [0, 1, 2, 3])):
     ref = read("init_one.jsonl" if name.startswith("init") else "ref.jsonl")
     got = read(name)
     assert sorted(got) == steps, (name, sorted(got))
