@@ -3,7 +3,9 @@
 // one-process run and every ep layout feed each expert in the same order
 // per source rank. Routing covers the whole micro-batch in sequence order;
 // this rank's input rows are the routing rows `rows.mine` (moe_routing_rows.h:
-// a slice under sequence parallelism, two chunks per sequence under cp).
+// a slice under sequence parallelism, two chunks per sequence under cp);
+// the rows it feeds to the experts are those, or under expert tp the whole
+// tp group's `rows.share`.
 #include "model/layers/moe.h"
 
 #include <cstring>
@@ -74,12 +76,12 @@ Moe::Saved Moe::forward(const LayerContext& c, float* out, const float* inp) con
   const auto nfed = static_cast<int64_t>(fed.size());
   const float* x = inp;
   Tensor x_all, out_all;
-  if (etp) {
+  if (etp && tp_.sp()) {  // without sp every tp rank already holds every row
     x_all = c.workspace({nfed, C_});
     enter_tp_region(tp_, x_all.data<float>(), inp, nfed, C_);
-    if (tp_.sp()) x = x_all.data<float>();
-    out_all = c.workspace({nfed, C_});
+    x = x_all.data<float>();
   }
+  if (etp) out_all = c.workspace({nfed, C_});
   float* o = etp ? out_all.data<float>() : out;
   // Send order: expert-major, then assignment order (fed ascends).
   std::vector<int64_t> per_expert(E, 0);

@@ -21,6 +21,11 @@
 // sequence; the logits are all-gathered over cp too and put in sequence
 // order, so every cp rank routes every sequence whole, identically, and
 // keeps its own tokens' assignments; cp rank 0 alone reports the statistics.
+// Expert tensor parallelism (ep.split_over_tp, --expert-tp = tp): each
+// expert is split over tp (moe_experts.h); every tp rank feeds every row of
+// the tp group (gathered under sp), the expert outputs are partial sums over
+// tp (reduce-scattered / all-reduced back, as a dense MLP's) and so are the
+// gate gradients (all-reduced over tp).
 // A shared expert (moe_shared_expert.h), when configured, adds its output
 // for every token after the routed experts'.
 #pragma once

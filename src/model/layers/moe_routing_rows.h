@@ -6,8 +6,8 @@
 // context parallelism a cp rank holds two chunks of every sequence
 // (cp_chunks.h). gather_routing_logits assembles every rank's logits in
 // sequence order (all-gather over tp under sp, then over cp).
-// Invariant: `mine` is strictly ascending, so this rank's assignments keep
-// the one-process (token, slot) order.
+// Invariant: `mine` and `share` are strictly ascending, so this rank's
+// assignments keep the one-process (token, slot) order.
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -9,7 +9,8 @@
 // 2 ranks: tp 2 + sp x expert tp 2 (micro-batch 1: sp cuts every sequence in
 // two) for every case; tp 2 without sp for one.
 // 4 ranks: tp 2 + sp x dp 2 x ep 2 x expert tp 2 for every case, under
-// ZeRO-1 for one; cp 2 x tp 2 + sp x ep 2 x expert tp 2 for one.
+// ZeRO-1 for one and ZeRO-2 for another; cp 2 x tp 2 + sp x ep 2 x expert
+// tp 2 for one.
 #include "../ep_cases.h"
 #include "ep_cp_env.h"
 
@@ -59,6 +60,8 @@ void check_cases(size_t first, size_t last) {
       if (i == 3)
         check({.ep = 2, .tp = 2, .dp = 2, .sp = true, .expert_tp = 2, .zero = 1, .micro = 1});
       if (i == 1) check({.cp = 2, .ep = 2, .tp = 2, .sp = true, .expert_tp = 2});
+      if (i == 2)
+        check({.ep = 2, .tp = 2, .dp = 2, .sp = true, .expert_tp = 2, .zero = 2, .micro = 1});
     }
   }
 }
