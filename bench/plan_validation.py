@@ -51,6 +51,7 @@ LAYOUTS = [
     ("moe", 1, "mb=4"),
     ("moe", 2, "dp=2 mb=4"),
     ("moe", 2, "dp=2 ep=2 mb=4"),
+    ("moe", 4, "dp=4 mb=4 zero=1"),
     ("moe", 4, "dp=4 ep=4 mb=4 zero=1"),
 ]
 
