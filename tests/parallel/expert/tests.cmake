@@ -5,9 +5,10 @@
 # (the same binary, filtered), so each stays well inside its timeout.
 parallm_mpi_test_binary(ep_dist_tests ${CMAKE_CURRENT_LIST_DIR}/ep_dist_main.cpp)
 foreach(np 2 4)
-  foreach(part "np${np}|-ExpertParallelZero.*:MoeTensorParallel.*:MoePipeline.*:MoePrecision.*:MoeSigmoidLayout.*"
+  foreach(part "np${np}|-ExpertParallelZero.*:ExpertParallelZero3.*:MoeTensorParallel.*:MoePipeline.*:MoePrecision.*:MoeSigmoidLayout.*"
                "sigmoid.np${np}|MoeSigmoidLayout.*"
-               "zero.np${np}|ExpertParallelZero.*" "tp.gpt2.np${np}|MoeTensorParallel.Gpt2*"
+               "zero.np${np}|ExpertParallelZero.*" "zero3.np${np}|ExpertParallelZero3.*"
+               "tp.gpt2.np${np}|MoeTensorParallel.Gpt2*"
                "tp.llama.np${np}|MoeTensorParallel.Llama*" "pp.np${np}|MoePipeline.*"
                "bf16.np${np}|MoePrecision.*")
     string(REPLACE "|" ";" part "${part}")
