@@ -37,3 +37,7 @@ add_test(NAME parallel.ep.sigmoid.checkpoint
          COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
                  bash ${CMAKE_CURRENT_LIST_DIR}/ep_sigmoid_checkpoint.sh $<TARGET_FILE:parallm>)
 set_tests_properties(parallel.ep.sigmoid.checkpoint PROPERTIES LABELS dist TIMEOUT 300)
+add_test(NAME parallel.ep.zero3.checkpoint
+         COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
+                 bash ${CMAKE_CURRENT_LIST_DIR}/ep_zero3_checkpoint.sh $<TARGET_FILE:parallm>)
+set_tests_properties(parallel.ep.zero3.checkpoint PROPERTIES LABELS dist TIMEOUT 300)
