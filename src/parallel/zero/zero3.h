@@ -22,6 +22,8 @@ class Zero3 : public Zero2 {
   // edp: the expert-dp group of an expert-parallel model (null: size 1).
   Zero3(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
         const OptimizerConfig& optim, Allocator& alloc, comm::Communicator* edp = nullptr);
+  // Without ep: flat elements [shards().begin(dp_rank()), end). Under ep
+  // the shard packs scattered spans: owned_values() says which.
   const float* shard_values() const override { return gatherer_->shard(); }
   std::optional<std::vector<ValueSpan>> owned_values() const override;
   int64_t unit_buffer_bytes() const override;
