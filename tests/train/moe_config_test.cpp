@@ -1,7 +1,8 @@
 // MoE settings in a run file ([model] moe_* keys, [parallelism] ep) and the
 // bad inputs each caught before allocation with one clear message: topk
 // larger than the experts, ep not dividing the experts, capacity <= 0,
-// ZeRO-2/3 with ep, experts split over tp; tp (+ sp) and ZeRO-1 accepted;
+// the parameter server with ep, experts split over tp; tp (+ sp) and
+// ZeRO-1/2/3 accepted;
 // the layer pattern (a list moe_layer_freq, --moe-layer-freq text) and the
 // experts' own width.
 #include <gtest/gtest.h>
@@ -88,8 +89,10 @@ TEST(MoeRunConfig, BadInputOneClearMessageEach) {
             "expert parallelism (--ep 2) needs an MoE model (--num-experts)");
   EXPECT_EQ(error_after("ep = 2", "cp = 2", 8),
             "MoE layers do not run under context parallelism yet (--cp 2)");
-  EXPECT_EQ(error_after("ep = 2", "ep = 2\nzero = 3"),
-            "expert parallelism (--ep 2) runs with DDP or ZeRO-1/2 only for now (--zero 3)");
+  EXPECT_EQ(error_after("ep = 2", "ep = 2\ndp_mode = \"ps\""),
+            "expert parallelism (--ep 2) does not run with the parameter server (--dp-mode ps): "
+            "use --dp-mode allreduce (DDP or ZeRO-1/2/3)");
+  EXPECT_EQ(error_after("ep = 2", "ep = 2\nzero = 3"), "(no error)");
   EXPECT_EQ(error_after("ep = 2", "ep = 2\ntp = 2\nexpert_tp = 2", 8),
             "--expert-tp 2: experts split over tensor-parallel ranks are not built; experts run "
             "whole on every tp rank (--expert-tp 1)");
@@ -135,8 +138,7 @@ TEST(MoeRunConfig, LayerPatternAndExpertWidth) {
 TEST(MoeRunConfig, TensorParallelAndZero1Accepted) {
   // Experts whole on every tp rank (expert tp 1), with and without sp; ZeRO-1
   // and ZeRO-2 shard expert state (and gradients) over expert-dp.
-  for (const char* extra :
-       {"tp = 2\nsequence_parallel = true", "tp = 2", "zero = 1", "zero = 2"}) {
+  for (const char* extra : {"tp = 2\nsequence_parallel = true", "tp = 2", "zero = 1", "zero = 2"}) {
     const RunConfig rc = load_run_config(testing::write_toml(std::string(kBase) + extra + "\n"));
     const int world = rc.train.parallelism.world_size();
     EXPECT_NO_THROW(rc.train.validate(rc.model, world)) << extra;
