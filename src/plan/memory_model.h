@@ -18,7 +18,7 @@
 // With LoRA (q.lora, plan/lora_memory.h) the base's bytes are `frozen` and
 // parameters, gradients and optimizer states are the adapters' only.
 // Experts (plan/moe_memory.h): E / ep of each MoE layer's experts per rank,
-// ZeRO-1 shards them over expert-dp; MoE activations assume an even load.
+// ZeRO-1, 2 and 3 shard them over expert-dp; MoE activations assume an even load.
 #pragma once
 #include <algorithm>
 #include <cstdint>

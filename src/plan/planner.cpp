@@ -108,7 +108,6 @@ PlanResult plan_layouts(const PlanRequest& r, size_t keep) {
                 for (int sp = tp > 1 ? 1 : 0; sp >= 0; --sp) {
                   if (!allowed(r.fixed, "sp", sp)) continue;
                   for (int ep : eps) {
-                    if (ep > 1 && zero > 2) continue;  // ep runs with DDP and ZeRO-1/2
                     MemoryQuery q;
                     q.model = m;
                     q.seq_len = r.seq_len;
