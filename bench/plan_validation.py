@@ -7,7 +7,9 @@ predicted step time and the `parallm train` command line, runs that command
 and takes the median step time after the warm-up steps. Also measures the
 planner's own first choice for each rank count. Prints a table, the median
 absolute error, whether the planner's choice is among the two fastest
-measured layouts of its rank count, and writes everything as JSON.
+measured layouts of its rank count, and writes everything as JSON. The MoE
+plans get the experts' ep load (`--moe-load-from`) from a one-process run of
+the MoE model, measured first.
 
 usage: bench/plan_validation.py [--build build] [--profile P.json]
          [--steps 6] [--warmup 2] [--out results.json] [--only N,N]
@@ -49,6 +51,7 @@ LAYOUTS = [
     ("moe", 1, "mb=4"),
     ("moe", 2, "dp=2 mb=4"),
     ("moe", 2, "dp=2 ep=2 mb=4"),
+    ("moe", 4, "dp=4 mb=4 zero=1"),
     ("moe", 4, "dp=4 ep=4 mb=4 zero=1"),
 ]
 
@@ -59,11 +62,13 @@ def fixed_items(spec):
     return [f"{k}={v}" for k, v in keys.items()]
 
 
-def plan(exe, profile, model, ranks, fixed, work):
+def plan(exe, profile, model, ranks, fixed, work, load_from=None):
     out = os.path.join(work, "plan.json")
     cmd = [exe, "plan", "--model", CONFIGS[model], "--devices", str(ranks), "--profile", profile,
            "--seq-len", str(SEQ), "--global-batch-size", str(BATCH), "--top", "1",
            "--json", out]
+    if load_from:
+        cmd += ["--moe-load-from", load_from]
     if fixed:
         cmd += ["--fixed"] + fixed
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
@@ -74,10 +79,10 @@ def plan(exe, profile, model, ranks, fixed, work):
     return best[0]
 
 
-def measure(exe, cand, ranks, cores, steps, warmup, work):
+def measure(exe, cand, ranks, cores, steps, warmup, work, metrics_name="metrics.jsonl"):
     words = cand["command"].split()
     train = words[words.index("train") + 1:]  # after "mpirun -np N parallm train"
-    metrics = os.path.join(work, "metrics.jsonl")
+    metrics = os.path.join(work, metrics_name)
     if os.path.exists(metrics):
         os.remove(metrics)
     cmd = MPIRUN + ["-np", str(ranks), exe, "train"] + train + [
@@ -112,12 +117,24 @@ def main():
         subprocess.run([exe, "calibrate", "--out", profile], check=True)
     only = {int(x) for x in a.only.split(",")} if a.only else None
     rows = []
+    # The experts' load under ep is the routing's, not the machine's: one
+    # process measures it (moe.ep_max_load, for every ep size) with the ep
+    # layouts' micro-batch, and the MoE plans take it as input.
+    load_from, ep_load = None, None
+    if "moe" in a.models.split(","):
+        one = plan(exe, profile, "moe", 1, fixed_items("mb=4"), work)
+        measure(exe, one, 1, cores, a.steps, a.warmup, work, "moe_load.jsonl")
+        load_from = os.path.join(work, "moe_load.jsonl")
+        with open(load_from) as f:
+            ep_load = [json.loads(line)["moe"]["ep_max_load"] for line in f]
+        print(f"moe ep load (busiest rank / mean, per step): {ep_load}", flush=True)
     for model, ranks in sorted({(m, r) for m, r, _ in LAYOUTS}):
         if (only and ranks not in only) or model not in a.models.split(","):
             continue
         specs = [fixed_items(s) for m, r, s in LAYOUTS if (m, r) == (model, ranks)]
-        choice = plan(exe, profile, model, ranks, [], work)
-        cands = [plan(exe, profile, model, ranks, f, work) for f in specs]
+        lf = load_from if model == "moe" else None
+        choice = plan(exe, profile, model, ranks, [], work, lf)
+        cands = [plan(exe, profile, model, ranks, f, work, lf) for f in specs]
         if choice["layout"] not in [c["layout"] for c in cands]:
             cands.append(choice)
         for c in cands:
@@ -127,7 +144,7 @@ def main():
                    "measured_s": measured, "error": err, "step_ms": all_ms,
                    "planner_choice": c["layout"] == choice["layout"], "breakdown": {
                        k: c[k] for k in ("compute_s", "elementwise_s", "tp_comm_s", "cp_comm_s",
-                                         "ep_comm_s",
+                                         "ep_comm_s", "ep_imbalance_s",
                                          "pp_bubble_s", "pp_p2p_s", "dp_exposed_s",
                                          "optimizer_s", "core_sharing_s")}}
             rows.append(row)
@@ -143,7 +160,8 @@ def main():
         verdicts[f"{model} {ranks}"] = {"layouts": len(group),
                                         "planner_rank": pos[0] + 1 if pos else None,
                                         "fastest": group[0]["layout"]}
-    summary = {"cpu": cpu_name(), "cores": cores, "profile": profile, "rows": rows,
+    summary = {"cpu": cpu_name(), "cores": cores, "profile": profile, "moe_ep_load": ep_load,
+               "rows": rows,
                "median_abs_error": statistics.median(errs), "max_abs_error": max(errs),
                "planner": verdicts}
     with open(a.out, "w") as f:

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "io/hf_config.h"
 #include "model/model_catalog.h"
+#include "plan/ep_load.h"
 #include "plan/planner.h"
 #include "train/train_config.h"
 
@@ -23,7 +24,9 @@ void add_plan_command(CLI::App& app, CommandRegistry& reg) {
     std::string model = "gpt3-175b", profile = "a100-80gb", device_memory;
     PlanRequest r;
     int devices_per_node = 0;
-    std::vector<std::string> fixed;
+    std::vector<std::string> fixed, ep_load;
+    std::string load_from;
+    int load_warmup = 2;
     size_t top = 5;
     std::string json;
   };
@@ -45,6 +48,14 @@ void add_plan_command(CLI::App& app, CommandRegistry& reg) {
       "--fixed", f->fixed,
       "sizes to keep, e.g. --fixed tp=8 pp=16 sp=0 schedule=1f1b (tp pp dp cp mb v zero "
       "recompute sp schedule)");
+  sub->add_option("--moe-ep-load", f->ep_load,
+                  "MoE: the busiest ep rank's expert rows over the mean, per ep size, e.g. "
+                  "--moe-ep-load 2=1.3 4=1.5 (default: even, 1)");
+  sub->add_option("--moe-load-from", f->load_from,
+                  "MoE: take --moe-ep-load from a training run's metrics JSONL "
+                  "(moe.ep_max_load, median over its records)");
+  sub->add_option("--moe-load-warmup", f->load_warmup,
+                  "records of --moe-load-from to skip first (default 2)");
   sub->add_option("--top", f->top, "layouts to print (default 5)");
   sub->add_option("--json", f->json, "also write the listed layouts and their times as JSON");
   reg.actions.emplace_back(sub, [f]() {
@@ -59,6 +70,10 @@ void add_plan_command(CLI::App& app, CommandRegistry& reg) {
     if (f->devices_per_node > 0) r.device.devices_per_node = f->devices_per_node;
     if (!f->device_memory.empty()) r.device.memory_bytes = parse_bytes(f->device_memory);
     r.fixed = parse_fixed(f->fixed);
+    PX_CHECK(f->load_from.empty() || f->ep_load.empty(),
+             "give --moe-ep-load or --moe-load-from, not both");
+    r.ep_max_load = f->load_from.empty() ? parse_ep_load(f->ep_load)
+                                         : read_ep_load(f->load_from, f->load_warmup);
     const auto t0 = std::chrono::steady_clock::now();
     const PlanResult res = plan_layouts(r, f->top);
     const double secs =
@@ -84,7 +99,7 @@ void add_plan_command(CLI::App& app, CommandRegistry& reg) {
           "{:>7.2f} {:>7.2f} {:>7.2f}\n",
           ++i, describe_layout(c.query), c.memory_bytes / 1e9, t.total_s,
           t.hw_flops_per_device / 1e12, 100 * t.mfu, t.compute_s, t.elementwise_s,
-          t.tp_comm_s + t.cp_comm_s + t.ep_comm_s, t.pp_bubble_s + t.pp_p2p_s,
+          t.tp_comm_s + t.cp_comm_s + t.ep_comm_s + t.ep_imbalance_s, t.pp_bubble_s + t.pp_p2p_s,
           t.dp_exposed_s + t.optimizer_s, t.core_sharing_s);
     }
     std::cout << "\n" << train_command_line(res.best.front(), f->model, r.global_batch) << "\n";

@@ -38,11 +38,20 @@ void SpanOptimizer::step_range(const ParameterSet& params, double lr, float* p, 
 
 void SpanOptimizer::step_spans(const ParameterSet& params, double lr, float* values,
                                std::span<const float* const> grads) {
-  PX_CHECK(grads.size() == parts_.size(), "{} gradient spans for {} optimizer spans", grads.size(),
+  std::vector<float*> per_span;
+  for (const FlatSpan& s : spans_) per_span.push_back(values + s.begin);
+  step_spans(params, lr, per_span, grads);
+}
+
+void SpanOptimizer::step_spans(const ParameterSet& params, double lr,
+                               std::span<float* const> values,
+                               std::span<const float* const> grads) {
+  PX_CHECK(grads.size() == parts_.size() && values.size() == parts_.size(),
+           "{} gradient and {} value spans for {} optimizer spans", grads.size(), values.size(),
            parts_.size());
   for (size_t i = 0; i < parts_.size(); ++i) {
     parts_[i]->set_steps_taken(step_);
-    parts_[i]->step_range(params, lr, values + spans_[i].begin, grads[i]);
+    parts_[i]->step_range(params, lr, values[i], grads[i]);
   }
   ++step_;
 }

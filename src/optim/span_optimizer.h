@@ -2,7 +2,8 @@
 // owns several disjoint flat spans of a ParameterSet instead of one range:
 // ZeRO-1 under expert parallelism owns its dp shard of the dense parameters
 // and its expert-dp shard of the expert parameters (parallel/zero/
-// expert_shards.h), which interleave in the flat buffer. One inner optimizer
+// expert_shards.h), which interleave in the flat buffer (ZeRO-2/3 step
+// it from packed gradients, ZeRO-3 from packed values too). One inner optimizer
 // per span, all at the same step count, so every element sees exactly the
 // update a one-range optimizer would give it. begin()/end() bound the spans;
 // step_range's p[k], g[k] are flat element begin() + k (full flat buffers).
@@ -25,6 +26,10 @@ class SpanOptimizer : public Optimizer {
   // the owned gradients, packed): values is the whole flat buffer,
   // grads[i] the gradients of spans()[i].
   void step_spans(const ParameterSet& params, double lr, float* values,
+                  std::span<const float* const> grads);
+  // The same with each span's values in its own place too (ZeRO-3 keeps
+  // only the owned values, packed): values[i] holds spans()[i].
+  void step_spans(const ParameterSet& params, double lr, std::span<float* const> values,
                   std::span<const float* const> grads);
   OptimizerKind kind() const override { return kind_; }
   std::vector<OptimizerState> state() override;

@@ -57,9 +57,6 @@ void MemoryQuery::validate_experts() const {
   PX_CHECK(dp % ep == 0, "expert parallel size (--ep {}) must divide data parallel size (--dp {})",
            ep, dp);
   PX_CHECK(cp == 1, "MoE layers do not run under context parallelism yet (--cp {})", cp);
-  PX_CHECK(ep == 1 || zero <= 2,
-           "expert parallelism (--ep {}) runs with DDP or ZeRO-1/2 only for now (--zero {})", ep,
-           zero);
   PX_CHECK(ep == 1 || zero == 0 || optimizer != OptimizerKind::Muon,
            "expert parallelism (--ep {}) with ZeRO needs an element-wise optimizer, not muon (its "
            "shards are scattered spans)",
@@ -303,10 +300,12 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
   // (nn/matmul_precision.h: sized to the whole ParameterSet, so
   // ZeRO-3 does not shard it), fp32 gradients, and no master copy among
   // the optimizer states.
-  // Under ZeRO-1/2 with ep, dense elements are sharded over dp and expert
+  // Under ZeRO with ep, dense elements are sharded over dp and expert
   // elements over expert-dp (dp / ep), as parallel/zero/expert_shards.h
-  // does: the optimizer (and under ZeRO-2 the packed gradient shard, exactly
-  // the owned elements: parallel/zero/grad_shard_reducer.h) holds those.
+  // does: the optimizer holds exactly the owned elements, so do ZeRO-2's
+  // packed gradient shard (parallel/zero/grad_shard_reducer.h) and ZeRO-3's
+  // packed value shard (parallel/zero/param_gatherer.h: the same spans, and
+  // unlike plain ZeRO not padded to a common size).
   const int64_t zero_shards = q.zero >= 1 ? static_cast<int64_t>(shards) : 1;
   double owned = shard(params, q.zero >= 1);
   if (q.zero >= 1 && q.ep > 1) {
@@ -317,13 +316,17 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
       owned = (params - experts) / q.dp + experts / (q.dp / q.ep);
     }
   }
-  const double grads_held = q.zero >= 2 ? (q.ep > 1 ? owned : shard(params, true)) : params;
+  auto held = [&](bool sharded) {
+    if (!sharded) return params;
+    return q.ep > 1 ? owned : shard(params, true);
+  };
+  const double values_held = held(q.zero >= 3), grads_held = held(q.zero >= 2);
   const ParallmStateBytes pb = parallm_state_bytes(q.precision);
   if (parallm) {
-    r.parameters = shard(params, q.zero >= 3) * pb.master + params * pb.gemm_copy;
+    r.parameters = values_held * pb.master + params * pb.gemm_copy;
     r.gradients = grads_held * pb.gradient;
   } else {
-    r.parameters = shard(params, q.zero >= 3) * weight_bytes;
+    r.parameters = values_held * weight_bytes;
     r.gradients = grads_held * weight_bytes;
   }
   // Optimizer states: a fixed count per element, or for Muon 4 bytes per
@@ -360,9 +363,10 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
   // gradient buffer in place (no buckets); ZeRO-2 stages gradients in two
   // rotating buffers of the largest non-embedding unit plus a pinned one of
   // the embedding (parallel/zero/unit_staging.h), ZeRO-3 a second set for
-  // gathered values; under tp, the largest unit's partial gradients
-  // (sequence parallelism, replicated kv heads) are set aside and reduced in
-  // one buffer (parallel/tensor/partial_grad_sync.h).
+  // gathered values (under ep too: a unit holds the rank's E / ep experts);
+  // under tp, the largest unit's partial gradients (sequence parallelism,
+  // replicated kv heads) are set aside and reduced in one buffer
+  // (parallel/tensor/partial_grad_sync.h).
   if (parallm) {
     const UnitSizes u = unit_sizes(q, 16);
     const double unit = 4.0 * static_cast<double>(2 * std::max(u.block, u.tail) + u.embedding);
@@ -382,6 +386,19 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
   return r;
 }
 
+namespace {
+
+// A higher ZeRO stage where there is more than one data-parallel rank and
+// the trainer runs it: under ep every stage but Muon's (validate_experts).
+bool raise_zero(MemoryQuery& x, int stage) {
+  if (x.dp * x.cp == 1 || x.zero >= stage) return false;
+  if (x.ep > 1 && x.optimizer == OptimizerKind::Muon) return false;
+  x.zero = stage;
+  return true;
+}
+
+}  // namespace
+
 std::vector<MemorySuggestion> suggest_fits(const MemoryQuery& q, double device_bytes) {
   std::vector<std::pair<std::string, std::function<bool(MemoryQuery&)>>> changes = {
       {"--sequence-parallel",
@@ -392,17 +409,9 @@ std::vector<MemorySuggestion> suggest_fits(const MemoryQuery& q, double device_b
        [](MemoryQuery& x) {
          return x.recompute == Recompute::None ? (x.recompute = Recompute::Selective, true) : false;
        }},
-      {"--zero 1",
-       [](MemoryQuery& x) { return x.dp * x.cp > 1 && x.zero < 1 ? (x.zero = 1, true) : false; }},
-      // ZeRO-2/3 do not run under ep (validate_experts).
-      {"--zero 2",
-       [](MemoryQuery& x) {
-         return x.dp * x.cp > 1 && x.zero < 2 && x.ep == 1 ? (x.zero = 2, true) : false;
-       }},
-      {"--zero 3",
-       [](MemoryQuery& x) {
-         return x.dp * x.cp > 1 && x.zero < 3 && x.ep == 1 ? (x.zero = 3, true) : false;
-       }},
+      {"--zero 1", [](MemoryQuery& x) { return raise_zero(x, 1); }},
+      {"--zero 2", [](MemoryQuery& x) { return raise_zero(x, 2); }},
+      {"--zero 3", [](MemoryQuery& x) { return raise_zero(x, 3); }},
       {"--recompute full",
        [](MemoryQuery& x) {
          return x.recompute != Recompute::Full ? (x.recompute = Recompute::Full, true) : false;

@@ -18,9 +18,11 @@
 // With LoRA (q.lora, plan/lora_memory.h) the base's bytes are `frozen` and
 // parameters, gradients and optimizer states are the adapters' only.
 // Experts (plan/moe_memory.h): E / ep of each MoE layer's experts per rank,
-// ZeRO-1 shards them over expert-dp; MoE activations assume an even load.
+// ZeRO-1, 2 and 3 shard them over expert-dp; MoE activations assume an even load.
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -55,6 +57,14 @@ struct MemoryQuery {
   ActivationModel activation_model = ActivationModel::Megatron16;
   double bucket_mb = 25.0;
   LoraQuery lora;  // rank 0: full fine-tuning
+  // Step time only (plan/step_time.h): for an ep size, the busiest ep
+  // rank's expert rows over the mean per dispatch (the trainer's
+  // moe.ep_max_load); an ep size not listed is taken as evenly loaded (1).
+  std::map<int, double> ep_max_load;
+  double ep_load_factor() const {
+    const auto it = ep_max_load.find(ep);
+    return ep > 1 && it != ep_max_load.end() ? std::max(1.0, it->second) : 1.0;
+  }
 
   void validate() const;          // layout constraints, with the values in the message
   void validate_experts() const;  // MoE layouts the trainer refuses, with its messages

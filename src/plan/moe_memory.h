@@ -1,8 +1,8 @@
 // The expert parts of the memory model (docs/memory.md "Experts"): one MoE
 // layer's parameter tensors on a (tp, ep) rank in ParameterSet order (router,
 // the stacked local experts, the shared expert and its gate), the token load
-// the activation models assume, and the ZeRO-1 optimizer shard under ep
-// (dense elements over dp, expert elements over expert-dp, as
+// the activation models assume, and the ZeRO shard under ep (dense
+// elements over dp, expert elements over expert-dp, as
 // parallel/zero/expert_shards.h splits them).
 // Invariant: moe_layer_tensors matches the shapes and order that
 // model/layers/moe*.cpp register, so the allocator and the model agree.
@@ -34,8 +34,9 @@ std::vector<LayerTensor> moe_layer_tensors(const ModelConfig& m, int64_t tp, int
 // Dropless: k. Exact when k == E (every token goes to every expert).
 double moe_assignments_per_token(const MoeConfig& moe, int64_t T);
 
-// ZeRO-1 under ep (--ep > 1): the most elements one rank's optimizer owns
-// (parallel/zero/expert_shards.h). `tensors`: the stage's tensors in flat
+// ZeRO under ep (--ep > 1): the most elements one rank owns
+// (parallel/zero/expert_shards.h), which its optimizer, ZeRO-2's gradient
+// shard and ZeRO-3's value shard hold, packed. `tensors`: the stage's tensors in flat
 // order, each in a slot padded to `align` elements; the expert tensors'
 // [offset, offset + numel) ranges are sharded ceil(X / edp) over
 // expert-dp (edp = dp / ep), the rest of the padded flat buffer (padding

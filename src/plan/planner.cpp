@@ -108,7 +108,6 @@ PlanResult plan_layouts(const PlanRequest& r, size_t keep) {
                 for (int sp = tp > 1 ? 1 : 0; sp >= 0; --sp) {
                   if (!allowed(r.fixed, "sp", sp)) continue;
                   for (int ep : eps) {
-                    if (ep > 1 && zero > 2) continue;  // ep runs with DDP and ZeRO-1/2
                     MemoryQuery q;
                     q.model = m;
                     q.seq_len = r.seq_len;
@@ -120,6 +119,7 @@ PlanResult plan_layouts(const PlanRequest& r, size_t keep) {
                     q.zero = zero;
                     q.precision = r.device.precision;
                     q.recompute = rec;
+                    q.ep_max_load = r.ep_max_load;
                     ++res.enumerated;
                     const double bytes = estimate_memory(q).total();
                     if (bytes > r.device.memory_bytes) continue;
@@ -199,6 +199,7 @@ nlohmann::json plan_result_json(const PlanResult& res, const std::string& model_
                     {"tp_comm_s", t.tp_comm_s},
                     {"cp_comm_s", t.cp_comm_s},
                     {"ep_comm_s", t.ep_comm_s},
+                    {"ep_imbalance_s", t.ep_imbalance_s},
                     {"pp_bubble_s", t.pp_bubble_s},
                     {"pp_p2p_s", t.pp_p2p_s},
                     {"dp_comm_s", t.dp_comm_s},

@@ -30,6 +30,8 @@ struct PlanRequest {
   // parallelism, searched both ways under tp), schedule (1f1b|interleaved|zb);
   // a layout that disagrees is not considered.
   std::map<std::string, int> fixed;
+  // MoE: the busiest ep rank's expert load per ep size (plan/ep_load.h).
+  std::map<int, double> ep_max_load;
 };
 
 struct PlanCandidate {

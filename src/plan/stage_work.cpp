@@ -1,6 +1,7 @@
 #include "plan/stage_work.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace parallm {
 
@@ -46,15 +47,18 @@ void add_blocks(StageWork& w, const MemoryQuery& q, int64_t first_layer, int64_t
     if (m.moe.enabled() && m.moe.is_moe_layer(l)) {
       // Experts are not tp-split: each tp rank routes its own rows (1/tp of
       // them under sp, all without); an ep rank receives its tokens' top-k
-      // assignments from the ep group, spread over its E / ep experts.
+      // assignments from the ep group, spread over its E / ep experts; the
+      // busiest ep rank (the one the group waits for) ep_load_factor times
+      // the mean.
       const int64_t F = m.moe.expert_intermediate(m.intermediate);
       const int64_t local = m.moe.num_experts / q.ep;
       const auto moe_rows = static_cast<int64_t>(rows_sp);
-      const int64_t rows = std::max<int64_t>(1, moe_rows * m.moe.topk / local);
+      const auto rows = std::max<int64_t>(
+          1, std::llround(static_cast<double>(moe_rows) * m.moe.topk / local * q.ep_load_factor()));
       add_linear(lin, moe_rows, C, m.moe.num_experts, 1);  // router
       add_linear(lin, rows, C, F, mats * local);
       add_linear(lin, rows, F, C, local);
-      el[act] += static_cast<double>(moe_rows) * m.moe.topk * F;
+      el[act] += static_cast<double>(rows) * local * F;
       if (m.moe.shared_intermediate > 0) {  // the shared expert is tp-split like an MLP
         const int64_t S = m.moe.shared_intermediate / tp;
         add_linear(lin, n, C, S, mats);

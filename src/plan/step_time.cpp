@@ -52,19 +52,31 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
     shared = std::max(1.0, static_cast<double>(on_node) * costs->threads / d.cores);
   }
   double attn_micro_s = 0;  // the attention core's time per micro-batch (calibrated)
+  // Under ep the group waits at every dispatch for its busiest rank: that
+  // rank's extra expert work is ep_imbalance_s, the even share compute_s.
+  MemoryQuery even = q;
+  even.ep_max_load.clear();
   if (costs != nullptr) {
     // The heavier end stage, each op at this machine's measured rate for its shape.
-    StageSeconds worst;
-    for (const StageWork& w : end_stage_works(q)) {
-      const StageSeconds p = price_stage(w, *costs);
-      if (p.matmul_s + p.elementwise_s > worst.matmul_s + worst.elementwise_s) {
-        worst = p;
-        attn_micro_s = costs->attention_s(Pass::Forward, w.attn_units, w.attn_seq) +
-                       costs->attention_s(Pass::Backward, w.attn_units, w.attn_seq);
+    const auto heaviest = [&](const MemoryQuery& query) {
+      StageSeconds worst;
+      for (const StageWork& w : end_stage_works(query)) {
+        const StageSeconds p = price_stage(w, *costs);
+        if (p.matmul_s + p.elementwise_s > worst.matmul_s + worst.elementwise_s) {
+          worst = p;
+          attn_micro_s = costs->attention_s(Pass::Forward, w.attn_units, w.attn_seq) +
+                         costs->attention_s(Pass::Backward, w.attn_units, w.attn_seq);
+        }
       }
-    }
-    r.compute_s = worst.matmul_s * micro;
-    r.elementwise_s = worst.elementwise_s * micro;
+      return worst;
+    };
+    const StageSeconds busiest = heaviest(q), mean = heaviest(even);
+    r.compute_s = mean.matmul_s * micro;
+    r.elementwise_s = mean.elementwise_s * micro;
+    if (q.ep_load_factor() > 1.0)
+      r.ep_imbalance_s = std::max(0.0, (busiest.matmul_s - mean.matmul_s) +
+                                           (busiest.elementwise_s - mean.elementwise_s)) *
+                         micro;
   } else {
     // Compute at the GEMM rate of the narrowest split matrix side.
     r.compute_s = hw_flops_dev / d.gemm_flops(width);
@@ -76,6 +88,17 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
     const double act_layer = estimate_memory(plain).activation_per_layer;  // one micro-batch
     const double passes = q.recompute == Recompute::None ? 2.0 : 3.0;
     r.elementwise_s = 2.0 * act_layer * passes * layers_here * micro / d.memory_bytes_per_s;
+    if (q.ep_load_factor() > 1.0) {  // the busiest rank's extra expert matmuls
+      const double mats = m.uses_swiglu() ? 3.0 : 2.0;
+      const double F = static_cast<double>(m.moe.expert_intermediate(m.intermediate));
+      const double per_token = 6.0 * m.moe.topk * mats * m.hidden * F;  // forward + backward
+      double moe_layers = 0;
+      for (int64_t l = 0; l < m.n_layers; ++l) moe_layers += m.moe.is_moe_layer(l) ? 1 : 0;
+      // Experts are not tp-split: a tp rank runs its sp share of the rows, or all of them.
+      const double sp_share = q.sequence_parallel && q.tp > 1 ? 1.0 / q.tp : 1.0;
+      const double expert_flops = per_token * moe_layers / q.pp * tokens / (q.dp * q.cp) * sp_share;
+      r.ep_imbalance_s = (q.ep_load_factor() - 1.0) * expert_flops / d.gemm_flops(F);
+    }
   }
 
   // Tensor-parallel collectives on the micro-batch's activations.
@@ -114,7 +137,7 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
     for (int64_t l = 0; l < m.n_layers; ++l) moe_layers += m.moe.is_moe_layer(l) ? 1 : 0;
     const double rows = static_cast<double>(q.micro_batch) * q.seq_len / q.cp /
                         (q.sequence_parallel && q.tp > 1 ? q.tp : 1);
-    const double bytes = rows * m.moe.topk * m.hidden * elem_bytes;
+    const double bytes = rows * m.moe.topk * m.hidden * elem_bytes * q.ep_load_factor();
     const LinkCost& ep_link =
         q.tp * q.cp * q.ep <= d.devices_per_node ? d.intra_node : d.inter_node;
     const double a2a =
@@ -125,7 +148,8 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
 
   // Pipeline: bubble and the boundary sends.
   const double stage_per_micro =
-      (r.compute_s + r.elementwise_s + r.tp_comm_s + r.cp_comm_s + r.ep_comm_s) / micro;
+      (r.compute_s + r.elementwise_s + r.tp_comm_s + r.cp_comm_s + r.ep_comm_s + r.ep_imbalance_s) /
+      micro;
   const double v = q.schedule == pipeline::ScheduleKind::Interleaved ? q.virtual_stages : 1;
   if (q.pp > 1) {
     // ZB-H1 fills the bubble with deferred weight-gradient passes: a third
@@ -163,8 +187,7 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
   // which nothing hides.
   const double gather_s = q.zero == 1 || q.zero == 2 ? r.dp_comm_s / 2 : 0.0;
   const double overlappable = r.dp_comm_s - gather_s;
-  r.dp_exposed_s =
-      gather_s + (q.pp == 1 ? std::max(0.0, overlappable - backward_s) : overlappable);
+  r.dp_exposed_s = gather_s + (q.pp == 1 ? std::max(0.0, overlappable - backward_s) : overlappable);
 
   // Optimizer: fp32 master, two Adam moments and the gradient read, three
   // written, over the shard this rank updates.
@@ -173,13 +196,13 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
       costs != nullptr ? shard * costs->optimizer_s_per_param : shard * 28.0 / d.memory_bytes_per_s;
 
   r.total_s = r.compute_s + r.elementwise_s + r.tp_comm_s + r.cp_comm_s + r.ep_comm_s +
-              r.pp_bubble_s + r.pp_p2p_s + r.dp_exposed_s + r.optimizer_s;
+              r.ep_imbalance_s + r.pp_bubble_s + r.pp_p2p_s + r.dp_exposed_s + r.optimizer_s;
   // Ranks sharing cores: the cores are work-conserving (waiting ranks yield,
   // mpirun's yield_when_idle), so a step takes the longer of its critical
-  // path and all ranks' busy time over the cores; a pipeline bubble is idle
-  // time another rank's work fills.
+  // path and all ranks' busy time over the cores; a pipeline bubble and the
+  // wait for the busiest ep rank are idle time another rank's work fills.
   if (shared > 1.0) {
-    const double busy = r.total_s - r.pp_bubble_s;
+    const double busy = r.total_s - r.pp_bubble_s - r.ep_imbalance_s;
     r.core_sharing_s = std::max(0.0, shared * busy - r.total_s);
     r.total_s += r.core_sharing_s;
   }

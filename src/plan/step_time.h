@@ -9,7 +9,7 @@
 // schedule's bubble ((p-1)/v of a micro-batch's stage time) and its
 // point-to-point sends; context parallel's ring transfers count beyond
 // the attention time they overlap; expert parallel's all-to-alls count in
-// full; the dp gradient reduction (fp32) overlaps the backward
+// full, and the group waits for its busiest rank's experts; the dp gradient reduction (fp32) overlaps the backward
 // pass only without pipelining (DDP buckets), and ZeRO-3 adds the parameter
 // all-gathers; the optimizer step streams its states over HBM. Where it is
 // wrong: docs/planner.md.
@@ -23,6 +23,9 @@ struct StepTime {
   double compute_s = 0, elementwise_s = 0, tp_comm_s = 0, pp_bubble_s = 0, pp_p2p_s = 0;
   double cp_comm_s = 0;     // ring transfers attention does not hide
   double ep_comm_s = 0;     // expert dispatch and combine all-to-alls
+  // The busiest ep rank's expert work beyond the mean (MemoryQuery::
+  // ep_max_load), which every rank of the group waits for.
+  double ep_imbalance_s = 0;
   double dp_comm_s = 0;     // the whole reduction
   double dp_exposed_s = 0;  // what the backward pass does not hide
   double optimizer_s = 0;

@@ -68,8 +68,15 @@ std::vector<CheckpointPiece> checkpoint_pieces(const Transformer& model, DataPar
   };
   const ShardLayout& sh = dp.shards();
   const int r = dp.dp_rank();
-  const bool write_experts = ep && dp.edp_rank() == 0;
-  add_range("param", sh.begin(r), sh.end(r), dp.shard_values(), ep ? Which::Dense : Which::All);
+  // ZeRO-3 under ep holds only its spans: dense ones of its dp shard,
+  // expert ones of its expert-dp shard; each rank writes what it holds.
+  const auto owned = dp.owned_values();
+  const bool write_experts = ep && !owned && dp.edp_rank() == 0;
+  if (owned) {
+    for (const ValueSpan& v : *owned) add_range("param", v.span.begin, v.span.end, v.values);
+  } else {
+    add_range("param", sh.begin(r), sh.end(r), dp.shard_values(), ep ? Which::Dense : Which::All);
+  }
   if (write_experts)
     add_range("param", 0, ps.total_numel(), ps.flat_values().data<float>(), Which::Experts);
   // The optimizer's named state buffers (none for plain SGD), each mapped to
@@ -94,7 +101,7 @@ std::vector<CheckpointPiece> checkpoint_pieces(const Transformer& model, DataPar
       }
     };
     add_state(lo, hi, ep ? Which::Dense : Which::All);
-    // ZeRO-1 shards expert state over expert-dp: each rank writes its spans.
+    // ZeRO-1/2/3 shard expert state over expert-dp: each rank writes its spans.
     if (write_experts || (ep && !replicated)) add_state(0, ps.total_numel(), Which::Experts);
   }
   return out;

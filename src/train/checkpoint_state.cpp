@@ -65,7 +65,9 @@ nlohmann::json training_state_json(const TrainingState& s) {
                         {"pp", l.pp},
                         {"zero", l.zero},
                         {"dp_mode", l.dp_mode},
-                        {"sequence_parallel", l.sequence_parallel}}},
+                        {"sequence_parallel", l.sequence_parallel},
+                        {"cp", l.cp},
+                        {"ep", l.ep}}},
                       {"model", hf_config_json(s.model, "float32")}};
   if (s.run) j["run"] = run_config_json(*s.run);
   if (const LoraConfig& lo = s.model.lora; lo.enabled())  // only adapters are in the shards
@@ -111,7 +113,9 @@ TrainingState training_state_from_json(const nlohmann::json& j, const std::strin
                 l.at("pp").get<int>(),
                 l.at("zero").get<int>(),
                 l.at("dp_mode").get<std::string>(),
-                l.at("sequence_parallel").get<bool>()};
+                l.at("sequence_parallel").get<bool>(),
+                l.value("cp", 1),
+                l.value("ep", 1)};
     s.model = model_config_from_hf(j.at("model"), source);
     if (j.contains("run")) s.run = run_config_from_json(j.at("run"), source);
     if (j.contains("lora")) {
@@ -143,6 +147,8 @@ void restore_expert_bias(Transformer& model, const TrainingState& s) {
 
 std::string layout_name(const CheckpointLayout& l) {
   std::string s = fmt::format("dp {} x tp {} x pp {}", l.dp, l.tp, l.pp);
+  if (l.cp > 1) s += fmt::format(" x cp {}", l.cp);
+  if (l.ep > 1) s += fmt::format(" (ep {})", l.ep);
   if (l.zero > 0) s += fmt::format(" (ZeRO-{})", l.zero);
   if (l.dp_mode != "allreduce") s += fmt::format(" ({})", l.dp_mode);
   return s;
@@ -170,6 +176,8 @@ RunConfig resumable_run(const TrainingState& s) {
     p.tp = s.layout.tp;
     p.pp = s.layout.pp;
     p.sequence_parallel = s.layout.sequence_parallel;
+    p.cp = s.layout.cp;
+    p.ep = s.layout.ep;
     // The micro-batch was not recorded: the default when it fits the
     // batch, else one micro-batch per step on each dp rank.
     if (tr.global_batch_size % (tr.micro_batch_size * p.dp.dp) != 0)

@@ -26,6 +26,7 @@ struct CheckpointLayout {
   int world = 1, dp = 1, tp = 1, pp = 1, zero = 0;
   std::string dp_mode = "allreduce";
   bool sequence_parallel = false;
+  int cp = 1, ep = 1;  // absent in checkpoints from before cp / ep: 1
 };
 
 struct TrainingState {

@@ -54,9 +54,10 @@ void TrainConfig::validate(const ModelConfig& m, int world_size) const {
              par.ep);
     PX_CHECK(m.moe.num_experts % par.ep == 0, "num_experts ({}) is not divisible by ep ({})",
              m.moe.num_experts, par.ep);
-    PX_CHECK(par.dp.zero <= 2 && par.dp.mode == DpMode::AllReduce,
-             "expert parallelism (--ep {}) runs with DDP or ZeRO-1/2 only for now (--zero {})",
-             par.ep, par.dp.zero);
+    PX_CHECK(par.dp.mode == DpMode::AllReduce,
+             "expert parallelism (--ep {}) does not run with the parameter server (--dp-mode "
+             "ps): use --dp-mode allreduce (DDP or ZeRO-1/2/3)",
+             par.ep);
     PX_CHECK(par.dp.zero == 0 || optimizer.kind != OptimizerKind::Muon,
              "expert parallelism (--ep {}) with ZeRO needs an element-wise optimizer, not "
              "muon (its shards are scattered spans)",

@@ -183,7 +183,9 @@ struct CheckpointCadence {
                                   par.pp,
                                   par.dp.zero,
                                   std::string(dp_mode_name(par.dp.mode)),
-                                  par.sequence_parallel};
+                                  par.sequence_parallel,
+                                  par.cp,
+                                  par.ep};
     const Optimizer* opt = trainer.optimizer();
     TrainingState st =
         training_state_of(rc.model, rc.train, layout, done, opt ? opt->steps_taken() : done,

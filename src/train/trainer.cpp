@@ -227,6 +227,10 @@ void Trainer::moe_metrics(StepStats& s) {
   for (double l : all.expert_load) mx = std::max(mx, l);
   s.moe_max_load = mx / std::max(all.assignments / static_cast<double>(m.num_experts), 1e-300);
   s.moe_expert_load = all.expert_load;
+  s.moe_ep_max_load.clear();
+  for (size_t e = 2; e < all.ep_max_load_sum.size() && all.dispatches > 0; ++e)
+    if (E % e == 0)
+      s.moe_ep_max_load[static_cast<int>(e)] = all.ep_max_load_sum[e] / all.dispatches;
 }
 
 double Trainer::evaluate() {
@@ -315,6 +319,11 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step,
                     {"max_load", s.moe_max_load},
                     {"dropped_fraction", s.moe_dropped},
                     {"expert_load", s.moe_expert_load}};
+    if (s.moe && !s.moe_ep_max_load.empty()) {
+      nlohmann::json ep_load;
+      for (const auto& [e, f] : s.moe_ep_max_load) ep_load[std::to_string(e)] = f;
+      rec["moe"]["ep_max_load"] = ep_load;
+    }
     bool last = step + 1 == steps;
     if (val_data_ && ((lg.eval_interval > 0 && (step + 1) % lg.eval_interval == 0) || last))
       rec["val_loss"] = evaluate();

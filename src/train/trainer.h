@@ -12,6 +12,7 @@
 // advances the data but neither the optimizer nor the lr schedule (Megatron).
 #pragma once
 #include <functional>
+#include <map>
 #include <memory>
 
 #include "data/data_loader.h"
@@ -69,9 +70,14 @@ struct StepStats {
   // mean), the busiest expert's assignments over the mean, the fraction of
   // assignments dropped by capacity, and each expert's assignments (summed
   // over layers). Not part of `loss`, which stays the language-model loss.
+  // moe_ep_max_load: for each ep size e > 1 dividing E, the mean over
+  // dispatches of the busiest ep rank's kept assignments over the mean
+  // rank's (MoeStats::record_dispatch); `parallm plan --moe-load-from`
+  // reads it.
   bool moe = false;
   double moe_aux_loss = 0.0, moe_z_loss = 0.0, moe_max_load = 0.0, moe_dropped = 0.0;
   std::vector<double> moe_expert_load;
+  std::map<int, double> moe_ep_max_load;
 };
 
 // The JSONL fields every training job writes for a step: step, loss, lr,

@@ -3,7 +3,8 @@
 # reads: the kernels at 1 and all cores' threads, the all-reduce link fitted
 # from a 2-rank sweep; plan ranks llama-tiny's layouts on 2 ranks of this
 # machine and writes them as JSON. A profile with measured ops but no core
-# count is refused with a message naming the file.
+# count is refused with a message naming the file. An MoE plan given the
+# experts' ep load (--moe-load-from a metrics file) prices the wait.
 # usage: calibrate_plan.sh PARALLM
 set -euo pipefail
 exe=$1
@@ -45,4 +46,21 @@ if "$exe" plan --model "$root/configs/llama-tiny.toml" --devices 2 --profile bad
 fi
 msg=$(cat bad.log)
 [[ "$msg" == *"bad.json: a profile with measured 'ops' needs 'cores'"* ]] || { echo "$msg"; exit 1; }
+# MoE: the experts' ep load from a run's metrics lengthens the ep layouts.
+printf '%s\n' '{"step":1,"moe":{"ep_max_load":{"2":1.5,"4":2.0}}}' > load.jsonl
+moe="$root/bench/plan/validation_moe.toml"
+for load in "" "--moe-load-from load.jsonl --moe-load-warmup 0"; do
+  # shellcheck disable=SC2086
+  "$exe" plan --model "$moe" --devices 2 --profile prof.json --seq-len 256 \
+    --global-batch-size 16 --fixed dp=2 ep=2 mb=4 zero=0 --top 1 --json "moe${load:+_load}.json" \
+    $load > /dev/null
+done
+/usr/bin/python3 - <<'PY'
+import json
+even = json.load(open("moe.json"))["best"][0]
+busy = json.load(open("moe_load.json"))["best"][0]
+assert even["ep_imbalance_s"] == 0 and busy["ep_imbalance_s"] > 0, (even, busy)
+assert busy["step_s"] > even["step_s"] + busy["ep_imbalance_s"] * 0.99, (even, busy)
+print("ep load ok:", even["step_s"], "->", busy["step_s"])
+PY
 echo "ok"

@@ -1,9 +1,10 @@
 // The memory model's experts held against the allocator (issue 16): tiny
 // MoE models (GPT-2 and LLaMA experts, an MoE layer between dense ones, a
 // gated shared expert, capacity drops) train one step with 2 micro-batches
-// on one process, at ep 2 (DDP and ZeRO-1; on 4 ranks expert-dp 2, so the
-// expert optimizer state really splits), at ep 1 under ZeRO-2/3 and under
-// tp 2 with and without sequence parallelism, and the allocator's peaks per
+// on one process, at ep 2 (DDP and ZeRO-1/2/3; on 4 ranks expert-dp 2, so
+// the expert state, gradients and ZeRO-3 values really split), at ep 1
+// under ZeRO-2/3 and under tp 2 with and without sequence parallelism (on
+// 4 ranks also tp 2 + sp x dp 2 x ep 2), and the allocator's peaks per
 // tag (maximum over ranks) are compared with estimate_memory() (Parallm
 // activation model). Parameters, gradients, optimizer states and
 // communication buffers are asserted exactly equal. Activations are exact
@@ -64,7 +65,6 @@ ModelConfig moe_model(const MoeCase& c) {
   return m;
 }
 
-
 // Peaks per tag over one training step, maximum over the layout's ranks.
 std::array<int64_t, kNumMemTags> measure(const MoeCase& c, const ModelConfig& model) {
   comm::Communicator* world = env().world;
@@ -124,7 +124,7 @@ std::vector<MoeCase> cases_for(int world) {
         out.push_back({.family = f, .precision = Precision::BF16, .recompute = r});
     }
     if (world == 2) {
-      for (int zero : {0, 1, 2}) out.push_back({.family = f, .dp = 2, .ep = 2, .zero = zero});
+      for (int zero : {0, 1, 2, 3}) out.push_back({.family = f, .dp = 2, .ep = 2, .zero = zero});
       out.push_back({.family = f, .topk = 1, .dp = 2, .ep = 2, .zero = 1});
       out.push_back({.family = f, .capacity = 0.5, .dp = 2, .ep = 2, .zero = 1});
       for (int zero : {2, 3}) out.push_back({.family = f, .dp = 2, .zero = zero});  // ep 1
@@ -134,9 +134,11 @@ std::vector<MoeCase> cases_for(int world) {
       out.push_back({.family = f, .capacity = 0.5, .tp = 2, .sp = true});
     }
     if (world == 4) {
-      for (int zero : {0, 1, 2}) out.push_back({.family = f, .dp = 4, .ep = 2, .zero = zero});
+      for (int zero : {0, 1, 2, 3}) out.push_back({.family = f, .dp = 4, .ep = 2, .zero = zero});
       out.push_back({.family = f, .dp = 4, .ep = 2, .zero = 1, .optimizer = "momentum"});
-      out.push_back({.family = f, .tp = 2, .dp = 2, .ep = 2, .sp = true, .zero = 1});
+      out.push_back({.family = f, .dp = 4, .ep = 2, .zero = 3, .precision = Precision::BF16});
+      for (int zero : {1, 3})
+        out.push_back({.family = f, .tp = 2, .dp = 2, .ep = 2, .sp = true, .zero = zero});
     }
   }
   return out;

@@ -1,8 +1,9 @@
 // The memory model's experts (plan/moe_memory.h) on Mixtral-8x7B: the
 // parameters held per rank under ep and tp add back to the published 46.7B
-// total, the active parameters behind MFU are the published 12.9B, ZeRO-1
-// under ep shards expert state over expert-dp, the layouts the trainer
-// refuses are refused with its messages, and the even-load assumption's
+// total, the active parameters behind MFU are the published 12.9B, ZeRO
+// under ep shards expert state (ZeRO-2: gradients, ZeRO-3: values too) over
+// expert-dp, the layouts the trainer refuses are refused with its messages
+// and not suggested, and the even-load assumption's
 // assignments per token follow capacity. (The allocator comparison is
 // tests/plan/moe_memory_dist.cpp.)
 #include <gtest/gtest.h>
@@ -117,8 +118,11 @@ TEST(MoeMemory, RefusesWhatTheTrainerRefuses) {
     return std::string();
   };
   MemoryQuery q = mixtral(1, 4, 2);
-  q.zero = 3;
-  EXPECT_NE(message(q).find("runs with DDP or ZeRO-1/2 only"), std::string::npos) << message(q);
+  q.activation_model = ActivationModel::Parallm;
+  q.precision = Precision::FP32;
+  q.zero = 3;  // counted: values, gradients and state over the same owned spans
+  EXPECT_EQ(message(q), "");
+  const MemoryBreakdown z3 = estimate_memory(q);
   q.zero = 2;  // counted: gradients over the same owned spans as the optimizer
   EXPECT_EQ(message(q), "");
   const MemoryBreakdown z2 = estimate_memory(q);
@@ -128,6 +132,13 @@ TEST(MoeMemory, RefusesWhatTheTrainerRefuses) {
   EXPECT_LT(z2.gradients, z1.gradients / 2);
   EXPECT_GT(z2.gradients, z1.gradients / 4);
   EXPECT_EQ(z2.optimizer, z1.optimizer);
+  // ZeRO-3 holds the values of exactly the elements whose gradients ZeRO-2
+  // holds (fp32: 4 bytes each), and a second set of unit buffers.
+  EXPECT_EQ(z3.parameters, z2.gradients);
+  EXPECT_EQ(z3.gradients, z2.gradients);
+  EXPECT_EQ(z3.optimizer, z2.optimizer);
+  EXPECT_EQ(z3.communication, 2 * z2.communication);
+  EXPECT_LT(z3.parameters, z1.parameters / 2);
   q.zero = 1;
   q.optimizer = OptimizerKind::Muon;
   EXPECT_NE(message(q).find("element-wise optimizer"), std::string::npos) << message(q);
@@ -140,9 +151,9 @@ TEST(MoeMemory, RefusesWhatTheTrainerRefuses) {
   dense.model = catalog_model("llama2-7b");
   EXPECT_NE(message(dense).find("needs an MoE model"), std::string::npos);
   // ZeRO-2/3 at ep 1 run (the experts are then ordinary dp-replicated tensors).
-  MemoryQuery z3 = mixtral(1, 8, 1);
-  z3.zero = 3;
-  EXPECT_GT(estimate_memory(z3).total(), 0.0);
+  MemoryQuery plain = mixtral(1, 8, 1);
+  plain.zero = 3;
+  EXPECT_GT(estimate_memory(plain).total(), 0.0);
 }
 
 TEST(MoeMemory, EvenLoadAssignmentsPerTokenFollowCapacity) {
@@ -187,11 +198,18 @@ TEST(MoeMemory, ReportPrintsTheMixtralBreakdown) {
   EXPECT_NE(text.find("mixtral-8x7b: 46.70B parameters"), std::string::npos) << text;
   EXPECT_NE(text.find("ep 8"), std::string::npos) << text;
   EXPECT_NE(text.find("experts: 1409286144 of the parameters held"), std::string::npos) << text;
-  // It does not fit 80 GiB; no suggestion is a layout the trainer refuses
-  // (ZeRO-2/3 under ep, dp no longer divisible by ep).
-  const std::string small = memory_report_text(q, "mixtral-8x7b", 16.0 * (1 << 30));
-  EXPECT_EQ(small.find("--zero 2"), std::string::npos) << small;
-  EXPECT_EQ(small.find("--zero 3"), std::string::npos) << small;
+  // Suggestions are layouts the trainer runs: ZeRO-2/3 under ep (expert-dp
+  // 4 at dp 8 x ep 2 shards the experts' values too), but not with Muon,
+  // whose ZeRO shards under ep are refused.
+  MemoryQuery e2 = mixtral(2, 8, 2);
+  e2.pp = 4;
+  e2.micro_batches = 8;
+  e2.recompute = Recompute::Full;
+  const std::string fits = memory_report_text(e2, "mixtral-8x7b", 40.0 * (1 << 30));
+  EXPECT_NE(fits.find("fits with --zero 3"), std::string::npos) << fits;
+  e2.optimizer = OptimizerKind::Muon;
+  const std::string muon = memory_report_text(e2, "mixtral-8x7b", 40.0 * (1 << 30));
+  EXPECT_EQ(muon.find("--zero"), std::string::npos) << muon;
 }
 
 }  // namespace

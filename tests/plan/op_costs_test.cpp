@@ -209,5 +209,64 @@ TEST(StepTime, CalibratedRanksShareTheCores) {
   EXPECT_NEAR(pp.total_s, 2 * (pp.total_s - pp.core_sharing_s - pp.pp_bubble_s), 1e-12);
 }
 
+// Under ep the group waits at each dispatch for its busiest rank: with a
+// measured load of 1.5 at ep 2 the experts' linears get 1.5 x the mean rows
+// and the step gains exactly the extra they cost; an ep size without a
+// measurement, and ep 1, are priced evenly.
+TEST(StepTime, ExpertParallelWaitsForTheBusiestRank) {
+  const DeviceProfile d = two_core_profile();
+  MemoryQuery q;
+  q.model = catalog_model("llama-tiny");
+  q.model.moe.num_experts = 4;
+  q.model.moe.topk = 2;
+  q.seq_len = 128;
+  q.micro_batch = 4;
+  q.micro_batches = 2;
+  q.dp = 2;
+  q.ep = 2;
+  q.precision = Precision::FP32;
+  const StepTime even = predict_step_time(q, d);
+  EXPECT_EQ(even.ep_imbalance_s, 0.0);
+  q.ep_max_load = {{2, 1.5}, {4, 2.0}};
+  const StepTime busy = predict_step_time(q, d);
+
+  // Expert rows: 512 routed rows x top-2 over 2 local experts, x 1.5.
+  const int64_t F = q.model.moe.expert_intermediate(q.model.intermediate);
+  const auto has_rows = [&](const StageWork& w, int64_t rows) {
+    for (const LinearWork& l : w.linears)
+      if (l.in == F && l.out == q.model.hidden && l.rows == rows) return true;
+    return false;
+  };
+  EXPECT_TRUE(has_rows(end_stage_works(q)[0], 768));
+  MemoryQuery plain = q;
+  plain.ep_max_load.clear();
+  EXPECT_TRUE(has_rows(end_stage_works(plain)[0], 512));
+  const StageSeconds a = price_stage(end_stage_works(q)[0], d.ops[0]);
+  const StageSeconds b = price_stage(end_stage_works(plain)[0], d.ops[0]);
+  const double extra = (a.matmul_s + a.elementwise_s - b.matmul_s - b.elementwise_s) * 2;
+  ASSERT_GT(extra, 0.0);
+  EXPECT_NEAR(busy.ep_imbalance_s, extra, 1e-12);
+  EXPECT_DOUBLE_EQ(busy.compute_s, even.compute_s);
+  // The busiest rank also receives 1.5 x the rows (the latency terms stay).
+  EXPECT_GT(busy.ep_comm_s, even.ep_comm_s);
+  EXPECT_LT(busy.ep_comm_s, 1.5 * even.ep_comm_s);
+  EXPECT_GT(busy.total_s, even.total_s + extra);
+
+  q.ep = 1;  // one rank holds every expert: nothing to wait for
+  q.ep_max_load = {{2, 1.5}};
+  EXPECT_EQ(predict_step_time(q, d).ep_imbalance_s, 0.0);
+  q.ep = 2;
+  q.ep_max_load = {{4, 2.0}};  // ep 2 not measured: even
+  EXPECT_EQ(predict_step_time(q, d).ep_imbalance_s, 0.0);
+
+  // The analytic (uncalibrated) path: 0.5 x the experts' matmul FLOPs.
+  DeviceProfile a100 = builtin_profile("a100-80gb");
+  q.ep_max_load = {{2, 1.5}};
+  q.precision = a100.precision;
+  const double expert_flops = 6.0 * 2 * 3 * q.model.hidden * F * q.model.n_layers * 128 * 4 * 2;
+  EXPECT_NEAR(predict_step_time(q, a100).ep_imbalance_s,
+              0.5 * expert_flops / a100.gemm_flops(static_cast<double>(F)), 1e-15);
+}
+
 }  // namespace
 }  // namespace parallm

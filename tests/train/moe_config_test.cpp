@@ -1,7 +1,8 @@
 // MoE settings in a run file ([model] moe_* keys, [parallelism] ep) and the
 // bad inputs each caught before allocation with one clear message: topk
 // larger than the experts, ep not dividing the experts, capacity <= 0,
-// ZeRO-2/3 with ep, experts split over tp; tp (+ sp) and ZeRO-1 accepted;
+// the parameter server with ep, experts split over tp; tp (+ sp) and
+// ZeRO-1/2/3 accepted;
 // the layer pattern (a list moe_layer_freq, --moe-layer-freq text) and the
 // experts' own width.
 #include <gtest/gtest.h>
@@ -92,8 +93,10 @@ TEST(MoeRunConfig, BadInputOneClearMessageEach) {
   EXPECT_EQ(error_after("dp = 4\nep = 2", "dp = 1\ncp = 2\nep = 4", 2),
             "expert parallel size (--ep 4) must divide data parallel size (--dp 1) x context "
             "parallel size (--cp 2) = 2");
-  EXPECT_EQ(error_after("ep = 2", "ep = 2\nzero = 3"),
-            "expert parallelism (--ep 2) runs with DDP or ZeRO-1/2 only for now (--zero 3)");
+  EXPECT_EQ(error_after("ep = 2", "ep = 2\ndp_mode = \"ps\""),
+            "expert parallelism (--ep 2) does not run with the parameter server (--dp-mode ps): "
+            "use --dp-mode allreduce (DDP or ZeRO-1/2/3)");
+  EXPECT_EQ(error_after("ep = 2", "ep = 2\nzero = 3"), "(no error)");
   // Expert tp: 1 or tp (docs/moe.md).
   EXPECT_EQ(error_after("ep = 2", "ep = 2\ntp = 2\nexpert_tp = 2", 8), "(no error)");
   EXPECT_EQ(error_after("ep = 2", "ep = 2\ntp = 4\nexpert_tp = 2", 16),

@@ -232,9 +232,11 @@ TEST(RunConfigJson, AnOlderStateWithoutTheRecordGivesItsModelAndSettings) {
   rc.train.optimizer.lr = 2e-3;
   rc.train.lr_schedule.warmup = 4;
   rc.train.lr_schedule.min_lr_ratio = 0.3;
-  const CheckpointLayout layout{2, 2, 1, 1, 1, "allreduce", false};
+  const CheckpointLayout layout{4, 2, 1, 1, 1, "allreduce", false, 2, 2};
   nlohmann::json j = training_state_json(training_state_of(rc.model, rc.train, layout, 6, 6));
   j.erase("run");
+  EXPECT_EQ(layout_name(training_state_from_json(j, "x").layout),
+            "dp 2 x tp 1 x pp 1 x cp 2 (ep 2) (ZeRO-1)");
   const TrainingState old = training_state_from_json(j, "old train_state.json");
   EXPECT_FALSE(old.run.has_value());
   const RunConfig base = resumable_run(old);
@@ -250,6 +252,14 @@ TEST(RunConfigJson, AnOlderStateWithoutTheRecordGivesItsModelAndSettings) {
   EXPECT_EQ(base.train.lr_schedule.min_lr_ratio, 0.3);
   EXPECT_EQ(base.train.parallelism.dp.dp, 2);
   EXPECT_EQ(base.train.parallelism.dp.zero, 1);
+  EXPECT_EQ(base.train.parallelism.cp, 2);
+  EXPECT_EQ(base.train.parallelism.ep, 2);
+  // A state from before cp and ep were recorded reads as 1.
+  j["layout"].erase("cp");
+  j["layout"].erase("ep");
+  const TrainingState older = training_state_from_json(j, "older train_state.json");
+  EXPECT_EQ(older.layout.cp, 1);
+  EXPECT_EQ(older.layout.ep, 1);
 }
 
 TEST(RunConfigJson, MistypedKeysAreNamed) {

@@ -32,6 +32,16 @@ void add_layer_load(const LayerContext& c, const Routing& r) {
     if (r.kept[a]) mine[r.expert[a]] += 1.0;
 }
 
+// The dispatch's kept assignments per expert, for the planner's ep load
+// (MoeStats::record_dispatch). Per micro-batch of this rank's routing, so
+// one process and every layout with the same micro-batch size agree.
+void record_dispatch_load(const LayerContext& c, const Routing& r) {
+  std::vector<double> kept(static_cast<size_t>(r.E), 0.0);
+  for (int64_t a = 0; a < r.N * r.k; ++a)
+    if (r.kept[a]) kept[r.expert[a]] += 1.0;
+  c.moe_stats->record_dispatch(kept);
+}
+
 }  // namespace
 
 Moe::Moe(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, double proj_std,
@@ -187,6 +197,7 @@ void Moe::backward(const LayerContext& c, float* dinp, const float* dout, const 
   // outside that sum, so each reports its copy).
   if (c.moe_stats && cp_.rank() == 0) {
     c.moe_stats->add(r.stats);
+    record_dispatch_load(c, r);
     if (c.expert_bias != nullptr && c.expert_bias->enabled()) add_layer_load(c, r);
   }
 }

@@ -50,15 +50,15 @@ std::unique_ptr<DataParallel> make_data_parallel(Transformer& model, comm::Commu
                                                  const OptimizerConfig& optim, Allocator& alloc,
                                                  comm::Communicator* edp) {
   const bool multi = dp != nullptr && dp->size() > 1;
-  PX_CHECK(!model.ep().active() || (opts.zero <= 2 && opts.mode == DpMode::AllReduce),
-           "expert parallelism (ep {}) runs with DDP or ZeRO-1/2 only for now (zero {}, dp mode "
-           "{})",
-           model.ep().size(), opts.zero, dp_mode_name(opts.mode));
+  PX_CHECK(!model.ep().active() || opts.mode == DpMode::AllReduce,
+           "expert parallelism (ep {}) does not run with the parameter server (dp mode {}): use "
+           "DDP or ZeRO-1/2/3",
+           model.ep().size(), dp_mode_name(opts.mode));
   if (multi && opts.mode == DpMode::ParameterServer)
     return std::make_unique<ParameterServer>(model, dp, opts, optim, alloc);
   if (multi && opts.zero == 1) return std::make_unique<Zero1>(model, dp, opts, optim, alloc, edp);
   if (multi && opts.zero == 2) return std::make_unique<Zero2>(model, dp, opts, optim, alloc, edp);
-  if (multi && opts.zero == 3) return std::make_unique<Zero3>(model, dp, opts, optim, alloc);
+  if (multi && opts.zero == 3) return std::make_unique<Zero3>(model, dp, opts, optim, alloc, edp);
   return std::make_unique<Ddp>(model, dp, opts, optim, alloc);
 }
 

@@ -14,10 +14,12 @@
 // Expert parallelism (model.ep() active, docs/moe.md): the ep ranks inside
 // dp hold different experts, so expert gradients stay out of the dp
 // reduction and are summed over the expert-dp group (set_expert_group)
-// instead; DDP, ZeRO-1 and ZeRO-2 (which shard expert optimizer state, and
-// ZeRO-2 also gradients, over expert-dp: parallel/zero/expert_shards.h).
+// instead; DDP and ZeRO-1/2/3 (which shard expert optimizer state, ZeRO-2
+// also gradients, ZeRO-3 also values, over expert-dp:
+// parallel/zero/expert_shards.h). The parameter server is refused.
 #pragma once
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,6 +32,12 @@
 #include "parallel/data/shard_layout.h"
 
 namespace parallm {
+
+// Values of the flat elements [span.begin, span.end), element span.begin at values[0].
+struct ValueSpan {
+  FlatSpan span;
+  const float* values;
+};
 
 struct DpStepResult {
   double loss_sum = 0.0;   // sum of token losses over the whole global batch
@@ -63,6 +71,10 @@ class DataParallel {
   // Values of flat elements [shards().begin(dp_rank()), end) as this rank
   // holds them (the ZeRO-3 shard, else the flat buffer); for checkpoints.
   virtual const float* shard_values() const;
+  // ZeRO-3 under expert parallelism: the values this rank holds are spans
+  // (its dense dp spans and expert expert-dp spans, flat order) instead of
+  // shard_values()' range; what a checkpoint writes. nullopt otherwise.
+  virtual std::optional<std::vector<ValueSpan>> owned_values() const { return std::nullopt; }
   // Bytes of unit buffers (tag communication) of ZeRO-2/3, 0 otherwise.
   virtual int64_t unit_buffer_bytes() const { return 0; }
   // Collective: the full flat parameter vector (ZeRO-3 gathers it).

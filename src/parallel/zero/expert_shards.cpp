@@ -57,6 +57,14 @@ std::vector<FlatSpan> ExpertShards::owned(int dp_rank, int edp_rank) const {
   return out;
 }
 
+std::vector<SpanOwners> ExpertShards::owner_tables(comm::Communicator& dp,
+                                                   comm::Communicator* edp) const {
+  SpanOwners dense{&dp, {}}, experts{edp, {}};
+  for (int r = 0; r < dp.size(); ++r) dense.spans.push_back(dense_spans(r));
+  for (int r = 0; r < experts.size(); ++r) experts.spans.push_back(expert_spans(r));
+  return {dense, experts};
+}
+
 void ExpertShards::sync(comm::Communicator& dp, comm::Communicator* edp, float* values) const {
   for (int o = 0; o < dp.size(); ++o) broadcast_spans(dp, dense_spans(o), values, o);
   if (edp == nullptr || edp->size() == 1) return;

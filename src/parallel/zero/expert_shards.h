@@ -13,6 +13,7 @@
 #include "comm/communicator.h"
 #include "optim/optimizer.h"
 #include "parallel/data/shard_layout.h"
+#include "parallel/zero/span_owners.h"
 
 namespace parallm {
 
@@ -25,6 +26,9 @@ class ExpertShards {
   std::vector<FlatSpan> expert_spans(int edp_rank) const;
   // Both, sorted by position: what this rank's optimizer owns.
   std::vector<FlatSpan> owned(int dp_rank, int edp_rank) const;
+  // The ownership tables of ZeRO-2/3 (span_owners.h): dense spans over dp,
+  // expert spans over edp (null: size 1).
+  std::vector<SpanOwners> owner_tables(comm::Communicator& dp, comm::Communicator* edp) const;
   // Collective over dp and edp (null or size 1: none): every owner's fresh
   // values of the flat buffer `values` reach the ranks that replicate them.
   void sync(comm::Communicator& dp, comm::Communicator* edp, float* values) const;

@@ -5,22 +5,6 @@
 #include "base/error.h"
 
 namespace parallm {
-namespace {
-
-int rank_in(const SpanOwners& o) { return o.group ? o.group->rank() : 0; }
-
-std::vector<SpanOwners> plain_owners(comm::Communicator& dp, ShardLayout shards) {
-  PX_CHECK(shards.dp == dp.size(), "gradient shards are laid out for dp {} but the group has {}",
-           shards.dp, dp.size());
-  SpanOwners o{&dp, {}};
-  for (int r = 0; r < shards.dp; ++r) {
-    o.spans.emplace_back();
-    if (shards.end(r) > shards.begin(r)) o.spans.back().push_back({shards.begin(r), shards.end(r)});
-  }
-  return {o};
-}
-
-}  // namespace
 
 GradShardReducer::GradShardReducer(comm::Communicator& dp, Transformer& model, ShardLayout shards,
                                    bool overlap, Allocator& alloc)
@@ -32,20 +16,9 @@ GradShardReducer::GradShardReducer(std::vector<SpanOwners> owners, Transformer& 
     : owners_(std::move(owners)),
       params_(model.params()),
       overlap_(overlap),
+      mine_(pack_owned(owners_)),
       slots_(model.grad_segments(), alloc) {
-  for (const SpanOwners& o : owners_) {
-    const int n = o.group ? o.group->size() : 1;
-    PX_CHECK(static_cast<int>(o.spans.size()) == n, "{} owner lists for a group of {} ranks",
-             o.spans.size(), n);
-    for (const FlatSpan& s : o.spans[static_cast<size_t>(rank_in(o))]) mine_.push_back(s);
-  }
-  std::sort(mine_.begin(), mine_.end(),
-            [](const FlatSpan& a, const FlatSpan& b) { return a.begin < b.begin; });
-  for (const FlatSpan& s : mine_) {
-    at_.push_back(owned_numel_);
-    owned_numel_ += s.size();
-  }
-  shard_ = Tensor::zeros(alloc, {std::max({int64_t{1}, min_shard, owned_numel_})}, DType::F32,
+  shard_ = Tensor::zeros(alloc, {std::max({int64_t{1}, min_shard, mine_.numel})}, DType::F32,
                          MemTag::Gradient);
   params_.release_flat_grads();
 }
@@ -65,8 +38,8 @@ void GradShardReducer::on_segment_ready(int segment) {
   PX_CHECK(s != nullptr && s->works.empty(), "gradients of unit {} were not prepared", segment);
   const auto& seg = slots_.segment(segment);
   for (const SpanOwners& o : owners_) {
-    if (o.group == nullptr || o.group->size() == 1) continue;  // nothing to sum
-    for (int r = 0; r < o.group->size(); ++r) {
+    if (!o.shared()) continue;  // nothing to sum
+    for (int r = 0; r < o.size(); ++r) {
       for (const FlatSpan& span : o.spans[static_cast<size_t>(r)]) {
         const int64_t lo = std::max(seg.begin, span.begin);
         const int64_t hi = std::min(seg.end, span.end);
@@ -86,11 +59,12 @@ void GradShardReducer::complete(UnitSlot& s) {
   for (auto& w : s.works) w.wait();
   s.works.clear();
   const auto& seg = slots_.segment(s.segment);
-  for (size_t i = 0; i < mine_.size(); ++i) {
-    const int64_t lo = std::max(seg.begin, mine_[i].begin);
-    const int64_t hi = std::min(seg.end, mine_[i].end);
+  for (size_t i = 0; i < mine_.spans.size(); ++i) {
+    const FlatSpan& span = mine_.spans[i];
+    const int64_t lo = std::max(seg.begin, span.begin);
+    const int64_t hi = std::min(seg.end, span.end);
     if (hi <= lo) continue;
-    float* dst = shard() + at_[i] + (lo - mine_[i].begin);
+    float* dst = shard() + mine_.offsets[i] + (lo - span.begin);
     const float* src = s.data() + (lo - seg.begin);
     for (int64_t k = 0; k < hi - lo; ++k) dst[k] += src[k];
   }

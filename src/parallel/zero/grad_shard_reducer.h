@@ -4,9 +4,9 @@
 // communication); when the unit completes, each owner's part is reduced to
 // it asynchronously over the group that replicates it, and once that
 // finishes the owner adds the part into its shard. Ownership comes as
-// tables, one per group: plain ZeRO has one (dp rank r owns [r S, (r+1) S)),
-// under expert parallelism dense elements are owned over dp and expert
-// elements over expert-dp (expert_shards.h). Every micro-batch is reduced
+// tables, one per group (span_owners.h): plain ZeRO has one, under expert
+// parallelism dense elements are owned over dp and expert elements over
+// expert-dp (expert_shards.h). Every micro-batch is reduced
 // (holding unreduced gradients of all units across micro-batches would need
 // the full 4N bytes again); the sum over ranks then over micro-batches equals
 // the one-process gradient up to fp32 summation order. Without overlap each
@@ -18,15 +18,10 @@
 #include "model/transformer.h"
 #include "optim/optimizer.h"
 #include "parallel/data/shard_layout.h"
+#include "parallel/zero/span_owners.h"
 #include "parallel/zero/unit_staging.h"
 
 namespace parallm {
-
-// Which flat elements each rank of `group` owns: spans[r], sorted, disjoint.
-struct SpanOwners {
-  comm::Communicator* group = nullptr;
-  std::vector<std::vector<FlatSpan>> spans;
-};
 
 class GradShardReducer {
  public:
@@ -50,8 +45,8 @@ class GradShardReducer {
   void zero_shard() const { shard_.zero_(); }
   int64_t staging_bytes() const { return slots_.bytes(); }
   // This rank's spans in flat order; owned()[i]'s gradients start at shard() + offsets()[i].
-  const std::vector<FlatSpan>& owned() const { return mine_; }
-  const std::vector<int64_t>& offsets() const { return at_; }
+  const std::vector<FlatSpan>& owned() const { return mine_.spans; }
+  const std::vector<int64_t>& offsets() const { return mine_.offsets; }
 
  private:
   void complete(UnitSlot& s);
@@ -59,9 +54,7 @@ class GradShardReducer {
   std::vector<SpanOwners> owners_;
   ParameterSet& params_;
   bool overlap_;
-  std::vector<FlatSpan> mine_;
-  std::vector<int64_t> at_;
-  int64_t owned_numel_ = 0;
+  PackedSpans mine_;
   Tensor shard_;
   UnitSlots slots_;
 };

@@ -9,14 +9,21 @@ namespace parallm {
 
 ParamGatherer::ParamGatherer(comm::Communicator& dp, Transformer& model, ShardLayout shards,
                              Allocator& alloc)
-    : dp_(dp), params_(model.params()), shards_(shards), slots_(model.grad_segments(), alloc) {
-  PX_CHECK(shards_.dp == dp_.size(), "parameter shards are laid out for dp {} but the group has {}",
-           shards_.dp, dp_.size());
-  shard_ = Tensor::zeros(alloc, {shards_.shard_size()}, DType::F32, MemTag::Parameter);
-  const int me = dp_.rank();
+    // Equal, padded shards, as the plain optimizer and gradient shard have.
+    : ParamGatherer(plain_owners(dp, shards), model, alloc, shards.shard_size()) {}
+
+ParamGatherer::ParamGatherer(std::vector<SpanOwners> owners, Transformer& model, Allocator& alloc,
+                             int64_t min_shard)
+    : owners_(std::move(owners)),
+      params_(model.params()),
+      mine_(pack_owned(owners_)),
+      slots_(model.grad_segments(), alloc) {
+  shard_ = Tensor::zeros(alloc, {std::max({int64_t{1}, min_shard, mine_.numel})}, DType::F32,
+                         MemTag::Parameter);
   const float* v = params_.flat_values().data<float>();
-  std::memcpy(shard(), v + shards_.begin(me),
-              static_cast<size_t>(shards_.end(me) - shards_.begin(me)) * sizeof(float));
+  for (size_t i = 0; i < mine_.spans.size(); ++i)
+    std::memcpy(shard() + mine_.offsets[i], v + mine_.spans[i].begin,
+                static_cast<size_t>(mine_.spans[i].size()) * sizeof(float));
   params_.release_flat_values();
 }
 
@@ -24,20 +31,23 @@ void ParamGatherer::start_gather(UnitSlot& s, int segment) {
   for (auto& w : s.works) w.wait();  // a prefetch that was not used
   s.works.clear();
   const auto& seg = slots_.segment(segment);
-  const int me = dp_.rank();
   s.segment = segment;
   bool first_piece = true;
-  for (int r = 0; r < shards_.dp; ++r) {
-    const int64_t lo = std::max(seg.begin, shards_.begin(r));
-    const int64_t hi = std::min(seg.end, shards_.end(r));
-    if (hi <= lo) continue;
-    // verify's planted bug: the unit's first piece lands one element late.
-    const int64_t shift = segment == fault_segment_ && first_piece && hi - lo > 1 ? 1 : 0;
-    first_piece = false;
-    float* p = s.data() + (lo - seg.begin) + shift;
-    const auto n = static_cast<size_t>(hi - lo - shift);
-    if (r == me) std::memcpy(p, shard() + (lo - shards_.begin(me)), n * 4);
-    s.works.push_back(dp_.broadcast_async(p, p, n, DType::F32, r));
+  for (const SpanOwners& o : owners_) {
+    for (int r = 0; r < o.size(); ++r) {
+      for (const FlatSpan& span : o.spans[static_cast<size_t>(r)]) {
+        const int64_t lo = std::max(seg.begin, span.begin);
+        const int64_t hi = std::min(seg.end, span.end);
+        if (hi <= lo) continue;
+        // verify's planted bug: the unit's first piece lands one element late.
+        const int64_t shift = segment == fault_segment_ && first_piece && hi - lo > 1 ? 1 : 0;
+        first_piece = false;
+        float* p = s.data() + (lo - seg.begin) + shift;
+        const auto n = static_cast<size_t>(hi - lo - shift);
+        if (r == o.rank()) std::memcpy(p, shard() + mine_.offset_of(lo), n * sizeof(float));
+        if (o.shared()) s.works.push_back(o.group->broadcast_async(p, p, n, DType::F32, r));
+      }
+    }
   }
 }
 
@@ -70,13 +80,16 @@ void ParamGatherer::invalidate() {
 }
 
 std::vector<float> ParamGatherer::full_values() {
-  std::vector<float> out(static_cast<size_t>(shards_.total));
-  const int me = dp_.rank();
-  std::memcpy(out.data() + shards_.begin(me), shard(),
-              static_cast<size_t>(shards_.end(me) - shards_.begin(me)) * sizeof(float));
-  for (int r = 0; r < shards_.dp; ++r) {
-    const int64_t n = shards_.end(r) - shards_.begin(r);
-    if (n > 0) dp_.broadcast(out.data() + shards_.begin(r), static_cast<size_t>(n), DType::F32, r);
+  std::vector<float> out(static_cast<size_t>(params_.total_numel()));
+  for (size_t i = 0; i < mine_.spans.size(); ++i)
+    std::memcpy(out.data() + mine_.spans[i].begin, shard() + mine_.offsets[i],
+                static_cast<size_t>(mine_.spans[i].size()) * sizeof(float));
+  for (const SpanOwners& o : owners_) {
+    if (!o.shared()) continue;
+    for (int r = 0; r < o.size(); ++r)
+      for (const FlatSpan& span : o.spans[static_cast<size_t>(r)])
+        o.group->broadcast(out.data() + span.begin, static_cast<size_t>(span.size()), DType::F32,
+                           r);
   }
   return out;
 }

@@ -21,11 +21,8 @@ Zero2::Zero2(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
     edp_ = edp;
     const int edp_size = edp ? edp->size() : 1;
     expert_shards_.emplace(shards_, expert_ranges_, edp_size);
-    SpanOwners dense{dp_, {}}, experts{edp, {}};
-    for (int r = 0; r < dp_size(); ++r) dense.spans.push_back(expert_shards_->dense_spans(r));
-    for (int r = 0; r < edp_size; ++r) experts.spans.push_back(expert_shards_->expert_spans(r));
-    shard_reducer_ = std::make_unique<GradShardReducer>(std::vector<SpanOwners>{dense, experts},
-                                                        model, opts.overlap, alloc);
+    owners_ = expert_shards_->owner_tables(*dp_, edp);
+    shard_reducer_ = std::make_unique<GradShardReducer>(owners_, model, opts.overlap, alloc);
     opt_ = std::make_unique<SpanOptimizer>(optim, model.params(), alloc, shard_reducer_->owned());
   }
   model_.set_grad_ready_hook([this](int s) { shard_reducer_->on_segment_ready(s); });

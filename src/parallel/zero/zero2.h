@@ -38,9 +38,8 @@ class Zero2 : public DataParallel {
   virtual void on_unit(Transformer::UnitPass pass, int segment);
 
   std::unique_ptr<GradShardReducer> shard_reducer_;
-
- private:
   std::optional<ExpertShards> expert_shards_;  // set under expert parallelism
+  std::vector<SpanOwners> owners_;             // its ownership tables (else empty)
 };
 
 }  // namespace parallm

@@ -1,13 +1,31 @@
 #include "parallel/zero/zero3.h"
 
+#include "base/error.h"
+#include "optim/span_optimizer.h"
+
 namespace parallm {
 
 Zero3::Zero3(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
-             const OptimizerConfig& optim, Allocator& alloc)
-    : Zero2(model, dp, opts, optim, alloc),
-      gatherer_(std::make_unique<ParamGatherer>(*dp_, model, shards_, alloc)) {
+             const OptimizerConfig& optim, Allocator& alloc, comm::Communicator* edp)
+    : Zero2(model, dp, opts, optim, alloc, edp) {
+  if (!expert_shards_) {
+    gatherer_ = std::make_unique<ParamGatherer>(*dp_, model, shards_, alloc);
+  } else {
+    gatherer_ = std::make_unique<ParamGatherer>(owners_, model, alloc);
+    PX_CHECK(gatherer_->offsets() == shard_reducer_->offsets(),
+             "ZeRO-3 value and gradient shards pack {} and {} spans differently",
+             gatherer_->owned().size(), shard_reducer_->owned().size());
+  }
   if (model.injected_fault() == InjectedFault::Zero3ShardOffset)
     gatherer_->set_fault_segment(model.block_segment(kFaultLayer));
+}
+
+std::optional<std::vector<ValueSpan>> Zero3::owned_values() const {
+  if (!expert_shards_) return std::nullopt;
+  std::vector<ValueSpan> out;
+  for (size_t i = 0; i < gatherer_->owned().size(); ++i)
+    out.push_back({gatherer_->owned()[i], gatherer_->shard() + gatherer_->offsets()[i]});
+  return out;
 }
 
 int64_t Zero3::unit_buffer_bytes() const {
@@ -28,7 +46,17 @@ void Zero3::on_unit(Transformer::UnitPass pass, int segment) {
 }
 
 void Zero3::update(double lr, float* grads) {
-  opt_->step_range(model_.params(), lr, gatherer_->shard(), grads);
+  if (!expert_shards_) {
+    opt_->step_range(model_.params(), lr, gatherer_->shard(), grads);
+  } else {  // both shards pack the owned spans alike
+    std::vector<float*> values;
+    std::vector<const float*> per_span;
+    for (int64_t at : gatherer_->offsets()) {
+      values.push_back(gatherer_->shard() + at);
+      per_span.push_back(grads + at);
+    }
+    static_cast<SpanOptimizer&>(*opt_).step_spans(model_.params(), lr, values, per_span);
+  }
   gatherer_->invalidate();
 }
 

@@ -163,6 +163,9 @@ void check(const Case& cs) {
   l.ps.zero_grads();
   l.moe.backward(c, dx.data(), w.data(), x.data(), s);
   EXPECT_EQ(stats.tokens, double(N));
+  EXPECT_EQ(stats.dispatches, 1.0);  // one micro-batch of one layer
+  ASSERT_GE(stats.ep_max_load_sum.size(), 2u);
+  EXPECT_DOUBLE_EQ(stats.ep_max_load_sum[1], 1.0);  // one block holds every expert
   const float h = 1e-3f;
   for (int64_t i = 0; i < N * C; ++i) {
     std::vector<float> xp = x, xm = x;

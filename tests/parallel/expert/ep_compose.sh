@@ -4,7 +4,8 @@
 # each against one process: pp 2, pp 2 x dp 2 x ep 2, ZeRO-1 over dp 2 (no
 # ep), tp 2 + sp, tp 2 + sp x dp 2 x ep 2 under ZeRO-1, dp 2 x ep 2 with
 # full and with selective recomputation. Losses and
-# grad norms within 1e-5 relative, per-expert load equal.
+# grad norms within 1e-5 relative, per-expert load equal, the planner's
+# per-dispatch ep load (moe.ep_max_load) equal up to summation order.
 # usage: ep_compose.sh PARALLM   (the MPI environment comes from ctest)
 set -euo pipefail
 source "$(dirname "$0")/ep_script_setup.sh" "$1"
@@ -38,6 +39,11 @@ for name in ("pp2", "pp2_ep2", "zero1", "tp2sp", "tp2sp_ep2_zero1", "full", "sel
         if g["moe"]["expert_load"] != r["moe"]["expert_load"]:
             bad += 1
             print(f"{name} step {r['step'] + 1}: expert load differs")
+        # the planner's ep load: the same dispatches, summed in another order
+        ge, re_ = g["moe"]["ep_max_load"], r["moe"]["ep_max_load"]
+        if ge.keys() != re_.keys() or any(abs(ge[e] - re_[e]) > 1e-12 * re_[e] for e in re_):
+            bad += 1
+            print(f"{name} step {r['step'] + 1}: ep_max_load {ge} vs {re_}")
     print(f"{name}: {'ok' if not bad else 'DIFFERENT'}")
 sys.exit(1 if bad else 0)
 PY

@@ -30,7 +30,10 @@ namespace {
 // dimension 0 over ep) gathered over the ep group. A pipeline stage holds a
 // subset of the names: `held` (when given) marks the elements it filled
 // (and the alignment gaps between tensors, zero in every layout).
-std::vector<float> whole_parameters(const Transformer& m, const TpGroup& tp, comm::Communicator* ep,
+// `local`: this rank's flat values (DataParallel::full_parameters: ZeRO-3
+// gathers them from their owners).
+std::vector<float> whole_parameters(const Transformer& m, const std::vector<float>& local,
+                                    const TpGroup& tp, comm::Communicator* ep,
                                     std::vector<uint8_t>* held) {
   Allocator alloc;
   const Transformer one(m.config(), alloc);
@@ -44,8 +47,7 @@ std::vector<float> whole_parameters(const Transformer& m, const TpGroup& tp, com
   }
   for (int i = 0; i < ps.size(); ++i) {
     const ParamSpec& spec = ps.spec(i);
-    const std::vector<float> v =
-        gather_tp_parameter(ps, i, ps.flat_values().data<float>() + ps.offset(i), tp);
+    const std::vector<float> v = gather_tp_parameter(ps, i, local.data() + ps.offset(i), tp);
     const int j = full.find(spec.name);
     PX_CHECK(j >= 0, "parameter {} of this stage is not in the one-process model", spec.name);
     float* dst = out.data() + full.offset(j);
@@ -121,8 +123,8 @@ RunResult train_layout(const ModelConfig& model, const Layout& layout, int steps
     res.expert_loads.push_back(s.moe_expert_load);
     res.ep_comm_ms.push_back(s.ep_comm_ms);
   });
-  res.params =
-      whole_parameters(m, tpg, ep > 1 ? ep_comm.get() : nullptr, pp > 1 ? &res.held : nullptr);
+  res.params = whole_parameters(m, tr.data_parallel().full_parameters(), tpg,
+                                ep > 1 ? ep_comm.get() : nullptr, pp > 1 ? &res.held : nullptr);
   if (pp > 1) {  // every element must be held by some stage of this pipeline
     std::vector<float> count(res.held.begin(), res.held.end());
     pp_comm->all_reduce(count.data(), count.size(), DType::F32, comm::ReduceOp::Sum);

@@ -1,6 +1,7 @@
 // Layout invariance of sigmoid routing with the aux-loss-free expert bias
 // (docs/moe.md "Sigmoid routing and the expert bias"): 20 steps at ep 2
-// (np 2), ep 2 x expert-dp 2 and ep 4 (np 4) against one process: losses,
+// (np 2), ep 2 x expert-dp 2 and ep 4 (np 4), and pp 2 (np 2; with dp 2 x
+// ep 2 at np 4) against one process: losses,
 // grad norms, both balancing losses, per-expert load, dropped fraction and
 // every parameter within 1e-5 relative (ep_cases.h), and the expert biases
 // bit for bit equal (they move by integer-count signs of loads summed over
@@ -42,6 +43,14 @@ TEST(MoeSigmoidLayout, MatchesOneProcess) {
       expect_same_trajectory(c, ref, got, what);
       EXPECT_EQ(got.expert_bias, ref.expert_bias) << what << ": expert bias";
     }
+    // Under pp each stage routes its own layers; the loads ride the step's
+    // pp all-reduce, so every rank still moves every layer's bias alike.
+    const Layout pp{.ep = n >= 4 ? 2 : 1, .pp = 2};
+    const std::string what =
+        fmt::format("sigmoid + expert bias, {}, pp 2 x dp {} x ep {}", c.name(), n / 2, pp.ep);
+    const RunResult got = train_layout(m, pp);
+    expect_same_trajectory(c, ref, got, what);
+    EXPECT_EQ(got.expert_bias, ref.expert_bias) << what << ": expert bias";
   }
 }
 

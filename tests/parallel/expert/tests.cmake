@@ -5,9 +5,10 @@
 # (the same binary, filtered), so each stays well inside its timeout.
 parallm_mpi_test_binary(ep_dist_tests ${CMAKE_CURRENT_LIST_DIR}/ep_dist_main.cpp)
 foreach(np 2 4)
-  foreach(part "np${np}|-ExpertParallelZero.*:MoeTensorParallel.*:MoePipeline.*:MoePrecision.*:MoeSigmoidLayout.*"
+  foreach(part "np${np}|-ExpertParallelZero.*:ExpertParallelZero3.*:MoeTensorParallel.*:MoePipeline.*:MoePrecision.*:MoeSigmoidLayout.*"
                "sigmoid.np${np}|MoeSigmoidLayout.*"
-               "zero.np${np}|ExpertParallelZero.*" "tp.gpt2.np${np}|MoeTensorParallel.Gpt2*"
+               "zero.np${np}|ExpertParallelZero.*" "zero3.np${np}|ExpertParallelZero3.*"
+               "tp.gpt2.np${np}|MoeTensorParallel.Gpt2*"
                "tp.llama.np${np}|MoeTensorParallel.Llama*" "pp.np${np}|MoePipeline.*"
                "bf16.np${np}|MoePrecision.*")
     string(REPLACE "|" ";" part "${part}")
@@ -36,3 +37,7 @@ add_test(NAME parallel.ep.sigmoid.checkpoint
          COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
                  bash ${CMAKE_CURRENT_LIST_DIR}/ep_sigmoid_checkpoint.sh $<TARGET_FILE:parallm>)
 set_tests_properties(parallel.ep.sigmoid.checkpoint PROPERTIES LABELS dist TIMEOUT 300)
+add_test(NAME parallel.ep.zero3.checkpoint
+         COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
+                 bash ${CMAKE_CURRENT_LIST_DIR}/ep_zero3_checkpoint.sh $<TARGET_FILE:parallm>)
+set_tests_properties(parallel.ep.zero3.checkpoint PROPERTIES LABELS dist TIMEOUT 300)
