@@ -41,6 +41,9 @@ void add_memory_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--dp,--data-parallel-size", f->q.dp, "data parallel size");
   sub->add_option("--cp,--context-parallel-size", f->q.cp, "context parallel size");
   sub->add_option("--ep,--expert-model-parallel-size", f->q.ep, "expert parallel size");
+  sub->add_option("--expert-tp,--expert-tensor-parallel-size", f->q.expert_tp,
+                  "experts' tensor parallel size: 1 (whole on every tp rank) or --tp (each "
+                  "expert split over the tp group like a dense MLP)");
   sub->add_option("--virtual-stages", f->q.virtual_stages, "model chunks per pipeline rank");
   sub->add_option("--schedule", f->schedule, "gpipe, 1f1b, interleaved or zb");
   sub->add_flag("--sequence-parallel", f->q.sequence_parallel, "Megatron sequence parallelism");

@@ -35,7 +35,7 @@ void MemoryQuery::validate() const {
            "seq_len ({}), micro batch ({}) and micro batches ({}) must be positive", seq_len,
            micro_batch, micro_batches);
   PX_CHECK(zero >= 0 && zero <= 3, "zero stage must be 0-3, got {}", zero);
-  if (model.moe.enabled() || ep > 1) validate_experts();
+  if (model.moe.enabled() || ep > 1 || expert_tp != 1) validate_experts();
   PX_CHECK(lora.rank >= 0, "--lora-rank must be >= 0, got {}", lora.rank);
   PX_CHECK(!lora.qlora || lora.enabled(), "--qlora needs --lora-rank (the adapters it trains)");
   PX_CHECK(!lora.double_quant || lora.qlora, "--double-quant applies to --qlora's NF4 base only");
@@ -54,9 +54,26 @@ void MemoryQuery::validate_experts() const {
            ep);
   PX_CHECK(model.moe.num_experts % ep == 0, "num_experts ({}) is not divisible by ep ({})",
            model.moe.num_experts, ep);
-  PX_CHECK(dp % ep == 0, "expert parallel size (--ep {}) must divide data parallel size (--dp {})",
-           ep, dp);
-  PX_CHECK(cp == 1, "MoE layers do not run under context parallelism yet (--cp {})", cp);
+  // Expert layers fold dp x cp into ep x expert-dp (grid/rank_grid.h).
+  PX_CHECK((dp * cp) % ep == 0,
+           "expert parallel size (--ep {}) must divide data parallel size (--dp {}) x context "
+           "parallel size (--cp {}) = {}",
+           ep, dp, cp, dp * cp);
+  PX_CHECK(expert_tp == 1 || expert_tp == tp,
+           "--expert-tp {}: experts split over tensor-parallel ranks are built for --expert-tp 1 "
+           "(experts whole on every tp rank) or --expert-tp equal to --tp ({}) only",
+           expert_tp, tp);
+  if (expert_tp > 1) {
+    const int64_t width = model.moe.expert_intermediate(model.intermediate);
+    PX_CHECK(width % expert_tp == 0,
+             "--expert-tp {}: the experts' width ({}) is not divisible by it", expert_tp, width);
+    PX_CHECK(optimizer != OptimizerKind::Muon,
+             "--expert-tp {} with muon: muon would need each expert matrix gathered over tp; use "
+             "an element-wise optimizer",
+             expert_tp);
+    PX_CHECK(zero <= 2, "--expert-tp {} runs with DDP or ZeRO-1/2 only (--zero {})", expert_tp,
+             zero);
+  }
   PX_CHECK(ep == 1 || zero == 0 || optimizer != OptimizerKind::Muon,
            "expert parallelism (--ep {}) with ZeRO needs an element-wise optimizer, not muon (its "
            "shards are scattered spans)",
@@ -78,9 +95,11 @@ namespace {
 // load): 2sbh (input) + sbh (mask) + 4sbE (router logits and probabilities)
 // + a sb (2h dispatched input + 2h expert output kept for the combine + 2 I_e
 // per expert intermediate: fc, or gate and up, and the activation), plus a
-// shared expert's intermediates, 2 S x (its inputs + 1) / t. Experts are not
-// tp-split (expert tp 1): their tokens are s b / t under sequence
-// parallelism, s b without.
+// shared expert's intermediates, 2 S x (its inputs + 1) / t. Under expert
+// tp 1 experts are not tp-split: their tokens are s b / t under sequence
+// parallelism, s b without; under expert tp = t every tp rank feeds all s b
+// tokens through I_e / t features. s = seq_len / cp tokens per cp rank, but
+// capacity (a) is per whole sequence: every cp rank routes them whole.
 double layer_activation_bytes(const MemoryQuery& q, bool moe) {
   const double s = static_cast<double>(q.seq_len) / q.cp, b = q.micro_batch;
   const double h = q.model.hidden, a = q.model.n_heads, t = q.tp;
@@ -103,13 +122,15 @@ double layer_activation_bytes(const MemoryQuery& q, bool moe) {
   if (moe && q.recompute != Recompute::Full) {
     const MoeConfig& e = q.model.moe;
     const double inputs = q.model.uses_swiglu() ? 2.0 : 1.0;  // fc, or gate and up
-    const double Ie = static_cast<double>(e.expert_intermediate(q.model.intermediate));
-    const double per_token = moe_assignments_per_token(e, q.seq_len / q.cp);
+    const double Ie = static_cast<double>(e.expert_intermediate(q.model.intermediate)) /
+                      static_cast<double>(q.expert_tp);
+    const double per_token = moe_assignments_per_token(e, q.seq_len);
     const double tokens = split ? s * b / t : s * b;
+    const double fed = q.expert_tp > 1 ? s * b : tokens;  // rows each rank's experts get
     const double dense_mlp = split ? sbh * 19.0 / t : sbh * (3.0 + 16.0 / t);
     const double experts =
-        tokens * (3.0 * h + 4.0 * static_cast<double>(e.num_experts) +
-                  per_token * (4.0 * h + 2.0 * Ie * (inputs + 1.0))) +
+        tokens * (3.0 * h + 4.0 * static_cast<double>(e.num_experts)) +
+        fed * per_token * (4.0 * h + 2.0 * Ie * (inputs + 1.0)) +
         s * b * 2.0 * static_cast<double>(e.shared_intermediate) * (inputs + 1.0) / t;
     bytes += experts - dense_mlp;
   }
@@ -155,7 +176,7 @@ std::vector<LayerTensor> block_tensors(const MemoryQuery& q, int64_t layer) {
   linear(Q, C, bias, true);
   norm();
   if (m.moe.is_moe_layer(layer)) {
-    const std::vector<LayerTensor> moe = moe_layer_tensors(m, t, q.ep);
+    const std::vector<LayerTensor> moe = moe_layer_tensors(m, t, q.ep, q.expert_tp);
     out.insert(out.end(), moe.begin(), moe.end());
     return out;
   }
@@ -300,8 +321,8 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
   // (nn/matmul_precision.h: sized to the whole ParameterSet, so
   // ZeRO-3 does not shard it), fp32 gradients, and no master copy among
   // the optimizer states.
-  // Under ZeRO with ep, dense elements are sharded over dp and expert
-  // elements over expert-dp (dp / ep), as parallel/zero/expert_shards.h
+  // Under ZeRO with ep, dense elements are sharded over dp x cp and expert
+  // elements over expert-dp (dp x cp / ep), as parallel/zero/expert_shards.h
   // does: the optimizer holds exactly the owned elements, so do ZeRO-2's
   // packed gradient shard (parallel/zero/grad_shard_reducer.h) and ZeRO-3's
   // packed value shard (parallel/zero/param_gatherer.h: the same spans, and
@@ -310,10 +331,11 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
   double owned = shard(params, q.zero >= 1);
   if (q.zero >= 1 && q.ep > 1) {
     if (parallm) {
-      owned = static_cast<double>(zero1_ep_owned(stage_tensors(q), 16, q.dp, q.ep));
+      owned = static_cast<double>(
+          zero1_ep_owned(stage_tensors(q), 16, static_cast<int64_t>(shards), q.ep));
     } else {
       const double experts = static_cast<double>(r.expert_params_per_rank);
-      owned = (params - experts) / q.dp + experts / (q.dp / q.ep);
+      owned = (params - experts) / shards + experts / (shards / q.ep);
     }
   }
   auto held = [&](bool sharded) {
@@ -373,6 +395,17 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
     if (shards > 1 && q.zero >= 2) r.communication += unit * (q.zero >= 3 ? 2.0 : 1.0);
     if (q.tp > 1 && u.partial_reduced > 0)
       r.communication += 4.0 * static_cast<double>(u.partial_keep + u.partial_reduced);
+    // Ring attention under cp (parallel/context/ring_attention.cpp, the
+    // default --cp-comm ring): one layer's backward at a time holds five
+    // blocks of this rank's keys and values (B x seq_len / cp x this tp
+    // rank's kv width, twice): the block in hand, the next, this step's dK/dV
+    // accumulator, the one in flight and the one arriving. Ulysses'
+    // all-to-all staging (--cp-comm a2a) is not counted.
+    if (q.cp > 1) {
+      const double kv = static_cast<double>(m.head_dim * ((m.n_kv_heads + q.tp - 1) / q.tp));
+      r.communication += 4.0 * 5.0 * 2.0 * static_cast<double>(q.micro_batch) *
+                         static_cast<double>(q.seq_len / q.cp) * kv;
+    }
   } else {
     if (shards > 1 && q.zero <= 1) r.communication += 2.0 * q.bucket_mb * 1024 * 1024;
     if (q.zero >= 3) r.communication += 2.0 * static_cast<double>(per_layer) * weight_bytes;
@@ -393,9 +426,13 @@ namespace {
 bool raise_zero(MemoryQuery& x, int stage) {
   if (x.dp * x.cp == 1 || x.zero >= stage) return false;
   if (x.ep > 1 && x.optimizer == OptimizerKind::Muon) return false;
+  if (x.expert_tp > 1 && stage > 2) return false;  // expert tp: DDP or ZeRO-1/2
   x.zero = stage;
   return true;
 }
+
+// dp can be halved with ep still dividing dp x cp.
+bool halves_dp(const MemoryQuery& x) { return x.dp % 2 == 0 && (x.dp / 2 * x.cp) % x.ep == 0; }
 
 }  // namespace
 
@@ -422,15 +459,16 @@ std::vector<MemorySuggestion> suggest_fits(const MemoryQuery& q, double device_b
        }},
       {"--tp doubled (dp halved)",
        [](MemoryQuery& x) {
-         return x.dp % (2 * x.ep) == 0 && x.model.n_heads % (2 * x.tp) == 0
-                    ? (x.tp *= 2, x.dp /= 2, true)
+         // Expert tp follows tp; its width must still divide.
+         const int64_t width = x.model.moe.expert_intermediate(x.model.intermediate);
+         return halves_dp(x) && x.model.n_heads % (2 * x.tp) == 0 &&
+                        (x.expert_tp == 1 || width % (2 * x.expert_tp) == 0)
+                    ? (x.tp *= 2, x.expert_tp *= x.expert_tp > 1 ? 2 : 1, x.dp /= 2, true)
                     : false;
        }},
       {"--pp doubled (dp halved)",
        [](MemoryQuery& x) {
-         return x.dp % (2 * x.ep) == 0 && x.model.n_layers >= 2 * x.pp
-                    ? (x.pp *= 2, x.dp /= 2, true)
-                    : false;
+         return halves_dp(x) && x.model.n_layers >= 2 * x.pp ? (x.pp *= 2, x.dp /= 2, true) : false;
        }},
   };
   std::vector<MemorySuggestion> out;

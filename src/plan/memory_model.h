@@ -48,6 +48,9 @@ struct MemoryQuery {
   int64_t micro_batch = 1;
   int64_t micro_batches = 1;  // per step per data-parallel rank (GPipe holds them all)
   int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, virtual_stages = 1;
+  // Experts' tp (--expert-tp): 1 (whole on every tp rank) or tp (each
+  // expert split over the tp group as a dense MLP is; plan/moe_memory.h).
+  int expert_tp = 1;
   pipeline::ScheduleKind schedule = pipeline::ScheduleKind::OneFOneB;
   bool sequence_parallel = false;
   int zero = 0;

@@ -17,7 +17,10 @@ std::string layout_line(const MemoryQuery& q) {
       "tp {} pp {} dp {} cp {}{}{}{}, zero {}, seq {} x micro-batch {} ({} micro-batches, {}), "
       "{}, {}, recompute {}, {} activations",
       q.tp, q.pp, q.dp, q.cp,
-      q.model.moe.enabled() ? fmt::format(" ep {} (expert-dp {})", q.ep, q.dp / q.ep) : "",
+      q.model.moe.enabled()
+          ? fmt::format(" ep {} (expert-dp {}{})", q.ep, q.dp * q.cp / q.ep,
+                        q.expert_tp > 1 ? fmt::format(", expert tp {}", q.expert_tp) : "")
+          : "",
       q.virtual_stages > 1 ? fmt::format(" x {} virtual", q.virtual_stages) : "",
       q.sequence_parallel ? " +sp" : "", q.zero, q.seq_len, q.micro_batch, q.micro_batches,
       pipeline::schedule_kind_name(q.schedule), precision_name(q.precision),
@@ -63,7 +66,7 @@ std::string memory_report_text(const MemoryQuery& q, const std::string& name, do
         "  (experts: {} of the parameters held, {} of {} experts per MoE layer; activations "
         "assume an even load, {:.3g} kept assignments per token of top-{})\n",
         r.expert_params_per_rank, e.num_experts / q.ep, e.num_experts,
-        moe_assignments_per_token(e, q.seq_len / q.cp), e.topk);
+        moe_assignments_per_token(e, q.seq_len), e.topk);
   }
   if (device > 0) {
     bool fits = r.total() <= device;

@@ -52,15 +52,21 @@ ParallmActivations parallm_activations(const MemoryQuery& q) {
   // expert side each received row's input, fc | gate output, up (SwiGLU)
   // and activation (M rows); each at least one row. S (this rank's kept
   // assignments) and M (rows its experts receive) follow an even load
-  // (moe_assignments_per_token): S = M = rows x a. Every tp rank runs its
-  // experts whole on its own rows. A shared expert saves what a dense MLP of
+  // (moe_assignments_per_token, per whole sequence: every cp rank routes
+  // whole sequences): S = M = fed x a. Under expert tp 1 every tp rank runs
+  // its experts whole on its own rows (fed = rows); under expert tp = tp it
+  // feeds every row of its tp group (fed = N, gathered under sp) through
+  // I_e / tp features. A shared expert saves what a dense MLP of
   // its width does (its activation dropped under selective recomputation)
-  // and, when gated, its output (rows, C). The router's logits and the
-  // dispatch buffers are workspace or std::vectors, not activations.
+  // and, when gated, its output (rows, C). The router's logits (gathered
+  // over tp and cp), the gathered rows under expert tp and the dispatch
+  // buffers are workspace or std::vectors, not activations.
   const MoeConfig& moe = m.moe;
-  const double Ie = static_cast<double>(moe.expert_intermediate(m.intermediate));
+  const double Ie = static_cast<double>(moe.expert_intermediate(m.intermediate)) /
+                    static_cast<double>(q.expert_tp);
+  const double fed = q.expert_tp > 1 ? N : rows;
   const double assigned =
-      moe.enabled() ? std::max(1.0, rows * moe_assignments_per_token(moe, q.seq_len / q.cp)) : 0;
+      moe.enabled() ? std::max(1.0, fed * moe_assignments_per_token(moe, q.seq_len)) : 0;
   const double Is = static_cast<double>(moe.shared_intermediate) / t;
   const double shared_act = N * Is;
   const double gated_out = moe.shared_intermediate > 0 && moe.shared_expert_gate ? rows * C : 0;

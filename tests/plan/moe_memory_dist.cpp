@@ -4,7 +4,10 @@
 // on one process, at ep 2 (DDP and ZeRO-1/2/3; on 4 ranks expert-dp 2, so
 // the expert state, gradients and ZeRO-3 values really split), at ep 1
 // under ZeRO-2/3 and under tp 2 with and without sequence parallelism (on
-// 4 ranks also tp 2 + sp x dp 2 x ep 2), and the allocator's peaks per
+// 4 ranks also tp 2 + sp x dp 2 x ep 2), under context parallelism (cp 2
+// x ep 2, the ep group the cp group; on 4 ranks cp 2 x dp 2 x ep 2, whose
+// expert-dp spans dp, and cp 2 x tp 2 + sp), under expert tp (tp 2 + sp x
+// expert tp 2; on 4 ranks x dp 2 x ep 2), and the allocator's peaks per
 // tag (maximum over ranks) are compared with estimate_memory() (Parallm
 // activation model). Parameters, gradients, optimizer states and
 // communication buffers are asserted exactly equal. Activations are exact
@@ -21,6 +24,7 @@
 #include "common/test_models.h"
 #include "grid/rank_grid.h"
 #include "model/transformer.h"
+#include "parallel/context/cp_group.h"
 #include "plan/memory_model.h"
 #include "plan_env.h"
 #include "train/trainer.h"
@@ -34,6 +38,8 @@ struct MoeCase {
   std::optional<double> capacity;
   int tp = 1, dp = 1, ep = 1;
   bool sp = false;
+  int cp = 1;         // ring attention; ep folds dp x cp
+  int expert_tp = 1;  // 1 or tp
   int zero = 0;
   std::string optimizer = "adamw";
   Precision precision = Precision::FP32;
@@ -43,9 +49,10 @@ struct MoeCase {
   bool known_load() const { return topk == 2 || (ep == 1 && !capacity); }
   std::string name() const {
     static const char* kRec[] = {"none", "sel", "full"};
-    return fmt::format("{} top-{}{} tp {}{} dp {} ep {} zero {} {}{} rc {}", family, topk,
-                       capacity ? fmt::format(" cap {}", *capacity) : "", tp, sp ? " sp" : "", dp,
-                       ep, zero, optimizer, precision == Precision::BF16 ? " bf16" : "",
+    return fmt::format("{} top-{}{} tp {}{}{} dp {}{} ep {} zero {} {}{} rc {}", family, topk,
+                       capacity ? fmt::format(" cap {}", *capacity) : "", tp, sp ? " sp" : "",
+                       expert_tp > 1 ? " etp" : "", dp, cp > 1 ? fmt::format(" cp {}", cp) : "", ep,
+                       zero, optimizer, precision == Precision::BF16 ? " bf16" : "",
                        kRec[static_cast<int>(recompute)]);
   }
 };
@@ -81,26 +88,33 @@ std::array<int64_t, kNumMemTags> measure(const MoeCase& c, const ModelConfig& mo
   t.parallelism.ep = c.ep;
   t.parallelism.tp = c.tp;
   t.parallelism.sequence_parallel = c.sp;
+  t.parallelism.cp = c.cp;
+  t.parallelism.expert_tp = c.expert_tp;
   t.optimizer.kind = optimizer_from_name(c.optimizer);
   t.precision.matmul = c.precision;
   t.training.recompute = c.recompute;
-  std::unique_ptr<comm::Communicator> tp_comm, dp_comm, ep_comm, edp_comm;
+  std::unique_ptr<comm::Communicator> tp_comm, cp_comm, dp_comm, ep_comm, edp_comm;
   if (multi) {
-    const RankGrid grid(GridSizes{.tp = c.tp, .dp = c.dp, .ep = c.ep}, world->size());
+    const RankGrid grid(GridSizes{.tp = c.tp, .cp = c.cp, .dp = c.dp, .ep = c.ep}, world->size());
     const int r = world->rank();
     auto split = [&](GroupKind k, const char* name) {
       return world->split(grid.group_index(k, r), grid.rank_in_group(k, r), name);
     };
     tp_comm = split(GroupKind::Tp, "tp");
-    dp_comm = split(GroupKind::Dp, "dp");
+    cp_comm = split(GroupKind::Cp, "cp");
+    dp_comm = split(GroupKind::DpCp, "dp_cp");  // dense gradients over dp x cp
     ep_comm = split(GroupKind::Ep, "ep");
     edp_comm = split(GroupKind::Edp, "edp");
   }
   const TpGroup tpg{.comm = c.tp > 1 ? tp_comm.get() : nullptr, .sequence_parallel = c.sp};
+  CpGroup cpg{.comm = c.cp > 1 ? cp_comm.get() : nullptr, .mode = CpComm::Ring};
+  cpg.ulysses_degree = ulysses_degree_for(cpg.mode, c.cp, 0);
+  const CpSubgroups subgroups = make_cp_subgroups(cpg);
+  const EpGroup epg{.comm = c.ep > 1 ? ep_comm.get() : nullptr, .split_over_tp = c.expert_tp > 1};
   Allocator alloc;
-  Transformer m(model, alloc, tpg, {}, EpGroup{.comm = c.ep > 1 ? ep_comm.get() : nullptr});
+  Transformer m(model, alloc, tpg, {}, epg, cpg);
   m.params().init_random(7);
-  Trainer tr(m, t, alloc, 0.0, c.dp > 1 ? dp_comm.get() : nullptr, {}, edp_comm.get());
+  Trainer tr(m, t, alloc, 0.0, c.dp * c.cp > 1 ? dp_comm.get() : nullptr, {}, edp_comm.get());
   tr.train_step(0);  // resets the peaks first: construction-time buffers do not count
   std::array<int64_t, kNumMemTags> peaks{};
   for (size_t i = 0; i < kNumMemTags; ++i) peaks[i] = alloc.peak(static_cast<MemTag>(i));
@@ -109,10 +123,13 @@ std::array<int64_t, kNumMemTags> measure(const MoeCase& c, const ModelConfig& mo
 }
 
 MemoryBreakdown predict(const MoeCase& c, const ModelConfig& model) {
-  return predict_layout(c, model, c.ep);
+  MemoryQuery q = layout_query(c, model, c.ep);
+  q.cp = c.cp;
+  q.expert_tp = c.expert_tp;
+  return estimate_memory(q);
 }
 
-// Every case fills the world (tp x dp = ranks).
+// Every case fills the world (tp x cp x dp = ranks).
 std::vector<MoeCase> cases_for(int world) {
   std::vector<MoeCase> out;
   for (const char* f : {"gpt2", "llama"}) {
@@ -132,6 +149,16 @@ std::vector<MoeCase> cases_for(int world) {
       // Micro-batch 2 over tp 2 + sp: each rank one whole sequence, so the
       // position policy's drops are even too.
       out.push_back({.family = f, .capacity = 0.5, .tp = 2, .sp = true});
+      // cp 2 x ep 2: the ep group is the cp group (different tokens of the
+      // same sequences); ZeRO shards dense state over dp x cp = 2 and the
+      // experts over expert-dp 1.
+      for (int zero : {0, 1, 3}) out.push_back({.family = f, .ep = 2, .cp = 2, .zero = zero});
+      // Capacity per whole sequence although a cp rank holds half of it.
+      out.push_back({.family = f, .capacity = 0.5, .ep = 2, .cp = 2, .zero = 2});
+      // Expert tp: every tp rank fed every row through half of each expert.
+      for (int zero : {0, 2})
+        out.push_back({.family = f, .tp = 2, .sp = true, .expert_tp = 2, .zero = zero});
+      out.push_back({.family = f, .tp = 2, .expert_tp = 2});  // without sp
     }
     if (world == 4) {
       for (int zero : {0, 1, 2, 3}) out.push_back({.family = f, .dp = 4, .ep = 2, .zero = zero});
@@ -139,6 +166,14 @@ std::vector<MoeCase> cases_for(int world) {
       out.push_back({.family = f, .dp = 4, .ep = 2, .zero = 3, .precision = Precision::BF16});
       for (int zero : {1, 3})
         out.push_back({.family = f, .tp = 2, .dp = 2, .ep = 2, .sp = true, .zero = zero});
+      // cp 2 x dp 2 x ep 2: ep over the cp ranks, expert-dp 2 over dp.
+      for (int zero : {1, 3}) out.push_back({.family = f, .dp = 2, .ep = 2, .cp = 2, .zero = zero});
+      out.push_back({.family = f, .tp = 2, .ep = 2, .sp = true, .cp = 2, .zero = 1});
+      // tp 2 + sp x expert tp 2 x dp 2 x ep 2.
+      for (int zero : {1, 2})
+        out.push_back(
+            {.family = f, .tp = 2, .dp = 2, .ep = 2, .sp = true, .expert_tp = 2, .zero = zero});
+      out.push_back({.family = f, .tp = 2, .ep = 2, .sp = true, .cp = 2, .expert_tp = 2});
     }
   }
   return out;

@@ -54,6 +54,17 @@ TEST(MoeMemory, MixtralParametersPerRankAddBackToThePublishedTotal) {
   const int64_t dense = tp2.params_per_rank - tp2.expert_params_per_rank;
   EXPECT_EQ(2 * dense - replicated + experts, kMixtralTotal);
   EXPECT_NEAR(static_cast<double>(kMixtralTotal), 46.7e9, 0.05e9);
+  // tp 2 x expert tp 2 x ep 4: each rank half of each of its 2 experts
+  // (SwiGLU: no biases), the dense part as at expert tp 1.
+  MemoryQuery etp = mixtral(2, 4, 4);
+  etp.expert_tp = 2;
+  const MemoryBreakdown split = estimate_memory(etp);
+  EXPECT_EQ(split.expert_params_per_rank * 4 * 2, experts);
+  EXPECT_EQ(split.params_per_rank - split.expert_params_per_rank, dense);
+  // cp 2 x dp 2 x ep 4: the same ranks' experts as dp 4 x ep 4.
+  MemoryQuery cp = mixtral(2, 2, 4);
+  cp.cp = 2;
+  EXPECT_EQ(estimate_memory(cp).params_per_rank, tp2.params_per_rank);
 }
 
 TEST(MoeMemory, MixtralActiveParametersAreThePublished12Point9B) {
@@ -108,6 +119,34 @@ TEST(MoeMemory, ZeroOneUnderEpOwnsDenseDpShardsAndExpertDpShards) {
   EXPECT_EQ(zero1_ep_owned(t, 16, 4, 4), 20 + 32);
 }
 
+TEST(MoeMemory, ZeroUnderCpShardsOverDpTimesCp) {
+  // cp 2 x dp 2 x ep 2 shards as dp 4 x ep 2: dense over the 4 ranks of
+  // dp x cp, experts over expert-dp 2, for the optimizer (ZeRO-1), the
+  // gradients (ZeRO-2) and the values (ZeRO-3).
+  MemoryQuery q = mixtral(1, 2, 2);
+  q.cp = 2;
+  q.precision = Precision::FP32;
+  q.activation_model = ActivationModel::Parallm;
+  MemoryQuery d = mixtral(1, 4, 2);
+  d.precision = Precision::FP32;
+  d.activation_model = ActivationModel::Parallm;
+  for (int zero : {1, 2, 3}) {
+    q.zero = d.zero = zero;
+    const MemoryBreakdown a = estimate_memory(q), b = estimate_memory(d);
+    EXPECT_EQ(a.parameters, b.parameters) << zero;
+    EXPECT_EQ(a.gradients, b.gradients) << zero;
+    EXPECT_EQ(a.optimizer, b.optimizer) << zero;
+  }
+  // Activations: seq_len / cp tokens per rank, capacity per whole sequence.
+  q.zero = d.zero = 0;
+  MemoryQuery half = d;
+  half.seq_len = q.seq_len / 2;
+  EXPECT_EQ(estimate_memory(q).activations, estimate_memory(half).activations);
+  // Ring attention's five key/value blocks of B x seq_len / cp x kv width:
+  // 8 kv heads of 128.
+  EXPECT_EQ(estimate_memory(q).communication, 4.0 * 10 * 2048 * 8 * 128);
+}
+
 TEST(MoeMemory, RefusesWhatTheTrainerRefuses) {
   auto message = [](MemoryQuery q) {
     try {
@@ -144,9 +183,30 @@ TEST(MoeMemory, RefusesWhatTheTrainerRefuses) {
   EXPECT_NE(message(q).find("element-wise optimizer"), std::string::npos) << message(q);
   EXPECT_NE(message(mixtral(1, 6, 3)).find("not divisible by ep"), std::string::npos);
   EXPECT_NE(message(mixtral(1, 2, 4)).find("must divide data parallel size"), std::string::npos);
-  MemoryQuery cp = mixtral(1, 1, 1);
+  // MoE under cp is counted (every cp rank routes whole sequences); ep
+  // divides dp x cp, as the trainer checks it.
+  MemoryQuery cp = mixtral(1, 1, 2);
   cp.cp = 2;
-  EXPECT_NE(message(cp).find("context parallelism"), std::string::npos);
+  EXPECT_EQ(message(cp), "");
+  cp.ep = 4;
+  EXPECT_NE(message(cp).find("must divide data parallel size (--dp 1) x context parallel size "
+                             "(--cp 2) = 2"),
+            std::string::npos)
+      << message(cp);
+  // Expert tp: 1 or tp, with an element-wise optimizer and ZeRO 0-2.
+  MemoryQuery etp = mixtral(2, 2, 2);
+  etp.expert_tp = 2;
+  etp.zero = 2;
+  EXPECT_EQ(message(etp), "");
+  etp.zero = 3;
+  EXPECT_NE(message(etp).find("DDP or ZeRO-1/2 only"), std::string::npos) << message(etp);
+  etp.zero = 1;
+  etp.optimizer = OptimizerKind::Muon;
+  EXPECT_NE(message(etp).find("with muon"), std::string::npos) << message(etp);
+  etp.optimizer = OptimizerKind::AdamW;
+  etp.expert_tp = 4;
+  EXPECT_NE(message(etp).find("--expert-tp equal to --tp (2) only"), std::string::npos)
+      << message(etp);
   MemoryQuery dense = mixtral(1, 2, 2);
   dense.model = catalog_model("llama2-7b");
   EXPECT_NE(message(dense).find("needs an MoE model"), std::string::npos);

@@ -19,11 +19,11 @@ PlanTestEnv& env();
 
 inline constexpr int64_t kSeq = 16, kMicro = 2, kAccum = 2;
 
-// What the memory model predicts for a layout trained at that geometry
-// (this implementation's activations). c: a test case with tp, dp, sp, zero,
+// The memory-model query for a layout trained at that geometry (this
+// implementation's activations). c: a test case with tp, dp, sp, zero,
 // precision, recompute and optimizer (name); ep is the case's or 1.
 template <class Case>
-MemoryBreakdown predict_layout(const Case& c, const ModelConfig& model, int ep = 1) {
+MemoryQuery layout_query(const Case& c, const ModelConfig& model, int ep = 1) {
   MemoryQuery q;
   q.model = model;
   q.seq_len = kSeq;
@@ -38,7 +38,13 @@ MemoryBreakdown predict_layout(const Case& c, const ModelConfig& model, int ep =
   q.recompute = c.recompute;
   q.optimizer = optimizer_from_name(c.optimizer);
   q.activation_model = ActivationModel::Parallm;
-  return estimate_memory(q);
+  return q;
+}
+
+// What the memory model predicts for that layout.
+template <class Case>
+MemoryBreakdown predict_layout(const Case& c, const ModelConfig& model, int ep = 1) {
+  return estimate_memory(layout_query(c, model, ep));
 }
 
 }  // namespace parallm::plan_test
