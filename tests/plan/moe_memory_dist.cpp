@@ -153,11 +153,21 @@ std::vector<MoeCase> cases_for(int world) {
       // same sequences); ZeRO shards dense state over dp x cp = 2 and the
       // experts over expert-dp 1.
       for (int zero : {0, 1, 3}) out.push_back({.family = f, .ep = 2, .cp = 2, .zero = zero});
+      out.push_back({.family = f,
+                     .ep = 2,
+                     .cp = 2,
+                     .precision = Precision::BF16,
+                     .recompute = Recompute::Full});
       // Capacity per whole sequence although a cp rank holds half of it.
       out.push_back({.family = f, .capacity = 0.5, .ep = 2, .cp = 2, .zero = 2});
       // Expert tp: every tp rank fed every row through half of each expert.
-      for (int zero : {0, 2})
-        out.push_back({.family = f, .tp = 2, .sp = true, .expert_tp = 2, .zero = zero});
+      out.push_back({.family = f, .tp = 2, .sp = true, .expert_tp = 2});
+      out.push_back({.family = f,
+                     .tp = 2,
+                     .sp = true,
+                     .expert_tp = 2,
+                     .precision = Precision::BF16,
+                     .recompute = Recompute::Selective});
       out.push_back({.family = f, .tp = 2, .expert_tp = 2});  // without sp
     }
     if (world == 4) {
