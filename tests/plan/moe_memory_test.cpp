@@ -272,5 +272,25 @@ TEST(MoeMemory, ReportPrintsTheMixtralBreakdown) {
   EXPECT_EQ(muon.find("--zero"), std::string::npos) << muon;
 }
 
+TEST(MoeMemory, SuggestionsUnderExpertTpAndCpAreLayoutsTheTrainerRuns) {
+  // Expert tp runs with ZeRO 0-2 only, and follows tp when tp doubles; ep
+  // must still divide dp x cp when dp halves.
+  MemoryQuery q = mixtral(2, 4, 4);
+  q.cp = 2;
+  q.pp = 4;
+  q.micro_batches = 8;
+  q.expert_tp = 2;
+  for (const MemorySuggestion& s : suggest_fits(q, 1.0)) ADD_FAILURE() << s.change;  // none fit
+  bool tp_doubled = false;
+  for (const MemorySuggestion& s : suggest_fits(q, estimate_memory(q).total() - 1.0)) {
+    tp_doubled |= s.query.tp == 4;
+    EXPECT_LE(s.query.zero, 2) << s.change;
+    EXPECT_EQ(s.query.expert_tp, s.query.tp) << s.change;
+    EXPECT_EQ(s.query.dp * s.query.cp % s.query.ep, 0) << s.change;
+    EXPECT_NO_THROW(s.query.validate()) << s.change;
+  }
+  EXPECT_TRUE(tp_doubled);
+}
+
 }  // namespace
 }  // namespace parallm
