@@ -248,6 +248,11 @@ TEST(MoeMemory, MegatronActivationsCountTheExperts) {
   const double sp = s * h * (17 + 5 * a * s / (h * 2)) - 19 * s * h / 2 +
                     (3 * s * h + 4 * s * E + k * s * (4 * h + 6 * I)) / 2;
   EXPECT_NEAR(estimate_memory(q).activations, sp, 1e-12 * sp);
+  // Under expert tp 2 every tp rank feeds all s tokens through I / 2.
+  q.expert_tp = 2;
+  const double etp = s * h * (17 + 5 * a * s / (h * 2)) - 19 * s * h / 2 +
+                     (3 * s * h + 4 * s * E) / 2 + k * s * (4 * h + 6 * I / 2);
+  EXPECT_NEAR(estimate_memory(q).activations, etp, 1e-12 * etp);
 }
 
 TEST(MoeMemory, ReportPrintsTheMixtralBreakdown) {
