@@ -76,15 +76,14 @@ PlanResult plan_layouts(const PlanRequest& r, size_t keep) {
     for (int pp : divisors_up_to(m.n_layers, r.devices)) {
       for (int cp : divisors_up_to(r.seq_len, 8)) {
         if (r.devices % (tp * pp * cp) != 0 || (cp > 1 && r.seq_len % (2 * cp) != 0)) continue;
-        if (cp > 1 && m.moe.enabled()) continue;  // MoE layers do not run under cp (ep 1 here)
         const int dp = r.devices / (tp * pp * cp);
         if (!allowed(r.fixed, "tp", tp) || !allowed(r.fixed, "pp", pp) ||
             !allowed(r.fixed, "cp", cp) || !allowed(r.fixed, "dp", dp))
           continue;
-        // Expert parallel folds dp: ep divides both the experts and dp.
+        // Expert parallel folds dp x cp: ep divides both the experts and dp x cp.
         std::vector<int> eps;
-        for (int ep : divisors_up_to(m.moe.enabled() ? m.moe.num_experts : 1, dp))
-          if (dp % ep == 0 && allowed(r.fixed, "ep", ep)) eps.push_back(ep);
+        for (int ep : divisors_up_to(m.moe.enabled() ? m.moe.num_experts : 1, dp * cp))
+          if ((dp * cp) % ep == 0 && allowed(r.fixed, "ep", ep)) eps.push_back(ep);
         for (int mb : {1, 2, 4, 8, 16}) {
           if (r.global_batch % (static_cast<int64_t>(mb) * dp) != 0 || !allowed(r.fixed, "mb", mb))
             continue;

@@ -168,12 +168,12 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
   }
 
   // Data-parallel gradient reduction over dp x cp (fp32 gradients); routed
-  // experts' over expert-dp (dp / ep) instead.
+  // experts' over expert-dp (dp x cp / ep) instead.
   const MemoryBreakdown mem = estimate_memory(q);
   const double params_dev = static_cast<double>(mem.params_per_rank);
   const double expert_dev = static_cast<double>(mem.expert_params_per_rank);
   const double dense_dev = params_dev - expert_dev;
-  const int dp_cp = q.dp * q.cp, edp = std::max(1, q.dp / q.ep);
+  const int dp_cp = q.dp * q.cp, edp = std::max(1, dp_cp / q.ep);
   // Ranks are ordered tp fastest, then cp, dp, pp (docs/grid.md): a dp group
   // spans tp x cp x dp consecutive ranks, pp neighbours are that far apart.
   const bool dp_across = q.tp * q.cp * q.dp > d.devices_per_node;

@@ -92,6 +92,30 @@ TEST(Planner, ValidLayoutsThatFitFastestFirst) {
   }
 }
 
+// MoE layouts: ep divides the experts and dp x cp (the grid folds both),
+// ZeRO-3 included; cp with ep spanning the cp ranks is searched.
+TEST(Planner, MoeLayoutsFoldEpIntoDpTimesCp) {
+  PlanRequest r;
+  r.model = catalog_model("llama-tiny");
+  r.model.moe.num_experts = 4;
+  r.model.moe.topk = 2;
+  r.devices = 4;
+  r.seq_len = 256;
+  r.global_batch = 8;
+  r.device = builtin_profile("a100-80gb");
+  const PlanResult all = plan_layouts(r, 100000);
+  bool cp_ep = false, zero3_ep = false;
+  for (const PlanCandidate& c : all.best) {
+    const MemoryQuery& q = c.query;
+    EXPECT_EQ((q.dp * q.cp) % q.ep, 0);
+    EXPECT_EQ(r.model.moe.num_experts % q.ep, 0);
+    cp_ep = cp_ep || (q.cp == 2 && q.dp == 2 && q.ep == 4);
+    zero3_ep = zero3_ep || (q.ep > 1 && q.zero == 3);
+  }
+  EXPECT_TRUE(cp_ep) << "cp 2 x dp 2 with ep 4 over both";
+  EXPECT_TRUE(zero3_ep);
+}
+
 // Megatron-LM SC21 (Narayanan et al. 2021): GPT-3 175B on 1024 A100s at
 // tp 8, pp 16, dp 8, micro-batch 1, full recomputation, 138 TFLOP/s per GPU
 // (hardware FLOPs). That run had no sequence parallelism, no distributed
@@ -105,8 +129,8 @@ TEST(Planner, Gpt3AtTheSc21LayoutWithin25PercentOfPublished) {
   r.global_batch = 1536;
   r.device = builtin_profile("a100-80gb");
   for (const char* schedule : {"schedule=1f1b", "schedule=interleaved"}) {
-    r.fixed = parse_fixed({"tp=8", "pp=16", "dp=8", "cp=1", "mb=1", "recompute=full", "sp=0",
-                           "zero=0", schedule});
+    r.fixed = parse_fixed(
+        {"tp=8", "pp=16", "dp=8", "cp=1", "mb=1", "recompute=full", "sp=0", "zero=0", schedule});
     const PlanResult res = plan_layouts(r, 1);
     ASSERT_EQ(res.best.size(), 1u) << schedule;
     const MemoryQuery& q = res.best[0].query;
@@ -115,8 +139,8 @@ TEST(Planner, Gpt3AtTheSc21LayoutWithin25PercentOfPublished) {
     EXPECT_NEAR(tflops / 138.0, 1.0, 0.25) << schedule << ": predicted " << tflops;
   }
   // Sequence parallelism is searched both ways under tp, and named.
-  r.fixed = parse_fixed({"tp=8", "pp=16", "dp=8", "cp=1", "mb=1", "recompute=full", "zero=0",
-                         "schedule=1f1b"});
+  r.fixed = parse_fixed(
+      {"tp=8", "pp=16", "dp=8", "cp=1", "mb=1", "recompute=full", "zero=0", "schedule=1f1b"});
   const PlanResult both = plan_layouts(r, 10);
   ASSERT_EQ(both.best.size(), 2u);
   EXPECT_NE(both.best[0].query.sequence_parallel, both.best[1].query.sequence_parallel);
