@@ -9,8 +9,7 @@
 # usage: ep_compose.sh PARALLM   (the MPI environment comes from ctest)
 set -euo pipefail
 source "$(dirname "$0")/ep_script_setup.sh" "$1"
-sed -n '/^\[model\]/,/^seq_len/p' "$(dirname "$0")/ep_checkpoint.sh" > run.toml
-mpi="mpirun --oversubscribe --bind-to none --mca btl self,vader"
+cp "$tiny_moe_toml" run.toml
 "$exe" train --config run.toml --metrics ref.jsonl > /dev/null
 $mpi -np 2 "$exe" train --config run.toml --pp 2 --metrics pp2.jsonl > /dev/null
 $mpi -np 4 "$exe" train --config run.toml --pp 2 --dp 2 --ep 2 --metrics pp2_ep2.jsonl > /dev/null

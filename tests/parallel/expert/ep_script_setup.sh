@@ -1,9 +1,13 @@
 # Set-up shared by the expert-parallel shell tests, sourced after `set -euo
 # pipefail`: a scratch directory, removed on exit, holding this folder's
 # sources tokenized as d_train.bin / d_val.bin. Sets exe (the parallm
-# binary, $1 of the test) and work; leaves the shell in work.
+# binary, $1 of the test), work, mpi (the mpirun command line) and
+# tiny_moe_toml (the tiny LLaMA MoE most of these tests train); leaves the
+# shell in work.
 exe=$1
 ep_tests_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+tiny_moe_toml=$ep_tests_dir/tiny_moe_run.toml
+mpi="mpirun --oversubscribe --bind-to none --mca btl self,vader"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"

@@ -35,7 +35,6 @@ micro_batch_size = 2
 global_batch_size = 8
 seq_len = 32
 TOML
-mpi="mpirun --oversubscribe --bind-to none --mca btl self,vader"
 "$exe" train --config run.toml --metrics ref.jsonl > /dev/null
 $mpi -np 2 "$exe" train --config run.toml --dp 2 --ep 2 --save ck --exit-interval 4 > /dev/null
 $mpi -np 2 "$exe" train --config run.toml --dp 2 --ep 2 --load ck --metrics ep2.jsonl > /dev/null

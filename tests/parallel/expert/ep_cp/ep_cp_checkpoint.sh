@@ -10,29 +10,7 @@
 # usage: ep_cp_checkpoint.sh PARALLM   (the MPI environment comes from ctest)
 set -euo pipefail
 source "$(dirname "$0")/../ep_script_setup.sh" "$1"
-cat > run.toml <<'TOML'
-[model]
-arch = "llama"
-vocab_size = 320
-hidden_size = 48
-num_layers = 2
-num_heads = 4
-num_kv_heads = 2
-intermediate_size = 64
-num_experts = 4
-moe_router_preset = "gshard"
-moe_capacity_factor = 1.0
-moe_aux_loss_coeff = 0.01
-moe_z_loss_coeff = 0.001
-[data]
-train = "d_train.bin"
-[training]
-steps = 6
-micro_batch_size = 2
-global_batch_size = 8
-seq_len = 32
-TOML
-mpi="mpirun --oversubscribe --bind-to none --mca btl self,vader"
+cp "$tiny_moe_toml" run.toml
 "$exe" train --config run.toml --metrics ref.jsonl > /dev/null
 $mpi -np 4 "$exe" train --config run.toml --cp 2 --dp 2 --ep 2 --save ck --exit-interval 4 \
   --metrics cp.jsonl > /dev/null

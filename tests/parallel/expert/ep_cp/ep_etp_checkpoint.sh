@@ -40,7 +40,6 @@ micro_batch_size = 1
 global_batch_size = 8
 seq_len = 32
 TOML
-mpi="mpirun --oversubscribe --bind-to none --mca btl self,vader"
 etp="--tp 2 --sequence-parallel --expert-tp 2"
 "$exe" train --config run.toml --metrics ref.jsonl --save-hf hf1 > /dev/null
 $mpi -np 4 "$exe" train --config run.toml $etp --dp 2 --ep 2 --save ck --exit-interval 4 \
