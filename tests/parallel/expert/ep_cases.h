@@ -49,6 +49,36 @@ inline ModelConfig model(const Case& c) {
   return m;
 }
 
+// The four cases the composed-layout tests run: GPT-2 top-1 dropless and
+// top-2 capacity 1 by position, LLaMA top-2 dropless and top-1 capacity
+// 1.25 by probability.
+inline const Case kFourCases[] = {
+    {"gpt2", 1, std::nullopt},
+    {"gpt2", 2, 1.0},
+    {"llama", 2, std::nullopt},
+    {"llama", 1, 1.25, DropPolicy::Probs},
+};
+
+// A case's model with heads that tp 2 divides (the tp tests' shape).
+inline ModelConfig tp_model(const Case& c) {
+  ModelConfig m = model(c);
+  m.n_heads = 4;
+  m.n_kv_heads = c.family == "gpt2" ? 4 : 2;
+  m.head_dim = 18;
+  return m;
+}
+
+// The same with a shared expert in the dropping cases, tp-split like a
+// dense MLP: plain for GPT-2, with Qwen2-MoE's sigmoid gate for LLaMA.
+inline ModelConfig tp_shared_model(const Case& c) {
+  ModelConfig m = tp_model(c);
+  if (c.capacity) {
+    m.moe.shared_intermediate = 32;
+    m.moe.shared_expert_gate = c.family == "llama";
+  }
+  return m;
+}
+
 // Steps of a run in which some expert got no token in some MoE layer. The
 // step's load is summed over the MoE layers, the micro-batches and the dp
 // ranks, and loads are counts (never negative): a zero means the expert got

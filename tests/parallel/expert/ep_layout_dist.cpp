@@ -12,12 +12,7 @@
 namespace parallm::ep_test {
 namespace {
 
-const Case kCases[] = {
-    {"gpt2", 1, std::nullopt},
-    {"gpt2", 2, 1.0},
-    {"llama", 2, std::nullopt},
-    {"llama", 1, 1.25, DropPolicy::Probs},
-};
+const auto& kCases = kFourCases;
 
 TEST(ExpertParallelLayout, MatchesOneProcess) {
   // 2 ranks: ep 2 for every case; 4 ranks: ep 2 (expert-dp 2) for every

@@ -14,12 +14,7 @@ namespace {
 // GPT-2: both layers MoE (one per stage); LLaMA: stage 0's layer MoE,
 // stage 1's dense. Top-1 and top-2, dropless and capacity drops by
 // position and by probability.
-const Case kPpCases[] = {
-    {"gpt2", 1, std::nullopt},
-    {"gpt2", 2, 1.0},
-    {"llama", 2, std::nullopt},
-    {"llama", 1, 1.25, DropPolicy::Probs},
-};
+const auto& kPpCases = kFourCases;
 
 TEST(MoePipeline, MatchesOneProcess) {
   // 2 ranks: pp 2. 4 ranks: pp 2 x dp 2 x ep 2 (expert-dp 1), and pp 2 x

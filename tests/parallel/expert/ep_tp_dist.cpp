@@ -13,42 +13,23 @@
 namespace parallm::ep_test {
 namespace {
 
-const Case kCases[] = {
-    {"gpt2", 1, std::nullopt},
-    {"gpt2", 2, 1.0},
-    {"llama", 2, std::nullopt},
-    {"llama", 1, 1.25, DropPolicy::Probs},
-};
-
-// The cases' models with heads that tp 2 and 4 divide (LLaMA: 2 key/value
-// heads, so tp 4 replicates each over two ranks).
-ModelConfig tp_model(const Case& c) {
-  ModelConfig m = model(c);
-  m.n_heads = 4;
-  m.n_kv_heads = c.family == "gpt2" ? 4 : 2;
-  m.head_dim = 18;
-  // The dropping cases also carry a shared expert (tp-split like a dense MLP):
-  // plain for GPT-2, with Qwen2-MoE's sigmoid gate for LLaMA.
-  if (c.capacity) {
-    m.moe.shared_intermediate = 32;
-    m.moe.shared_expert_gate = c.family == "llama";
-  }
-  return m;
-}
+// Heads that tp 2 and 4 divide (LLaMA: 2 key/value heads, so tp 4
+// replicates each over two ranks); the dropping cases carry a shared expert.
+const auto& kCases = kFourCases;
 
 // Cases [first, first + 2) of kCases (two tests, so each stays short).
 void check_cases(size_t first) {
   const int n = env().world->size();
   auto check = [&](const Case& c, const RunResult& ref, const Layout& l) {
     expect_same_trajectory(
-        c, ref, train_layout(tp_model(c), l),
+        c, ref, train_layout(tp_shared_model(c), l),
         fmt::format("{}, tp {}{} x ep {} (dp {}){}, micro-batch {}", c.name(), l.tp,
                     l.sp ? " + sp" : "", l.ep, n / l.tp,
                     l.zero ? fmt::format(", ZeRO-{}", l.zero) : "", l.micro ? l.micro : 2));
   };
   for (size_t i = first; i < first + 2; ++i) {
     const Case& c = kCases[i];
-    const RunResult ref = train_run(tp_model(c), 0);
+    const RunResult ref = train_run(tp_shared_model(c), 0);
     if (n == 2) {
       check(c, ref, Layout{.tp = 2, .sp = true, .micro = 1});
       if (i == 1) check(c, ref, Layout{.tp = 2, .sp = false, .micro = 1});

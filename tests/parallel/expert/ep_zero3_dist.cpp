@@ -11,12 +11,7 @@
 namespace parallm::ep_test {
 namespace {
 
-const Case kCases[] = {
-    {"gpt2", 1, std::nullopt},
-    {"gpt2", 2, 1.0},
-    {"llama", 2, std::nullopt},
-    {"llama", 1, 1.25, DropPolicy::Probs},
-};
+const auto& kCases = kFourCases;
 
 TEST(ExpertParallelZero3, MatchesOneProcess) {
   const int n = env().world->size();
@@ -33,12 +28,7 @@ TEST(ExpertParallelZero3, UnderTensorParallelism) {
   const int n = env().world->size();
   if (n < 4) GTEST_SKIP() << "needs tp 2 x dp 2";
   const Case& c = kCases[3];
-  ModelConfig m = model(c);
-  m.n_heads = 4;
-  m.n_kv_heads = 2;
-  m.head_dim = 18;
-  m.moe.shared_intermediate = 32;
-  m.moe.shared_expert_gate = true;
+  const ModelConfig m = tp_shared_model(c);
   const Layout l{.ep = 2, .zero = 3, .tp = 2, .sp = true, .micro = 1};
   expect_same_trajectory(
       c, train_run(m, 0), train_layout(m, l),

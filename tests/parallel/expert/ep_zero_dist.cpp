@@ -9,12 +9,7 @@
 namespace parallm::ep_test {
 namespace {
 
-const Case kCases[] = {
-    {"gpt2", 1, std::nullopt},
-    {"gpt2", 2, 1.0},
-    {"llama", 2, std::nullopt},
-    {"llama", 1, 1.25, DropPolicy::Probs},
-};
+const auto& kCases = kFourCases;
 
 TEST(ExpertParallelZero, Zero1MatchesOneProcess) {
   const int n = env().world->size();

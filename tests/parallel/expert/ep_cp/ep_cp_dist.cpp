@@ -22,21 +22,8 @@ using ep_test::Case;
 using ep_test::expect_same_trajectory;
 using ep_test::RunResult;
 
-const Case kCases[] = {
-    {"gpt2", 1, std::nullopt},
-    {"gpt2", 2, 1.0},
-    {"llama", 2, std::nullopt},
-    {"llama", 1, 1.25, DropPolicy::Probs},
-};
-
-// The cases' models with heads that tp 2 divides (the tp tests' shape).
-ModelConfig tp_model(const Case& c) {
-  ModelConfig m = ep_test::model(c);
-  m.n_heads = 4;
-  m.n_kv_heads = c.family == "gpt2" ? 4 : 2;
-  m.head_dim = 18;
-  return m;
-}
+const auto& kCases = ep_test::kFourCases;
+using ep_test::tp_model;
 
 void check(const Case& c, const ModelConfig& m, const RunResult& ref, const CpMoeLayout& l) {
   const RunResult got = train_cp_layout(m, l);

@@ -21,26 +21,11 @@ using ep_test::Case;
 using ep_test::expect_same_trajectory;
 using ep_test::RunResult;
 
-const Case kCases[] = {
-    {"gpt2", 1, std::nullopt},
-    {"gpt2", 2, 1.0},
-    {"llama", 2, std::nullopt},
-    {"llama", 1, 1.25, DropPolicy::Probs},
-};
+const auto& kCases = ep_test::kFourCases;
 
 // Heads that tp 2 divides; the dropping cases carry a shared expert (GPT-2
 // plain, LLaMA gated), tp-split like a dense MLP.
-ModelConfig etp_model(const Case& c) {
-  ModelConfig m = ep_test::model(c);
-  m.n_heads = 4;
-  m.n_kv_heads = c.family == "gpt2" ? 4 : 2;
-  m.head_dim = 18;
-  if (c.capacity) {
-    m.moe.shared_intermediate = 32;
-    m.moe.shared_expert_gate = c.family == "llama";
-  }
-  return m;
-}
+ModelConfig etp_model(const Case& c) { return ep_test::tp_shared_model(c); }
 
 void check_cases(size_t first, size_t last) {
   const int n = env().world->size();
