@@ -55,30 +55,17 @@ $mpi -np 2 "$exe" train --config run.toml $etp --recompute full --steps 4 \
 "$exe" train --config run.toml --init-from hf1 --steps 2 --metrics init_one.jsonl > /dev/null
 $mpi -np 2 "$exe" train --config run.toml $etp --init-from hf1 --steps 2 \
   --metrics init_etp.jsonl > /dev/null
-/usr/bin/python3 - <<'PY'
-import json, os, sys
+PYTHONPATH="$ep_tests_dir" /usr/bin/python3 - <<'PY'
+import os, sys
 import numpy as np
 from safetensors.numpy import load_file
-def read(p):
-    return {r["step"]: r for r in map(json.loads, open(p))}
-ref = read("ref.jsonl")
+from moe_steps import compare, read
 bad = 0
 for name, steps in (("etp.jsonl", [0, 1, 2, 3]), ("tp_whole.jsonl", [4, 5]), ("one.jsonl", [4, 5]),
                     ("etp_hf.jsonl", [0, 1, 2, 3, 4, 5]), ("init_etp.jsonl", [0, 1]),
                     ("etp_pp.jsonl", [0, 1, 2, 3]), ("etp_recompute.jsonl", [0, 1, 2, 3])):
     ref = read("init_one.jsonl" if name.startswith("init") else "ref.jsonl")
-    got = read(name)
-    assert sorted(got) == steps, (name, sorted(got))
-    for s in steps:
-        for k in ("loss", "grad_norm"):
-            a, b = got[s][k], ref[s][k]
-            ok = abs(a - b) <= 1e-5 * abs(b)
-            bad += not ok
-            print(f"{name} step {s + 1} {k}: {a:.8f} vs {b:.8f} {'ok' if ok else 'DIFFERENT'}")
-        for k in ("expert_load", "dropped_fraction"):
-            same = got[s]["moe"][k] == ref[s]["moe"][k]
-            bad += not same
-            print(f"{name} step {s + 1} {k}: {got[s]['moe'][k]} {'ok' if same else 'DIFFERENT'}")
+    bad += compare(name, ref, steps)
 assert any(r["moe"]["dropped_fraction"] > 0 for r in ref.values()), "capacity 1 drops nothing"
 assert sorted(os.listdir("hf1")) == sorted(os.listdir("hf2")), (os.listdir("hf1"), os.listdir("hf2"))
 experts = 0
