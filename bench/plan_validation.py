@@ -4,7 +4,10 @@
 is given), then for each layout below asks `parallm plan --fixed ...` for its
 predicted step time and the `parallm train` command line, runs that command
 (OMP_NUM_THREADS = cores / ranks, at least 1) on bench/plan/validation.toml,
-and takes the median step time after the warm-up steps. Also measures the
+and takes the median step time after the warm-up steps (with --repeats R,
+each layout of a rank count runs R times in turn, round after round, so a
+slow spell of the shared machine falls on all of them, and the median is
+over all R runs' steps). Also measures the
 planner's own first choice for each rank count. Prints a table, the median
 absolute error, whether the planner's choice is among the two fastest
 measured layouts of its rank count, and writes everything as JSON. The MoE
@@ -12,7 +15,7 @@ plans get the experts' ep load (`--moe-load-from`) from a one-process run of
 the MoE model, measured first.
 
 usage: bench/plan_validation.py [--build build] [--profile P.json]
-         [--steps 6] [--warmup 2] [--out results.json] [--only N,N]
+         [--steps 6] [--warmup 2] [--repeats 1] [--out results.json] [--only N,N]
 """
 import argparse
 import json
@@ -95,7 +98,7 @@ def measure(exe, cand, ranks, cores, steps, warmup, work, metrics_name="metrics.
         sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
     with open(metrics) as f:
         ms = [json.loads(line)["step_ms"] for line in f]
-    return statistics.median(ms[warmup:]) / 1e3, ms
+    return ms
 
 
 def main():
@@ -104,6 +107,7 @@ def main():
     ap.add_argument("--profile")
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--out", default="plan_validation.json")
     ap.add_argument("--only", help="comma-separated rank counts")
     ap.add_argument("--models", default="dense,moe", help="dense, moe or both")
@@ -137,11 +141,17 @@ def main():
         cands = [plan(exe, profile, model, ranks, f, work, lf) for f in specs]
         if choice["layout"] not in [c["layout"] for c in cands]:
             cands.append(choice)
-        for c in cands:
-            measured, all_ms = measure(exe, c, ranks, cores, a.steps, a.warmup, work)
+        runs = [[] for _ in cands]
+        for _ in range(a.repeats):
+            for i, c in enumerate(cands):
+                runs[i].append(measure(exe, c, ranks, cores, a.steps, a.warmup, work))
+        for c, ms_runs in zip(cands, runs):
+            all_ms = [m for ms in ms_runs for m in ms[a.warmup:]]
+            measured = statistics.median(all_ms) / 1e3
             err = (c["step_s"] - measured) / measured
             row = {"model": model, "ranks": ranks, "layout": c["layout"], "predicted_s": c["step_s"],
-                   "measured_s": measured, "error": err, "step_ms": all_ms,
+                   "measured_s": measured, "error": err, "step_ms": ms_runs,
+                   "run_medians_s": [statistics.median(ms[a.warmup:]) / 1e3 for ms in ms_runs],
                    "planner_choice": c["layout"] == choice["layout"], "breakdown": {
                        k: c[k] for k in ("compute_s", "elementwise_s", "tp_comm_s", "cp_comm_s",
                                          "ep_comm_s", "ep_imbalance_s",
@@ -149,7 +159,8 @@ def main():
                                          "optimizer_s", "core_sharing_s")}}
             rows.append(row)
             print(f"{model:<5} {ranks}  {c['layout']:<52} predicted {c['step_s']:7.3f} s  measured "
-                  f"{measured:7.3f} s  error {100 * err:+6.1f}%"
+                  f"{measured:7.3f} s  error {100 * err:+6.1f}%  runs "
+                  f"{' '.join(f'{x:.2f}' for x in row['run_medians_s'])}"
                   f"{'  <- planner' if row['planner_choice'] else ''}", flush=True)
     errs = [abs(r["error"]) for r in rows]
     verdicts = {}
@@ -161,6 +172,8 @@ def main():
                                         "planner_rank": pos[0] + 1 if pos else None,
                                         "fastest": group[0]["layout"]}
     summary = {"cpu": cpu_name(), "cores": cores, "profile": profile, "moe_ep_load": ep_load,
+               "steps": a.steps, "warmup": a.warmup, "repeats": a.repeats,
+               "load_average": os.getloadavg(),
                "rows": rows,
                "median_abs_error": statistics.median(errs), "max_abs_error": max(errs),
                "planner": verdicts}

@@ -46,12 +46,6 @@ DeviceProfile h100() {
   return d;
 }
 
-LinkCost link_from(const nlohmann::json& j, const std::string& what, const std::string& src) {
-  PX_CHECK(j.is_object() && j.contains("alpha_s") && j.contains("bytes_per_s"),
-           "{}: '{}' must be {{\"alpha_s\": .., \"bytes_per_s\": ..}}", src, what);
-  return {j["alpha_s"].get<double>(), j["bytes_per_s"].get<double>()};
-}
-
 }  // namespace
 
 std::vector<std::string> builtin_profile_names() { return {"a100-80gb", "h100-80gb"}; }
@@ -81,8 +75,8 @@ DeviceProfile load_profile(const std::string& path) {
   d.devices_per_node = j.value("devices_per_node", 8);
   PX_CHECK(j.contains("intra_node") && j.contains("inter_node"),
            "{}: needs 'intra_node' and 'inter_node' links", path);
-  d.intra_node = link_from(j["intra_node"], "intra_node", path);
-  d.inter_node = link_from(j["inter_node"], "inter_node", path);
+  d.intra_node = link_cost_from_json(j["intra_node"], "intra_node", path);
+  d.inter_node = link_cost_from_json(j["inter_node"], "inter_node", path);
   d.cores = j.value("cores", 0);
   if (j.contains("precision")) d.precision = precision_from_name(j["precision"].get<std::string>());
   if (j.contains("ops")) {
@@ -100,9 +94,6 @@ DeviceProfile load_profile(const std::string& path) {
 }
 
 void save_profile(const DeviceProfile& d, const std::string& path) {
-  auto link = [](const LinkCost& l) {
-    return nlohmann::json{{"alpha_s", l.alpha_s}, {"bytes_per_s", l.bytes_per_s}};
-  };
   nlohmann::json j = {{"name", d.name},
                       {"peak_flops", d.peak_flops},
                       {"gemm_efficiency", d.gemm_efficiency},
@@ -110,8 +101,8 @@ void save_profile(const DeviceProfile& d, const std::string& path) {
                       {"memory_bytes", d.memory_bytes},
                       {"memory_bytes_per_s", d.memory_bytes_per_s},
                       {"devices_per_node", d.devices_per_node},
-                      {"intra_node", link(d.intra_node)},
-                      {"inter_node", link(d.inter_node)},
+                      {"intra_node", link_cost_to_json(d.intra_node)},
+                      {"inter_node", link_cost_to_json(d.inter_node)},
                       {"cores", d.cores},
                       {"precision", precision_name(d.precision)}};
   if (!d.ops.empty()) {

@@ -1,7 +1,7 @@
 // What the step-time model knows of a device and its links: dense 16-bit
 // peak, the fraction of it large GEMMs reach, memory size and bandwidth, and
-// an alpha-beta cost (latency + bytes / bandwidth) for each link level: inside
-// a node (NVLink) and across nodes (one NIC per device). Built-in profiles use
+// an alpha-beta cost (latency + bytes / bandwidth, plan/link_cost.h) for each
+// link level: inside a node (NVLink) and across nodes (one NIC per device). Built-in profiles use
 // published figures (each field says its source); `--profile FILE.json` reads
 // the same fields, e.g. as measured by a calibration run.
 #pragma once
@@ -9,14 +9,10 @@
 #include <vector>
 
 #include "nn/precision.h"
+#include "plan/link_cost.h"
 #include "plan/op_costs.h"
 
 namespace parallm {
-
-struct LinkCost {
-  double alpha_s = 0;      // per message latency
-  double bytes_per_s = 0;  // per-device, one direction (the bus bandwidth NCCL reports)
-};
 
 struct DeviceProfile {
   std::string name;
@@ -47,7 +43,7 @@ struct DeviceProfile {
 // "a100-80gb", "h100-80gb"; an unknown name lists the known ones.
 DeviceProfile builtin_profile(const std::string& name);
 std::vector<std::string> builtin_profile_names();
-// A JSON file with the fields above (links as {"alpha_s": .., "bytes_per_s": ..},
+// A JSON file with the fields above (links as plan/link_cost.h writes them,
 // "precision": "fp32", "ops": [op costs, plan/op_costs.h]).
 DeviceProfile load_profile(const std::string& path);
 // Writes it (to path + ".tmp", then renamed, so a failure leaves no half file).

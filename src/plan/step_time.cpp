@@ -1,6 +1,7 @@
 #include "plan/step_time.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "plan/flops.h"
 #include "plan/stage_work.h"
@@ -9,9 +10,15 @@ namespace parallm {
 
 namespace {
 
-double ring_all_reduce_s(double bytes, int n, const LinkCost& link) {
-  if (n <= 1) return 0.0;
-  return 2.0 * (n - 1) / n * bytes / link.bytes_per_s + 2.0 * (n - 1) * link.alpha_s;
+// Gradients are reduced in buckets (DDP's --bucket-mb, ZeRO's reduce-scatter
+// likewise): whole buckets, then the rest; each is one ring all-reduce whose
+// messages (bucket / n) the link prices by their size.
+double bucketed_all_reduce_s(double bytes, double bucket_bytes, int n, const LinkCost& link) {
+  if (n <= 1 || bytes <= 0) return 0.0;
+  if (bucket_bytes <= 0 || bucket_bytes >= bytes) return link.ring_all_reduce_s(bytes, n);
+  const double whole = std::floor(bytes / bucket_bytes);
+  return whole * link.ring_all_reduce_s(bucket_bytes, n) +
+         link.ring_all_reduce_s(bytes - whole * bucket_bytes, n);
 }
 
 // The measured costs for the thread count a rank gets: the most threads not
@@ -107,7 +114,7 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
   const double act_bytes =
       static_cast<double>(q.micro_batch) * q.seq_len / q.cp * m.hidden * elem_bytes;
   const double per_layer = q.recompute == Recompute::Full ? 6.0 : 4.0;
-  r.tp_comm_s = per_layer * layers_here * micro * ring_all_reduce_s(act_bytes, q.tp, tp_link);
+  r.tp_comm_s = per_layer * layers_here * micro * tp_link.ring_all_reduce_s(act_bytes, q.tp);
 
   // Context parallel (ring): per layer and micro-batch the keys and values
   // go around the ring once forward, keys, values and their gradients once
@@ -119,7 +126,7 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
                             m.head_dim * std::max<int64_t>(1, m.n_kv_heads / q.tp) * elem_bytes;
     const LinkCost& cp_link = q.tp * q.cp <= d.devices_per_node ? d.intra_node : d.inter_node;
     const double rounds = q.recompute == Recompute::Full ? 4.0 : 3.0;  // fwd, bwd x2 (+fwd)
-    const double step = kv_chunk / cp_link.bytes_per_s + cp_link.alpha_s;
+    const double step = cp_link.message_s(kv_chunk);
     const double comm = rounds * (q.cp - 1) * step * layers_here * micro;
     const double attn_flops = 4.0 * m.n_layers * m.n_heads * m.head_dim *
                               static_cast<double>(q.seq_len) * tokens / devices;  // 12LHQT share
@@ -140,8 +147,7 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
     const double bytes = rows * m.moe.topk * m.hidden * elem_bytes * q.ep_load_factor();
     const LinkCost& ep_link =
         q.tp * q.cp * q.ep <= d.devices_per_node ? d.intra_node : d.inter_node;
-    const double a2a =
-        (q.ep - 1.0) / q.ep * bytes / ep_link.bytes_per_s + (q.ep - 1) * ep_link.alpha_s;
+    const double a2a = (q.ep - 1) * ep_link.message_s(bytes / q.ep);
     const double per_layer = q.recompute == Recompute::Full ? 6.0 : 4.0;
     r.ep_comm_s = per_layer * a2a * static_cast<double>(moe_layers) / q.pp * micro;
   }
@@ -164,7 +170,7 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
     const bool across = q.tp * q.cp * q.dp >= d.devices_per_node;
     const LinkCost& link = across ? d.inter_node : d.intra_node;
     const double send = act_bytes / q.tp;  // Megatron's scatter-gather p2p: 1/t per rank
-    r.pp_p2p_s = 2.0 * micro * v * (send / link.bytes_per_s + link.alpha_s);
+    r.pp_p2p_s = 2.0 * micro * v * link.message_s(send);
   }
 
   // Data-parallel gradient reduction over dp x cp (fp32 gradients); routed
@@ -178,8 +184,9 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
   // spans tp x cp x dp consecutive ranks, pp neighbours are that far apart.
   const bool dp_across = q.tp * q.cp * q.dp > d.devices_per_node;
   const LinkCost& dp_link = dp_across ? d.inter_node : d.intra_node;
-  r.dp_comm_s = ring_all_reduce_s(dense_dev * 4.0, dp_cp, dp_link) +
-                ring_all_reduce_s(expert_dev * 4.0, edp, dp_link);
+  const double bucket = q.bucket_mb * 1024.0 * 1024.0;
+  r.dp_comm_s = bucketed_all_reduce_s(dense_dev * 4.0, bucket, dp_cp, dp_link) +
+                bucketed_all_reduce_s(expert_dev * 4.0, bucket, edp, dp_link);
   if (q.zero >= 3) r.dp_comm_s *= 1.5;  // parameters gathered again for forward and backward
   const double backward_s = (r.compute_s + r.elementwise_s) * 2.0 / 3.0;
   // ZeRO-1/2 replace the all-reduce by a reduce-scatter (overlapped like

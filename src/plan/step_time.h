@@ -4,13 +4,15 @@
 // layout's matrix widths; memory-bound element-wise work is the activation
 // bytes written and read back over HBM bandwidth; tensor-parallel collectives
 // (4 per layer and micro-batch, 6 with full recomputation; ring all-reduce
-// cost 2(t-1)/t bytes / bandwidth + 2(t-1) alpha, the same for sp's
-// reduce-scatter + all-gather) are not overlapped; the pipeline adds the
+// cost 2(t-1) messages of bytes / t, each alpha + size / bandwidth with the
+// pair of its size band, the same for sp's reduce-scatter + all-gather) are
+// not overlapped; the pipeline adds the
 // schedule's bubble ((p-1)/v of a micro-batch's stage time) and its
 // point-to-point sends; context parallel's ring transfers count beyond
 // the attention time they overlap; expert parallel's all-to-alls count in
-// full, and the group waits for its busiest rank's experts; the dp gradient reduction (fp32) overlaps the backward
-// pass only without pipelining (DDP buckets), and ZeRO-3 adds the parameter
+// full, and the group waits for its busiest rank's experts; the dp gradient
+// reduction (fp32, in --bucket-mb buckets) overlaps the backward pass only
+// without pipelining, and ZeRO-3 adds the parameter
 // all-gathers; the optimizer step streams its states over HBM. Where it is
 // wrong: docs/planner.md.
 #pragma once

@@ -87,10 +87,13 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& out) {
   // One machine: every rank is on the same shared-memory link.
   d.intra_node = d.inter_node = link.link;
   fmt::print(out,
-             "link ({} ranks, all-reduce): alpha {:.1f} us, {:.2f} GB/s (fit to {} sizes, "
-             "median error {:.0f}%)\n",
+             "link ({} ranks, all-reduce): alpha {:.1f} us, {:.2f} GB/s over all {} sizes "
+             "(median error {:.0f}%); per size band (median error {:.0f}%):\n",
              o.link_ranks, link.link.alpha_s * 1e6, link.link.bytes_per_s / 1e9, link.rows,
-             100 * link.median_rel_error);
+             100 * link.median_rel_error, 100 * link.median_rel_error_bands);
+  for (const LinkBand& b : link.link.bands)
+    fmt::print(out, "  messages up to {:>8.0f} KiB: alpha {:6.1f} us, {:6.2f} GB/s\n",
+               b.max_bytes / 1024, b.alpha_s * 1e6, b.bytes_per_s / 1e9);
   save_profile(d, o.out);
   fmt::print(out, "wrote {} ({}; {:.0f} s)\n", o.out, d.name,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

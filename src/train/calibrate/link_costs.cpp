@@ -17,13 +17,18 @@ struct Sample {
   double bytes = 0, seconds = 0;
 };
 
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
 std::vector<Sample> run_bench(const LinkCalibration& c) {
   const std::string rows_path = c.work_dir + "/comm_rows.json";
   const std::string log = c.work_dir + "/comm_bench.log";
   std::vector<std::string> argv = split_words(c.mpirun);
   argv.insert(argv.end(), {"-np", std::to_string(c.ranks), self_executable(), "bench", "comm",
-                           "--ops", "all_reduce", "--min-bytes", "4K", "--max-bytes", "16M",
-                           "--no-peer", "--rounds", "5", "--json", rows_path});
+                           "--ops", "all_reduce", "--min-bytes", "1K", "--max-bytes", "64M",
+                           "--step-factor", "2", "--no-peer", "--rounds", "5", "--json", rows_path});
   const int rc = run_child(argv,
                            {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
                             {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
@@ -44,13 +49,10 @@ std::vector<Sample> run_bench(const LinkCalibration& c) {
   return out;
 }
 
-}  // namespace
-
-LinkFit measure_link_cost(const LinkCalibration& c) {
-  PX_CHECK(c.ranks >= 2, "calibrate: the link needs 2 or more ranks (got {})", c.ranks);
-  const std::vector<Sample> s = run_bench(c);
-  const double n = c.ranks;
-  // t = alpha x1 + beta x2, x1 = 2(n-1), x2 = 2(n-1)/n bytes; weighted 1/t^2.
+// t = alpha x1 + beta x2 with x1 = 2(n-1), x2 = 2(n-1)/n bytes, least
+// squares weighted 1/t^2 (relative error). False when the rows do not
+// determine a positive bandwidth.
+bool fit_alpha_beta(const std::vector<Sample>& s, double n, LinkCost& out) {
   double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
   for (const Sample& p : s) {
     const double w = 1.0 / (p.seconds * p.seconds);
@@ -59,23 +61,55 @@ LinkFit measure_link_cost(const LinkCalibration& c) {
     b1 += w * x1 * p.seconds, b2 += w * x2 * p.seconds;
   }
   const double det = a11 * a22 - a12 * a12;
-  PX_CHECK(det > 0, "calibrate: the all-reduce times do not determine a latency and a bandwidth");
+  if (!(det > 0)) return false;
   double alpha = (b1 * a22 - b2 * a12) / det, beta = (a11 * b2 - a12 * b1) / det;
   if (alpha < 0) {  // latency below resolution: bandwidth alone
     alpha = 0;
     beta = b2 / a22;
   }
-  PX_CHECK(beta > 0, "calibrate: the all-reduce times give no positive bandwidth");
+  if (!(beta > 0)) return false;
+  out.alpha_s = alpha;
+  out.bytes_per_s = 1.0 / beta;
+  return true;
+}
+
+}  // namespace
+
+LinkFit measure_link_cost(const LinkCalibration& c) {
+  PX_CHECK(c.ranks >= 2, "calibrate: the link needs 2 or more ranks (got {})", c.ranks);
+  std::vector<Sample> s = run_bench(c);
+  std::sort(s.begin(), s.end(), [](const Sample& a, const Sample& b) { return a.bytes < b.bytes; });
+  const double n = c.ranks;
   LinkFit f;
-  f.link = {.alpha_s = alpha, .bytes_per_s = 1.0 / beta};
-  f.rows = static_cast<int>(s.size());
-  std::vector<double> err;
-  for (const Sample& p : s) {
-    const double t = 2 * (n - 1) * alpha + 2 * (n - 1) / n * p.bytes * beta;
-    err.push_back(std::abs(t - p.seconds) / p.seconds);
+  PX_CHECK(fit_alpha_beta(s, n, f.link),
+           "calibrate: the all-reduce times do not determine a latency and a positive bandwidth");
+  // Bands of kBandSizes consecutive sizes (the last takes what is left),
+  // each fitted alone; a band the fit cannot price keeps the overall pair.
+  // A band reaches halfway (geometrically) to the next band's first size,
+  // in per-message bytes (all-reduce bytes / n).
+  constexpr size_t kBandSizes = 3;
+  for (size_t i = 0; i < s.size();) {
+    const size_t end = s.size() - i < 2 * kBandSizes ? s.size() : i + kBandSizes;
+    const std::vector<Sample> band(s.begin() + static_cast<std::ptrdiff_t>(i),
+                                   s.begin() + static_cast<std::ptrdiff_t>(end));
+    LinkCost fit = f.link;
+    if (!fit_alpha_beta(band, n, fit)) fit = f.link;
+    const double top = end < s.size() ? std::sqrt(s[end - 1].bytes * s[end].bytes) : s.back().bytes;
+    f.link.bands.push_back({.max_bytes = top / n, .alpha_s = fit.alpha_s,
+                            .bytes_per_s = fit.bytes_per_s});
+    i = end;
   }
-  std::nth_element(err.begin(), err.begin() + err.size() / 2, err.end());
-  f.median_rel_error = err[err.size() / 2];
+  f.rows = static_cast<int>(s.size());
+  std::vector<double> err, err_bands;
+  LinkCost overall = f.link;
+  overall.bands.clear();
+  for (const Sample& p : s) {
+    err.push_back(std::abs(overall.ring_all_reduce_s(p.bytes, c.ranks) - p.seconds) / p.seconds);
+    err_bands.push_back(std::abs(f.link.ring_all_reduce_s(p.bytes, c.ranks) - p.seconds) /
+                        p.seconds);
+  }
+  f.median_rel_error = median(err);
+  f.median_rel_error_bands = median(err_bands);
   return f;
 }
 

@@ -1,8 +1,10 @@
 // `parallm calibrate`'s communication half: runs `parallm bench comm` (ring
-// all-reduce, 4 KiB to 16 MiB) on `ranks` local ranks and fits the
-// alpha-beta cost the step-time model uses for a link (plan/device_profile.h):
+// all-reduce, 1 KiB to 64 MiB in steps of 2x) on `ranks` local ranks and fits
+// the alpha-beta cost the step-time model uses for a link (plan/link_cost.h):
 // t = 2(n-1) alpha + 2(n-1)/n bytes / bandwidth, by least squares on the
-// measured times, weighted by 1 / t so small and large messages count alike.
+// measured times, weighted by 1 / t so small and large messages count alike;
+// once over all sizes and once per band of three neighbouring sizes (MPI
+// changes protocol with the size, so one pair fits no size well).
 #pragma once
 #include <ostream>
 #include <string>
@@ -20,7 +22,8 @@ struct LinkCalibration {
 
 struct LinkFit {
   LinkCost link;
-  double median_rel_error = 0;  // of the fit against the measured rows
+  double median_rel_error = 0;        // of the one overall pair against the measured rows
+  double median_rel_error_bands = 0;  // of the per-size bands
   int rows = 0;
 };
 
