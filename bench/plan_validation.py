@@ -97,8 +97,11 @@ def measure(exe, cand, ranks, cores, steps, warmup, work, metrics_name="metrics.
     if r.returncode != 0:
         sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
     with open(metrics) as f:
-        ms = [json.loads(line)["step_ms"] for line in f]
-    return ms
+        recs = [json.loads(line) for line in f]
+    # The pipeline's measured bubble (idle share of the stages' step) beside
+    # the step time, to tell a mispriced bubble from mispriced stage work.
+    return ([r["step_ms"] for r in recs],
+            [r["pipeline"]["bubble_fraction"] for r in recs if "pipeline" in r])
 
 
 def main():
@@ -145,22 +148,29 @@ def main():
         for _ in range(a.repeats):
             for i, c in enumerate(cands):
                 runs[i].append(measure(exe, c, ranks, cores, a.steps, a.warmup, work))
-        for c, ms_runs in zip(cands, runs):
+        for c, measured_runs in zip(cands, runs):
+            ms_runs = [ms for ms, _ in measured_runs]
+            bubbles = [b for _, bs in measured_runs for b in bs[a.warmup:]]
             all_ms = [m for ms in ms_runs for m in ms[a.warmup:]]
             measured = statistics.median(all_ms) / 1e3
             err = (c["step_s"] - measured) / measured
             row = {"model": model, "ranks": ranks, "layout": c["layout"], "predicted_s": c["step_s"],
                    "measured_s": measured, "error": err, "step_ms": ms_runs,
                    "run_medians_s": [statistics.median(ms[a.warmup:]) / 1e3 for ms in ms_runs],
+                   "bubble_fraction": statistics.median(bubbles) if bubbles else None,
                    "planner_choice": c["layout"] == choice["layout"], "breakdown": {
                        k: c[k] for k in ("compute_s", "elementwise_s", "tp_comm_s", "cp_comm_s",
                                          "ep_comm_s", "ep_imbalance_s",
                                          "pp_bubble_s", "pp_p2p_s", "dp_exposed_s",
                                          "optimizer_s", "core_sharing_s")}}
             rows.append(row)
+            runs_text = " ".join(f"{x:.2f}" for x in row["run_medians_s"])
+            bubble_text = ""
+            if row["bubble_fraction"] is not None:
+                bubble_text = (f"  bubble predicted {c['pp_bubble_s'] / c['step_s']:.1%} "
+                               f"measured {row['bubble_fraction']:.1%}")
             print(f"{model:<5} {ranks}  {c['layout']:<52} predicted {c['step_s']:7.3f} s  measured "
-                  f"{measured:7.3f} s  error {100 * err:+6.1f}%  runs "
-                  f"{' '.join(f'{x:.2f}' for x in row['run_medians_s'])}"
+                  f"{measured:7.3f} s  error {100 * err:+6.1f}%  runs {runs_text}{bubble_text}"
                   f"{'  <- planner' if row['planner_choice'] else ''}", flush=True)
     errs = [abs(r["error"]) for r in rows]
     verdicts = {}
