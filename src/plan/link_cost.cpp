@@ -2,24 +2,39 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+
 #include "base/error.h"
 
 namespace parallm {
 
+LinkBand LinkCost::band_for(double bytes) const {
+  if (bands.empty()) return {.max_bytes = bytes, .alpha_s = alpha_s, .bytes_per_s = bytes_per_s};
+  for (const LinkBand& b : bands)
+    if (bytes <= b.max_bytes) return b;
+  return bands.back();
+}
+
 double LinkCost::message_s(double bytes) const {
-  if (bands.empty()) return alpha_s + bytes / bytes_per_s;
-  const LinkBand* b = &bands.back();
-  for (const LinkBand& x : bands)
-    if (bytes <= x.max_bytes) {
-      b = &x;
-      break;
-    }
-  return b->alpha_s + bytes / b->bytes_per_s;
+  const LinkBand b = band_for(bytes);
+  return b.alpha_s + bytes / b.bytes_per_s;
 }
 
 double LinkCost::ring_all_reduce_s(double bytes, int n) const {
   if (n <= 1) return 0.0;
   return 2.0 * (n - 1) * message_s(bytes / n);
+}
+
+double LinkCost::tree_all_reduce_s(double bytes, int n) const {
+  if (n <= 1) return 0.0;
+  const LinkBand b = band_for(bytes);
+  const double depth = std::ceil(std::log2(static_cast<double>(n)));
+  return 2.0 * (depth * b.alpha_s + bytes / b.bytes_per_s);
+}
+
+double LinkCost::all_reduce_s(double bytes, int n) const {
+  return std::min(ring_all_reduce_s(bytes, n), tree_all_reduce_s(bytes, n));
 }
 
 LinkCost link_cost_from_json(const nlohmann::json& j, const std::string& what,

@@ -28,6 +28,16 @@ struct LinkCost {
   double message_s(double bytes) const;
   // A ring all-reduce of `bytes` over n devices: 2(n-1) messages of bytes / n.
   double ring_all_reduce_s(double bytes, int n) const;
+  // A pipelined (double binary) tree all-reduce: the data goes up the tree
+  // and back down, 2 ceil(log2 n) latencies and twice the bytes over the
+  // link: cheaper than the ring where latency dominates (many devices,
+  // small messages).
+  double tree_all_reduce_s(double bytes, int n) const;
+  // The cheaper of the two, as NCCL's tuner (and Open MPI's decision
+  // rules) pick per size.
+  double all_reduce_s(double bytes, int n) const;
+  // The alpha-beta pair for a message of `bytes` (the one pair without bands).
+  LinkBand band_for(double bytes) const;
 };
 
 // {"alpha_s": .., "bytes_per_s": .., "bands": [{"max_bytes", "alpha_s",

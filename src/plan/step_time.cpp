@@ -11,14 +11,14 @@ namespace parallm {
 namespace {
 
 // Gradients are reduced in buckets (DDP's --bucket-mb, ZeRO's reduce-scatter
-// likewise): whole buckets, then the rest; each is one ring all-reduce whose
-// messages (bucket / n) the link prices by their size.
+// likewise): whole buckets, then the rest; each is one all-reduce (ring or
+// tree, the cheaper) whose messages the link prices by their size.
 double bucketed_all_reduce_s(double bytes, double bucket_bytes, int n, const LinkCost& link) {
   if (n <= 1 || bytes <= 0) return 0.0;
-  if (bucket_bytes <= 0 || bucket_bytes >= bytes) return link.ring_all_reduce_s(bytes, n);
+  if (bucket_bytes <= 0 || bucket_bytes >= bytes) return link.all_reduce_s(bytes, n);
   const double whole = std::floor(bytes / bucket_bytes);
-  return whole * link.ring_all_reduce_s(bucket_bytes, n) +
-         link.ring_all_reduce_s(bytes - whole * bucket_bytes, n);
+  return whole * link.all_reduce_s(bucket_bytes, n) +
+         link.all_reduce_s(bytes - whole * bucket_bytes, n);
 }
 
 // The measured costs for the thread count a rank gets: the most threads not
@@ -114,7 +114,10 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
   const double act_bytes =
       static_cast<double>(q.micro_batch) * q.seq_len / q.cp * m.hidden * elem_bytes;
   const double per_layer = q.recompute == Recompute::Full ? 6.0 : 4.0;
-  r.tp_comm_s = per_layer * layers_here * micro * tp_link.ring_all_reduce_s(act_bytes, q.tp);
+  // Sequence parallelism's reduce-scatter + all-gather are ring-only.
+  const double tp_collective = q.sequence_parallel ? tp_link.ring_all_reduce_s(act_bytes, q.tp)
+                                                   : tp_link.all_reduce_s(act_bytes, q.tp);
+  r.tp_comm_s = per_layer * layers_here * micro * tp_collective;
 
   // Context parallel (ring): per layer and micro-batch the keys and values
   // go around the ring once forward, keys, values and their gradients once

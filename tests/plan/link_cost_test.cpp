@@ -1,5 +1,5 @@
 // A link priced per message size: each message takes its band's alpha and
-// bandwidth; bands round-trip through a profile file and bad ones are
+// bandwidth; an all-reduce is the cheaper of ring and tree; bands round-trip through a profile file and bad ones are
 // refused by name; the step-time model prices tp messages and dp buckets by
 // their own sizes.
 #include "plan/link_cost.h"
@@ -35,10 +35,21 @@ TEST(LinkCost, EachMessageTakesItsSizeBand) {
   // A ring all-reduce of B over n: 2(n-1) messages of B / n.
   EXPECT_DOUBLE_EQ(l.ring_all_reduce_s(4 << 20, 4), 6 * l.message_s(1 << 20));
   EXPECT_EQ(l.ring_all_reduce_s(4 << 20, 1), 0.0);
-  // Without bands: the one pair.
+  // The tree: 2 ceil(log2 n) latencies and twice the bytes. Over 64 devices
+  // it wins for small messages (latency), the ring for large ones.
+  EXPECT_DOUBLE_EQ(l.tree_all_reduce_s(1000, 64), 2 * (6 * 5e-6 + 1000 / 1e9));
+  EXPECT_LT(l.tree_all_reduce_s(1000, 64), l.ring_all_reduce_s(1000, 64));
+  EXPECT_DOUBLE_EQ(l.all_reduce_s(1000, 64), l.tree_all_reduce_s(1000, 64));
+  // The tree streams the whole buffer (its band), the ring's messages are
+  // bytes / n (theirs): here 64 MiB streams at 10 GB/s, 1 MiB pieces at 4.
+  EXPECT_DOUBLE_EQ(l.all_reduce_s(64 << 20, 64), l.tree_all_reduce_s(64 << 20, 64));
+  // Without bands: the one pair; a 1 GiB buffer goes round the ring (at
+  // 64 MiB the ring's 126 latencies still cost more than the tree's bytes).
   LinkCost plain = l;
   plain.bands.clear();
   EXPECT_DOUBLE_EQ(plain.message_s(1e6), 1e-5 + 1e6 / 5e9);
+  EXPECT_DOUBLE_EQ(plain.all_reduce_s(1 << 30, 64), plain.ring_all_reduce_s(1 << 30, 64));
+  EXPECT_DOUBLE_EQ(plain.all_reduce_s(1000, 2), plain.ring_all_reduce_s(1000, 2));
 }
 
 TEST(LinkCost, BandsRoundTripAndBadOnesAreNamed) {
