@@ -1,9 +1,10 @@
 // What the step-time model knows of a device and its links: dense 16-bit
 // peak, the fraction of it large GEMMs reach, memory size and bandwidth, and
 // an alpha-beta cost (latency + bytes / bandwidth, plan/link_cost.h) for each
-// link level: inside a node (NVLink) and across nodes (one NIC per device). Built-in profiles use
-// published figures (each field says its source); `--profile FILE.json` reads
-// the same fields, e.g. as measured by a calibration run.
+// link level: inside a node (NVLink) and across nodes (one NIC per device).
+// Built-in profiles use published figures (each field says its source);
+// `--profile FILE.json` reads the same fields, e.g. as measured by a
+// calibration run.
 #pragma once
 #include <string>
 #include <vector>
