@@ -117,6 +117,7 @@ def main():
     a = ap.parse_args()
     exe = os.path.abspath(os.path.join(a.build, "parallm"))
     cores = os.cpu_count()
+    load_at_start = os.getloadavg()
     work = tempfile.mkdtemp(prefix="parallm-plan-validation-")
     profile = a.profile
     if not profile:
@@ -183,7 +184,7 @@ def main():
                                         "fastest": group[0]["layout"]}
     summary = {"cpu": cpu_name(), "cores": cores, "profile": profile, "moe_ep_load": ep_load,
                "steps": a.steps, "warmup": a.warmup, "repeats": a.repeats,
-               "load_average": os.getloadavg(),
+               "load_average_start": load_at_start, "load_average_end": os.getloadavg(),
                "rows": rows,
                "median_abs_error": statistics.median(errs), "max_abs_error": max(errs),
                "planner": verdicts}
@@ -194,7 +195,9 @@ def main():
         mark = " (planner's choice)" if r["planner_choice"] else ""
         print(f"| {r['model']} | {r['ranks']} | {r['layout']}{mark} | {r['predicted_s']:.2f} | "
               f"{r['measured_s']:.2f} | {100 * r['error']:+.0f}% |")
-    print(f"\n{len(rows)} layouts on {summary['cpu']} ({cores} cores): median |error| "
+    print(f"\nload average (1, 5, 15 min) at the start {load_at_start}, at the end "
+          f"{summary['load_average_end']}")
+    print(f"{len(rows)} layouts on {summary['cpu']} ({cores} cores): median |error| "
           f"{100 * summary['median_abs_error']:.1f}%, max {100 * summary['max_abs_error']:.1f}%")
     for key, v in verdicts.items():
         print(f"{key} ranks: planner's choice is #{v['planner_rank']} of {v['layouts']} measured "
