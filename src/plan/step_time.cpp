@@ -188,16 +188,32 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
   const bool dp_across = q.tp * q.cp * q.dp > d.devices_per_node;
   const LinkCost& dp_link = dp_across ? d.inter_node : d.intra_node;
   const double bucket = q.bucket_mb * 1024.0 * 1024.0;
-  r.dp_comm_s = bucketed_all_reduce_s(dense_dev * 4.0, bucket, dp_cp, dp_link) +
-                bucketed_all_reduce_s(expert_dev * 4.0, bucket, edp, dp_link);
-  if (q.zero >= 3) r.dp_comm_s *= 1.5;  // parameters gathered again for forward and backward
-  const double backward_s = (r.compute_s + r.elementwise_s) * 2.0 / 3.0;
-  // ZeRO-1/2 replace the all-reduce by a reduce-scatter (overlapped like
-  // DDP's buckets) and a parameter all-gather after the optimizer step,
-  // which nothing hides.
-  const double gather_s = q.zero == 1 || q.zero == 2 ? r.dp_comm_s / 2 : 0.0;
-  const double overlappable = r.dp_comm_s - gather_s;
-  r.dp_exposed_s = gather_s + (q.pp == 1 ? std::max(0.0, overlappable - backward_s) : overlappable);
+  // One all-reduce of all gradients = a reduce-scatter + an all-gather of
+  // the same volume (half the time each).
+  const double all_reduce = bucketed_all_reduce_s(dense_dev * 4.0, bucket, dp_cp, dp_link) +
+                            bucketed_all_reduce_s(expert_dev * 4.0, bucket, edp, dp_link);
+  const double half = all_reduce / 2;
+  // DDP and ZeRO-1 keep whole gradients and reduce once a step. ZeRO-2/3
+  // keep only their shard, so every micro-batch's gradients are
+  // reduce-scattered as backward completes them (grad_shard_reducer.h);
+  // ZeRO-3 also gathers each unit's parameters before its forward and its
+  // backward, every micro-batch (param_gatherer.h), and writes its shard in
+  // place; ZeRO-1/2 all-gather the parameters once after the update.
+  double overlappable = 0, gather_s = 0, window = (r.compute_s + r.elementwise_s) * 2.0 / 3.0;
+  if (q.zero <= 1) {
+    overlappable = q.zero == 1 ? half : all_reduce;  // DDP's buckets; ZeRO-1's reduce-scatter
+    gather_s = q.zero == 1 ? half : 0.0;
+  } else if (q.zero == 2) {
+    overlappable = half * micro;
+    gather_s = half;
+  } else {
+    overlappable = 3.0 * half * micro;  // prefetched gathers hide behind forward too
+    window = r.compute_s + r.elementwise_s;
+  }
+  r.dp_comm_s = overlappable + gather_s;
+  // Without pipelining the reductions overlap the passes that produce them;
+  // with it the DP work waits for the pipeline's flush.
+  r.dp_exposed_s = gather_s + (q.pp == 1 ? std::max(0.0, overlappable - window) : overlappable);
 
   // Optimizer: fp32 master, two Adam moments and the gradient read, three
   // written, over the shard this rank updates.

@@ -11,9 +11,10 @@
 // point-to-point sends; context parallel's ring transfers count beyond
 // the attention time they overlap; expert parallel's all-to-alls count in
 // full, and the group waits for its busiest rank's experts; the dp gradient
-// reduction (fp32, in --bucket-mb buckets) overlaps the backward pass only
-// without pipelining, and ZeRO-3 adds the parameter
-// all-gathers; the optimizer step streams its states over HBM. Where it is
+// reduction (fp32, in --bucket-mb buckets; ZeRO-2/3 every micro-batch)
+// overlaps the backward pass only without pipelining, and ZeRO-3 adds the
+// parameter gathers of every micro-batch's forward and backward; the
+// optimizer step streams its states over HBM. Where it is
 // wrong: docs/planner.md.
 #pragma once
 #include "plan/device_profile.h"

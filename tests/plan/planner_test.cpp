@@ -57,6 +57,31 @@ TEST(StepTime, TermsFollowTheirFormulas) {
   EXPECT_LT(predict_step_time(none, a100).compute_s, predict_step_time(q, a100).compute_s);
 }
 
+// ZeRO-2/3 keep only a gradient shard, so they reduce-scatter every
+// micro-batch; ZeRO-3 also gathers the parameters for every micro-batch's
+// forward and backward. DDP and ZeRO-1 reduce once a step.
+TEST(StepTime, ZeroTwoAndThreeCommunicateEveryMicroBatch) {
+  const DeviceProfile a100 = builtin_profile("a100-80gb");
+  MemoryQuery q;
+  q.model = catalog_model("llama-tiny");
+  q.seq_len = 256;
+  q.micro_batch = 1;
+  q.micro_batches = 8;
+  q.dp = 4;
+  const double all_reduce = predict_step_time(q, a100).dp_comm_s;  // DDP: one all-reduce
+  ASSERT_GT(all_reduce, 0.0);
+  q.zero = 1;
+  EXPECT_NEAR(predict_step_time(q, a100).dp_comm_s, all_reduce, 1e-12);
+  q.zero = 2;  // 8 reduce-scatters and one all-gather, half an all-reduce each
+  EXPECT_NEAR(predict_step_time(q, a100).dp_comm_s, all_reduce / 2 * 9, 1e-12);
+  q.zero = 3;  // per micro-batch: a reduce-scatter and two all-gathers
+  EXPECT_NEAR(predict_step_time(q, a100).dp_comm_s, all_reduce / 2 * 3 * 8, 1e-12);
+  // Fewer, larger micro-batches: fewer ZeRO-3 rounds.
+  q.micro_batch = 8;
+  q.micro_batches = 1;
+  EXPECT_NEAR(predict_step_time(q, a100).dp_comm_s, all_reduce / 2 * 3, 1e-12);
+}
+
 TEST(Planner, ValidLayoutsThatFitFastestFirst) {
   PlanRequest r;
   r.model = catalog_model("gpt3-175b");
