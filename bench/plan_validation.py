@@ -15,7 +15,8 @@ plans get the experts' ep load (`--moe-load-from`) from a one-process run of
 the MoE model, measured first.
 
 usage: bench/plan_validation.py [--build build] [--profile P.json]
-         [--steps 6] [--warmup 2] [--repeats 1] [--out results.json] [--only N,N]
+         [--steps 6] [--warmup 2] [--repeats 1] [--reuse earlier.json]
+         [--out results.json] [--only N,N]
 """
 import argparse
 import json
@@ -111,6 +112,9 @@ def main():
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--reuse", help="an earlier results JSON: its profile, ep load and the "
+                    "measurements of layouts it ran are reused (the model re-predicts them); "
+                    "only layouts it lacks are run")
     ap.add_argument("--out", default="plan_validation.json")
     ap.add_argument("--only", help="comma-separated rank counts")
     ap.add_argument("--models", default="dense,moe", help="dense, moe or both")
@@ -119,6 +123,14 @@ def main():
     cores = os.cpu_count()
     load_at_start = os.getloadavg()
     work = tempfile.mkdtemp(prefix="parallm-plan-validation-")
+    # --reuse: measured rows by (model, ranks, layout), with the profile and
+    # the ep load they were predicted from.
+    earlier = {}
+    if a.reuse:
+        with open(a.reuse) as f:
+            prev = json.load(f)
+        earlier = {(r["model"], r["ranks"], r["layout"]): r for r in prev["rows"]}
+        a.profile = a.profile or prev["profile"]
     profile = a.profile
     if not profile:
         profile = os.path.join(work, "profile.json")
@@ -130,9 +142,14 @@ def main():
     # layouts' micro-batch, and the MoE plans take it as input.
     load_from, ep_load = None, None
     if "moe" in a.models.split(","):
-        one = plan(exe, profile, "moe", 1, fixed_items("mb=4"), work)
-        measure(exe, one, 1, cores, a.steps, a.warmup, work, "moe_load.jsonl")
         load_from = os.path.join(work, "moe_load.jsonl")
+        if a.reuse:  # the same per-step loads, as the metrics records carried them
+            with open(load_from, "w") as f:
+                for i, load in enumerate(prev["moe_ep_load"]):
+                    f.write(json.dumps({"step": i, "moe": {"ep_max_load": load}}) + "\n")
+        else:
+            one = plan(exe, profile, "moe", 1, fixed_items("mb=4"), work)
+            measure(exe, one, 1, cores, a.steps, a.warmup, work, "moe_load.jsonl")
         with open(load_from) as f:
             ep_load = [json.loads(line)["moe"]["ep_max_load"] for line in f]
         print(f"moe ep load (busiest rank / mean, per step): {ep_load}", flush=True)
@@ -148,17 +165,25 @@ def main():
         runs = [[] for _ in cands]
         for _ in range(a.repeats):
             for i, c in enumerate(cands):
-                runs[i].append(measure(exe, c, ranks, cores, a.steps, a.warmup, work))
+                if (model, ranks, c["layout"]) not in earlier:
+                    runs[i].append(measure(exe, c, ranks, cores, a.steps, a.warmup, work))
         for c, measured_runs in zip(cands, runs):
-            ms_runs = [ms for ms, _ in measured_runs]
-            bubbles = [b for _, bs in measured_runs for b in bs[a.warmup:]]
-            all_ms = [m for ms in ms_runs for m in ms[a.warmup:]]
-            measured = statistics.median(all_ms) / 1e3
+            old = earlier.get((model, ranks, c["layout"]))
+            if old:
+                ms_runs = old["step_ms"]
+                bubble = old.get("bubble_fraction")
+                measured = old["measured_s"]
+            else:
+                ms_runs = [ms for ms, _ in measured_runs]
+                bubbles = [b for _, bs in measured_runs for b in bs[a.warmup:]]
+                bubble = statistics.median(bubbles) if bubbles else None
+                all_ms = [m for ms in ms_runs for m in ms[a.warmup:]]
+                measured = statistics.median(all_ms) / 1e3
             err = (c["step_s"] - measured) / measured
             row = {"model": model, "ranks": ranks, "layout": c["layout"], "predicted_s": c["step_s"],
                    "measured_s": measured, "error": err, "step_ms": ms_runs,
                    "run_medians_s": [statistics.median(ms[a.warmup:]) / 1e3 for ms in ms_runs],
-                   "bubble_fraction": statistics.median(bubbles) if bubbles else None,
+                   "bubble_fraction": bubble, "reused": old is not None,
                    "planner_choice": c["layout"] == choice["layout"], "breakdown": {
                        k: c[k] for k in ("compute_s", "elementwise_s", "tp_comm_s", "cp_comm_s",
                                          "ep_comm_s", "ep_imbalance_s",
@@ -183,7 +208,7 @@ def main():
                                         "planner_rank": pos[0] + 1 if pos else None,
                                         "fastest": group[0]["layout"]}
     summary = {"cpu": cpu_name(), "cores": cores, "profile": profile, "moe_ep_load": ep_load,
-               "steps": a.steps, "warmup": a.warmup, "repeats": a.repeats,
+               "steps": a.steps, "warmup": a.warmup, "repeats": a.repeats, "reuse": a.reuse,
                "load_average_start": load_at_start, "load_average_end": os.getloadavg(),
                "rows": rows,
                "median_abs_error": statistics.median(errs), "max_abs_error": max(errs),

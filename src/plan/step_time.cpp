@@ -212,7 +212,10 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
   }
   r.dp_comm_s = overlappable + gather_s;
   // Without pipelining the reductions overlap the passes that produce them;
-  // with it the DP work waits for the pipeline's flush.
+  // with it the DP work waits for the pipeline's flush. On a calibrated CPU
+  // machine nothing overlaps: shared-memory MPI moves and sums the bytes on
+  // the ranks' own cores (while they poll), the cores the compute needs.
+  if (costs != nullptr) window = 0.0;
   r.dp_exposed_s = gather_s + (q.pp == 1 ? std::max(0.0, overlappable - window) : overlappable);
 
   // Optimizer: fp32 master, two Adam moments and the gradient read, three
