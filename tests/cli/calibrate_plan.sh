@@ -1,7 +1,7 @@
 #!/bin/bash
 # `parallm calibrate` (a small grid) writes a profile that `parallm plan`
 # reads: the kernels at 1 and all cores' threads, the all-reduce link fitted
-# from a 2-rank sweep; plan ranks llama-tiny's layouts on 2 ranks of this
+# from a 2-rank sweep (one pair, and one per band of message sizes); plan ranks llama-tiny's layouts on 2 ranks of this
 # machine and writes them as JSON. A profile with measured ops but no core
 # count is refused with a message naming the file. An MoE plan given the
 # experts' ep load (--moe-load-from a metrics file) prices the wait.
@@ -26,6 +26,13 @@ threads = sorted({o["threads"] for o in p["ops"]})
 assert threads == sorted({1, cores}), (threads, cores)
 assert p["cores"] == cores and p["precision"] == "fp32", p
 assert p["intra_node"]["bytes_per_s"] > 0 and p["intra_node"]["alpha_s"] >= 0, p["intra_node"]
+# The link per message size: 17 sizes (1 KiB-64 MiB, x2) in bands of three
+# (the last takes five), ascending, each priced.
+bands = p["intra_node"]["bands"]
+assert len(bands) == 5, bands
+assert [b["max_bytes"] for b in bands] == sorted(b["max_bytes"] for b in bands), bands
+assert all(b["bytes_per_s"] > 0 and b["alpha_s"] >= 0 for b in bands), bands
+assert bands[-1]["max_bytes"] == 64 * 2**20 / 2, bands[-1]  # per message: bytes / 2 ranks
 for o in p["ops"]:
     assert len(o["linear"]["fwd_s"]) == 2 * 2 * 2 and min(o["linear"]["fwd_s"]) > 0
 plan = json.load(open("plan.json"))
