@@ -7,9 +7,14 @@
 // (a sum over b: 8 bytes per double, nothing written), the access pattern of
 // decode, which streams the weights and writes almost nothing. Reports the
 // best of --reps runs of each, in GB/s (1e9 bytes), one JSON line per kernel;
-// bench/infer_bench.sh divides decode's weight traffic by both.
+// bench/infer_bench.sh divides decode's weight traffic by both. --huge 1
+// backs the arrays with transparent huge pages (madvise before the first
+// touch) and names the kernels "copy_huge" and "read_huge": parallm's decode
+// reads its weights from huge pages (infer/huge_pages.h), so this is the
+// same test under the same paging.
 #include <fmt/core.h>
 #include <omp.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
@@ -25,6 +30,7 @@ struct Opts {
   int64_t mib = 512;  // per array: 16x a 32 MiB L3
   int reps = 20;
   int threads = 0;
+  bool huge = false;
 };
 
 Opts parse(int argc, char** argv) {
@@ -35,11 +41,19 @@ Opts parse(int argc, char** argv) {
     if (a == "--mib") o.mib = v;
     if (a == "--reps") o.reps = static_cast<int>(v);
     if (a == "--threads") o.threads = static_cast<int>(v);
+    if (a == "--huge") o.huge = v != 0;
   }
   return o;
 }
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+// Asks for huge pages over the whole 2 MiB pages of [p, p + bytes).
+void advise_huge(void* p, size_t bytes) {
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 }
 }  // namespace
 
@@ -50,6 +64,8 @@ int main(int argc, char** argv) {
   // new[] leaves the pages untouched, so the parallel fill below places them.
   std::unique_ptr<double[]> a(new double[static_cast<size_t>(n)]);
   std::unique_ptr<double[]> b(new double[static_cast<size_t>(n)]);
+  if (o.huge)
+    for (double* p : {a.get(), b.get()}) advise_huge(p, static_cast<size_t>(n) * sizeof(double));
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) {
     a[i] = 0.0;
@@ -84,7 +100,9 @@ int main(int argc, char** argv) {
   // Checks the compiler cannot drop the loops past.
   if (a[static_cast<size_t>(n - 1)] != static_cast<double>(n - 1) || sink == 0.0) return 1;
   const double bytes = static_cast<double>(n) * sizeof(double);
-  for (auto [name, t, per] : {std::tuple{"copy", best_copy, 2.0}, {"read", best_read, 1.0}})
+  const std::string sfx = o.huge ? "_huge" : "";
+  for (auto [name, t, per] :
+       {std::tuple{"copy" + sfx, best_copy, 2.0}, {"read" + sfx, best_read, 1.0}})
     fmt::print(
         "{{\"kernel\": \"{}\", \"threads\": {}, \"mib_per_array\": {}, \"reps\": {}, "
         "\"best_s\": {:.6f}, \"gb_s\": {:.2f}}}\n",

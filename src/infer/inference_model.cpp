@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "data/byte_tokenizer.h"
+#include "infer/huge_pages.h"
 #include "io/hf_model.h"
 #include "parallel/pipeline/stage_partition.h"
 #include "train/checkpoint_load.h"
@@ -75,6 +76,26 @@ InferenceModel::InferenceModel(const ModelSource& src, const Placement& where, P
     matmul_ = std::make_unique<MatmulPrecision>(precision, model_->base_params(), *alloc_);
     model_->set_compute(matmul_.get(), Recompute::None);
   }
+  use_huge_pages();
+}
+
+void InferenceModel::use_huge_pages() {
+  // Decode reads every weight once per token (huge_pages.h): the f32 values
+  // (fp32 GEMMs, embeddings, norms) and, under bf16/fp16, the 16-bit copies
+  // the GEMMs read, made here rather than at the first forward so that
+  // their pages exist to be collapsed.
+  const ParameterSet& ps = model_->base_params();
+  const Tensor& flat = ps.flat_values();
+  if (flat.defined()) collapse_to_huge_pages(flat.raw(), flat.nbytes());
+  if (!matmul_) return;
+  const uint16_t *lo = nullptr, *hi = nullptr;
+  for (int i = 0; i < ps.size(); ++i) {
+    if (ps.nf4(ParamRef{i}) != nullptr) continue;  // no 16-bit copy
+    const uint16_t* w = matmul_->weight(ps, ParamRef{i});
+    if (lo == nullptr || w < lo) lo = w;
+    if (hi == nullptr || w + ps.numel(i) > hi) hi = w + ps.numel(i);
+  }
+  if (lo != nullptr) collapse_to_huge_pages(lo, static_cast<size_t>(hi - lo) * sizeof(uint16_t));
 }
 
 InferenceModel::~InferenceModel() {

@@ -37,6 +37,9 @@ class InferenceModel {
   const std::vector<int32_t>& eos_ids() const { return eos_; }
 
  private:
+  // The weights' pages as huge pages (huge_pages.h), 16-bit copies made now.
+  void use_huge_pages();
+
   std::unique_ptr<Allocator> alloc_;
   std::unique_ptr<Transformer> model_;
   std::unique_ptr<MatmulPrecision> matmul_;

@@ -1,7 +1,7 @@
 // Skinny GEMM kernels (see skinny_gemm.h). AVX2 + FMA + F16C where the build
 // has them: one W row at a time (so W is read as one sequential stream, which
 // the hardware prefetcher follows best; stretches of rows are handed to the
-// threads dynamically), each 16 of its values loaded and
+// threads in shrinking chunks, run_tasks), each 16 of its values loaded and
 // widened once (bf16: a 16-bit shift; f16: F16C) and multiplied into up to 4
 // rows of A, two 8-wide accumulators per row. A portable loop otherwise.
 // Several weights of one input (skinny_gemm_nt_parts) share one parallel
@@ -14,7 +14,10 @@
 #include <immintrin.h>
 #endif
 
+#include <omp.h>
+
 #include <algorithm>
+#include <atomic>
 
 #include "base/error.h"
 #include "tensor/half.h"
@@ -24,8 +27,9 @@ namespace parallm::cpu {
 namespace {
 
 constexpr int64_t kGroup = 4;              // rows of A sharing each load of W (8 accumulators)
-constexpr int64_t kTaskBytes = 128 << 10;  // W bytes per scheduling unit
-constexpr int64_t kMinTasks = 16;          // ... but at least this many units
+constexpr int64_t kTaskBytes = 16 << 10;  // W bytes per scheduling unit
+constexpr int64_t kMinTasks = 16;         // ... but at least this many units
+constexpr int64_t kMaxChunk = 16;         // units a thread takes at once, at most
 constexpr int64_t kParallelMin = 1 << 15;  // W elements below which one thread does it all
 
 // Element access per weight format: scalar, and 8 lanes widened to f32.
@@ -156,13 +160,39 @@ void check_dims(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldw, int64
            K, lda, ldw, ldc);
 }
 
-// Rows of W per task: about kTaskBytes (a stretch the prefetcher locks on
-// to), and at least kMinTasks tasks per weight, handed out dynamically: a
-// thread that loses its core for a while (a shared machine) does not hold
-// up the others.
+// Rows of W per task: about kTaskBytes, and at least kMinTasks tasks per
+// weight. Tasks are handed out in chunks (run_tasks).
 int64_t task_rows(int64_t N, int64_t ldw, int64_t elem_bytes) {
   const int64_t row_bytes = std::max<int64_t>(ldw, 1) * elem_bytes;
   return std::max<int64_t>(1, std::min(kTaskBytes / row_bytes, (N + kMinTasks - 1) / kMinTasks));
+}
+
+// Runs task(0 .. tasks - 1), in one parallel region when parallel. Each
+// thread takes the next chunk of consecutive tasks (consecutive W rows: one
+// stream) from a shared counter: a chunk is a 2 * threads-th of what is
+// left, between 1 and kMaxChunk tasks. Large chunks while much is left
+// (few hand-outs, long streams), small ones at the end (the threads finish
+// within a few microseconds of each other, where 128 KiB tasks left one
+// idle for half a task at each of a token's ~60 joins), and never more than
+// kMaxChunk (256 KiB), so a thread that loses its core for a while on a
+// shared machine holds up the others by one chunk at most.
+template <class F>
+void run_tasks(int64_t tasks, bool parallel, const F& task) {
+  std::atomic<int64_t> next{0};
+#pragma omp parallel if (parallel)
+  {
+    const int64_t share = 2 * static_cast<int64_t>(omp_get_num_threads());
+    int64_t t0 = next.load(std::memory_order_relaxed), chunk = 1;
+    for (;;) {
+      do {
+        if (t0 >= tasks) break;
+        chunk = std::clamp<int64_t>((tasks - t0) / share, 1, kMaxChunk);
+      } while (!next.compare_exchange_weak(t0, t0 + chunk, std::memory_order_relaxed));
+      if (t0 >= tasks) break;
+      for (int64_t t = t0; t < t0 + chunk; ++t) task(t);
+      t0 = next.load(std::memory_order_relaxed);
+    }
+  }
 }
 
 // Every part's rows as tasks of one parallel region (one fork and join for
@@ -184,15 +214,14 @@ void skinny_parts(int64_t M, int64_t K, float alpha, const float* A, int64_t lda
     work += std::max<int64_t>(q.N, 0) * K;
   }
   const int64_t tasks = first[n_parts];
-#pragma omp parallel for schedule(dynamic, 1) if (work >= kParallelMin)
-  for (int64_t t = 0; t < tasks; ++t) {
+  run_tasks(tasks, work >= kParallelMin, [&](int64_t t) {
     int64_t p = 0;
     while (t >= first[p + 1]) ++p;
     const SkinnyPart& q = parts[p];
     const int64_t n0 = (t - first[p]) * rows_per[p];
     rows_range<L>(M, K, alpha, A, lda, static_cast<const typename L::T*>(q.W), q.ldw, beta, q.C,
                   q.ldc, n0, std::min(q.N, n0 + rows_per[p]));
-  }
+  });
 }
 
 template <class L>
