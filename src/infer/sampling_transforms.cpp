@@ -2,13 +2,13 @@
 #include "infer/sampling_transforms.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <numeric>
 
 #include "base/error.h"
+#include "kernels/cpu/vec_math.h"
 
 namespace parallm {
 
@@ -29,40 +29,6 @@ std::vector<double> softmax(std::span<const float> logits) {
   std::vector<double> p = log_softmax(logits);
   for (double& x : p) x = std::exp(x);
   return p;
-}
-
-// exp(x) for x <= 0 (NaN gives NaN) in double precision, branch-free so
-// that GCC vectorises it: x = n ln2 + r, |r| <= ln2 / 2, exp(r) by Taylor to
-// degree 13 (truncation < 1e-17 relative), 2^n built in the exponent field.
-// Within 2 ulp of libm's exp; 0 below -708 (where exp is < 1e-307: nothing
-// next to the max term's 1 in log_sum_exp).
-inline double exp_le0(double x) {
-  constexpr double kLog2e = 1.4426950408889634;
-  constexpr double kLn2Hi = 6.93147180369123816490e-01;  // low bits zero: n * kLn2Hi is exact
-  constexpr double kLn2Lo = 1.90821492927058770002e-10;
-  constexpr double kShift = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
-  const bool under = x < -708.0;
-  x = under ? -708.0 : x;
-  const double t = x * kLog2e + kShift;
-  const double k = t - kShift;
-  const double r = (x - k * kLn2Hi) - k * kLn2Lo;
-  double q = 1.0 / 6227020800.0;  // 1 / 13!
-  q = q * r + 1.0 / 479001600.0;
-  q = q * r + 1.0 / 39916800.0;
-  q = q * r + 1.0 / 3628800.0;
-  q = q * r + 1.0 / 362880.0;
-  q = q * r + 1.0 / 40320.0;
-  q = q * r + 1.0 / 5040.0;
-  q = q * r + 1.0 / 720.0;
-  q = q * r + 1.0 / 120.0;
-  q = q * r + 1.0 / 24.0;
-  q = q * r + 1.0 / 6.0;
-  q = q * r + 0.5;
-  q = q * r + 1.0;
-  q = q * r + 1.0;
-  const int64_t ni = std::bit_cast<int64_t>(t) - std::bit_cast<int64_t>(kShift);
-  const double scale = std::bit_cast<double>((ni + 1023) << 52);
-  return under ? 0.0 : q * scale;
 }
 
 void check_id(int32_t id, size_t V) {
@@ -141,8 +107,8 @@ int32_t argmax(std::span<const float> logits) {
 double log_sum_exp(std::span<const float> logits) {
   // Decode asks for it on every token (the chosen token's log-probability)
   // over the whole vocabulary: libm's scalar exp made it ~0.5 ms of a 50257
-  // row; exp_le0 vectorises, and the simd reductions let the loops run 4
-  // wide (sums in a fixed order for a given build).
+  // row; cpu::exp_f64_nonpositive vectorises, and the simd reductions let
+  // the loops run 4 wide (sums in a fixed order for a given build).
   const float* p = logits.data();
   const int64_t n = static_cast<int64_t>(logits.size());
   double mx = -std::numeric_limits<double>::infinity();
@@ -150,7 +116,8 @@ double log_sum_exp(std::span<const float> logits) {
   for (int64_t i = 0; i < n; ++i) mx = std::max(mx, static_cast<double>(p[i]));
   double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < n; ++i) sum += exp_le0(static_cast<double>(p[i]) - mx);
+  for (int64_t i = 0; i < n; ++i)
+    sum += cpu::exp_f64_nonpositive(static_cast<double>(p[i]) - mx);
   return mx + std::log(sum);
 }
 
