@@ -5,7 +5,7 @@
 // expert empty, one with half the rows). The variants run interleaved, one
 // call each per repetition, and the medians are printed, so a disturbance
 // of this shared machine hits all of them alike. docs/moe.md quotes it.
-// usage: moe_gemm_bench [tokens] [C] [I] [threads] [reps]
+// usage: moe_gemm_bench [tokens] [C] [I] [threads] [reps] [experts]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   const int64_t C = argc > 2 ? std::atoll(argv[2]) : 512, I = argc > 3 ? std::atoll(argv[3]) : 2048;
   cpu::set_num_threads(argc > 4 ? std::atoi(argv[4]) : 0);
   const int reps = argc > 5 ? std::atoi(argv[5]) : 7;
-  const int64_t E = 8, M = tokens * 2;  // top-2
+  const int64_t E = argc > 6 ? std::atoll(argv[6]) : 8, M = tokens * 2;  // top-2
   const auto x = bench::random_vec(M * C, "x");
   const auto w = bench::random_vec(E * I * C, "w");
   const auto dy = bench::random_vec(M * I, "dy");

@@ -21,7 +21,8 @@ enum class Pass { Forward, Backward };
 // Kinds of element-wise work the model counts, a time per element and pass:
 //   "rmsnorm", "layernorm", "swiglu", "gelu", "rope" (per rotated element),
 //   "add" (residual), "cross_entropy" (per logit), "embedding" (per output
-//   element).
+//   element), "moe_rows" (an MoE layer's row moves around its experts, per
+//   assigned element: send rows x hidden).
 struct OpCosts {
   int threads = 1;
   std::vector<int64_t> rows, ins, outs;  // the grid's sides, ascending

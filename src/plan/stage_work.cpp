@@ -59,6 +59,7 @@ void add_blocks(StageWork& w, const MemoryQuery& q, int64_t first_layer, int64_t
       add_linear(lin, rows, C, F, mats * local);
       add_linear(lin, rows, F, C, local);
       el[act] += static_cast<double>(rows) * local * F;
+      el["moe_rows"] += static_cast<double>(moe_rows) * m.moe.topk * C;
       if (m.moe.shared_intermediate > 0) {  // the shared expert is tp-split like an MLP
         const int64_t S = m.moe.shared_intermediate / tp;
         add_linear(lin, n, C, S, mats);

@@ -40,7 +40,8 @@ OpCosts synthetic_costs(int threads = 1) {
   c.attn_fwd_s = {1e-9 / threads, 2e-9 / threads};
   c.attn_bwd_s = {3e-9 / threads, 6e-9 / threads};
   for (const char* k :
-       {"rmsnorm", "layernorm", "swiglu", "gelu", "rope", "add", "cross_entropy", "embedding"}) {
+       {"rmsnorm", "layernorm", "swiglu", "gelu", "rope", "add", "cross_entropy", "embedding",
+        "moe_rows"}) {
     c.elem_fwd_s[k] = 1e-9 / threads;
     c.elem_bwd_s[k] = 2e-9 / threads;
   }
@@ -169,6 +170,27 @@ TEST(StageWork, PipelineEndsAndRecomputation) {
   EXPECT_TRUE(sel[0].recomputed.empty());
   EXPECT_TRUE(sel[0].elements_recomputed.contains("swiglu"));
   EXPECT_FALSE(sel[0].elements_recomputed.contains("add"));
+}
+
+TEST(StageWork, MoeLayersMoveTheirAssignedRows) {
+  MemoryQuery q;
+  q.model = catalog_model("llama-tiny");
+  q.seq_len = 128;
+  q.micro_batch = 4;
+  EXPECT_FALSE(end_stage_works(q)[0].elements.contains("moe_rows"));  // dense: none
+  q.model.moe.num_experts = 4;
+  q.model.moe.topk = 2;
+  // Every layer moves its 512 rows' 2 assignments of `hidden` values, into
+  // send order and back; ep and the load do not change this rank's sends.
+  const double want = static_cast<double>(q.model.n_layers) * 512 * 2 * q.model.hidden;
+  EXPECT_DOUBLE_EQ(end_stage_works(q)[0].elements.at("moe_rows"), want);
+  q.ep = 2;
+  q.ep_max_load = {{2, 1.5}};
+  EXPECT_DOUBLE_EQ(end_stage_works(q)[0].elements.at("moe_rows"), want);
+  q.ep = 1;
+  q.tp = 2;  // sequence parallel: each tp rank routes its half of the rows
+  q.sequence_parallel = true;
+  EXPECT_DOUBLE_EQ(end_stage_works(q)[0].elements.at("moe_rows"), want / 2);
 }
 
 TEST(StepTime, CalibratedRanksShareTheCores) {

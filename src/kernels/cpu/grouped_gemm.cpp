@@ -1,13 +1,20 @@
 // Grouped linear forward/backward (see grouped_gemm.h): every group's
 // linear is one whole GEMM (one per product), as a per-group loop would
-// call it. Groups holding more than 1/threads of the rows run one after
-// another with all threads; the rest run in one OpenMP region, one group
-// per thread at a time. Cutting a group's GEMM into tiles was measured
+// call it. Groups holding more than 1/threads of the rows, or at least
+// kRowsPerThread rows per thread, run one after another with all threads;
+// the rest run in one OpenMP region, one group per thread at a time. Routed
+// loads are uneven at every dispatch (the busiest of 4 experts takes about
+// 1.8x the mean in bench/plan/validation_moe.toml), and whole groups dealt
+// to 2 threads left one thread idle: with each sizeable group on all
+// threads that model's expert forward + backward took 13% less (2 threads,
+// AMD EPYC). Small groups still share the threads, as a GEMM of a few rows
+// per thread runs well below its rate. Cutting a group's GEMM into tiles was measured
 // slower on this CPU (a 64-feature weight-gradient tile ran at half the
 // speed of the whole GEMM, bench/moe_gemm_bench.cpp), and keeping each
-// group's GEMM whole keeps the results independent of the thread count
-// (dnnl_sgemm gives the same bits at any thread count for one shape,
-// docs/gemm.md). The 16-bit variants run the groups in order, each on
+// group's GEMM whole keeps the results those of a per-group loop at the
+// same thread count (dnnl_sgemm in a team's thread gives its one-thread
+// bits, and a small GEMM's bits do not depend on the thread count; a large
+// one's can, docs/gemm.md). The 16-bit variants run the groups in order, each on
 // LowpGemm with all threads (its cache is not thread-safe).
 #include "kernels/cpu/grouped_gemm.h"
 
@@ -19,6 +26,9 @@
 namespace parallm::cpu {
 namespace {
 
+// Rows per thread from which a group's GEMM runs well on all threads.
+constexpr int64_t kRowsPerThread = 128;
+
 // body(g) for every group with rows: the large ones first, each with all
 // threads, then the others in parallel, each on one thread.
 template <class Body>
@@ -29,13 +39,21 @@ void for_groups(const int64_t* offsets, int64_t groups, const Body& body) {
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t rows = offsets[g + 1] - offsets[g];
     if (rows == 0) continue;
-    if (threads > 1 && rows * threads > total)
+    if (threads > 1 && (rows * threads > total || rows >= kRowsPerThread * threads))
       body(g);
     else
       small.push_back(g);
   }
   const int64_t n = static_cast<int64_t>(small.size());
-#pragma omp parallel for schedule(dynamic, 1) if (n > 1)
+  // One small group (or one thread) is called directly: inside a region
+  // of one thread (`if` false) oneDNN's own parallel region is a nested
+  // one, and the validation MoE model's lone small groups ran about 10x
+  // slower per row there (1.26 s against 0.13 s over 6 steps, 2 threads).
+  if (threads == 1 || n == 1) {
+    for (int64_t g : small) body(g);
+    return;
+  }
+#pragma omp parallel for schedule(dynamic, 1)
   for (int64_t i = 0; i < n; ++i) body(small[i]);
 }
 

@@ -2,10 +2,12 @@
 // consecutive row groups of one buffer, in one call (docs/moe.md). Group g
 // owns rows [offsets[g], offsets[g+1]) and weight g (OC, IC) at
 // weight + g*OC*IC, bias g (OC) at bias + g*OC. Each group's product is one
-// whole GEMM; groups with a large share of the rows run with all threads,
+// whole GEMM; groups with a large share of the rows, or enough rows for
+// every thread, run with all threads,
 // the others side by side in one parallel region, so many small or empty
 // groups do not serialise the work. Backward accumulates, like every kernel
-// here; results do not depend on the thread count. The 16-bit variants
+// here; results are those of a per-group loop of linear calls at the same
+// thread count. The 16-bit variants
 // (mixed precision) take operands already rounded to bf16/fp16 and run
 // each group's GEMM on cpu::LowpGemm, f32 out and f32 accumulation.
 #pragma once

@@ -10,8 +10,8 @@
 
 #include <cstring>
 
-#include "kernels/cpu/activation.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/moe_rows.h"
 #include "model/layers/moe_expert_bias.h"
 #include "model/layers/moe_routing_rows.h"
 #include "model/layers/moe_stats.h"
@@ -105,12 +105,9 @@ Moe::Saved Moe::forward(const LayerContext& c, float* out, const float* inp) con
   for (int64_t i = 0; i < nfed; ++i)
     for (int64_t a = fed[i] * k; a < (fed[i] + 1) * k; ++a)
       if (r.kept[a]) s.send_row[a] = next[r.expert[a]]++;
+  const cpu::AssignedRows assigned{fed.data(), nfed, k, s.send_row.data()};
   Tensor send = c.workspace({std::max<int64_t>(S, 1), C_});
-  for (int64_t i = 0; i < nfed; ++i)
-    for (int64_t a = fed[i] * k; a < (fed[i] + 1) * k; ++a)
-      if (s.send_row[a] >= 0)
-        std::memcpy(send.data<float>() + s.send_row[a] * C_, x + i * C_,
-                    static_cast<size_t>(C_) * sizeof(float));
+  cpu::moe_gather(send.data<float>(), x, assigned, C_);
   s.dispatch = TokenDispatch(ep_, per_expert);
   const int64_t M = s.dispatch.recv_rows();
   Tensor xr = c.workspace({std::max<int64_t>(M, 1), C_});
@@ -121,11 +118,7 @@ Moe::Saved Moe::forward(const LayerContext& c, float* out, const float* inp) con
   xr = Tensor();
   s.y = c.activation({std::max<int64_t>(S, 1), C_});
   s.dispatch.combine(ep_, yr.data<float>(), s.y.data<float>(), C_);
-  std::memset(o, 0, static_cast<size_t>(nfed * C_) * sizeof(float));
-  for (int64_t i = 0; i < nfed; ++i)
-    for (int64_t a = fed[i] * k; a < (fed[i] + 1) * k; ++a)
-      if (s.send_row[a] >= 0)
-        cpu::axpy(o + i * C_, r.gate[a], s.y.data<float>() + s.send_row[a] * C_, C_);
+  cpu::moe_combine(o, s.y.data<float>(), r.gate.data(), assigned, C_);
   if (etp) leave_tp_region(tp_, out, out_all.data<float>(), nfed, C_);  // sum over tp
   if (has_shared_) s.shared = shared_.forward(c, out, inp);
   return s;
@@ -151,16 +144,9 @@ void Moe::backward(const LayerContext& c, float* dinp, const float* dout, const 
   }
   std::vector<float> dgate(N * k, 0.0f);  // other tp / cp ranks' rows stay 0
   Tensor dy = c.workspace({std::max<int64_t>(S, 1), C_});
-  for (int64_t i = 0; i < nfed; ++i)
-    for (int64_t a = fed[i] * k; a < (fed[i] + 1) * k; ++a) {
-      if (s.send_row[a] < 0) continue;
-      const float* di = d + i * C_;
-      const float* y = s.y.data<float>() + s.send_row[a] * C_;
-      double dot = 0.0;
-      for (int64_t j = 0; j < C_; ++j) dot += static_cast<double>(di[j]) * y[j];
-      dgate[a] = static_cast<float>(dot);
-      cpu::axpy(dy.data<float>() + s.send_row[a] * C_, r.gate[a], di, C_);
-    }
+  const cpu::AssignedRows assigned{fed.data(), nfed, k, s.send_row.data()};
+  cpu::moe_combine_backward(dy.data<float>(), dgate.data(), d, s.y.data<float>(), r.gate.data(),
+                            assigned, C_);
   // Under expert tp y is this rank's partial sum: so is each dot product.
   if (etp) tp_.comm->all_reduce(dgate.data(), dgate.size(), DType::F32, comm::ReduceOp::Sum);
   Tensor dyr = c.workspace({std::max<int64_t>(M, 1), C_});
@@ -174,10 +160,7 @@ void Moe::backward(const LayerContext& c, float* dinp, const float* dout, const 
   Tensor dx_all;  // under expert tp: the fed rows' partial input gradients
   if (etp) dx_all = c.workspace({nfed, C_});
   float* dxa = etp ? dx_all.data<float>() : dinp;
-  for (int64_t i = 0; i < nfed; ++i)
-    for (int64_t a = fed[i] * k; a < (fed[i] + 1) * k; ++a)
-      if (s.send_row[a] >= 0)
-        cpu::add_inplace(dxa + i * C_, dx.data<float>() + s.send_row[a] * C_, C_);
+  cpu::moe_gather_backward(dxa, dx.data<float>(), assigned, C_);
   if (etp) enter_tp_region_backward(tp_, dinp, dx_all.data<float>(), nfed, C_);
   // The balancing losses' gradient reaches every row's logits; this rank
   // takes its own rows (the aux statistics are per whole sequence), so the

@@ -14,6 +14,7 @@
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/moe_rows.h"
 #include "kernels/cpu/norm.h"
 #include "kernels/cpu/optimizer.h"
 #include "kernels/cpu/rope.h"
@@ -171,6 +172,45 @@ void measure_elementwise(const KernelCalibration& k, OpCosts& c) {
   }
 }
 
+// The MoE layer's row moves per assigned element (send rows x hidden), as
+// one process runs them around the experts: forward the gather into send
+// order, the dispatch copy, the experts' saved copy of their input, the
+// combine copy and the gate-weighted sum; backward the gate gradient with
+// the weighted output gradient, the two copies back and the sum into the
+// input gradient. 1024 tokens top-2 over 4 experts (send rows expert-major).
+void measure_moe_rows(const KernelCalibration& k, OpCosts& c) {
+  constexpr int64_t kTokens = 1024, kK = 2, kC = 512, kS = kTokens * kK, kE = 4;
+  std::vector<int64_t> fed(kTokens), send_row(kS);
+  std::iota(fed.begin(), fed.end(), 0);
+  auto expert = [](int64_t a) { return static_cast<int64_t>((a * 2654435761u) >> 7) % kE; };
+  int64_t next = 0;
+  for (int64_t e = 0; e < kE; ++e)
+    for (int64_t a = 0; a < kS; ++a)
+      if (expert(a) == e) send_row[a] = next++;
+  const cpu::AssignedRows rows{fed.data(), kTokens, kK, send_row.data()};
+  auto x = filled(kTokens * kC), out = filled(kTokens * kC), send = filled(kS * kC),
+       recv = filled(kS * kC), saved = filled(kS * kC), y = filled(kS * kC), gate = filled(kS),
+       dgate = filled(kS);
+  const size_t bytes = kS * kC * sizeof(float);
+  const double n = static_cast<double>(kS * kC);
+  c.elem_fwd_s["moe_rows"] = seconds_per_call(k, [&] {
+                               cpu::moe_gather(send.data(), x.data(), rows, kC);
+                               std::memcpy(recv.data(), send.data(), bytes);
+                               std::memcpy(saved.data(), recv.data(), bytes);
+                               std::memcpy(y.data(), recv.data(), bytes);
+                               cpu::moe_combine(out.data(), y.data(), gate.data(), rows, kC);
+                             }) /
+                             n;
+  c.elem_bwd_s["moe_rows"] = seconds_per_call(k, [&] {
+                               cpu::moe_combine_backward(send.data(), dgate.data(), out.data(),
+                                                         y.data(), gate.data(), rows, kC);
+                               std::memcpy(recv.data(), send.data(), bytes);
+                               std::memcpy(saved.data(), recv.data(), bytes);
+                               cpu::moe_gather_backward(x.data(), saved.data(), rows, kC);
+                             }) /
+                             n;
+}
+
 // What a step does per parameter after the backward: the gradient's sum of
 // squares (clipping's norm), the AdamW update and zeroing the gradient.
 void measure_optimizer_and_copy(const KernelCalibration& k, OpCosts& c) {
@@ -225,6 +265,7 @@ OpCosts measure_kernel_costs(int threads, int busy_cores, const KernelCalibratio
   measure_linears(k, c);
   measure_attention(k, c);
   measure_elementwise(k, c);
+  measure_moe_rows(k, c);
   measure_optimizer_and_copy(k, c);
   c.validate("calibration");
   return c;
