@@ -4,7 +4,8 @@
 // grid of shapes, attention forward and backward at a few sequence lengths,
 // each element-wise kernel per element, the optimizer step per parameter and
 // memcpy's bandwidth. Each figure is the fastest of a few timed rounds, as
-// the GEMM peak is (a slower round is the machine's other work, not ours).
+// the GEMM peak is (a slower round is the machine's other work, not ours),
+// taken in passes over all figures so one figure's rounds lie far apart.
 // With fewer threads than cores, the other cores run a GEMM meanwhile: in a
 // multi-rank job every core is busy with some rank, and cores share memory
 // bandwidth, caches and clock headroom, so an idle neighbour would flatter
