@@ -1,9 +1,10 @@
 // The fp32 grouped linears (kernels/cpu/grouped_gemm.h) against a loop of
 // per-group linear calls at the same thread count, bit for bit at 1 and 2
-// threads (oneDNN's bits for a shape can change with the thread count), on
-// row groups that take each of the kernel's paths: a group with enough rows
-// for every thread (run alone on all threads), small groups side by side, a
-// lone small group, and empty ones.
+// threads, on row groups that take each of the kernel's paths: a group with
+// enough rows for every thread (run alone on all threads), small groups
+// side by side, a lone small group, and empty ones. (oneDNN's bits for a
+// large shape can change with the thread count, docs/gemm.md; these small
+// groups' do not.)
 #include <gtest/gtest.h>
 
 #include <cstring>

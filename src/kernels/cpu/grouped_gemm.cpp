@@ -2,20 +2,19 @@
 // linear is one whole GEMM (one per product), as a per-group loop would
 // call it. Groups holding more than 1/threads of the rows, or at least
 // kRowsPerThread rows per thread, run one after another with all threads;
-// the rest run in one OpenMP region, one group per thread at a time. Routed
-// loads are uneven at every dispatch (the busiest of 4 experts takes about
-// 1.8x the mean in bench/plan/validation_moe.toml), and whole groups dealt
-// to 2 threads left one thread idle: with each sizeable group on all
+// the rest run in one OpenMP region, one group per thread at a time.
+// Routed loads are uneven at every dispatch (the busiest of 4 experts takes
+// about 1.8x the mean in bench/plan/validation_moe.toml), and whole groups
+// dealt to 2 threads left one thread idle: with each sizeable group on all
 // threads that model's expert forward + backward took 13% less (2 threads,
 // AMD EPYC). Small groups still share the threads, as a GEMM of a few rows
-// per thread runs well below its rate. Cutting a group's GEMM into tiles was measured
-// slower on this CPU (a 64-feature weight-gradient tile ran at half the
-// speed of the whole GEMM, bench/moe_gemm_bench.cpp), and keeping each
-// group's GEMM whole keeps the results those of a per-group loop at the
-// same thread count (dnnl_sgemm in a team's thread gives its one-thread
-// bits, and a small GEMM's bits do not depend on the thread count; a large
-// one's can, docs/gemm.md). The 16-bit variants run the groups in order, each on
-// LowpGemm with all threads (its cache is not thread-safe).
+// per thread runs well below its rate. Cutting a group's GEMM into tiles
+// was measured slower on this CPU (a 64-feature weight-gradient tile ran at
+// half the speed of the whole GEMM, bench/moe_gemm_bench.cpp). A group run
+// side by side gets the bits of a one-thread call, which for a large shape
+// can differ from an all-thread call's (docs/gemm.md). The 16-bit variants
+// run the groups in order, each on LowpGemm with all threads (its cache is
+// not thread-safe).
 #include "kernels/cpu/grouped_gemm.h"
 
 #include <vector>

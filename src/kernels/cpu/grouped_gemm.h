@@ -3,13 +3,12 @@
 // owns rows [offsets[g], offsets[g+1]) and weight g (OC, IC) at
 // weight + g*OC*IC, bias g (OC) at bias + g*OC. Each group's product is one
 // whole GEMM; groups with a large share of the rows, or enough rows for
-// every thread, run with all threads,
-// the others side by side in one parallel region, so many small or empty
-// groups do not serialise the work. Backward accumulates, like every kernel
-// here; results are those of a per-group loop of linear calls at the same
-// thread count. The 16-bit variants
-// (mixed precision) take operands already rounded to bf16/fp16 and run
-// each group's GEMM on cpu::LowpGemm, f32 out and f32 accumulation.
+// every thread, run with all threads, the others side by side in one
+// parallel region, so many small or empty groups do not serialise the work.
+// Backward accumulates, like every kernel here. Each group's result is that
+// of one linear call, on all threads or (side by side) on one. The 16-bit
+// variants (mixed precision) take operands already rounded to bf16/fp16 and
+// run each group's GEMM on cpu::LowpGemm, f32 out and f32 accumulation.
 #pragma once
 #include <cstdint>
 
