@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "plan/flops.h"
+#include "plan/processor_sharing.h"
 #include "plan/stage_work.h"
 
 namespace parallm {
@@ -53,8 +54,8 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
   // cores they time-share them (below, after the critical path).
   const OpCosts* costs = nullptr;
   double shared = 1.0;
+  const int on_node = std::min(devices, d.devices_per_node);
   if (!d.ops.empty()) {
-    const int on_node = std::min(devices, d.devices_per_node);
     costs = &costs_for_threads(d.ops, std::max(1, d.cores / on_node));
     shared = std::max(1.0, static_cast<double>(on_node) * costs->threads / d.cores);
   }
@@ -228,11 +229,24 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
               r.ep_imbalance_s + r.pp_bubble_s + r.pp_p2p_s + r.dp_exposed_s + r.optimizer_s;
   // Ranks sharing cores: the cores are work-conserving (waiting ranks yield,
   // mpirun's yield_when_idle), so a step takes the longer of its critical
-  // path and all ranks' busy time over the cores; a pipeline bubble and the
-  // wait for the busiest ep rank are idle time another rank's work fills.
+  // path and all ranks' busy time over the cores; a pipeline bubble is idle
+  // time another stage's work fills. The wait for the busiest ep rank is
+  // filled only across pipeline stages: with one stage every rank of an ep
+  // group is at the same dispatch, and the cores serve the group round
+  // robin (processor_sharing.h), which the even share underprices.
   if (shared > 1.0) {
     const double busy = r.total_s - r.pp_bubble_s - r.ep_imbalance_s;
-    r.core_sharing_s = std::max(0.0, shared * busy - r.total_s);
+    double uneven = 0;  // the ep groups' round-robin phases beyond an even share
+    if (q.pp == 1 && r.ep_imbalance_s > 0 && costs != nullptr) {
+      const double L = q.ep_load_factor(), e = r.ep_imbalance_s / (L - 1.0);  // mean expert work
+      std::vector<double> loads;  // per group: the busiest rank, the rest share what is left
+      for (int g = 0; g < std::max(1, on_node / q.ep); ++g) {
+        loads.push_back(L * e);
+        for (int i = 1; i < q.ep; ++i) loads.push_back((q.ep - L) / (q.ep - 1) * e);
+      }
+      uneven = std::max(0.0, processor_sharing_s(loads, costs->threads, d.cores) - shared * e);
+    }
+    r.core_sharing_s = std::max(0.0, shared * busy + uneven - r.total_s);
     r.total_s += r.core_sharing_s;
   }
   r.hw_flops_per_device = hw_flops_dev / r.total_s;
