@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -15,6 +16,7 @@
 #include "model/model_catalog.h"
 #include "plan/device_profile.h"
 #include "plan/flops.h"
+#include "plan/processor_sharing.h"
 #include "plan/stage_work.h"
 #include "plan/step_time.h"
 
@@ -39,9 +41,8 @@ OpCosts synthetic_costs(int threads = 1) {
   c.attn_seq = {128, 512};
   c.attn_fwd_s = {1e-9 / threads, 2e-9 / threads};
   c.attn_bwd_s = {3e-9 / threads, 6e-9 / threads};
-  for (const char* k :
-       {"rmsnorm", "layernorm", "swiglu", "gelu", "rope", "add", "cross_entropy", "embedding",
-        "moe_rows"}) {
+  for (const char* k : {"rmsnorm", "layernorm", "swiglu", "gelu", "rope", "add", "cross_entropy",
+                        "embedding", "moe_rows"}) {
     c.elem_fwd_s[k] = 1e-9 / threads;
     c.elem_bwd_s[k] = 2e-9 / threads;
   }
@@ -231,22 +232,28 @@ TEST(StepTime, CalibratedRanksShareTheCores) {
   EXPECT_NEAR(pp.total_s, 2 * (pp.total_s - pp.core_sharing_s - pp.pp_bubble_s), 1e-12);
 }
 
-// Under ep the group waits at each dispatch for its busiest rank: with a
-// measured load of 1.5 at ep 2 the experts' linears get 1.5 x the mean rows
-// and the step gains exactly the extra they cost; an ep size without a
-// measurement, and ep 1, are priced evenly.
-TEST(StepTime, ExpertParallelWaitsForTheBusiestRank) {
-  const DeviceProfile d = two_core_profile();
+// llama-tiny with 4 experts, top-2, 4 sequences of 128 a micro-batch, fp32.
+MemoryQuery tiny_moe_query(int dp, int ep, int64_t micro_batches) {
   MemoryQuery q;
   q.model = catalog_model("llama-tiny");
   q.model.moe.num_experts = 4;
   q.model.moe.topk = 2;
   q.seq_len = 128;
   q.micro_batch = 4;
-  q.micro_batches = 2;
-  q.dp = 2;
-  q.ep = 2;
+  q.micro_batches = micro_batches;
+  q.dp = dp;
+  q.ep = ep;
   q.precision = Precision::FP32;
+  return q;
+}
+
+// Under ep the group waits at each dispatch for its busiest rank: with a
+// measured load of 1.5 at ep 2 the experts' linears get 1.5 x the mean rows
+// and the step gains exactly the extra they cost; an ep size without a
+// measurement, and ep 1, are priced evenly.
+TEST(StepTime, ExpertParallelWaitsForTheBusiestRank) {
+  const DeviceProfile d = two_core_profile();
+  MemoryQuery q = tiny_moe_query(/*dp=*/2, /*ep=*/2, /*micro_batches=*/2);
   const StepTime even = predict_step_time(q, d);
   EXPECT_EQ(even.ep_imbalance_s, 0.0);
   q.ep_max_load = {{2, 1.5}, {4, 2.0}};
@@ -288,6 +295,30 @@ TEST(StepTime, ExpertParallelWaitsForTheBusiestRank) {
   const double expert_flops = 6.0 * 2 * 3 * q.model.hidden * F * q.model.n_layers * 128 * 4 * 2;
   EXPECT_NEAR(predict_step_time(q, a100).ep_imbalance_s,
               0.5 * expert_flops / a100.gemm_flops(static_cast<double>(F)), 1e-15);
+}
+
+// An ep group on shared cores waits for its busiest rank at every
+// dispatch while the cores serve the group round robin.
+TEST(StepTime, EpGroupOnSharedCoresIsServedRoundRobin) {
+  const DeviceProfile d = two_core_profile();  // 1 and 2 threads on 2 cores
+  MemoryQuery q = tiny_moe_query(/*dp=*/4, /*ep=*/4, /*micro_batches=*/1);  // a thread a rank
+  q.ep_max_load = {{4, 1.8}};
+  const StepTime t = predict_step_time(q, d);
+  ASSERT_GT(t.ep_imbalance_s, 0.0);
+  const double e = t.ep_imbalance_s / 0.8;  // a rank's mean expert work
+  const double critical = t.total_s - t.core_sharing_s;
+  const double busy = critical - t.ep_imbalance_s;
+  // The busiest rank's 1.8 e and three of (4 - 1.8) / 3 e, round robin on
+  // 2 cores, against 2 e for an even share.
+  const double uneven =
+      processor_sharing_s({1.8 * e, 2.2 / 3 * e, 2.2 / 3 * e, 2.2 / 3 * e}, 1, 2) - 2 * e;
+  EXPECT_NEAR(uneven, (2.2 / 3 / 0.5 + (1.8 - 2.2 / 3) - 2) * e, 1e-12);
+  EXPECT_NEAR(t.total_s, std::max(critical, 2 * busy + uneven), 1e-12);
+  // Even loads pack: the 4 ranks' busy time over 2 cores, nothing more.
+  q.ep_max_load.clear();
+  const StepTime even = predict_step_time(q, d);
+  EXPECT_EQ(even.ep_imbalance_s, 0.0);
+  EXPECT_NEAR(even.total_s, 2 * (even.total_s - even.core_sharing_s), 1e-12);
 }
 
 }  // namespace
