@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <thread>
 
@@ -193,22 +194,26 @@ void measure_moe_rows(const KernelCalibration& k, OpCosts& c) {
        dgate = filled(kS);
   const size_t bytes = kS * kC * sizeof(float);
   const double n = static_cast<double>(kS * kC);
-  c.elem_fwd_s["moe_rows"] = seconds_per_call(k, [&] {
-                               cpu::moe_gather(send.data(), x.data(), rows, kC);
-                               std::memcpy(recv.data(), send.data(), bytes);
-                               std::memcpy(saved.data(), recv.data(), bytes);
-                               std::memcpy(y.data(), recv.data(), bytes);
-                               cpu::moe_combine(out.data(), y.data(), gate.data(), rows, kC);
-                             }) /
-                             n;
-  c.elem_bwd_s["moe_rows"] = seconds_per_call(k, [&] {
-                               cpu::moe_combine_backward(send.data(), dgate.data(), out.data(),
-                                                         y.data(), gate.data(), rows, kC);
-                               std::memcpy(recv.data(), send.data(), bytes);
-                               std::memcpy(saved.data(), recv.data(), bytes);
-                               cpu::moe_gather_backward(x.data(), saved.data(), rows, kC);
-                             }) /
-                             n;
+  c.elem_fwd_s["moe_rows"] =
+      seconds_per_call(k,
+                       [&] {
+                         cpu::moe_gather(send.data(), x.data(), rows, kC);
+                         std::memcpy(recv.data(), send.data(), bytes);
+                         std::memcpy(saved.data(), recv.data(), bytes);
+                         std::memcpy(y.data(), recv.data(), bytes);
+                         cpu::moe_combine(out.data(), y.data(), gate.data(), rows, kC);
+                       }) /
+      n;
+  c.elem_bwd_s["moe_rows"] =
+      seconds_per_call(k,
+                       [&] {
+                         cpu::moe_combine_backward(send.data(), dgate.data(), out.data(), y.data(),
+                                                   gate.data(), rows, kC);
+                         std::memcpy(recv.data(), send.data(), bytes);
+                         std::memcpy(saved.data(), recv.data(), bytes);
+                         cpu::moe_gather_backward(x.data(), saved.data(), rows, kC);
+                       }) /
+      n;
 }
 
 // What a step does per parameter after the backward: the gradient's sum of
@@ -243,10 +248,11 @@ OpCosts fastest_of(const OpCosts& a, const OpCosts& b) {
   each_min(c.bwd_s, b.bwd_s);
   each_min(c.attn_fwd_s, b.attn_fwd_s);
   each_min(c.attn_bwd_s, b.attn_bwd_s);
-  for (auto* m : {&c.elem_fwd_s, &c.elem_bwd_s}) {
-    const auto& other = m == &c.elem_fwd_s ? b.elem_fwd_s : b.elem_bwd_s;
-    for (auto& [kind, s] : *m) s = std::min(s, other.at(kind));
-  }
+  auto kind_min = [](std::map<std::string, double>& x, const std::map<std::string, double>& y) {
+    for (auto& [kind, s] : x) s = std::min(s, y.at(kind));
+  };
+  kind_min(c.elem_fwd_s, b.elem_fwd_s);
+  kind_min(c.elem_bwd_s, b.elem_bwd_s);
   c.optimizer_s_per_param = std::min(a.optimizer_s_per_param, b.optimizer_s_per_param);
   c.copy_bytes_per_s = std::max(a.copy_bytes_per_s, b.copy_bytes_per_s);
   return c;
