@@ -39,7 +39,10 @@ function(parallm_layer name)
   if(sources)
     # Nothing reads errno after a math call; without this, glibc's errno
     # path around sqrtf keeps the optimizer loops scalar (docs/optimizers.md).
-    target_compile_options(${target} PRIVATE -fno-math-errno)
+    # Nothing traps on floating-point exceptions either; without that, GCC
+    # keeps the compare-and-select clamps of vec_math.h's exp as branches
+    # and every loop over it (GELU, SiLU, softmax, log-sum-exp) scalar.
+    target_compile_options(${target} PRIVATE -fno-math-errno -fno-trapping-math)
   endif()
   if(PARALLM_NATIVE)
     target_compile_options(${target} ${scope} -march=native)

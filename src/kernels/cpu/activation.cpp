@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/vec_math.h"
 
 namespace parallm::cpu {
@@ -38,62 +39,54 @@ inline T gelu_slope(T x) {
 
 template <class T>
 void gelu_forward(T* out, const T* inp, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-  for (int64_t i = 0; i < n; ++i) out[i] = gelu_value<T>(inp[i]);
+  for_each_index(n, kParallelMin, [=](int64_t i) { out[i] = gelu_value<T>(inp[i]); });
 }
 
 template <class T>
 void gelu_backward(T* dinp, const T* inp, const T* dout, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-  for (int64_t i = 0; i < n; ++i) dinp[i] += gelu_slope<T>(inp[i]) * dout[i];
+  for_each_index(n, kParallelMin, [=](int64_t i) { dinp[i] += gelu_slope<T>(inp[i]) * dout[i]; });
 }
 
 template <class T>
 void swiglu_forward(T* out, const T* gate, const T* up, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-  for (int64_t i = 0; i < n; ++i) {
+  for_each_index(n, kParallelMin, [=](int64_t i) {
     const T g = gate[i];
     out[i] = g * sigmoid_t<T>(g) * up[i];
-  }
+  });
 }
 
 template <class T>
 void swiglu_backward(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-  for (int64_t i = 0; i < n; ++i) {
+  for_each_index(n, kParallelMin, [=](int64_t i) {
     const T g = gate[i], sg = sigmoid_t<T>(g), d = dout[i];
     // silu'(g) = sigmoid(g) * (1 + g * (1 - sigmoid(g)))
     dgate[i] += d * up[i] * sg * (T(1) + g * (T(1) - sg));
     dup[i] += d * g * sg;
-  }
+  });
 }
 
 template <class T>
 void geglu_forward(T* out, const T* gate, const T* up, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-  for (int64_t i = 0; i < n; ++i) out[i] = gelu_value<T>(gate[i]) * up[i];
+  for_each_index(n, kParallelMin, [=](int64_t i) { out[i] = gelu_value<T>(gate[i]) * up[i]; });
 }
 
 template <class T>
 void geglu_backward(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-  for (int64_t i = 0; i < n; ++i) {
+  for_each_index(n, kParallelMin, [=](int64_t i) {
     const T g = gate[i], d = dout[i];
     dgate[i] += d * up[i] * gelu_slope<T>(g);
     dup[i] += d * gelu_value<T>(g);
-  }
+  });
 }
 
 template <class T>
 void add_inplace(T* y, const T* x, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+  for_each_index(n, kParallelMin, [=](int64_t i) { y[i] += x[i]; });
 }
 
 template <class T>
 void axpy(T* y, T a, const T* x, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+  for_each_index(n, kParallelMin, [=](int64_t i) { y[i] += a * x[i]; });
 }
 
 #define PX_INSTANTIATE(T)                                                          \
