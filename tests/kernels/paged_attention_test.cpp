@@ -5,10 +5,12 @@
 // materialises the scores; both the Direct and the Gemm path, GQA, decode and
 // prefill chunks with a past, block sizes 1, 3 and 16, sliding windows (the
 // NaN entries then include blocks wholly before the window); a ragged batch
-// equals each sequence alone, and Direct rows any chunking, bit for bit.
+// equals each sequence alone, and Direct rows any chunking and either
+// thread count, bit for bit.
 #include "kernels/cpu/paged_attention.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -272,6 +274,20 @@ void expect_direct_rows_ignore_chunking(const Case& c) {
 TEST(PagedAttention, DirectRowsDoNotDependOnChunking) {
   for (int64_t window : {0, 6})
     expect_direct_rows_ignore_chunking(Case({8, 2, 32, 4, 0, 23, window}, 21));
+}
+
+// A lone decoding sequence is split over the threads by key tiles; its
+// result is the same, bit for bit, on one thread and on two.
+TEST(PagedAttention, DirectRowsDoNotDependOnTheThreadCount) {
+  const Case c({8, 2, 32, 16, 300, 1}, 31);
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const Result<float> one = run_paged<float>(c, PagedAttnPath::Direct);
+  omp_set_num_threads(2);
+  const Result<float> two = run_paged<float>(c, PagedAttnPath::Direct);
+  omp_set_num_threads(before);
+  EXPECT_EQ(one.out, two.out);
+  EXPECT_EQ(one.lse, two.lse);
 }
 
 TEST(PagedAttention, NullLseIsAllowed) {

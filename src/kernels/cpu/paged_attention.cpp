@@ -1,18 +1,26 @@
-// Paged attention on CPU (see paged_attention.h). Work is cut into tasks of
-// (sequence, kv head, its query heads or one of them, block of query rows);
-// a task walks the visible keys in tiles of whole blocks (from the tile that
-// holds its first row's window start), keeping per query
-// row a running max m, a running sum l and an unnormalised output, rescaled
-// when m grows. Invariant: a query row's result depends only on its own
-// sequence's data, position and Tq (never on the rest of the batch, the
-// thread count or how heads were split into tasks).
+// Paged attention on CPU (see paged_attention.h), two kinds of task.
+// Direct (decode, few query rows): one task per (sequence, key tile of whole
+// blocks) computes every row and head of its sequence over the tile, reading
+// the tile's tokens in order, and leaves each row's tile softmax (max, sum,
+// unnormalised output); a merge then combines a row's tiles in tile order.
+// Gemm (prefill chunks): a task is (sequence, kv head, its query heads or one
+// of them, block of query rows) and walks the visible keys in tiles (from the
+// tile that holds its first row's window start), keeping per query row a
+// running max m, a running sum l and an unnormalised output, rescaled when m
+// grows. Invariant: a query row's result depends only on its own sequence's
+// data, position and Tq (never on the rest of the batch, the thread count or
+// how heads were split into tasks).
 #include "kernels/cpu/paged_attention.h"
 
 #include <omp.h>
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -32,6 +40,10 @@ constexpr int64_t kQueryBlock = 64;
 // below it a GEMM's setup and the tile copy cost more than direct loops
 // (measured crossover between 2 and 4 at D=64, GQA group 3).
 constexpr int64_t kGemmMinRows = 4;
+// Keys per Direct path task (rounded to whole blocks): enough tasks that a
+// lone sequence decoding at a short context spreads over the threads, each
+// long enough that its partial results cost little to merge.
+constexpr int64_t kSplitKeys = 32;
 // Below this many multiply-adds a call runs on one thread (see attention.cpp),
 // unless it reads this many bytes of keys and values: decode (one query row
 // per head over a long cache) is bound by memory, which two cores read
@@ -39,16 +51,45 @@ constexpr int64_t kGemmMinRows = 4;
 constexpr double kMinParallelFlops = 1e6;
 constexpr double kMinParallelBytes = 256 << 10;
 
+// A Gemm path task.
 struct Task {
   int64_t seq, row0;  // the sequence and its first row in q
   int64_t i0, i1;     // its query rows [i0, i1)
   int64_t g, h0, h1;  // kv head and query heads [h0, h1)
-  bool gemm;
+};
+
+// A Direct path task: every query row and head of sequence `seq` over tile
+// keys [j0, j0 + tk); its Tq * Hq rows' partial results go to slots
+// slot .. slot + Tq * Hq - 1 (row-major: query row, then head).
+struct SplitTask {
+  int64_t seq, row0;
+  int64_t j0, tk;
+  int64_t slot;
+};
+
+// The Direct tasks [p0, p1) of one sequence, whose `rows` = Tq * Hq slots
+// each are merged into q's rows from row0.
+struct SplitMerge {
+  int64_t row0, rows, p0, p1;
+};
+
+// Per slot: the tile's max score, sum of exp(score - max) and unnormalised
+// output (D values). Not zero-filled here: each task sets its own slots, in
+// the thread that then reads them.
+template <class T>
+struct Partials {
+  explicit Partials(int64_t slots, int64_t D)
+      : m(new T[static_cast<size_t>(slots)]),
+        acc(new T[static_cast<size_t>(slots * D)]),
+        l(new double[static_cast<size_t>(slots)]) {}
+  std::unique_ptr<T[]> m, acc;
+  std::unique_ptr<double[]> l;
 };
 
 struct Geometry {
   const PagedAttnDims& d;
   int64_t group, ldq, ldk, tile;
+  int64_t split_tile;  // keys per Direct task (whole blocks)
   // The first key position that the query at position pos sees.
   int64_t first(int64_t pos) const {
     return d.window > 0 ? std::max<int64_t>(0, pos - d.window + 1) : 0;
@@ -66,20 +107,28 @@ struct Workspace {
   std::vector<int64_t> a, c;  // each row sees keys [a, c) of the current tile
 };
 
-// The running softmax state of one row over tile scores s[0, c): rescales
-// acc by exp(m_old - m_new), replaces s by exp(s - m_new), updates m and l.
-// Non-inlined: inside the OpenMP outlined loop GCC 12 leaves it scalar.
+// s[0, c) = exp(s - m_new) with m_new = max(floor, max of s); returns m_new
+// and the new values' sum.
 template <class T>
-[[gnu::noinline]] void online_update(T* s, int64_t c, T& m, double& l, T* acc, int64_t D) {
+[[gnu::noinline]] T exp_shifted(T* s, int64_t c, T floor, double& sum) {
   T mx = s[0];
 #pragma omp simd reduction(max : mx)
   for (int64_t j = 0; j < c; ++j) mx = s[j] > mx ? s[j] : mx;
-  const T m_new = std::max(m, mx);
+  const T m_new = std::max(floor, mx);
 #pragma omp simd
   for (int64_t j = 0; j < c; ++j) s[j] = exp_t<T>(s[j] - m_new);
-  double sum = 0.0;
+  sum = 0.0;
 #pragma omp simd reduction(+ : sum)
   for (int64_t j = 0; j < c; ++j) sum += s[j];
+  return m_new;
+}
+
+// The running softmax state of one row over tile scores s[0, c): rescales
+// acc by exp(m_old - m_new), replaces s by exp(s - m_new), updates m and l.
+template <class T>
+void online_update(T* s, int64_t c, T& m, double& l, T* acc, int64_t D) {
+  double sum = 0.0;
+  const T m_new = exp_shifted(s, c, m, sum);
   if (m_new > m) {
     const T alpha = exp_t<T>(m - m_new);  // 0 on the first tile (m = -inf)
     l *= static_cast<double>(alpha);
@@ -90,10 +139,15 @@ template <class T>
   l += sum;
 }
 
-// Keys per inner step of the Direct path: four independent rows in flight
-// hide memory latency that one dot product at a time leaves exposed (the
-// key rows of one kv head are Hkv * D apart, so the hardware prefetcher
-// barely helps).
+// One tile's softmax of a row's scores s[0, c): m = their max, s = exp(s - m),
+// l = their sum.
+template <class T>
+void tile_softmax(T* s, int64_t c, T& m, double& l) {
+  m = exp_shifted(s, c, -std::numeric_limits<T>::infinity(), l);
+}
+
+// Keys per inner step of the Direct path: four key rows in flight hide
+// memory latency that one dot product at a time leaves exposed.
 constexpr int64_t kLanes = 4;
 // How far ahead of the scores loop keys are prefetched.
 constexpr int64_t kPrefetchKeys = 8;
@@ -122,6 +176,44 @@ template <class T>
   out[2] = s2;
   out[3] = s3;
 }
+
+#ifdef __AVX2__
+// The float rows of a multiple of 8: one 8-wide accumulator per key, summed
+// across lanes for all four at once (three horizontal adds), where the
+// generic loop reduces each of the four on its own.
+template <>
+[[gnu::noinline]] void dot4<float>(float* out, const float* q, const float* __restrict k0,
+                                   const float* __restrict k1, const float* __restrict k2,
+                                   const float* __restrict k3, int64_t n) {
+  if (n % 8 != 0) {
+    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+    for (int64_t e = 0; e < n; ++e) {
+      const float x = q[e];
+      s0 += x * k0[e];
+      s1 += x * k1[e];
+      s2 += x * k2[e];
+      s3 += x * k3[e];
+    }
+    out[0] = s0;
+    out[1] = s1;
+    out[2] = s2;
+    out[3] = s3;
+    return;
+  }
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t e = 0; e < n; e += 8) {
+    const __m256 x = _mm256_loadu_ps(q + e);
+    a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k0 + e), a0);
+    a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k1 + e), a1);
+    a2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k2 + e), a2);
+    a3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k3 + e), a3);
+  }
+  // [a0 a1 a2 a3 of lanes 0-3 | of lanes 4-7], then the halves added.
+  const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+  _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+}
+#endif
 
 template <class T>
 [[gnu::noinline]] T dot(const T* a, const T* b, int64_t n) {
@@ -166,61 +258,125 @@ std::pair<int64_t, int64_t> tile_rows(const Task& t, const PagedSeq& s, const Ge
   return {amin, cmax};
 }
 
-// Direct path: keys four at a time, each group used by every row of the
-// task while it is in cache (the group's query heads share it under GQA).
-// Row r handles its own visible keys only, in groups at fixed offsets of
-// the tile whatever the other rows see, so its result does not depend on them.
+// Direct path: one task per (sequence, key tile) serves every query row
+// and head of its sequence, so the tile's keys stream from memory in order
+// (all kv heads of a token are adjacent in the pool) and a lone decoding
+// sequence still spreads over the threads. A task leaves each row's softmax
+// state over its tile (max, sum, unnormalised output) in its own slots;
+// merge_rows combines a row's tiles in tile order. Row r handles its own
+// visible keys only, in groups at fixed offsets of the tile whatever the
+// other rows see, so its result does not depend on them, on the thread
+// count or on how its sequence was chunked.
 template <class T>
-void task_direct(const Task& t, const PagedSeq& s, const Geometry& G, const T* q, const T* kp,
-                 const T* vp, T scale, int64_t kbeg, int64_t kend, Workspace<T>& w) {
-  const int64_t D = G.d.D, nq = t.i1 - t.i0, R = (t.h1 - t.h0) * nq;
-  auto qrow = [&](int64_t r) { return q + (t.row0 + t.i0 + r % nq) * G.ldq + (t.h0 + r / nq) * D; };
-  // Row r's lanes [lo, hi) of the group at tile key j (all of them: the fast path).
-  auto lanes = [&](int64_t r, int64_t j, int64_t nl) {
-    return std::pair<int64_t, int64_t>{std::max<int64_t>(0, w.a[r] - j), std::min(nl, w.c[r] - j)};
+void split_task(const SplitTask& t, const PagedSeq& s, const Geometry& G, const T* q, const T* kp,
+                const T* vp, T scale, Partials<T>& P, Workspace<T>& w) {
+  const int64_t D = G.d.D, Hq = G.d.Hq, nq = s.Tq, tile = G.split_tile;
+  const int64_t row_elems = G.d.Hkv * D, R = nq * Hq;
+  std::fill_n(&P.m[t.slot], R, -std::numeric_limits<T>::infinity());
+  std::fill_n(&P.l[t.slot], R, 0.0);
+  std::fill_n(&P.acc[t.slot * D], R * D, T(0));
+  w.a.resize(static_cast<size_t>(nq));
+  w.c.resize(static_cast<size_t>(nq));
+  int64_t amin = t.tk, cmax = 0;
+  for (int64_t i = 0; i < nq; ++i) {
+    const int64_t pos = s.q_pos0 + i;
+    w.a[i] = std::clamp<int64_t>(G.first(pos) - t.j0, 0, t.tk);
+    w.c[i] = std::clamp<int64_t>(pos + 1 - t.j0, 0, t.tk);
+    if (w.c[i] > w.a[i]) {
+      amin = std::min(amin, w.a[i]);
+      cmax = std::max(cmax, w.c[i]);
+    }
+  }
+  if (cmax <= amin) return;  // the slots keep m = -inf, l = 0
+  if (w.s.size() < static_cast<size_t>(R * tile)) w.s.resize(static_cast<size_t>(R * tile));
+  const int64_t jstart = amin / kLanes * kLanes;
+  // Row i's lanes [lo, hi) of the group at tile key j (all of them: the fast path).
+  auto lanes = [&](int64_t i, int64_t j, int64_t nl) {
+    return std::pair<int64_t, int64_t>{std::max<int64_t>(0, w.a[i] - j), std::min(nl, w.c[i] - j)};
   };
-  const T* kr[kLanes];
-  const T* vr[kLanes];
-  for (int64_t j0 = kbeg; j0 < kend; j0 += G.tile) {
-    const int64_t tk = std::min(G.tile, kend - j0);
-    const auto [amin, cmax] = tile_rows(t, s, G, R, j0, tk, w);
-    const int64_t jstart = amin / kLanes * kLanes;
-    for (int64_t j = jstart; j < cmax; j += kLanes) {
-      const int64_t nl = std::min(kLanes, cmax - j);
-      for (int64_t l = 0; l < nl; ++l) {
-        kr[l] = kp + G.k_off(s, j0 + j + l, t.g);
-        prefetch_row(vp + G.k_off(s, j0 + j + l, t.g), D);  // read after the scores
-        if (j + l + kPrefetchKeys < cmax)
-          prefetch_row(kp + G.k_off(s, j0 + j + l + kPrefetchKeys, t.g), D);
-      }
-      for (int64_t r = 0; r < R; ++r) {
-        T* sr = &w.s[r * G.tile + j];
-        const auto [lo, hi] = lanes(r, j, nl);
+  auto token = [&](const T* pool, int64_t j) { return pool + G.k_off(s, t.j0 + j, 0); };
+  const T* r4[kLanes];
+  for (int64_t j = jstart; j < cmax; j += kLanes) {
+    const int64_t nl = std::min(kLanes, cmax - j);
+    for (int64_t l = 0; l < nl; ++l) {
+      r4[l] = token(kp, j + l);
+      if (j + l + kPrefetchKeys < cmax) prefetch_row(token(kp, j + l + kPrefetchKeys), row_elems);
+    }
+    for (int64_t i = 0; i < nq; ++i) {
+      const auto [lo, hi] = lanes(i, j, nl);
+      if (hi <= lo) continue;
+      for (int64_t h = 0; h < Hq; ++h) {
+        const T* qr = q + (t.row0 + i) * G.ldq + h * D;
+        const int64_t ko = h / G.group * D;
+        T* sr = &w.s[(i * Hq + h) * tile + j];
         if (lo == 0 && hi == kLanes) {
-          dot4(sr, qrow(r), kr[0], kr[1], kr[2], kr[3], D);
+          dot4(sr, qr, r4[0] + ko, r4[1] + ko, r4[2] + ko, r4[3] + ko, D);
           for (int64_t l = 0; l < kLanes; ++l) sr[l] *= scale;
         } else {
-          for (int64_t l = lo; l < hi; ++l) sr[l] = scale * dot(qrow(r), kr[l], D);
+          for (int64_t l = lo; l < hi; ++l) sr[l] = scale * dot(qr, r4[l] + ko, D);
         }
       }
     }
-    for (int64_t r = 0; r < R; ++r)
-      if (w.c[r] > w.a[r])
-        online_update(&w.s[r * G.tile + w.a[r]], w.c[r] - w.a[r], w.m[r], w.l[r], &w.acc[r * D], D);
-    for (int64_t j = jstart; j < cmax; j += kLanes) {
-      const int64_t nl = std::min(kLanes, cmax - j);
-      for (int64_t l = 0; l < nl; ++l) vr[l] = vp + G.k_off(s, j0 + j + l, t.g);
-      for (int64_t r = 0; r < R; ++r) {
-        T* a = &w.acc[r * D];
-        const T* p = &w.s[r * G.tile + j];
-        const auto [lo, hi] = lanes(r, j, nl);
+  }
+  for (int64_t i = 0; i < nq; ++i) {
+    if (w.c[i] <= w.a[i]) continue;
+    for (int64_t h = 0; h < Hq; ++h) {
+      const int64_t r = i * Hq + h, slot = t.slot + r;
+      tile_softmax(&w.s[r * tile + w.a[i]], w.c[i] - w.a[i], P.m[slot], P.l[slot]);
+    }
+  }
+  for (int64_t j = jstart; j < cmax; j += kLanes) {
+    const int64_t nl = std::min(kLanes, cmax - j);
+    for (int64_t l = 0; l < nl; ++l) {
+      r4[l] = token(vp, j + l);
+      if (j + l + kPrefetchKeys < cmax) prefetch_row(token(vp, j + l + kPrefetchKeys), row_elems);
+    }
+    for (int64_t i = 0; i < nq; ++i) {
+      const auto [lo, hi] = lanes(i, j, nl);
+      if (hi <= lo) continue;
+      for (int64_t h = 0; h < Hq; ++h) {
+        const int64_t r = i * Hq + h, ko = h / G.group * D;
+        T* a = &P.acc[(t.slot + r) * D];
+        const T* p = &w.s[r * tile + j];
         if (lo == 0 && hi == kLanes) {
-          axpy4(a, p, vr[0], vr[1], vr[2], vr[3], D);
+          axpy4(a, p, r4[0] + ko, r4[1] + ko, r4[2] + ko, r4[3] + ko, D);
         } else {
-          for (int64_t l = lo; l < hi; ++l) axpy(a, p[l], vr[l], D);
+          for (int64_t l = lo; l < hi; ++l) axpy(a, p[l], r4[l] + ko, D);
         }
       }
     }
+  }
+}
+
+// Combines the tiles of one sequence's rows (tasks [p0, p1), in tile order)
+// into out and lse: out = sum_t e^(m_t - M) acc_t / sum_t e^(m_t - M) l_t.
+template <class T>
+void merge_rows(const SplitMerge& mg, const std::vector<SplitTask>& splits, const Geometry& G,
+                const Partials<T>& P, T* out, T* lse) {
+  const int64_t D = G.d.D, Hq = G.d.Hq;
+  for (int64_t r = 0; r < mg.rows; ++r) {
+    T M = -std::numeric_limits<T>::infinity();
+    for (int64_t p = mg.p0; p < mg.p1; ++p)
+      if (P.l[splits[p].slot + r] > 0.0) M = std::max(M, P.m[splits[p].slot + r]);
+    T* o = out + (mg.row0 + r / Hq) * G.ldq + r % Hq * D;
+    std::fill_n(o, D, T(0));
+    double l = 0.0;
+    for (int64_t p = mg.p0; p < mg.p1; ++p) {
+      const int64_t slot = splits[p].slot + r;
+      if (P.l[slot] <= 0.0) continue;
+      const T wgt = exp_t<T>(P.m[slot] - M);  // 1 for the tile holding the maximum
+      l += P.l[slot] * static_cast<double>(wgt);
+      axpy(o, wgt, &P.acc[slot * D], D);
+    }
+    // Every query sees at least its own key, so l > 0; the guard keeps a bad
+    // table from dividing by zero silently.
+    const T inv = l > 0.0 ? static_cast<T>(1.0 / l) : T(0);
+#pragma omp simd
+    for (int64_t e = 0; e < D; ++e) o[e] *= inv;
+    if (lse != nullptr)
+      lse[(mg.row0 + r / Hq) * Hq + r % Hq] =
+          l > 0.0 ? static_cast<T>(static_cast<double>(M) + std::log(l))
+                  : -std::numeric_limits<T>::infinity();
   }
 }
 
@@ -276,16 +432,12 @@ void run_task(const Task& t, const PagedSeq& s, const Geometry& G, T* out, T* ls
   w.l.assign(static_cast<size_t>(R), 0.0);
   w.a.assign(static_cast<size_t>(R), 0);
   w.c.assign(static_cast<size_t>(R), 0);
-  const size_t srows = static_cast<size_t>(t.gemm ? nq : R);
-  if (w.s.size() < srows * G.tile) w.s.resize(srows * G.tile);
-  if (t.gemm && w.kt.size() < static_cast<size_t>(G.tile * D)) {
+  if (w.s.size() < static_cast<size_t>(nq * G.tile)) w.s.resize(static_cast<size_t>(nq * G.tile));
+  if (w.kt.size() < static_cast<size_t>(G.tile * D)) {
     w.kt.resize(static_cast<size_t>(G.tile * D));
     w.vt.resize(static_cast<size_t>(G.tile * D));
   }
-  if (t.gemm)
-    task_gemm(t, s, G, q, kp, vp, scale, kbeg, kend, w);
-  else
-    task_direct(t, s, G, q, kp, vp, scale, kbeg, kend, w);
+  task_gemm(t, s, G, q, kp, vp, scale, kbeg, kend, w);
   for (int64_t r = 0; r < R; ++r) {
     const int64_t row = t.row0 + t.i0 + r % nq, h = t.h0 + r / nq;
     T* o = out + row * G.ldq + h * D;
@@ -300,6 +452,10 @@ void run_task(const Task& t, const PagedSeq& s, const Geometry& G, T* out, T* ls
       lse[row * G.d.Hq + h] = l > 0.0 ? static_cast<T>(static_cast<double>(w.m[r]) + std::log(l))
                                       : -std::numeric_limits<T>::infinity();
   }
+}
+
+bool uses_gemm(PagedAttnPath path, const PagedSeq& s) {
+  return path == PagedAttnPath::Gemm || (path == PagedAttnPath::Auto && s.Tq >= kGemmMinRows);
 }
 
 void check_inputs(const PagedSeq* seqs, int64_t n_seqs, const PagedAttnDims& d) {
@@ -335,44 +491,65 @@ void paged_attention_forward(T* out, T* lse, const T* q, const T* k_pool, const 
                              double scale, PagedAttnPath path) {
   check_inputs(seqs, n_seqs, d);
   const int64_t group = d.Hq / d.Hkv;
-  const int64_t per_tile = std::max<int64_t>(1, kKeyTile / d.block_size);
-  const Geometry G{d, group, d.Hq * d.D, d.Hkv * d.D, per_tile * d.block_size};
+  // Tiles are whole blocks.
+  auto whole_blocks = [&](int64_t keys) {
+    return std::max<int64_t>(1, keys / d.block_size) * d.block_size;
+  };
+  const Geometry G{
+      d, group, d.Hq * d.D, d.Hkv * d.D, whole_blocks(kKeyTile), whole_blocks(kSplitKeys)};
 
-  // Tasks: whole GQA groups share each key load; when that leaves threads
-  // idle (one sequence decoding with few kv heads), one task per query head.
+  // Direct sequences: one task per key tile, all heads. Gemm sequences: whole
+  // GQA groups share each key load; when that leaves threads idle, one task
+  // per query head.
+  std::vector<SplitTask> splits;
+  std::vector<SplitMerge> merges;
   std::vector<Task> tasks;
   double flops = 0.0, kv_bytes = 0.0;
+  int64_t slots = 0;
+  for (int64_t i = 0, row0 = 0; i < n_seqs; row0 += seqs[i].Tq, ++i) {
+    const PagedSeq& s = seqs[i];
+    const int64_t keys = s.q_pos0 + s.Tq - G.first(s.q_pos0);  // that some row reads
+    flops += static_cast<double>(d.Hq) * s.Tq * keys * d.D;
+    kv_bytes += 2.0 * d.Hkv * keys * d.D * sizeof(T);
+    if (s.Tq == 0 || uses_gemm(path, s)) continue;
+    const int64_t p0 = static_cast<int64_t>(splits.size()), kend = s.q_pos0 + s.Tq;
+    for (int64_t j0 = G.first(s.q_pos0) / G.split_tile * G.split_tile; j0 < kend;
+         j0 += G.split_tile, slots += s.Tq * d.Hq)
+      splits.push_back({i, row0, j0, std::min(G.split_tile, kend - j0), slots});
+    merges.push_back({row0, s.Tq * d.Hq, p0, static_cast<int64_t>(splits.size())});
+  }
   for (int heads_per_task : {static_cast<int>(group), 1}) {
     tasks.clear();
-    flops = 0.0;
-    kv_bytes = 0.0;
-    int64_t row0 = 0;
-    for (int64_t i = 0; i < n_seqs; ++i) {
+    for (int64_t i = 0, row0 = 0; i < n_seqs; row0 += seqs[i].Tq, ++i) {
       const PagedSeq& s = seqs[i];
-      const bool use_gemm =
-          path == PagedAttnPath::Gemm || (path == PagedAttnPath::Auto && s.Tq >= kGemmMinRows);
-      const int64_t qb = use_gemm ? kQueryBlock : std::max<int64_t>(s.Tq, 1);
-      for (int64_t i0 = 0; i0 < s.Tq; i0 += qb)
+      if (!uses_gemm(path, s)) continue;
+      for (int64_t i0 = 0; i0 < s.Tq; i0 += kQueryBlock)
         for (int64_t h0 = 0; h0 < d.Hq; h0 += heads_per_task)
-          tasks.push_back({i, row0, i0, std::min(s.Tq, i0 + qb), h0 / group, h0,
-                           h0 + heads_per_task, use_gemm});
-      const int64_t keys = s.q_pos0 + s.Tq - G.first(s.q_pos0);  // that some row reads
-      flops += static_cast<double>(d.Hq) * s.Tq * keys * d.D;
-      kv_bytes += 2.0 * d.Hkv * keys * d.D * sizeof(T);
-      row0 += s.Tq;
+          tasks.push_back(
+              {i, row0, i0, std::min(s.Tq, i0 + kQueryBlock), h0 / group, h0, h0 + heads_per_task});
     }
-    if (heads_per_task == 1 || static_cast<int64_t>(tasks.size()) >= 2 * omp_get_max_threads())
-      break;
+    if (static_cast<int64_t>(tasks.size() + splits.size()) >= 2 * omp_get_max_threads()) break;
   }
-  const bool parallel =
-      (flops >= kMinParallelFlops || kv_bytes >= kMinParallelBytes) && tasks.size() > 1;
+  Partials<T> P(slots, d.D);
+  const size_t n_tasks = tasks.size() + splits.size();
+  const bool parallel = (flops >= kMinParallelFlops || kv_bytes >= kMinParallelBytes) &&
+                        (n_tasks > 1 || merges.size() > 1);
   const T sc = static_cast<T>(scale);
 #pragma omp parallel if (parallel)
   {
     Workspace<T> w;
 #pragma omp for schedule(dynamic, 1)
-    for (size_t i = 0; i < tasks.size(); ++i)
-      run_task(tasks[i], seqs[tasks[i].seq], G, out, lse, q, k_pool, v_pool, sc, w);
+    for (size_t i = 0; i < n_tasks; ++i) {
+      if (i < splits.size()) {
+        const SplitTask& t = splits[i];
+        split_task(t, seqs[t.seq], G, q, k_pool, v_pool, sc, P, w);
+      } else {
+        const Task& t = tasks[i - splits.size()];
+        run_task(t, seqs[t.seq], G, out, lse, q, k_pool, v_pool, sc, w);
+      }
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (size_t i = 0; i < merges.size(); ++i) merge_rows(merges[i], splits, G, P, out, lse);
   }
 }
 

@@ -34,8 +34,10 @@ struct PagedSeq {
   int64_t n_blocks;
 };
 
-// How a task computes its scores: Direct loops key by key (decode, few query
-// rows; no copies), Gemm gathers a key tile and calls BLAS (prefill chunks).
+// How a task computes its scores: Direct loops key by key over one tile of
+// keys for all of a sequence's heads, tiles spread over the threads and
+// merged after (decode, few query rows; no copies), Gemm gathers a key tile
+// and calls BLAS (prefill chunks).
 // Auto picks by the number of query rows. Both give the same result to
 // rounding; tests pin each.
 enum class PagedAttnPath { Auto, Direct, Gemm };
