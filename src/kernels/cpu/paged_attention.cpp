@@ -160,8 +160,8 @@ void prefetch_row(const T* p, int64_t n) {
 
 // out[l] = q . k_l for the four rows k0..k3.
 template <class T>
-[[gnu::noinline]] void dot4(T* out, const T* q, const T* __restrict k0, const T* __restrict k1,
-                            const T* __restrict k2, const T* __restrict k3, int64_t n) {
+inline void dot4_loop(T* out, const T* q, const T* __restrict k0, const T* __restrict k1,
+                      const T* __restrict k2, const T* __restrict k3, int64_t n) {
   T s0 = 0, s1 = 0, s2 = 0, s3 = 0;
 #pragma omp simd reduction(+ : s0, s1, s2, s3)
   for (int64_t e = 0; e < n; ++e) {
@@ -177,6 +177,12 @@ template <class T>
   out[3] = s3;
 }
 
+template <class T>
+[[gnu::noinline]] void dot4(T* out, const T* q, const T* __restrict k0, const T* __restrict k1,
+                            const T* __restrict k2, const T* __restrict k3, int64_t n) {
+  dot4_loop(out, q, k0, k1, k2, k3, n);
+}
+
 #ifdef __AVX2__
 // The float rows of a multiple of 8: one 8-wide accumulator per key, summed
 // across lanes for all four at once (three horizontal adds), where the
@@ -186,19 +192,7 @@ template <>
                                    const float* __restrict k1, const float* __restrict k2,
                                    const float* __restrict k3, int64_t n) {
   if (n % 8 != 0) {
-    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-#pragma omp simd reduction(+ : s0, s1, s2, s3)
-    for (int64_t e = 0; e < n; ++e) {
-      const float x = q[e];
-      s0 += x * k0[e];
-      s1 += x * k1[e];
-      s2 += x * k2[e];
-      s3 += x * k3[e];
-    }
-    out[0] = s0;
-    out[1] = s1;
-    out[2] = s2;
-    out[3] = s3;
+    dot4_loop(out, q, k0, k1, k2, k3, n);
     return;
   }
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
