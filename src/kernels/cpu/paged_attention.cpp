@@ -289,29 +289,41 @@ void split_task(const SplitTask& t, const PagedSeq& s, const Geometry& G, const 
     return std::pair<int64_t, int64_t>{std::max<int64_t>(0, w.a[i] - j), std::min(nl, w.c[i] - j)};
   };
   auto token = [&](const T* pool, int64_t j) { return pool + G.k_off(s, t.j0 + j, 0); };
-  const T* r4[kLanes];
-  for (int64_t j = jstart; j < cmax; j += kLanes) {
-    const int64_t nl = std::min(kLanes, cmax - j);
-    for (int64_t l = 0; l < nl; ++l) {
-      r4[l] = token(kp, j + l);
-      if (j + l + kPrefetchKeys < cmax) prefetch_row(token(kp, j + l + kPrefetchKeys), row_elems);
-    }
-    for (int64_t i = 0; i < nq; ++i) {
-      const auto [lo, hi] = lanes(i, j, nl);
-      if (hi <= lo) continue;
-      for (int64_t h = 0; h < Hq; ++h) {
-        const T* qr = q + (t.row0 + i) * G.ldq + h * D;
-        const int64_t ko = h / G.group * D;
-        T* sr = &w.s[(i * Hq + h) * tile + j];
-        if (lo == 0 && hi == kLanes) {
-          dot4(sr, qr, r4[0] + ko, r4[1] + ko, r4[2] + ko, r4[3] + ko, D);
-          for (int64_t l = 0; l < kLanes; ++l) sr[l] *= scale;
-        } else {
-          for (int64_t l = lo; l < hi; ++l) sr[l] = scale * dot(qr, r4[l] + ko, D);
+  // Walks the tile's keys in groups of kLanes, token rows in pool order
+  // (prefetched kPrefetchKeys ahead), and calls visit(i, h, j, lo, hi, rows)
+  // for every query row i that sees some of the group at tile key j (lanes
+  // [lo, hi)) and every head h, rows[l] pointing at key j + l's values of
+  // h's kv head.
+  auto walk = [&](const T* pool, auto&& visit) {
+    const T* tok[kLanes];
+    const T* rows[kLanes];
+    for (int64_t j = jstart; j < cmax; j += kLanes) {
+      const int64_t nl = std::min(kLanes, cmax - j);
+      for (int64_t l = 0; l < nl; ++l) {
+        tok[l] = token(pool, j + l);
+        if (j + l + kPrefetchKeys < cmax)
+          prefetch_row(token(pool, j + l + kPrefetchKeys), row_elems);
+      }
+      for (int64_t i = 0; i < nq; ++i) {
+        const auto [lo, hi] = lanes(i, j, nl);
+        if (hi <= lo) continue;
+        for (int64_t h = 0; h < Hq; ++h) {
+          for (int64_t l = 0; l < nl; ++l) rows[l] = tok[l] + h / G.group * D;
+          visit(i, h, j, lo, hi, rows);
         }
       }
     }
-  }
+  };
+  walk(kp, [&](int64_t i, int64_t h, int64_t j, int64_t lo, int64_t hi, const T* const* k) {
+    const T* qr = q + (t.row0 + i) * G.ldq + h * D;
+    T* sr = &w.s[(i * Hq + h) * tile + j];
+    if (lo == 0 && hi == kLanes) {
+      dot4(sr, qr, k[0], k[1], k[2], k[3], D);
+      for (int64_t l = 0; l < kLanes; ++l) sr[l] *= scale;
+    } else {
+      for (int64_t l = lo; l < hi; ++l) sr[l] = scale * dot(qr, k[l], D);
+    }
+  });
   for (int64_t i = 0; i < nq; ++i) {
     if (w.c[i] <= w.a[i]) continue;
     for (int64_t h = 0; h < Hq; ++h) {
@@ -319,27 +331,16 @@ void split_task(const SplitTask& t, const PagedSeq& s, const Geometry& G, const 
       tile_softmax(&w.s[r * tile + w.a[i]], w.c[i] - w.a[i], P.m[slot], P.l[slot]);
     }
   }
-  for (int64_t j = jstart; j < cmax; j += kLanes) {
-    const int64_t nl = std::min(kLanes, cmax - j);
-    for (int64_t l = 0; l < nl; ++l) {
-      r4[l] = token(vp, j + l);
-      if (j + l + kPrefetchKeys < cmax) prefetch_row(token(vp, j + l + kPrefetchKeys), row_elems);
+  walk(vp, [&](int64_t i, int64_t h, int64_t j, int64_t lo, int64_t hi, const T* const* v) {
+    const int64_t r = i * Hq + h;
+    T* a = &P.acc[(t.slot + r) * D];
+    const T* p = &w.s[r * tile + j];
+    if (lo == 0 && hi == kLanes) {
+      axpy4(a, p, v[0], v[1], v[2], v[3], D);
+    } else {
+      for (int64_t l = lo; l < hi; ++l) axpy(a, p[l], v[l], D);
     }
-    for (int64_t i = 0; i < nq; ++i) {
-      const auto [lo, hi] = lanes(i, j, nl);
-      if (hi <= lo) continue;
-      for (int64_t h = 0; h < Hq; ++h) {
-        const int64_t r = i * Hq + h, ko = h / G.group * D;
-        T* a = &P.acc[(t.slot + r) * D];
-        const T* p = &w.s[r * tile + j];
-        if (lo == 0 && hi == kLanes) {
-          axpy4(a, p, r4[0] + ko, r4[1] + ko, r4[2] + ko, r4[3] + ko, D);
-        } else {
-          for (int64_t l = lo; l < hi; ++l) axpy(a, p[l], r4[l] + ko, D);
-        }
-      }
-    }
-  }
+  });
 }
 
 // Combines the tiles of one sequence's rows (tasks [p0, p1), in tile order)
