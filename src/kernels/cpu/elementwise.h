@@ -11,7 +11,8 @@
 
 namespace parallm::cpu {
 
-// f(i) for i in [i0, i1), vectorised.
+// f(i) for i in [i0, i1), vectorised; out of line, so the serial call and
+// the threads' calls share one copy.
 template <class F>
 [[gnu::noinline]] void simd_range(int64_t i0, int64_t i1, const F& f) {
 #pragma omp simd

@@ -149,7 +149,7 @@ void tile_softmax(T* s, int64_t c, T& m, double& l) {
 // Keys per inner step of the Direct path: four key rows in flight hide
 // memory latency that one dot product at a time leaves exposed.
 constexpr int64_t kLanes = 4;
-// How far ahead of the scores loop keys are prefetched.
+// How far ahead of the loops key (and value) rows are prefetched.
 constexpr int64_t kPrefetchKeys = 8;
 
 template <class T>
