@@ -1,8 +1,7 @@
-// Paged attention on CPU (see paged_attention.h), two kinds of task.
-// Direct (decode, few query rows): one task per (sequence, key tile of whole
-// blocks) computes every row and head of its sequence over the tile, reading
-// the tile's tokens in order, and leaves each row's tile softmax (max, sum,
-// unnormalised output); a merge then combines a row's tiles in tile order.
+// Paged attention on CPU (see paged_attention.h), two kinds of task, run in
+// one parallel region. Direct (decode, few query rows; in
+// paged_attention_direct.cpp): one task per (sequence, key tile of whole
+// blocks) for every row and head, then a merge of a row's tiles in order.
 // Gemm (prefill chunks): a task is (sequence, kv head, its query heads or one
 // of them, block of query rows) and walks the visible keys in tiles (from the
 // tile that holds its first row's window start), keeping per query row a
@@ -13,23 +12,26 @@
 #include "kernels/cpu/paged_attention.h"
 
 #include <omp.h>
-#ifdef __AVX2__
-#include <immintrin.h>
-#endif
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <memory>
 #include <utility>
 #include <vector>
 
 #include "base/error.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/paged_attention_parts.h"
 #include "kernels/cpu/vec_math.h"
 
 namespace parallm::cpu {
 namespace {
+
+using paged::Geometry;
+using paged::Partials;
+using paged::SplitMerge;
+using paged::SplitTask;
+using paged::Workspace;
 
 // Keys per online-softmax step (rounded to whole blocks): long enough that
 // rescaling the output is rare, short enough that the tile stays in L1/L2.
@@ -58,77 +60,12 @@ struct Task {
   int64_t g, h0, h1;  // kv head and query heads [h0, h1)
 };
 
-// A Direct path task: every query row and head of sequence `seq` over tile
-// keys [j0, j0 + tk); its Tq * Hq rows' partial results go to slots
-// slot .. slot + Tq * Hq - 1 (row-major: query row, then head).
-struct SplitTask {
-  int64_t seq, row0;
-  int64_t j0, tk;
-  int64_t slot;
-};
-
-// The Direct tasks [p0, p1) of one sequence, whose `rows` = Tq * Hq slots
-// each are merged into q's rows from row0.
-struct SplitMerge {
-  int64_t row0, rows, p0, p1;
-};
-
-// Per slot: the tile's max score, sum of exp(score - max) and unnormalised
-// output (D values). Not zero-filled here: each task sets its own slots, in
-// the thread that then reads them.
-template <class T>
-struct Partials {
-  explicit Partials(int64_t slots, int64_t D)
-      : m(new T[static_cast<size_t>(slots)]),
-        acc(new T[static_cast<size_t>(slots * D)]),
-        l(new double[static_cast<size_t>(slots)]) {}
-  std::unique_ptr<T[]> m, acc;
-  std::unique_ptr<double[]> l;
-};
-
-struct Geometry {
-  const PagedAttnDims& d;
-  int64_t group, ldq, ldk, tile;
-  int64_t split_tile;  // keys per Direct task (whole blocks)
-  // The first key position that the query at position pos sees.
-  int64_t first(int64_t pos) const {
-    return d.window > 0 ? std::max<int64_t>(0, pos - d.window + 1) : 0;
-  }
-  int64_t k_off(const PagedSeq& s, int64_t j, int64_t g) const {
-    const int64_t phys = s.blocks[j / d.block_size];
-    return ((phys * d.block_size + j % d.block_size) * d.Hkv + g) * d.D;
-  }
-};
-
-template <class T>
-struct Workspace {
-  std::vector<T> s, acc, m, kt, vt;
-  std::vector<double> l;
-  std::vector<int64_t> a, c;  // each row sees keys [a, c) of the current tile
-};
-
-// s[0, c) = exp(s - m_new) with m_new = max(floor, max of s); returns m_new
-// and the new values' sum.
-template <class T>
-[[gnu::noinline]] T exp_shifted(T* s, int64_t c, T floor, double& sum) {
-  T mx = s[0];
-#pragma omp simd reduction(max : mx)
-  for (int64_t j = 0; j < c; ++j) mx = s[j] > mx ? s[j] : mx;
-  const T m_new = std::max(floor, mx);
-#pragma omp simd
-  for (int64_t j = 0; j < c; ++j) s[j] = exp_t<T>(s[j] - m_new);
-  sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t j = 0; j < c; ++j) sum += s[j];
-  return m_new;
-}
-
 // The running softmax state of one row over tile scores s[0, c): rescales
 // acc by exp(m_old - m_new), replaces s by exp(s - m_new), updates m and l.
 template <class T>
 void online_update(T* s, int64_t c, T& m, double& l, T* acc, int64_t D) {
   double sum = 0.0;
-  const T m_new = exp_shifted(s, c, m, sum);
+  const T m_new = paged::exp_shifted(s, c, m, sum);
   if (m_new > m) {
     const T alpha = exp_t<T>(m - m_new);  // 0 on the first tile (m = -inf)
     l *= static_cast<double>(alpha);
@@ -137,100 +74,6 @@ void online_update(T* s, int64_t c, T& m, double& l, T* acc, int64_t D) {
     m = m_new;
   }
   l += sum;
-}
-
-// One tile's softmax of a row's scores s[0, c): m = their max, s = exp(s - m),
-// l = their sum.
-template <class T>
-void tile_softmax(T* s, int64_t c, T& m, double& l) {
-  m = exp_shifted(s, c, -std::numeric_limits<T>::infinity(), l);
-}
-
-// Keys per inner step of the Direct path: four key rows in flight hide
-// memory latency that one dot product at a time leaves exposed.
-constexpr int64_t kLanes = 4;
-// How far ahead of the loops key (and value) rows are prefetched.
-constexpr int64_t kPrefetchKeys = 8;
-
-template <class T>
-void prefetch_row(const T* p, int64_t n) {
-  for (int64_t b = 0; b < n * static_cast<int64_t>(sizeof(T)); b += 64)
-    __builtin_prefetch(reinterpret_cast<const char*>(p) + b);
-}
-
-// out[l] = q . k_l for the four rows k0..k3.
-template <class T>
-inline void dot4_loop(T* out, const T* q, const T* __restrict k0, const T* __restrict k1,
-                      const T* __restrict k2, const T* __restrict k3, int64_t n) {
-  T s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-#pragma omp simd reduction(+ : s0, s1, s2, s3)
-  for (int64_t e = 0; e < n; ++e) {
-    const T x = q[e];
-    s0 += x * k0[e];
-    s1 += x * k1[e];
-    s2 += x * k2[e];
-    s3 += x * k3[e];
-  }
-  out[0] = s0;
-  out[1] = s1;
-  out[2] = s2;
-  out[3] = s3;
-}
-
-template <class T>
-[[gnu::noinline]] void dot4(T* out, const T* q, const T* __restrict k0, const T* __restrict k1,
-                            const T* __restrict k2, const T* __restrict k3, int64_t n) {
-  dot4_loop(out, q, k0, k1, k2, k3, n);
-}
-
-#ifdef __AVX2__
-// The float rows of a multiple of 8: one 8-wide accumulator per key, summed
-// across lanes for all four at once (three horizontal adds), where the
-// generic loop reduces each of the four on its own.
-template <>
-[[gnu::noinline]] void dot4<float>(float* out, const float* q, const float* __restrict k0,
-                                   const float* __restrict k1, const float* __restrict k2,
-                                   const float* __restrict k3, int64_t n) {
-  if (n % 8 != 0) {
-    dot4_loop(out, q, k0, k1, k2, k3, n);
-    return;
-  }
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (int64_t e = 0; e < n; e += 8) {
-    const __m256 x = _mm256_loadu_ps(q + e);
-    a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k0 + e), a0);
-    a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k1 + e), a1);
-    a2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k2 + e), a2);
-    a3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k3 + e), a3);
-  }
-  // [a0 a1 a2 a3 of lanes 0-3 | of lanes 4-7], then the halves added.
-  const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
-  _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
-}
-#endif
-
-template <class T>
-[[gnu::noinline]] T dot(const T* a, const T* b, int64_t n) {
-  T r = 0;
-#pragma omp simd reduction(+ : r)
-  for (int64_t e = 0; e < n; ++e) r += a[e] * b[e];
-  return r;
-}
-
-// y += p[0] v0 + p[1] v1 + p[2] v2 + p[3] v3.
-template <class T>
-[[gnu::noinline]] void axpy4(T* __restrict y, const T* p, const T* __restrict v0,
-                             const T* __restrict v1, const T* __restrict v2, const T* __restrict v3,
-                             int64_t n) {
-  const T a0 = p[0], a1 = p[1], a2 = p[2], a3 = p[3];
-#pragma omp simd
-  for (int64_t e = 0; e < n; ++e) y[e] += a0 * v0[e] + a1 * v1[e] + a2 * v2[e] + a3 * v3[e];
-}
-
-template <class T>
-[[gnu::noinline]] void axpy(T* __restrict y, T a, const T* __restrict x, int64_t n) {
-#pragma omp simd
-  for (int64_t e = 0; e < n; ++e) y[e] += a * x[e];
 }
 
 // Tile keys [a[r], c[r]) that row r (query i0 + r % nq) sees, for tile
@@ -250,129 +93,6 @@ std::pair<int64_t, int64_t> tile_rows(const Task& t, const PagedSeq& s, const Ge
     }
   }
   return {amin, cmax};
-}
-
-// Direct path: one task per (sequence, key tile) serves every query row
-// and head of its sequence, so the tile's keys stream from memory in order
-// (all kv heads of a token are adjacent in the pool) and a lone decoding
-// sequence still spreads over the threads. A task leaves each row's softmax
-// state over its tile (max, sum, unnormalised output) in its own slots;
-// merge_rows combines a row's tiles in tile order. Row r handles its own
-// visible keys only, in groups at fixed offsets of the tile whatever the
-// other rows see, so its result does not depend on them, on the thread
-// count or on how its sequence was chunked.
-template <class T>
-void split_task(const SplitTask& t, const PagedSeq& s, const Geometry& G, const T* q, const T* kp,
-                const T* vp, T scale, Partials<T>& P, Workspace<T>& w) {
-  const int64_t D = G.d.D, Hq = G.d.Hq, nq = s.Tq, tile = G.split_tile;
-  const int64_t row_elems = G.d.Hkv * D, R = nq * Hq;
-  std::fill_n(&P.m[t.slot], R, -std::numeric_limits<T>::infinity());
-  std::fill_n(&P.l[t.slot], R, 0.0);
-  std::fill_n(&P.acc[t.slot * D], R * D, T(0));
-  w.a.resize(static_cast<size_t>(nq));
-  w.c.resize(static_cast<size_t>(nq));
-  int64_t amin = t.tk, cmax = 0;
-  for (int64_t i = 0; i < nq; ++i) {
-    const int64_t pos = s.q_pos0 + i;
-    w.a[i] = std::clamp<int64_t>(G.first(pos) - t.j0, 0, t.tk);
-    w.c[i] = std::clamp<int64_t>(pos + 1 - t.j0, 0, t.tk);
-    if (w.c[i] > w.a[i]) {
-      amin = std::min(amin, w.a[i]);
-      cmax = std::max(cmax, w.c[i]);
-    }
-  }
-  if (cmax <= amin) return;  // the slots keep m = -inf, l = 0
-  if (w.s.size() < static_cast<size_t>(R * tile)) w.s.resize(static_cast<size_t>(R * tile));
-  const int64_t jstart = amin / kLanes * kLanes;
-  // Row i's lanes [lo, hi) of the group at tile key j (all of them: the fast path).
-  auto lanes = [&](int64_t i, int64_t j, int64_t nl) {
-    return std::pair<int64_t, int64_t>{std::max<int64_t>(0, w.a[i] - j), std::min(nl, w.c[i] - j)};
-  };
-  auto token = [&](const T* pool, int64_t j) { return pool + G.k_off(s, t.j0 + j, 0); };
-  // Walks the tile's keys in groups of kLanes, token rows in pool order
-  // (prefetched kPrefetchKeys ahead), and calls visit(i, h, j, lo, hi, rows)
-  // for every query row i that sees some of the group at tile key j (lanes
-  // [lo, hi)) and every head h, rows[l] pointing at key j + l's values of
-  // h's kv head.
-  auto walk = [&](const T* pool, auto&& visit) {
-    const T* tok[kLanes];
-    const T* rows[kLanes];
-    for (int64_t j = jstart; j < cmax; j += kLanes) {
-      const int64_t nl = std::min(kLanes, cmax - j);
-      for (int64_t l = 0; l < nl; ++l) {
-        tok[l] = token(pool, j + l);
-        if (j + l + kPrefetchKeys < cmax)
-          prefetch_row(token(pool, j + l + kPrefetchKeys), row_elems);
-      }
-      for (int64_t i = 0; i < nq; ++i) {
-        const auto [lo, hi] = lanes(i, j, nl);
-        if (hi <= lo) continue;
-        for (int64_t h = 0; h < Hq; ++h) {
-          for (int64_t l = 0; l < nl; ++l) rows[l] = tok[l] + h / G.group * D;
-          visit(i, h, j, lo, hi, rows);
-        }
-      }
-    }
-  };
-  walk(kp, [&](int64_t i, int64_t h, int64_t j, int64_t lo, int64_t hi, const T* const* k) {
-    const T* qr = q + (t.row0 + i) * G.ldq + h * D;
-    T* sr = &w.s[(i * Hq + h) * tile + j];
-    if (lo == 0 && hi == kLanes) {
-      dot4(sr, qr, k[0], k[1], k[2], k[3], D);
-      for (int64_t l = 0; l < kLanes; ++l) sr[l] *= scale;
-    } else {
-      for (int64_t l = lo; l < hi; ++l) sr[l] = scale * dot(qr, k[l], D);
-    }
-  });
-  for (int64_t i = 0; i < nq; ++i) {
-    if (w.c[i] <= w.a[i]) continue;
-    for (int64_t h = 0; h < Hq; ++h) {
-      const int64_t r = i * Hq + h, slot = t.slot + r;
-      tile_softmax(&w.s[r * tile + w.a[i]], w.c[i] - w.a[i], P.m[slot], P.l[slot]);
-    }
-  }
-  walk(vp, [&](int64_t i, int64_t h, int64_t j, int64_t lo, int64_t hi, const T* const* v) {
-    const int64_t r = i * Hq + h;
-    T* a = &P.acc[(t.slot + r) * D];
-    const T* p = &w.s[r * tile + j];
-    if (lo == 0 && hi == kLanes) {
-      axpy4(a, p, v[0], v[1], v[2], v[3], D);
-    } else {
-      for (int64_t l = lo; l < hi; ++l) axpy(a, p[l], v[l], D);
-    }
-  });
-}
-
-// Combines the tiles of one sequence's rows (tasks [p0, p1), in tile order)
-// into out and lse: out = sum_t e^(m_t - M) acc_t / sum_t e^(m_t - M) l_t.
-template <class T>
-void merge_rows(const SplitMerge& mg, const std::vector<SplitTask>& splits, const Geometry& G,
-                const Partials<T>& P, T* out, T* lse) {
-  const int64_t D = G.d.D, Hq = G.d.Hq;
-  for (int64_t r = 0; r < mg.rows; ++r) {
-    T M = -std::numeric_limits<T>::infinity();
-    for (int64_t p = mg.p0; p < mg.p1; ++p)
-      if (P.l[splits[p].slot + r] > 0.0) M = std::max(M, P.m[splits[p].slot + r]);
-    T* o = out + (mg.row0 + r / Hq) * G.ldq + r % Hq * D;
-    std::fill_n(o, D, T(0));
-    double l = 0.0;
-    for (int64_t p = mg.p0; p < mg.p1; ++p) {
-      const int64_t slot = splits[p].slot + r;
-      if (P.l[slot] <= 0.0) continue;
-      const T wgt = exp_t<T>(P.m[slot] - M);  // 1 for the tile holding the maximum
-      l += P.l[slot] * static_cast<double>(wgt);
-      axpy(o, wgt, &P.acc[slot * D], D);
-    }
-    // Every query sees at least its own key, so l > 0; the guard keeps a bad
-    // table from dividing by zero silently.
-    const T inv = l > 0.0 ? static_cast<T>(1.0 / l) : T(0);
-#pragma omp simd
-    for (int64_t e = 0; e < D; ++e) o[e] *= inv;
-    if (lse != nullptr)
-      lse[(mg.row0 + r / Hq) * Hq + r % Hq] =
-          l > 0.0 ? static_cast<T>(static_cast<double>(M) + std::log(l))
-                  : -std::numeric_limits<T>::infinity();
-  }
 }
 
 // Gemm path: copy the tile's keys and values of kv head g that some row
@@ -537,14 +257,14 @@ void paged_attention_forward(T* out, T* lse, const T* q, const T* k_pool, const 
     for (size_t i = 0; i < n_tasks; ++i) {
       if (i < splits.size()) {
         const SplitTask& t = splits[i];
-        split_task(t, seqs[t.seq], G, q, k_pool, v_pool, sc, P, w);
+        paged::split_task(t, seqs[t.seq], G, q, k_pool, v_pool, sc, P, w);
       } else {
         const Task& t = tasks[i - splits.size()];
         run_task(t, seqs[t.seq], G, out, lse, q, k_pool, v_pool, sc, w);
       }
     }
 #pragma omp for schedule(dynamic, 1)
-    for (size_t i = 0; i < merges.size(); ++i) merge_rows(merges[i], splits, G, P, out, lse);
+    for (size_t i = 0; i < merges.size(); ++i) paged::merge_rows(merges[i], splits, G, P, out, lse);
   }
 }
 
