@@ -6,11 +6,14 @@ OpTally& OpTally::operator+=(const OpTally& o) {
   ops += o.ops;
   bytes += o.bytes;
   blocked_ns += o.blocked_ns;
+  peer_wait_ns += o.peer_wait_ns;
+  poll_ns += o.poll_ns;
   return *this;
 }
 
 OpTally OpTally::operator-(const OpTally& o) const {
-  return {ops - o.ops, bytes - o.bytes, blocked_ns - o.blocked_ns};
+  return {ops - o.ops, bytes - o.bytes, blocked_ns - o.blocked_ns,
+          peer_wait_ns - o.peer_wait_ns, poll_ns - o.poll_ns};
 }
 
 OpTally CommCounters::total() const {

@@ -4,7 +4,13 @@
 // period and subtract. Definitions (docs/comm.md, "Accounting"):
 //   bytes: the payload this rank hands to the op, send_elems() x dtype size
 //          (op_spec.h), not the wire traffic of the algorithm underneath;
-//   ops: calls issued; blocked: wall time inside run(), start() and Work::wait.
+//   ops: calls issued; blocked: wall time inside run(), start() and Work::wait;
+//   peer_wait: the part of blocked a caller has shown was spent before the
+//          peer posted its side (Communicator::note_peer_wait), i.e. skew
+//          between ranks rather than bytes moving;
+//   poll: wall time inside Work::test. Without a progress thread (MPI over
+//          shared memory) bytes move inside these polls, so this is the
+//          transfer work done from inside the caller's compute.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -19,8 +25,12 @@ struct OpTally {
   int64_t ops = 0;
   int64_t bytes = 0;
   int64_t blocked_ns = 0;  // integral, so differences of snapshots are exact
+  int64_t peer_wait_ns = 0;  // of blocked_ns
+  int64_t poll_ns = 0;
 
   double blocked_ms() const { return static_cast<double>(blocked_ns) * 1e-6; }
+  double peer_wait_ms() const { return static_cast<double>(peer_wait_ns) * 1e-6; }
+  double poll_ms() const { return static_cast<double>(poll_ns) * 1e-6; }
   OpTally& operator+=(const OpTally& o);
   OpTally operator-(const OpTally& o) const;
   bool operator==(const OpTally&) const = default;
@@ -36,6 +46,10 @@ class CommCounters {
 
   void add_op(OpKind k, int64_t bytes);
   void add_blocked(OpKind k, int64_t ns) { by_kind_[static_cast<size_t>(k)].blocked_ns += ns; }
+  void add_peer_wait(OpKind k, int64_t ns) {
+    by_kind_[static_cast<size_t>(k)].peer_wait_ns += ns;
+  }
+  void add_poll(OpKind k, int64_t ns) { by_kind_[static_cast<size_t>(k)].poll_ns += ns; }
 
  private:
   std::array<OpTally, kNumOpKinds> by_kind_{};

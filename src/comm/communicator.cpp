@@ -11,13 +11,19 @@ int64_t ns_since(Clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
 }
 
-// A backend's op whose waits count as blocked time of its kind. poll() is not
-// timed: test() never blocks, and the compute between polls is overlap.
+// A backend's op whose waits count as blocked time of its kind and whose
+// polls count as poll time: test() never blocks, but without a progress
+// thread the bytes move inside it, so its time is kept apart from blocked.
 class CountedOp final : public PendingOp {
  public:
   CountedOp(std::unique_ptr<PendingOp> op, std::shared_ptr<CommCounters> c, OpKind k)
       : op_(std::move(op)), counters_(std::move(c)), kind_(k) {}
-  bool poll() override { return op_->poll(); }
+  bool poll() override {
+    const auto t0 = Clock::now();
+    const bool done = op_->poll();
+    counters_->add_poll(kind_, ns_since(t0));
+    return done;
+  }
   bool wait_until(Clock::time_point deadline) override {
     const auto t0 = Clock::now();
     const bool done = op_->wait_until(deadline);

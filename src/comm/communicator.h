@@ -36,6 +36,9 @@ class Communicator {
   std::string label() const;
   // A snapshot of everything issued on this communicator so far.
   CommCounters counters() const { return *counters_; }
+  // A caller that knows when its peer posted (ring_attention's stamped
+  // messages) records the part of a wait spent before that, as peer_wait.
+  void note_peer_wait(OpKind k, int64_t ns) { counters_->add_peer_wait(k, ns); }
 
   // Collective over this group: ranks with the same color form a new group,
   // ordered by key (ties by rank). color < 0: this rank joins none (nullptr).

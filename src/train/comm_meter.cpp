@@ -9,6 +9,8 @@ void add(GroupComm& g, const comm::OpTally& t) {
   g.bytes += t.bytes;
   g.ops += t.ops;
   g.blocked_ms += t.blocked_ms();
+  g.peer_wait_ms += t.peer_wait_ms();
+  g.poll_ms += t.poll_ms();
 }
 }  // namespace
 

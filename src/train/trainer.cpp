@@ -187,6 +187,8 @@ StepStats Trainer::train_step(int64_t step) {
   s.tp_comm_ms = group("tp").blocked_ms + group("sp").blocked_ms;
   s.cp_comm_ms = group("cp").blocked_ms;
   s.cp_comm_bytes = group("cp").bytes;
+  s.cp_peer_wait_ms = group("cp").peer_wait_ms;
+  s.cp_poll_ms = group("cp").poll_ms;
   s.ep_comm_ms = group("ep").blocked_ms;
 
   s.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -299,6 +301,8 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step,
                 {"exposed_comm_ms", s.exposed_comm_ms},
                 {"tp_comm_ms", s.tp_comm_ms},
                 {"cp_comm_ms", s.cp_comm_ms},
+                {"cp_peer_wait_ms", s.cp_peer_wait_ms},
+                {"cp_poll_ms", s.cp_poll_ms},
                 {"ep_comm_ms", s.ep_comm_ms},
                 {"comm_bytes", s.comm_bytes},
                 {"comm_bytes_by_group", bytes},

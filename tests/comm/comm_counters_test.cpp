@@ -2,7 +2,8 @@
 // a group of 4 that moves nothing) shows the bytes and op count each
 // collective adds to its kind, that snapshots subtract, and that blocked
 // time covers blocking calls
-// and Work::wait but not the compute between start and wait.
+// and Work::wait but not the compute between start and wait, that time in
+// Work::test is poll time, and that a noted peer wait is kept per kind.
 #include "comm/communicator.h"
 
 #include <gtest/gtest.h>
@@ -19,13 +20,18 @@ using std::chrono::milliseconds;
 // Completes once `done` is set (by the test, from another thread).
 class GateOp : public PendingOp {
  public:
-  explicit GateOp(std::shared_ptr<std::atomic<bool>> done) : done_(std::move(done)) {}
-  bool poll() override { return done_->load(); }
+  GateOp(std::shared_ptr<std::atomic<bool>> done, milliseconds poll_delay)
+      : done_(std::move(done)), poll_delay_(poll_delay) {}
+  bool poll() override {
+    std::this_thread::sleep_for(poll_delay_);  // bytes moving inside the poll
+    return done_->load();
+  }
   std::string describe() const override { return "fake op"; }
   milliseconds default_timeout() const override { return milliseconds(5000); }
 
  private:
   std::shared_ptr<std::atomic<bool>> done_;
+  milliseconds poll_delay_;
 };
 
 class FakeCommunicator final : public Communicator {
@@ -43,12 +49,13 @@ class FakeCommunicator final : public Communicator {
   }
   milliseconds run_delay{0};                // each blocking call takes this long
   std::shared_ptr<std::atomic<bool>> gate;  // async ops wait on it (null: complete at once)
+  milliseconds poll_delay{0};               // each poll of an async op takes this long
 
  protected:
   void do_run(const OpSpec&) override { std::this_thread::sleep_for(run_delay); }
   std::unique_ptr<PendingOp> do_start(const OpSpec&) override {
     if (gate == nullptr) return nullptr;
-    return std::make_unique<GateOp>(gate);
+    return std::make_unique<GateOp>(gate, poll_delay);
   }
 
  private:
@@ -158,6 +165,24 @@ TEST(CommCounters, AWorkDroppedPendingCountsItsWait) {
   { Work w = c.reduce_scatter_async(a.data(), a.data() + 4, 2, DType::F32, ReduceOp::Sum); }
   opener.join();
   EXPECT_GE(c.counters().of(OpKind::ReduceScatter).blocked_ms(), 20.0);
+}
+
+TEST(CommCounters, TestIsPollTimeAndNotedPeerWaitIsKept) {
+  FakeCommunicator c("cp[0]", 0, 2);
+  c.gate = std::make_shared<std::atomic<bool>>(false);
+  c.poll_delay = milliseconds(10);
+  std::vector<float> a(4);
+  const CommCounters start = c.counters();
+  Work w = c.recv_async(a.data(), 4, DType::F32, 1);
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(w.test());
+  *c.gate = true;
+  EXPECT_TRUE(w.test());
+  c.note_peer_wait(OpKind::Recv, 7'000'000);
+  const OpTally t = (c.counters() - start).of(OpKind::Recv);
+  EXPECT_GE(t.poll_ms(), 40.0);  // four polls of 10 ms
+  EXPECT_LT(t.blocked_ms(), 5.0);  // test() never counts as blocked
+  EXPECT_EQ(t.peer_wait_ns, 7'000'000);
+  EXPECT_EQ(c.counters().of(OpKind::Send).poll_ns, 0);
 }
 
 }  // namespace

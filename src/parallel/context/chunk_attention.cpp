@@ -137,15 +137,18 @@ void chunk_attention_backward(float* dq, float* dk, float* dv, const float* dout
                               const ChunkSet& qs, const float* k, const float* v,
                               const ChunkSet& ks, const float* out, const float* lse,
                               const cpu::AttnDims& base, double scale,
-                              const std::function<void()>& progress) {
+                              const std::function<void()>& progress, KeyRange keys) {
   const PairShape sh(qs, ks, base);
   const int64_t B = sh.B, Hq = sh.Hq, len = sh.len, nq = sh.nq, nk = sh.nk;
+  const int64_t j_end = keys.last < 0 ? nk : keys.last;
+  PX_CHECK(0 <= keys.first && keys.first <= j_end && j_end <= nk,
+           "chunk attention: key chunks [{}, {}) of {}", keys.first, keys.last, nk);
   const int64_t qrow = sh.qrow, krow = sh.krow;
   std::vector<float> qt(B * len * qrow), ot(B * len * qrow), dot(B * len * qrow),
       dqt(B * len * qrow), lt(B * Hq * len);
   std::vector<float> kt(B * len * krow), vt(B * len * krow), dkt(B * len * krow),
       dvt(B * len * krow);
-  for (int64_t j = 0; j < nk; ++j) {
+  for (int64_t j = keys.first; j < j_end; ++j) {
     bool any = false;
     for (int64_t i = 0; i < nq; ++i) {
       if (fully_masked(base, qs.pos0[i], ks.pos0[j], len)) continue;

@@ -42,12 +42,18 @@ void chunk_attention_forward(float* out, float* lse, const float* q, const Chunk
                              const float* k, const float* v, const ChunkSet& ks,
                              const cpu::AttnDims& base, double scale, AttnWork* work = nullptr,
                              const std::function<void()>& progress = {});
+// Key chunks [first, last) of a ChunkSet; last < 0: to the end.
+struct KeyRange {
+  int64_t first = 0, last = -1;
+};
+
 // dq (queries' layout) and dk, dv (keys' layout) accumulate (+=). out, lse:
-// the fully merged forward results of these queries.
+// the fully merged forward results of these queries. Only the key chunks in
+// keys are visited (ring backward splits its own block's work in two).
 void chunk_attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
                               const ChunkSet& qs, const float* k, const float* v,
                               const ChunkSet& ks, const float* out, const float* lse,
                               const cpu::AttnDims& base, double scale,
-                              const std::function<void()>& progress = {});
+                              const std::function<void()>& progress = {}, KeyRange keys = {});
 
 }  // namespace parallm

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <thread>
 
 #include "cp_env.h"
 #include "kernels/cpu/attention.h"
@@ -49,9 +50,14 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& ref,
 
 struct CoreResult {
   int64_t pairs = 0;
+  comm::OpTally recv;  // the world's receives during forward and backward
 };
 
-CoreResult check_against_full(CpGroup g, int64_t T, const std::string& what, int64_t window = 0) {
+// late_rank sleeps kLateMs before its forward (-1: none).
+constexpr int kLateMs = 300;
+
+CoreResult check_against_full(CpGroup g, int64_t T, const std::string& what, int64_t window = 0,
+                              int late_rank = -1) {
   comm::Communicator& world = *env().world;
   g.comm = &world;
   const CpSubgroups subs = make_cp_subgroups(g);
@@ -87,6 +93,8 @@ CoreResult check_against_full(CpGroup g, int64_t T, const std::string& what, int
   cpu::AttnDims base{.B = kB, .Tq = Tl, .Tk = Tl, .Hq = kHq, .Hkv = kHkv, .D = kD};
   base.window = window;
   AttnWork work;
+  const comm::CommCounters before = world.counters();
+  if (r == late_rank) std::this_thread::sleep_for(std::chrono::milliseconds(kLateMs));
   ContextAttention::Saved s = core.forward(c, att, lq, lk, lv, base, scale, &work);
   std::vector<float> got_out(att.data<float>(), att.data<float>() + att.numel());
   expect_close(got_out, local_rows(out, ch, r, qrow), what + " forward");
@@ -97,7 +105,7 @@ CoreResult check_against_full(CpGroup g, int64_t T, const std::string& what, int
   expect_close(gq, local_rows(dq, ch, r, qrow), what + " dq");
   expect_close(gk, local_rows(dk, ch, r, krow), what + " dk");
   expect_close(gv, local_rows(dv, ch, r, krow), what + " dv");
-  return {work.pairs};
+  return {work.pairs, (world.counters() - before).of(comm::OpKind::Recv)};
 }
 
 std::vector<CpGroup> modes_for(int world) {
@@ -162,6 +170,22 @@ TEST(ContextAttentionCore, LoadBalancedWorkIsEven) {
     else
       EXPECT_GT(imbalance, 0.5);
   }
+}
+
+// Ring messages carry their post time: a rank whose ring predecessor starts
+// late counts that wait as peer wait (skew), not as transfer.
+TEST(ContextAttentionCore, WaitingForALatePeerIsPeerWait) {
+  const int world = env().world->size();
+  if (world != 2 && world != 4) GTEST_SKIP() << "runs at np 2 and 4";
+  const int late = world - 1;  // rank 0's predecessor on the ring
+  const comm::OpTally t =
+      check_against_full({.mode = CpComm::Ring}, 8 * world, "late peer", 0, late).recv;
+  if (env().world->rank() != 0) return;
+  std::printf("[ cp wait ] cp %d, rank %d late by %d ms: rank 0 blocked %.1f ms, of it peer "
+              "wait %.1f ms\n", world, late, kLateMs, t.blocked_ms(), t.peer_wait_ms());
+  EXPECT_GE(t.peer_wait_ms(), 0.8 * kLateMs);
+  EXPECT_LE(t.peer_wait_ns, t.blocked_ns);
+  EXPECT_LT(t.blocked_ms() - t.peer_wait_ms(), 0.5 * kLateMs);  // the bytes are tiny
 }
 
 }  // namespace
