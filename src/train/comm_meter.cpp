@@ -12,6 +12,10 @@ void add(GroupComm& g, const comm::OpTally& t) {
   g.peer_wait_ms += t.peer_wait_ms();
   g.poll_ms += t.poll_ms();
 }
+void add(GroupComm& g, const comm::CommCounters& d) {
+  add(g, d.total());
+  g.send_ms += d.of(comm::OpKind::Send).blocked_ms();
+}
 }  // namespace
 
 CommMeter::CommMeter(const std::vector<Group>& groups) {
@@ -34,7 +38,7 @@ CommByGroup CommMeter::since_start() const {
       add(out["tp"], t.tp);
       add(out["sp"], t.sp);
     } else {
-      add(out[kind], d.total());
+      add(out[kind], d);
     }
   }
   return out;

@@ -20,6 +20,7 @@ struct GroupComm {
   int64_t ops = 0;
   double blocked_ms = 0.0;  // inside blocking calls and Work::wait: exposed
   double peer_wait_ms = 0.0;  // of blocked_ms, before the peer had posted (skew)
+  double send_ms = 0.0;       // of blocked_ms, in sends (waiting for the receiver to take them)
   double poll_ms = 0.0;       // inside Work::test, from within compute
 };
 using CommByGroup = std::map<std::string, GroupComm>;

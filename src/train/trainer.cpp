@@ -189,6 +189,7 @@ StepStats Trainer::train_step(int64_t step) {
   s.cp_comm_bytes = group("cp").bytes;
   s.cp_peer_wait_ms = group("cp").peer_wait_ms;
   s.cp_poll_ms = group("cp").poll_ms;
+  s.cp_send_wait_ms = group("cp").send_ms;
   s.ep_comm_ms = group("ep").blocked_ms;
 
   s.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -302,6 +303,7 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step,
                 {"tp_comm_ms", s.tp_comm_ms},
                 {"cp_comm_ms", s.cp_comm_ms},
                 {"cp_peer_wait_ms", s.cp_peer_wait_ms},
+                {"cp_send_wait_ms", s.cp_send_wait_ms},
                 {"cp_poll_ms", s.cp_poll_ms},
                 {"ep_comm_ms", s.ep_comm_ms},
                 {"comm_bytes", s.comm_bytes},

@@ -54,6 +54,7 @@ struct StepStats {
   double cp_comm_ms = 0.0;       // blocked in cp ops: ring transfers attention did not hide
   int64_t cp_comm_bytes = 0;     // payload this rank handed to cp ops (ring, all-to-all)
   double cp_peer_wait_ms = 0.0;  // of cp_comm_ms, waiting for a ring peer to post (skew)
+  double cp_send_wait_ms = 0.0;  // of cp_comm_ms, in ring sends (the receiver takes the bytes)
   double cp_poll_ms = 0.0;       // polling cp transfers from inside attention
   // Blocked in the MoE token all-to-alls (blocking, so all exposed: transfer
   // plus waiting for the slowest ep rank); expert-dp's reduction is "edp".
