@@ -10,12 +10,18 @@ namespace parallm {
 
 EvalResult evaluate_hf_model(const std::string& model_dir, const std::vector<std::string>& files,
                              int64_t T, int64_t B, int64_t batches, int threads,
-                             const std::string& lora_adapter) {
+                             const std::string& lora_adapter, const PackedDocs& docs) {
   ModelConfig cfg = read_hf_model_config(model_dir);
   if (!lora_adapter.empty()) cfg.lora = read_peft_config(lora_adapter, cfg);
   PX_CHECK(!files.empty(), "no evaluation data given (--data)");
   PX_CHECK(T > 0 && B > 0 && batches > 0,
            "seq-len ({}), micro-batch-size ({}) and batches ({}) must be positive", T, B, batches);
+  PX_CHECK(!docs.any() || docs.eod >= 0,
+           "--reset-attention-mask, --reset-position-ids and --eod-mask-loss need --eod-token "
+           "(the end-of-document token id)");
+  PX_CHECK(!docs.any() || docs.eod < cfg.vocab_size,
+           "--eod-token {} is outside the model's vocabulary of {} tokens", docs.eod,
+           cfg.vocab_size);
   PX_CHECK(!cfg.uses_learned_positions() || T <= cfg.max_positions,
            "seq-len ({}) exceeds the model's max_positions ({})", T, cfg.max_positions);
   DataLoader data(files, T, 0, false);
@@ -29,6 +35,7 @@ EvalResult evaluate_hf_model(const std::string& model_dir, const std::vector<std
   Transformer model(cfg, alloc);
   load_hf_weights(model_dir, model);
   if (!lora_adapter.empty()) load_peft_adapter(lora_adapter, model);
+  model.set_packed_docs(docs);
   std::vector<int32_t> in(B * T), tg(B * T);
   LossSum total;
   for (int64_t i = 0; i < batches; ++i) {

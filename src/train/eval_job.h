@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "nn/packed_docs.h"
+
 namespace parallm {
 
 struct EvalResult {
@@ -14,8 +16,10 @@ struct EvalResult {
 };
 
 // lora_adapter: a PEFT LoRA adapter directory applied to the model (empty: none).
+// docs: packed documents as in training (the EOD must be set and in the
+// vocabulary when a flag is on).
 EvalResult evaluate_hf_model(const std::string& model_dir, const std::vector<std::string>& files,
                              int64_t seq_len, int64_t micro_batch, int64_t batches, int threads,
-                             const std::string& lora_adapter = "");
+                             const std::string& lora_adapter = "", const PackedDocs& docs = {});
 
 }  // namespace parallm

@@ -48,6 +48,15 @@ add_test(NAME reference.qwen2moe
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(reference.qwen2moe PROPERTIES LABELS reference TIMEOUT 300)
 
+# Packed documents in `parallm eval` (docs/context_parallel.md): GPT-2 and
+# LLaMA models made by transformers score a packed window as its documents
+# run one by one through transformers (1e-5), the flags act, bad EODs refused.
+add_test(NAME reference.eval_packed
+         COMMAND ${CMAKE_COMMAND} -E env OMP_NUM_THREADS=2
+                 /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/eval_packed.py $<TARGET_FILE:parallm> ref_eval_packed
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(reference.eval_packed PROPERTIES LABELS reference TIMEOUT 300)
+
 # LoRA (docs/lora.md): PEFT adapters made by the peft package read by parallm
 # (same loss), parallm's trained adapter read by peft (no missing/unexpected
 # keys, same loss), and `export --merge-lora` logits equal to the unmerged ones.

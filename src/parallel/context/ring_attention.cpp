@@ -115,7 +115,8 @@ void ring_attention_backward(const RingSpec& r, Allocator& alloc, float* dq, flo
   check_ring(r);
   const int n = r.size(), me = r.rank();
   const int64_t half = base.B * r.kv_chunks[0].tokens() * base.Hkv * base.D;
-  std::fill_n(dq, base.B * qs.tokens() * base.Hq * base.D, 0.0f);
+  const int64_t q_elems = base.B * qs.tokens() * base.Hq * base.D;
+  std::fill_n(dq, q_elems, 0.0f);
   std::fill_n(dk, half, 0.0f);
   std::fill_n(dv, half, 0.0f);
   const ChunkSet& own = r.kv_chunks[me];
@@ -134,7 +135,6 @@ void ring_attention_backward(const RingSpec& r, Allocator& alloc, float* dq, flo
   // parameter checks the worst-element errors averaged the same as with
   // forward order), but this one, unlike adding the second own part last,
   // keeps every check of those tests inside its bound.
-  const int64_t q_elems = base.B * qs.tokens() * base.Hq * base.D;
   Tensor dq_own = Tensor::zeros(alloc, {q_elems}, DType::F32, MemTag::Workspace);
   const auto nk = static_cast<int64_t>(own.pos0.size());
   const KeyRange first{0, (nk + 1) / 2}, rest{(nk + 1) / 2, nk};
