@@ -1,7 +1,7 @@
 // The two ring passes of ring_attention.h. A block is keys and values packed
 // back to back in one buffer (one message per hop); in backward a second
-// buffer carries dK and dV the same way. Forward step s of member m works
-// on the block of member (m - s) mod n; backward's order is below.
+// buffer carries dK and dV the same way. Step s of member m works on the
+// block of member (m - s) mod n.
 //
 // Every message ends with its sender's post time (kStampFloats floats
 // holding steady_clock nanoseconds: CLOCK_MONOTONIC, one clock for all
@@ -39,28 +39,58 @@ int64_t now_ns() {
       .count();
 }
 
-// Stamps msg (payload floats long) with the time and sends it on.
-comm::Work send_stamped(comm::Communicator& c, Tensor& msg, int64_t payload, int to, int tag) {
+// Stamps the message at msg (payload floats, then the stamp) with the time
+// and sends it.
+comm::Work send_stamped(comm::Communicator& c, float* msg, int64_t payload, int to, int tag) {
   const int64_t t = now_ns();
-  std::memcpy(msg.data<float>() + payload, &t, sizeof t);
-  return c.send_async(msg.data<float>(), payload + kStampFloats, DType::F32, to, tag);
+  std::memcpy(msg + payload, &t, sizeof t);
+  return c.send_async(msg, payload + kStampFloats, DType::F32, to, tag);
 }
 
-comm::Work recv_stamped(comm::Communicator& c, Tensor& msg, int64_t payload, int from, int tag) {
-  return c.recv_async(msg.data<float>(), payload + kStampFloats, DType::F32, from, tag);
+comm::Work recv_stamped(comm::Communicator& c, float* msg, int64_t payload, int from, int tag) {
+  return c.recv_async(msg, payload + kStampFloats, DType::F32, from, tag);
 }
 
-// Waits for a stamped message arriving in msg; the part of the wait before
+// Waits for a stamped message arriving at msg; the part of the wait before
 // its sender posted counts as peer wait.
-void wait_stamped(comm::Communicator& c, comm::Work& w, const Tensor& msg, int64_t payload) {
+void wait_stamped(comm::Communicator& c, comm::Work& w, const float* msg, int64_t payload) {
   if (w.done()) return;
   const int64_t t0 = now_ns();
   w.wait();
   const int64_t t1 = now_ns();
   int64_t posted = 0;
-  std::memcpy(&posted, msg.data<float>() + payload, sizeof posted);
+  std::memcpy(&posted, msg + payload, sizeof posted);
   c.note_peer_wait(comm::OpKind::Recv, std::clamp<int64_t>(posted - t0, 0, t1 - t0));
 }
+
+// The last hop home goes key chunk by key chunk. Piece j of a pair of
+// halves (keys' and values' gradient, each (B, nk * len, row)): chunk j's
+// rows of every batch entry, the keys' then the values', then a stamp.
+struct Pieces {
+  int64_t B, nk, len, row;
+  int64_t rows() const { return len * row; }       // one chunk of one batch entry
+  int64_t floats() const { return 2 * B * rows(); }  // a piece's payload
+  int64_t stride() const { return floats() + kStampFloats; }
+  int64_t at(int64_t b, int64_t j) const { return (b * nk + j) * rows(); }
+  // acc's chunk j rows += in's (both pairs of halves, `half` apart).
+  void add(float* acc, const float* in, int64_t half, int64_t j) const {
+    for (int64_t h : {int64_t{0}, half})
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t i = at(b, j); i < at(b, j) + rows(); ++i) acc[h + i] += in[h + i];
+  }
+  void pack(float* piece, const float* k, const float* v, int64_t j) const {
+    for (int64_t b = 0; b < B; ++b) {
+      std::memcpy(piece + b * rows(), k + at(b, j), rows() * sizeof(float));
+      std::memcpy(piece + (B + b) * rows(), v + at(b, j), rows() * sizeof(float));
+    }
+  }
+  void unpack(float* k, float* v, const float* piece, int64_t j) const {
+    for (int64_t b = 0; b < B; ++b) {
+      std::memcpy(k + at(b, j), piece + b * rows(), rows() * sizeof(float));
+      std::memcpy(v + at(b, j), piece + (B + b) * rows(), rows() * sizeof(float));
+    }
+  }
+};
 
 void check_ring(const RingSpec& r) {
   PX_CHECK(static_cast<int>(r.kv_chunks.size()) == r.size(),
@@ -91,8 +121,8 @@ void ring_attention_forward(const RingSpec& r, Allocator& alloc, float* out, flo
   for (int s = 0; s < n; ++s) {
     comm::Work sent, received;
     if (s + 1 < n) {  // the next block moves while this one is computed
-      received = recv_stamped(*r.ring, next, 2 * half, from, kTagKv);
-      sent = send_stamped(*r.ring, cur, 2 * half, to, kTagKv);
+      received = recv_stamped(*r.ring, next.data<float>(), 2 * half, from, kTagKv);
+      sent = send_stamped(*r.ring, cur.data<float>(), 2 * half, to, kTagKv);
     }
     const float* kb = cur.data<float>();
     // Polling here lets MPI move the next block while this one is computed.
@@ -102,7 +132,7 @@ void ring_attention_forward(const RingSpec& r, Allocator& alloc, float* out, flo
     };
     chunk_attention_forward(out, lse, q, qs, kb, kb + half, r.kv_chunks[(me - s + n) % n], base,
                             scale, work, progress);
-    wait_stamped(*r.ring, received, next, 2 * half);
+    wait_stamped(*r.ring, received, next.data<float>(), 2 * half);
     sent.wait();
     std::swap(cur, next);
   }
@@ -115,88 +145,90 @@ void ring_attention_backward(const RingSpec& r, Allocator& alloc, float* dq, flo
   check_ring(r);
   const int n = r.size(), me = r.rank();
   const int64_t half = base.B * r.kv_chunks[0].tokens() * base.Hkv * base.D;
-  const int64_t q_elems = base.B * qs.tokens() * base.Hq * base.D;
-  std::fill_n(dq, q_elems, 0.0f);
+  std::fill_n(dq, base.B * qs.tokens() * base.Hq * base.D, 0.0f);
   std::fill_n(dk, half, 0.0f);
   std::fill_n(dv, half, 0.0f);
-  const ChunkSet& own = r.kv_chunks[me];
   if (n == 1) {
-    chunk_attention_backward(dq, dk, dv, dout, q, qs, k, v, own, out, lse, base, scale);
+    chunk_attention_backward(dq, dk, dv, dout, q, qs, k, v, r.kv_chunks[0], out, lse, base, scale);
     return;
   }
-  // The own block's work is split: its first key chunks cover the first
-  // hop, the rest cover the arrival of the own block's gradient from the
-  // other members. Between them the n - 1 foreign blocks pass, the member
-  // before's first; the gradient of each travels with it, so the member
-  // after a block's owner contributes first and the owner last, and no hop
-  // is left after the last compute (forward order would end with one).
-  // The own block's dq goes to its own buffer, added to the foreign blocks'
-  // sum at the end. Any order is as exact as another (over the cp tests'
-  // parameter checks the worst-element errors averaged the same as with
-  // forward order), but this one, unlike adding the second own part last,
-  // keeps every check of those tests inside its bound.
-  Tensor dq_own = Tensor::zeros(alloc, {q_elems}, DType::F32, MemTag::Workspace);
-  const auto nk = static_cast<int64_t>(own.pos0.size());
-  const KeyRange first{0, (nk + 1) / 2}, rest{(nk + 1) / 2, nk};
+  // The last step works on member me + 1's block; every buffer has room for
+  // that block's pieces (a stamp each) as well as for a whole message.
+  const ChunkSet& tail = r.kv_chunks[(me + 1) % n];
+  const Pieces p{base.B, static_cast<int64_t>(tail.pos0.size()), tail.len, base.Hkv * base.D};
+  const int64_t cap = p.nk * p.stride() - kStampFloats;
+  Tensor cur = buffer(alloc, cap), next = buffer(alloc, cap);
+  // dkv: this step's accumulator of the block in hand (sent on after the
+  // step); din: the accumulator of that block arriving from the member before.
+  Tensor dkv = buffer(alloc, cap), dout_buf = buffer(alloc, cap), din = buffer(alloc, cap);
+  std::memcpy(cur.data<float>(), k, half * sizeof(float));
+  std::memcpy(cur.data<float>() + half, v, half * sizeof(float));
   const int to = (me + 1) % n, from = (me + n - 1) % n;
-  const auto polling = [](std::vector<comm::Work*> works) {
-    return [works = std::move(works)] {
-      for (comm::Work* w : works) w->test();
-    };
-  };
-  Tensor cur = buffer(alloc, 2 * half), next = buffer(alloc, 2 * half);
-  std::memcpy(next.data<float>(), k, half * sizeof(float));
-  std::memcpy(next.data<float>() + half, v, half * sizeof(float));
-  {
-    comm::Work kv_received = recv_stamped(*r.ring, cur, 2 * half, from, kTagKv);
-    comm::Work kv_sent = send_stamped(*r.ring, next, 2 * half, to, kTagKv);
-    chunk_attention_backward(dq_own.data<float>(), dk, dv, dout, q, qs, k, v, own, out, lse, base,
-                             scale, polling({&kv_received, &kv_sent}), first);
-    wait_stamped(*r.ring, kv_received, cur, 2 * half);
-    kv_sent.wait();
-  }
-  // dkv: this step's gradient of the block in hand (sent on after the step);
-  // din: that block's gradient so far, arriving from the member before.
-  Tensor dkv = buffer(alloc, 2 * half), dout_buf = buffer(alloc, 2 * half),
-         din = buffer(alloc, 2 * half);
   comm::Work dkv_sent;
-  for (int s = 0; s + 1 < n; ++s) {  // cur: the block of member me - 1 - s
+  for (int s = 0; s + 1 < n; ++s) {
     comm::Work kv_sent, kv_received, dkv_received;
-    if (s + 2 < n) {  // the member after needs this block next step
-      kv_received = recv_stamped(*r.ring, next, 2 * half, from, kTagKv);
-      kv_sent = send_stamped(*r.ring, cur, 2 * half, to, kTagKv);
-    }
-    if (s > 0) dkv_received = recv_stamped(*r.ring, din, 2 * half, from, kTagDkv);
+    kv_received = recv_stamped(*r.ring, next.data<float>(), 2 * half, from, kTagKv);
+    kv_sent = send_stamped(*r.ring, cur.data<float>(), 2 * half, to, kTagKv);
+    if (s > 0) dkv_received = recv_stamped(*r.ring, din.data<float>(), 2 * half, from, kTagDkv);
     float* acc = dkv.data<float>();
     std::fill_n(acc, 2 * half, 0.0f);
     const float* kb = cur.data<float>();
+    const auto progress = [&] {
+      kv_received.test();
+      kv_sent.test();
+      dkv_received.test();
+      dkv_sent.test();
+    };
     chunk_attention_backward(dq, acc, acc + half, dout, q, qs, kb, kb + half,
-                             r.kv_chunks[(me - 1 - s + 2 * n) % n], out, lse, base, scale,
-                             polling({&kv_received, &kv_sent, &dkv_received, &dkv_sent}));
+                             r.kv_chunks[(me - s + n) % n], out, lse, base, scale, progress);
     if (s > 0) {
-      wait_stamped(*r.ring, dkv_received, din, 2 * half);
+      wait_stamped(*r.ring, dkv_received, din.data<float>(), 2 * half);
       const float* in = din.data<float>();
       for (int64_t i = 0; i < 2 * half; ++i) acc[i] += in[i];
     }
     dkv_sent.wait();  // the previous step's message left its buffer
     std::swap(dkv, dout_buf);
-    dkv_sent = send_stamped(*r.ring, dout_buf, 2 * half, to, kTagDkv);
-    wait_stamped(*r.ring, kv_received, next, 2 * half);
+    dkv_sent = send_stamped(*r.ring, dout_buf.data<float>(), 2 * half, to, kTagDkv);
+    wait_stamped(*r.ring, kv_received, next.data<float>(), 2 * half);
     kv_sent.wait();
     std::swap(cur, next);
   }
-  comm::Work home = recv_stamped(*r.ring, din, 2 * half, from, kTagDkv);
-  chunk_attention_backward(dq_own.data<float>(), dk, dv, dout, q, qs, k, v, own, out, lse, base,
-                           scale, polling({&home, &dkv_sent}), rest);
-  wait_stamped(*r.ring, home, din, 2 * half);
-  dkv_sent.wait();
-  const float* in = din.data<float>();
-  for (int64_t i = 0; i < half; ++i) {
-    dk[i] += in[i];
-    dv[i] += in[half + i];
+  // The last step's block goes home after it, when no rank has compute
+  // left to hide that hop. So its gradient leaves key chunk by key chunk: a
+  // chunk's rows go as soon as its pairs are done, under the next chunk's
+  // compute, and only the last chunk's share is left exposed. The sums are
+  // the same, in the same order. This member's own block comes home the
+  // same way, into dout_buf, with every query's share.
+  comm::Work dkv_received = recv_stamped(*r.ring, din.data<float>(), 2 * half, from, kTagDkv);
+  std::vector<comm::Work> home(p.nk), sent(p.nk);
+  const auto piece = [&p](Tensor& t, int64_t j) { return t.data<float>() + j * p.stride(); };
+  float* acc = dkv.data<float>();
+  std::fill_n(acc, 2 * half, 0.0f);
+  const float* kb = cur.data<float>();
+  const auto progress = [&] {
+    dkv_received.test();
+    dkv_sent.test();
+    for (comm::Work& w : home) w.test();
+    for (comm::Work& w : sent) w.test();
+  };
+  for (int64_t j = 0; j < p.nk; ++j) {
+    chunk_attention_backward(dq, acc, acc + half, dout, q, qs, kb, kb + half, tail, out, lse,
+                             base, scale, progress, KeyRange{j, j + 1});
+    if (j == 0) {
+      wait_stamped(*r.ring, dkv_received, din.data<float>(), 2 * half);
+      dkv_sent.wait();  // dout_buf is free for the pieces coming home
+      for (int64_t i = 0; i < p.nk; ++i)
+        home[i] = recv_stamped(*r.ring, piece(dout_buf, i), p.floats(), from, kTagDkv);
+    }
+    p.add(acc, din.data<float>(), half, j);
+    p.pack(piece(next, j), acc, acc + half, j);
+    sent[j] = send_stamped(*r.ring, piece(next, j), p.floats(), to, kTagDkv);
   }
-  const float* mine = dq_own.data<float>();
-  for (int64_t i = 0; i < q_elems; ++i) dq[i] = mine[i] + dq[i];
+  for (int64_t i = 0; i < p.nk; ++i) {
+    wait_stamped(*r.ring, home[i], piece(dout_buf, i), p.floats());
+    p.unpack(dk, dv, piece(dout_buf, i), i);
+  }
+  for (comm::Work& w : sent) w.wait();
 }
 
 }  // namespace parallm

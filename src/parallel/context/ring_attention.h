@@ -5,9 +5,7 @@
 // next block's non-blocking send and receive are posted before the current
 // block is computed, so the transfer runs under the attention. Backward runs
 // the ring again: key/value blocks travel with their dK/dV accumulators,
-// each reaching its owner last, while the owner works on its own block
-// (split in two to cover the first hop and that last one), so no transfer
-// is left without attention to hide it.
+// which arrive back at their owner after a full turn.
 // This lives below model (layer context_parallel, docs/architecture.md)
 // because the attention layer calls it from inside its forward/backward,
 // exactly as the tensor-parallel linears are called.

@@ -133,6 +133,7 @@ TEST(ContextParallelLayout, ComposesWithTpAndDp) {
     expect_same_trajectory(family, CpLayout{.cp = 2, .dp = 2, .comm = "ring", .zero = 2});
   }
   expect_same_trajectory("llama", CpLayout{.cp = 2, .tp = 2, .comm = "a2a", .sp = true});
+  expect_same_trajectory("llama", CpLayout{.cp = 2, .dp = 2, .comm = "a2a", .zero = 2});
 }
 
 // cp 2 x pp 2 under 1F1B (4 micro-batches): the pipeline passes each
@@ -141,6 +142,27 @@ TEST(ContextParallelLayout, ComposesWithPipeline) {
   if (env().world->size() != 4) GTEST_SKIP() << "runs at np 4";
   for (const char* family : {"gpt2", "llama"})
     expect_same_trajectory(family, CpLayout{.cp = 2, .pp = 2});
+  expect_same_trajectory("llama", CpLayout{.cp = 2, .pp = 2, .comm = "a2a"});
+}
+
+// cp 4 composed, on 8 ranks: the hybrid (all-to-all over U 2 inside a ring
+// of 2) with tp 2 + sp, with dp 2 under ZeRO-2 and with pp 2 (1F1B), and
+// Ulysses with dp 2 and with pp 2, for LLaMA (GQA: each tp rank's 2 kv heads
+// split over U 2) and GPT-2; the ring with tp 2 + sp and with dp 2 (LLaMA).
+// (Ulysses at cp 4 with tp 2 would split 2 kv heads over 4: refused.)
+TEST(ContextParallelLayout, Cp4ComposesWithTpDpAndPipeline) {
+  if (env().world->size() != 8) GTEST_SKIP() << "runs at np 8";
+  for (const char* family : {"llama", "gpt2"}) {
+    expect_same_trajectory(
+        family, CpLayout{.cp = 4, .tp = 2, .comm = "a2a+ring", .ulysses = 2, .sp = true});
+    expect_same_trajectory(family,
+                           CpLayout{.cp = 4, .dp = 2, .comm = "a2a+ring", .ulysses = 2, .zero = 2});
+    expect_same_trajectory(family, CpLayout{.cp = 4, .pp = 2, .comm = "a2a+ring", .ulysses = 2});
+    expect_same_trajectory(family, CpLayout{.cp = 4, .dp = 2, .comm = "a2a", .zero = 2});
+    expect_same_trajectory(family, CpLayout{.cp = 4, .pp = 2, .comm = "a2a"});
+  }
+  expect_same_trajectory("llama", CpLayout{.cp = 4, .tp = 2, .comm = "ring", .sp = true});
+  expect_same_trajectory("llama", CpLayout{.cp = 4, .dp = 2, .comm = "ring", .zero = 2});
 }
 
 // Packed documents (--reset-attention-mask --reset-position-ids
