@@ -271,6 +271,14 @@ double attention_dropout_factor(const AttnDims& d, int64_t sample, int64_t head,
   return u >= d.dropout_p ? 1.0 / (1.0 - d.dropout_p) : 0.0;
 }
 
+namespace {
+// d.progress, on the calling thread only (thread 0 of the region is it):
+// MPI may be called from the main thread alone.
+void poll(const AttnDims& d) {
+  if (d.progress != nullptr && omp_get_thread_num() == 0) (*d.progress)();
+}
+}  // namespace
+
 template <class T>
 void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttnDims& d,
                        double scale) {
@@ -289,6 +297,7 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const
       const int64_t qb = t % L.nqb, h = (t / L.nqb) % d.Hq, b = t / (L.nqb * d.Hq);
       const int64_t i0 = qb * kQueryBlock, i1 = std::min(d.Tq, i0 + kQueryBlock);
       forward_tile(out, lse, q, k, v, L, scale, b, h, i0, i1, s.data(), inv.data(), mask.data());
+      poll(d);
     }
   }
 }
@@ -326,6 +335,7 @@ void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, co
             if (k1 > k0)
               backward_tile(a, L, b, h, i0, i1, k0, k1, true, true, s.data(), dp.data(),
                             mask.data());
+            poll(d);
           }
         }
       }
@@ -351,6 +361,7 @@ void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, co
           if (kend > kbeg)
             backward_tile(a, L, b, h, i0, i1, kbeg, kend, false, true, s.data(), dp.data(),
                           mask.data());
+          poll(d);
         }
       }
     }
@@ -362,6 +373,7 @@ void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, co
       const auto [k0, k1] = L.keys(b, i0, i1);
       if (k1 > k0)
         backward_tile(a, L, b, h, i0, i1, k0, k1, true, false, s.data(), dp.data(), mask.data());
+      poll(d);
     }
   }
 }

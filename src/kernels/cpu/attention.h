@@ -15,6 +15,7 @@
 // layout, and is regenerated in backward; lse stays the un-dropped statistic.
 #pragma once
 #include <cstdint>
+#include <functional>
 
 namespace parallm::cpu {
 
@@ -44,6 +45,11 @@ struct AttnDims {
   uint64_t dropout_key = 0;
   int64_t head0 = 0;
   int64_t sample0 = 0;
+  // Called on the calling thread between query blocks (null: never). Ring
+  // attention polls its transfers here: without a progress thread MPI moves
+  // a message's bytes only inside some MPI call on this rank, and one call
+  // of a long chunk pair would otherwise leave a peer waiting for seconds.
+  const std::function<void()>* progress = nullptr;
   bool dropout() const { return dropout_p > 0.0 && dropout_key != 0; }
 };
 

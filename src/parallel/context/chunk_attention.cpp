@@ -105,7 +105,8 @@ void chunk_attention_forward(float* out, float* lse, const float* q, const Chunk
         loaded = true;
       }
       get_chunk(qt.data(), q, B, nq, len, qrow, i);
-      const cpu::AttnDims d = pair_dims(base, len, qs.pos0[i], ks.pos0[j]);
+      cpu::AttnDims d = pair_dims(base, len, qs.pos0[i], ks.pos0[j]);
+      if (progress) d.progress = &progress;
       cpu::attention_forward(ot.data(), lt.data(), qt.data(), kt.data(), vt.data(), d, scale);
       if (work) work->pairs += B * Hq * causal_pairs(qs.pos0[i], ks.pos0[j], len);
       if (progress) progress();
@@ -164,7 +165,8 @@ void chunk_attention_backward(float* dq, float* dk, float* dv, const float* dout
       get_chunk(dot.data(), dout, B, nq, len, qrow, i);
       get_lse(lt.data(), lse, B, Hq, nq, len, i);
       std::fill(dqt.begin(), dqt.end(), 0.0f);
-      const cpu::AttnDims d = pair_dims(base, len, qs.pos0[i], ks.pos0[j]);
+      cpu::AttnDims d = pair_dims(base, len, qs.pos0[i], ks.pos0[j]);
+      if (progress) d.progress = &progress;
       cpu::attention_backward(dqt.data(), dkt.data(), dvt.data(), dot.data(), qt.data(), kt.data(),
                               vt.data(), ot.data(), lt.data(), d, scale);
       add_chunk(dq, dqt.data(), B, nq, len, qrow, i);

@@ -8,8 +8,9 @@
 // query's sliding window, is skipped. Partial outputs are merged by log-sum-exp,
 // so calling forward once per key block in any order gives full attention. Backward takes the
 // merged output and lse (the kernel's Di and P use them), so the gradient of each key block is
-// exact on its own. `progress` runs after every pair: the ring polls its transfers there, because
-// MPI moves a large non-blocking message only while some MPI call runs on this rank.
+// exact on its own. `progress` runs after every pair and between the kernel's query blocks
+// (AttnDims::progress): the ring polls its transfers there, because MPI moves a large
+// non-blocking message only while some MPI call runs on this rank.
 #pragma once
 #include <cstdint>
 #include <functional>

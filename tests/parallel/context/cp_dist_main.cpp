@@ -22,9 +22,11 @@ CpTestEnv& env() {
 }
 
 std::string CpLayout::name() const {
-  return fmt::format("cp {} {}{} tp {} sp {} dp {} zero {} pp {} seq {} recompute {}{}{}", cp, comm,
-                     ulysses ? fmt::format(" U {}", ulysses) : std::string(), tp, sp ? "on" : "off",
-                     dp, zero, pp, seq_len, recompute_name(recompute), packed ? " packed" : "",
+  return fmt::format("cp {} {}{} tp {} sp {} dp {} zero {} pp {}{} seq {} recompute {}{}{}", cp,
+                     comm, ulysses ? fmt::format(" U {}", ulysses) : std::string(), tp,
+                     sp ? "on" : "off", dp, zero, pp,
+                     pp > 1 ? fmt::format(" {} v {}", schedule, virtual_stages) : std::string(),
+                     seq_len, recompute_name(recompute), packed ? " packed" : "",
                      precision == Precision::FP32 ? "" : " " + precision_name(precision));
 }
 
@@ -70,7 +72,8 @@ CpRunResult cp_train_run(const ModelConfig& model, const CpLayout& l, int steps)
   t.training.global_batch_size = l.global_batch;
   t.training.recompute = l.recompute;
   t.parallelism.pp = l.pp;
-  t.parallelism.schedule = "1f1b";
+  t.parallelism.schedule = l.schedule;
+  t.parallelism.virtual_stages = l.virtual_stages;
   t.precision.matmul = l.precision;
   if (l.packed)
     t.data.docs = {.reset_attention_mask = true,

@@ -21,7 +21,7 @@ struct CpTestEnv {
 CpTestEnv& env();
 
 struct CpLayout {
-  int cp = 1, tp = 1, dp = 1, pp = 1;  // pp > 1: the 1F1B schedule
+  int cp = 1, tp = 1, dp = 1, pp = 1;
   std::string comm = "ring";           // --cp-comm
   int ulysses = 0;                     // --ulysses-degree (a2a+ring)
   bool sp = false;
@@ -35,6 +35,8 @@ struct CpLayout {
   // --eod-mask-loss with EOD kPackedEod.
   bool packed = false;
   Precision precision = Precision::FP32;  // bf16 / fp16 GEMMs (default loss scaling)
+  std::string schedule = "1f1b";          // under pp: gpipe, 1f1b, interleaved, zb
+  int virtual_stages = 1;                 // interleaved
   std::string name() const;
 };
 

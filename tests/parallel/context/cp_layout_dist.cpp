@@ -34,6 +34,7 @@ ModelConfig family_model(const std::string& family) {
     c.rope_scaling = {.type = RopeScalingType::Dynamic, .factor = 2.0};
   }
   if (family == "mistral") c.sliding_window = 5;
+  if (family == "llama-4-layers") c.n_layers = 4;  // two virtual stages of pp 2
   return c;
 }
 
@@ -134,15 +135,23 @@ TEST(ContextParallelLayout, ComposesWithTpAndDp) {
   }
   expect_same_trajectory("llama", CpLayout{.cp = 2, .tp = 2, .comm = "a2a", .sp = true});
   expect_same_trajectory("llama", CpLayout{.cp = 2, .dp = 2, .comm = "a2a", .zero = 2});
+  // ZeRO-1 and ZeRO-3 (parameters gathered over dp, gradients over dp x cp).
+  for (int zero : {1, 3})
+    expect_same_trajectory("llama", CpLayout{.cp = 2, .dp = 2, .comm = "ring", .zero = zero});
 }
 
-// cp 2 x pp 2 under 1F1B (4 micro-batches): the pipeline passes each
-// rank's cp share of the stream between stages.
+// cp 2 x pp 2 under every schedule (4 micro-batches): the pipeline passes
+// each rank's cp share of the stream between stages.
 TEST(ContextParallelLayout, ComposesWithPipeline) {
   if (env().world->size() != 4) GTEST_SKIP() << "runs at np 4";
   for (const char* family : {"gpt2", "llama"})
     expect_same_trajectory(family, CpLayout{.cp = 2, .pp = 2});
   expect_same_trajectory("llama", CpLayout{.cp = 2, .pp = 2, .comm = "a2a"});
+  // The other schedules: GPipe, zero bubble (ZB-H1) and interleaved 1F1B.
+  for (const char* schedule : {"gpipe", "zb"})
+    expect_same_trajectory("llama", CpLayout{.cp = 2, .pp = 2, .schedule = schedule});
+  expect_same_trajectory("llama-4-layers",
+                         CpLayout{.cp = 2, .pp = 2, .schedule = "interleaved", .virtual_stages = 2});
 }
 
 // cp 4 composed, on 8 ranks: the hybrid (all-to-all over U 2 inside a ring
