@@ -10,12 +10,15 @@ must be free, SIGTERM must stop it, and ASan must have reported no error
 and LeakSanitizer no leak allocated by parallm's code (Open MPI's plugins
 leak at exit and are unloaded before the report, so their leaks name no
 module; a leak is parallm's when the first frame past the C/C++ runtime is
-in this binary).
+in this binary, at an offset inside its loaded segments: LeakSanitizer has
+named an unloaded plugin's frame "parallm_serve_asan+0xbf2cae", an offset
+past the binary's end, when the plugin had been mapped near the binary).
 Usage: serve_asan_check.py WORKDIR PARALLM_SERVE_ASAN"""
 import glob
 import os
 import re
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -78,6 +81,29 @@ SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 
 
+def loaded_extent(path):
+    """The end of an ELF64 file's PT_LOAD segments, as an offset from its
+    load base: the largest offset a frame in it can have."""
+    with open(path, "rb") as f:
+        head = f.read(64)
+        assert head[:5] == b"\x7fELF\x02", f"{path}: not an ELF64 file"
+        phoff, = struct.unpack_from("<Q", head, 0x20)
+        phentsize, phnum = struct.unpack_from("<HH", head, 0x36)
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+    end = 0
+    for i in range(phnum):
+        kind, = struct.unpack_from("<I", table, i * phentsize)
+        vaddr, = struct.unpack_from("<Q", table, i * phentsize + 0x10)
+        memsz, = struct.unpack_from("<Q", table, i * phentsize + 0x28)
+        if kind == 1:  # PT_LOAD
+            end = max(end, vaddr + memsz)
+    return end
+
+
+BINARY_END = loaded_extent(binary)
+
+
 def ours(block):
     """Whether a leak was allocated by this binary's code: walking out from
     the allocator, past the C/C++ runtime, the first frame that names a
@@ -88,6 +114,9 @@ def ours(block):
             continue
         if "<unknown module>" in frame or re.search(r"\(/\S+\.so[.\d]*\+", frame):
             return False
+        inside = re.search(r"\(" + re.escape(binary) + r"\+0x([0-9a-f]+)\)", frame)
+        if inside and int(inside.group(1), 16) >= BINARY_END:
+            return False  # an unloaded module's frame, misnamed (see the top)
         # Sources may be named relative to the build ("../src/infer/...").
         if binary in frame or SOURCE in frame or "/usr/include/" in frame or \
                 re.search(r"(?:^|[\s/])src/\w+/", frame):
