@@ -400,14 +400,15 @@ MemoryBreakdown estimate_memory(const MemoryQuery& q) {
     // blocks of this rank's keys and values (B x seq_len / cp x this tp
     // rank's kv width, twice): the block in hand, the next, this step's dK/dV
     // accumulator, the one in flight and the one arriving; each with room
-    // for the 8-byte post-time stamps of the last hop's pieces, one per key
-    // chunk (two under load balancing). Ulysses' all-to-all staging
-    // (--cp-comm a2a) is not counted.
+    // for the 8-byte post-time stamps of the last hop's pieces, one per (key
+    // chunk, batch entry, kv head), with two key chunks under load balancing.
+    // Ulysses' all-to-all staging (--cp-comm a2a) is not counted.
     if (q.cp > 1) {
-      const double kv = static_cast<double>(m.head_dim * ((m.n_kv_heads + q.tp - 1) / q.tp));
-      r.communication += 5.0 * (4.0 * 2.0 * static_cast<double>(q.micro_batch) *
-                                    static_cast<double>(q.seq_len / q.cp) * kv +
-                                2.0 * 8.0);
+      const double heads = static_cast<double>((m.n_kv_heads + q.tp - 1) / q.tp);
+      const double mb = static_cast<double>(q.micro_batch);
+      r.communication +=
+          5.0 * (4.0 * 2.0 * mb * static_cast<double>(q.seq_len / q.cp) * heads * m.head_dim +
+                 2.0 * mb * heads * 8.0);
     }
   } else {
     if (shards > 1 && q.zero <= 1) r.communication += 2.0 * q.bucket_mb * 1024 * 1024;

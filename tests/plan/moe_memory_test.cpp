@@ -143,8 +143,9 @@ TEST(MoeMemory, ZeroUnderCpShardsOverDpTimesCp) {
   half.seq_len = q.seq_len / 2;
   EXPECT_EQ(estimate_memory(q).activations, estimate_memory(half).activations);
   // Ring attention's five key/value blocks of B x seq_len / cp x kv width
-  // (8 kv heads of 128), each with two 8-byte post-time stamps.
-  EXPECT_EQ(estimate_memory(q).communication, 4.0 * 10 * 2048 * 8 * 128 + 5 * 2 * 8);
+  // (8 kv heads of 128), each with an 8-byte post-time stamp per (key chunk,
+  // kv head): two chunks of one batch entry.
+  EXPECT_EQ(estimate_memory(q).communication, 4.0 * 10 * 2048 * 8 * 128 + 5 * 2 * 8 * 8);
 }
 
 TEST(MoeMemory, RefusesWhatTheTrainerRefuses) {

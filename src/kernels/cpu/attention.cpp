@@ -302,6 +302,14 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v, const
   }
 }
 
+AttnBwdSplit attention_backward_auto_split(const AttnDims& d) {
+  // Two tasks per thread balance well enough; below that the extra GEMMs of
+  // the two-pass split cost less than idle threads.
+  const int64_t nthreads = worth_parallel(d) ? omp_get_max_threads() : 1;
+  return (nthreads == 1 || d.B * d.Hkv >= 2 * nthreads) ? AttnBwdSplit::ByKvHead
+                                                        : AttnBwdSplit::TwoPass;
+}
+
 template <class T>
 void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k,
                               const T* v, const T* out, const T* lse, const AttnDims& d,
@@ -310,13 +318,7 @@ void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, co
   if (d.B == 0 || d.Tq == 0 || d.Tk == 0) return;
   const BwdArgs<T> a{dq, dk, dv, dout, q, k, v, out, lse, scale};
   const bool parallel = worth_parallel(d);
-  if (split == AttnBwdSplit::Auto) {
-    // Two tasks per thread balance well enough; below that the extra GEMMs of
-    // the two-pass split cost less than idle threads.
-    const int64_t nthreads = parallel ? omp_get_max_threads() : 1;
-    split = (nthreads == 1 || d.B * d.Hkv >= 2 * nthreads) ? AttnBwdSplit::ByKvHead
-                                                           : AttnBwdSplit::TwoPass;
-  }
+  if (split == AttnBwdSplit::Auto) split = attention_backward_auto_split(d);
   const size_t ws = static_cast<size_t>(kQueryBlock * d.Tk);
   if (split == AttnBwdSplit::ByKvHead) {
     // A task owns dk/dv of (b, g) and dq of the group's query heads; it visits

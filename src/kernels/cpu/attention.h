@@ -77,6 +77,12 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T*
 // deterministic and race-free; they agree to rounding.
 enum class AttnBwdSplit { Auto, ByKvHead, TwoPass };
 
+// The split Auto picks for d on this thread count. Each (batch entry, kv
+// head) gets the same sums under either split whether or not other entries
+// and heads share the call, so a caller that cuts one call into such parts
+// passes the whole call's choice to every part and gets the same result.
+AttnBwdSplit attention_backward_auto_split(const AttnDims& d);
+
 template <class T>
 void attention_backward_split(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k,
                               const T* v, const T* out, const T* lse, const AttnDims& d,

@@ -15,27 +15,42 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// Rows of chunk c of x (B, n*len, H*D) <-> tile (B, len, H*D).
-void get_chunk(float* tile, const float* x, int64_t B, int64_t n, int64_t len, int64_t row,
-               int64_t c) {
-  for (int64_t b = 0; b < B; ++b)
-    std::memcpy(tile + b * len * row, x + (b * n + c) * len * row,
-                static_cast<size_t>(len * row) * sizeof(float));
-}
-void add_chunk(float* x, const float* tile, int64_t B, int64_t n, int64_t len, int64_t row,
-               int64_t c) {
-  for (int64_t b = 0; b < B; ++b) {
-    float* dst = x + (b * n + c) * len * row;
-    const float* src = tile + b * len * row;
-    for (int64_t i = 0; i < len * row; ++i) dst[i] += src[i];
+// Which rows and columns a tile holds: batch entries [b0, b1) and floats
+// [col, col + w) of each token's row (all of a row: col 0, w = row).
+struct Window {
+  int64_t b0, b1, col, w;
+};
+
+// Rows of chunk c of x (B, n*len, row) <-> tile (b1 - b0, len, w).
+void get_chunk(float* tile, const float* x, int64_t n, int64_t len, int64_t row, int64_t c,
+               const Window& win) {
+  for (int64_t b = win.b0; b < win.b1; ++b) {
+    const float* src = x + (b * n + c) * len * row + win.col;
+    float* dst = tile + (b - win.b0) * len * win.w;
+    if (win.w == row) {
+      std::memcpy(dst, src, static_cast<size_t>(len * row) * sizeof(float));
+      continue;
+    }
+    for (int64_t t = 0; t < len; ++t)
+      std::memcpy(dst + t * win.w, src + t * row, static_cast<size_t>(win.w) * sizeof(float));
   }
 }
-// lse (B, H, n*len) <-> tile (B, H, len) of chunk c.
-void get_lse(float* tile, const float* lse, int64_t B, int64_t H, int64_t n, int64_t len,
-             int64_t c) {
-  for (int64_t bh = 0; bh < B * H; ++bh)
-    std::memcpy(tile + bh * len, lse + bh * n * len + c * len,
-                static_cast<size_t>(len) * sizeof(float));
+void add_chunk(float* x, const float* tile, int64_t n, int64_t len, int64_t row, int64_t c,
+               const Window& win) {
+  for (int64_t b = win.b0; b < win.b1; ++b)
+    for (int64_t t = 0; t < len; ++t) {
+      float* dst = x + ((b * n + c) * len + t) * row + win.col;
+      const float* src = tile + ((b - win.b0) * len + t) * win.w;
+      for (int64_t i = 0; i < win.w; ++i) dst[i] += src[i];
+    }
+}
+// lse (B, H, n*len) -> tile (b1 - b0, h1 - h0, len) of chunk c.
+void get_lse(float* tile, const float* lse, int64_t H, int64_t n, int64_t len, int64_t c,
+             int64_t b0, int64_t b1, int64_t h0, int64_t h1) {
+  for (int64_t b = b0; b < b1; ++b)
+    for (int64_t h = h0; h < h1; ++h)
+      std::memcpy(tile + ((b - b0) * (h1 - h0) + h - h0) * len, lse + (b * H + h) * n * len + c * len,
+                  static_cast<size_t>(len) * sizeof(float));
 }
 
 cpu::AttnDims pair_dims(const cpu::AttnDims& base, int64_t len, int64_t q0, int64_t k0) {
@@ -95,16 +110,17 @@ void chunk_attention_forward(float* out, float* lse, const float* q, const Chunk
   const int64_t qrow = sh.qrow, krow = sh.krow;
   std::vector<float> qt(B * len * qrow), ot(B * len * qrow), lt(B * Hq * len);
   std::vector<float> kt(B * len * krow), vt(B * len * krow);
+  const Window qwin{0, B, 0, qrow}, kwin{0, B, 0, krow};
   for (int64_t j = 0; j < nk; ++j) {
     bool loaded = false;
     for (int64_t i = 0; i < nq; ++i) {
       if (fully_masked(base, qs.pos0[i], ks.pos0[j], len)) continue;
       if (!loaded) {
-        get_chunk(kt.data(), k, B, nk, len, krow, j);
-        get_chunk(vt.data(), v, B, nk, len, krow, j);
+        get_chunk(kt.data(), k, nk, len, krow, j, kwin);
+        get_chunk(vt.data(), v, nk, len, krow, j, kwin);
         loaded = true;
       }
-      get_chunk(qt.data(), q, B, nq, len, qrow, i);
+      get_chunk(qt.data(), q, nq, len, qrow, i, qwin);
       cpu::AttnDims d = pair_dims(base, len, qs.pos0[i], ks.pos0[j]);
       if (progress) d.progress = &progress;
       cpu::attention_forward(ot.data(), lt.data(), qt.data(), kt.data(), vt.data(), d, scale);
@@ -138,43 +154,59 @@ void chunk_attention_backward(float* dq, float* dk, float* dv, const float* dout
                               const ChunkSet& qs, const float* k, const float* v,
                               const ChunkSet& ks, const float* out, const float* lse,
                               const cpu::AttnDims& base, double scale,
-                              const std::function<void()>& progress, KeyRange keys) {
+                              const std::function<void()>& progress, AttnPart part) {
   const PairShape sh(qs, ks, base);
-  const int64_t B = sh.B, Hq = sh.Hq, len = sh.len, nq = sh.nq, nk = sh.nk;
-  const int64_t j_end = keys.last < 0 ? nk : keys.last;
-  PX_CHECK(0 <= keys.first && keys.first <= j_end && j_end <= nk,
-           "chunk attention: key chunks [{}, {}) of {}", keys.first, keys.last, nk);
-  const int64_t qrow = sh.qrow, krow = sh.krow;
-  std::vector<float> qt(B * len * qrow), ot(B * len * qrow), dot(B * len * qrow),
-      dqt(B * len * qrow), lt(B * Hq * len);
-  std::vector<float> kt(B * len * krow), vt(B * len * krow), dkt(B * len * krow),
-      dvt(B * len * krow);
-  for (int64_t j = keys.first; j < j_end; ++j) {
+  const int64_t len = sh.len, nq = sh.nq, nk = sh.nk, D = base.D, group = base.Hq / base.Hkv;
+  const auto end = [](int64_t e, int64_t n) { return e < 0 ? n : e; };
+  const int64_t j1 = end(part.last, nk), b1 = end(part.b1, base.B), g1 = end(part.g1, base.Hkv);
+  PX_CHECK(0 <= part.first && part.first <= j1 && j1 <= nk && 0 <= part.b0 && part.b0 <= b1 &&
+               b1 <= base.B && 0 <= part.g0 && part.g0 <= g1 && g1 <= base.Hkv,
+           "chunk attention: key chunks [{}, {}) of {}, batch entries [{}, {}) of {}, kv heads "
+           "[{}, {}) of {}",
+           part.first, part.last, nk, part.b0, part.b1, base.B, part.g0, part.g1, base.Hkv);
+  // The part as a call of its own: its batch entries and heads, with the
+  // global indices that dropout and the document mask key on.
+  cpu::AttnDims pb = base;
+  pb.B = b1 - part.b0;
+  pb.Hkv = g1 - part.g0;
+  pb.Hq = pb.Hkv * group;
+  pb.sample0 += part.b0;
+  pb.head0 += part.g0 * group;
+  if (pb.doc_start != nullptr) pb.doc_start += part.b0 * pb.doc_ld;
+  // The whole call's choice of thread split, so that every part sums alike.
+  const cpu::AttnBwdSplit split = cpu::attention_backward_auto_split(pair_dims(base, len, 0, 0));
+  const Window qwin{part.b0, b1, part.g0 * group * D, pb.Hq * D};
+  const Window kwin{part.b0, b1, part.g0 * D, pb.Hkv * D};
+  const int64_t B = pb.B, qw = qwin.w, kw = kwin.w;
+  std::vector<float> qt(B * len * qw), ot(B * len * qw), dot(B * len * qw), dqt(B * len * qw),
+      lt(B * pb.Hq * len);
+  std::vector<float> kt(B * len * kw), vt(B * len * kw), dkt(B * len * kw), dvt(B * len * kw);
+  for (int64_t j = part.first; j < j1; ++j) {
     bool any = false;
     for (int64_t i = 0; i < nq; ++i) {
-      if (fully_masked(base, qs.pos0[i], ks.pos0[j], len)) continue;
+      if (fully_masked(pb, qs.pos0[i], ks.pos0[j], len)) continue;
       if (!any) {
-        get_chunk(kt.data(), k, B, nk, len, krow, j);
-        get_chunk(vt.data(), v, B, nk, len, krow, j);
+        get_chunk(kt.data(), k, nk, len, sh.krow, j, kwin);
+        get_chunk(vt.data(), v, nk, len, sh.krow, j, kwin);
         std::fill(dkt.begin(), dkt.end(), 0.0f);
         std::fill(dvt.begin(), dvt.end(), 0.0f);
         any = true;
       }
-      get_chunk(qt.data(), q, B, nq, len, qrow, i);
-      get_chunk(ot.data(), out, B, nq, len, qrow, i);
-      get_chunk(dot.data(), dout, B, nq, len, qrow, i);
-      get_lse(lt.data(), lse, B, Hq, nq, len, i);
+      get_chunk(qt.data(), q, nq, len, sh.qrow, i, qwin);
+      get_chunk(ot.data(), out, nq, len, sh.qrow, i, qwin);
+      get_chunk(dot.data(), dout, nq, len, sh.qrow, i, qwin);
+      get_lse(lt.data(), lse, base.Hq, nq, len, i, part.b0, b1, part.g0 * group, g1 * group);
       std::fill(dqt.begin(), dqt.end(), 0.0f);
-      cpu::AttnDims d = pair_dims(base, len, qs.pos0[i], ks.pos0[j]);
+      cpu::AttnDims d = pair_dims(pb, len, qs.pos0[i], ks.pos0[j]);
       if (progress) d.progress = &progress;
-      cpu::attention_backward(dqt.data(), dkt.data(), dvt.data(), dot.data(), qt.data(), kt.data(),
-                              vt.data(), ot.data(), lt.data(), d, scale);
-      add_chunk(dq, dqt.data(), B, nq, len, qrow, i);
+      cpu::attention_backward_split(dqt.data(), dkt.data(), dvt.data(), dot.data(), qt.data(),
+                                    kt.data(), vt.data(), ot.data(), lt.data(), d, scale, split);
+      add_chunk(dq, dqt.data(), nq, len, sh.qrow, i, qwin);
       if (progress) progress();
     }
     if (any) {
-      add_chunk(dk, dkt.data(), B, nk, len, krow, j);
-      add_chunk(dv, dvt.data(), B, nk, len, krow, j);
+      add_chunk(dk, dkt.data(), nk, len, sh.krow, j, kwin);
+      add_chunk(dv, dvt.data(), nk, len, sh.krow, j, kwin);
     }
   }
 }

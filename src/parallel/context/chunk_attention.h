@@ -43,18 +43,23 @@ void chunk_attention_forward(float* out, float* lse, const float* q, const Chunk
                              const float* k, const float* v, const ChunkSet& ks,
                              const cpu::AttnDims& base, double scale, AttnWork* work = nullptr,
                              const std::function<void()>& progress = {});
-// Key chunks [first, last) of a ChunkSet; last < 0: to the end.
-struct KeyRange {
+// A part of one backward call: key chunks [first, last) of the ChunkSet,
+// batch entries [b0, b1), kv heads [g0, g1) with their query heads (an end
+// < 0: to the end). Parts that tile the whole call give it exactly, bit for
+// bit: each (batch entry, kv head)'s sums do not depend on the others.
+struct AttnPart {
   int64_t first = 0, last = -1;
+  int64_t b0 = 0, b1 = -1;
+  int64_t g0 = 0, g1 = -1;
 };
 
 // dq (queries' layout) and dk, dv (keys' layout) accumulate (+=). out, lse:
-// the fully merged forward results of these queries. Only the key chunks in
-// keys are visited (ring backward splits its own block's work in two).
+// the fully merged forward results of these queries. Only `part` is visited
+// (ring backward sends its last block home piece by piece).
 void chunk_attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
                               const ChunkSet& qs, const float* k, const float* v,
                               const ChunkSet& ks, const float* out, const float* lse,
                               const cpu::AttnDims& base, double scale,
-                              const std::function<void()>& progress = {}, KeyRange keys = {});
+                              const std::function<void()>& progress = {}, AttnPart part = {});
 
 }  // namespace parallm

@@ -18,6 +18,8 @@
 #include <cstring>
 #include <vector>
 
+#include <omp.h>
+
 #include "base/error.h"
 #include "tensor/tensor.h"
 
@@ -63,31 +65,37 @@ void wait_stamped(comm::Communicator& c, comm::Work& w, const float* msg, int64_
   c.note_peer_wait(comm::OpKind::Recv, std::clamp<int64_t>(posted - t0, 0, t1 - t0));
 }
 
-// The last hop home goes key chunk by key chunk. Piece j of a pair of
-// halves (keys' and values' gradient, each (B, nk * len, row)): chunk j's
-// rows of every batch entry, the keys' then the values', then a stamp.
+// The last hop home goes piece by piece. Piece (j, b, g) of a pair of
+// halves (keys' and values' gradient, each (B, nk * len, Hkv, D)): key chunk
+// j's rows of batch entry b and kv head g, the keys' then the values', then
+// a stamp. Pieces are numbered in the order the last step finishes them.
 struct Pieces {
-  int64_t B, nk, len, row;
-  int64_t rows() const { return len * row; }       // one chunk of one batch entry
-  int64_t floats() const { return 2 * B * rows(); }  // a piece's payload
+  int64_t B, nk, len, Hkv, D;
+  int64_t count() const { return nk * B * Hkv; }
+  int64_t index(int64_t j, int64_t b, int64_t g) const { return (j * B + b) * Hkv + g; }
+  int64_t floats() const { return 2 * len * D; }  // a piece's payload
   int64_t stride() const { return floats() + kStampFloats; }
-  int64_t at(int64_t b, int64_t j) const { return (b * nk + j) * rows(); }
-  // acc's chunk j rows += in's (both pairs of halves, `half` apart).
-  void add(float* acc, const float* in, int64_t half, int64_t j) const {
-    for (int64_t h : {int64_t{0}, half})
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t i = at(b, j); i < at(b, j) + rows(); ++i) acc[h + i] += in[h + i];
+  // Where token t of piece p starts in a half.
+  int64_t at(int64_t p, int64_t t) const {
+    const int64_t g = p % Hkv, b = (p / Hkv) % B, j = p / (Hkv * B);
+    return (((b * nk + j) * len + t) * Hkv + g) * D;
   }
-  void pack(float* piece, const float* k, const float* v, int64_t j) const {
-    for (int64_t b = 0; b < B; ++b) {
-      std::memcpy(piece + b * rows(), k + at(b, j), rows() * sizeof(float));
-      std::memcpy(piece + (B + b) * rows(), v + at(b, j), rows() * sizeof(float));
+  // acc's piece p += in's (both halves, `half` apart).
+  void add(float* acc, const float* in, int64_t half, int64_t p) const {
+    for (int64_t h : {int64_t{0}, half})
+      for (int64_t t = 0; t < len; ++t)
+        for (int64_t e = at(p, t); e < at(p, t) + D; ++e) acc[h + e] += in[h + e];
+  }
+  void pack(float* piece, const float* k, const float* v, int64_t p) const {
+    for (int64_t t = 0; t < len; ++t) {
+      std::memcpy(piece + t * D, k + at(p, t), D * sizeof(float));
+      std::memcpy(piece + (len + t) * D, v + at(p, t), D * sizeof(float));
     }
   }
-  void unpack(float* k, float* v, const float* piece, int64_t j) const {
-    for (int64_t b = 0; b < B; ++b) {
-      std::memcpy(k + at(b, j), piece + b * rows(), rows() * sizeof(float));
-      std::memcpy(v + at(b, j), piece + (B + b) * rows(), rows() * sizeof(float));
+  void unpack(float* k, float* v, const float* piece, int64_t p) const {
+    for (int64_t t = 0; t < len; ++t) {
+      std::memcpy(k + at(p, t), piece + t * D, D * sizeof(float));
+      std::memcpy(v + at(p, t), piece + (len + t) * D, D * sizeof(float));
     }
   }
 };
@@ -155,8 +163,8 @@ void ring_attention_backward(const RingSpec& r, Allocator& alloc, float* dq, flo
   // The last step works on member me + 1's block; every buffer has room for
   // that block's pieces (a stamp each) as well as for a whole message.
   const ChunkSet& tail = r.kv_chunks[(me + 1) % n];
-  const Pieces p{base.B, static_cast<int64_t>(tail.pos0.size()), tail.len, base.Hkv * base.D};
-  const int64_t cap = p.nk * p.stride() - kStampFloats;
+  const Pieces p{base.B, static_cast<int64_t>(tail.pos0.size()), tail.len, base.Hkv, base.D};
+  const int64_t cap = p.count() * p.stride() - kStampFloats;
   Tensor cur = buffer(alloc, cap), next = buffer(alloc, cap);
   // dkv: this step's accumulator of the block in hand (sent on after the
   // step); din: the accumulator of that block arriving from the member before.
@@ -194,14 +202,15 @@ void ring_attention_backward(const RingSpec& r, Allocator& alloc, float* dq, flo
     std::swap(cur, next);
   }
   // The last step's block goes home after it, when no rank has compute
-  // left to hide that hop. So its gradient leaves key chunk by key chunk: a
-  // chunk's rows go as soon as its pairs are done, under the next chunk's
-  // compute, and only the last chunk's share is left exposed. The sums are
-  // the same, in the same order. This member's own block comes home the
-  // same way, into dout_buf, with every query's share.
+  // left to hide that hop. So its gradient leaves piece by piece (key chunk,
+  // batch entry, kv head): a piece goes as soon as its pairs are done, under
+  // the next piece's compute, and only the last piece's share is left
+  // exposed. The sums are the same, in the same order (AttnPart). A kernel
+  // call takes as many kv heads as there are threads, to keep them busy.
+  // This member's own block comes home the same way, into dout_buf.
   comm::Work dkv_received = recv_stamped(*r.ring, din.data<float>(), 2 * half, from, kTagDkv);
-  std::vector<comm::Work> home(p.nk), sent(p.nk);
-  const auto piece = [&p](Tensor& t, int64_t j) { return t.data<float>() + j * p.stride(); };
+  std::vector<comm::Work> home(p.count()), sent(p.count());
+  const auto piece = [&p](Tensor& t, int64_t i) { return t.data<float>() + i * p.stride(); };
   float* acc = dkv.data<float>();
   std::fill_n(acc, 2 * half, 0.0f);
   const float* kb = cur.data<float>();
@@ -211,20 +220,28 @@ void ring_attention_backward(const RingSpec& r, Allocator& alloc, float* dq, flo
     for (comm::Work& w : home) w.test();
     for (comm::Work& w : sent) w.test();
   };
-  for (int64_t j = 0; j < p.nk; ++j) {
-    chunk_attention_backward(dq, acc, acc + half, dout, q, qs, kb, kb + half, tail, out, lse,
-                             base, scale, progress, KeyRange{j, j + 1});
-    if (j == 0) {
-      wait_stamped(*r.ring, dkv_received, din.data<float>(), 2 * half);
-      dkv_sent.wait();  // dout_buf is free for the pieces coming home
-      for (int64_t i = 0; i < p.nk; ++i)
-        home[i] = recv_stamped(*r.ring, piece(dout_buf, i), p.floats(), from, kTagDkv);
-    }
-    p.add(acc, din.data<float>(), half, j);
-    p.pack(piece(next, j), acc, acc + half, j);
-    sent[j] = send_stamped(*r.ring, piece(next, j), p.floats(), to, kTagDkv);
-  }
-  for (int64_t i = 0; i < p.nk; ++i) {
+  const int64_t heads = std::clamp<int64_t>(omp_get_max_threads(), 1, p.Hkv);
+  bool first = true;
+  for (int64_t j = 0; j < p.nk; ++j)
+    for (int64_t b = 0; b < p.B; ++b)
+      for (int64_t g0 = 0; g0 < p.Hkv; g0 += heads) {
+        const int64_t g1 = std::min(p.Hkv, g0 + heads);
+        chunk_attention_backward(dq, acc, acc + half, dout, q, qs, kb, kb + half, tail, out, lse,
+                                 base, scale, progress, AttnPart{j, j + 1, b, b + 1, g0, g1});
+        if (first) {
+          wait_stamped(*r.ring, dkv_received, din.data<float>(), 2 * half);
+          dkv_sent.wait();  // dout_buf is free for the pieces coming home
+          for (int64_t i = 0; i < p.count(); ++i)
+            home[i] = recv_stamped(*r.ring, piece(dout_buf, i), p.floats(), from, kTagDkv);
+          first = false;
+        }
+        for (int64_t i = p.index(j, b, g0); i < p.index(j, b, g1 - 1) + 1; ++i) {
+          p.add(acc, din.data<float>(), half, i);
+          p.pack(piece(next, i), acc, acc + half, i);
+          sent[i] = send_stamped(*r.ring, piece(next, i), p.floats(), to, kTagDkv);
+        }
+      }
+  for (int64_t i = 0; i < p.count(); ++i) {
     wait_stamped(*r.ring, home[i], piece(dout_buf, i), p.floats());
     p.unpack(dk, dv, piece(dout_buf, i), i);
   }

@@ -2,10 +2,14 @@
 // order and global positions, the clear error for a sequence 2 x cp does
 // not divide, the exact causal pair count, and the chunk attention core
 // (chunk_attention.h) over every chunk pair against one full kernel call,
-// also with packed documents (pairs wholly before the documents skipped).
+// also with packed documents (pairs wholly before the documents skipped),
+// and the backward cut into parts (key chunk, batch entry, kv heads) giving
+// the whole call bit for bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "base/error.h"
@@ -112,6 +116,72 @@ TEST(ChunkAttention, DocumentMaskSkipsPairsBeforeTheDocuments) {
   // Skipped: (query chunk 3, key chunk 0) and (3, 1), 6 x 6 causal pairs each,
   // for 2 rows x 4 heads.
   EXPECT_EQ(pairs, 2 * 4 * (24 * 25 / 2 - 2 * 36));
+}
+
+// The ring's last step runs the backward in parts, one (key chunk, batch
+// entry, kv head range) at a time, and sends each part's dK/dV home as
+// soon as it is done; the parts must give the whole call's sums exactly.
+void expect_parts_equal_the_whole_call(const cpu::AttnDims& base, int64_t heads_per_call) {
+  const int64_t B = base.B, Hq = base.Hq, Hkv = base.Hkv, D = base.D, n = 5;
+  const ChunkSet qs{.pos0 = {0, 15}, .len = n}, ks{.pos0 = {5, 10}, .len = n};
+  const int64_t T = qs.tokens();
+  std::mt19937 gen(11);
+  std::normal_distribution<float> dist;
+  auto randn = [&](int64_t k) {
+    std::vector<float> v(static_cast<size_t>(k));
+    for (float& x : v) x = dist(gen);
+    return v;
+  };
+  auto q = randn(B * T * Hq * D), k = randn(B * T * Hkv * D), v = randn(B * T * Hkv * D),
+       dout = randn(B * T * Hq * D);
+  const double scale = 0.3;
+  std::vector<float> out(q.size()), lse(B * Hq * T);
+  chunk_attention_init(out.data(), lse.data(), B, T, Hq, D);
+  chunk_attention_forward(out.data(), lse.data(), q.data(), qs, k.data(), v.data(), ks, base,
+                          scale);
+  chunk_attention_forward(out.data(), lse.data(), q.data(), qs, k.data(), v.data(), qs, base,
+                          scale);
+  // Start from nonzero gradients, as the ring's accumulators do.
+  auto dq = randn(B * T * Hq * D), dk = randn(B * T * Hkv * D), dv = randn(B * T * Hkv * D);
+  auto dq2 = dq, dk2 = dk, dv2 = dv;
+  chunk_attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), qs, k.data(),
+                           v.data(), ks, out.data(), lse.data(), base, scale);
+  int calls = 0;
+  for (int64_t j = 0; j < 2; ++j)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t g = 0; g < Hkv; g += heads_per_call, ++calls)
+        chunk_attention_backward(dq2.data(), dk2.data(), dv2.data(), dout.data(), q.data(), qs,
+                                 k.data(), v.data(), ks, out.data(), lse.data(), base, scale, {},
+                                 AttnPart{j, j + 1, b, b + 1, g, std::min(Hkv, g + heads_per_call)});
+  EXPECT_EQ(calls, 2 * B * ((Hkv + heads_per_call - 1) / heads_per_call));
+  const auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  EXPECT_TRUE(same(dq, dq2));
+  EXPECT_TRUE(same(dk, dk2));
+  EXPECT_TRUE(same(dv, dv2));
+}
+
+TEST(ChunkAttention, PartsGiveTheWholeBackwardBitForBit) {
+  const cpu::AttnDims base{.B = 2, .Tq = 0, .Tk = 0, .Hq = 6, .Hkv = 3, .D = 8};
+  expect_parts_equal_the_whole_call(base, 1);
+  expect_parts_equal_the_whole_call(base, 2);  // the last call takes one head
+}
+
+// Dropout keys on global (sample, head) and the document mask on each
+// row's starts: a part must offset both to its batch entry and heads.
+TEST(ChunkAttention, PartsKeepDropoutAndDocumentsInPlace) {
+  std::vector<int64_t> starts;
+  for (int64_t p = 0; p < 20; ++p) starts.push_back(p < 7 ? 0 : 7);
+  for (int64_t p = 0; p < 20; ++p) starts.push_back(p < 12 ? 0 : 12);
+  cpu::AttnDims base{.B = 2, .Tq = 0, .Tk = 0, .Hq = 4, .Hkv = 2, .D = 8};
+  base.doc_start = starts.data();
+  base.doc_ld = 20;
+  base.dropout_p = 0.2;
+  base.dropout_key = 99;
+  base.head0 = 4;
+  base.sample0 = 6;
+  expect_parts_equal_the_whole_call(base, 1);
 }
 
 }  // namespace
