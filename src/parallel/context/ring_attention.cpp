@@ -53,15 +53,22 @@ comm::Work recv_stamped(comm::Communicator& c, float* msg, int64_t payload, int 
   return c.recv_async(msg, payload + kStampFloats, DType::F32, from, tag);
 }
 
-// Waits for a stamped message arriving at msg; the part of the wait before
-// its sender posted counts as peer wait.
-void wait_stamped(comm::Communicator& c, comm::Work& w, const float* msg, int64_t payload) {
-  if (w.done()) return;
+// Waits for n stamped messages from one peer, message i at msg + i *
+// stride, as one wait: the part of it before the peer posted the last of
+// them counts as peer wait. (While the peer was still computing its later
+// pieces, the bytes of the earlier ones moved at no cost to the step.)
+void wait_stamped(comm::Communicator& c, comm::Work* w, int64_t n, const float* msg,
+                  int64_t payload, int64_t stride = 0) {
+  if (std::all_of(w, w + n, [](comm::Work& x) { return x.done(); })) return;
   const int64_t t0 = now_ns();
-  w.wait();
+  for (int64_t i = 0; i < n; ++i) w[i].wait();
   const int64_t t1 = now_ns();
   int64_t posted = 0;
-  std::memcpy(&posted, msg + payload, sizeof posted);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t t = 0;
+    std::memcpy(&t, msg + i * stride + payload, sizeof t);
+    posted = std::max(posted, t);
+  }
   c.note_peer_wait(comm::OpKind::Recv, std::clamp<int64_t>(posted - t0, 0, t1 - t0));
 }
 
@@ -140,7 +147,7 @@ void ring_attention_forward(const RingSpec& r, Allocator& alloc, float* out, flo
     };
     chunk_attention_forward(out, lse, q, qs, kb, kb + half, r.kv_chunks[(me - s + n) % n], base,
                             scale, work, progress);
-    wait_stamped(*r.ring, received, next.data<float>(), 2 * half);
+    wait_stamped(*r.ring, &received, 1, next.data<float>(), 2 * half);
     sent.wait();
     std::swap(cur, next);
   }
@@ -190,14 +197,14 @@ void ring_attention_backward(const RingSpec& r, Allocator& alloc, float* dq, flo
     chunk_attention_backward(dq, acc, acc + half, dout, q, qs, kb, kb + half,
                              r.kv_chunks[(me - s + n) % n], out, lse, base, scale, progress);
     if (s > 0) {
-      wait_stamped(*r.ring, dkv_received, din.data<float>(), 2 * half);
+      wait_stamped(*r.ring, &dkv_received, 1, din.data<float>(), 2 * half);
       const float* in = din.data<float>();
       for (int64_t i = 0; i < 2 * half; ++i) acc[i] += in[i];
     }
     dkv_sent.wait();  // the previous step's message left its buffer
     std::swap(dkv, dout_buf);
     dkv_sent = send_stamped(*r.ring, dout_buf.data<float>(), 2 * half, to, kTagDkv);
-    wait_stamped(*r.ring, kv_received, next.data<float>(), 2 * half);
+    wait_stamped(*r.ring, &kv_received, 1, next.data<float>(), 2 * half);
     kv_sent.wait();
     std::swap(cur, next);
   }
@@ -229,7 +236,7 @@ void ring_attention_backward(const RingSpec& r, Allocator& alloc, float* dq, flo
         chunk_attention_backward(dq, acc, acc + half, dout, q, qs, kb, kb + half, tail, out, lse,
                                  base, scale, progress, AttnPart{j, j + 1, b, b + 1, g0, g1});
         if (first) {
-          wait_stamped(*r.ring, dkv_received, din.data<float>(), 2 * half);
+          wait_stamped(*r.ring, &dkv_received, 1, din.data<float>(), 2 * half);
           dkv_sent.wait();  // dout_buf is free for the pieces coming home
           for (int64_t i = 0; i < p.count(); ++i)
             home[i] = recv_stamped(*r.ring, piece(dout_buf, i), p.floats(), from, kTagDkv);
@@ -241,10 +248,8 @@ void ring_attention_backward(const RingSpec& r, Allocator& alloc, float* dq, flo
           sent[i] = send_stamped(*r.ring, piece(next, i), p.floats(), to, kTagDkv);
         }
       }
-  for (int64_t i = 0; i < p.count(); ++i) {
-    wait_stamped(*r.ring, home[i], piece(dout_buf, i), p.floats());
-    p.unpack(dk, dv, piece(dout_buf, i), i);
-  }
+  wait_stamped(*r.ring, home.data(), p.count(), dout_buf.data<float>(), p.floats(), p.stride());
+  for (int64_t i = 0; i < p.count(); ++i) p.unpack(dk, dv, piece(dout_buf, i), i);
   for (comm::Work& w : sent) w.wait();
 }
 
