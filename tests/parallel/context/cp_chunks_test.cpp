@@ -50,17 +50,23 @@ TEST(CpChunks, CausalPairs) {
   EXPECT_EQ(causal_pairs(0, 8, 4), 0);   // a future block: none
 }
 
+// Normal samples from a fixed seed, k at a time.
+struct Randn {
+  explicit Randn(unsigned seed) : gen(seed) {}
+  std::vector<float> operator()(int64_t k) {
+    std::vector<float> v(static_cast<size_t>(k));
+    for (float& x : v) x = dist(gen);
+    return v;
+  }
+  std::mt19937 gen;
+  std::normal_distribution<float> dist;
+};
+
 // doc_start: (B, 24) document starts, or empty (no document mask).
 // Returns the pairs the chunk calls computed (causal count of each pair run).
 int64_t expect_chunk_pairs_equal_one_call(const std::vector<int64_t>& doc_start) {
   const int64_t B = 2, T = 24, Hq = 4, Hkv = 2, D = 8, n = 6;
-  std::mt19937 gen(5);
-  std::normal_distribution<float> dist;
-  auto randn = [&](int64_t k) {
-    std::vector<float> v(static_cast<size_t>(k));
-    for (float& x : v) x = dist(gen);
-    return v;
-  };
+  Randn randn(5);
   auto q = randn(B * T * Hq * D), k = randn(B * T * Hkv * D), v = randn(B * T * Hkv * D),
        dout = randn(B * T * Hq * D);
   const double scale = 0.3;
@@ -125,13 +131,7 @@ void expect_parts_equal_the_whole_call(const cpu::AttnDims& base, int64_t heads_
   const int64_t B = base.B, Hq = base.Hq, Hkv = base.Hkv, D = base.D, n = 5;
   const ChunkSet qs{.pos0 = {0, 15}, .len = n}, ks{.pos0 = {5, 10}, .len = n};
   const int64_t T = qs.tokens();
-  std::mt19937 gen(11);
-  std::normal_distribution<float> dist;
-  auto randn = [&](int64_t k) {
-    std::vector<float> v(static_cast<size_t>(k));
-    for (float& x : v) x = dist(gen);
-    return v;
-  };
+  Randn randn(11);
   auto q = randn(B * T * Hq * D), k = randn(B * T * Hkv * D), v = randn(B * T * Hkv * D),
        dout = randn(B * T * Hq * D);
   const double scale = 0.3;
