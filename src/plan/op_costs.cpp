@@ -54,6 +54,16 @@ std::vector<T> vec(const nlohmann::json& j, const char* key, const std::string& 
   return j[key].get<std::vector<T>>();
 }
 
+// exp of the log-linear interpolation of ys over grid g (in log2) at x,
+// clamped at the edges.
+double log_interpolated(const std::vector<int64_t>& g, const std::vector<double>& ys, double x) {
+  const auto [i, f] = locate(g, x);
+  const size_t n = ys.size();
+  const double lo = std::log(ys[std::min(i, n - 1)]);
+  const double hi = std::log(ys[std::min(i + 1, n - 1)]);
+  return std::exp(lo + f * (hi - lo));
+}
+
 }  // namespace
 
 double OpCosts::linear_fwd_s(int64_t r, int64_t in, int64_t out) const {
@@ -66,14 +76,16 @@ double OpCosts::linear_bwd_s(int64_t r, int64_t in, int64_t out) const {
   return interpolated_seconds(*this, bwd_s, 4.0, r, in, out);
 }
 
-double OpCosts::attention_s(Pass p, double units, int64_t t) const {
+double OpCosts::attention_s(Pass p, double units, int64_t t, int64_t head_dim) const {
   if (units <= 0) return 0.0;
-  const std::vector<double>& per_unit = p == Pass::Forward ? attn_fwd_s : attn_bwd_s;
-  const auto [i, f] = locate(attn_seq, static_cast<double>(t));
-  const size_t n = per_unit.size();
-  const double lo = std::log(per_unit[std::min(i, n - 1)]);
-  const double hi = std::log(per_unit[std::min(i + 1, n - 1)]);
-  return units * std::exp(lo + f * (hi - lo));
+  const bool fwd = p == Pass::Forward;
+  double s = units * log_interpolated(attn_seq, fwd ? attn_fwd_s : attn_bwd_s, static_cast<double>(t));
+  if (!attn_dims.empty()) {
+    const std::vector<double>& d = fwd ? attn_dim_fwd_s : attn_dim_bwd_s;
+    s *= log_interpolated(attn_dims, d, static_cast<double>(head_dim)) /
+         log_interpolated(attn_dims, d, static_cast<double>(attn_head_dim));
+  }
+  return s;
 }
 
 double OpCosts::elementwise_s(Pass p, const std::string& kind, double n) const {
@@ -101,6 +113,8 @@ void OpCosts::validate(const std::string& where) const {
       std::ranges::all_of(bwd_s, [](double s) { return s > 0; }) &&
       std::ranges::all_of(attn_fwd_s, [](double s) { return s > 0; }) &&
       std::ranges::all_of(attn_bwd_s, [](double s) { return s > 0; }) &&
+      std::ranges::all_of(attn_dim_fwd_s, [](double s) { return s > 0; }) &&
+      std::ranges::all_of(attn_dim_bwd_s, [](double s) { return s > 0; }) &&
       std::ranges::all_of(elem_fwd_s, [](const auto& kv) { return kv.second > 0; }) &&
       std::ranges::all_of(elem_bwd_s, [](const auto& kv) { return kv.second > 0; });
   PX_CHECK(times_ok, "{}: every measured time must be positive", where);
@@ -109,6 +123,15 @@ void OpCosts::validate(const std::string& where) const {
            "{}: attention needs a forward and a backward time per sequence length ({} lengths, "
            "{} and {} times)",
            where, attn_seq.size(), attn_fwd_s.size(), attn_bwd_s.size());
+  PX_CHECK(attn_dim_fwd_s.size() == attn_dims.size() && attn_dim_bwd_s.size() == attn_dims.size() &&
+               std::is_sorted(attn_dims.begin(), attn_dims.end()) &&
+               (attn_dims.empty() || attn_dims.front() > 0) &&
+               std::adjacent_find(attn_dims.begin(), attn_dims.end()) == attn_dims.end() &&
+               attn_head_dim > 0 && attn_dim_seq > 0,
+           "{}: attention's head dims must be positive and strictly ascending, with a forward "
+           "and a backward time each ({} head dims, {} and {} times; head dim {}, length {})",
+           where, attn_dims.size(), attn_dim_fwd_s.size(), attn_dim_bwd_s.size(), attn_head_dim,
+           attn_dim_seq);
   PX_CHECK(elem_fwd_s.size() == elem_bwd_s.size(),
            "{}: element-wise kinds need both a forward and a backward time", where);
   PX_CHECK(optimizer_s_per_param > 0 && copy_bytes_per_s > 0 && threads > 0,
@@ -117,6 +140,15 @@ void OpCosts::validate(const std::string& where) const {
 }
 
 nlohmann::json op_costs_to_json(const OpCosts& c) {
+  nlohmann::json attention = {{"seq", c.attn_seq},
+                              {"fwd_s_per_unit", c.attn_fwd_s},
+                              {"bwd_s_per_unit", c.attn_bwd_s},
+                              {"head_dim", c.attn_head_dim}};
+  if (!c.attn_dims.empty())
+    attention["by_head_dim"] = {{"seq", c.attn_dim_seq},
+                                {"head_dims", c.attn_dims},
+                                {"fwd_s_per_unit", c.attn_dim_fwd_s},
+                                {"bwd_s_per_unit", c.attn_dim_bwd_s}};
   return {
       {"threads", c.threads},
       {"linear",
@@ -125,8 +157,7 @@ nlohmann::json op_costs_to_json(const OpCosts& c) {
         {"outs", c.outs},
         {"fwd_s", c.fwd_s},
         {"bwd_s", c.bwd_s}}},
-      {"attention",
-       {{"seq", c.attn_seq}, {"fwd_s_per_unit", c.attn_fwd_s}, {"bwd_s_per_unit", c.attn_bwd_s}}},
+      {"attention", attention},
       {"elementwise_s_per_element", {{"fwd", c.elem_fwd_s}, {"bwd", c.elem_bwd_s}}},
       {"optimizer_s_per_param", c.optimizer_s_per_param},
       {"copy_bytes_per_s", c.copy_bytes_per_s}};
@@ -147,6 +178,14 @@ OpCosts op_costs_from_json(const nlohmann::json& j, const std::string& where) {
   c.attn_seq = vec<int64_t>(j["attention"], "seq", where);
   c.attn_fwd_s = vec<double>(j["attention"], "fwd_s_per_unit", where);
   c.attn_bwd_s = vec<double>(j["attention"], "bwd_s_per_unit", where);
+  c.attn_head_dim = j["attention"].value("head_dim", int64_t{64});
+  if (j["attention"].contains("by_head_dim")) {  // older profiles lack it
+    const auto& hd = j["attention"]["by_head_dim"];
+    c.attn_dim_seq = hd.value("seq", int64_t{512});
+    c.attn_dims = vec<int64_t>(hd, "head_dims", where);
+    c.attn_dim_fwd_s = vec<double>(hd, "fwd_s_per_unit", where);
+    c.attn_dim_bwd_s = vec<double>(hd, "bwd_s_per_unit", where);
+  }
   const auto& el = j["elementwise_s_per_element"];
   PX_CHECK(el.is_object() && el.contains("fwd") && el.contains("bwd"),
            "{}: 'elementwise_s_per_element' needs 'fwd' and 'bwd' maps", where);

@@ -30,9 +30,17 @@ struct OpCosts {
   // rows[i] x ins[j] x outs[k], index (i * ins.size() + j) * outs.size() + k.
   std::vector<double> fwd_s, bwd_s;
   // Attention, seconds per unit = batch x query heads x visible (query, key)
-  // pairs x head dim, forward and backward, at the measured sequence lengths.
+  // pairs x head dim, forward and backward, at the measured sequence lengths
+  // (at head dim attn_head_dim).
   std::vector<int64_t> attn_seq;
   std::vector<double> attn_fwd_s, attn_bwd_s;
+  // The same per-unit times at one length (attn_dim_seq) and several head
+  // dims: a narrow head does less work per score (32: about 1.2x the time
+  // per unit of 64 on AVX2), and scales the sequence sweep by its ratio to
+  // attn_head_dim's. Empty (older profiles): the head dim does not matter.
+  int64_t attn_head_dim = 64, attn_dim_seq = 512;
+  std::vector<int64_t> attn_dims;
+  std::vector<double> attn_dim_fwd_s, attn_dim_bwd_s;
   std::map<std::string, double> elem_fwd_s, elem_bwd_s;  // seconds per element
   double optimizer_s_per_param = 0;                      // AdamW, fp32 master
   double copy_bytes_per_s = 0;                           // memcpy (large buffers)
@@ -41,8 +49,9 @@ struct OpCosts {
   // and dweight).
   double linear_fwd_s(int64_t rows, int64_t in, int64_t out) const;
   double linear_bwd_s(int64_t rows, int64_t in, int64_t out) const;
-  // Seconds of attention over `units` (see above) at sequence length t.
-  double attention_s(Pass p, double units, int64_t t) const;
+  // Seconds of attention over `units` (see above) at sequence length t and
+  // head dim `head_dim`.
+  double attention_s(Pass p, double units, int64_t t, int64_t head_dim) const;
   // Seconds of n elements of `kind`; an unknown kind is an error naming the
   // known ones.
   double elementwise_s(Pass p, const std::string& kind, double n) const;

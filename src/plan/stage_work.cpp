@@ -83,7 +83,9 @@ void add_blocks(StageWork& w, const MemoryQuery& q, int64_t first_layer, int64_t
   const double pairs = static_cast<double>(q.seq_len) * (q.seq_len + 1) / 2.0 / q.cp;
   const double units = static_cast<double>(q.micro_batch) * heads * pairs * m.head_dim * layers;
   w.attn_units += units;
-  w.attn_seq = q.seq_len / q.cp;
+  // Under cp the kernel runs on pairs of load-balanced chunks, 2 x cp of them.
+  w.attn_seq = q.cp > 1 ? q.seq_len / (2 * q.cp) : q.seq_len;
+  w.attn_head_dim = m.head_dim;
   if (full) w.attn_units_recomputed += units;
   for (const auto& [k, v] : el) {
     w.elements[k] += v;
@@ -124,8 +126,9 @@ StageSeconds price_stage(const StageWork& w, const OpCosts& c) {
         l.calls * (c.linear_fwd_s(l.rows, l.in, l.out) + c.linear_bwd_s(l.rows, l.in, l.out));
   for (const LinearWork& l : w.recomputed)
     s.matmul_s += l.calls * c.linear_fwd_s(l.rows, l.in, l.out);
-  s.matmul_s += c.attention_s(Pass::Forward, w.attn_units + w.attn_units_recomputed, w.attn_seq) +
-                c.attention_s(Pass::Backward, w.attn_units, w.attn_seq);
+  s.matmul_s += c.attention_s(Pass::Forward, w.attn_units + w.attn_units_recomputed, w.attn_seq,
+                              w.attn_head_dim) +
+                c.attention_s(Pass::Backward, w.attn_units, w.attn_seq, w.attn_head_dim);
   for (const auto& [k, n] : w.elements)
     s.elementwise_s += c.elementwise_s(Pass::Forward, k, n) + c.elementwise_s(Pass::Backward, k, n);
   for (const auto& [k, n] : w.elements_recomputed)

@@ -72,8 +72,9 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
         const StageSeconds p = price_stage(w, *costs);
         if (p.matmul_s + p.elementwise_s > worst.matmul_s + worst.elementwise_s) {
           worst = p;
-          attn_micro_s = costs->attention_s(Pass::Forward, w.attn_units, w.attn_seq) +
-                         costs->attention_s(Pass::Backward, w.attn_units, w.attn_seq);
+          attn_micro_s =
+              costs->attention_s(Pass::Forward, w.attn_units, w.attn_seq, w.attn_head_dim) +
+              costs->attention_s(Pass::Backward, w.attn_units, w.attn_seq, w.attn_head_dim);
         }
       }
       return worst;

@@ -70,10 +70,35 @@ TEST(OpCosts, InterpolatesTheRateInLog2AndClampsAtTheEdges) {
   EXPECT_NEAR(c.linear_fwd_s(8, 32, 32), 2.0 * 8 * 32 * 32 / 6e9, 1e-15);
   EXPECT_EQ(c.linear_fwd_s(0, 32, 32), 0.0);
   // Attention: per-unit time interpolated between lengths, clamped beyond.
-  EXPECT_NEAR(c.attention_s(Pass::Forward, 1e6, 256), 1e6 * std::sqrt(2.0) * 1e-9, 1e-12);
-  EXPECT_NEAR(c.attention_s(Pass::Backward, 1e6, 4096), 1e6 * 6e-9, 1e-12);
+  EXPECT_NEAR(c.attention_s(Pass::Forward, 1e6, 256, 64), 1e6 * std::sqrt(2.0) * 1e-9, 1e-12);
+  EXPECT_NEAR(c.attention_s(Pass::Backward, 1e6, 4096, 64), 1e6 * 6e-9, 1e-12);
   EXPECT_DOUBLE_EQ(c.elementwise_s(Pass::Backward, "rope", 1e6), 2e-3);
   EXPECT_THROW(c.elementwise_s(Pass::Forward, "softmax", 1), Error);
+}
+
+// The head-dim sweep scales the length sweep by its ratio to the length
+// sweep's head dim, interpolated in log2 and clamped; a profile without it
+// (older calibrations) prices every head dim alike.
+TEST(OpCosts, HeadDimScalesAttentionByItsRatioToTheSweepsHeadDim) {
+  OpCosts c = synthetic_costs();
+  const double at64 = c.attention_s(Pass::Forward, 1e6, 512, 64);
+  EXPECT_EQ(c.attention_s(Pass::Forward, 1e6, 512, 32), at64);
+  c.attn_dims = {32, 64, 128};
+  c.attn_dim_fwd_s = {3e-9, 2.5e-9, 2e-9};
+  c.attn_dim_bwd_s = {9e-9, 6e-9, 6e-9};
+  c.validate("test");
+  EXPECT_NEAR(c.attention_s(Pass::Forward, 1e6, 512, 32), at64 * 3.0 / 2.5, 1e-12);
+  EXPECT_NEAR(c.attention_s(Pass::Forward, 1e6, 512, 64), at64, 1e-12);
+  EXPECT_NEAR(c.attention_s(Pass::Backward, 1e6, 128, 16), 1e6 * 3e-9 * 9.0 / 6.0, 1e-12);
+  // Halfway in log2 between 64 and 128: the geometric mean of the factors.
+  EXPECT_NEAR(c.attention_s(Pass::Forward, 1e6, 512, 91), at64 * std::sqrt(2.0 / 2.5),
+              at64 * 5e-3);
+  const OpCosts back = op_costs_from_json(op_costs_to_json(c), "test");
+  EXPECT_EQ(back.attn_dims, c.attn_dims);
+  EXPECT_EQ(back.attn_dim_bwd_s, c.attn_dim_bwd_s);
+  EXPECT_EQ(back.attn_dim_seq, c.attn_dim_seq);
+  c.attn_dim_bwd_s.pop_back();
+  EXPECT_THROW(c.validate("test"), Error);
 }
 
 TEST(OpCosts, JsonRoundTripAndClearErrors) {

@@ -35,6 +35,8 @@ KernelCalibration grid(bool quick) {
     k.rows = {64, 256};
     k.widths = {32, 128};
     k.attn_seq = {128};
+    k.attn_dims = {32, 64};
+    k.attn_dim_seq = 128;
     k.rounds = 1;
     k.round_s = 0.002;
   }

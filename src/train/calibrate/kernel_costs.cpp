@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <thread>
+#include <utility>
 
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/attention.h"
@@ -69,34 +71,47 @@ void measure_linears(const KernelCalibration& k, OpCosts& c) {
       }
 }
 
-// Grouped-query heads as the LLaMA presets have them (2 query heads per
-// key/value head), head dim 64; enough rows that a call is not all overhead.
+// Seconds per unit (plan/op_costs.h) of attention forward and backward
+// at length t and head dim D: grouped-query heads as the LLaMA presets have
+// them (2 query heads per key/value head), enough rows that a call is not
+// all overhead, and at least 4 (batch, kv head) tasks, so that 2 threads
+// split the backward by kv head as they do in a model's layers (with fewer,
+// the kernel's two-pass split recomputes 2 of its 5 GEMMs: at 8192 tokens
+// that made the 2-thread backward 1.3x slower per unit than at 512).
+std::pair<double, double> attention_per_unit(const KernelCalibration& k, int64_t t, int64_t D) {
+  const int64_t B = std::max<int64_t>(1, 2048 / t), Hkv = std::max<int64_t>(2, 4 / B);
+  const cpu::AttnDims d{.B = B, .Tq = t, .Tk = t, .Hq = 2 * Hkv, .Hkv = Hkv, .D = D};
+  const int64_t q_n = d.B * t * d.Hq * d.D, kv_n = d.B * t * d.Hkv * d.D;
+  auto q = filled(q_n), kk = filled(kv_n), v = filled(kv_n), out = filled(q_n),
+       lse = filled(d.B * d.Hq * t), dout = filled(q_n), dq = filled(q_n), dk = filled(kv_n),
+       dv = filled(kv_n);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  const double units = static_cast<double>(d.B) * d.Hq * t * (t + 1) / 2.0 * d.D;
+  const double fwd = seconds_per_call(k, [&] {
+    cpu::attention_forward<float>(out.data(), lse.data(), q.data(), kk.data(), v.data(), d, scale);
+  });
+  const double bwd = seconds_per_call(k, [&] {
+    cpu::attention_backward<float>(dq.data(), dk.data(), dv.data(), dout.data(), q.data(),
+                                   kk.data(), v.data(), out.data(), lse.data(), d, scale);
+  });
+  return {fwd / units, bwd / units};
+}
+
+// Over lengths at head dim 64, then over head dims at one length.
 void measure_attention(const KernelCalibration& k, OpCosts& c) {
+  c.attn_head_dim = 64;
   for (int64_t t : k.attn_seq) {
-    cpu::AttnDims d{
-        .B = std::max<int64_t>(1, 2048 / t), .Tq = t, .Tk = t, .Hq = 4, .Hkv = 2, .D = 64};
-    const int64_t q_n = d.B * t * d.Hq * d.D, kv_n = d.B * t * d.Hkv * d.D;
-    auto q = filled(q_n), kk = filled(kv_n), v = filled(kv_n), out = filled(q_n),
-         lse = filled(d.B * d.Hq * t), dout = filled(q_n), dq = filled(q_n), dk = filled(kv_n),
-         dv = filled(kv_n);
-    const double scale = 0.125;
-    const double units = static_cast<double>(d.B) * d.Hq * t * (t + 1) / 2.0 * d.D;
+    const auto [fwd, bwd] = attention_per_unit(k, t, c.attn_head_dim);
     c.attn_seq.push_back(t);
-    c.attn_fwd_s.push_back(seconds_per_call(k,
-                                            [&] {
-                                              cpu::attention_forward<float>(out.data(), lse.data(),
-                                                                            q.data(), kk.data(),
-                                                                            v.data(), d, scale);
-                                            }) /
-                           units);
-    c.attn_bwd_s.push_back(seconds_per_call(k,
-                                            [&] {
-                                              cpu::attention_backward<float>(
-                                                  dq.data(), dk.data(), dv.data(), dout.data(),
-                                                  q.data(), kk.data(), v.data(), out.data(),
-                                                  lse.data(), d, scale);
-                                            }) /
-                           units);
+    c.attn_fwd_s.push_back(fwd);
+    c.attn_bwd_s.push_back(bwd);
+  }
+  c.attn_dim_seq = k.attn_dim_seq;
+  for (int64_t D : k.attn_dims) {
+    const auto [fwd, bwd] = attention_per_unit(k, k.attn_dim_seq, D);
+    c.attn_dims.push_back(D);
+    c.attn_dim_fwd_s.push_back(fwd);
+    c.attn_dim_bwd_s.push_back(bwd);
   }
 }
 
@@ -248,6 +263,8 @@ OpCosts fastest_of(const OpCosts& a, const OpCosts& b) {
   each_min(c.bwd_s, b.bwd_s);
   each_min(c.attn_fwd_s, b.attn_fwd_s);
   each_min(c.attn_bwd_s, b.attn_bwd_s);
+  each_min(c.attn_dim_fwd_s, b.attn_dim_fwd_s);
+  each_min(c.attn_dim_bwd_s, b.attn_dim_bwd_s);
   auto kind_min = [](std::map<std::string, double>& x, const std::map<std::string, double>& y) {
     for (auto& [kind, s] : x) s = std::min(s, y.at(kind));
   };

@@ -23,7 +23,12 @@ struct KernelCalibration {
   // widths); the step-time model interpolates between them.
   std::vector<int64_t> rows = {64, 256, 512, 1024, 2048, 4096};
   std::vector<int64_t> widths = {32, 128, 256, 512, 1024, 2048};  // the grid's in and out sides
-  std::vector<int64_t> attn_seq = {128, 512, 2048};
+  // Attention at head dim 64 over lengths up to long contexts (a query
+  // block's scores against 8192 keys, 2 MB, no longer stay in a core's
+  // cache), and at attn_dim_seq over head dims.
+  std::vector<int64_t> attn_seq = {128, 512, 2048, 8192};
+  std::vector<int64_t> attn_dims = {32, 64, 128};
+  int64_t attn_dim_seq = 512;
   double round_s = 0.02;  // a timed round runs the kernel at least this long
   int rounds = 3;
 };
