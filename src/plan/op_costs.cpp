@@ -79,7 +79,8 @@ double OpCosts::linear_bwd_s(int64_t r, int64_t in, int64_t out) const {
 double OpCosts::attention_s(Pass p, double units, int64_t t, int64_t head_dim) const {
   if (units <= 0) return 0.0;
   const bool fwd = p == Pass::Forward;
-  double s = units * log_interpolated(attn_seq, fwd ? attn_fwd_s : attn_bwd_s, static_cast<double>(t));
+  double s =
+      units * log_interpolated(attn_seq, fwd ? attn_fwd_s : attn_bwd_s, static_cast<double>(t));
   if (!attn_dims.empty()) {
     const std::vector<double>& d = fwd ? attn_dim_fwd_s : attn_dim_bwd_s;
     s *= log_interpolated(attn_dims, d, static_cast<double>(head_dim)) /
@@ -149,18 +150,17 @@ nlohmann::json op_costs_to_json(const OpCosts& c) {
                                 {"head_dims", c.attn_dims},
                                 {"fwd_s_per_unit", c.attn_dim_fwd_s},
                                 {"bwd_s_per_unit", c.attn_dim_bwd_s}};
-  return {
-      {"threads", c.threads},
-      {"linear",
-       {{"rows", c.rows},
-        {"ins", c.ins},
-        {"outs", c.outs},
-        {"fwd_s", c.fwd_s},
-        {"bwd_s", c.bwd_s}}},
-      {"attention", attention},
-      {"elementwise_s_per_element", {{"fwd", c.elem_fwd_s}, {"bwd", c.elem_bwd_s}}},
-      {"optimizer_s_per_param", c.optimizer_s_per_param},
-      {"copy_bytes_per_s", c.copy_bytes_per_s}};
+  return {{"threads", c.threads},
+          {"linear",
+           {{"rows", c.rows},
+            {"ins", c.ins},
+            {"outs", c.outs},
+            {"fwd_s", c.fwd_s},
+            {"bwd_s", c.bwd_s}}},
+          {"attention", attention},
+          {"elementwise_s_per_element", {{"fwd", c.elem_fwd_s}, {"bwd", c.elem_bwd_s}}},
+          {"optimizer_s_per_param", c.optimizer_s_per_param},
+          {"copy_bytes_per_s", c.copy_bytes_per_s}};
 }
 
 OpCosts op_costs_from_json(const nlohmann::json& j, const std::string& where) {

@@ -35,9 +35,10 @@ struct OpCosts {
   std::vector<int64_t> attn_seq;
   std::vector<double> attn_fwd_s, attn_bwd_s;
   // The same per-unit times at one length (attn_dim_seq) and several head
-  // dims: a narrow head does less work per score (32: about 1.2x the time
-  // per unit of 64 on AVX2), and scales the sequence sweep by its ratio to
-  // attn_head_dim's. Empty (older profiles): the head dim does not matter.
+  // dims: a narrow head does less work per score (32: about 1.2x the
+  // forward time per unit of 64 on AVX2), and scales the sequence sweep by
+  // its ratio to attn_head_dim's. Empty (older profiles): the head dim does
+  // not matter.
   int64_t attn_head_dim = 64, attn_dim_seq = 512;
   std::vector<int64_t> attn_dims;
   std::vector<double> attn_dim_fwd_s, attn_dim_bwd_s;

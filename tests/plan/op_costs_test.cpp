@@ -91,8 +91,7 @@ TEST(OpCosts, HeadDimScalesAttentionByItsRatioToTheSweepsHeadDim) {
   EXPECT_NEAR(c.attention_s(Pass::Forward, 1e6, 512, 64), at64, 1e-12);
   EXPECT_NEAR(c.attention_s(Pass::Backward, 1e6, 128, 16), 1e6 * 3e-9 * 9.0 / 6.0, 1e-12);
   // Halfway in log2 between 64 and 128: the geometric mean of the factors.
-  EXPECT_NEAR(c.attention_s(Pass::Forward, 1e6, 512, 91), at64 * std::sqrt(2.0 / 2.5),
-              at64 * 5e-3);
+  EXPECT_NEAR(c.attention_s(Pass::Forward, 1e6, 512, 91), at64 * std::sqrt(2.0 / 2.5), at64 * 5e-3);
   const OpCosts back = op_costs_from_json(op_costs_to_json(c), "test");
   EXPECT_EQ(back.attn_dims, c.attn_dims);
   EXPECT_EQ(back.attn_dim_bwd_s, c.attn_dim_bwd_s);

@@ -49,8 +49,8 @@ void get_lse(float* tile, const float* lse, int64_t H, int64_t n, int64_t len, i
              int64_t b0, int64_t b1, int64_t h0, int64_t h1) {
   for (int64_t b = b0; b < b1; ++b)
     for (int64_t h = h0; h < h1; ++h)
-      std::memcpy(tile + ((b - b0) * (h1 - h0) + h - h0) * len, lse + (b * H + h) * n * len + c * len,
-                  static_cast<size_t>(len) * sizeof(float));
+      std::memcpy(tile + ((b - b0) * (h1 - h0) + h - h0) * len,
+                  lse + (b * H + h) * n * len + c * len, static_cast<size_t>(len) * sizeof(float));
 }
 
 cpu::AttnDims pair_dims(const cpu::AttnDims& base, int64_t len, int64_t q0, int64_t k0) {

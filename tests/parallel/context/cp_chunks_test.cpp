@@ -150,9 +150,10 @@ void expect_parts_equal_the_whole_call(const cpu::AttnDims& base, int64_t heads_
   for (int64_t j = 0; j < 2; ++j)
     for (int64_t b = 0; b < B; ++b)
       for (int64_t g = 0; g < Hkv; g += heads_per_call, ++calls)
-        chunk_attention_backward(dq2.data(), dk2.data(), dv2.data(), dout.data(), q.data(), qs,
-                                 k.data(), v.data(), ks, out.data(), lse.data(), base, scale, {},
-                                 AttnPart{j, j + 1, b, b + 1, g, std::min(Hkv, g + heads_per_call)});
+        chunk_attention_backward(
+            dq2.data(), dk2.data(), dv2.data(), dout.data(), q.data(), qs, k.data(), v.data(), ks,
+            out.data(), lse.data(), base, scale, {},
+            AttnPart{j, j + 1, b, b + 1, g, std::min(Hkv, g + heads_per_call)});
   EXPECT_EQ(calls, 2 * B * ((Hkv + heads_per_call - 1) / heads_per_call));
   const auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
     return std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
