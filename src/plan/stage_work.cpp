@@ -7,13 +7,14 @@ namespace parallm {
 
 namespace {
 
-void add_linear(std::vector<LinearWork>& v, int64_t rows, int64_t in, int64_t out, double calls) {
+void add_linear(std::vector<LinearWork>& v, int64_t rows, int64_t in, int64_t out, double calls,
+                bool deferred_dw = true) {
   for (LinearWork& w : v)
-    if (w.rows == rows && w.in == in && w.out == out) {
+    if (w.rows == rows && w.in == in && w.out == out && w.deferred_dw == deferred_dw) {
       w.calls += calls;
       return;
     }
-  v.push_back({rows, in, out, calls});
+  v.push_back({rows, in, out, calls, deferred_dw});
 }
 
 // One transformer block on this rank, `count` times.
@@ -55,9 +56,9 @@ void add_blocks(StageWork& w, const MemoryQuery& q, int64_t first_layer, int64_t
       const auto moe_rows = static_cast<int64_t>(rows_sp);
       const auto rows = std::max<int64_t>(
           1, std::llround(static_cast<double>(moe_rows) * m.moe.topk / local * q.ep_load_factor()));
-      add_linear(lin, moe_rows, C, m.moe.num_experts, 1);  // router
-      add_linear(lin, rows, C, F, mats * local);
-      add_linear(lin, rows, F, C, local);
+      add_linear(lin, moe_rows, C, m.moe.num_experts, 1, false);  // router
+      add_linear(lin, rows, C, F, mats * local, false);
+      add_linear(lin, rows, F, C, local, false);
       el[act] += static_cast<double>(rows) * local * F;
       el["moe_rows"] += static_cast<double>(moe_rows) * m.moe.topk * C;
       if (m.moe.shared_intermediate > 0) {  // the shared expert is tp-split like an MLP
@@ -76,8 +77,8 @@ void add_blocks(StageWork& w, const MemoryQuery& q, int64_t first_layer, int64_t
     el[act] += static_cast<double>(n) * F;
   }
   for (const LinearWork& l : lin) {
-    add_linear(w.linears, l.rows, l.in, l.out, l.calls);
-    if (full) add_linear(w.recomputed, l.rows, l.in, l.out, l.calls);
+    add_linear(w.linears, l.rows, l.in, l.out, l.calls, l.deferred_dw);
+    if (full) add_linear(w.recomputed, l.rows, l.in, l.out, l.calls, l.deferred_dw);
   }
   // Causal pairs of a sequence, split evenly over cp by the load-balanced chunks.
   const double pairs = static_cast<double>(q.seq_len) * (q.seq_len + 1) / 2.0 / q.cp;
@@ -113,7 +114,7 @@ std::vector<StageWork> end_stage_works(const MemoryQuery& q) {
   StageWork& tail = q.pp == 1 ? first : last;
   if (q.pp > 1) add_blocks(last, q, m.n_layers - per_stage, per_stage);
   tail.elements[m.uses_layernorm() ? "layernorm" : "rmsnorm"] += rows_sp * m.hidden;
-  add_linear(tail.linears, n, m.hidden, vocab_rows, 1);
+  add_linear(tail.linears, n, m.hidden, vocab_rows, 1, false);  // the LM head
   tail.elements["cross_entropy"] += static_cast<double>(n) * vocab_rows;
   if (q.pp == 1) return {first};
   return {first, last};
@@ -121,18 +122,38 @@ std::vector<StageWork> end_stage_works(const MemoryQuery& q) {
 
 StageSeconds price_stage(const StageWork& w, const OpCosts& c) {
   StageSeconds s;
-  for (const LinearWork& l : w.linears)
-    s.matmul_s +=
-        l.calls * (c.linear_fwd_s(l.rows, l.in, l.out) + c.linear_bwd_s(l.rows, l.in, l.out));
-  for (const LinearWork& l : w.recomputed)
-    s.matmul_s += l.calls * c.linear_fwd_s(l.rows, l.in, l.out);
-  s.matmul_s += c.attention_s(Pass::Forward, w.attn_units + w.attn_units_recomputed, w.attn_seq,
-                              w.attn_head_dim) +
-                c.attention_s(Pass::Backward, w.attn_units, w.attn_seq, w.attn_head_dim);
-  for (const auto& [k, n] : w.elements)
-    s.elementwise_s += c.elementwise_s(Pass::Forward, k, n) + c.elementwise_s(Pass::Backward, k, n);
-  for (const auto& [k, n] : w.elements_recomputed)
-    s.elementwise_s += c.elementwise_s(Pass::Forward, k, n);
+  for (const LinearWork& l : w.linears) {
+    const double fwd = l.calls * c.linear_fwd_s(l.rows, l.in, l.out);
+    const double bwd = l.calls * c.linear_bwd_s(l.rows, l.in, l.out);
+    s.matmul_s += fwd + bwd;
+    s.forward_s += fwd;
+    s.weight_s += l.deferred_dw ? bwd / 2 : 0.0;
+    s.backward_s += l.deferred_dw ? bwd / 2 : bwd;
+  }
+  for (const LinearWork& l : w.recomputed) {
+    const double fwd = l.calls * c.linear_fwd_s(l.rows, l.in, l.out);
+    s.matmul_s += fwd;
+    s.backward_s += fwd;
+  }
+  const double attn_fwd =
+      c.attention_s(Pass::Forward, w.attn_units, w.attn_seq, w.attn_head_dim);
+  const double attn_refwd =
+      c.attention_s(Pass::Forward, w.attn_units_recomputed, w.attn_seq, w.attn_head_dim);
+  const double attn_bwd = c.attention_s(Pass::Backward, w.attn_units, w.attn_seq, w.attn_head_dim);
+  s.matmul_s += attn_fwd + attn_refwd + attn_bwd;
+  s.forward_s += attn_fwd;
+  s.backward_s += attn_refwd + attn_bwd;
+  for (const auto& [k, n] : w.elements) {
+    const double fwd = c.elementwise_s(Pass::Forward, k, n), bwd = c.elementwise_s(Pass::Backward, k, n);
+    s.elementwise_s += fwd + bwd;
+    s.forward_s += fwd;
+    s.backward_s += bwd;
+  }
+  for (const auto& [k, n] : w.elements_recomputed) {
+    const double fwd = c.elementwise_s(Pass::Forward, k, n);
+    s.elementwise_s += fwd;
+    s.backward_s += fwd;
+  }
   return s;
 }
 

@@ -20,6 +20,10 @@ namespace parallm {
 struct LinearWork {
   int64_t rows = 0, in = 0, out = 0;
   double calls = 0;  // per micro-batch (layers x linears of this shape)
+  // Under the zero-bubble schedule the tp linears (Column/RowParallelLinear)
+  // defer their dW GEMM to the W pass (nn/weight_grad_queue.h); the router,
+  // the routed experts and the LM head compute theirs in B.
+  bool deferred_dw = true;
 };
 
 struct StageWork {
@@ -42,9 +46,13 @@ std::vector<StageWork> end_stage_works(const MemoryQuery& q);
 
 // Seconds of one micro-batch of a stage on calibrated kernels: matrix work
 // (linears and the attention core) and element-wise work, forward,
-// recomputation and backward together.
+// recomputation and backward together; and the same seconds by the
+// zero-bubble schedule's passes: F (forward), B (recomputation and the
+// input gradients, with every dW that is not deferred) and W (the deferred
+// dW GEMMs, half of a linear's calibrated backward: the same FLOPs as dX).
 struct StageSeconds {
   double matmul_s = 0, elementwise_s = 0;
+  double forward_s = 0, backward_s = 0, weight_s = 0;
 };
 StageSeconds price_stage(const StageWork& w, const OpCosts& c);
 

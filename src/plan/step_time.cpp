@@ -60,6 +60,9 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
     shared = std::max(1.0, static_cast<double>(on_node) * costs->threads / d.cores);
   }
   double attn_micro_s = 0;  // the attention core's time per micro-batch (calibrated)
+  // The heavier end stage's shares of F, B and W (zero-bubble passes,
+  // stage_work.h); without calibration a third each, as Qi et al. assume.
+  double f_share = 1.0 / 3, b_share = 1.0 / 3, w_share = 1.0 / 3;
   // Under ep the group waits at every dispatch for its busiest rank: that
   // rank's extra expert work is ep_imbalance_s, the even share compute_s.
   MemoryQuery even = q;
@@ -80,6 +83,12 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
       return worst;
     };
     const StageSeconds busiest = heaviest(q), mean = heaviest(even);
+    const double passes = busiest.forward_s + busiest.backward_s + busiest.weight_s;
+    if (passes > 0) {
+      f_share = busiest.forward_s / passes;
+      b_share = busiest.backward_s / passes;
+      w_share = busiest.weight_s / passes;
+    }
     r.compute_s = mean.matmul_s * micro;
     r.elementwise_s = mean.elementwise_s * micro;
     if (q.ep_load_factor() > 1.0)
@@ -163,13 +172,16 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
       micro;
   const double v = q.schedule == pipeline::ScheduleKind::Interleaved ? q.virtual_stages : 1;
   if (q.pp > 1) {
-    // ZB-H1 fills the bubble with deferred weight-gradient passes: a third
-    // of 1F1B's once there are pp micro-batches to defer; with a single
-    // micro-batch only each stage's own W overlaps the stage before it,
-    // leaving two thirds of 1F1B's bubble (F = B = W); linear in between.
+    // ZB-H1 fills the bubble with deferred weight-gradient passes: (p-1)
+    // (F + B - W) once there are pp micro-batches to defer (Qi et al.; a
+    // third of 1F1B's when F = B = W); with a single micro-batch only each
+    // stage's own W overlaps the stage before it, leaving (p-1)(F + B);
+    // linear in between. parallm defers only the tp linears' dW, so on a
+    // calibrated machine W is the share those GEMMs take (an MoE stage's
+    // experts keep theirs in B).
     const double deferred = std::min(1.0, (micro - 1.0) / std::max(1, q.pp - 1));
     const double bubble_micro = q.schedule == pipeline::ScheduleKind::ZeroBubbleH1
-                                    ? (q.pp - 1) * (2.0 - deferred) / 3.0
+                                    ? (q.pp - 1) * (f_share + b_share - deferred * w_share)
                                     : (q.pp - 1) / v;
     r.pp_bubble_s = bubble_micro * stage_per_micro;
     const bool across = q.tp * q.cp * q.dp >= d.devices_per_node;

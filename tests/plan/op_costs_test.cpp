@@ -321,6 +321,62 @@ TEST(StepTime, ExpertParallelWaitsForTheBusiestRank) {
               0.5 * expert_flops / a100.gemm_flops(static_cast<double>(F)), 1e-15);
 }
 
+// Zero-bubble W is the deferred dW of the tp linears only (half of their
+// calibrated backward); the router, the routed experts and the LM head keep
+// their dW in B. The ZB-H1 bubble is (p-1)(F + B) of a micro-batch's stage
+// time with one micro-batch and (p-1)(F + B - W) with pp or more.
+TEST(StepTime, ZeroBubbleDefersOnlyTheTpLinearsWeightGradients) {
+  const DeviceProfile d = two_core_profile();
+  const OpCosts& c = d.ops[0];
+  const auto shares = [&](const MemoryQuery& q) {
+    StageSeconds worst;
+    for (const StageWork& w : end_stage_works(q)) {
+      const StageSeconds p = price_stage(w, c);
+      EXPECT_NEAR(p.forward_s + p.backward_s + p.weight_s, p.matmul_s + p.elementwise_s,
+                  1e-12 * p.matmul_s);
+      double deferred_bwd = 0;
+      for (const LinearWork& l : w.linears)
+        if (l.deferred_dw) deferred_bwd += l.calls * c.linear_bwd_s(l.rows, l.in, l.out);
+      EXPECT_NEAR(p.weight_s, deferred_bwd / 2, 1e-15);
+      if (p.matmul_s + p.elementwise_s > worst.matmul_s + worst.elementwise_s) worst = p;
+    }
+    return worst;
+  };
+  MemoryQuery dense = tiny_moe_query(/*dp=*/1, /*ep=*/1, /*micro_batches=*/1);
+  dense.model.moe.num_experts = 0;
+  dense.pp = 2;
+  dense.schedule = pipeline::ScheduleKind::ZeroBubbleH1;
+  MemoryQuery moe = tiny_moe_query(/*dp=*/1, /*ep=*/1, /*micro_batches=*/1);
+  moe.pp = 2;
+  moe.schedule = pipeline::ScheduleKind::ZeroBubbleH1;
+  const StageSeconds ds = shares(dense), ms = shares(moe);
+  const auto total = [](const StageSeconds& p) { return p.forward_s + p.backward_s + p.weight_s; };
+  EXPECT_LT(ms.weight_s / total(ms), 0.5 * ds.weight_s / total(ds));
+  // The last stage's LM head is in B, not W.
+  const StageWork last = end_stage_works(dense)[1];
+  const int64_t V = dense.model.vocab_size;
+  EXPECT_TRUE(std::any_of(last.linears.begin(), last.linears.end(), [&](const LinearWork& l) {
+    return l.out == V && !l.deferred_dw;
+  }));
+
+  // pp 2 x dp 1: a rank per core, so the bubble is the critical path's.
+  for (const MemoryQuery* q : {&dense, &moe}) {
+    const StageSeconds p = shares(*q);
+    const double f = p.forward_s / total(p), b = p.backward_s / total(p), w = p.weight_s / total(p);
+    for (int64_t micro : {1, 2}) {
+      MemoryQuery m = *q;
+      m.micro_batches = micro;
+      const StepTime t = predict_step_time(m, d);
+      EXPECT_EQ(t.core_sharing_s, 0.0);
+      const double stage = (t.compute_s + t.elementwise_s + t.tp_comm_s + t.cp_comm_s +
+                            t.ep_comm_s + t.ep_imbalance_s) /
+                           static_cast<double>(micro);
+      const double want = micro == 1 ? f + b : f + b - w;
+      EXPECT_NEAR(t.pp_bubble_s, want * stage, 1e-12 * stage) << "micro-batches " << micro;
+    }
+  }
+}
+
 // An ep group on shared cores waits for its busiest rank at every
 // dispatch while the cores serve the group round robin.
 TEST(StepTime, EpGroupOnSharedCoresIsServedRoundRobin) {
