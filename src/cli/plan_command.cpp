@@ -28,7 +28,7 @@ void add_plan_command(CLI::App& app, CommandRegistry& reg) {
     std::string load_from;
     int load_warmup = 2;
     size_t top = 5;
-    std::string json;
+    std::string json, activations;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand(
@@ -56,6 +56,10 @@ void add_plan_command(CLI::App& app, CommandRegistry& reg) {
                   "(moe.ep_max_load, median over its records)");
   sub->add_option("--moe-load-warmup", f->load_warmup,
                   "records of --moe-load-from to skip first (default 2)");
+  sub->add_option("--activations", f->activations,
+                  "activation memory to prune by: megatron (Korthikanti et al.), parallm (this "
+                  "implementation's CPU layers) or parallm-cuda (default: parallm for a "
+                  "calibrated profile, megatron for a built-in one)");
   sub->add_option("--top", f->top, "layouts to print (default 5)");
   sub->add_option("--json", f->json, "also write the listed layouts and their times as JSON");
   reg.actions.emplace_back(sub, [f]() {
@@ -70,6 +74,8 @@ void add_plan_command(CLI::App& app, CommandRegistry& reg) {
     if (f->devices_per_node > 0) r.device.devices_per_node = f->devices_per_node;
     if (!f->device_memory.empty()) r.device.memory_bytes = parse_bytes(f->device_memory);
     r.fixed = parse_fixed(f->fixed);
+    r.activation_model = f->activations.empty() ? default_activation_model(r.device)
+                                                : activation_model_from_name(f->activations);
     PX_CHECK(f->load_from.empty() || f->ep_load.empty(),
              "give --moe-ep-load or --moe-load-from, not both");
     r.ep_max_load = f->load_from.empty() ? parse_ep_load(f->ep_load)
@@ -80,9 +86,10 @@ void add_plan_command(CLI::App& app, CommandRegistry& reg) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::cout << fmt::format(
         "{} on {} x {} ({} per node, {:.0f} GB), seq {}, global batch {}: {} layouts, {} fit "
-        "memory ({:.2f} s)\n",
+        "memory with {} activations ({:.2f} s)\n",
         f->model, r.devices, r.device.name, r.device.devices_per_node, r.device.memory_bytes / 1e9,
-        r.seq_len, r.global_batch, res.enumerated, res.fit, secs);
+        r.seq_len, r.global_batch, res.enumerated, res.fit,
+        activation_model_name(r.activation_model), secs);
     if (res.best.empty()) {
       std::cout << "no layout fits: try more devices, a shorter sequence or a smaller batch\n";
       return 1;

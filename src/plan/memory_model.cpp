@@ -18,6 +18,17 @@ ActivationModel activation_model_from_name(const std::string& s) {
   PX_FAIL("unknown activation model '{}' (expected megatron, parallm or parallm-cuda)", s);
 }
 
+const char* activation_model_name(ActivationModel m) {
+  switch (m) {
+    case ActivationModel::Parallm:
+      return "parallm";
+    case ActivationModel::ParallmCuda:
+      return "parallm-cuda";
+    default:
+      return "megatron";
+  }
+}
+
 void MemoryQuery::validate() const {
   model.validate();
   PX_CHECK(

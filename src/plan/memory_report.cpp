@@ -25,9 +25,7 @@ std::string layout_line(const MemoryQuery& q) {
       q.sequence_parallel ? " +sp" : "", q.zero, q.seq_len, q.micro_batch, q.micro_batches,
       pipeline::schedule_kind_name(q.schedule), precision_name(q.precision),
       optimizer_name(q.optimizer), recompute_name(q.recompute),
-      q.activation_model == ActivationModel::Parallm       ? "parallm"
-      : q.activation_model == ActivationModel::ParallmCuda ? "parallm-cuda"
-                                                           : "megatron");
+      activation_model_name(q.activation_model));
 }
 
 }  // namespace

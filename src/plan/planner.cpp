@@ -64,6 +64,10 @@ std::map<std::string, int> parse_fixed(const std::vector<std::string>& items) {
   return out;
 }
 
+ActivationModel default_activation_model(const DeviceProfile& d) {
+  return d.ops.empty() ? ActivationModel::Megatron16 : ActivationModel::Parallm;
+}
+
 PlanResult plan_layouts(const PlanRequest& r, size_t keep) {
   const ModelConfig& m = r.model;
   PX_CHECK(r.devices >= 1 && r.global_batch >= 1 && r.seq_len >= 1,
@@ -119,6 +123,7 @@ PlanResult plan_layouts(const PlanRequest& r, size_t keep) {
                     q.precision = r.device.precision;
                     q.recompute = rec;
                     q.ep_max_load = r.ep_max_load;
+                    q.activation_model = r.activation_model;
                     ++res.enumerated;
                     const double bytes = estimate_memory(q).total();
                     if (bytes > r.device.memory_bytes) continue;

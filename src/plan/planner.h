@@ -32,7 +32,17 @@ struct PlanRequest {
   std::map<std::string, int> fixed;
   // MoE: the busiest ep rank's expert load per ep size (plan/ep_load.h).
   std::map<int, double> ep_max_load;
+  // Whose activations prune by memory: Megatron-LM's (Korthikanti et al.,
+  // with the s^2 attention scores unless recomputed) for a published GPU,
+  // parallm's own layers (a flash kernel: no scores kept) for a machine that
+  // runs parallm (default_activation_model).
+  ActivationModel activation_model = ActivationModel::Megatron16;
 };
+
+// parallm's own count (Parallm) on a calibrated machine, where the layouts
+// run parallm's CPU layers; Megatron-LM's on a built-in GPU profile, whose
+// published configurations it describes.
+ActivationModel default_activation_model(const DeviceProfile& d);
 
 struct PlanCandidate {
   MemoryQuery query;

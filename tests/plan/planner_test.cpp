@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <set>
 
 #include "base/error.h"
 #include "model/model_catalog.h"
@@ -139,6 +140,40 @@ TEST(Planner, MoeLayoutsFoldEpIntoDpTimesCp) {
   }
   EXPECT_TRUE(cp_ep) << "cp 2 x dp 2 with ep 4 over both";
   EXPECT_TRUE(zero3_ep);
+}
+
+// Which activations prune: Megatron-LM's keep the s^2 attention scores
+// without recomputation, parallm's flash kernel keeps none. At 16k tokens a
+// small model's scores alone exceed the device under Megatron's count, so
+// only selective recomputation fits; parallm's own count (the default on a
+// calibrated machine, where the layouts run parallm's layers) keeps them all.
+TEST(Planner, ActivationModelDecidesWhatFitsAtLongSequences) {
+  PlanRequest r;
+  r.model = catalog_model("gpt2-tiny");
+  r.model.hidden = 256;
+  r.model.n_layers = 2;
+  r.model.n_heads = r.model.n_kv_heads = 8;
+  r.model.head_dim = 32;
+  r.model.max_positions = 16384;
+  r.devices = 1;
+  r.seq_len = 16384;
+  r.global_batch = 1;
+  r.device = builtin_profile("a100-80gb");
+  r.device.memory_bytes = 4e9;
+  EXPECT_EQ(default_activation_model(r.device), ActivationModel::Megatron16);
+  const auto recompute_modes = [&] {
+    std::set<Recompute> modes;
+    for (const PlanCandidate& c : plan_layouts(r, 100).best) modes.insert(c.query.recompute);
+    return modes;
+  };
+  // Full recomputation rebuilds one layer's whole set, scores included.
+  EXPECT_EQ(recompute_modes(), (std::set<Recompute>{Recompute::Selective}));
+  r.activation_model = ActivationModel::Parallm;
+  EXPECT_EQ(recompute_modes(),
+            (std::set<Recompute>{Recompute::None, Recompute::Selective, Recompute::Full}));
+  DeviceProfile calibrated = r.device;
+  calibrated.ops.resize(1);
+  EXPECT_EQ(default_activation_model(calibrated), ActivationModel::Parallm);
 }
 
 // Megatron-LM SC21 (Narayanan et al. 2021): GPT-3 175B on 1024 A100s at
