@@ -91,6 +91,37 @@ TEST(Reductions, ReduceScatter) {
   });
 }
 
+// Sums of at least 128 KiB go around the MPI backend's ring
+// (comm/mpi/ring_reduce_scatter.h) instead of MPI_Reduce_scatter_block:
+// f32 directly, bf16 on its fp32 staging copy; avg is the ring's
+// sum divided afterwards. Odd block length, in place or not, blocking or
+// async, every group.
+TEST(Reductions, LargeReduceScatterGoesAroundTheRing) {
+  constexpr size_t n = 40003;  // x 4 bytes x ranks >= 128 KiB
+  for (Communicator* c : dist_env().groups)
+    for (DType t : {DType::F32, DType::BF16})
+      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg})
+        for (bool ip : {false, true})
+          for (bool async : {false, true}) {
+            const int r = c->rank(), p = c->size();
+            Buf in(t, n * p), out(t, n);
+            for (size_t g = 0; g < n * p; ++g) in.set(g, reduce_value(r, g));
+            void* recv = ip ? in.ptr(n * r) : out.ptr();
+            if (async) {
+              Work w = c->reduce_scatter_async(in.ptr(), recv, n, t, op);
+              w.wait();
+            } else {
+              c->reduce_scatter(in.ptr(), recv, n, t, op);
+            }
+            expect_values(
+                ip ? in : out, ip ? n * r : 0, n,
+                [&](size_t i) {
+                  return expect_reduce(op, t, p, [&](int q) { return reduce_value(q, n * r + i); });
+                },
+                case_name(*c, reduce_op_name(op), t, n, ip, async));
+          }
+}
+
 // The sequence number counts collectives per group and appears in messages.
 TEST(Reductions, SequenceNumbersCountCollectives) {
   Communicator& w = *dist_env().world;

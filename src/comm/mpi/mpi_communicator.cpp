@@ -100,7 +100,7 @@ void MpiCommunicator::check(const OpSpec& s, const OpLabel& l) {
 }
 
 void MpiCommunicator::run_inline(const OpSpec& s, const OpLabel& l) {
-  MpiPlan p = make_plan(s, comm_, rank_, size_, opts_.allocator, name_);
+  MpiPlan p = make_plan(s, comm_, rank_, size_, opts_.allocator, name_, &ring_scratch_);
   MPI_Status st;
   int rc;
   {
@@ -117,7 +117,7 @@ void MpiCommunicator::do_run(const OpSpec& s) {
   check(s, l);
   if (!is_collective(s.kind) || worker_ == nullptr || worker_->idle()) return run_inline(s, l);
   // Collectives are queued behind this one: keep the order, and wait for it.
-  MpiPlan p = make_plan(s, comm_, rank_, size_, opts_.allocator, name_);
+  MpiPlan p = make_plan(s, comm_, rank_, size_, opts_.allocator, name_, &ring_scratch_);
   auto task = std::make_shared<MpiTask>(std::move(p), std::move(l));
   worker_->enqueue(task);
   Work(std::make_unique<MpiTaskWork>(task, opts_.timeout)).wait();
@@ -130,7 +130,7 @@ std::unique_ptr<PendingOp> MpiCommunicator::do_start(const OpSpec& s) {
     run_inline(s, l);
     return nullptr;
   }
-  MpiPlan p = make_plan(s, comm_, rank_, size_, opts_.allocator, name_);
+  MpiPlan p = make_plan(s, comm_, rank_, size_, opts_.allocator, name_, &ring_scratch_);
   if (!is_collective(s.kind))
     return std::make_unique<MpiRequestWork>(std::move(p), std::move(l), opts_.timeout);
   if (worker_ == nullptr) worker_ = std::make_unique<MpiWorker>();

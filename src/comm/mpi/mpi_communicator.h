@@ -8,8 +8,10 @@
 #pragma once
 #include "comm/mpi/mpi_include.h"
 
+#include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "comm/watchdog.h"
@@ -51,7 +53,12 @@ class MpiCommunicator final : public Communicator {
   MpiRuntime& rt_;
   MPI_Comm comm_;
   MPI_Comm check_comm_ = MPI_COMM_NULL;  // collective checks, on the caller's thread
-  std::unique_ptr<MpiWorker> worker_;    // started by the first async collective
+  // The ring reduce-scatter's blocks in flight (ring_reduce_scatter.h), kept
+  // between calls: a fresh buffer would fault in every page each call. One
+  // collective runs at a time per communicator (queued or inline), and this
+  // outlives the worker that may use it (declared before it).
+  std::vector<std::byte> ring_scratch_;
+  std::unique_ptr<MpiWorker> worker_;  // started by the first async collective
   std::string name_;
   CommOptions opts_;
   int rank_ = 0;

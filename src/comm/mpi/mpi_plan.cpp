@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "comm/mpi/mpi_types.h"
+#include "comm/mpi/ring_reduce_scatter.h"
 
 namespace parallm::comm {
 
@@ -92,11 +93,13 @@ void plan_all_to_all_v(const OpSpec& s, int size, bool in_place, std::string_vie
 }  // namespace
 
 MpiPlan make_plan(const OpSpec& s, MPI_Comm comm, int rank, int size, Allocator* alloc,
-                  std::string_view context) {
+                  std::string_view context, std::vector<std::byte>* scratch) {
   MpiPlan p;
   MpiCall& c = p.call;
   c.kind = s.kind;
   c.comm = comm;
+  c.scratch = scratch;
+  c.ranks = size;
   c.root = s.root;
   c.tag = s.tag;
   c.count = mpi_count(s.count, context);
@@ -132,6 +135,8 @@ MpiPlan make_plan(const OpSpec& s, MPI_Comm comm, int rank, int size, Allocator*
       break;
     case OpKind::Send:
     case OpKind::Recv:
+      PX_CHECK(s.tag >= 0 && s.tag < kRingTag, "{}: tag {} is outside 0..{} (the ring's tag is {})",
+               context, s.tag, kRingTag - 1, kRingTag);
       c.send = s.send;
       c.recv = s.recv;
       c.type = mpi_datatype(s.dtype);
@@ -196,6 +201,9 @@ int invoke(const MpiCall& c, MPI_Request* req, MPI_Status* status) {
       return nb ? MPI_Iscatter(send, c.count, c.type, c.recv, c.count, c.type, c.root, c.comm, req)
                 : MPI_Scatter(send, c.count, c.type, c.recv, c.count, c.type, c.root, c.comm);
     case OpKind::ReduceScatter:
+      if (!nb && c.scratch != nullptr &&
+          ring_reduce_scatter_serves(c.type, c.op, c.count, c.ranks))
+        return ring_reduce_scatter(send, c.recv, c.count, c.type, c.comm, *c.scratch);
       return nb ? MPI_Ireduce_scatter_block(send, c.recv, c.count, c.type, c.op, c.comm, req)
                 : MPI_Reduce_scatter_block(send, c.recv, c.count, c.type, c.op, c.comm);
     case OpKind::AllToAll:

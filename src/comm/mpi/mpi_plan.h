@@ -7,6 +7,7 @@
 #include "comm/mpi/mpi_include.h"
 
 #include <cstddef>
+#include <string_view>
 #include <vector>
 
 #include "comm/op_spec.h"
@@ -27,6 +28,9 @@ struct MpiCall {
   int tag = 0;
   std::vector<int> send_counts, send_displs, recv_counts, recv_displs;  // all_to_all_v
   MPI_Comm comm = MPI_COMM_NULL;
+  // A reduce-scatter's ring scratch (the communicator's, reused); null: MPI's own call.
+  std::vector<std::byte>* scratch = nullptr;
+  int ranks = 1;  // the communicator's size
 };
 
 // Done after the call completes, in this order.
@@ -55,7 +59,7 @@ struct MpiPlan {
 // Lowers s for this rank; stages inputs (widening bf16/f16) and does the
 // root's copy of an out-of-place broadcast. context names the operation in errors.
 MpiPlan make_plan(const OpSpec& s, MPI_Comm comm, int rank, int size, Allocator* alloc,
-                  std::string_view context);
+                  std::string_view context, std::vector<std::byte>* scratch = nullptr);
 
 // Runs the call: blocking when req is null, else starts it and sets *req.
 // status (may be null) receives a blocking recv's status. Returns MPI's code.
