@@ -41,7 +41,7 @@ namespace parallm {
 enum class ActivationModel { Megatron16, Parallm, ParallmCuda };
 
 ActivationModel activation_model_from_name(const std::string& s);  // "megatron" | "parallm"
-const char* activation_model_name(ActivationModel m);  // its inverse
+const char* activation_model_name(ActivationModel m);              // its inverse
 
 struct MemoryQuery {
   ModelConfig model;

@@ -135,8 +135,7 @@ StageSeconds price_stage(const StageWork& w, const OpCosts& c) {
     s.matmul_s += fwd;
     s.backward_s += fwd;
   }
-  const double attn_fwd =
-      c.attention_s(Pass::Forward, w.attn_units, w.attn_seq, w.attn_head_dim);
+  const double attn_fwd = c.attention_s(Pass::Forward, w.attn_units, w.attn_seq, w.attn_head_dim);
   const double attn_refwd =
       c.attention_s(Pass::Forward, w.attn_units_recomputed, w.attn_seq, w.attn_head_dim);
   const double attn_bwd = c.attention_s(Pass::Backward, w.attn_units, w.attn_seq, w.attn_head_dim);
@@ -144,7 +143,8 @@ StageSeconds price_stage(const StageWork& w, const OpCosts& c) {
   s.forward_s += attn_fwd;
   s.backward_s += attn_refwd + attn_bwd;
   for (const auto& [k, n] : w.elements) {
-    const double fwd = c.elementwise_s(Pass::Forward, k, n), bwd = c.elementwise_s(Pass::Backward, k, n);
+    const double fwd = c.elementwise_s(Pass::Forward, k, n),
+                 bwd = c.elementwise_s(Pass::Backward, k, n);
     s.elementwise_s += fwd + bwd;
     s.forward_s += fwd;
     s.backward_s += bwd;

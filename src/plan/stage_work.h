@@ -31,7 +31,7 @@ struct StageWork {
   std::vector<LinearWork> recomputed;  // forward again before the backward (full recompute)
   double attn_units = 0;               // forward and backward once
   double attn_units_recomputed = 0;
-  int64_t attn_seq = 0;                    // the length of the attention kernel's calls
+  int64_t attn_seq = 0;  // the length of the attention kernel's calls
   int64_t attn_head_dim = 0;
   std::map<std::string, double> elements;  // forward and backward once
   std::map<std::string, double> elements_recomputed;

@@ -355,9 +355,8 @@ TEST(StepTime, ZeroBubbleDefersOnlyTheTpLinearsWeightGradients) {
   // The last stage's LM head is in B, not W.
   const StageWork last = end_stage_works(dense)[1];
   const int64_t V = dense.model.vocab_size;
-  EXPECT_TRUE(std::any_of(last.linears.begin(), last.linears.end(), [&](const LinearWork& l) {
-    return l.out == V && !l.deferred_dw;
-  }));
+  EXPECT_TRUE(std::any_of(last.linears.begin(), last.linears.end(),
+                          [&](const LinearWork& l) { return l.out == V && !l.deferred_dw; }));
 
   // pp 2 x dp 1: a rank per core, so the bubble is the critical path's.
   for (const MemoryQuery* q : {&dense, &moe}) {

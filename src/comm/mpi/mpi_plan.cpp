@@ -201,8 +201,7 @@ int invoke(const MpiCall& c, MPI_Request* req, MPI_Status* status) {
       return nb ? MPI_Iscatter(send, c.count, c.type, c.recv, c.count, c.type, c.root, c.comm, req)
                 : MPI_Scatter(send, c.count, c.type, c.recv, c.count, c.type, c.root, c.comm);
     case OpKind::ReduceScatter:
-      if (!nb && c.scratch != nullptr &&
-          ring_reduce_scatter_serves(c.type, c.op, c.count, c.ranks))
+      if (!nb && c.scratch != nullptr && ring_reduce_scatter_serves(c.type, c.op, c.count, c.ranks))
         return ring_reduce_scatter(send, c.recv, c.count, c.type, c.comm, *c.scratch);
       return nb ? MPI_Ireduce_scatter_block(send, c.recv, c.count, c.type, c.op, c.comm, req)
                 : MPI_Reduce_scatter_block(send, c.recv, c.count, c.type, c.op, c.comm);
