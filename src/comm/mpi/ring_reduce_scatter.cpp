@@ -32,10 +32,13 @@ int ring(const T* in, T* out, int count, MPI_Datatype type, MPI_Comm comm, int r
     const int rc = MPI_Sendrecv(send, count, type, right, kRingTag, got, count, type, left,
                                 kRingTag, comm, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) return rc;
-    add_blocks(acc, block((rank + 2 * size - k - 2) % size), got, count);
+    // The last step's sum is this rank's block: it goes straight to `out`.
+    // In place, `out` is the input's start, whose blocks are all sent by
+    // now except block 0 itself when this is rank 0 (summed element by
+    // element into the same place).
+    T* dst = k + 2 == size ? out : acc;
+    add_blocks(dst, block((rank + 2 * size - k - 2) % size), got, count);
   }
-  // Every read of `in` is done: an in-place result may overwrite its start.
-  std::memcpy(out, acc, n * sizeof(T));
   return MPI_SUCCESS;
 }
 
