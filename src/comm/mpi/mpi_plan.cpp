@@ -98,8 +98,6 @@ MpiPlan make_plan(const OpSpec& s, MPI_Comm comm, int rank, int size, Allocator*
   MpiCall& c = p.call;
   c.kind = s.kind;
   c.comm = comm;
-  c.scratch = scratch;
-  c.ranks = size;
   c.root = s.root;
   c.tag = s.tag;
   c.count = mpi_count(s.count, context);
@@ -143,6 +141,10 @@ MpiPlan make_plan(const OpSpec& s, MPI_Comm comm, int rank, int size, Allocator*
       p.expect_recv = s.count;
       break;
   }
+  // Large sums take the ring (ring_reduce_scatter.h): decided here, where
+  // the group's size is known; invoke() only follows the choice.
+  if (s.kind == OpKind::ReduceScatter && ring_reduce_scatter_serves(c.type, c.op, c.count, size))
+    c.scratch = scratch;
   return p;
 }
 
@@ -201,7 +203,7 @@ int invoke(const MpiCall& c, MPI_Request* req, MPI_Status* status) {
       return nb ? MPI_Iscatter(send, c.count, c.type, c.recv, c.count, c.type, c.root, c.comm, req)
                 : MPI_Scatter(send, c.count, c.type, c.recv, c.count, c.type, c.root, c.comm);
     case OpKind::ReduceScatter:
-      if (!nb && c.scratch != nullptr && ring_reduce_scatter_serves(c.type, c.op, c.count, c.ranks))
+      if (!nb && c.scratch != nullptr)
         return ring_reduce_scatter(send, c.recv, c.count, c.type, c.comm, *c.scratch);
       return nb ? MPI_Ireduce_scatter_block(send, c.recv, c.count, c.type, c.op, c.comm, req)
                 : MPI_Reduce_scatter_block(send, c.recv, c.count, c.type, c.op, c.comm);

@@ -28,9 +28,9 @@ struct MpiCall {
   int tag = 0;
   std::vector<int> send_counts, send_displs, recv_counts, recv_displs;  // all_to_all_v
   MPI_Comm comm = MPI_COMM_NULL;
-  // A reduce-scatter's ring scratch (the communicator's, reused); null: MPI's own call.
+  // Set when a reduce-scatter takes the ring (the communicator's scratch,
+  // reused); null: MPI's own call.
   std::vector<std::byte>* scratch = nullptr;
-  int ranks = 1;  // the communicator's size
 };
 
 // Done after the call completes, in this order.

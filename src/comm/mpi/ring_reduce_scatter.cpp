@@ -42,12 +42,13 @@ int ring(const T* in, T* out, int count, MPI_Datatype type, MPI_Comm comm, int r
   return MPI_SUCCESS;
 }
 
+size_t element_bytes(MPI_Datatype type) { return type == MPI_DOUBLE ? 8 : 4; }
+
 }  // namespace
 
 bool ring_reduce_scatter_serves(MPI_Datatype type, MPI_Op op, int count, int ranks) {
-  const size_t elem = type == MPI_DOUBLE ? 8 : 4;
   return op == MPI_SUM && (type == MPI_FLOAT || type == MPI_DOUBLE) &&
-         static_cast<size_t>(count) * ranks * elem >= kRingMinBytes;
+         static_cast<size_t>(count) * ranks * element_bytes(type) >= kRingMinBytes;
 }
 
 int ring_reduce_scatter(const void* send, void* recv, int count, MPI_Datatype type, MPI_Comm comm,
@@ -57,7 +58,7 @@ int ring_reduce_scatter(const void* send, void* recv, int count, MPI_Datatype ty
   MPI_Comm_size(comm, &size);
   const void* in = send == MPI_IN_PLACE ? recv : send;
   if (size == 1 || count == 0) {
-    const size_t bytes = static_cast<size_t>(count) * (type == MPI_DOUBLE ? 8 : 4);
+    const size_t bytes = static_cast<size_t>(count) * element_bytes(type);
     if (in != recv && bytes > 0) std::memcpy(recv, in, bytes);
     return MPI_SUCCESS;
   }
