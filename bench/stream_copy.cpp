@@ -5,7 +5,10 @@
 // 8 read + 8 written per double (the write-allocate reads of the destination
 // are not counted, so the memory moves 1.5x what is reported). Also "read"
 // (a sum over b: 8 bytes per double, nothing written), the access pattern of
-// decode, which streams the weights and writes almost nothing. Reports the
+// decode, which streams the weights and writes almost nothing, and "read4"
+// (the same sum with each thread's part cut in 4 stretches read side by
+// side: the skinny decode GEMM's pattern, kernels/cpu/skinny_gemm.cpp; one
+// core keeps more reads in flight over 4 streams than over 1). Reports the
 // best of --reps runs of each, in GB/s (1e9 bytes), one JSON line per kernel;
 // bench/infer_bench.sh divides decode's weight traffic by both. --huge 1
 // backs the arrays with transparent huge pages (madvise before the first
@@ -71,7 +74,7 @@ int main(int argc, char** argv) {
     a[i] = 0.0;
     b[i] = static_cast<double>(i);
   }
-  double best_copy = 1e30, best_read = 1e30, sink = 0.0;
+  double best_copy = 1e30, best_read = 1e30, best_read4 = 1e30, sink = 0.0;
   for (int r = 0; r < o.reps; ++r) {
     auto t0 = std::chrono::steady_clock::now();
     double* dst = a.get();
@@ -96,13 +99,32 @@ int main(int argc, char** argv) {
     }
     best_read = std::min(best_read, seconds_since(t0));
     sink += s;
+    t0 = std::chrono::steady_clock::now();
+    s = 0.0;
+#pragma omp parallel reduction(+ : s)
+    {
+      const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+      const int64_t i0 = n * t / nt, i1 = n * (t + 1) / nt, q = (i1 - i0) / 4;
+      double acc[16] = {};
+      int64_t i = 0;
+      for (; i + 4 <= q; i += 4)
+        for (int p = 0; p < 4; ++p)
+          for (int j = 0; j < 4; ++j) acc[4 * p + j] += src[i0 + p * q + i + j];
+      for (int p = 0; p < 4; ++p)
+        for (int64_t k = i; k < q; ++k) acc[0] += src[i0 + p * q + k];
+      for (int64_t k = i0 + 4 * q; k < i1; ++k) acc[0] += src[k];
+      for (double x : acc) s += x;
+    }
+    best_read4 = std::min(best_read4, seconds_since(t0));
+    sink += s;
   }
   // Checks the compiler cannot drop the loops past.
   if (a[static_cast<size_t>(n - 1)] != static_cast<double>(n - 1) || sink == 0.0) return 1;
   const double bytes = static_cast<double>(n) * sizeof(double);
   const std::string sfx = o.huge ? "_huge" : "";
-  for (auto [name, t, per] :
-       {std::tuple{"copy" + sfx, best_copy, 2.0}, {"read" + sfx, best_read, 1.0}})
+  for (auto [name, t, per] : {std::tuple{"copy" + sfx, best_copy, 2.0},
+                              {"read" + sfx, best_read, 1.0},
+                              {"read4" + sfx, best_read4, 1.0}})
     fmt::print(
         "{{\"kernel\": \"{}\", \"threads\": {}, \"mib_per_array\": {}, \"reps\": {}, "
         "\"best_s\": {:.6f}, \"gb_s\": {:.2f}}}\n",

@@ -1,12 +1,18 @@
 // Skinny GEMM kernels (see skinny_gemm.h). AVX2 + FMA + F16C where the build
-// has them: one W row at a time (so W is read as one sequential stream, which
-// the hardware prefetcher follows best; stretches of rows are handed to the
-// threads in shrinking chunks, run_tasks), each 16 of its values loaded and
-// widened once (bf16: a 16-bit shift; f16: F16C) and multiplied into up to 4
-// rows of A, two 8-wide accumulators per row. A portable loop otherwise.
-// Several weights of one input (skinny_gemm_nt_parts) share one parallel
-// region: their rows are one list of tasks.
-// Invariant: C[m][n] depends on row n of W, row m of A and K only.
+// has them. A thread's stretch of W rows (a chunk of tasks, run_tasks) is
+// read as kStreams sequential streams at once: the stretch is cut into
+// kStreams equal parts and row i of every part is multiplied in one tile.
+// Measured on AMD EPYC (Zen 3, AVX2, 2 threads), a GPT-2 token's f32 GEMMs
+// took 11.7 ms this way against 16.2 ms reading one row after another
+// (bench/decode_gemm_bench.cpp): one core keeps more reads in flight over
+// several streams than its prefetcher runs ahead of one. Each 8 values of a
+// W row are loaded and widened once (bf16: a 16-bit shift; f16: F16C) and
+// multiplied into 1 or 2 rows of A. A portable loop otherwise. Several
+// weights of one input (skinny_gemm_nt_parts) share one parallel region:
+// their rows are one list of tasks.
+// Invariant: C[m][n] is one 8-lane accumulator over K's 8-blocks in order,
+// summed across lanes in a fixed tree, then K's last K % 8 products: it
+// depends on row n of W, row m of A and K only.
 #include "kernels/cpu/skinny_gemm.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -26,21 +32,17 @@ namespace parallm::cpu {
 
 namespace {
 
-constexpr int64_t kGroup = 4;              // rows of A sharing each load of W (8 accumulators)
-constexpr int64_t kTaskBytes = 16 << 10;  // W bytes per scheduling unit
-constexpr int64_t kMinTasks = 16;         // ... but at least this many units
-constexpr int64_t kMaxChunk = 16;         // units a thread takes at once, at most
+constexpr int kStreams = 4;                // W rows in flight per thread (one per stream)
+constexpr int kRowsOfA = 2;                // rows of A sharing each load of W (8 accumulators)
+constexpr int64_t kKChunk = 256;           // K per pass when A's rows are taken in turns
+constexpr int64_t kTaskBytes = 16 << 10;   // W bytes per scheduling unit
+constexpr int64_t kMinTasks = 16;          // ... but at least this many units
+constexpr int64_t kMaxChunk = 16;          // units a thread takes at once, at most
 constexpr int64_t kParallelMin = 1 << 15;  // W elements below which one thread does it all
 
 // Element access per weight format: scalar, and 8 lanes widened to f32.
-// kPrefetch: elements ahead of the loads to prefetch in software. Measured
-// on AMD EPYC (Zen 3, AVX2), 2 threads, W from memory: f32 rows stream at
-// full speed on the hardware prefetcher alone (a software prefetch cost
-// 5-15%); 16-bit rows, slower to consume per byte, gained ~5% from one 2 KiB
-// ahead.
 struct F32Rows {
   using T = float;
-  static constexpr int64_t kPrefetch = 0;
   static float at(const float* p) { return *p; }
 #ifdef PX_SKINNY_AVX2
   static __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
@@ -48,7 +50,6 @@ struct F32Rows {
 };
 struct Bf16Rows {
   using T = uint16_t;
-  static constexpr int64_t kPrefetch = 1024;
   static float at(const uint16_t* p) { return bf16_to_f32(*p); }
 #ifdef PX_SKINNY_AVX2
   static __m256 load8(const uint16_t* p) {
@@ -59,7 +60,6 @@ struct Bf16Rows {
 };
 struct F16Rows {
   using T = uint16_t;
-  static constexpr int64_t kPrefetch = 1024;
   static float at(const uint16_t* p) { return f16_to_f32(*p); }
 #ifdef PX_SKINNY_AVX2
   static __m256 load8(const uint16_t* p) {
@@ -68,90 +68,90 @@ struct F16Rows {
 #endif
 };
 
-#ifdef PX_SKINNY_AVX2
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+// 8 running partial sums of one C[m][n], kept between stretches of K.
+struct Lanes {
+  float v[8];
+};
 
-// out[m] = sum_k w[k] * a[m * lda + k] for m < MR: one W row, loaded once
-// for all rows of A. Each out[m] is summed in the same order for every MR.
-template <class L, int MR>
-inline void dot_row(const typename L::T* w, const float* a, int64_t lda, int64_t K, float* out) {
-  __m256 lo[MR], hi[MR];
-  for (int m = 0; m < MR; ++m) lo[m] = hi[m] = _mm256_setzero_ps();
-  int64_t k = 0;
-  for (; k + 16 <= K; k += 16) {
-    if constexpr (L::kPrefetch > 0)
-      _mm_prefetch(reinterpret_cast<const char*>(w + k + L::kPrefetch), _MM_HINT_T0);
-    const __m256 w0 = L::load8(w + k), w1 = L::load8(w + k + 8);
+// acc[m][s] += w[s * wstep + k] * a[m * lda + k] lane-wise over k0 <= k < k1
+// (multiples of 8) for S rows of W (wstep elements apart) and MR rows of A;
+// acc rows are kStreams apart. Taking the sums through memory between calls
+// leaves their bits as one unbroken loop gives.
+template <class L, int S, int MR>
+inline void tile(const typename L::T* w, int64_t wstep, const float* a, int64_t lda, int64_t k0,
+                 int64_t k1, Lanes* acc) {
+#ifdef PX_SKINNY_AVX2
+  __m256 r[S][MR];
+  for (int s = 0; s < S; ++s)
+    for (int m = 0; m < MR; ++m) r[s][m] = _mm256_loadu_ps(acc[m * kStreams + s].v);
+  for (int64_t k = k0; k < k1; k += 8) {
+    __m256 wv[S];
+    for (int s = 0; s < S; ++s) wv[s] = L::load8(w + s * wstep + k);
     for (int m = 0; m < MR; ++m) {
-      lo[m] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(a + m * lda + k), lo[m]);
-      hi[m] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(a + m * lda + k + 8), hi[m]);
+      const __m256 av = _mm256_loadu_ps(a + m * lda + k);
+      for (int s = 0; s < S; ++s) r[s][m] = _mm256_fmadd_ps(wv[s], av, r[s][m]);
     }
   }
-  if (k + 8 <= K) {
-    const __m256 w0 = L::load8(w + k);
-    for (int m = 0; m < MR; ++m)
-      lo[m] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(a + m * lda + k), lo[m]);
-    k += 8;
-  }
-  for (int m = 0; m < MR; ++m) {
-    float s = hsum(_mm256_add_ps(lo[m], hi[m]));
-    for (int64_t j = k; j < K; ++j) s += L::at(w + j) * a[m * lda + j];
-    out[m] = s;
-  }
-}
+  for (int s = 0; s < S; ++s)
+    for (int m = 0; m < MR; ++m) _mm256_storeu_ps(acc[m * kStreams + s].v, r[s][m]);
 #else
-template <class L, int MR>
-inline void dot_row(const typename L::T* w, const float* a, int64_t lda, int64_t K, float* out) {
-  for (int m = 0; m < MR; ++m) {
-    float lanes[8] = {};
-    int64_t k = 0;
-    for (; k + 8 <= K; k += 8)
-      for (int j = 0; j < 8; ++j) lanes[j] += L::at(w + k + j) * a[m * lda + k + j];
-    float s = 0.0f;
-    for (int j = 0; j < 8; ++j) s += lanes[j];
-    for (; k < K; ++k) s += L::at(w + k) * a[m * lda + k];
-    out[m] = s;
-  }
-}
+  for (int s = 0; s < S; ++s)
+    for (int m = 0; m < MR; ++m)
+      for (int64_t k = k0; k < k1; k += 8)
+        for (int j = 0; j < 8; ++j)
+          acc[m * kStreams + s].v[j] += L::at(w + s * wstep + k + j) * a[m * lda + k + j];
 #endif
+}
 
-// Rows n0 .. n1 - 1 of C: rows of A in groups of up to kGroup, so W's row
-// is read from memory once, and again from L1 only when M > kGroup.
+// The lanes' sum, in the tree the AVX2 reduction takes: (j, j + 4), then
+// (j, j + 2), then (0, 1).
+inline float lane_sum(Lanes x) {
+  for (int j = 0; j < 4; ++j) x.v[j] += x.v[j + 4];
+  for (int j = 0; j < 2; ++j) x.v[j] += x.v[j + 2];
+  return x.v[0] + x.v[1];
+}
+
+// C's columns n, n + nstep, ... (S of them) for every row of A, kRowsOfA
+// rows at a time, so each W row is read from memory once and again from L1
+// only when M > kRowsOfA. Then K is taken kKChunk at a time, so the S W
+// rows' stretch and all rows of A stay in L1 (8 rows of A at K = 768 and 4
+// whole W rows would not).
+template <class L, int S>
+void columns(int64_t M, int64_t K, float alpha, const float* A, int64_t lda, const typename L::T* W,
+             int64_t ldw, float beta, float* C, int64_t ldc, int64_t n, int64_t nstep) {
+  const typename L::T* w = W + n * ldw;
+  const int64_t wstep = nstep * ldw, K8 = K / 8 * 8;
+  const int64_t step = M > kRowsOfA ? kKChunk : std::max<int64_t>(K8, 8);
+  Lanes acc[kSkinnyMaxRows * kStreams] = {};
+  for (int64_t k0 = 0; k0 < K8; k0 += step) {
+    const int64_t k1 = std::min(K8, k0 + step);
+    for (int64_t m = 0; m < M; m += kRowsOfA) {
+      if (M - m >= 2)
+        tile<L, S, 2>(w, wstep, A + m * lda, lda, k0, k1, acc + m * kStreams);
+      else
+        tile<L, S, 1>(w, wstep, A + m * lda, lda, k0, k1, acc + m * kStreams);
+    }
+  }
+  for (int64_t m = 0; m < M; ++m)
+    for (int s = 0; s < S; ++s) {
+      float out = lane_sum(acc[m * kStreams + s]);
+      for (int64_t j = K8; j < K; ++j) out += L::at(w + s * wstep + j) * A[m * lda + j];
+      float* c = C + m * ldc + n + s * nstep;  // beta 0: C is not read (it may hold NaN)
+      *c = beta == 0.0f ? alpha * out : alpha * out + beta * *c;
+    }
+}
+
+// Rows n0 .. n1 - 1 of W (columns of C) as kStreams streams, the few rows
+// left over one at a time.
 template <class L>
 void rows_range(int64_t M, int64_t K, float alpha, const float* A, int64_t lda,
                 const typename L::T* W, int64_t ldw, float beta, float* C, int64_t ldc, int64_t n0,
                 int64_t n1) {
-  for (int64_t n = n0; n < n1; ++n) {
-    for (int64_t m = 0; m < M; m += kGroup) {
-      float out[kGroup];
-      const float* a = A + m * lda;
-      const typename L::T* w = W + n * ldw;
-      const int64_t rows = std::min(kGroup, M - m);
-      switch (rows) {
-        case 1:
-          dot_row<L, 1>(w, a, lda, K, out);
-          break;
-        case 2:
-          dot_row<L, 2>(w, a, lda, K, out);
-          break;
-        case 3:
-          dot_row<L, 3>(w, a, lda, K, out);
-          break;
-        default:
-          dot_row<L, 4>(w, a, lda, K, out);
-          break;
-      }
-      for (int64_t r = 0; r < rows; ++r) {  // beta 0: C is not read (it may hold NaN)
-        float* c = C + (m + r) * ldc + n;
-        *c = beta == 0.0f ? alpha * out[r] : alpha * out[r] + beta * *c;
-      }
-    }
-  }
+  const int64_t part = (n1 - n0) / kStreams;
+  for (int64_t i = 0; i < part; ++i)
+    columns<L, kStreams>(M, K, alpha, A, lda, W, ldw, beta, C, ldc, n0 + i, part);
+  for (int64_t n = n0 + kStreams * part; n < n1; ++n)
+    columns<L, 1>(M, K, alpha, A, lda, W, ldw, beta, C, ldc, n, 1);
 }
 
 void check_dims(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldw, int64_t ldc) {
@@ -167,17 +167,17 @@ int64_t task_rows(int64_t N, int64_t ldw, int64_t elem_bytes) {
   return std::max<int64_t>(1, std::min(kTaskBytes / row_bytes, (N + kMinTasks - 1) / kMinTasks));
 }
 
-// Runs task(0 .. tasks - 1), in one parallel region when parallel. Each
-// thread takes the next chunk of consecutive tasks (consecutive W rows: one
-// stream) from a shared counter: a chunk is a 2 * threads-th of what is
-// left, between 1 and kMaxChunk tasks. Large chunks while much is left
-// (few hand-outs, long streams), small ones at the end (the threads finish
-// within a few microseconds of each other, where 128 KiB tasks left one
-// idle for half a task at each of a token's ~60 joins), and never more than
-// kMaxChunk (256 KiB), so a thread that loses its core for a while on a
-// shared machine holds up the others by one chunk at most.
+// Runs tasks 0 .. tasks - 1, in one parallel region when parallel, as
+// chunks: each thread takes the next chunk of consecutive tasks
+// (consecutive W rows) from a shared counter and calls chunk(t0, t1). A
+// chunk is a 2 * threads-th of what is left, between 1 and kMaxChunk tasks:
+// large while much is left (few hand-outs, long streams), small at the end
+// (the threads finish within a few microseconds of each other, where 128
+// KiB tasks left one idle for half a task at each of a token's ~60 joins),
+// and never more than kMaxChunk (256 KiB), so a thread that loses its core
+// for a while on a shared machine holds up the others by one chunk at most.
 template <class F>
-void run_tasks(int64_t tasks, bool parallel, const F& task) {
+void run_tasks(int64_t tasks, bool parallel, const F& chunk_fn) {
   std::atomic<int64_t> next{0};
 #pragma omp parallel if (parallel)
   {
@@ -189,7 +189,7 @@ void run_tasks(int64_t tasks, bool parallel, const F& task) {
         chunk = std::clamp<int64_t>((tasks - t0) / share, 1, kMaxChunk);
       } while (!next.compare_exchange_weak(t0, t0 + chunk, std::memory_order_relaxed));
       if (t0 >= tasks) break;
-      for (int64_t t = t0; t < t0 + chunk; ++t) task(t);
+      chunk_fn(t0, t0 + chunk);
       t0 = next.load(std::memory_order_relaxed);
     }
   }
@@ -214,13 +214,17 @@ void skinny_parts(int64_t M, int64_t K, float alpha, const float* A, int64_t lda
     work += std::max<int64_t>(q.N, 0) * K;
   }
   const int64_t tasks = first[n_parts];
-  run_tasks(tasks, work >= kParallelMin, [&](int64_t t) {
+  run_tasks(tasks, work >= kParallelMin, [&](int64_t t0, int64_t t1) {
     int64_t p = 0;
-    while (t >= first[p + 1]) ++p;
-    const SkinnyPart& q = parts[p];
-    const int64_t n0 = (t - first[p]) * rows_per[p];
-    rows_range<L>(M, K, alpha, A, lda, static_cast<const typename L::T*>(q.W), q.ldw, beta, q.C,
-                  q.ldc, n0, std::min(q.N, n0 + rows_per[p]));
+    while (t0 < t1) {  // the chunk's tasks, part by part
+      while (t0 >= first[p + 1]) ++p;
+      const int64_t t_end = std::min(t1, first[p + 1]);
+      const SkinnyPart& q = parts[p];
+      rows_range<L>(M, K, alpha, A, lda, static_cast<const typename L::T*>(q.W), q.ldw, beta, q.C,
+                    q.ldc, (t0 - first[p]) * rows_per[p],
+                    std::min(q.N, (t_end - first[p]) * rows_per[p]));
+      t0 = t_end;
+    }
   });
 }
 
