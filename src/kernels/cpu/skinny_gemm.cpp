@@ -3,16 +3,16 @@
 // read as kStreams sequential streams at once: the stretch is cut into
 // kStreams equal parts and row i of every part is multiplied in one tile.
 // Measured on AMD EPYC (Zen 3, AVX2, 2 threads), a GPT-2 token's f32 GEMMs
-// took 11.7 ms this way against 16.2 ms reading one row after another
-// (bench/decode_gemm_bench.cpp): one core keeps more reads in flight over
-// several streams than its prefetcher runs ahead of one. Each 8 values of a
-// W row are loaded and widened once (bf16: a 16-bit shift; f16: F16C) and
-// multiplied into 1 or 2 rows of A. A portable loop otherwise. Several
-// weights of one input (skinny_gemm_nt_parts) share one parallel region:
-// their rows are one list of tasks.
-// Invariant: C[m][n] is one 8-lane accumulator over K's 8-blocks in order,
-// summed across lanes in a fixed tree, then K's last K % 8 products: it
-// depends on row n of W, row m of A and K only.
+// took 11.7 ms this way against 16.2 ms reading one row after another: one
+// core keeps more reads in flight over several streams than its prefetcher
+// runs ahead of one. Each 8 values of a W row are loaded and widened once
+// per row of A (bf16: a 16-bit shift; f16: F16C). A portable loop otherwise.
+// Several weights of one input (skinny_gemm_nt_parts) share one parallel
+// region: their rows are one list of tasks.
+// Invariant: C[m][n] is two 8-lane sums, of K's even and of its odd
+// 8-blocks, added lane by lane, then across lanes in a fixed tree, then K's
+// last K % 8 products: it depends on row n of W, row m of A and K only (and
+// is the order this kernel had before it read several streams).
 #include "kernels/cpu/skinny_gemm.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <type_traits>
 
 #include "base/error.h"
 #include "tensor/half.h"
@@ -33,16 +34,19 @@ namespace parallm::cpu {
 namespace {
 
 constexpr int kStreams = 4;                // W rows in flight per thread (one per stream)
-constexpr int kRowsOfA = 2;                // rows of A sharing each load of W (8 accumulators)
-constexpr int64_t kKChunk = 256;           // K per pass when A's rows are taken in turns
+constexpr int64_t kKChunk = 256;           // K per pass when A's rows take turns (a multiple of 16)
 constexpr int64_t kTaskBytes = 16 << 10;   // W bytes per scheduling unit
 constexpr int64_t kMinTasks = 16;          // ... but at least this many units
 constexpr int64_t kMaxChunk = 16;          // units a thread takes at once, at most
 constexpr int64_t kParallelMin = 1 << 15;  // W elements below which one thread does it all
 
 // Element access per weight format: scalar, and 8 lanes widened to f32.
+// kPrefetch: elements ahead that one stream (S = 1) prefetches in software.
+// Measured on AMD EPYC (Zen 3, AVX2), 2 threads: 16-bit rows, slower to
+// consume per byte, gained ~5% from 2 KiB ahead; f32 rows lost 5-15%.
 struct F32Rows {
   using T = float;
+  static constexpr int64_t kPrefetch = 0;
   static float at(const float* p) { return *p; }
 #ifdef PX_SKINNY_AVX2
   static __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
@@ -50,6 +54,7 @@ struct F32Rows {
 };
 struct Bf16Rows {
   using T = uint16_t;
+  static constexpr int64_t kPrefetch = 1024;
   static float at(const uint16_t* p) { return bf16_to_f32(*p); }
 #ifdef PX_SKINNY_AVX2
   static __m256 load8(const uint16_t* p) {
@@ -60,6 +65,7 @@ struct Bf16Rows {
 };
 struct F16Rows {
   using T = uint16_t;
+  static constexpr int64_t kPrefetch = 1024;
   static float at(const uint16_t* p) { return f16_to_f32(*p); }
 #ifdef PX_SKINNY_AVX2
   static __m256 load8(const uint16_t* p) {
@@ -68,90 +74,154 @@ struct F16Rows {
 #endif
 };
 
-// 8 running partial sums of one C[m][n], kept between stretches of K.
+// The running sums of one C[m][n], kept between stretches of K.
 struct Lanes {
-  float v[8];
+  float even[8], odd[8];
 };
 
-// acc[m][s] += w[s * wstep + k] * a[m * lda + k] lane-wise over k0 <= k < k1
-// (multiples of 8) for S rows of W (wstep elements apart) and MR rows of A;
-// acc rows are kStreams apart. Taking the sums through memory between calls
-// leaves their bits as one unbroken loop gives.
-template <class L, int S, int MR>
-inline void tile(const typename L::T* w, int64_t wstep, const float* a, int64_t lda, int64_t k0,
-                 int64_t k1, Lanes* acc) {
+// even + odd lane by lane, then across lanes in the tree the AVX2 reduction
+// takes: (j, j + 4), then (j, j + 2), then (0, 1).
+inline float lane_sum(const Lanes& x) {
+  float v[8];
+  for (int j = 0; j < 8; ++j) v[j] = x.even[j] + x.odd[j];
+  for (int j = 0; j < 4; ++j) v[j] += v[j + 4];
+  for (int j = 0; j < 2; ++j) v[j] += v[j + 2];
+  return v[0] + v[1];
+}
+
 #ifdef PX_SKINNY_AVX2
-  __m256 r[S][MR];
+// even + odd lane by lane, then across lanes: (j, j + 4), (j, j + 2), (0, 1).
+inline float hsum(__m256 even, __m256 odd) {
+  const __m256 v = _mm256_add_ps(even, odd);
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+#endif
+
+// For S rows of W (wstep elements apart) and MR rows of A: the products
+// w[s * wstep + k] * a[m * lda + k] over k0 <= k < k1, block k / 8 into even
+// or odd lanes by its parity (k0 a multiple of 16, k1 of 8). kWhole: the
+// whole of K from zero, summed into sums[m * S + s]; else added to acc[m *
+// S + s], whose trip through memory between calls leaves the bits as one
+// unbroken loop gives.
+template <class L, int S, int MR, bool kWhole>
+inline void tile(const typename L::T* w, int64_t wstep, const float* a, int64_t lda, int64_t k0,
+                 int64_t k1, Lanes* acc, float* sums) {
+#ifdef PX_SKINNY_AVX2
+  __m256 ev[S][MR], od[S][MR];
   for (int s = 0; s < S; ++s)
-    for (int m = 0; m < MR; ++m) r[s][m] = _mm256_loadu_ps(acc[m * kStreams + s].v);
-  for (int64_t k = k0; k < k1; k += 8) {
-    __m256 wv[S];
-    for (int s = 0; s < S; ++s) wv[s] = L::load8(w + s * wstep + k);
     for (int m = 0; m < MR; ++m) {
-      const __m256 av = _mm256_loadu_ps(a + m * lda + k);
-      for (int s = 0; s < S; ++s) r[s][m] = _mm256_fmadd_ps(wv[s], av, r[s][m]);
+      ev[s][m] = kWhole ? _mm256_setzero_ps() : _mm256_loadu_ps(acc[m * S + s].even);
+      od[s][m] = kWhole ? _mm256_setzero_ps() : _mm256_loadu_ps(acc[m * S + s].odd);
+    }
+  int64_t k = k0;
+  for (; k + 16 <= k1; k += 16) {
+    if constexpr (S == 1 && L::kPrefetch > 0)
+      _mm_prefetch(reinterpret_cast<const char*>(w + k + L::kPrefetch), _MM_HINT_T0);
+    for (int s = 0; s < S; ++s) {
+      const __m256 w0 = L::load8(w + s * wstep + k), w1 = L::load8(w + s * wstep + k + 8);
+      for (int m = 0; m < MR; ++m) {
+        ev[s][m] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(a + m * lda + k), ev[s][m]);
+        od[s][m] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(a + m * lda + k + 8), od[s][m]);
+      }
     }
   }
+  if (k < k1)  // a last, even block
+    for (int s = 0; s < S; ++s) {
+      const __m256 w0 = L::load8(w + s * wstep + k);
+      for (int m = 0; m < MR; ++m)
+        ev[s][m] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(a + m * lda + k), ev[s][m]);
+    }
   for (int s = 0; s < S; ++s)
-    for (int m = 0; m < MR; ++m) _mm256_storeu_ps(acc[m * kStreams + s].v, r[s][m]);
+    for (int m = 0; m < MR; ++m) {
+      if constexpr (kWhole) {
+        sums[m * S + s] = hsum(ev[s][m], od[s][m]);
+      } else {
+        _mm256_storeu_ps(acc[m * S + s].even, ev[s][m]);
+        _mm256_storeu_ps(acc[m * S + s].odd, od[s][m]);
+      }
+    }
 #else
   for (int s = 0; s < S; ++s)
-    for (int m = 0; m < MR; ++m)
-      for (int64_t k = k0; k < k1; k += 8)
-        for (int j = 0; j < 8; ++j)
-          acc[m * kStreams + s].v[j] += L::at(w + s * wstep + k + j) * a[m * lda + k + j];
+    for (int m = 0; m < MR; ++m) {
+      Lanes whole = {};
+      Lanes& x = kWhole ? whole : acc[m * S + s];
+      for (int64_t k = k0; k < k1; k += 8) {
+        float* lanes = k % 16 == 0 ? x.even : x.odd;
+        for (int j = 0; j < 8; ++j) lanes[j] += L::at(w + s * wstep + k + j) * a[m * lda + k + j];
+      }
+      if constexpr (kWhole) sums[m * S + s] = lane_sum(whole);
+    }
 #endif
 }
 
-// The lanes' sum, in the tree the AVX2 reduction takes: (j, j + 4), then
-// (j, j + 2), then (0, 1).
-inline float lane_sum(Lanes x) {
-  for (int j = 0; j < 4; ++j) x.v[j] += x.v[j + 4];
-  for (int j = 0; j < 2; ++j) x.v[j] += x.v[j + 2];
-  return x.v[0] + x.v[1];
-}
-
-// C's columns n, n + nstep, ... (S of them) for every row of A, kRowsOfA
-// rows at a time, so each W row is read from memory once and again from L1
-// only when M > kRowsOfA. Then K is taken kKChunk at a time, so the S W
-// rows' stretch and all rows of A stay in L1 (8 rows of A at K = 768 and 4
-// whole W rows would not).
-template <class L, int S>
+// C's columns n, n + nstep, ... (S of them) for every row of A, MR rows at a
+// time. With several streams and more rows than MR, K is taken kKChunk at a
+// time, so the S stretches of W, read from memory for the first rows, are
+// read from L1 for the others (one W row stays in L1 whole).
+template <class L, int S, int MR>
 void columns(int64_t M, int64_t K, float alpha, const float* A, int64_t lda, const typename L::T* W,
              int64_t ldw, float beta, float* C, int64_t ldc, int64_t n, int64_t nstep) {
   const typename L::T* w = W + n * ldw;
   const int64_t wstep = nstep * ldw, K8 = K / 8 * 8;
-  const int64_t step = M > kRowsOfA ? kKChunk : std::max<int64_t>(K8, 8);
-  Lanes acc[kSkinnyMaxRows * kStreams] = {};
-  for (int64_t k0 = 0; k0 < K8; k0 += step) {
-    const int64_t k1 = std::min(K8, k0 + step);
-    for (int64_t m = 0; m < M; m += kRowsOfA) {
-      if (M - m >= 2)
-        tile<L, S, 2>(w, wstep, A + m * lda, lda, k0, k1, acc + m * kStreams);
-      else
-        tile<L, S, 1>(w, wstep, A + m * lda, lda, k0, k1, acc + m * kStreams);
+  const int64_t step = S > 1 && M > MR ? kKChunk : std::max<int64_t>(K8, 8);
+  float sums[kSkinnyMaxRows * S];
+  if (step >= K8) {  // one pass: the sums stay in registers
+    int64_t m = 0;
+    for (; m + MR <= M; m += MR)
+      tile<L, S, MR, true>(w, wstep, A + m * lda, lda, 0, K8, nullptr, sums + m * S);
+    for (; m < M; ++m)
+      tile<L, S, 1, true>(w, wstep, A + m * lda, lda, 0, K8, nullptr, sums + m * S);
+  } else {
+    Lanes acc[kSkinnyMaxRows * S] = {};
+    for (int64_t k0 = 0; k0 < K8; k0 += step) {
+      const int64_t k1 = std::min(K8, k0 + step);
+      int64_t m = 0;
+      for (; m + MR <= M; m += MR)
+        tile<L, S, MR, false>(w, wstep, A + m * lda, lda, k0, k1, acc + m * S, nullptr);
+      for (; m < M; ++m)
+        tile<L, S, 1, false>(w, wstep, A + m * lda, lda, k0, k1, acc + m * S, nullptr);
     }
+    for (int64_t i = 0; i < M * S; ++i) sums[i] = lane_sum(acc[i]);
   }
   for (int64_t m = 0; m < M; ++m)
     for (int s = 0; s < S; ++s) {
-      float out = lane_sum(acc[m * kStreams + s]);
+      float out = sums[m * S + s];
       for (int64_t j = K8; j < K; ++j) out += L::at(w + s * wstep + j) * A[m * lda + j];
       float* c = C + m * ldc + n + s * nstep;  // beta 0: C is not read (it may hold NaN)
       *c = beta == 0.0f ? alpha * out : alpha * out + beta * *c;
     }
 }
 
-// Rows n0 .. n1 - 1 of W (columns of C) as kStreams streams, the few rows
-// left over one at a time.
+// Rows n0 .. n1 - 1 of W (columns of C) as S streams, the few rows left
+// over one at a time.
+template <class L, int S, int MR>
+void rows_range(int64_t M, int64_t K, float alpha, const float* A, int64_t lda,
+                const typename L::T* W, int64_t ldw, float beta, float* C, int64_t ldc, int64_t n0,
+                int64_t n1) {
+  const int64_t part = (n1 - n0) / S;
+  for (int64_t i = 0; i < part; ++i)
+    columns<L, S, MR>(M, K, alpha, A, lda, W, ldw, beta, C, ldc, n0 + i, part);
+  for (int64_t n = n0 + S * part; n < n1; ++n)
+    columns<L, 1, MR>(M, K, alpha, A, lda, W, ldw, beta, C, ldc, n, 1);
+}
+
+// One row of A: kStreams streams of W, each 8 values multiplied once. More
+// rows of f32 W: the same streams, each row of A in turn over stretches of K
+// (faster at 2 to 8 rows than 2 rows of A sharing each load of 2 streams).
+// More rows of 16-bit W: one stream, its values widened once for up to 4
+// rows of A (widening per row of A cost up to 2x at 8 rows), as before
+// the streams. Measured on AMD EPYC, decode_gemm_bench, GPT-2 shapes.
 template <class L>
 void rows_range(int64_t M, int64_t K, float alpha, const float* A, int64_t lda,
                 const typename L::T* W, int64_t ldw, float beta, float* C, int64_t ldc, int64_t n0,
                 int64_t n1) {
-  const int64_t part = (n1 - n0) / kStreams;
-  for (int64_t i = 0; i < part; ++i)
-    columns<L, kStreams>(M, K, alpha, A, lda, W, ldw, beta, C, ldc, n0 + i, part);
-  for (int64_t n = n0 + kStreams * part; n < n1; ++n)
-    columns<L, 1>(M, K, alpha, A, lda, W, ldw, beta, C, ldc, n, 1);
+  if (M == 1 || std::is_same_v<typename L::T, float>)
+    rows_range<L, kStreams, 1>(M, K, alpha, A, lda, W, ldw, beta, C, ldc, n0, n1);
+  else
+    rows_range<L, 1, 4>(M, K, alpha, A, lda, W, ldw, beta, C, ldc, n0, n1);
 }
 
 void check_dims(int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldw, int64_t ldc) {
