@@ -5,8 +5,10 @@
 // Measured on AMD EPYC (Zen 3, AVX2, 2 threads), a GPT-2 token's f32 GEMMs
 // took 11.7 ms this way against 16.2 ms reading one row after another: one
 // core keeps more reads in flight over several streams than its prefetcher
-// runs ahead of one. Each 8 values of a W row are loaded and widened once
-// per row of A (bf16: a 16-bit shift; f16: F16C). A portable loop otherwise.
+// runs ahead of one. Each 8 values of W are loaded (16-bit ones widened:
+// bf16 by a shift, f16 by F16C) once per tile: for each row of A in turn
+// over the streams, or for up to 4 rows of A over one 16-bit stream
+// (rows_range). A portable loop otherwise.
 // Several weights of one input (skinny_gemm_nt_parts) share one parallel
 // region: their rows are one list of tasks.
 // Invariant: C[m][n] is two 8-lane sums, of K's even and of its odd
@@ -113,8 +115,12 @@ inline void tile(const typename L::T* w, int64_t wstep, const float* a, int64_t 
   __m256 ev[S][MR], od[S][MR];
   for (int s = 0; s < S; ++s)
     for (int m = 0; m < MR; ++m) {
-      ev[s][m] = kWhole ? _mm256_setzero_ps() : _mm256_loadu_ps(acc[m * S + s].even);
-      od[s][m] = kWhole ? _mm256_setzero_ps() : _mm256_loadu_ps(acc[m * S + s].odd);
+      if constexpr (kWhole) {
+        ev[s][m] = od[s][m] = _mm256_setzero_ps();
+      } else {
+        ev[s][m] = _mm256_loadu_ps(acc[m * S + s].even);
+        od[s][m] = _mm256_loadu_ps(acc[m * S + s].odd);
+      }
     }
   int64_t k = k0;
   for (; k + 16 <= k1; k += 16) {
@@ -239,7 +245,7 @@ int64_t task_rows(int64_t N, int64_t ldw, int64_t elem_bytes) {
 
 // Runs tasks 0 .. tasks - 1, in one parallel region when parallel, as
 // chunks: each thread takes the next chunk of consecutive tasks
-// (consecutive W rows) from a shared counter and calls chunk(t0, t1). A
+// (consecutive W rows) from a shared counter and calls chunk_fn(t0, t1). A
 // chunk is a 2 * threads-th of what is left, between 1 and kMaxChunk tasks:
 // large while much is left (few hand-outs, long streams), small at the end
 // (the threads finish within a few microseconds of each other, where 128
