@@ -3,7 +3,8 @@
 // its vector widths, padded leading dimensions, alpha and beta (beta 0 must
 // ignore NaN in C); and its invariants: a row's bits do not depend on the
 // other rows nor on the thread count; cpu::gemm routes NT with few rows to it;
-// a fused call over several weights gives each the bits of its own call.
+// a fused call over several weights gives each the bits of its own call;
+// and the summation order the kernel documents, bit for bit.
 #include "kernels/cpu/skinny_gemm.h"
 
 #include <gtest/gtest.h>
@@ -172,6 +173,61 @@ TEST(SkinnyGemm, PartsMatchSeparateCallsBitForBit) {
           EXPECT_EQ(0, std::memcmp(fused[i].data(), alone[i].data(), fused[i].size() * 4))
               << "part " << i << " lowp " << lowp << " M " << M << " threads " << threads;
       }
+  omp_set_num_threads(saved);
+}
+
+// The order skinny_gemm.cpp documents, in scalars: K's even 8-blocks and its
+// odd ones summed lane by lane with fused multiply-adds, the two added lane
+// by lane, then across lanes as (j, j + 4), (j, j + 2), (0, 1). The layout
+// tests of ep and cp depend on it (their layouts send a few rows through
+// this kernel where one process uses oneDNN), so a change of order should
+// fail here first. K is a multiple of 8: the tail's products may or may not
+// be fused by the compiler.
+float documented_order(const float* w, const float* a, int64_t K) {
+  float even[8] = {}, odd[8] = {};
+  for (int64_t k = 0; k < K; k += 8) {
+    float* lanes = (k / 8) % 2 == 0 ? even : odd;
+    for (int j = 0; j < 8; ++j) lanes[j] = std::fma(w[k + j], a[k + j], lanes[j]);
+  }
+  float v[8];
+  for (int j = 0; j < 8; ++j) v[j] = even[j] + odd[j];
+  for (int j = 0; j < 4; ++j) v[j] += v[j + 4];
+  for (int j = 0; j < 2; ++j) v[j] += v[j + 2];
+  return v[0] + v[1];
+}
+
+TEST(SkinnyGemm, SumsInTheDocumentedOrder) {
+#if !(defined(__AVX2__) && defined(__FMA__) && defined(__F16C__))
+  GTEST_SKIP() << "the portable loop leaves fusing its products to the compiler";
+#endif
+  const int64_t N = 37;  // 9 tiles of 4 streams and a leftover row, at 1 thread
+  const int saved = omp_get_max_threads();
+  for (int64_t K : {8, 24, 256, 776})  // 776: three 256-stretches and one 8-block
+    for (int64_t M : {1, 3, 8})
+      for (bool lowp : {false, true})
+        for (int threads : {1, 2}) {
+          omp_set_num_threads(threads);
+          const std::vector<float> a = uniform(M * K, 11, "a");
+          std::vector<float> w = uniform(N * K, 12, "w");
+          std::vector<uint16_t> wh(w.size());
+          round_to_lowp(wh.data(), w.data(), N * K, LowpType::BF16);
+          if (lowp) widen_lowp(w.data(), wh.data(), N * K, LowpType::BF16);  // the values used
+          std::vector<float> c(static_cast<size_t>(M * N));
+          if (lowp)
+            skinny_gemm_nt_lowp(M, N, K, 1.0f, a.data(), K, wh.data(), LowpType::BF16, K, 0.0f,
+                                c.data(), N);
+          else
+            skinny_gemm_nt(M, N, K, 1.0f, a.data(), K, w.data(), K, 0.0f, c.data(), N);
+          int bad = 0;
+          for (int64_t m = 0; m < M; ++m)
+            for (int64_t n = 0; n < N; ++n) {
+              const float want = documented_order(w.data() + n * K, a.data() + m * K, K);
+              if (c[m * N + n] != want && ++bad <= 3)
+                ADD_FAILURE() << "K " << K << " M " << M << " lowp " << lowp << " threads "
+                              << threads << " at (" << m << ", " << n << "): " << c[m * N + n]
+                              << " vs " << want;
+            }
+        }
   omp_set_num_threads(saved);
 }
 
