@@ -164,7 +164,7 @@ def batch_cost(a, model_dir, log, vocab):
     for engine in ("continuous", "static"):
         args = ["--engine", engine, "--threads", str(a.threads), "--max-running",
                 str(max(sizes)), "--max-batched-tokens", "2048",
-                "--kv-cache-memory", a.kv_cache_memory]
+                "--kv-cache-memory", a.kv_cache_memory, "--dtype", a.dtype]
         with Server(a.parallm, model_dir, args, server_env(a.threads), log) as s:
             warm_up(s.port)
             rng = random.Random(5)
@@ -184,7 +184,7 @@ def batch_cost(a, model_dir, log, vocab):
 def engine_args(a, engine):
     return ["--engine", engine, "--threads", str(a.threads), "--max-running", str(a.max_running),
             "--max-waiting", "256", "--max-batched-tokens", str(a.max_batched_tokens),
-            "--kv-cache-memory", a.kv_cache_memory]
+            "--kv-cache-memory", a.kv_cache_memory, "--dtype", a.dtype]
 
 
 def load_run(a, model_dir, log, engine, bodies, offsets):
@@ -256,6 +256,7 @@ def main():
     p.add_argument("--max-running", type=int, default=8)
     p.add_argument("--max-batched-tokens", type=int, default=512)
     p.add_argument("--kv-cache-memory", default="64MiB")
+    p.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"), help="serve --dtype")
     p.add_argument("--prefix-questions", type=int, default=10)
     p.add_argument("--system-words", type=int, default=1000, help="~ tokens of the system prompt")
     p.add_argument("--skip-threads-probe", action="store_true")

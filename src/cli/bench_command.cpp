@@ -3,16 +3,21 @@
 // Rank 0 prints the table.
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <cmath>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "cli/commands.h"
 #include "comm/comm_bench.h"
 #include "comm/mpi/mpi_peer.h"
 #include "comm/mpi/mpi_runtime.h"
+#include "kernels/cpu/matmul.h"
 
 namespace parallm::cli {
 
@@ -24,7 +29,29 @@ struct BenchCommFlags {
   bool no_peer = false, check = false;
   std::string json;  // rows as JSON (rank 0), for `parallm calibrate`
   double timeout_s = 300;
+  double work_ms = 0;  // a GEMM before every call (0: back to back)
 };
+
+// A layer-sized f32 GEMM (256 x 384 by 384 x 1024, one thread's share of a
+// micro-batch's linear) repeated to last about ms on this rank.
+std::function<void()> gemm_work(double ms) {
+  constexpr int64_t M = 256, K = 384, N = 1024;
+  auto a = std::make_shared<std::vector<float>>(M * K, 0.5f);
+  auto b = std::make_shared<std::vector<float>>(K * N, 0.25f);
+  auto c = std::make_shared<std::vector<float>>(M * N, 0.0f);
+  auto once = [=] {
+    cpu::gemm<float>(false, false, M, N, K, 1.0f, a->data(), K, b->data(), N, 0.0f, c->data(), N);
+  };
+  once();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3; ++i) once();
+  const double one =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 3;
+  const int reps = std::max(1, static_cast<int>(std::lround(ms / 1e3 / one)));
+  return [=] {
+    for (int i = 0; i < reps; ++i) once();
+  };
+}
 }  // namespace
 
 void add_bench_command(CLI::App& app, CommandRegistry& reg) {
@@ -48,6 +75,9 @@ void add_bench_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--round-ms", f->opts.round_ms, "target length of one round");
   sub->add_option("--comm-timeout", f->timeout_s, "seconds before a collective is reported");
   sub->add_option("--json", f->json, "also write the rows to this JSON file (rank 0)");
+  sub->add_option("--work-ms", f->work_ms,
+                  "run about this many ms of GEMM before every call; its own time is left out, "
+                  "its wait for the last rank is not (no MPI comparison)");
 
   reg.actions.emplace_back(sub, [f]() {
     comm::CommBenchOptions o = f->opts;
@@ -68,6 +98,7 @@ void add_bench_command(CLI::App& app, CommandRegistry& reg) {
       co.timeout = std::chrono::milliseconds(static_cast<int64_t>(f->timeout_s * 1000));
       auto world = rt.world(co);
       auto peer = f->no_peer ? nullptr : comm::make_mpi_peer(*world);
+      if (f->work_ms > 0) o.before_call = gemm_work(f->work_ms);
       const auto rows =
           comm::run_comm_bench(*world, peer.get(), o, world->rank() == 0 ? &std::cout : nullptr);
       if (world->rank() == 0 && !f->json.empty()) {

@@ -60,6 +60,9 @@ void add_plan_command(CLI::App& app, CommandRegistry& reg) {
                   "activation memory to prune by: megatron (Korthikanti et al.), parallm (this "
                   "implementation's CPU layers) or parallm-cuda (default: parallm for a "
                   "calibrated profile, megatron for a built-in one)");
+  sub->add_option("--tie-tolerance", f->r.tie_tolerance,
+                  "layouts predicted within this fraction of the fastest count as equal; the one "
+                  "with the fewest blocking exchanges per step leads (default 0.02; 0: by time)");
   sub->add_option("--top", f->top, "layouts to print (default 5)");
   sub->add_option("--json", f->json, "also write the listed layouts and their times as JSON");
   reg.actions.emplace_back(sub, [f]() {
@@ -94,20 +97,26 @@ void add_plan_command(CLI::App& app, CommandRegistry& reg) {
       std::cout << "no layout fits: try more devices, a shorter sequence or a smaller batch\n";
       return 1;
     }
+    if (res.tied > 1)
+      std::cout << fmt::format(
+          "{} layouts predicted within {:.0f}% of the fastest: the model cannot rank them, so "
+          "the one with the fewest blocking exchanges per step leads (--tie-tolerance)\n",
+          res.tied, 100 * r.tie_tolerance);
     std::cout << fmt::format(
-        "{:>3} {:<58} {:>8} {:>8} {:>7} {:>6} | {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", "#",
-        "layout", "mem GB", "step s", "TFLOP/s", "MFU", "comp", "elem", "tp/cp/ep", "bubble",
-        "dp+opt", "shared");
+        "{:>3} {:<58} {:>8} {:>8} {:>7} {:>6} | {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} "
+        "{:>6}\n",
+        "#", "layout", "mem GB", "step s", "TFLOP/s", "MFU", "comp", "elem", "tp/cp/ep", "wait",
+        "bubble", "dp+opt", "shared", "syncs");
     int i = 0;
     for (const PlanCandidate& c : res.best) {
       const StepTime& t = c.time;
       std::cout << fmt::format(
           "{:>3} {:<58} {:>8.1f} {:>8.2f} {:>7.1f} {:>5.1f}% | {:>7.2f} {:>7.2f} {:>7.2f} "
-          "{:>7.2f} {:>7.2f} {:>7.2f}\n",
+          "{:>7.2f} {:>7.2f} {:>7.2f} {:>7.2f} {:>6.0f}\n",
           ++i, describe_layout(c.query), c.memory_bytes / 1e9, t.total_s,
           t.hw_flops_per_device / 1e12, 100 * t.mfu, t.compute_s, t.elementwise_s,
-          t.tp_comm_s + t.cp_comm_s + t.ep_comm_s + t.ep_imbalance_s, t.pp_bubble_s + t.pp_p2p_s,
-          t.dp_exposed_s + t.optimizer_s, t.core_sharing_s);
+          t.tp_comm_s + t.cp_comm_s + t.ep_comm_s + t.ep_imbalance_s, t.sync_wait_s,
+          t.pp_bubble_s + t.pp_p2p_s, t.dp_exposed_s + t.optimizer_s, t.core_sharing_s, t.syncs);
     }
     std::cout << "\n" << train_command_line(res.best.front(), f->model, r.global_batch) << "\n";
     if (!f->json.empty()) {

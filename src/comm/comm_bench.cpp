@@ -254,13 +254,31 @@ void ours_blocking(Communicator& c, const Case& k) {
   }
 }
 
-// Seconds per call, the slowest rank's, over iters calls.
-double time_calls(Communicator& c, const std::function<void()>& call, int iters) {
+// Seconds per call, the slowest rank's, over iters calls. With work before
+// each call: the slowest rank's seconds per iteration less the ranks' mean
+// time in that work (the work's wait for the last rank counts, its own
+// time does not).
+double time_calls(Communicator& c, const std::function<void()>& call, int iters,
+                  const std::function<void()>& before = {}) {
+  using clock = std::chrono::steady_clock;
   c.barrier();
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < iters; ++i) call();
-  double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters;
+  double work = 0;
+  const auto t0 = clock::now();
+  for (int i = 0; i < iters; ++i) {
+    if (before) {
+      const auto w0 = clock::now();
+      before();
+      work += std::chrono::duration<double>(clock::now() - w0).count();
+    }
+    call();
+  }
+  double dt = std::chrono::duration<double>(clock::now() - t0).count() / iters;
   c.all_reduce(&dt, 1, DType::F64, ReduceOp::Max);
+  if (before) {
+    work /= iters;
+    c.all_reduce(&work, 1, DType::F64, ReduceOp::Sum);
+    dt -= work / c.size();
+  }
   return dt;
 }
 
@@ -317,17 +335,24 @@ std::vector<CommBenchRow> run_comm_bench(Communicator& c, PeerCollectives* peer,
       c.all_reduce(&wrong, 1, DType::I64, ReduceOp::Sum);
       row.wrong = wrong;
       auto mine = [&] { o.async ? ours_async(c, k) : ours_blocking(c, k); };
-      const bool with_peer = peer != nullptr && peer->supports(kind, o.dtype, o.op);
+      const bool with_peer =
+          peer != nullptr && !o.before_call && peer->supports(kind, o.dtype, o.op);
       auto theirs = [&] { peer->run(kind, k.send(), k.recv(), count, o.dtype, o.op, 0, o.async); };
       mine();
       if (with_peer) theirs();
-      const double one = time_calls(c, mine, 1);
+      double one = time_calls(c, mine, 1, o.before_call);
+      if (o.before_call) {  // a round's length counts the work too
+        const auto w0 = std::chrono::steady_clock::now();
+        o.before_call();
+        one += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+        c.all_reduce(&one, 1, DType::F64, ReduceOp::Max);
+      }
       const int iters = static_cast<int>(
           std::clamp(o.round_ms / 1e3 / std::max(one, 1e-9), 1.0, double(o.max_iters)));
       std::vector<double> t_ours, t_peer;
       for (int r = 0; r < o.rounds; ++r) {
         if (with_peer && r % 2 == 1) t_peer.push_back(time_calls(c, theirs, iters));
-        t_ours.push_back(time_calls(c, mine, iters));
+        t_ours.push_back(time_calls(c, mine, iters, o.before_call));
         if (with_peer && r % 2 == 0) t_peer.push_back(time_calls(c, theirs, iters));
       }
       const double f = bus_factor(kind, n);

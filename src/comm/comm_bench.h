@@ -6,6 +6,7 @@
 // per-rank buffer for all_reduce/broadcast/reduce, the total of the n blocks
 // for all_gather/reduce_scatter/all_to_all/gather/scatter.
 #pragma once
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -42,6 +43,11 @@ struct CommBenchOptions {
   bool min_time = false;  // report the fastest round instead of the median
   double round_ms = 40;   // target length of one round (sets the iterations)
   int max_iters = 1000;
+  // Work each rank runs before every call (e.g. a GEMM of a layer's size):
+  // a collective that follows compute also waits for the rank that comes
+  // last, which back-to-back calls never show. Its own time is left out of
+  // the reported time: what remains is the call plus that wait.
+  std::function<void()> before_call;
 };
 
 struct CommBenchRow {

@@ -78,10 +78,12 @@ DeviceProfile load_profile(const std::string& path) {
   d.intra_node = link_cost_from_json(j["intra_node"], "intra_node", path);
   d.inter_node = link_cost_from_json(j["inter_node"], "inter_node", path);
   d.cores = j.value("cores", 0);
+  d.arrival_jitter = j.value("arrival_jitter", 0.0);
+  PX_CHECK(d.arrival_jitter >= 0 && d.arrival_jitter < 1,
+           "{}: arrival_jitter {} out of range [0, 1) (seconds^(1/2))", path, d.arrival_jitter);
   if (j.contains("precision")) d.precision = precision_from_name(j["precision"].get<std::string>());
   if (j.contains("ops")) {
-    PX_CHECK(j["ops"].is_array() && !j["ops"].empty(), "{}: 'ops' must be a non-empty array",
-             path);
+    PX_CHECK(j["ops"].is_array() && !j["ops"].empty(), "{}: 'ops' must be a non-empty array", path);
     for (const auto& o : j["ops"]) d.ops.push_back(op_costs_from_json(o, path));
     PX_CHECK(d.cores > 0, "{}: a profile with measured 'ops' needs 'cores' (> 0)", path);
   }
@@ -104,6 +106,7 @@ void save_profile(const DeviceProfile& d, const std::string& path) {
                       {"intra_node", link_cost_to_json(d.intra_node)},
                       {"inter_node", link_cost_to_json(d.inter_node)},
                       {"cores", d.cores},
+                      {"arrival_jitter", d.arrival_jitter},
                       {"precision", precision_name(d.precision)}};
   if (!d.ops.empty()) {
     j["ops"] = nlohmann::json::array();

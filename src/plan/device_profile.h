@@ -35,6 +35,10 @@ struct DeviceProfile {
   int cores = 0;
   Precision precision = Precision::BF16;
   std::vector<OpCosts> ops;
+  // How a rank's arrival at a blocking collective spreads with the work
+  // before it (plan/arrival_wait.h), seconds^(1/2); measured by calibrate,
+  // 0 (no such wait) on the built-in profiles.
+  double arrival_jitter = 0;
 
   double gemm_flops(double min_dim) const {
     return peak_flops * gemm_efficiency * min_dim / (min_dim + gemm_half_width);

@@ -73,6 +73,8 @@ PlanResult plan_layouts(const PlanRequest& r, size_t keep) {
   PX_CHECK(r.devices >= 1 && r.global_batch >= 1 && r.seq_len >= 1,
            "devices ({}), global batch ({}) and seq_len ({}) must be positive", r.devices,
            r.global_batch, r.seq_len);
+  PX_CHECK(r.tie_tolerance >= 0 && r.tie_tolerance < 1, "tie tolerance {} out of range [0, 1)",
+           r.tie_tolerance);
   PlanResult res;
   std::vector<PlanCandidate> all;
   const int node = r.device.devices_per_node;
@@ -141,6 +143,16 @@ PlanResult plan_layouts(const PlanRequest& r, size_t keep) {
   std::sort(all.begin(), all.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
     return a.time.total_s < b.time.total_s;
   });
+  // The leading tie: fewest blocking exchanges first, then predicted time.
+  if (!all.empty() && r.tie_tolerance > 0) {
+    const double bound = all.front().time.total_s * (1.0 + r.tie_tolerance);
+    const auto end = std::find_if(all.begin(), all.end(),
+                                  [&](const PlanCandidate& c) { return c.time.total_s > bound; });
+    std::stable_sort(all.begin(), end, [](const PlanCandidate& a, const PlanCandidate& b) {
+      return a.time.syncs < b.time.syncs;
+    });
+    res.tied = static_cast<int>(end - all.begin());
+  }
   if (all.size() > keep) all.resize(keep);
   res.best = std::move(all);
   return res;
@@ -209,11 +221,13 @@ nlohmann::json plan_result_json(const PlanResult& res, const std::string& model_
                     {"dp_comm_s", t.dp_comm_s},
                     {"dp_exposed_s", t.dp_exposed_s},
                     {"optimizer_s", t.optimizer_s},
+                    {"sync_wait_s", t.sync_wait_s},
+                    {"syncs", t.syncs},
                     {"core_sharing_s", t.core_sharing_s},
                     {"mfu", t.mfu},
                     {"command", train_command_line(c, model_name, global_batch)}});
   }
-  return {{"enumerated", res.enumerated}, {"fit", res.fit}, {"best", list}};
+  return {{"enumerated", res.enumerated}, {"fit", res.fit}, {"tied", res.tied}, {"best", list}};
 }
 
 }  // namespace parallm

@@ -37,6 +37,12 @@ struct PlanRequest {
   // parallm's own layers (a flash kernel: no scores kept) for a machine that
   // runs parallm (default_activation_model).
   ActivationModel activation_model = ActivationModel::Megatron16;
+  // Layouts predicted within this fraction of the fastest are taken as
+  // equal (the model cannot rank them: docs/planner.md "Ties"); among them
+  // the one with the fewest blocking exchanges per step (StepTime::syncs)
+  // comes first, since every exchange exposes the step to waits the model
+  // prices only on average. 0: rank by predicted time alone.
+  double tie_tolerance = 0.02;
 };
 
 // parallm's own count (Parallm) on a calibrated machine, where the layouts
@@ -51,8 +57,9 @@ struct PlanCandidate {
 };
 
 struct PlanResult {
-  std::vector<PlanCandidate> best;  // fastest first
+  std::vector<PlanCandidate> best;  // fastest first, ties (PlanRequest::tie_tolerance) by syncs
   int64_t enumerated = 0, fit = 0;
+  int tied = 1;  // the leading candidates taken as equal (1: no tie)
 };
 
 PlanResult plan_layouts(const PlanRequest& r, size_t keep = 10);

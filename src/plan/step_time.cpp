@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "plan/arrival_wait.h"
 #include "plan/flops.h"
 #include "plan/processor_sharing.h"
 #include "plan/stage_work.h"
@@ -33,6 +34,12 @@ const OpCosts& costs_for_threads(const std::vector<OpCosts>& ops, int threads) {
       best = &o;
   }
   return *best;
+}
+
+int64_t moe_layer_count(const ModelConfig& m) {
+  int64_t n = 0;
+  for (int64_t l = 0; l < m.n_layers; ++l) n += m.moe.is_moe_layer(l) ? 1 : 0;
+  return n;
 }
 
 }  // namespace
@@ -110,8 +117,7 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
       const double mats = m.uses_swiglu() ? 3.0 : 2.0;
       const double F = static_cast<double>(m.moe.expert_intermediate(m.intermediate));
       const double per_token = 6.0 * m.moe.topk * mats * m.hidden * F;  // forward + backward
-      double moe_layers = 0;
-      for (int64_t l = 0; l < m.n_layers; ++l) moe_layers += m.moe.is_moe_layer(l) ? 1 : 0;
+      const double moe_layers = static_cast<double>(moe_layer_count(m));
       // Experts are not tp-split: a tp rank runs its sp share of the rows, or all of them.
       const double sp_share = q.sequence_parallel && q.tp > 1 ? 1.0 / q.tp : 1.0;
       const double expert_flops = per_token * moe_layers / q.pp * tokens / (q.dp * q.cp) * sp_share;
@@ -154,8 +160,7 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
   // under full recompute), each moving this rank's routed rows x top-k x
   // hidden, (ep-1)/ep of it to other ranks; not overlapped.
   if (q.ep > 1 && m.moe.enabled()) {
-    int64_t moe_layers = 0;
-    for (int64_t l = 0; l < m.n_layers; ++l) moe_layers += m.moe.is_moe_layer(l) ? 1 : 0;
+    const int64_t moe_layers = moe_layer_count(m);
     const double rows = static_cast<double>(q.micro_batch) * q.seq_len / q.cp /
                         (q.sequence_parallel && q.tp > 1 ? q.tp : 1);
     const double bytes = rows * m.moe.topk * m.hidden * elem_bytes * q.ep_load_factor();
@@ -166,10 +171,32 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
     r.ep_comm_s = per_layer * a2a * static_cast<double>(moe_layers) / q.pp * micro;
   }
 
+  // Blocking collectives in the passes: tp's (sp's reduce-scatter and
+  // all-gather are two each) and ep's. On a calibrated machine whose ranks
+  // own their cores each waits for the group's last rank, the work since
+  // the previous one spread evenly between them (plan/arrival_wait.h);
+  // with shared cores a waiting rank yields its core, which the
+  // time-sharing term below prices instead.
+  const double moe_layers_here =
+      static_cast<double>(m.moe.enabled() ? moe_layer_count(m) : 0) / q.pp;
+  const double tp_syncs =
+      q.tp > 1 ? per_layer * (q.sequence_parallel ? 2.0 : 1.0) * layers_here * micro : 0.0;
+  const double ep_syncs = q.ep > 1 ? per_layer * moe_layers_here * micro : 0.0;
+  const bool waits_priced = costs != nullptr && d.arrival_jitter > 0 && shared <= 1.0;
+  const double work_s = r.compute_s + r.elementwise_s + r.ep_imbalance_s;
+  if (waits_priced && tp_syncs + ep_syncs > 0) {
+    const double between = work_s / (tp_syncs + ep_syncs);
+    r.sync_wait_s = tp_syncs * arrival_wait_s(d.arrival_jitter, between, q.tp) +
+                    ep_syncs * arrival_wait_s(d.arrival_jitter, between, q.ep);
+  }
+  r.syncs = tp_syncs + ep_syncs;
+  if (q.cp > 1)
+    r.syncs += (q.recompute == Recompute::Full ? 4.0 : 3.0) * (q.cp - 1) * layers_here * micro;
+
   // Pipeline: bubble and the boundary sends.
-  const double stage_per_micro =
-      (r.compute_s + r.elementwise_s + r.tp_comm_s + r.cp_comm_s + r.ep_comm_s + r.ep_imbalance_s) /
-      micro;
+  const double stage_per_micro = (r.compute_s + r.elementwise_s + r.tp_comm_s + r.cp_comm_s +
+                                  r.ep_comm_s + r.ep_imbalance_s + r.sync_wait_s) /
+                                 micro;
   const double v = q.schedule == pipeline::ScheduleKind::Interleaved ? q.virtual_stages : 1;
   if (q.pp > 1) {
     // ZB-H1 fills the bubble with deferred weight-gradient passes: (p-1)
@@ -188,6 +215,7 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
     const LinkCost& link = across ? d.inter_node : d.intra_node;
     const double send = act_bytes / q.tp;  // Megatron's scatter-gather p2p: 1/t per rank
     r.pp_p2p_s = 2.0 * micro * v * link.message_s(send);
+    r.syncs += 2.0 * micro * v;
   }
 
   // Data-parallel gradient reduction over dp x cp (fp32 gradients); routed
@@ -231,6 +259,15 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
   // the ranks' own cores (while they poll), the cores the compute needs.
   if (costs != nullptr) window = 0.0;
   r.dp_exposed_s = gather_s + (q.pp == 1 ? std::max(0.0, overlappable - window) : overlappable);
+  // The dp group meets once a step (ZeRO-2/3: after every micro-batch's
+  // backward), and ZeRO-1/2 once more for the gather after the update.
+  if (dp_cp > 1) {
+    const double dp_syncs = q.zero >= 2 ? micro : 1.0;
+    r.syncs += dp_syncs + (gather_s > 0 ? 1.0 : 0.0);
+    if (waits_priced)
+      r.sync_wait_s += dp_syncs * arrival_wait_s(d.arrival_jitter,
+                                                 work_s / (dp_syncs + tp_syncs + ep_syncs), dp_cp);
+  }
 
   // Optimizer: fp32 master, two Adam moments and the gradient read, three
   // written, over the shard this rank updates.
@@ -239,7 +276,8 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
       costs != nullptr ? shard * costs->optimizer_s_per_param : shard * 28.0 / d.memory_bytes_per_s;
 
   r.total_s = r.compute_s + r.elementwise_s + r.tp_comm_s + r.cp_comm_s + r.ep_comm_s +
-              r.ep_imbalance_s + r.pp_bubble_s + r.pp_p2p_s + r.dp_exposed_s + r.optimizer_s;
+              r.ep_imbalance_s + r.pp_bubble_s + r.pp_p2p_s + r.dp_exposed_s + r.optimizer_s +
+              r.sync_wait_s;
   // Ranks sharing cores: the cores are work-conserving (waiting ranks yield,
   // mpirun's yield_when_idle), so a step takes the longer of its critical
   // path and all ranks' busy time over the cores; a pipeline bubble is idle

@@ -24,14 +24,20 @@ namespace parallm {
 
 struct StepTime {
   double compute_s = 0, elementwise_s = 0, tp_comm_s = 0, pp_bubble_s = 0, pp_p2p_s = 0;
-  double cp_comm_s = 0;     // ring transfers attention does not hide
-  double ep_comm_s = 0;     // expert dispatch and combine all-to-alls
+  double cp_comm_s = 0;  // ring transfers attention does not hide
+  double ep_comm_s = 0;  // expert dispatch and combine all-to-alls
   // The busiest ep rank's expert work beyond the mean (MemoryQuery::
   // ep_max_load), which every rank of the group waits for.
   double ep_imbalance_s = 0;
   double dp_comm_s = 0;     // the whole reduction
   double dp_exposed_s = 0;  // what the backward pass does not hide
   double optimizer_s = 0;
+  // Calibrated profiles: the blocking collectives' waits for the rank that
+  // arrives last (tp, ep and dp groups; plan/arrival_wait.h).
+  double sync_wait_s = 0;
+  // Blocking collectives and point-to-point exchanges a rank takes part in
+  // per step (tp, ep, cp ring steps, pp sends, dp): the planner's tie-break.
+  double syncs = 0;
   // Calibrated CPU profiles with more ranks than cores: what time-sharing
   // the cores adds to the critical path (plan/step_time.cpp).
   double core_sharing_s = 0;

@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "model/model_catalog.h"
+#include "plan/arrival_wait.h"
 #include "plan/device_profile.h"
 #include "plan/flops.h"
 #include "plan/processor_sharing.h"
@@ -374,6 +375,64 @@ TEST(StepTime, ZeroBubbleDefersOnlyTheTpLinearsWeightGradients) {
       EXPECT_NEAR(t.pp_bubble_s, want * stage, 1e-12 * stage) << "micro-batches " << micro;
     }
   }
+}
+
+// Calibrated ranks that own their cores wait at every blocking collective
+// for the last of their group (plan/arrival_wait.h): tp 2 with sp has two
+// per all-reduce equivalent (4 a layer and micro-batch), dp once a step and
+// ZeRO-1 once more after the update; the work between is spread evenly
+// over them. Ranks sharing cores (dp 4 on 2) yield instead: no wait. A
+// built-in profile has no jitter.
+TEST(StepTime, BlockingCollectivesWaitForTheLastRank) {
+  DeviceProfile d = two_core_profile();
+  d.arrival_jitter = 0.02;
+  MemoryQuery q;
+  q.model = catalog_model("llama-tiny");
+  q.seq_len = 128;
+  q.micro_batch = 4;
+  q.micro_batches = 2;
+  q.precision = Precision::FP32;
+  q.tp = 2;
+  q.sequence_parallel = true;
+  const StepTime tp = predict_step_time(q, d);
+  const double tp_syncs = 4.0 * 2 * q.model.n_layers * 2;
+  EXPECT_DOUBLE_EQ(tp.syncs, tp_syncs);
+  const double work = tp.compute_s + tp.elementwise_s;
+  EXPECT_NEAR(tp.sync_wait_s, tp_syncs * arrival_wait_s(0.02, work / tp_syncs, 2), 1e-15);
+  DeviceProfile still = d;
+  still.arrival_jitter = 0;
+  const StepTime calm = predict_step_time(q, still);
+  EXPECT_EQ(calm.sync_wait_s, 0.0);
+  EXPECT_NEAR(tp.total_s - calm.total_s, tp.sync_wait_s, 1e-12);
+  q.sequence_parallel = false;  // one all-reduce each: half the waits, each longer
+  const StepTime no_sp = predict_step_time(q, d);
+  EXPECT_DOUBLE_EQ(no_sp.syncs, tp_syncs / 2);
+  const double no_sp_work = no_sp.compute_s + no_sp.elementwise_s;
+  EXPECT_NEAR(no_sp.sync_wait_s,
+              tp_syncs / 2 * arrival_wait_s(0.02, no_sp_work / (tp_syncs / 2), 2), 1e-15);
+  EXPECT_LT(no_sp.sync_wait_s, tp.sync_wait_s);
+
+  q.tp = 1;
+  q.dp = 2;
+  q.micro_batches = 1;
+  const StepTime dp = predict_step_time(q, d);
+  EXPECT_DOUBLE_EQ(dp.syncs, 1.0);
+  EXPECT_NEAR(dp.sync_wait_s, arrival_wait_s(0.02, dp.compute_s + dp.elementwise_s, 2), 1e-15);
+  q.zero = 1;
+  const StepTime z1 = predict_step_time(q, d);
+  EXPECT_DOUBLE_EQ(z1.syncs, 2.0);
+  EXPECT_NEAR(z1.sync_wait_s, dp.sync_wait_s, 1e-15);
+
+  q.zero = 0;
+  q.dp = 4;  // 4 one-thread ranks on 2 cores
+  const StepTime shared = predict_step_time(q, d);
+  ASSERT_GT(shared.core_sharing_s, 0.0);
+  EXPECT_EQ(shared.sync_wait_s, 0.0);
+  EXPECT_DOUBLE_EQ(shared.syncs, 1.0);
+
+  q.dp = 1;
+  q.tp = 2;
+  EXPECT_EQ(predict_step_time(q, builtin_profile("a100-80gb")).sync_wait_s, 0.0);
 }
 
 // An ep group on shared cores waits for its busiest rank at every

@@ -1,10 +1,12 @@
 // The step-time model's terms behave as their formulas say, and the planner
-// returns only valid layouts that fit memory, fastest first, within the
-// fixed sizes; its search over 1024 devices takes well under a second.
+// returns only valid layouts that fit memory, fastest first (ties by
+// blocking exchanges), within the fixed sizes; its search over 1024
+// devices takes well under a second.
 #include "plan/planner.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 
@@ -90,6 +92,7 @@ TEST(Planner, ValidLayoutsThatFitFastestFirst) {
   r.seq_len = 2048;
   r.global_batch = 1536;
   r.device = builtin_profile("a100-80gb");
+  r.tie_tolerance = 0;  // by predicted time alone (ties: the next test)
   const auto t0 = std::chrono::steady_clock::now();
   const PlanResult res = plan_layouts(r, 20);
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
@@ -116,6 +119,46 @@ TEST(Planner, ValidLayoutsThatFitFastestFirst) {
     EXPECT_EQ(c.query.pp, 16);
     EXPECT_EQ(c.query.recompute, Recompute::Full);
   }
+}
+
+// Layouts predicted within the tie tolerance of the fastest are taken as
+// equal and lead by their blocking exchanges per step (fewest first), the
+// rest follow by predicted time; the first is the layout with the fewest
+// exchanges of all those within the tolerance.
+TEST(Planner, TiedLayoutsLeadByFewestBlockingExchanges) {
+  PlanRequest r;
+  r.model = catalog_model("gpt3-175b");
+  r.devices = 1024;
+  r.seq_len = 2048;
+  r.global_batch = 1536;
+  r.device = builtin_profile("a100-80gb");
+  r.tie_tolerance = 0;
+  const PlanResult by_time = plan_layouts(r, 100000);
+  r.tie_tolerance = 0.02;
+  const PlanResult tied = plan_layouts(r, 100000);
+  ASSERT_EQ(by_time.best.size(), tied.best.size());
+  EXPECT_EQ(by_time.tied, 1);
+  const double fastest = by_time.best.front().time.total_s;
+  double fewest = 1e300;
+  int within = 0;
+  for (const PlanCandidate& c : by_time.best)
+    if (c.time.total_s <= fastest * 1.02) fewest = std::min(fewest, c.time.syncs), ++within;
+  ASSERT_GT(within, 1);  // this search has a tie to break
+  EXPECT_EQ(tied.tied, within);
+  EXPECT_EQ(tied.best.front().time.syncs, fewest);
+  EXPECT_GT(tied.best.front().time.total_s, fastest);  // not the fastest prediction here
+  for (int i = 0; i < static_cast<int>(tied.best.size()); ++i) {
+    const StepTime& t = tied.best[i].time;
+    if (i < tied.tied) {
+      EXPECT_LE(t.total_s, fastest * 1.02);
+      if (i > 0) EXPECT_GE(t.syncs, tied.best[i - 1].time.syncs);
+    } else {
+      EXPECT_GT(t.total_s, fastest * 1.02);
+      if (i > tied.tied) EXPECT_GE(t.total_s, tied.best[i - 1].time.total_s);
+    }
+  }
+  r.tie_tolerance = -0.1;
+  EXPECT_THROW(plan_layouts(r, 1), Error);
 }
 
 // MoE layouts: ep divides the experts and dp x cp (the grid folds both),

@@ -79,8 +79,12 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& out) {
   const fs::path work = fs::temp_directory_path() / fmt::format("parallm-calibrate-{}", ::getpid());
   fs::create_directories(work);
   LinkFit link;
+  ArrivalFit arrival;
   try {
-    link = measure_link_cost({.mpirun = o.mpirun, .ranks = o.link_ranks, .work_dir = work});
+    const LinkCalibration lc{
+        .mpirun = o.mpirun, .ranks = o.link_ranks, .work_dir = work, .quick = o.quick};
+    link = measure_link_cost(lc);
+    arrival = measure_arrival_jitter(lc);
   } catch (...) {
     out << "calibrate: the benchmark's files are kept in " << work.string() << "\n";
     throw;
@@ -96,6 +100,15 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& out) {
   for (const LinkBand& b : link.link.bands)
     fmt::print(out, "  messages up to {:>8.0f} KiB: alpha {:6.1f} us, {:6.2f} GB/s\n",
                b.max_bytes / 1024, b.alpha_s * 1e6, b.bytes_per_s / 1e9);
+  d.arrival_jitter = arrival.jitter;
+  std::string waits;
+  for (size_t i = 0; i < arrival.works_s.size(); ++i)
+    waits += fmt::format("{}{:.2f} ms after {:.0f} ms", i ? ", " : "", arrival.waits_s[i] * 1e3,
+                         arrival.works_s[i] * 1e3);
+  fmt::print(out,
+             "arrival waits ({} ranks, 1 MiB all-reduce after GEMM work, beyond back to back): "
+             "{}; jitter {:.4f} s^(1/2)\n",
+             o.link_ranks, waits, d.arrival_jitter);
   save_profile(d, o.out);
   fmt::print(out, "wrote {} ({}; {:.0f} s)\n", o.out, d.name,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

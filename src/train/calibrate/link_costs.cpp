@@ -1,5 +1,6 @@
 #include "train/calibrate/link_costs.h"
 
+#include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "plan/arrival_wait.h"
 
 namespace parallm {
 
@@ -22,13 +24,16 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-std::vector<Sample> run_bench(const LinkCalibration& c) {
-  const std::string rows_path = c.work_dir + "/comm_rows.json";
-  const std::string log = c.work_dir + "/comm_bench.log";
+// `parallm bench comm --ops all_reduce` on c.ranks ranks with these
+// further flags; its all_reduce rows.
+std::vector<Sample> run_bench(const LinkCalibration& c, const std::string& tag,
+                              const std::vector<std::string>& flags) {
+  const std::string rows_path = c.work_dir + "/" + tag + "_rows.json";
+  const std::string log = c.work_dir + "/" + tag + ".log";
   std::vector<std::string> argv = split_words(c.mpirun);
   argv.insert(argv.end(), {"-np", std::to_string(c.ranks), self_executable(), "bench", "comm",
-                           "--ops", "all_reduce", "--min-bytes", "1K", "--max-bytes", "64M",
-                           "--step-factor", "2", "--no-peer", "--rounds", "5", "--json", rows_path});
+                           "--ops", "all_reduce", "--no-peer", "--json", rows_path});
+  argv.insert(argv.end(), flags.begin(), flags.end());
   const int rc = run_child(argv,
                            {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
                             {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
@@ -44,8 +49,7 @@ std::vector<Sample> run_bench(const LinkCalibration& c) {
   for (const auto& r : j["rows"])
     if (r.value("op", "") == "all_reduce" && r.value("us", 0.0) > 0)
       out.push_back({r["bytes"].get<double>(), r["us"].get<double>() * 1e-6});
-  PX_CHECK(out.size() >= 2, "calibrate: {} all_reduce rows in '{}', need 2 or more", out.size(),
-           rows_path);
+  PX_CHECK(!out.empty(), "calibrate: no all_reduce rows in '{}' (log: {})", rows_path, log);
   return out;
 }
 
@@ -77,7 +81,10 @@ bool fit_alpha_beta(const std::vector<Sample>& s, double n, LinkCost& out) {
 
 LinkFit measure_link_cost(const LinkCalibration& c) {
   PX_CHECK(c.ranks >= 2, "calibrate: the link needs 2 or more ranks (got {})", c.ranks);
-  std::vector<Sample> s = run_bench(c);
+  std::vector<Sample> s = run_bench(c, "comm_bench",
+                                    {"--min-bytes", "1K", "--max-bytes", "64M", "--step-factor",
+                                     "2", "--rounds", c.quick ? "1" : "5"});
+  PX_CHECK(s.size() >= 2, "calibrate: {} all_reduce sizes measured, need 2 or more", s.size());
   std::sort(s.begin(), s.end(), [](const Sample& a, const Sample& b) { return a.bytes < b.bytes; });
   const double n = c.ranks;
   LinkFit f;
@@ -95,8 +102,8 @@ LinkFit measure_link_cost(const LinkCalibration& c) {
     LinkCost fit = f.link;
     if (!fit_alpha_beta(band, n, fit)) fit = f.link;
     const double top = end < s.size() ? std::sqrt(s[end - 1].bytes * s[end].bytes) : s.back().bytes;
-    f.link.bands.push_back({.max_bytes = top / n, .alpha_s = fit.alpha_s,
-                            .bytes_per_s = fit.bytes_per_s});
+    f.link.bands.push_back(
+        {.max_bytes = top / n, .alpha_s = fit.alpha_s, .bytes_per_s = fit.bytes_per_s});
     i = end;
   }
   f.rows = static_cast<int>(s.size());
@@ -110,6 +117,29 @@ LinkFit measure_link_cost(const LinkCalibration& c) {
   }
   f.median_rel_error = median(err);
   f.median_rel_error_bands = median(err_bands);
+  return f;
+}
+
+ArrivalFit measure_arrival_jitter(const LinkCalibration& c) {
+  PX_CHECK(c.ranks >= 2, "calibrate: arrival waits need 2 or more ranks (got {})", c.ranks);
+  const std::vector<double> works_ms =
+      c.quick ? std::vector<double>{1, 2} : std::vector<double>{2, 5, 10, 20, 50};
+  ArrivalFit f;
+  // Back to back and after each length of work, in turn, so a change in
+  // the machine's load falls on both sides of each difference.
+  for (double ms : works_ms) {
+    const std::vector<std::string> size = {"--min-bytes", "1M",       "--max-bytes",
+                                           "1M",          "--rounds", c.quick ? "1" : "5"};
+    auto with = size;
+    with.insert(with.end(), {"--work-ms", fmt::format("{}", ms), "--round-ms",
+                             fmt::format("{}", c.quick ? 4 * ms : 20 * ms)});
+    const double alone = run_bench(c, "arrival_alone", size).front().seconds;
+    const double after = run_bench(c, "arrival_after", with).front().seconds;
+    f.works_s.push_back(ms * 1e-3);
+    f.waits_s.push_back(after - alone);
+  }
+  f.jitter = fit_arrival_jitter(f.works_s.data(), f.waits_s.data(),
+                                static_cast<int>(f.works_s.size()), c.ranks);
   return f;
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "base/child_process.h"
 #include "plan/device_profile.h"
@@ -18,6 +19,7 @@ struct LinkCalibration {
   std::string mpirun = kLocalMpirun;
   int ranks = 2;
   std::string work_dir;  // the bench's log and rows go here
+  bool quick = false;    // one round per size (tests; not for planning)
 };
 
 struct LinkFit {
@@ -30,5 +32,15 @@ struct LinkFit {
 // Bad output from the bench (it failed, or no all_reduce rows) is an error
 // naming the log.
 LinkFit measure_link_cost(const LinkCalibration& c);
+
+// The wait of a collective for its last rank after work (plan/arrival_wait.h):
+// a 1 MiB all-reduce after 2-50 ms of GEMM on every rank (`bench comm
+// --work-ms`) against the same all-reduce back to back, and the jitter
+// fitted to the differences.
+struct ArrivalFit {
+  std::vector<double> works_s, waits_s;
+  double jitter = 0;  // seconds^(1/2)
+};
+ArrivalFit measure_arrival_jitter(const LinkCalibration& c);
 
 }  // namespace parallm
