@@ -191,7 +191,8 @@ def main():
                        k: c[k] for k in ("compute_s", "elementwise_s", "tp_comm_s", "cp_comm_s",
                                          "ep_comm_s", "ep_imbalance_s",
                                          "pp_bubble_s", "pp_p2p_s", "dp_exposed_s",
-                                         "optimizer_s", "core_sharing_s")}}
+                                         "optimizer_s", "core_sharing_s", "sync_wait_s",
+                                         "syncs")}}
             rows.append(row)
             runs_text = " ".join(f"{x:.2f}" for x in row["run_medians_s"])
             bubble_text = ""
