@@ -14,8 +14,9 @@
 // reduction (fp32, in --bucket-mb buckets; ZeRO-2/3 every micro-batch)
 // overlaps the backward pass only without pipelining, and ZeRO-3 adds the
 // parameter gathers of every micro-batch's forward and backward; the
-// optimizer step streams its states over HBM. Where it is
-// wrong: docs/planner.md.
+// optimizer step streams its states over HBM. On a calibrated machine
+// every blocking tp, ep and dp collective also waits for the group's last
+// rank (plan/arrival_wait.h). Where it is wrong: docs/planner.md.
 #pragma once
 #include "plan/device_profile.h"
 #include "plan/memory_model.h"
