@@ -219,14 +219,20 @@ TEST(StageWork, MoeLayersMoveTheirAssignedRows) {
   EXPECT_DOUBLE_EQ(end_stage_works(q)[0].elements.at("moe_rows"), want / 2);
 }
 
-TEST(StepTime, CalibratedRanksShareTheCores) {
-  const DeviceProfile d = two_core_profile();
+// llama-tiny, 4 sequences of 128 a micro-batch, fp32, one rank.
+MemoryQuery tiny_query(int64_t micro_batches) {
   MemoryQuery q;
   q.model = catalog_model("llama-tiny");
   q.seq_len = 128;
   q.micro_batch = 4;
-  q.micro_batches = 4;
+  q.micro_batches = micro_batches;
   q.precision = Precision::FP32;
+  return q;
+}
+
+TEST(StepTime, CalibratedRanksShareTheCores) {
+  const DeviceProfile d = two_core_profile();
+  MemoryQuery q = tiny_query(4);
   // One rank uses both cores (the 2-thread costs: half the time of 1 thread).
   const StepTime one = predict_step_time(q, d);
   const StageWork w = end_stage_works(q)[0];
@@ -259,16 +265,11 @@ TEST(StepTime, CalibratedRanksShareTheCores) {
 
 // llama-tiny with 4 experts, top-2, 4 sequences of 128 a micro-batch, fp32.
 MemoryQuery tiny_moe_query(int dp, int ep, int64_t micro_batches) {
-  MemoryQuery q;
-  q.model = catalog_model("llama-tiny");
+  MemoryQuery q = tiny_query(micro_batches);
   q.model.moe.num_experts = 4;
   q.model.moe.topk = 2;
-  q.seq_len = 128;
-  q.micro_batch = 4;
-  q.micro_batches = micro_batches;
   q.dp = dp;
   q.ep = ep;
-  q.precision = Precision::FP32;
   return q;
 }
 
@@ -386,12 +387,7 @@ TEST(StepTime, ZeroBubbleDefersOnlyTheTpLinearsWeightGradients) {
 TEST(StepTime, BlockingCollectivesWaitForTheLastRank) {
   DeviceProfile d = two_core_profile();
   d.arrival_jitter = 0.02;
-  MemoryQuery q;
-  q.model = catalog_model("llama-tiny");
-  q.seq_len = 128;
-  q.micro_batch = 4;
-  q.micro_batches = 2;
-  q.precision = Precision::FP32;
+  MemoryQuery q = tiny_query(2);
   q.tp = 2;
   q.sequence_parallel = true;
   const StepTime tp = predict_step_time(q, d);

@@ -85,13 +85,19 @@ TEST(StepTime, ZeroTwoAndThreeCommunicateEveryMicroBatch) {
   EXPECT_NEAR(predict_step_time(q, a100).dp_comm_s, all_reduce / 2 * 3, 1e-12);
 }
 
-TEST(Planner, ValidLayoutsThatFitFastestFirst) {
+// GPT-3 175B on 1024 A100s at Megatron's SC21 sequence and batch.
+PlanRequest gpt3_on_1024_a100() {
   PlanRequest r;
   r.model = catalog_model("gpt3-175b");
   r.devices = 1024;
   r.seq_len = 2048;
   r.global_batch = 1536;
   r.device = builtin_profile("a100-80gb");
+  return r;
+}
+
+TEST(Planner, ValidLayoutsThatFitFastestFirst) {
+  PlanRequest r = gpt3_on_1024_a100();
   r.tie_tolerance = 0;  // by predicted time alone (ties: the next test)
   const auto t0 = std::chrono::steady_clock::now();
   const PlanResult res = plan_layouts(r, 20);
@@ -126,12 +132,7 @@ TEST(Planner, ValidLayoutsThatFitFastestFirst) {
 // rest follow by predicted time; the first is the layout with the fewest
 // exchanges of all those within the tolerance.
 TEST(Planner, TiedLayoutsLeadByFewestBlockingExchanges) {
-  PlanRequest r;
-  r.model = catalog_model("gpt3-175b");
-  r.devices = 1024;
-  r.seq_len = 2048;
-  r.global_batch = 1536;
-  r.device = builtin_profile("a100-80gb");
+  PlanRequest r = gpt3_on_1024_a100();
   r.tie_tolerance = 0;
   const PlanResult by_time = plan_layouts(r, 100000);
   r.tie_tolerance = 0.02;
