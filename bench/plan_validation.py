@@ -203,14 +203,7 @@ def main():
                   f"{measured:7.3f} s  error {100 * err:+6.1f}%  runs {runs_text}{bubble_text}"
                   f"{'  <- planner' if row['planner_choice'] else ''}", flush=True)
     errs = [abs(r["error"]) for r in rows]
-    verdicts = {}
-    for model, ranks in sorted({(r["model"], r["ranks"]) for r in rows}):
-        group = sorted((r for r in rows if (r["model"], r["ranks"]) == (model, ranks)),
-                       key=lambda r: r["measured_s"])
-        pos = [i for i, r in enumerate(group) if r["planner_choice"]]
-        verdicts[f"{model} {ranks}"] = {"layouts": len(group),
-                                        "planner_rank": pos[0] + 1 if pos else None,
-                                        "fastest": group[0]["layout"]}
+    verdicts = planner_verdicts(rows)
     summary = {"cpu": cpu_name(), "cores": cores, "profile": profile, "moe_ep_load": ep_load,
                "steps": a.steps, "warmup": a.warmup, "repeats": a.repeats, "reuse": a.reuse,
                "load_average_start": load_at_start, "load_average_end": os.getloadavg(),
@@ -229,8 +222,32 @@ def main():
     print(f"{len(rows)} layouts on {summary['cpu']} ({cores} cores): median |error| "
           f"{100 * summary['median_abs_error']:.1f}%, max {100 * summary['max_abs_error']:.1f}%")
     for key, v in verdicts.items():
+        behind = (f"; {100 * v['behind_second']:.1f}% behind #2, while one layout's runs "
+                  f"here differ by up to {100 * v['run_spread']:.0f}%"
+                  if v["behind_second"] is not None else "")
         print(f"{key} ranks: planner's choice is #{v['planner_rank']} of {v['layouts']} measured "
-              f"(fastest: {v['fastest']})")
+              f"(fastest: {v['fastest']}{behind})")
+
+
+def planner_verdicts(rows):
+    """Per (model, ranks): the planner's choice's place among the measured
+    layouts, the fastest, and, for a choice behind the best two, how far
+    behind the second it measured beside the largest spread between one
+    layout's runs in that group (how far apart the same layout lands)."""
+    verdicts = {}
+    for model, ranks in sorted({(r["model"], r["ranks"]) for r in rows}):
+        group = sorted((r for r in rows if (r["model"], r["ranks"]) == (model, ranks)),
+                       key=lambda r: r["measured_s"])
+        pos = [i for i, r in enumerate(group) if r["planner_choice"]]
+        rank = pos[0] + 1 if pos else None
+        behind = None
+        if rank is not None and rank > 2:
+            behind = group[rank - 1]["measured_s"] / group[1]["measured_s"] - 1
+        spread = max(max(r["run_medians_s"]) / min(r["run_medians_s"]) - 1 for r in group)
+        verdicts[f"{model} {ranks}"] = {"layouts": len(group), "planner_rank": rank,
+                                        "fastest": group[0]["layout"], "behind_second": behind,
+                                        "run_spread": spread}
+    return verdicts
 
 
 def cpu_name():
