@@ -92,6 +92,8 @@ void add_bench_command(CLI::App& app, CommandRegistry& reg) {
          {comm::ReduceOp::Sum, comm::ReduceOp::Avg, comm::ReduceOp::Max, comm::ReduceOp::Min})
       if (comm::reduce_op_name(r) == f->op) o.op = r, found = true;
     PX_CHECK(found, "unknown reduce op '{}' (sum, avg, max, min)", f->op);
+    PX_CHECK(f->work_ms >= 0 && f->work_ms <= 60e3, "--work-ms {} out of range [0, 60000]",
+             f->work_ms);
     return comm::run_mpi_job([&](comm::MpiRuntime& rt) {
       comm::CommOptions co;
       co.check_collectives = f->check;

@@ -64,6 +64,17 @@ if "$exe" plan --model "$root/configs/llama-tiny.toml" --devices 2 --profile bad
 fi
 msg=$(cat bad.log)
 [[ "$msg" == *"bad.json: a profile with measured 'ops' needs 'cores'"* ]] || { echo "$msg"; exit 1; }
+# bench comm --work-ms: a GEMM before every call, its own time left out;
+# the call and its wait remain (positive), and a bad value is refused.
+mpirun --oversubscribe -np 2 "$exe" bench comm --ops all_reduce --min-bytes 64K --max-bytes 64K \
+  --no-peer --rounds 1 --round-ms 10 --work-ms 2 --json work.json > work.log
+/usr/bin/python3 -c "
+import json; rows = json.load(open('work.json'))['rows']
+assert len(rows) == 1 and rows[0]['op'] == 'all_reduce' and rows[0]['us'] > 0, rows"
+if "$exe" bench comm --work-ms -1 --no-peer > badwork.log 2>&1; then
+  echo "a negative --work-ms was accepted"; exit 1
+fi
+grep -q -- "--work-ms -1 out of range" badwork.log || { cat badwork.log; exit 1; }
 # MoE: the experts' ep load from a run's metrics lengthens the ep layouts.
 printf '%s\n' '{"step":1,"moe":{"ep_max_load":{"2":1.5,"4":2.0}}}' > load.jsonl
 moe="$root/bench/plan/validation_moe.toml"
