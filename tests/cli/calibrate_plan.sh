@@ -4,7 +4,8 @@
 # from a 2-rank sweep (one pair, and one per band of message sizes), the
 # ranks' arrival jitter at a collective after GEMM work; plan ranks
 # llama-tiny's layouts on 2 ranks of this machine (ties by blocking
-# exchanges) and writes them as JSON. A profile with measured ops but no core
+# exchanges) and writes them as JSON; `bench comm --work-ms` (the jitter's probe)
+# runs and refuses a bad value. A profile with measured ops but no core
 # count is refused with a message naming the file. An MoE plan given the
 # experts' ep load (--moe-load-from a metrics file) prices the wait.
 # usage: calibrate_plan.sh PARALLM
