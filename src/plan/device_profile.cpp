@@ -78,7 +78,7 @@ DeviceProfile load_profile(const std::string& path) {
   d.intra_node = link_cost_from_json(j["intra_node"], "intra_node", path);
   d.inter_node = link_cost_from_json(j["inter_node"], "inter_node", path);
   d.cores = j.value("cores", 0);
-  d.arrival_jitter = j.value("arrival_jitter", 0.0);
+  if (j.contains("arrival_jitter")) num("arrival_jitter", d.arrival_jitter);  // else none
   PX_CHECK(d.arrival_jitter >= 0 && d.arrival_jitter < 1,
            "{}: arrival_jitter {} out of range [0, 1) (seconds^(1/2))", path, d.arrival_jitter);
   if (j.contains("precision")) d.precision = precision_from_name(j["precision"].get<std::string>());

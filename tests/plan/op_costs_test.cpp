@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "base/error.h"
 #include "model/model_catalog.h"
@@ -136,16 +137,36 @@ DeviceProfile two_core_profile() {
 }
 
 TEST(OpCosts, ProfileWithOpsRoundTripsThroughAFile) {
-  const DeviceProfile d = two_core_profile();
+  DeviceProfile d = two_core_profile();
+  d.arrival_jitter = 0.0125;
   const auto path = std::filesystem::temp_directory_path() / "parallm_op_costs_profile.json";
   save_profile(d, path.string());
   const DeviceProfile back = load_profile(path.string());
-  std::filesystem::remove(path);
   EXPECT_EQ(back.cores, 2);
   EXPECT_EQ(back.precision, Precision::FP32);
   ASSERT_EQ(back.ops.size(), 2u);
   EXPECT_EQ(back.ops[1].threads, 2);
   EXPECT_DOUBLE_EQ(back.intra_node.alpha_s, 2e-5);
+  EXPECT_DOUBLE_EQ(back.arrival_jitter, 0.0125);
+  // A bad jitter is refused naming the file; a profile without one has none.
+  std::ifstream in(path);
+  nlohmann::json j = nlohmann::json::parse(in);
+  in.close();
+  for (const nlohmann::json& bad : {nlohmann::json(-0.01), nlohmann::json("fast")}) {
+    j["arrival_jitter"] = bad;
+    std::ofstream(path) << j.dump();
+    try {
+      load_profile(path.string());
+      ADD_FAILURE() << "arrival_jitter " << bad.dump() << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("arrival_jitter"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << e.what();
+    }
+  }
+  j.erase("arrival_jitter");
+  std::ofstream(path) << j.dump();
+  EXPECT_EQ(load_profile(path.string()).arrival_jitter, 0.0);
+  std::filesystem::remove(path);
 }
 
 // Sum of 2 * rows * in * out * calls over the linears, forward and backward
