@@ -340,13 +340,15 @@ std::vector<CommBenchRow> run_comm_bench(Communicator& c, PeerCollectives* peer,
       auto theirs = [&] { peer->run(kind, k.send(), k.recv(), count, o.dtype, o.op, 0, o.async); };
       mine();
       if (with_peer) theirs();
-      double one = time_calls(c, mine, 1, o.before_call);
-      if (o.before_call) {  // a round's length counts the work too
-        const auto w0 = std::chrono::steady_clock::now();
-        o.before_call();
-        one += std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
-        c.all_reduce(&one, 1, DType::F64, ReduceOp::Max);
-      }
+      // One call, with its work before it when there is some: a round's
+      // length counts both.
+      double one = time_calls(
+          c,
+          [&] {
+            if (o.before_call) o.before_call();
+            mine();
+          },
+          1);
       const int iters = static_cast<int>(
           std::clamp(o.round_ms / 1e3 / std::max(one, 1e-9), 1.0, double(o.max_iters)));
       std::vector<double> t_ours, t_peer;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/error.h"
+
 namespace parallm {
 
 double expected_max_std_normal(int n) {
@@ -28,10 +30,13 @@ double arrival_wait_s(double jitter, double work_s, int n) {
   return expected_max_std_normal(n) * jitter * std::sqrt(work_s);
 }
 
-double fit_arrival_jitter(const double* works, const double* waits, int count, int n) {
+double fit_arrival_jitter(const std::vector<double>& works, const std::vector<double>& waits,
+                          int n) {
+  PX_CHECK(works.size() == waits.size(), "arrival fit: {} works but {} waits", works.size(),
+           waits.size());
   const double e = expected_max_std_normal(n);
   double xy = 0, xx = 0;
-  for (int i = 0; i < count; ++i) {
+  for (size_t i = 0; i < works.size(); ++i) {
     const double x = e * std::sqrt(std::max(0.0, works[i]));
     xy += x * waits[i];
     xx += x * x;

@@ -12,6 +12,7 @@
 // 2 to 50 ms against the same all-reduce back to back); a built-in GPU
 // profile has none (its published figures are step-level already).
 #pragma once
+#include <vector>
 
 namespace parallm {
 
@@ -26,6 +27,7 @@ double arrival_wait_s(double jitter, double work_s, int n);
 // The jitter that best fits measured waits (seconds) after works (seconds)
 // of n ranks, least squares through the origin in sqrt(work); 0 when the
 // waits are not positive on the whole.
-double fit_arrival_jitter(const double* works, const double* waits, int count, int n);
+double fit_arrival_jitter(const std::vector<double>& works, const std::vector<double>& waits,
+                          int n);
 
 }  // namespace parallm

@@ -56,6 +56,7 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
 
   const double width = static_cast<double>(m.hidden) / q.tp;
   const double layers_here = static_cast<double>(m.n_layers) / q.pp;
+  const double moe_layers = static_cast<double>(moe_layer_count(m));  // 0 without MoE
   // A calibrated machine whose ranks share cores: each rank runs its
   // kernels on cores / ranks threads (at least 1); with more ranks than
   // cores they time-share them (below, after the critical path).
@@ -117,7 +118,6 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
       const double mats = m.uses_swiglu() ? 3.0 : 2.0;
       const double F = static_cast<double>(m.moe.expert_intermediate(m.intermediate));
       const double per_token = 6.0 * m.moe.topk * mats * m.hidden * F;  // forward + backward
-      const double moe_layers = static_cast<double>(moe_layer_count(m));
       // Experts are not tp-split: a tp rank runs its sp share of the rows, or all of them.
       const double sp_share = q.sequence_parallel && q.tp > 1 ? 1.0 / q.tp : 1.0;
       const double expert_flops = per_token * moe_layers / q.pp * tokens / (q.dp * q.cp) * sp_share;
@@ -160,7 +160,6 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
   // under full recompute), each moving this rank's routed rows x top-k x
   // hidden, (ep-1)/ep of it to other ranks; not overlapped.
   if (q.ep > 1 && m.moe.enabled()) {
-    const int64_t moe_layers = moe_layer_count(m);
     const double rows = static_cast<double>(q.micro_batch) * q.seq_len / q.cp /
                         (q.sequence_parallel && q.tp > 1 ? q.tp : 1);
     const double bytes = rows * m.moe.topk * m.hidden * elem_bytes * q.ep_load_factor();
@@ -168,7 +167,7 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
         q.tp * q.cp * q.ep <= d.devices_per_node ? d.intra_node : d.inter_node;
     const double a2a = (q.ep - 1) * ep_link.message_s(bytes / q.ep);
     const double per_layer = q.recompute == Recompute::Full ? 6.0 : 4.0;
-    r.ep_comm_s = per_layer * a2a * static_cast<double>(moe_layers) / q.pp * micro;
+    r.ep_comm_s = per_layer * a2a * moe_layers / q.pp * micro;
   }
 
   // Blocking collectives in the passes: tp's (sp's reduce-scatter and
@@ -177,11 +176,9 @@ StepTime predict_step_time(const MemoryQuery& q, const DeviceProfile& d) {
   // the previous one spread evenly between them (plan/arrival_wait.h);
   // with shared cores a waiting rank yields its core, which the
   // time-sharing term below prices instead.
-  const double moe_layers_here =
-      static_cast<double>(m.moe.enabled() ? moe_layer_count(m) : 0) / q.pp;
   const double tp_syncs =
       q.tp > 1 ? per_layer * (q.sequence_parallel ? 2.0 : 1.0) * layers_here * micro : 0.0;
-  const double ep_syncs = q.ep > 1 ? per_layer * moe_layers_here * micro : 0.0;
+  const double ep_syncs = q.ep > 1 ? per_layer * moe_layers / q.pp * micro : 0.0;
   const bool waits_priced = costs != nullptr && d.arrival_jitter > 0 && shared <= 1.0;
   const double work_s = r.compute_s + r.elementwise_s + r.ep_imbalance_s;
   if (waits_priced && tp_syncs + ep_syncs > 0) {

@@ -35,13 +35,13 @@ TEST(ArrivalWait, FitRecoversTheJitterThatMadeTheWaits) {
   const std::vector<double> works = {0.002, 0.005, 0.01, 0.02, 0.05};
   std::vector<double> waits;
   for (double w : works) waits.push_back(arrival_wait_s(0.023, w, 2));
-  EXPECT_NEAR(fit_arrival_jitter(works.data(), waits.data(), 5, 2), 0.023, 1e-12);
+  EXPECT_NEAR(fit_arrival_jitter(works, waits, 2), 0.023, 1e-12);
   // Noise around it: still near; waits that are negative on the whole
   // (collectives faster after work than back to back) give no jitter.
   waits = {1.2e-4, 1.1e-3, 1.5e-3, 1.9e-3, 2.9e-3};
-  EXPECT_NEAR(fit_arrival_jitter(works.data(), waits.data(), 5, 2), 0.023, 0.003);
+  EXPECT_NEAR(fit_arrival_jitter(works, waits, 2), 0.023, 0.003);
   const std::vector<double> negative = {-1e-4, -2e-4, 0, -1e-4, 0};
-  EXPECT_EQ(fit_arrival_jitter(works.data(), negative.data(), 5, 2), 0.0);
+  EXPECT_EQ(fit_arrival_jitter(works, negative, 2), 0.0);
 }
 
 }  // namespace

@@ -138,8 +138,7 @@ ArrivalFit measure_arrival_jitter(const LinkCalibration& c) {
     f.works_s.push_back(ms * 1e-3);
     f.waits_s.push_back(after - alone);
   }
-  f.jitter = fit_arrival_jitter(f.works_s.data(), f.waits_s.data(),
-                                static_cast<int>(f.works_s.size()), c.ranks);
+  f.jitter = fit_arrival_jitter(f.works_s, f.waits_s, c.ranks);
   return f;
 }
 
