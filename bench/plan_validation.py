@@ -7,7 +7,10 @@ predicted step time and the `parallm train` command line, runs that command
 and takes the median step time after the warm-up steps (with --repeats R,
 each layout of a rank count runs R times in turn, round after round, so a
 slow spell of the shared machine falls on all of them, and the median is
-over all R runs' steps). Also measures the
+over all R runs' steps; with --settle K, the contenders for the best two,
+the three fastest so far and the planner's choice, then run K more rounds
+in turn, so layouts a few percent apart are told apart by more than two
+runs each). Also measures the
 planner's own first choice for each rank count. Prints a table, the median
 absolute error, whether the planner's choice is among the two fastest
 measured layouts of its rank count, and writes everything as JSON. The MoE
@@ -15,7 +18,7 @@ plans get the experts' ep load (`--moe-load-from`) from a one-process run of
 the MoE model, measured first.
 
 usage: bench/plan_validation.py [--build build] [--profile P.json]
-         [--steps 6] [--warmup 2] [--repeats 1] [--reuse earlier.json]
+         [--steps 6] [--warmup 2] [--repeats 1] [--settle 0] [--reuse earlier.json]
          [--out results.json] [--only N,N]
 """
 import argparse
@@ -115,6 +118,9 @@ def main():
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--settle", type=int, default=0,
+                    help="more rounds for each rank count's contenders: its three fastest "
+                         "layouts after the repeats, and the planner's choice")
     ap.add_argument("--reuse", help="an earlier results JSON: its profile, ep load and the "
                     "measurements of layouts it ran are reused (the model re-predicts them); "
                     "only layouts it lacks are run")
@@ -166,10 +172,21 @@ def main():
         if choice["layout"] not in [c["layout"] for c in cands]:
             cands.append(choice)
         runs = [[] for _ in cands]
+        fresh = [i for i, c in enumerate(cands) if (model, ranks, c["layout"]) not in earlier]
         for _ in range(a.repeats):
-            for i, c in enumerate(cands):
-                if (model, ranks, c["layout"]) not in earlier:
-                    runs[i].append(measure(exe, c, ranks, cores, a.steps, a.warmup, work))
+            for i in fresh:
+                runs[i].append(measure(exe, cands[i], ranks, cores, a.steps, a.warmup, work))
+        if a.settle and len(fresh) > 2:
+            def median_so_far(i):
+                return statistics.median(m for ms, _ in runs[i] for m in ms[a.warmup:])
+            lead = sorted(fresh, key=median_so_far)[:3]
+            pick = next(i for i, c in enumerate(cands) if c["layout"] == choice["layout"])
+            lead = sorted(set(lead) | ({pick} if pick in fresh else set()))
+            print(f"{model:<5} {ranks}  settling {len(lead)} contenders over {a.settle} more "
+                  f"rounds", flush=True)
+            for _ in range(a.settle):
+                for i in lead:
+                    runs[i].append(measure(exe, cands[i], ranks, cores, a.steps, a.warmup, work))
         for c, measured_runs in zip(cands, runs):
             old = earlier.get((model, ranks, c["layout"]))
             if old:
@@ -205,7 +222,8 @@ def main():
     errs = [abs(r["error"]) for r in rows]
     verdicts = planner_verdicts(rows)
     summary = {"cpu": cpu_name(), "cores": cores, "profile": profile, "moe_ep_load": ep_load,
-               "steps": a.steps, "warmup": a.warmup, "repeats": a.repeats, "reuse": a.reuse,
+               "steps": a.steps, "warmup": a.warmup, "repeats": a.repeats, "settle": a.settle,
+               "reuse": a.reuse,
                "load_average_start": load_at_start, "load_average_end": os.getloadavg(),
                "rows": rows,
                "median_abs_error": statistics.median(errs), "max_abs_error": max(errs),

@@ -94,13 +94,21 @@ std::vector<Generation> generate(Transformer& model,
   const TpGroup& tp = model.tp();
   const int S = static_cast<int>(prompts.size());
   // Each sequence owns a fixed run of blocks, enough for its prompt and
-  // every token it may generate; nothing is shared, nothing is evicted.
+  // every token it may generate (a held row: every token the batch's
+  // longest may generate, up to the context); nothing is shared, nothing
+  // is evicted.
   const LayerRange layers = model.cached_layers();
+  int64_t most_new = 0;
+  for (int i = 0; i < S; ++i) most_new = std::max(most_new, max_new_of(o, static_cast<size_t>(i)));
+  std::vector<int64_t> limit(static_cast<size_t>(S));  // positions a row may hold
   std::vector<std::vector<int32_t>> tables(static_cast<size_t>(S));
   int32_t next_block = 0;
   for (int i = 0; i < S; ++i) {
-    const int64_t need = static_cast<int64_t>(prompts[static_cast<size_t>(i)].size()) +
-                         max_new_of(o, static_cast<size_t>(i));
+    const int64_t n = static_cast<int64_t>(prompts[static_cast<size_t>(i)].size());
+    const int64_t need = o.hold_finished_rows
+                             ? n + std::min(most_new, rope_context_limit(cfg) - n)
+                             : n + max_new_of(o, static_cast<size_t>(i));
+    limit[static_cast<size_t>(i)] = need;
     for (int64_t b = 0; b < (need + kBlockSize - 1) / kBlockSize; ++b)
       tables[static_cast<size_t>(i)].push_back(next_block++);
   }
@@ -111,8 +119,10 @@ std::vector<Generation> generate(Transformer& model,
   const bool sampler_rank = is_sampling_rank(model);
 
   std::vector<Generation> out(static_cast<size_t>(S));
-  std::vector<int> active(static_cast<size_t>(S));
+  std::vector<int> active(static_cast<size_t>(S));  // the rows of the next forward
   for (int i = 0; i < S; ++i) active[static_cast<size_t>(i)] = i;
+  std::vector<char> ended(static_cast<size_t>(S), 0);  // an active row that ended is held
+  int unfinished = S;
   std::vector<int32_t> tokens;
   std::vector<PagedSpan> spans;
   auto add_span = [&](int seq, int64_t count) {
@@ -127,7 +137,7 @@ std::vector<Generation> generate(Transformer& model,
   GenerationStats st;
   st.prefill_tokens = static_cast<int64_t>(tokens.size());
   bool prefill = true;
-  while (!active.empty()) {
+  while (unfinished > 0) {
     const auto t0 = std::chrono::steady_clock::now();
     const Tensor logits = stage_forward(model, tokens, spans, cache, o.pp);
     if (o.on_logits && model.stage().head) o.on_logits(active, logits);
@@ -138,6 +148,7 @@ std::vector<Generation> generate(Transformer& model,
     if (sampler_rank)
       for (size_t r = 0; r < active.size(); ++r) {
         const size_t seq = static_cast<size_t>(active[r]);
+        if (ended[seq]) continue;
         const Generation& g = out[seq];
         samples[r] = samplers[samplers.size() == 1 ? 0 : seq].sample(
             {logits.data<float>() + static_cast<int64_t>(r) * V, static_cast<size_t>(V)},
@@ -150,8 +161,28 @@ std::vector<Generation> generate(Transformer& model,
     std::vector<int> still;
     tokens.clear();
     spans.clear();
+    auto keep = [&](int seq, int32_t token) {
+      still.push_back(seq);
+      tokens.push_back(token);
+      add_span(seq, 1);
+    };
+    auto hold = [&](int seq) {  // a held row goes on while its blocks have room
+      if (cached[static_cast<size_t>(seq)] < limit[static_cast<size_t>(seq)])
+        keep(seq, out[static_cast<size_t>(seq)].tokens.back());
+    };
+    auto end_row = [&](int seq) {
+      ended[static_cast<size_t>(seq)] = 1;
+      --unfinished;
+      if (o.hold_finished_rows) hold(seq);
+    };
+    int64_t generated = 0;
     for (size_t r = 0; r < active.size(); ++r) {
       const int seq = active[r];
+      if (ended[static_cast<size_t>(seq)]) {
+        hold(seq);
+        continue;
+      }
+      ++generated;
       Generation& g = out[static_cast<size_t>(seq)];
       samples[r].token = chosen[r];
       g.tokens.push_back(chosen[r]);
@@ -159,6 +190,7 @@ std::vector<Generation> generate(Transformer& model,
       if (o.on_token) o.on_token(seq, samples[r]);
       if (std::find(o.eos_ids.begin(), o.eos_ids.end(), chosen[r]) != o.eos_ids.end()) {
         g.finish = FinishReason::Eos;
+        end_row(seq);
         continue;
       }
       if (!stops.empty()) {
@@ -166,17 +198,16 @@ std::vector<Generation> generate(Transformer& model,
         if (sc.stopped) {
           g.finish = FinishReason::Stop;
           g.text_end = sc.end;
+          end_row(seq);
           continue;
         }
       }
-      if (static_cast<int64_t>(g.tokens.size()) >= max_new_of(o, static_cast<size_t>(seq))) {
-        g.finish = FinishReason::Length;
+      if (static_cast<int64_t>(g.tokens.size()) >= max_new_of(o, static_cast<size_t>(seq)) ||
+          (o.should_stop && o.should_stop(seq))) {  // finish stays Length
+        end_row(seq);
         continue;
       }
-      if (o.should_stop && o.should_stop(seq)) continue;  // finish stays Length
-      still.push_back(seq);
-      tokens.push_back(chosen[r]);
-      add_span(seq, 1);
+      keep(seq, chosen[r]);
     }
     active = std::move(still);
     const double dt = seconds_since(t0);
@@ -184,7 +215,7 @@ std::vector<Generation> generate(Transformer& model,
       st.prefill_s += dt;
     } else {
       st.decode_s += dt;
-      st.decode_tokens += static_cast<int64_t>(chosen.size());
+      st.decode_tokens += generated;
     }
     prefill = false;
   }

@@ -46,6 +46,12 @@ struct GenerateOptions {
   // the sequence leaves the batch now (finish Length; the caller knows why:
   // a cancel, its own stop rule). Every rank must answer the same.
   std::function<bool(int seq)> should_stop;
+  // Static batching as transformers' generate() and FasterTransformer run
+  // it (the baseline of Orca and vLLM): a sequence that ends keeps its row
+  // in every forward, fed its last token, its outputs dropped, until the
+  // batch's last sequence ends (or the row reaches the context). Tokens and
+  // finishes are those of the sequences alone; only the work changes.
+  bool hold_finished_rows = false;
 };
 
 enum class FinishReason { Eos, Stop, Length };

@@ -21,9 +21,10 @@ std::unique_ptr<Engine> make_engine(const std::string& kind, Transformer& model,
     o.decode = s.decode;
     return std::make_unique<ContinuousEngine>(model.config(), *runner, o);
   }
-  if (kind == "static")
+  if (kind == "static" || kind == "static-padded")
     return std::make_unique<StaticBatchEngine>(
-        model, StaticBatchEngine::Options{s.max_running, s.max_waiting, s.eos_ids, s.decode});
+        model, StaticBatchEngine::Options{s.max_running, s.max_waiting, s.eos_ids, s.decode,
+                                          kind == "static-padded"});
   std::string known;  // joined by hand: fmt::join of strings trips a gcc 12 warning
   for (const std::string& k : kEngineKinds) known += (known.empty() ? "" : ", ") + k;
   PX_FAIL("unknown engine '{}' (known: {})", kind, known);

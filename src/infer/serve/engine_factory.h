@@ -15,7 +15,9 @@
 
 namespace parallm::serve {
 
-inline const std::vector<std::string> kEngineKinds = {"continuous", "static"};
+// static-padded: static batching whose finished rows stay in the forward
+// until the batch ends (transformers' generate(); Orca's and vLLM's baseline).
+inline const std::vector<std::string> kEngineKinds = {"continuous", "static", "static-padded"};
 
 struct EngineSettings {
   int64_t max_running = 8;

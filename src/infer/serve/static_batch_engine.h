@@ -4,7 +4,9 @@
 // (each its own sampling, draws keyed by its choice); no sequence joins a
 // batch under way, so the batch waits for its longest member. Tokens reach
 // the sinks as generate() chooses them; a sequence that ends (EOS, stop
-// string, max_new_tokens) or is cancelled leaves the batch at the next step.
+// string, max_new_tokens) or is cancelled leaves the batch at the next step,
+// or, with hold_finished_rows (`--engine static-padded`), keeps its row in
+// every forward until the batch ends, as transformers' generate() does.
 // Refuses (SequenceRefused) a sequence that cannot fit the model's context
 // and any beyond max_waiting queued.
 #pragma once
@@ -33,6 +35,7 @@ class StaticBatchEngine : public Engine {
     std::vector<int32_t> eos_ids;
     // ids -> the bytes stop strings are found in (and SequenceUpdate::text_end counts).
     std::function<std::string(std::span<const int32_t>)> decode;
+    bool hold_finished_rows = false;  // GenerateOptions::hold_finished_rows
   };
 
   // model must outlive the engine; only the engine's thread runs it.

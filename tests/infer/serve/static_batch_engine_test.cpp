@@ -3,7 +3,8 @@
 // gives it alone; stop strings end a sequence where its text holds one;
 // a cancelled sequence hears nothing more while the others go on; a full
 // queue, a prompt too long and bad values are refused; shutdown ends every
-// sequence with a finished update.
+// sequence with a finished update. Held rows (static-padded) change the
+// work of each forward, never a sequence's tokens.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -74,8 +75,8 @@ class StaticBatchEngineTest : public ::testing::Test {
     c.init_std = 0.2;  // logits far apart: no near-ties
     return c;
   }
-  StaticBatchEngine::Options opts(int64_t running = 3, int64_t waiting = 16) {
-    return {running, waiting, {}, letters};
+  StaticBatchEngine::Options opts(int64_t running = 3, int64_t waiting = 16, bool hold = false) {
+    return {running, waiting, {}, letters, hold};
   }
   std::vector<int32_t> alone(const SequenceRequest& r) {
     GenerateOptions o;
@@ -90,6 +91,9 @@ class StaticBatchEngineTest : public ::testing::Test {
 };
 
 TEST_F(StaticBatchEngineTest, EachSequenceGetsWhatItGetsAlone) {
+  for (const bool hold : {false, true}) {
+  SCOPED_TRACE(hold ? "finished rows held (static-padded)" : "finished rows leave");
+  Collector col;
   std::vector<SequenceRequest> reqs;
   for (int i = 0; i < 7; ++i) {
     SequenceRequest r;
@@ -114,7 +118,7 @@ TEST_F(StaticBatchEngineTest, EachSequenceGetsWhatItGetsAlone) {
   for (const SequenceRequest& r : reqs) total += r.max_new_tokens;
   std::vector<uint64_t> ids(reqs.size());
   {
-    StaticBatchEngine engine(model, opts());
+    StaticBatchEngine engine(model, opts(3, 16, hold));
     for (size_t i = 0; i < reqs.size(); ++i) {
       engine.submit(reqs[i], col.sink(i));
       ids[i] = i;
@@ -130,6 +134,38 @@ TEST_F(StaticBatchEngineTest, EachSequenceGetsWhatItGetsAlone) {
     EXPECT_EQ(last.prompt_tokens, static_cast<int64_t>(reqs[i].prompt.size()));
     EXPECT_EQ(last.tokens[0].top.size(), 2u);
   }
+  }
+}
+
+// Rows per forward with and without held rows, for prompts A (3 tokens, 3
+// new), B (2 tokens, 9 new) and C (60 tokens, 2 new; context 64, so its
+// held row leaves once it holds 64 positions, after 5 forwards).
+TEST_F(StaticBatchEngineTest, HeldRowsChangeTheWorkNotTheTokens) {
+  const std::vector<std::vector<int32_t>> prompts = {
+      {1, 2, 3}, {4, 5}, std::vector<int32_t>(60, 9)};
+  auto run = [&](bool hold, std::vector<int64_t>* rows) {
+    GenerateOptions o;
+    o.sampling.temperature = 0;
+    o.sequence_max_new_tokens = {3, 9, 2};
+    o.hold_finished_rows = hold;
+    o.on_logits = [&](const std::vector<int>& seqs, const Tensor& logits) {
+      EXPECT_EQ(logits.shape()[0], static_cast<int64_t>(seqs.size()));
+      rows->push_back(static_cast<int64_t>(seqs.size()));
+    };
+    GenerationStats st;
+    std::vector<Generation> g = generate(model, prompts, o, &st);
+    EXPECT_EQ(st.decode_tokens, 3 + 9 + 2 - 3);  // tokens generated after the prefill's
+    return g;
+  };
+  std::vector<int64_t> leave_rows, held_rows;
+  const std::vector<Generation> leave = run(false, &leave_rows), held = run(true, &held_rows);
+  EXPECT_EQ(leave_rows, (std::vector<int64_t>{3, 3, 2, 1, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(held_rows, (std::vector<int64_t>{3, 3, 3, 3, 3, 2, 2, 2, 2}));
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(held[i].tokens, leave[i].tokens) << "sequence " << i;
+    EXPECT_EQ(held[i].finish, FinishReason::Length);
+  }
+  EXPECT_EQ(held[1].tokens.size(), 9u);
 }
 
 TEST_F(StaticBatchEngineTest, StopStringsAndEos) {
