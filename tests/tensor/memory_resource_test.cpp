@@ -56,6 +56,45 @@ TEST(HostMemory, AlignedZeroFilledAndNullForZeroBytes) {
   m.release(p, 100);
 }
 
+// Large released blocks come back, zeroed, for the same size; held + live
+// bytes stay within the peak of live bytes; small blocks are not held.
+TEST(HostMemory, ReusesLargeBlocksWithinThePeakOfLiveBytes) {
+  HostMemory m;
+  const size_t big = HostMemory::kHeldMinBytes, small = 1000;
+  auto* a = static_cast<unsigned char*>(m.allocate(big));
+  ASSERT_NE(a, nullptr);
+  std::memset(a, 9, big);
+  m.release(a, big);
+  EXPECT_EQ(m.held_bytes(), big);
+  auto* again = static_cast<unsigned char*>(m.allocate(big));
+  EXPECT_EQ(again, a);  // the held block, not a fresh one
+  EXPECT_EQ(m.held_bytes(), 0u);
+  bool zeroed = true;
+  for (size_t i = 0; i < big; ++i) zeroed = zeroed && again[i] == 0;
+  EXPECT_TRUE(zeroed);
+  // A miss frees held blocks until held + live fit the peak: here all of them.
+  m.release(again, big);
+  void* b = m.allocate(2 * big);  // live 2 x big = the peak, so the held big goes
+  EXPECT_EQ(m.held_bytes(), 0u);
+  m.release(b, 2 * big);
+
+  // Oldest first, and only as many as the bound needs: peak 3 x big.
+  HostMemory n;
+  void* x = n.allocate(2 * big);
+  void* y = n.allocate(big);
+  n.release(x, 2 * big);
+  n.release(y, big);
+  EXPECT_EQ(n.held_bytes(), 3 * big);
+  void* z = n.allocate(big + 64);  // no block of that size: x (the oldest) goes, y stays
+  EXPECT_EQ(n.held_bytes(), big);
+  EXPECT_EQ(n.allocate(big), y);
+  n.release(y, big);
+  n.release(z, big + 64);
+  void* w = n.allocate(small);  // small blocks are never held
+  n.release(w, small);
+  EXPECT_EQ(n.held_bytes(), 2 * big + 64);
+}
+
 TEST(Allocator, DefaultIsHostMemoryWithUnchangedStats) {
   Allocator a;
   EXPECT_EQ(a.device(), Device::CPU);
