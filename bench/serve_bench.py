@@ -378,9 +378,9 @@ def finish(res, svg):
         plot(res, svg)
 
 
-def engines_of(res):
-    """The engines of a run, continuous first (older results: two)."""
-    return [e for e in ENGINES if any(r["engine"] == e for r in res["runs"])]
+def engines_of(res, key="runs"):
+    """The engines in res[key], continuous first (older results: two)."""
+    return [e for e in ENGINES if any(r["engine"] == e for r in res[key])]
 
 
 def baselines(res):
@@ -395,7 +395,7 @@ def report_batch_cost(res, cpu):
     sizes = sorted({r["batch"] for r in res["batch_cost"]})
     print("| engine | " + " | ".join(f"batch {k}" for k in sizes) + " |")
     print("|---|" + "---|" * len(sizes))
-    for e in [e for e in ENGINES if any(r["engine"] == e for r in res["batch_cost"])]:
+    for e in engines_of(res, "batch_cost"):
         cells = [f"{r['step_s'] * 1e3:.1f} ms, {r.get('cpu_ms_per_token', 0):.2f} CPU-ms/tok"
                  for k in sizes for r in res["batch_cost"]
                  if r["engine"] == e and r["batch"] == k]

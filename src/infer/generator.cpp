@@ -105,9 +105,8 @@ std::vector<Generation> generate(Transformer& model,
   int32_t next_block = 0;
   for (int i = 0; i < S; ++i) {
     const int64_t n = static_cast<int64_t>(prompts[static_cast<size_t>(i)].size());
-    const int64_t need = o.hold_finished_rows
-                             ? n + std::min(most_new, rope_context_limit(cfg) - n)
-                             : n + max_new_of(o, static_cast<size_t>(i));
+    const int64_t need = o.hold_finished_rows ? n + std::min(most_new, rope_context_limit(cfg) - n)
+                                              : n + max_new_of(o, static_cast<size_t>(i));
     limit[static_cast<size_t>(i)] = need;
     for (int64_t b = 0; b < (need + kBlockSize - 1) / kBlockSize; ++b)
       tables[static_cast<size_t>(i)].push_back(next_block++);

@@ -61,8 +61,9 @@ class HostMemory final : public MemoryResource {
     void* ptr;
   };
   mutable std::mutex mu_;
-  std::vector<Block> held_;  // oldest first
-  size_t held_bytes_ = 0, live_bytes_ = 0, peak_live_bytes_ = 0;  // of blocks >= kHeldMinBytes
+  std::vector<Block> held_;  // released blocks, oldest first
+  // Bytes of blocks of kHeldMinBytes or more: held, live, and live's peak.
+  size_t held_bytes_ = 0, live_bytes_ = 0, peak_live_bytes_ = 0;
 };
 
 }  // namespace parallm

@@ -92,48 +92,48 @@ class StaticBatchEngineTest : public ::testing::Test {
 
 TEST_F(StaticBatchEngineTest, EachSequenceGetsWhatItGetsAlone) {
   for (const bool hold : {false, true}) {
-  SCOPED_TRACE(hold ? "finished rows held (static-padded)" : "finished rows leave");
-  Collector col;
-  std::vector<SequenceRequest> reqs;
-  for (int i = 0; i < 7; ++i) {
-    SequenceRequest r;
-    for (int j = 0; j < 3 + 4 * i; ++j) r.prompt.push_back((17 * i + 5 * j) % 1000);
-    r.max_new_tokens = 4 + 3 * (i % 3);
-    r.sampling.temperature = i % 2 ? 0.0 : 0.9;
-    r.sampling.top_k = i % 3 == 0 ? 20 : 0;
-    r.sampling.seed = 11;
-    r.sampling.logprobs = 2;
-    r.choice = i;
-    reqs.push_back(r);
-  }
-  // A long prompt with few new tokens beside a short one with many: each
-  // fits the context (64) alone, though longest prompt + most new would not.
-  SequenceRequest lp = reqs[1], mn = reqs[1];
-  lp.prompt.assign(50, 7);
-  lp.max_new_tokens = 4;
-  mn.prompt = {3, 4};
-  mn.max_new_tokens = 55;
-  reqs.insert(reqs.begin() + 1, {lp, mn});
-  int64_t total = 0;
-  for (const SequenceRequest& r : reqs) total += r.max_new_tokens;
-  std::vector<uint64_t> ids(reqs.size());
-  {
-    StaticBatchEngine engine(model, opts(3, 16, hold));
-    for (size_t i = 0; i < reqs.size(); ++i) {
-      engine.submit(reqs[i], col.sink(i));
-      ids[i] = i;
+    SCOPED_TRACE(hold ? "finished rows held (static-padded)" : "finished rows leave");
+    Collector col;
+    std::vector<SequenceRequest> reqs;
+    for (int i = 0; i < 7; ++i) {
+      SequenceRequest r;
+      for (int j = 0; j < 3 + 4 * i; ++j) r.prompt.push_back((17 * i + 5 * j) % 1000);
+      r.max_new_tokens = 4 + 3 * (i % 3);
+      r.sampling.temperature = i % 2 ? 0.0 : 0.9;
+      r.sampling.top_k = i % 3 == 0 ? 20 : 0;
+      r.sampling.seed = 11;
+      r.sampling.logprobs = 2;
+      r.choice = i;
+      reqs.push_back(r);
     }
-    ASSERT_TRUE(col.wait_for(ids));
-    EXPECT_EQ(engine.counters().generated_tokens, total);
-  }
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    EXPECT_EQ(col.tokens(ids[i]), alone(reqs[i])) << "sequence " << i;
-    EXPECT_EQ(col.tokens(ids[i]).size(), static_cast<size_t>(reqs[i].max_new_tokens));
-    const SequenceUpdate last = col.last(ids[i]);
-    EXPECT_EQ(last.finish, FinishReason::Length);
-    EXPECT_EQ(last.prompt_tokens, static_cast<int64_t>(reqs[i].prompt.size()));
-    EXPECT_EQ(last.tokens[0].top.size(), 2u);
-  }
+    // A long prompt with few new tokens beside a short one with many: each
+    // fits the context (64) alone, though longest prompt + most new would not.
+    SequenceRequest lp = reqs[1], mn = reqs[1];
+    lp.prompt.assign(50, 7);
+    lp.max_new_tokens = 4;
+    mn.prompt = {3, 4};
+    mn.max_new_tokens = 55;
+    reqs.insert(reqs.begin() + 1, {lp, mn});
+    int64_t total = 0;
+    for (const SequenceRequest& r : reqs) total += r.max_new_tokens;
+    std::vector<uint64_t> ids(reqs.size());
+    {
+      StaticBatchEngine engine(model, opts(3, 16, hold));
+      for (size_t i = 0; i < reqs.size(); ++i) {
+        engine.submit(reqs[i], col.sink(i));
+        ids[i] = i;
+      }
+      ASSERT_TRUE(col.wait_for(ids));
+      EXPECT_EQ(engine.counters().generated_tokens, total);
+    }
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      EXPECT_EQ(col.tokens(ids[i]), alone(reqs[i])) << "sequence " << i;
+      EXPECT_EQ(col.tokens(ids[i]).size(), static_cast<size_t>(reqs[i].max_new_tokens));
+      const SequenceUpdate last = col.last(ids[i]);
+      EXPECT_EQ(last.finish, FinishReason::Length);
+      EXPECT_EQ(last.prompt_tokens, static_cast<int64_t>(reqs[i].prompt.size()));
+      EXPECT_EQ(last.tokens[0].top.size(), 2u);
+    }
   }
 }
 
