@@ -9,6 +9,9 @@
 #   attention     our flash attention vs PyTorch's scaled_dot_product_attention
 #   gpt2          GPT-2 124M bf16 training: parallm, torch eager, torch.compile
 #                 (micro-batches $GPT2_BATCHES, default "16 32"; $GPT2_PEERS=no skips torch)
+#   decode        greedy generation with the KV cache: parallm, transformers' generate()
+#                 (dynamic cache; static cache + torch.compile) and a bare torch loop
+#                 (batches $DECODE_BATCHES, default "1 16 64"; $DECODE_PEERS=no skips torch)
 #   cli           `parallm train --device cuda` end to end (tests/cli/device_cuda.sh)
 # Example: scripts/gpu-run.sh tests gemm attention gpt2
 set -uo pipefail
@@ -54,8 +57,14 @@ for step in "$@"; do
         python3 "$bin/gpt2_torch.py" --batch "$b" 2>&1 | tail -1 | tee -a "$out/bench.jsonl"
         python3 "$bin/gpt2_torch.py" --batch "$b" --compile 2>&1 | tail -1 | tee -a "$out/bench.jsonl"
       done ;;
+    decode)
+      for b in ${DECODE_BATCHES:-1 16 64}; do
+        "$bin/gpu_decode_bench" --batch "$b" 2>&1 | tee -a "$out/bench.jsonl"
+        [ "${DECODE_PEERS:-yes}" = no ] && continue
+        python3 "$bin/decode_torch.py" --batch "$b" 2>&1 | grep '^{' | tee -a "$out/bench.jsonl"
+      done ;;
     cli) bash "$bin/device_cuda.sh" "$bin/parallm" 2>&1 | tail -5 | tee "$out/cli.log" ;;
-    *) echo "gpu-run: unknown step $step (tests, gemm, kernels, attention, gpt2, cli)" >&2 ;;
+    *) echo "gpu-run: unknown step $step (tests, gemm, kernels, attention, gpt2, decode, cli)" >&2 ;;
   esac
 done
 # One archive of the per-suite JSON files (the device tool returns few files).

@@ -7,6 +7,7 @@
 #include <cuda_bf16.h>
 
 #include <cmath>
+#include <utility>
 
 #include "kernels/cuda/activation.h"
 #include "kernels/cuda/attention.h"
@@ -85,9 +86,12 @@ void CudaTransformer::Impl::norm_backward(const std::string& name, T* dinp, cons
 }
 
 template <class T>
-void CudaTransformer::Impl::layer_forward(int l, int64_t B, const T* in, T* out) {
-  Saved& s = layers[static_cast<size_t>(l)];
-  const int64_t N = B * seq, C = cfg.hidden, qd = cfg.q_dim(), kvd = cfg.kv_dim();
+void CudaTransformer::Impl::layer_forward(int l, int64_t B, const T* in, T* out,
+                                          const CacheView* cache) {
+  // Generation keeps nothing for a backward: every layer works in layer 0's buffers.
+  Saved& s = layers[cache ? 0 : static_cast<size_t>(l)];
+  const int64_t Tn = cache ? cache->n : seq, pos0 = cache ? cache->pos0 : 0;
+  const int64_t N = B * Tn, C = cfg.hidden, qd = cfg.q_dim(), kvd = cfg.kv_dim();
   const bool bias = cfg.uses_bias();
   auto w = [&](const char* rest) { return weight<T>(layer_name(l, rest)); };
   auto b = [&](const char* rest) { return bias ? w(rest) : nullptr; };
@@ -102,17 +106,34 @@ void CudaTransformer::Impl::layer_forward(int l, int64_t B, const T* in, T* out)
   cuda::linear_forward<T>(blas, ptr<T>(s.v), nullptr, ptr<T>(s.ln1), w(".attn.v.weight"),
                           b(".attn.v.bias"), N, C, kvd, none, stream);
   mark("fwd.qkv");
-  if (rope_positions.defined()) {
-    const int64_t* pos = rope_positions.data<int64_t>();
-    cuda::rope_forward<T>(ptr<T>(s.q), pos, B, seq, cfg.n_heads, cfg.head_dim, cfg.rope_theta,
+  if (rope_positions.defined()) {  // positions 0..seq-1, so + pos0 is this call's
+    const int64_t* pos = rope_positions.data<int64_t>() + pos0;
+    cuda::rope_forward<T>(ptr<T>(s.q), pos, B, Tn, cfg.n_heads, cfg.head_dim, cfg.rope_theta,
                           stream);
-    cuda::rope_forward<T>(ptr<T>(s.k), pos, B, seq, cfg.n_kv_heads, cfg.head_dim, cfg.rope_theta,
+    cuda::rope_forward<T>(ptr<T>(s.k), pos, B, Tn, cfg.n_kv_heads, cfg.head_dim, cfg.rope_theta,
                           stream);
     mark("fwd.rope");
   }
+  const T* keys = ptr<T>(s.k);
+  const T* values_ = ptr<T>(s.v);
+  cpu::AttnDims dims = attn_dims(B);
+  if (cache) {  // rows b's new keys at positions pos0.. of row b of the cache
+    const size_t row = static_cast<size_t>(kvd) * sizeof(T);
+    for (auto [src, dst] : {std::pair{&s.k, &cache_k[static_cast<size_t>(l)]},
+                            std::pair{&s.v, &cache_v[static_cast<size_t>(l)]}})
+      PX_CUDA(cudaMemcpy2DAsync(ptr<T>(*dst) + pos0 * kvd, static_cast<size_t>(seq) * row,
+                                ptr<T>(*src), static_cast<size_t>(Tn) * row,
+                                static_cast<size_t>(Tn) * row, static_cast<size_t>(B),
+                                cudaMemcpyDeviceToDevice, stream));
+    keys = ptr<T>(cache_k[static_cast<size_t>(l)]);
+    values_ = ptr<T>(cache_v[static_cast<size_t>(l)]);
+    dims.Tq = Tn;
+    dims.q_pos0 = pos0;
+    mark("fwd.kv_append");
+  }
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(cfg.head_dim)));
-  cuda::attention_forward<T>(ptr<T>(s.att), s.lse.data<float>(), ptr<T>(s.q), ptr<T>(s.k),
-                             ptr<T>(s.v), attn_dims(B), scale, stream);
+  cuda::attention_forward<T>(ptr<T>(s.att), s.lse.data<float>(), ptr<T>(s.q), keys, values_, dims,
+                             scale, stream);
   mark("fwd.attention");
   cuda::linear_forward<T>(blas, tmp, nullptr, ptr<T>(s.att), w(".attn.o.weight"), b(".attn.o.bias"),
                           N, qd, C, none, stream);
@@ -234,7 +255,8 @@ void CudaTransformer::Impl::layer_backward(int l, int64_t B) {
                                                        Tensor&, int64_t);                         \
   template void CudaTransformer::Impl::norm_backward<T>(                                          \
       const std::string&, T*, const T*, const T*, const Tensor&, const Tensor&, int64_t);         \
-  template void CudaTransformer::Impl::layer_forward<T>(int, int64_t, const T*, T*);              \
+  template void CudaTransformer::Impl::layer_forward<T>(int, int64_t, const T*, T*,               \
+                                                        const CacheView*);                        \
   template void CudaTransformer::Impl::layer_backward<T>(int, int64_t);
 PX_INSTANTIATE(float)
 PX_INSTANTIATE(__nv_bfloat16)

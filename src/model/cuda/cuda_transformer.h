@@ -1,6 +1,6 @@
-// CudaTransformer: a GPT-2 or LLaMA family model trained on one GPU with the
-// CUDA kernels, forward and backward written out layer by layer as the CPU
-// Transformer does (no MoE, LoRA or dropout yet: refused at construction).
+// CudaTransformer: a GPT-2 or LLaMA family model trained (and run with a KV
+// cache for generation) on one GPU with the CUDA kernels, forward and backward written out layer by
+// layer as the CPU Transformer does (no MoE, LoRA or dropout yet: refused at construction).
 // Parameters start as a copy of a host ParameterSet (so the counter-RNG
 // initialisation is the CPU's, bit for bit) and keep its flat layout on the
 // device: fp32 masters and gradients, plus a bf16 copy that the GEMMs read
@@ -43,6 +43,17 @@ class CudaTransformer {
   // One AdamW / Adam update of every parameter (decay only where the
   // ParamSpec allows), step counted from 1.
   void optimizer_step(const OptimizerConfig& cfg, double lr, int64_t step);
+  // KV-cached inference, for generation: feeds n new tokens of each of B rows
+  // (host (B, n) int32) at positions pos0 .. pos0 + n - 1 and writes each
+  // row's logits after its last new token to `logits` (host (B, V) fp32).
+  // Keys and values stay in a cache of max_B rows of T positions a layer
+  // (allocated on first use, tag activation); a call at pos0 overwrites from
+  // pos0 on, so pos0 = 0 starts new sequences. Rows share pos0 (equal
+  // lengths; the ragged, paged engine is the CPU's). Waits for the GPU.
+  void forward_cached(const int32_t* tokens, int64_t B, int64_t n, int64_t pos0, float* logits);
+  // The same with each row's argmax (the first of equal maxima) taken on the
+  // device: next (host (B)) receives B ids instead of B x V logits.
+  void greedy_cached(const int32_t* tokens, int64_t B, int64_t n, int64_t pos0, int32_t* next);
   // Device values back into a host set of the same layout.
   void copy_values_to(ParameterSet& host) const;
   cudaStream_t stream() const;

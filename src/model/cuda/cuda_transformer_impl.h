@@ -54,8 +54,16 @@ struct CudaTransformer::Impl {
   template <class T>
   void norm_backward(const std::string& name, T* dinp, const T* dout, const T* in,
                      const Tensor& mean, const Tensor& rstd, int64_t N);
+  // Where a forward's new tokens sit (cuda_decode.cpp): null for a training
+  // step (seq tokens a row, attending to themselves); under generation n
+  // tokens a row at positions pos0.., their keys and values appended to the
+  // cache, which the attention then reads (capacity seq, the tail masked by
+  // the causal rule).
+  struct CacheView {
+    int64_t n, pos0;
+  };
   template <class T>
-  void layer_forward(int l, int64_t B, const T* in, T* out);
+  void layer_forward(int l, int64_t B, const T* in, T* out, const CacheView* cache = nullptr);
   template <class T>
   void layer_backward(int l, int64_t B);
   template <class T>
@@ -65,6 +73,13 @@ struct CudaTransformer::Impl {
   cpu::AttnDims attn_dims(int64_t B) const;
   template <class T>
   void head(int64_t N, double grad_scale);
+  // Generation (cuda_decode.cpp): checks the call, allocates the cache on
+  // first use, runs tokens (host (B, n)) at pos0 and leaves each row's last
+  // logits in logits32 (B, V) fp32 on the device.
+  void run_cached(const int32_t* tokens, int64_t B, int64_t n, int64_t pos0);
+  void ensure_cache();
+  template <class T>
+  void cached_forward(const int32_t* tokens, int64_t B, int64_t n, int64_t pos0);
 
   ModelConfig cfg;
   std::vector<ParamEntry> params;
@@ -83,6 +98,11 @@ struct CudaTransformer::Impl {
   Tensor xf, lnf, meanf, rstdf;
   Tensor dx, dln, dq, dk, dv, datt, dh, dpre, dup, logits, losses, tokens, targets, positions,
       rope_positions, sumsq, scratch;
+  // Generation: per layer keys and values (max_B, seq, Hkv, D), zeroed, so the
+  // masked tail an attention tile reads holds no NaN (0 x NaN poisons P.V);
+  // each row's last logits in fp32 and their argmax.
+  std::vector<Tensor> cache_k, cache_v;
+  Tensor logits32, next_tokens;
 };
 
 }  // namespace parallm

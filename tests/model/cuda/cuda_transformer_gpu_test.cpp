@@ -3,6 +3,7 @@
 // backward, global-norm clipping and AdamW; fp32 (TF32 off) losses and
 // gradient norms within 1e-4 relative at every step, parameters close at
 // the end. bf16 on the GPU tracks the fp32 CPU run within bf16's rounding.
+// KV-cached generation gives the CPU's uncached logits.
 #include <cmath>
 #include <random>
 #include <vector>
@@ -156,6 +157,100 @@ TEST_F(CudaTransformerGpu, AllocatorMatchesTheMemoryModel) {
     EXPECT_EQ(dev.current(MemTag::Optimizer), r.optimizer) << what;
     EXPECT_EQ(dev.current(MemTag::Activation), r.activations) << what;
   }
+}
+
+// KV-cached generation on the GPU against the CPU's uncached forward: two
+// rows prefilled in two chunks (4 + 3 tokens), then one token a step fed
+// the CPU's argmax; every call's logits equal the CPU's last-position
+// logits of the whole sequence so far (fp32 1e-4 of the largest logit, bf16
+// within its rounding), and greedy_cached on a fresh prompt at position 0
+// (overwriting the first cache) picks the CPU's tokens.
+void expect_cached_generation_matches_cpu(const ModelConfig& cfg, CudaPrecision precision,
+                                          double tol) {
+  Allocator host;
+  Transformer cpu(cfg, host);
+  cpu.params().init_random(1234);
+  cuda::CachingDeviceMemory mem;
+  Allocator dev(mem);
+  const int64_t B = 2, V = cfg.vocab_size;
+  CudaTransformer gpu(cfg, cpu.params(), dev, precision, B, cfg.max_positions);
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(V) - 1);
+  std::vector<std::vector<int32_t>> seq(B);
+  for (auto& r : seq)
+    for (int i = 0; i < 7; ++i) r.push_back(tok(rng));
+  // The CPU's logits after each row's first T tokens, and their argmax.
+  auto cpu_last = [&](std::vector<int32_t>& best, int64_t T) {
+    std::vector<int32_t> flat;
+    for (const auto& r : seq) flat.insert(flat.end(), r.begin(), r.begin() + T);
+    const Tensor full = cpu.logits(flat.data(), B, T);
+    std::vector<float> last(static_cast<size_t>(B * V));
+    best.assign(B, 0);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t i = 0; i < V; ++i) {
+        const float x = full.data<float>()[(b * T + T - 1) * V + i];
+        last[static_cast<size_t>(b * V + i)] = x;
+        if (x > last[static_cast<size_t>(b * V + best[b])]) best[b] = static_cast<int32_t>(i);
+      }
+    return last;
+  };
+  auto feed = [&](int64_t from, int64_t n) {
+    std::vector<int32_t> in;
+    for (const auto& r : seq) in.insert(in.end(), r.begin() + from, r.begin() + from + n);
+    return in;
+  };
+  std::vector<float> got(static_cast<size_t>(B * V));
+  std::vector<int32_t> best;
+  int64_t held = 0;
+  for (int64_t n : {4, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}) {
+    if (n == 1 && held == static_cast<int64_t>(seq[0].size()))
+      for (int64_t b = 0; b < B; ++b) seq[b].push_back(best[b]);
+    gpu.forward_cached(feed(held, n).data(), B, n, held, got.data());
+    held += n;
+    const std::vector<float> want = cpu_last(best, held);
+    double err = 0, scale = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      err = std::max(err, std::abs(static_cast<double>(got[i]) - want[i]));
+      scale = std::max(scale, std::abs(static_cast<double>(want[i])));
+    }
+    EXPECT_LE(err, tol * scale + 1e-6) << "after " << held << " tokens";
+  }
+  if (precision != CudaPrecision::F32) return;  // bf16 may break near-ties the other way
+  for (auto& r : seq) r.resize(5);  // a new sequence: its first 5 tokens, from position 0
+  std::vector<int32_t> next(B);
+  gpu.greedy_cached(feed(0, 5).data(), B, 5, 0, next.data());
+  for (int step = 0; step < 8; ++step) {
+    const int64_t at = static_cast<int64_t>(seq[0].size());
+    cpu_last(best, at);
+    EXPECT_EQ(next, best) << "greedy step " << step;
+    for (int64_t b = 0; b < B; ++b) seq[b].push_back(best[b]);
+    gpu.greedy_cached(feed(at, 1).data(), B, 1, at, next.data());
+  }
+}
+
+TEST_F(CudaTransformerGpu, CachedGenerationMatchesCpuForward) {
+  expect_cached_generation_matches_cpu(odd_gpt2(), CudaPrecision::F32, 1e-4);
+  expect_cached_generation_matches_cpu(odd_llama(), CudaPrecision::F32, 1e-4);
+}
+
+TEST_F(CudaTransformerGpu, Bf16CachedGenerationTracksCpuWithinRounding) {
+  expect_cached_generation_matches_cpu(odd_gpt2(), CudaPrecision::BF16, 5e-2);
+  expect_cached_generation_matches_cpu(odd_llama(), CudaPrecision::BF16, 5e-2);
+}
+
+TEST_F(CudaTransformerGpu, CachedGenerationRefusesBadCalls) {
+  const ModelConfig cfg = odd_gpt2();
+  Allocator host;
+  Transformer cpu(cfg, host);
+  cuda::CachingDeviceMemory mem;
+  Allocator dev(mem);
+  CudaTransformer gpu(cfg, cpu.params(), dev, CudaPrecision::F32, 2, 16);
+  std::vector<int32_t> in(2 * 16, 1);
+  std::vector<float> logits(2 * cfg.vocab_size);
+  EXPECT_THROW(gpu.forward_cached(in.data(), 3, 1, 0, logits.data()), Error);   // rows
+  EXPECT_THROW(gpu.forward_cached(in.data(), 1, 2, 15, logits.data()), Error);  // past the cache
+  in[3] = static_cast<int32_t>(cfg.vocab_size);
+  EXPECT_THROW(gpu.forward_cached(in.data(), 1, 4, 0, logits.data()), Error);  // token id
 }
 
 TEST_F(CudaTransformerGpu, RefusesWhatItCannotRun) {
