@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "flags.h"  // bench/gpu/
 #include "kernels/cuda/caching_device_memory.h"
 #include "kernels/cuda/device.h"
 #include "model/cuda/cuda_transformer.h"
@@ -36,25 +37,16 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string k = argv[i], v = argv[i + 1];
-    if (k == "--model")
-      a.model = v;
-    else if (k == "--batch")
-      a.batch = std::stoll(v);
-    else if (k == "--prompt")
-      a.prompt = std::stoll(v);
-    else if (k == "--new")
-      a.new_tokens = std::stoll(v);
-    else if (k == "--precision")
-      a.precision = v;
-    else if (k == "--repeats")
-      a.repeats = std::stoll(v);
-    else if (k == "--peak-gbps")
-      a.peak_gbps = std::stod(v);
-    else
-      PX_FAIL("unknown flag {} (see the header of bench/gpu/decode_bench.cpp)", k);
-  }
+  auto i64 = [](int64_t& x) { return [&x](const std::string& v) { x = std::stoll(v); }; };
+  bench::parse_flags(argc, argv,
+                     {{"--model", [&](const std::string& v) { a.model = v; }},
+                      {"--batch", i64(a.batch)},
+                      {"--prompt", i64(a.prompt)},
+                      {"--new", i64(a.new_tokens)},
+                      {"--precision", [&](const std::string& v) { a.precision = v; }},
+                      {"--repeats", i64(a.repeats)},
+                      {"--peak-gbps", [&](const std::string& v) { a.peak_gbps = std::stod(v); }}},
+                     "bench/gpu/decode_bench.cpp");
   PX_CHECK(a.precision == "bf16" || a.precision == "fp32", "--precision {}: bf16 or fp32",
            a.precision);
   PX_CHECK(a.new_tokens >= 2 && a.prompt >= 1 && a.repeats >= 1,

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "flags.h"  // bench/gpu/
 #include "kernels/cuda/caching_device_memory.h"
 #include "kernels/cuda/device.h"
 #include "model/cuda/cuda_transformer.h"
@@ -38,25 +39,17 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string k = argv[i], v = argv[i + 1];
-    if (k == "--model")
-      a.model = v;
-    else if (k == "--batch")
-      a.batch = std::stoll(v);
-    else if (k == "--seq")
-      a.seq = std::stoll(v);
-    else if (k == "--steps")
-      a.steps = std::stoll(v);
-    else if (k == "--precision")
-      a.precision = v;
-    else if (k == "--peak-tflops")
-      a.peak_tflops = std::stod(v);
-    else if (k == "--profile-steps")
-      a.profile_steps = std::stoll(v);
-    else
-      PX_FAIL("unknown flag {} (see the header of bench/gpu/gpt2_train.cpp)", k);
-  }
+  auto i64 = [](int64_t& x) { return [&x](const std::string& v) { x = std::stoll(v); }; };
+  bench::parse_flags(
+      argc, argv,
+      {{"--model", [&](const std::string& v) { a.model = v; }},
+       {"--batch", i64(a.batch)},
+       {"--seq", i64(a.seq)},
+       {"--steps", i64(a.steps)},
+       {"--precision", [&](const std::string& v) { a.precision = v; }},
+       {"--peak-tflops", [&](const std::string& v) { a.peak_tflops = std::stod(v); }},
+       {"--profile-steps", i64(a.profile_steps)}},
+      "bench/gpu/gpt2_train.cpp");
   PX_CHECK(a.precision == "bf16" || a.precision == "fp32", "--precision {}: bf16 or fp32",
            a.precision);
   return a;

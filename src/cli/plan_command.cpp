@@ -62,7 +62,8 @@ void add_plan_command(CLI::App& app, CommandRegistry& reg) {
                   "calibrated profile, megatron for a built-in one)");
   sub->add_option("--tie-tolerance", f->r.tie_tolerance,
                   "layouts predicted within this fraction of the fastest count as equal; the one "
-                  "with the fewest blocking exchanges per step leads (default 0.02; 0: by time)");
+                  "with the fewest blocking exchanges per step, then the least time on the wire, "
+                  "leads (default 0.02; 0: by time)");
   sub->add_option("--top", f->top, "layouts to print (default 5)");
   sub->add_option("--json", f->json, "also write the listed layouts and their times as JSON");
   reg.actions.emplace_back(sub, [f]() {
@@ -100,7 +101,8 @@ void add_plan_command(CLI::App& app, CommandRegistry& reg) {
     if (res.tied > 1)
       std::cout << fmt::format(
           "{} layouts predicted within {:.0f}% of the fastest: the model cannot rank them, so "
-          "the one with the fewest blocking exchanges per step leads (--tie-tolerance)\n",
+          "the one with the fewest blocking exchanges per step (then the least time on the "
+          "wire) leads (--tie-tolerance)\n",
           res.tied, 100 * r.tie_tolerance);
     std::cout << fmt::format(
         "{:>3} {:<58} {:>8} {:>8} {:>7} {:>6} | {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} "

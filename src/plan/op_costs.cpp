@@ -105,6 +105,10 @@ void OpCosts::validate(const std::string& where) const {
   PX_CHECK(cells > 0 && fwd_s.size() == cells && bwd_s.size() == cells,
            "{}: linear grid of {} x {} x {} needs {} forward and backward times (got {}, {})",
            where, rows.size(), ins.size(), outs.size(), cells, fwd_s.size(), bwd_s.size());
+  PX_CHECK((fwd_s_measured.empty() || fwd_s_measured.size() == cells) &&
+               (bwd_s_measured.empty() || bwd_s_measured.size() == cells),
+           "{}: the linear grid's measured times need {} cells each (got {}, {})", where, cells,
+           fwd_s_measured.size(), bwd_s_measured.size());
   for (const auto* g : {&rows, &ins, &outs})
     PX_CHECK(std::is_sorted(g->begin(), g->end()) && g->front() > 0 &&
                  std::adjacent_find(g->begin(), g->end()) == g->end(),
@@ -150,13 +154,12 @@ nlohmann::json op_costs_to_json(const OpCosts& c) {
                                 {"head_dims", c.attn_dims},
                                 {"fwd_s_per_unit", c.attn_dim_fwd_s},
                                 {"bwd_s_per_unit", c.attn_dim_bwd_s}};
+  nlohmann::json linear = {
+      {"rows", c.rows}, {"ins", c.ins}, {"outs", c.outs}, {"fwd_s", c.fwd_s}, {"bwd_s", c.bwd_s}};
+  if (!c.fwd_s_measured.empty()) linear["fwd_s_measured"] = c.fwd_s_measured;
+  if (!c.bwd_s_measured.empty()) linear["bwd_s_measured"] = c.bwd_s_measured;
   return {{"threads", c.threads},
-          {"linear",
-           {{"rows", c.rows},
-            {"ins", c.ins},
-            {"outs", c.outs},
-            {"fwd_s", c.fwd_s},
-            {"bwd_s", c.bwd_s}}},
+          {"linear", linear},
           {"attention", attention},
           {"elementwise_s_per_element", {{"fwd", c.elem_fwd_s}, {"bwd", c.elem_bwd_s}}},
           {"optimizer_s_per_param", c.optimizer_s_per_param},
@@ -175,6 +178,8 @@ OpCosts op_costs_from_json(const nlohmann::json& j, const std::string& where) {
   c.outs = vec<int64_t>(lin, "outs", where);
   c.fwd_s = vec<double>(lin, "fwd_s", where);
   c.bwd_s = vec<double>(lin, "bwd_s", where);
+  if (lin.contains("fwd_s_measured")) c.fwd_s_measured = vec<double>(lin, "fwd_s_measured", where);
+  if (lin.contains("bwd_s_measured")) c.bwd_s_measured = vec<double>(lin, "bwd_s_measured", where);
   c.attn_seq = vec<int64_t>(j["attention"], "seq", where);
   c.attn_fwd_s = vec<double>(j["attention"], "fwd_s_per_unit", where);
   c.attn_bwd_s = vec<double>(j["attention"], "bwd_s_per_unit", where);

@@ -29,6 +29,9 @@ struct OpCosts {
   // seconds of one linear_forward / linear_backward (dinp + dweight) at
   // rows[i] x ins[j] x outs[k], index (i * ins.size() + j) * outs.size() + k.
   std::vector<double> fwd_s, bwd_s;
+  // What calibration timed, when fwd_s and bwd_s hold a fit of it
+  // (plan/linear_fit.h); empty otherwise. Kept for the record, not read.
+  std::vector<double> fwd_s_measured, bwd_s_measured;
   // Attention, seconds per unit = batch x query heads x visible (query, key)
   // pairs x head dim, forward and backward, at the measured sequence lengths
   // (at head dim attn_head_dim).

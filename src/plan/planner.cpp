@@ -143,13 +143,15 @@ PlanResult plan_layouts(const PlanRequest& r, size_t keep) {
   std::sort(all.begin(), all.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
     return a.time.total_s < b.time.total_s;
   });
-  // The leading tie: fewest blocking exchanges first, then predicted time.
+  // The leading tie: fewest blocking exchanges first, then the least time on
+  // the wire (hidden or not), then predicted time.
   if (!all.empty() && r.tie_tolerance > 0) {
     const double bound = all.front().time.total_s * (1.0 + r.tie_tolerance);
     const auto end = std::find_if(all.begin(), all.end(),
                                   [&](const PlanCandidate& c) { return c.time.total_s > bound; });
     std::stable_sort(all.begin(), end, [](const PlanCandidate& a, const PlanCandidate& b) {
-      return a.time.syncs < b.time.syncs;
+      if (a.time.syncs != b.time.syncs) return a.time.syncs < b.time.syncs;
+      return a.time.wire_s() < b.time.wire_s();
     });
     res.tied = static_cast<int>(end - all.begin());
   }

@@ -41,7 +41,8 @@ struct PlanRequest {
   // equal (the model cannot rank them: docs/planner.md "Ties"); among them
   // the one with the fewest blocking exchanges per step (StepTime::syncs)
   // comes first, since every exchange exposes the step to waits the model
-  // prices only on average. 0: rank by predicted time alone.
+  // prices only on average; among equal counts the least time on the wire
+  // (StepTime::wire_s), for the same reason. 0: rank by predicted time alone.
   double tie_tolerance = 0.02;
 };
 
@@ -57,7 +58,8 @@ struct PlanCandidate {
 };
 
 struct PlanResult {
-  std::vector<PlanCandidate> best;  // fastest first, ties (PlanRequest::tie_tolerance) by syncs
+  std::vector<PlanCandidate>
+      best;  // fastest first, ties (PlanRequest::tie_tolerance) by syncs, wire
   int64_t enumerated = 0, fit = 0;
   int tied = 1;  // the leading candidates taken as equal (1: no tie)
 };

@@ -46,6 +46,10 @@ struct StepTime {
   double hw_flops_per_device = 0;  // achieved, recomputation included (Megatron's TFLOP/s)
   double mfu = 0;                  // model FLOPs only, against the device's peak
   double tokens_per_s = 0;
+  // Seconds the step's exchanges take on the wire, hidden or not: the
+  // planner's second tie-break (the layout that moves least has the least
+  // riding on the overlap and arrival terms, which are priced on average).
+  double wire_s() const { return tp_comm_s + cp_comm_s + ep_comm_s + pp_p2p_s + dp_comm_s; }
 };
 
 // q: the model, the layout (tp, pp, dp, cp, virtual stages, schedule, sp,

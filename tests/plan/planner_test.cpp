@@ -128,9 +128,10 @@ TEST(Planner, ValidLayoutsThatFitFastestFirst) {
 }
 
 // Layouts predicted within the tie tolerance of the fastest are taken as
-// equal and lead by their blocking exchanges per step (fewest first), the
-// rest follow by predicted time; the first is the layout with the fewest
-// exchanges of all those within the tolerance.
+// equal and lead by their blocking exchanges per step (fewest first; at
+// equal counts, the least time on the wire), the rest follow by predicted
+// time; the first is the layout with the fewest exchanges of all those
+// within the tolerance.
 TEST(Planner, TiedLayoutsLeadByFewestBlockingExchanges) {
   PlanRequest r = gpt3_on_1024_a100();
   r.tie_tolerance = 0;
@@ -153,6 +154,8 @@ TEST(Planner, TiedLayoutsLeadByFewestBlockingExchanges) {
     if (i < tied.tied) {
       EXPECT_LE(t.total_s, fastest * 1.02);
       if (i > 0) EXPECT_GE(t.syncs, tied.best[i - 1].time.syncs);
+      if (i > 0 && t.syncs == tied.best[i - 1].time.syncs)
+        EXPECT_GE(t.wire_s(), tied.best[i - 1].time.wire_s());
     } else {
       EXPECT_GT(t.total_s, fastest * 1.02);
       if (i > tied.tied) EXPECT_GE(t.total_s, tied.best[i - 1].time.total_s);

@@ -20,11 +20,6 @@ namespace parallm {
 
 namespace {
 
-template <class T>
-T* ptr(const Tensor& t) {
-  return static_cast<T*>(t.raw());
-}
-
 std::string layer_name(int l, const char* rest) { return "layers." + std::to_string(l) + rest; }
 
 template <class T>
@@ -51,8 +46,6 @@ template void linear_grads<__nv_bfloat16>(cuda::Blas&, __nv_bfloat16*, bool, flo
                                           const __nv_bfloat16*, const __nv_bfloat16*,
                                           const __nv_bfloat16*, int64_t, int64_t, int64_t,
                                           cudaStream_t);
-
-namespace {}  // namespace
 
 cpu::AttnDims CudaTransformer::Impl::attn_dims(int64_t B) const {
   return {

@@ -19,15 +19,6 @@
 
 namespace parallm {
 
-namespace {
-
-template <class T>
-T* ptr(const Tensor& t) {
-  return static_cast<T*>(t.raw());
-}
-
-}  // namespace
-
 void CudaTransformer::Impl::ensure_cache() {
   if (!cache_k.empty()) return;
   const DType act = precision == CudaPrecision::BF16 ? DType::BF16 : DType::F32;

@@ -12,6 +12,13 @@
 
 namespace parallm {
 
+// A device buffer's elements as T: the buffers are untyped flat Tensors whose
+// dtype follows CudaPrecision, so the templated step picks the view.
+template <class T>
+T* ptr(const Tensor& t) {
+  return static_cast<T*>(t.raw());
+}
+
 // cuda::linear_backward with d(input) written (accumulate false) or added
 // (cuda_block.cpp).
 template <class T>

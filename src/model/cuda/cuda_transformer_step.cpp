@@ -19,15 +19,6 @@
 
 namespace parallm {
 
-namespace {
-
-template <class T>
-T* ptr(const Tensor& t) {
-  return static_cast<T*>(t.raw());
-}
-
-}  // namespace
-
 size_t CudaTransformer::Impl::scratch_bytes() const {
   const int64_t N = max_B * seq;
   const cpu::AttnDims d = attn_dims(max_B);

@@ -22,6 +22,7 @@
 #include "kernels/cpu/optimizer.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/threads.h"
+#include "plan/linear_fit.h"
 
 namespace parallm {
 
@@ -324,6 +325,7 @@ OpCosts measure_kernel_costs(int threads, int busy_cores, const KernelCalibratio
     measure_optimizer_and_copy(one, p);
     c = pass == 0 ? p : fastest_of(c, p);
   }
+  smooth_linear_rows(c);
   c.validate("calibration");
   return c;
 }

@@ -53,8 +53,11 @@ struct CoreResult {
   comm::OpTally recv;  // the world's receives during forward and backward
 };
 
-// late_rank sleeps kLateMs before its forward (-1: none).
-constexpr int kLateMs = 300;
+// late_rank sleeps kLateMs before its forward (-1: none). Long enough that
+// the ranks it keeps waiting are still waiting when they reach its block:
+// with 4 ranks on 2 cores beside another test's ranks, rank 0's own work
+// before that receive once took over 300 ms (it saw 0.1 ms of wait).
+constexpr int kLateMs = 1000;
 
 CoreResult check_against_full(CpGroup g, int64_t T, const std::string& what, int64_t window = 0,
                               int late_rank = -1) {
