@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 namespace parallm {
 
@@ -21,34 +22,39 @@ HostMemory::~HostMemory() {
 void* HostMemory::allocate(size_t bytes) {
   const size_t rounded = rounded_size(bytes);
   if (rounded == 0) return nullptr;
-  void* p = nullptr;
-  if (rounded >= kHeldMinBytes) {
+  const bool large = rounded >= kHeldMinBytes;
+  // A large block counts as live from here; a held one of its size is taken
+  // (the most recently released), else the oldest held blocks go until held +
+  // live fit the peak. free() runs outside the lock.
+  auto take_held = [&]() -> void* {
+    void* hit = nullptr;
     std::vector<void*> freed;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      for (size_t i = held_.size(); i-- > 0;)  // the most recently released first
-        if (held_[i].bytes == rounded) {
-          p = held_[i].ptr;
-          held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(i));
-          held_bytes_ -= rounded;
-          break;
-        }
+      const auto it = std::find_if(held_.rbegin(), held_.rend(),
+                                   [&](const Block& b) { return b.bytes == rounded; });
+      if (it != held_.rend()) {
+        hit = it->ptr;
+        held_bytes_ -= rounded;
+        held_.erase(std::next(it).base());
+      }
       live_bytes_ += rounded;
       peak_live_bytes_ = std::max(peak_live_bytes_, live_bytes_);
-      if (p == nullptr) {
-        size_t evict = 0;  // oldest first, until held + live fit the peak
-        while (evict < held_.size() && held_bytes_ + live_bytes_ > peak_live_bytes_) {
-          held_bytes_ -= held_[evict].bytes;
-          freed.push_back(held_[evict++].ptr);
-        }
-        held_.erase(held_.begin(), held_.begin() + static_cast<std::ptrdiff_t>(evict));
+      size_t evict = 0;
+      while (hit == nullptr && evict < held_.size() &&
+             held_bytes_ + live_bytes_ > peak_live_bytes_) {
+        held_bytes_ -= held_[evict].bytes;
+        freed.push_back(held_[evict++].ptr);
       }
+      held_.erase(held_.begin(), held_.begin() + static_cast<std::ptrdiff_t>(evict));
     }
     for (void* f : freed) std::free(f);
-  }
+    return hit;
+  };
+  void* p = large ? take_held() : nullptr;
   if (p == nullptr) p = std::aligned_alloc(64, rounded);
   if (p == nullptr) {
-    if (rounded >= kHeldMinBytes) {
+    if (large) {
       std::lock_guard<std::mutex> lock(mu_);
       live_bytes_ -= rounded;
     }

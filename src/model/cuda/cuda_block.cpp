@@ -108,7 +108,7 @@ void CudaTransformer::Impl::layer_forward(int l, int64_t B, const T* in, T* out,
     mark("fwd.rope");
   }
   const T* keys = ptr<T>(s.k);
-  const T* values_ = ptr<T>(s.v);
+  const T* vals = ptr<T>(s.v);
   cpu::AttnDims dims = attn_dims(B);
   if (cache) {  // rows b's new keys at positions pos0.. of row b of the cache
     const size_t row = static_cast<size_t>(kvd) * sizeof(T);
@@ -119,13 +119,13 @@ void CudaTransformer::Impl::layer_forward(int l, int64_t B, const T* in, T* out,
                                 static_cast<size_t>(Tn) * row, static_cast<size_t>(B),
                                 cudaMemcpyDeviceToDevice, stream));
     keys = ptr<T>(cache_k[static_cast<size_t>(l)]);
-    values_ = ptr<T>(cache_v[static_cast<size_t>(l)]);
+    vals = ptr<T>(cache_v[static_cast<size_t>(l)]);
     dims.Tq = Tn;
     dims.q_pos0 = pos0;
     mark("fwd.kv_append");
   }
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(cfg.head_dim)));
-  cuda::attention_forward<T>(ptr<T>(s.att), s.lse.data<float>(), ptr<T>(s.q), keys, values_, dims,
+  cuda::attention_forward<T>(ptr<T>(s.att), s.lse.data<float>(), ptr<T>(s.q), keys, vals, dims,
                              scale, stream);
   mark("fwd.attention");
   cuda::linear_forward<T>(blas, tmp, nullptr, ptr<T>(s.att), w(".attn.o.weight"), b(".attn.o.bias"),
