@@ -45,7 +45,14 @@ function(parallm_layer name)
     target_compile_options(${target} PRIVATE -fno-math-errno -fno-trapping-math)
   endif()
   if(PARALLM_NATIVE)
-    target_compile_options(${target} ${scope} -march=native)
+    # 256-bit vectors even where AVX-512 exists: a vectorised reduction
+    # (`omp simd reduction`) then sums in 8 lanes on every AVX2 and AVX-512
+    # machine, so parallm's own kernels give the same bits on all of them
+    # (GCC already prefers 256 bits on Intel's AVX-512 cores; on AMD's Zen 4
+    # it would use 512 and sum in 16). Where AVX-512 pays (oneDNN's GEMMs,
+    # bf16 conversion) the code chooses it at run time, under
+    # PARALLM_MAX_CPU_ISA (docs/testing.md).
+    target_compile_options(${target} ${scope} -march=native -mprefer-vector-width=256)
   endif()
   foreach(dep ${L_DEPS})
     target_link_libraries(${target} ${scope} parallm_${dep})

@@ -45,4 +45,9 @@ LaunchEnv read_launch_env() {
   return e;
 }
 
+std::string read_max_cpu_isa() {
+  const char* v = std::getenv("PARALLM_MAX_CPU_ISA");
+  return v != nullptr ? v : "";
+}
+
 }  // namespace parallm

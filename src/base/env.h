@@ -23,4 +23,8 @@ struct LaunchEnv {
 
 LaunchEnv read_launch_env();
 
+// PARALLM_MAX_CPU_ISA as set ("" when unset): the newest instruction set the
+// CPU kernels may choose at run time (kernels/cpu/cpu_isa.h parses it).
+std::string read_max_cpu_isa();
+
 }  // namespace parallm

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "cli/commands.h"
+#include "kernels/cpu/cpu_isa.h"
 
 namespace parallm::cli {
 
@@ -15,6 +16,8 @@ int run_command(CLI::App& app, const CommandRegistry& reg, int argc, char** argv
     return app.exit(e);
   }
   try {
+    // Fixed once, first: a bad PARALLM_MAX_CPU_ISA fails before any work.
+    static_cast<void>(cpu::cpu_isa());
     for (const auto& [sub, run] : reg.actions)
       if (sub->parsed()) return run();
   } catch (const Error& e) {

@@ -28,7 +28,8 @@ void add_verify_command(CLI::App& app, CommandRegistry& reg) {
       ->required();
   sub->add_option("--steps", f->opts.steps, "optimizer steps on both sides (default 3)");
   sub->add_option("--tolerance", f->opts.tolerance,
-                  "largest relative difference that passes (default 1e-5)");
+                  "one relative bound for every comparison (default: the bounds derived "
+                  "from the run, docs/testing.md)");
   sub->add_option("--report", f->opts.report_path, "write the verdict as JSON to FILE");
   sub->add_option("--threads", f->opts.threads, "CPU threads per process (default 1)");
   sub->add_option("--mpirun", f->opts.mpirun, "launcher of the layout run, before -np N");

@@ -20,6 +20,7 @@ done
   --metrics "$work/m.jsonl" --save-hf "$work/model" --save "$work/ckpt" --save-interval 5 --keep 2 \
   --threads 1 2>"$work/train.log" || { cat "$work/train.log"; fail "train"; }
 [ "$(wc -l < "$work/m.jsonl")" -eq 12 ] || fail "metrics lines"
+grep -q "CPU ISA " "$work/train.log" || fail "the banner does not name the CPU ISA"
 for key in step loss lr grad_norm tokens_per_s mfu memory val_loss; do
   tail -n 1 "$work/m.jsonl" | grep -q "\"$key\"" || fail "metrics lack $key"
 done
@@ -45,6 +46,10 @@ grep -q "nothing to do: the checkpoint .*step-0000012 is at step 12 of 12" "$wor
   --micro-batch-size 2 --global-batch-size 2 --seq-len 32 --threads 1 2>/dev/null || fail "init-from"
 
 # Bad inputs.
+PARALLM_MAX_CPU_ISA=avx9 expect_error \
+  "PARALLM_MAX_CPU_ISA is 'avx9'; expected one of avx2, avx512_core, avx512_core_bf16, avx512_core_amx, all" \
+  "$bin" train --model gpt2-tiny --data "$work/data_train.bin" --save-hf "$work/never"
+[ ! -e "$work/never" ] || fail "a failed run wrote its output"
 expect_error "config file '$work/none.toml' does not exist" "$bin" train --config "$work/none.toml"
 printf '[training]\nsteps = 3\n[optimizer]\nlr = "fast"\n' > "$work/bad.toml"
 expect_error "[optimizer] lr must be a number" "$bin" train --config "$work/bad.toml"

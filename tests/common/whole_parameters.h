@@ -3,7 +3,7 @@
 // subset of the names). Reads the data-parallel owner's full flat copy, so it
 // is called on every rank of the groups (the gathers are collective).
 #pragma once
-#include "common/param_match.h"
+#include "common/trajectory_match.h"
 #include "parallel/tensor/gather_parameters.h"
 #include "train/trainer.h"
 

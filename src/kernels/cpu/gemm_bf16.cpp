@@ -5,7 +5,13 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 #if defined(__F16C__) || defined(__AVX512F__)
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_epi32() as the unused
+// merge source and then warn that it "may be used uninitialized" (GCC bug
+// 105593, fixed in 13); the warning is about its header, not this code.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 #endif
 
 #include <algorithm>
@@ -13,6 +19,7 @@
 #include <tuple>
 
 #include "base/error.h"
+#include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/matmul.h"
 #include "tensor/half.h"
 #include "tensor/tensor.h"
@@ -46,16 +53,18 @@ void f16_to_f32_block(float* dst, const uint16_t* src, int64_t n) {
   for (; i < n; ++i) dst[i] = f16_to_f32(src[i]);
 }
 
-// bf16 in blocks of 16 with AVX-512 where built with it: the same integer
-// rounding as tensor/half.h's f32_to_bf16 (nearest even, NaN kept quiet), so
-// the bits equal the scalar code's for every input, subnormals included.
+// bf16 in blocks of 16 with AVX-512 where built with it and the ISA cap
+// allows it: the same integer rounding as tensor/half.h's f32_to_bf16
+// (nearest even, NaN kept quiet), so the bits equal the scalar code's for
+// every input, subnormals included.
 void f32_to_bf16_block(uint16_t* dst, const float* src, int64_t n) {
   int64_t i = 0;
 #if defined(__AVX512F__)
+  const int64_t n16 = cpu_isa_has(CpuIsa::kAvx512Core) ? n : 0;
   const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
   const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff);
   const __m512i quiet = _mm512_set1_epi32(0x40);
-  for (; i + 16 <= n; i += 16) {
+  for (; i + 16 <= n16; i += 16) {
     const __m512i u = _mm512_loadu_si512(src + i);
     const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs_mask), inf);
     const __m512i hi = _mm512_srli_epi32(u, 16);
@@ -71,7 +80,8 @@ void f32_to_bf16_block(uint16_t* dst, const float* src, int64_t n) {
 void bf16_to_f32_block(float* dst, const uint16_t* src, int64_t n) {
   int64_t i = 0;
 #if defined(__AVX512F__)
-  for (; i + 16 <= n; i += 16) {
+  const int64_t n16 = cpu_isa_has(CpuIsa::kAvx512Core) ? n : 0;
+  for (; i + 16 <= n16; i += 16) {
     const __m512i h =
         _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
     _mm512_storeu_si512(dst + i, _mm512_slli_epi32(h, 16));
@@ -122,12 +132,7 @@ void round_inplace(float* x, int64_t n, LowpType t) {
   }
 }
 
-bool cpu_has_avx512_bf16() {
-  // ISA values are nested bit masks: a newer ISA contains the older's bits.
-  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
-  return (isa & bf16) == bf16;
-}
+bool cpu_has_avx512_bf16() { return cpu_isa_has(CpuIsa::kAvx512CoreBf16); }
 
 struct LowpGemm::Cache {
   using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;

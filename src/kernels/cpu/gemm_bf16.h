@@ -25,7 +25,8 @@ void widen_lowp(float* dst, const uint16_t* src, int64_t n, LowpType t);
 // In place: x = widen(round(x)), the value an f32 takes when stored in 16 bits.
 void round_inplace(float* x, int64_t n, LowpType t);
 
-// True when oneDNN's effective ISA includes AVX512-BF16 (or newer: AMX).
+// True when the effective ISA (cpu_isa.h: the machine's, under
+// PARALLM_MAX_CPU_ISA) includes AVX512-BF16 (or newer: AMX).
 bool cpu_has_avx512_bf16();
 
 class LowpGemm {

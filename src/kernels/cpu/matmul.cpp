@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/skinny_gemm.h"
 
 namespace parallm::cpu {
@@ -25,6 +26,7 @@ template <class T>
 void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint M, blasint N, blasint K, T alpha,
                const T* A, blasint lda, const T* B, blasint ldb, T beta, T* C, blasint ldc) {
   if constexpr (std::is_same_v<T, float>) {
+    static_cast<void>(cpu_isa());  // fixes oneDNN's ISA (PARALLM_MAX_CPU_ISA) before its first use
     // oneDNN over OpenBLAS for f32 (docs/gemm.md): as fast or faster on
     // AVX-512, thread-count-independent results, and the same OpenMP pool.
     dnnl_sgemm(ta == CblasTrans ? 'T' : 'N', tb == CblasTrans ? 'T' : 'N', M, N, K, alpha, A, lda,

@@ -3,9 +3,11 @@
 #include <fmt/ostream.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "base/child_process.h"
@@ -86,24 +88,31 @@ Side layout_side(const VerifyOptions& o, std::vector<std::string> train, const s
   return {"layout", argv, log};
 }
 
-void print_table(std::ostream& out, const TrajectoryCompare& t, double tol) {
-  fmt::print(out, "{:>5}  {:>13} {:>13} {:>9}  {:>13} {:>13} {:>9}\n", "step", "loss(1 proc)",
-             "loss(layout)", "rel", "gnorm(1 proc)", "gnorm(layout)", "rel");
+void print_table(std::ostream& out, const TrajectoryCompare& t) {
+  fmt::print(out, "{:>5}  {:>13} {:>13} {:>9} {:>9}  {:>13} {:>13} {:>9} {:>9}\n", "step",
+             "loss(1 proc)", "loss(layout)", "rel", "bound", "gnorm(1 proc)", "gnorm(layout)",
+             "rel", "bound");
   for (const StepCompare& s : t.steps) {
     if (s.missing) {
       fmt::print(out, "{:>5}  {:>13.7f} {:>13} {:>9}\n", s.step, s.loss_ref, "missing", "");
       continue;
     }
-    const bool bad = !(s.loss_rel <= tol && s.grad_norm_rel <= tol);
-    fmt::print(out, "{:>5}  {:>13.7f} {:>13.7f} {:>9.2e}  {:>13.7f} {:>13.7f} {:>9.2e}{}\n", s.step,
-               s.loss_ref, s.loss_layout, s.loss_rel, s.grad_norm_ref, s.grad_norm_layout,
-               s.grad_norm_rel, bad ? "  <- differs" : "");
+    fmt::print(out,
+               "{:>5}  {:>13.7f} {:>13.7f} {:>9.2e} {:>9.2e}  {:>13.7f} {:>13.7f} {:>9.2e} "
+               "{:>9.2e}{}\n",
+               s.step, s.loss_ref, s.loss_layout, s.loss_rel, s.loss_bound, s.grad_norm_ref,
+               s.grad_norm_layout, s.grad_norm_rel, s.grad_norm_bound,
+               s.ratio() <= 1 ? "" : "  <- differs");
   }
-  fmt::print(out, "parameters: {} compared after the last step, {} over the tolerance",
+  fmt::print(out, "parameters: {} compared after the last step, {} over their bound",
              t.params.size(), t.params_over);
-  if (!t.params.empty())
-    fmt::print(out, " (largest: {} {:.2e})", t.params.front().name, t.params.front().rel);
-  fmt::print(out, "\n");
+  if (!t.params.empty()) {
+    const ParamCompare& p = t.params.front();
+    fmt::print(out,
+               " (worst: {} {:.2e} against a bound of {:.2e}, largest element difference {:.2e})",
+               p.name, p.rel, p.bound, p.element);
+  }
+  fmt::print(out, "\nworst measured / bound: {:.3g}\n", t.worst_ratio);
 }
 
 nlohmann::json report_json(const VerifyOptions& o, const TrajectoryCompare& t,
@@ -114,20 +123,31 @@ nlohmann::json report_json(const VerifyOptions& o, const TrajectoryCompare& t,
                      {"loss", s.loss_ref},
                      {"loss_layout", s.missing ? nlohmann::json() : nlohmann::json(s.loss_layout)},
                      {"loss_rel", s.loss_rel},
+                     {"loss_bound", s.loss_bound},
                      {"grad_norm", s.grad_norm_ref},
                      {"grad_norm_layout", s.grad_norm_layout},
-                     {"grad_norm_rel", s.grad_norm_rel}});
+                     {"grad_norm_rel", s.grad_norm_rel},
+                     {"grad_norm_bound", s.grad_norm_bound}});
   nlohmann::json params = nlohmann::json::array();
-  for (const ParamCompare& p : t.params) params.push_back({{"name", p.name}, {"rel", p.rel}});
-  nlohmann::json j = {{"layout", o.layout.text},
-                      {"ranks", o.layout.ranks},
-                      {"steps", o.steps},
-                      {"tolerance", o.tolerance},
-                      {"pass", t.ok},
-                      {"first_bad_step", t.first_bad_step},
-                      {"step_compare", steps},
-                      {"params_over", t.params_over},
-                      {"params", params}};
+  for (const ParamCompare& p : t.params)
+    params.push_back(
+        {{"name", p.name},
+         {"rel", p.rel},
+         {"bound", p.bound},
+         {"element", p.element},
+         {"element_bound",
+          std::isinf(p.element_bound) ? nlohmann::json() : nlohmann::json(p.element_bound)}});
+  nlohmann::json j = {
+      {"layout", o.layout.text},
+      {"ranks", o.layout.ranks},
+      {"steps", o.steps},
+      {"tolerance", o.tolerance > 0 ? nlohmann::json(o.tolerance) : nlohmann::json("derived")},
+      {"worst_ratio", t.worst_ratio},
+      {"pass", t.ok},
+      {"first_bad_step", t.first_bad_step},
+      {"step_compare", steps},
+      {"params_over", t.params_over},
+      {"params", params}};
   if (d != nullptr && d->found)
     j["first_divergence"] = {{"layer", d->layer},
                              {"op", d->op},
@@ -147,13 +167,13 @@ nlohmann::json report_json(const VerifyOptions& o, const TrajectoryCompare& t,
 int run_verify(const VerifyOptions& o, std::ostream& out) {
   PX_CHECK(o.config.empty() != o.model.empty(), "verify: give --config RUN or --model PRESET");
   PX_CHECK(o.steps >= 1, "verify: --steps must be at least 1, got {}", o.steps);
-  PX_CHECK(o.tolerance > 0, "verify: --tolerance must be positive, got {}", o.tolerance);
+  PX_CHECK(o.tolerance >= 0, "verify: --tolerance must be positive, got {}", o.tolerance);
   WorkDir work(o.keep_files);
   const std::string w = work.path;
-  fmt::print(out,
-             "parallm verify: layout \"{}\" ({} ranks) against one process, {} steps, "
-             "tolerance {:.1e}\n",
-             o.layout.text, o.layout.ranks, o.steps, o.tolerance);
+  fmt::print(out, "parallm verify: layout \"{}\" ({} ranks) against one process, {} steps, {}\n",
+             o.layout.text, o.layout.ranks, o.steps,
+             o.tolerance > 0 ? fmt::format("tolerance {:.1e}", o.tolerance)
+                             : std::string("bounds derived from the run (docs/testing.md)"));
   if (o.keep_files) fmt::print(out, "files kept in {}\n", w);
 
   std::vector<std::string> one = train_args(o, o.steps);
@@ -164,8 +184,9 @@ int run_verify(const VerifyOptions& o, std::ostream& out) {
       !run_side(layout_side(o, lay, w + "/layout.log"), o, out))
     return 2;
   const TrajectoryCompare t = compare_trajectories(
-      w + "/one.jsonl", w + "/layout.jsonl", w + "/one-ck", w + "/layout-ck", o.steps, o.tolerance);
-  print_table(out, t, o.tolerance);
+      w + "/one.jsonl", w + "/layout.jsonl", w + "/one-ck", w + "/layout-ck", o.steps,
+      o.tolerance > 0 ? std::optional<double>(o.tolerance) : std::nullopt);
+  print_table(out, t);
 
   OpDivergence d;
   bool tried = false;
@@ -186,7 +207,7 @@ int run_verify(const VerifyOptions& o, std::ostream& out) {
         !run_side(layout_side(o, lay1, w + "/layout-ops.log"), o, out))
       return 2;
     d = first_divergence(read_op_dumps(w + "/one-ops"), read_op_dumps(w + "/layout-ops"), seq_len,
-                         o.tolerance);
+                         t.op_tolerance);
     if (d.found)
       fmt::print(out, "first divergence (first step, after {} matching ops): {}\n", d.compared,
                  describe(d));

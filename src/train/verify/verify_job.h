@@ -19,7 +19,8 @@ struct VerifyOptions {
   std::string model;   // --model PRESET
   LayoutSpec layout;
   int64_t steps = 3;
-  double tolerance = 1e-5;
+  // One bound for every comparison; 0: the derived bounds (docs/testing.md).
+  double tolerance = 0;
   std::string report_path;              // JSON verdict (empty: none)
   std::vector<std::string> train_args;  // more `parallm train` flags, for both runs
   std::string inject_fault;             // the layout run only (verify's own tests)

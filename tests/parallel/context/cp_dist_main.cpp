@@ -96,6 +96,7 @@ CpRunResult cp_train_run(const ModelConfig& model, const CpLayout& l, int steps)
   });
   res.val_loss = tr.evaluate();
   res.params = testing::whole_parameters(tr, m.params(), tp);
+  res.config = t;
   return res;
 }
 

@@ -11,6 +11,7 @@
 #include "common/test_models.h"
 #include "model/config.h"
 #include "nn/precision.h"
+#include "train/train_config.h"
 
 namespace parallm::cp_test {
 
@@ -22,8 +23,8 @@ CpTestEnv& env();
 
 struct CpLayout {
   int cp = 1, tp = 1, dp = 1, pp = 1;
-  std::string comm = "ring";           // --cp-comm
-  int ulysses = 0;                     // --ulysses-degree (a2a+ring)
+  std::string comm = "ring";  // --cp-comm
+  int ulysses = 0;            // --ulysses-degree (a2a+ring)
   bool sp = false;
   int zero = 0;
   int64_t seq_len = 16;
@@ -51,6 +52,7 @@ struct CpRunResult {
   std::vector<double> loss_scales;                   // per step (fp16)
   std::vector<bool> skipped;                         // per step
   std::map<std::string, std::vector<float>> params;  // name -> full tensor (a stage's under pp)
+  TrainConfig config;                                // the run's settings
 };
 
 // Runs on the ranks [0, pp*dp*cp*tp) of the world (others return an empty

@@ -3,7 +3,7 @@
 // (a2a+ring, U 2), alone and with tp 2 + sequence parallel or dp 2 with
 // ZeRO-2, follow the one-process trajectory for 20 steps (gradient
 // accumulation, active clipping): per-step losses and gradient norms, and
-// every parameter, within 1e-5 relative, for GPT-2 (learned positions, tied
+// every parameter, within the bounds docs/testing.md derives, for GPT-2 (learned positions, tied
 // embedding) and LLaMA (RoPE, grouped-query heads); and cp 2 with pp 2
 // (1F1B); and all of it again with packed documents (the document mask,
 // restarted positions and the EOD loss mask); a LLaMA with dynamic NTK
@@ -17,7 +17,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "common/param_match.h"
+#include "common/trajectory_match.h"
 #include "cp_env.h"
 
 namespace parallm::cp_test {
@@ -56,17 +56,15 @@ void expect_same_trajectory(const std::string& family, const CpLayout& l) {
   if (env().world->rank() >= l.cp * l.tp * l.dp * l.pp) return;  // not in this layout
   const std::string what = family + " " + l.name();
   ASSERT_EQ(got.losses.size(), ref.losses.size()) << what;
-  for (size_t s = 0; s < ref.losses.size(); ++s) {
-    EXPECT_NEAR(got.losses[s], ref.losses[s], 1e-5 * std::abs(ref.losses[s]))
-        << what << ", step " << s;
-    EXPECT_NEAR(got.grad_norms[s], ref.grad_norms[s], 1e-5 * std::abs(ref.grad_norms[s]))
-        << what << ", step " << s;
+  for (size_t s = 0; s < ref.losses.size(); ++s)
     EXPECT_GT(got.cp_bytes[s], 0) << what << ", step " << s;
-  }
+  const testing::Trajectory r = testing::trajectory_of(ref);
+  const RunArithmetic run = testing::run_arithmetic(ref.config, family_model(family), r,
+                                                    testing::element_count(r.params));
+  testing::expect_same_trajectory(run, r, testing::trajectory_of(got), what,
+                                  /*names_from_got=*/l.pp > 1);
   // Evaluation reduces the loss over cp (and pp): the same validation loss.
-  EXPECT_NEAR(got.val_loss, ref.val_loss, 1e-5 * std::abs(ref.val_loss)) << what;
-  testing::expect_params_match(ref.params, got.params, 1e-5, 1e-5, what,
-                               /*names_from_got=*/l.pp > 1);
+  testing::expect_eval_loss_match(run, ref.config, ref.val_loss, got.val_loss, what);
 }
 
 std::vector<CpLayout> alone_for(int world) {
@@ -106,8 +104,9 @@ TEST(ContextParallelLayout, DynamicNtkRopeMatchesOneProcess) {
   if (world != 2 && world != 4) GTEST_SKIP() << "runs at np 2 and 4";
   expect_same_trajectory("llama-dynamic", CpLayout{.cp = world, .comm = "ring"});
   expect_same_trajectory("llama-dynamic", CpLayout{.cp = world, .comm = "a2a"});
-  // The stretched frequencies change the run well beyond the 1e-5 tolerance
-  // (the small init keeps the first losses close, so the gradient norms).
+  // The stretched frequencies change the run: gradient norms by more than
+  // 1e-3, 40x the reordering difference one step may make (rho 2.3e-5,
+  // docs/testing.md; the small init keeps the first losses close).
   const CpRunResult &plain = reference("llama", 16, 8), &dyn = reference("llama-dynamic", 16, 8);
   double most = 0;
   for (size_t s = 0; s < plain.grad_norms.size() && s < dyn.grad_norms.size(); ++s)
@@ -150,8 +149,8 @@ TEST(ContextParallelLayout, ComposesWithPipeline) {
   // The other schedules: GPipe, zero bubble (ZB-H1) and interleaved 1F1B.
   for (const char* schedule : {"gpipe", "zb"})
     expect_same_trajectory("llama", CpLayout{.cp = 2, .pp = 2, .schedule = schedule});
-  expect_same_trajectory("llama-4-layers",
-                         CpLayout{.cp = 2, .pp = 2, .schedule = "interleaved", .virtual_stages = 2});
+  expect_same_trajectory(
+      "llama-4-layers", CpLayout{.cp = 2, .pp = 2, .schedule = "interleaved", .virtual_stages = 2});
 }
 
 // cp 4 composed, on 8 ranks: the hybrid (all-to-all over U 2 inside a ring

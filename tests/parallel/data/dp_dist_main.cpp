@@ -40,6 +40,7 @@ RunResult train_run(const ModelConfig& model, const DpOptions& dp, comm::Communi
     r.comm_bytes.push_back(s.comm_bytes);
   });
   r.params = tr.data_parallel().full_parameters();
+  r.config = t;
   return r;
 }
 }  // namespace parallm::dp_test

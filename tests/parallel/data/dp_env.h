@@ -9,6 +9,7 @@
 #include "comm/communicator.h"
 #include "model/config.h"
 #include "parallel/data/dp_options.h"
+#include "train/train_config.h"
 
 namespace parallm::dp_test {
 
@@ -24,6 +25,7 @@ struct RunResult {
   std::vector<float> params;        // final flat parameters
   std::vector<double> exposed_ms;   // per step
   std::vector<int64_t> comm_bytes;  // per step
+  TrainConfig config;               // the run's settings
 };
 
 // 20 steps, global batch 24 x 16 tokens, micro-batch 2: with dp ranks each

@@ -131,6 +131,8 @@ RunResult train_layout(const ModelConfig& model, const Layout& layout, int steps
     res.unheld_by_pipeline = std::count(count.begin(), count.end(), 0.0f);
   }
   res.expert_bias = m.expert_bias().values();
+  res.model = model;
+  res.config = t;
   return res;
 }
 

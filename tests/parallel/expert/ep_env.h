@@ -10,6 +10,7 @@
 #include "comm/communicator.h"
 #include "model/config.h"
 #include "nn/precision.h"
+#include "train/train_config.h"
 
 namespace parallm::ep_test {
 
@@ -30,6 +31,8 @@ struct RunResult {
   std::vector<uint8_t> held;
   int64_t unheld_by_pipeline = 0;
   std::vector<float> expert_bias;  // (L, E) after the last step (empty: no expert bias)
+  ModelConfig model;               // what ran
+  TrainConfig config;
 };
 
 // A layout of the world: tp x dp = world ranks, ep folding dp.

@@ -92,6 +92,7 @@ PpRunResult pp_train_run(const ModelConfig& model, const PpLayout& l, int steps)
   });
   res.val_loss = tr.evaluate();
   res.params = testing::whole_parameters(tr, m.params(), tp);
+  res.config = t;
   return res;
 }
 

@@ -13,6 +13,7 @@
 #include "comm/communicator.h"
 #include "model/config.h"
 #include "plan/memory_model.h"  // Precision, Recompute
+#include "train/train_config.h"
 
 namespace parallm::pp_test {
 
@@ -51,6 +52,7 @@ struct PpRunResult {
   // Logging rank only: per step.
   std::vector<double> bubble, bubble_replayed;
   std::vector<std::vector<int64_t>> peak_activation;  // [step][stage]
+  TrainConfig config;                                 // the run's settings
 };
 
 // Runs on ranks [0, pp*tp*dp) of the world; pp == tp == dp == 1 runs the

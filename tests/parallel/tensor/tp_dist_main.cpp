@@ -37,13 +37,11 @@ TpRunResult tp_train_run(const ModelConfig& model, const TpLayout& l, int steps)
   TpGroup tp{.comm = l.tp > 1 ? g.tp.get() : nullptr, .sequence_parallel = l.sp};
   // Adam divides by sqrt(v) + eps, so an element whose gradient nearly
   // cancels in some step (|g| ~ eps) turns fp32 summation noise into an
-  // update difference of up to lr (tests/parallel/data/layout_invariance_dist.cpp).
-  // At eps 1e-6 two such elements showed up here, each a one-step jump that
-  // then stays constant while every loss, grad norm and the parameter norm
-  // agree to 1e-6: pos_embed[0][29] of GPT-2 with dropout (tp 2, step 1) and
-  // embed[869][49] of the multi-query LLaMA (tp 4, step 4). eps 1e-5 keeps
-  // Adam's gain on such elements 10x lower, so the element-wise check below
-  // holds at 1e-5 without exceptions.
+  // update difference of up to lr (docs/testing.md). At eps 1e-6 two such
+  // elements showed up here, each a one-step jump: pos_embed[0][29] of
+  // GPT-2 with dropout (tp 2, step 1) and embed[869][49] of the multi-query
+  // LLaMA (tp 4, step 4). eps 1e-5 keeps Adam's gain on such elements 10x
+  // lower.
   TrainConfig t = testing::trajectory_config(env().shard, steps, l.optimizer, 1e-5);
   t.parallelism.dp.dp = l.dp;
   t.parallelism.dp.zero = l.zero;
@@ -68,6 +66,7 @@ TpRunResult tp_train_run(const ModelConfig& model, const TpLayout& l, int steps)
     res.skipped.push_back(s.skipped);
   });
   res.params = testing::whole_parameters(tr, m.params(), tp);
+  res.config = t;
   return res;
 }
 }  // namespace parallm::tp_test

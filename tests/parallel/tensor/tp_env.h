@@ -13,6 +13,7 @@
 #include "optim/loss_scaler.h"
 #include "parallel/data/dp_options.h"
 #include "plan/memory_model.h"
+#include "train/train_config.h"
 
 namespace parallm::tp_test {
 
@@ -43,6 +44,7 @@ struct TpRunResult {
   std::vector<double> loss_scales;                   // per step (fp16)
   std::vector<bool> skipped;                         // per step
   std::map<std::string, std::vector<float>> params;  // name -> full tensor
+  TrainConfig config;                                // the run's settings
 };
 
 // Runs on the ranks [0, tp*dp) of the world (others return an empty result);

@@ -4,7 +4,7 @@
 // B split on column-parallel linears, A split / B replicated on row-parallel
 // ones, the replicated factor's gradient summed over tp), and pp 2 follow the
 // one-process trajectory for 20 steps: per-step losses and gradient norms,
-// and every adapter parameter assembled whole, within 1e-5 relative. One
+// and every adapter parameter assembled whole, within the bounds docs/testing.md derives. One
 // LLaMA run also draws adapter dropout (masks keyed by global indices).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -16,6 +16,7 @@
 #include "common/mpi_gtest.h"
 #include "common/test_models.h"
 #include "common/trajectory_config.h"
+#include "common/trajectory_match.h"
 #include "common/whole_parameters.h"
 #include "model/lora_model.h"
 #include "model/transformer.h"
@@ -52,6 +53,7 @@ struct RunResult {
   std::vector<double> losses, grad_norms;
   testing::NamedParams params;  // adapters, whole
   int64_t base_grad_bytes = 0;  // gradient bytes beyond the adapters' buffer
+  TrainConfig config;           // the run's settings
 };
 
 ModelConfig lora_model(const std::string& family, double dropout) {
@@ -92,6 +94,7 @@ RunResult run(const ModelConfig& model, const Layout& l, int steps = 20) {
     res.grad_norms.push_back(s.grad_norm);
   });
   res.params = testing::whole_parameters(tr, m.params(), tp);
+  res.config = t;
   return res;
 }
 
@@ -104,19 +107,18 @@ void expect_same_trajectory(const std::string& family, const Layout& l, double d
   const RunResult got = run(model, l);
   if (!got.ran) return;
   const std::string what = family + " " + l.name() + (dropout > 0 ? " dropout" : "");
-  ASSERT_EQ(got.losses.size(), ref.losses.size()) << what;
-  for (size_t s = 0; s < ref.losses.size(); ++s) {
-    EXPECT_NEAR(got.losses[s], ref.losses[s], 1e-5 * std::abs(ref.losses[s])) << what << " " << s;
-    EXPECT_NEAR(got.grad_norms[s], ref.grad_norms[s], 1e-5 * std::abs(ref.grad_norms[s]))
-        << what << " " << s;
-  }
   EXPECT_LT(ref.losses.back(), ref.losses.front() - 0.05) << what << ": LoRA training learns";
   for (const auto& [name, v] : got.params)  // only adapters are trained
     EXPECT_TRUE(name.ends_with(".lora_A") || name.ends_with(".lora_B")) << name;
-  // A pipeline stage holds a subset of the adapters.
-  testing::expect_params_match(ref.params, got.params, 1e-5, 1e-5, what,
-                               /*names_from_got=*/l.pp > 1);
-  if (l.pp == 1) EXPECT_EQ(got.params.size(), ref.params.size()) << what;
+  // A pipeline stage holds a subset of the adapters; the optimizer updates
+  // the adapters only (ref.params holds all of them).
+  const testing::Trajectory r = testing::trajectory_of(ref);
+  testing::expect_same_trajectory(
+      testing::run_arithmetic(ref.config, model, r, testing::element_count(r.params)), r,
+      testing::trajectory_of(got), what, /*names_from_got=*/l.pp > 1);
+  if (l.pp == 1) {
+    EXPECT_EQ(got.params.size(), ref.params.size()) << what;
+  }
 }
 
 TEST(LoraLayout, DataParallelZero2) {

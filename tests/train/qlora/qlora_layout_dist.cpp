@@ -3,11 +3,11 @@
 // full tensor's quantisation. dp 2 with ZeRO-2 (the frozen NF4 base is never
 // sharded), tp 2 with sequence parallelism and pp 2 follow the one-process
 // QLoRA run for 20 steps: losses, gradient norms and every adapter within
-// 1e-5 relative in fp32; under bf16 GEMMs the losses within the 2e-3 the
+// the bounds docs/testing.md derives in fp32; under bf16 GEMMs the losses within the 2e-3 the
 // precision tests allow. Every tp shard dequantises bit-equal to the
 // one-process base; quantising shards on their own (the mutation) does not.
-// QLORA_DENSE_CONTROL=1 runs the same layouts over a dense LoRA base (the
-// control for the tolerance note in expect_same_trajectory).
+// QLORA_DENSE_CONTROL=1 runs the same layouts over a dense LoRA base (a
+// control: a difference that NF4 does not cause shows there too).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -20,6 +20,7 @@
 #include "common/mpi_gtest.h"
 #include "common/test_models.h"
 #include "common/trajectory_config.h"
+#include "common/trajectory_match.h"
 #include "common/whole_parameters.h"
 #include "kernels/cpu/nf4_weight.h"
 #include "model/qlora_base.h"
@@ -57,6 +58,7 @@ struct RunResult {
   std::vector<double> losses, grad_norms;
   testing::NamedParams params;  // adapters, whole
   double bits = 0;              // NF4 bits per base weight on this rank
+  TrainConfig config;           // the run's settings
 };
 
 // Block linears 64-aligned under tp 2 (o: 64 columns a shard, down 128).
@@ -115,6 +117,7 @@ RunResult run(const ModelConfig& model, const Layout& l, int steps = 20) {
     res.grad_norms.push_back(s.grad_norm);
   });
   res.params = testing::whole_parameters(tr, m.params(), tp);
+  res.config = t;
   return res;
 }
 
@@ -131,28 +134,25 @@ void expect_same_trajectory(const std::string& family, const Layout& l) {
   if (!got.ran) return;
   const std::string what = "qlora " + family + " " + l.name();
   ASSERT_EQ(got.losses.size(), ref.losses.size()) << what;
-  if (qlora_model(family).lora.qlora) EXPECT_LE(got.bits, 4.2) << what;
-  // fp32: the layouts' sums differ only in order. bf16: a few roundings of
-  // the next GEMM's inputs move, as in tests/parallel/tensor/tp_precision_dist.
-  const double tol = l.precision == Precision::BF16 ? 2e-3 : 1e-5;
-  for (size_t s = 0; s < ref.losses.size(); ++s) {
-    EXPECT_NEAR(got.losses[s], ref.losses[s], tol * std::abs(ref.losses[s])) << what << " " << s;
-    if (l.precision == Precision::FP32)
-      EXPECT_NEAR(got.grad_norms[s], ref.grad_norms[s], tol * std::abs(ref.grad_norms[s]))
-          << what << " " << s;
+  if (qlora_model(family).lora.qlora) {
+    EXPECT_LE(got.bits, 4.2) << what;
   }
   EXPECT_LT(ref.losses.back(), ref.losses.front() - 0.05) << what << ": QLoRA training learns";
   for (const auto& [name, v] : got.params)
     EXPECT_TRUE(name.ends_with(".lora_A") || name.ends_with(".lora_B")) << name;
-  // Each adapter element within 1e-5 relative, except GPT-2 under tp: there
-  // one A element of 40k lands at 1.35e-5 after 20 AdamW steps, and the same
-  // model with a dense LoRA base (QLORA_DENSE_CONTROL=1) lands one at 2.1e-5:
-  // f32 summation order amplified by Adam, not NF4. The whole-vector
-  // distance stays held to 1e-5.
-  const double elem_tol = family == "gpt2" && l.tp > 1 ? 5e-5 : 1e-5;
-  if (l.precision == Precision::FP32)
-    testing::expect_params_match(ref.params, got.params, 1e-5, elem_tol, what,
-                                 /*names_from_got=*/l.pp > 1);
+  if (l.precision == Precision::FP32) {
+    // The layouts' sums differ only in order (docs/testing.md).
+    const testing::Trajectory r = testing::trajectory_of(ref);
+    testing::expect_same_trajectory(testing::run_arithmetic(ref.config, qlora_model(family), r,
+                                                            testing::element_count(r.params)),
+                                    r, testing::trajectory_of(got), what,
+                                    /*names_from_got=*/l.pp > 1);
+  } else {
+    // bf16: a few roundings of the next GEMM's inputs move, as in
+    // tests/parallel/tensor/tp_precision_dist.
+    for (size_t s = 0; s < ref.losses.size(); ++s)
+      EXPECT_NEAR(got.losses[s], ref.losses[s], 2e-3 * std::abs(ref.losses[s])) << what << " " << s;
+  }
 }
 
 TEST(QloraLayout, DataParallelZero2) {

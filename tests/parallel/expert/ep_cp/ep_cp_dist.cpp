@@ -29,9 +29,10 @@ void check(const Case& c, const ModelConfig& m, const RunResult& ref, const CpMo
   const RunResult got = train_cp_layout(m, l);
   expect_same_trajectory(c, ref, got, fmt::format("{}, {}", c.name(), l.name()));
 
-  if (l.ep > 1)
+  if (l.ep > 1) {
     for (size_t s = 0; s < got.ep_comm_ms.size(); ++s)
       EXPECT_GT(got.ep_comm_ms[s], 0.0) << l.name() << " step " << s << ": no ep all-to-all";
+  }
 }
 
 // Cases [first, last) of kCases.

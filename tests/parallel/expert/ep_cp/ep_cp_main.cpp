@@ -124,6 +124,8 @@ ep_test::RunResult train_cp_layout(const ModelConfig& model, const CpMoeLayout& 
   });
   res.params = whole_parameters(m, tp, l.ep > 1 ? ep_comm.get() : nullptr);
   res.expert_bias = m.expert_bias().values();
+  res.model = model;
+  res.config = t;
   return res;
 }
 
