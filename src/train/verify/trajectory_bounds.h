@@ -36,7 +36,7 @@ struct RunArithmetic {
   std::vector<double> lrs, losses, grad_norms;
 };
 
-// The arithmetic of a run configured by t on model m, with the one-process
+// The arithmetic of an fp32 run configured by t on model m, with the one-process
 // run's losses and gradient norms; trainable: the elements the optimizer
 // updates (the whole model, or LoRA's adapters).
 RunArithmetic run_arithmetic(const TrainConfig& t, const ModelConfig& m,

@@ -96,8 +96,12 @@ TrajectoryCompare compare_trajectories(const std::string& metrics_ref,
              "verify: the one-process checkpoint '{}' does not record its run's settings, which "
              "the derived bounds need; give --tolerance",
              checkpoint_ref);
-    RunArithmetic a =
-        run_arithmetic(ck_ref.state.run->train, ck_ref.state.model, losses, grad_norms, elements);
+    const TrainConfig& train = ck_ref.state.run->train;
+    PX_CHECK(train.precision.matmul == Precision::FP32,
+             "verify: the derived bounds are for fp32 runs (sums reordered at 2^-24), this run "
+             "uses {} GEMMs; give --tolerance",
+             train.precision.matmul == Precision::BF16 ? "bf16" : "fp16");
+    RunArithmetic a = run_arithmetic(train, ck_ref.state.model, losses, grad_norms, elements);
     a.lrs = lrs;  // as the run logged them
     b = trajectory_bounds(a);
   } else {
