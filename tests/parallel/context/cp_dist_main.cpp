@@ -22,12 +22,12 @@ CpTestEnv& env() {
 }
 
 std::string CpLayout::name() const {
-  return fmt::format("cp {} {}{} tp {} sp {} dp {} zero {} pp {}{} seq {} recompute {}{}{}", cp,
-                     comm, ulysses ? fmt::format(" U {}", ulysses) : std::string(), tp,
-                     sp ? "on" : "off", dp, zero, pp,
-                     pp > 1 ? fmt::format(" {} v {}", schedule, virtual_stages) : std::string(),
-                     seq_len, recompute_name(recompute), packed ? " packed" : "",
-                     precision == Precision::FP32 ? "" : " " + precision_name(precision));
+  return fmt::format(
+      "cp {} {}{} tp {} sp {} dp {} zero {} pp {}{} seq {} recompute {}{}{}", cp, comm,
+      ulysses ? fmt::format(" U {}", ulysses) : std::string(), tp, sp ? "on" : "off", dp, zero, pp,
+      pp > 1 ? fmt::format(" {} v {}", schedule, virtual_stages) : std::string(), seq_len,
+      recompute_name(recompute), packed ? " packed" : "",
+      precision == Precision::FP32 ? std::string() : fmt::format(" {}", precision_name(precision)));
 }
 
 CpRunResult cp_train_run(const ModelConfig& model, const CpLayout& l, int steps) {
