@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <utility>
 
 #include "base/env.h"
 #include "base/error.h"
