@@ -98,7 +98,7 @@ inline void expect_params_within(const TrajectoryBounds& b, const NamedParams& r
       if (!(std::abs(d) <= worst_d)) worst_d = std::abs(d), worst_i = i;
     }
     const auto count = static_cast<int64_t>(r->second.size());
-    const double rel = std::sqrt(dd / ss), bound = b.tensor(std::sqrt(ss), count);
+    const double rel = dd == 0 ? 0.0 : std::sqrt(dd / ss), bound = b.tensor(std::sqrt(ss), count);
     tensor_worst.see(rel / bound, name);
     EXPECT_LE(rel, bound) << what << ": " << name << ": relative distance " << rel << ", bound "
                           << bound;
