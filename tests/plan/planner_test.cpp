@@ -113,7 +113,9 @@ TEST(Planner, ValidLayoutsThatFitFastestFirst) {
     EXPECT_EQ(q.micro_batch * q.micro_batches * q.dp, 1536);
     EXPECT_LE(res.best[i].memory_bytes, r.device.memory_bytes);
     EXPECT_TRUE(q.pp == 1 || q.zero <= 1);  // parallm runs ZeRO-2/3 without pp only
-    if (i > 0) EXPECT_GE(res.best[i].time.total_s, res.best[i - 1].time.total_s);
+    if (i > 0) {
+      EXPECT_GE(res.best[i].time.total_s, res.best[i - 1].time.total_s);
+    }
   }
   // A 40 GB device prunes more.
   r.device.memory_bytes = 40e9;
@@ -153,12 +155,17 @@ TEST(Planner, TiedLayoutsLeadByFewestBlockingExchanges) {
     const StepTime& t = tied.best[i].time;
     if (i < tied.tied) {
       EXPECT_LE(t.total_s, fastest * 1.02);
-      if (i > 0) EXPECT_GE(t.syncs, tied.best[i - 1].time.syncs);
-      if (i > 0 && t.syncs == tied.best[i - 1].time.syncs)
+      if (i > 0) {
+        EXPECT_GE(t.syncs, tied.best[i - 1].time.syncs);
+      }
+      if (i > 0 && t.syncs == tied.best[i - 1].time.syncs) {
         EXPECT_GE(t.wire_s(), tied.best[i - 1].time.wire_s());
+      }
     } else {
       EXPECT_GT(t.total_s, fastest * 1.02);
-      if (i > tied.tied) EXPECT_GE(t.total_s, tied.best[i - 1].time.total_s);
+      if (i > tied.tied) {
+        EXPECT_GE(t.total_s, tied.best[i - 1].time.total_s);
+      }
     }
   }
   r.tie_tolerance = -0.1;

@@ -117,7 +117,7 @@ std::string format_schedule(const Schedule& s, bool with_transfers) {
   for (size_t st = 0; st < s.stages.size(); ++st) {
     out += fmt::format("stage {}:", st);
     for (const Action& a : s.stages[st])
-      if (with_transfers || is_compute(a.kind)) out += " " + format_action(a, chunks);
+      if (with_transfers || is_compute(a.kind)) out += fmt::format(" {}", format_action(a, chunks));
     out += "\n";
   }
   return out;

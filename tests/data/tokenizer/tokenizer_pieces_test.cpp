@@ -1,6 +1,7 @@
 // The pieces of the Hugging Face tokenizer: the GPT-2 byte table, BPE merges
 // by rank, byte fallback and unk fusing, ignore_merges, UTF-8 hold-back in the
 // stream decoder, added-token splitting, and shards written with a tokenizer.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -158,7 +159,7 @@ TEST(AddedTokens, SplitRespectsFlags) {
     std::vector<std::string> out;
     for (const TextPiece& p : v.split(text, false)) {
       out.push_back(p.id >= 0 ? std::to_string(p.id)
-                              : "'" + std::string(text.substr(p.begin, p.end - p.begin)) + "'");
+                              : fmt::format("'{}'", text.substr(p.begin, p.end - p.begin)));
     }
     return out;
   };

@@ -28,7 +28,7 @@ class ChoiceTextTest : public ::testing::Test {
 TEST_F(ChoiceTextTest, WholeCharactersOnly) {
   ChoiceText c(*tok, {});
   const std::string ni = "\xE4\xBD\xA0";  // U+4F60, three bytes
-  c.add(tokens_of("a" + ni.substr(0, 2)));
+  c.add(tokens_of(std::string("a").append(ni, 0, 2)));
   EXPECT_EQ(c.take_delta(), "a");
   c.add(tokens_of(ni.substr(2)));
   EXPECT_EQ(c.take_delta(), ni);

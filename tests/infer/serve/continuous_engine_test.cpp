@@ -95,8 +95,12 @@ TEST_P(EngineLoad, EachSequenceGetsItsAloneTokensAndThePoolEndsWhole) {
   engine.pool().check_invariants();
   const EngineCounters c = engine.counters();
   EXPECT_EQ(c.generated_tokens, 32 * max_new);
-  if (k.prefix) EXPECT_GT(c.prefix_cache_hits, 0) << k.name;
-  if (k.blocks < 40) EXPECT_GT(c.preemptions, 0) << k.name;
+  if (k.prefix) {
+    EXPECT_GT(c.prefix_cache_hits, 0) << k.name;
+  }
+  if (k.blocks < 40) {
+    EXPECT_GT(c.preemptions, 0) << k.name;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, EngineLoad,
@@ -153,7 +157,6 @@ TEST(ContinuousEngine, CancelFreesTheSequenceAndRefusalsNameTheProblem) {
   engine.shutdown(false);
 }
 
-
 TEST(ContinuousEngine, ARequestThatDoesNotFitTheQueueIsRefusedWholeAndQueuesNothing) {
   ModelConfig cfg = testing::tiny_gpt2();
   Allocator a;
@@ -161,9 +164,8 @@ TEST(ContinuousEngine, ARequestThatDoesNotFitTheQueueIsRefusedWholeAndQueuesNoth
   m.params().init_random(5);
   PagedKvCache cache(cfg, m.tp(), 64, 4, a);
   StepRunner runner(m, cache, nullptr, nullptr);
-  ContinuousEngine engine(cfg, runner,
-                          {.scheduler = {.max_batched_tokens = 64, .max_running = 1},
-                           .max_waiting = 4});
+  ContinuousEngine engine(
+      cfg, runner, {.scheduler = {.max_batched_tokens = 64, .max_running = 1}, .max_waiting = 4});
   // The engine thread waits in the first sequence's first update, so what is
   // submitted meanwhile stays queued and the count below is exact.
   std::promise<void> first, release;

@@ -108,7 +108,9 @@ ep_test::RunResult train_cp_layout(const ModelConfig& model, const CpMoeLayout& 
     const ParamSpec& s = m.params().spec(i);
     if (!s.expert || s.name.ends_with("proj.bias")) continue;
     EXPECT_GE(s.tp_dim, 1) << s.name << " is not split over tp";
-    if (s.tp_dim >= 1) EXPECT_EQ(s.shape[s.tp_dim] * l.tp, s.global_shape[s.tp_dim]) << s.name;
+    if (s.tp_dim >= 1) {
+      EXPECT_EQ(s.shape[s.tp_dim] * l.tp, s.global_shape[s.tp_dim]) << s.name;
+    }
   }
   Trainer tr(m, t, alloc, 0.0, l.cp * l.dp > 1 ? red.get() : nullptr, PipelineGroups{},
              l.ep > 1 ? edp_comm.get() : nullptr);
