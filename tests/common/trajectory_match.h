@@ -89,30 +89,23 @@ inline void expect_params_within(const TrajectoryBounds& b, const NamedParams& r
     auto g = got.find(name);
     ASSERT_TRUE(r != ref.end() && g != got.end()) << what << ": parameter " << name;
     ASSERT_GE(g->second.size(), r->second.size()) << what << ": " << name;
-    double ss = 0, dd = 0, worst_d = 0;
-    size_t worst_i = 0;
-    for (size_t i = 0; i < r->second.size(); ++i) {
-      const double d = double(g->second[i]) - r->second[i];
-      ss += double(r->second[i]) * r->second[i];
-      dd += d * d;
-      if (!(std::abs(d) <= worst_d)) worst_d = std::abs(d), worst_i = i;
-    }
-    const auto count = static_cast<int64_t>(r->second.size());
-    const double rel = dd == 0 ? 0.0 : std::sqrt(dd / ss), bound = b.tensor(std::sqrt(ss), count);
-    tensor_worst.see(rel / bound, name);
-    EXPECT_LE(rel, bound) << what << ": " << name << ": relative distance " << rel << ", bound "
-                          << bound;
-    element_worst.see(worst_d / b.element, name);
-    EXPECT_LE(worst_d, b.element) << what << ": " << name << ": element " << worst_i << " "
-                                  << g->second[worst_i] << " vs " << r->second[worst_i]
+    const TensorDistance d = tensor_distance(r->second.data(), g->second.data(), r->second.size());
+    const double bound = b.tensor(d.ref_norm, static_cast<int64_t>(r->second.size()));
+    tensor_worst.see(d.rel / bound, name);
+    EXPECT_LE(d.rel, bound) << what << ": " << name << ": relative distance " << d.rel << ", bound "
+                            << bound;
+    element_worst.see(d.worst / b.element, name);
+    EXPECT_LE(d.worst, b.element) << what << ": " << name << ": element " << d.worst_at << " "
+                                  << g->second[d.worst_at] << " vs " << r->second[d.worst_at]
                                   << " (bound " << b.element << ")";
   }
 }
 
-// The whole comparison of a layout's run (got) with the one-process run (ref).
-inline void expect_same_trajectory(const RunArithmetic& run, const Trajectory& ref,
-                                   const Trajectory& got, const std::string& what,
-                                   bool names_from_got = false) {
+// The whole comparison of a layout's run (got) with the one-process run
+// (ref); returns the bounds, for the caller's further comparisons.
+inline TrajectoryBounds expect_same_trajectory(const RunArithmetic& run, const Trajectory& ref,
+                                               const Trajectory& got, const std::string& what,
+                                               bool names_from_got = false) {
   const TrajectoryBounds b = trajectory_bounds(run);
   detail::Worst loss, gnorm, tensor, element;
   expect_steps_match(ref.losses, got.losses, b.loss, what, "loss", loss);
@@ -125,14 +118,18 @@ inline void expect_same_trajectory(const RunArithmetic& run, const Trajectory& r
       "norm bound {:.3g}\n",
       what, loss.ratio, loss.at, gnorm.ratio, gnorm.at, tensor.ratio, tensor.at, element.ratio,
       element.at, b.rho, b.loss.back(), b.grad_norm.back());
+  return b;
 }
 
 // The loss of an evaluation after the last step (logging.eval_batches
 // micro-batches of the run's shape) against the one-process run's.
-inline void expect_eval_loss_match(const RunArithmetic& run, const TrainConfig& t, double ref,
-                                   double got, const std::string& what) {
+// b: the run's bounds (expect_same_trajectory's); the last step's gradient
+// norm stands for the one at the end.
+inline void expect_eval_loss_match(const TrajectoryBounds& b, const TrainConfig& t,
+                                   double last_grad_norm, double ref, double got,
+                                   const std::string& what) {
   const int64_t tokens = t.logging.eval_batches * t.training.micro_batch_size * t.training.seq_len;
-  const double bound = trajectory_bounds(run).eval_loss(ref, run.grad_norms.back(), tokens);
+  const double bound = b.eval_loss(ref, last_grad_norm, tokens);
   EXPECT_LE(std::abs(got - ref), bound * std::abs(ref))
       << what << ": eval loss " << got << " vs " << ref << " (relative bound " << bound << ")";
 }

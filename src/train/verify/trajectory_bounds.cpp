@@ -30,6 +30,21 @@ double TrajectoryBounds::eval_loss(double loss, double grad_norm, int64_t tokens
          (loss != 0 ? drift * grad_norm / std::abs(loss) : 0.0);
 }
 
+TensorDistance tensor_distance(const float* ref, const float* got, size_t n) {
+  TensorDistance t;
+  double ss = 0, dd = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(got[i]) - ref[i];
+    ss += static_cast<double>(ref[i]) * ref[i];
+    dd += d * d;
+    if (!(std::abs(d) <= t.worst)) t.worst = std::isnan(d) ? INFINITY : std::abs(d), t.worst_at = i;
+  }
+  t.ref_norm = std::sqrt(ss);
+  t.rel = dd == 0 ? 0 : ss == 0 ? INFINITY : std::sqrt(dd / ss);
+  if (std::isnan(dd)) t.rel = INFINITY;
+  return t;
+}
+
 RunArithmetic run_arithmetic(const TrainConfig& t, const ModelConfig& m,
                              const std::vector<double>& losses,
                              const std::vector<double>& grad_norms, int64_t trainable) {

@@ -75,6 +75,15 @@ inline constexpr double kF32Unit = 0x1p-24;
 // for any gradients (Cauchy-Schwarz over the moving averages).
 double adam_ratio_bound(double beta1, double beta2, int64_t t);
 
+// Two runs' values of one tensor: ||got - ref|| / ||ref|| (0 when equal,
+// even for an all-zero ref), ||ref||, and the largest |got - ref| of one
+// element (NaN anywhere: infinite) and where. Only ref's n elements count.
+struct TensorDistance {
+  double rel = 0, ref_norm = 0, worst = 0;
+  size_t worst_at = 0;
+};
+TensorDistance tensor_distance(const float* ref, const float* got, size_t n);
+
 // Bounds for a run of grad_norms.size() steps (lrs and losses as many).
 TrajectoryBounds trajectory_bounds(const RunArithmetic& run);
 

@@ -135,17 +135,11 @@ TrajectoryCompare compare_trajectories(const std::string& metrics_ref,
     PX_CHECK(it != pb.end() && it->second.size() == va.size(),
              "verify: the layout's checkpoint has no parameter '{}' of {} elements", name,
              va.size());
-    double ss = 0, dd = 0, worst = 0;
-    for (size_t i = 0; i < va.size(); ++i) {
-      const double d = static_cast<double>(it->second[i]) - va[i];
-      ss += static_cast<double>(va[i]) * va[i];
-      dd += d * d;
-      worst = std::isnan(d) ? INFINITY : std::max(worst, std::abs(d));
-    }
+    const TensorDistance d = tensor_distance(va.data(), it->second.data(), va.size());
     ParamCompare p{name};
-    p.rel = dd == 0 ? 0 : ss == 0 ? INFINITY : std::sqrt(dd / ss);
-    p.bound = tolerance ? *tolerance : b.tensor(std::sqrt(ss), static_cast<int64_t>(va.size()));
-    p.element = worst;
+    p.rel = d.rel;
+    p.bound = tolerance ? *tolerance : b.tensor(d.ref_norm, static_cast<int64_t>(va.size()));
+    p.element = d.worst;
     p.element_bound = b.element;
     if (!(p.ratio() <= 1)) ++r.params_over;
     r.worst_ratio = std::max(r.worst_ratio, p.ratio());

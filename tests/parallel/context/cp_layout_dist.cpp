@@ -61,10 +61,12 @@ void expect_same_trajectory(const std::string& family, const CpLayout& l) {
   const testing::Trajectory r = testing::trajectory_of(ref);
   const RunArithmetic run = testing::run_arithmetic(ref.config, family_model(family), r,
                                                     testing::element_count(r.params));
-  testing::expect_same_trajectory(run, r, testing::trajectory_of(got), what,
-                                  /*names_from_got=*/l.pp > 1);
+  const TrajectoryBounds b =
+      testing::expect_same_trajectory(run, r, testing::trajectory_of(got), what,
+                                      /*names_from_got=*/l.pp > 1);
   // Evaluation reduces the loss over cp (and pp): the same validation loss.
-  testing::expect_eval_loss_match(run, ref.config, ref.val_loss, got.val_loss, what);
+  testing::expect_eval_loss_match(b, ref.config, ref.grad_norms.back(), ref.val_loss, got.val_loss,
+                                  what);
 }
 
 std::vector<CpLayout> alone_for(int world) {

@@ -122,8 +122,7 @@ inline void expect_same_trajectory(const Case& c, const RunResult& ref, const Ru
       testing::named_from_flat(ref.model, got.params, got.held.empty() ? nullptr : &got.held)};
   const RunArithmetic a =
       testing::run_arithmetic(ref.config, ref.model, r, testing::element_count(r.params));
-  testing::expect_same_trajectory(a, r, g, what, !got.held.empty());
-  const TrajectoryBounds b = trajectory_bounds(a);
+  const TrajectoryBounds b = testing::expect_same_trajectory(a, r, g, what, !got.held.empty());
   testing::detail::Worst aux, z;
   testing::expect_steps_match(ref.aux_losses, got.aux_losses, b.loss, what, "aux loss", aux, 1e-12);
   testing::expect_steps_match(ref.z_losses, got.z_losses, b.loss, what, "z loss", z, 1e-12);
