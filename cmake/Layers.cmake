@@ -7,12 +7,15 @@
 
 set(PARALLM_LAYERS "")
 
-# parallm_layer(NAME DIRS dir... [DEPS layer...] [LINKS target...] [EXCLUDE regex])
+# parallm_layer(NAME DIRS dir... [DEPS layer...] [SEALS layer...] [LINKS target...] [EXCLUDE regex])
 # DIRS are relative to src/; a directory belongs to the layer that names the
 # longest prefix of it (parallel/tensor is its own layer below model, the
-# rest of parallel/ above it).
+# rest of parallel/ above it). SEALS names deps that this layer hides: the
+# layers above it reach them only through it (the op interface seals the
+# kernels, so nothing above src/ops includes a kernel header or names
+# cpu:: or cuda::).
 function(parallm_layer name)
-  cmake_parse_arguments(L "" "EXCLUDE" "DIRS;DEPS;LINKS" ${ARGN})
+  cmake_parse_arguments(L "" "EXCLUDE" "DIRS;DEPS;SEALS;LINKS" ${ARGN})
   set(sources "")
   foreach(d ${L_DIRS})
     file(GLOB_RECURSE s CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${d}/*.cpp)
@@ -23,6 +26,7 @@ function(parallm_layer name)
   endif()
   set(PARALLM_LAYER_${name}_DIRS ${L_DIRS} PARENT_SCOPE)
   set(PARALLM_LAYER_${name}_DEPS ${L_DEPS} PARENT_SCOPE)
+  set(PARALLM_LAYER_${name}_SEALS ${L_SEALS} PARENT_SCOPE)
   set(PARALLM_LAYERS ${PARALLM_LAYERS} ${name} PARENT_SCOPE)
   set(target parallm_${name})
   if(sources)
@@ -71,6 +75,7 @@ function(parallm_enforce_layers)
   foreach(name ${PARALLM_LAYERS})
     string(APPEND text "set(PARALLM_LAYER_${name}_DIRS ${PARALLM_LAYER_${name}_DIRS})\n")
     string(APPEND text "set(PARALLM_LAYER_${name}_DEPS ${PARALLM_LAYER_${name}_DEPS})\n")
+    string(APPEND text "set(PARALLM_LAYER_${name}_SEALS ${PARALLM_LAYER_${name}_SEALS})\n")
   endforeach()
   file(WRITE ${table} "${text}")
   set(PARALLM_LAYER_TABLE ${table})
@@ -78,7 +83,7 @@ function(parallm_enforce_layers)
   add_custom_target(parallm_layer_check ALL
                     COMMAND ${CMAKE_COMMAND} -DPARALLM_LAYER_TABLE=${table}
                             -P ${PROJECT_SOURCE_DIR}/cmake/CheckLayers.cmake
-                    COMMENT "Checking that no layer of src/ includes a higher one")
+                    COMMENT "Checking that no layer of src/ includes a higher one or a sealed one")
   foreach(name ${PARALLM_LAYERS})
     if(TARGET parallm_${name})  # layers not built here (CUDA without nvcc) are still checked
       add_dependencies(parallm_${name} parallm_layer_check)

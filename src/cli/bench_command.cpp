@@ -17,7 +17,7 @@
 #include "comm/comm_bench.h"
 #include "comm/mpi/mpi_peer.h"
 #include "comm/mpi/mpi_runtime.h"
-#include "kernels/cpu/matmul.h"
+#include "ops/matmul.h"
 
 namespace parallm::cli {
 
@@ -40,7 +40,8 @@ std::function<void()> gemm_work(double ms) {
   auto b = std::make_shared<std::vector<float>>(K * N, 0.25f);
   auto c = std::make_shared<std::vector<float>>(M * N, 0.0f);
   auto once = [=] {
-    cpu::gemm<float>(false, false, M, N, K, 1.0f, a->data(), K, b->data(), N, 0.0f, c->data(), N);
+    ops::gemm(ops::Stream::host(), false, false, M, N, K, 1.0f, a->data(), K, b->data(), N, 0.0f,
+              c->data(), N);
   };
   once();
   const auto t0 = std::chrono::steady_clock::now();

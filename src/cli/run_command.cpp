@@ -5,7 +5,7 @@
 
 #include "base/error.h"
 #include "cli/commands.h"
-#include "kernels/cpu/cpu_isa.h"
+#include "ops/host_runtime.h"
 
 namespace parallm::cli {
 
@@ -17,7 +17,7 @@ int run_command(CLI::App& app, const CommandRegistry& reg, int argc, char** argv
   }
   try {
     // Fixed once, first: a bad PARALLM_MAX_CPU_ISA fails before any work.
-    static_cast<void>(cpu::cpu_isa());
+    ops::init_host_isa();
     for (const auto& [sub, run] : reg.actions)
       if (sub->parsed()) return run();
   } catch (const Error& e) {

@@ -10,7 +10,7 @@
 #include "data/tokenizer/tokenizer.h"
 #include "data/tokenizer/utf8.h"
 #include "infer/model_text.h"
-#include "kernels/cpu/threads.h"
+#include "ops/host_runtime.h"
 #include "train/rank_groups.h"
 
 namespace parallm {
@@ -89,7 +89,7 @@ int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, 
   const std::string dir = tokenizer_dir(opts.source, opts.tokenizer);
   const std::unique_ptr<Tokenizer> tok = load_tokenizer_or_bytes(dir);
   const std::vector<std::vector<int32_t>> prompts = encode_prompts(opts, texts, *tok, dir);
-  cpu::set_num_threads(opts.threads);
+  ops::set_host_threads(opts.threads);
   const int ranks = world ? world->size() : 1, rank = world ? world->rank() : 0;
   PX_CHECK(opts.tp >= 1 && opts.pp >= 1 && opts.tp * opts.pp == ranks,
            "tp ({}) x pp ({}) must equal the number of ranks ({})", opts.tp, opts.pp, ranks);

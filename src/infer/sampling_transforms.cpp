@@ -8,7 +8,7 @@
 #include <numeric>
 
 #include "base/error.h"
-#include "kernels/cpu/vec_math.h"
+#include "ops/cross_entropy.h"
 
 namespace parallm {
 
@@ -113,19 +113,8 @@ int32_t argmax(std::span<const float> logits) {
 }
 
 double log_sum_exp(std::span<const float> logits) {
-  // Decode asks for it on every token (the chosen token's log-probability)
-  // over the whole vocabulary: libm's scalar exp made it ~0.5 ms of a 50257
-  // row; cpu::exp_f64_nonpositive vectorises, and the simd reductions let
-  // the loops run 4 wide (sums in a fixed order for a given build).
-  const float* p = logits.data();
-  const int64_t n = static_cast<int64_t>(logits.size());
-  double mx = -std::numeric_limits<double>::infinity();
-#pragma omp simd reduction(max : mx)
-  for (int64_t i = 0; i < n; ++i) mx = std::max(mx, static_cast<double>(p[i]));
-  double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < n; ++i) sum += cpu::exp_f64_nonpositive(static_cast<double>(p[i]) - mx);
-  return mx + std::log(sum);
+  // Host logits (the sampler's copy of a row), on the host stream.
+  return ops::log_sum_exp(ops::Stream::host(), logits.data(), static_cast<int64_t>(logits.size()));
 }
 
 std::vector<double> log_softmax(std::span<const float> logits) {

@@ -1,7 +1,7 @@
 #include "model/lora_merge.h"
 
 #include "base/error.h"
-#include "kernels/cpu/matmul.h"
+#include "ops/matmul.h"
 
 namespace parallm {
 
@@ -34,9 +34,9 @@ int merge_lora(const ParameterSet& adapters, ParameterSet& base, double scale) {
     PX_CHECK(as[0] == bs[1] && ws[0] == bs[0] && ws[1] == as[1],
              "LoRA shapes of '{}' do not match: A ({}, {}), B ({}, {}), weight ({}, {})", stem,
              as[0], as[1], bs[0], bs[1], ws[0], ws[1]);
-    cpu::gemm<float>(false, false, ws[0], ws[1], as[0], static_cast<float>(scale),
-                     adapters.value(ParamRef{b}), as[0], adapters.value(ParamRef{i}), as[1], 1.0f,
-                     base.value(ParamRef{w}), ws[1]);
+    ops::gemm(base.stream(), false, false, ws[0], ws[1], as[0], static_cast<float>(scale),
+              adapters.value(ParamRef{b}), as[0], adapters.value(ParamRef{i}), as[1], 1.0f,
+              base.value(ParamRef{w}), ws[1]);
     ++merged;
   }
   return merged;

@@ -89,21 +89,22 @@ void PagedKvCache::check_spans(const std::vector<PagedSpan>& spans) const {
 void PagedKvCache::write(int64_t layer, const PagedSpan& s, const float* k_rows,
                          const float* v_rows) {
   const int64_t row = kv_heads_ * head_dim_, nb = static_cast<int64_t>(s.blocks.size());
-  cpu::paged_kv_write(k(layer), num_blocks_, block_size_, row, s.blocks.data(), nb, s.pos0, s.count,
-                      k_rows);
-  cpu::paged_kv_write(v(layer), num_blocks_, block_size_, row, s.blocks.data(), nb, s.pos0, s.count,
-                      v_rows);
+  const ops::Stream& st = ops::Stream::of(k_.at(0).device());
+  ops::paged_kv_write(st, k(layer), num_blocks_, block_size_, row, s.blocks.data(), nb, s.pos0,
+                      s.count, k_rows);
+  ops::paged_kv_write(st, v(layer), num_blocks_, block_size_, row, s.blocks.data(), nb, s.pos0,
+                      s.count, v_rows);
 }
 
-std::vector<cpu::PagedSeq> PagedKvCache::kernel_seqs(const std::vector<PagedSpan>& spans) {
-  std::vector<cpu::PagedSeq> out;
+std::vector<ops::PagedSeq> PagedKvCache::kernel_seqs(const std::vector<PagedSpan>& spans) {
+  std::vector<ops::PagedSeq> out;
   out.reserve(spans.size());
   for (const PagedSpan& s : spans)
     out.push_back({s.count, s.pos0, s.blocks.data(), static_cast<int64_t>(s.blocks.size())});
   return out;
 }
 
-cpu::PagedAttnDims PagedKvCache::attn_dims(int64_t q_heads) const {
+ops::PagedAttnDims PagedKvCache::attn_dims(int64_t q_heads) const {
   return {q_heads, kv_heads_, head_dim_, block_size_, num_blocks_};
 }
 

@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/cpu/paged_attention.h"
 #include "model/config.h"
 #include "model/model_stage.h"
+#include "ops/attention.h"
 #include "parallel/tensor/tp_group.h"
 #include "tensor/tensor.h"
 
@@ -62,9 +62,9 @@ class PagedKvCache {
   // head_dim) each, at its positions in the layer's pools.
   void write(int64_t layer, const PagedSpan& s, const float* k_rows, const float* v_rows);
   // The kernel's view of the spans (pointing into them; keep them alive).
-  static std::vector<cpu::PagedSeq> kernel_seqs(const std::vector<PagedSpan>& spans);
+  static std::vector<ops::PagedSeq> kernel_seqs(const std::vector<PagedSpan>& spans);
   // Kernel dims for q_heads query heads (this rank's) over this pool.
-  cpu::PagedAttnDims attn_dims(int64_t q_heads) const;
+  ops::PagedAttnDims attn_dims(int64_t q_heads) const;
 
  private:
   float* pool(const std::vector<Tensor>& t, int64_t layer) const;

@@ -3,9 +3,8 @@
 #include <algorithm>
 
 #include "base/error.h"
-#include "kernels/cpu/nf4.h"
-#include "kernels/cpu/nf4_weight.h"
 #include "nn/lora_config.h"
+#include "ops/nf4.h"
 #include "parallel/tensor/gather_parameters.h"
 
 namespace parallm {
@@ -31,26 +30,26 @@ QloraBase quantize_base_nf4(ParameterSet& base, const ModelConfig& cfg, const Tp
     if (!is_block_linear_weight(s.name)) continue;
     const ParamRef r{i};
     const int64_t rows = s.shape[0], cols = s.shape[1];
-    std::shared_ptr<const cpu::Nf4Weight> q;
+    std::shared_ptr<const ops::Nf4Weight> q;
     if (!tp.active() || s.shard_dim < 0) {
-      q = std::make_shared<cpu::Nf4Weight>(alloc, base.value(r), rows, cols, dq);
+      q = std::make_shared<ops::Nf4Weight>(alloc, base.value(r), rows, cols, dq);
     } else {
       // The full tensor's quantisation (what one process stores), then this
       // rank's rows (column-parallel) or columns (row-parallel) of it.
       const std::vector<float> full = gather_tp_parameter(base, i, base.value(r), tp);
       const int64_t frows = s.global_shape[0], fcols = s.global_shape[1];
-      const cpu::Nf4Weight whole(alloc, full.data(), frows, fcols, dq);
+      const ops::Nf4Weight whole(alloc, full.data(), frows, fcols, dq);
       const int64_t row0 = s.shard_dim == 0 ? s.shard_begin : 0;
       const int64_t col0 = s.shard_dim == 1 ? s.shard_begin : 0;
-      PX_CHECK(cpu::Nf4Weight::slice_aligned(whole, row0, rows, col0, cols),
+      PX_CHECK(ops::Nf4Weight::slice_aligned(whole, row0, rows, col0, cols),
                "--qlora under tp {}: '{}' ({} x {}) is split into {} x {} shards, which cut its "
                "NF4 blocks of {} (a row-parallel shard needs a multiple of {} columns, a "
                "column-parallel one a multiple of {} elements); choose a tp that keeps whole "
                "blocks",
-               tp.size(), s.name, frows, fcols, rows, cols, cpu::kNf4BlockSize, cpu::kNf4BlockSize,
-               cpu::kNf4BlockSize);
-      q = std::make_shared<cpu::Nf4Weight>(
-          cpu::Nf4Weight::slice(alloc, whole, row0, rows, col0, cols));
+               tp.size(), s.name, frows, fcols, rows, cols, ops::kNf4BlockSize, ops::kNf4BlockSize,
+               ops::kNf4BlockSize);
+      q = std::make_shared<ops::Nf4Weight>(
+          ops::Nf4Weight::slice(alloc, whole, row0, rows, col0, cols));
     }
     out.weights += 1;
     out.numel += rows * cols;

@@ -88,6 +88,7 @@ Transformer::Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup
 
 LayerContext Transformer::context(int64_t B, int64_t T, const std::vector<int64_t>& pos) {
   LayerContext c{alloc_, base_params(), B, T, pos.data()};
+  c.on = &ops::Stream::of(alloc_.device());
   if (cfg_.lora.enabled()) c.adapters = &params_;
   c.matmul = matmul_;
   c.recompute = recompute_;
@@ -260,7 +261,8 @@ LossSum Transformer::forward_backward(const int32_t* inputs, const int32_t* targ
       Tensor dfull = c.workspace({c.N(), cfg_.hidden});
       loss = head_.loss_and_grad(c, dfull.data<float>(), x.data<float>(), targets, grad_scale);
       x = Tensor();
-      enter_tp_region_backward(tp_, dnorm.data<float>(), dfull.data<float>(), c.N(), cfg_.hidden);
+      enter_tp_region_backward(c.stream(), tp_, dnorm.data<float>(), dfull.data<float>(), c.N(),
+                               cfg_.hidden);
     }
     final_norm_.backward(cs, dx.data<float>(), dnorm.data<float>(), f.xs[L].data<float>(),
                          f.final_norm);

@@ -7,6 +7,7 @@
 #include "nn/parameters.h"
 #include "nn/precision.h"
 #include "nn/verify_hooks.h"
+#include "ops/stream.h"
 #include "tensor/tensor.h"
 
 namespace parallm {
@@ -61,7 +62,11 @@ struct LayerContext {
   OpTap* tap = nullptr;
   int layer = -1;
   InjectedFault fault = InjectedFault::None;
+  // Where the layers' ops run (null: the host stream); the allocator's
+  // buffers live on its device.
+  const ops::Stream* on = nullptr;
   int64_t N() const { return B * T; }
+  const ops::Stream& stream() const { return on != nullptr ? *on : ops::Stream::host(); }
 
   Tensor activation(Shape s) const {
     return Tensor::zeros(alloc, std::move(s), DType::F32, saved_tag);

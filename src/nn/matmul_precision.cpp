@@ -8,31 +8,30 @@
 #include <algorithm>
 
 #include "base/error.h"
-#include "kernels/cpu/matmul.h"
-#include "kernels/cpu/nf4_gemm.h"
-#include "kernels/cpu/skinny_gemm.h"
+#include "ops/matmul.h"
+#include "ops/nf4.h"
 
 namespace parallm {
 
 namespace {
-cpu::LowpType lowp_type(Precision p) {
+ops::LowpType lowp_type(Precision p) {
   PX_CHECK(p != Precision::FP32, "MatmulPrecision is for bf16 or fp16, not fp32");
-  return p == Precision::BF16 ? cpu::LowpType::BF16 : cpu::LowpType::F16;
+  return p == Precision::BF16 ? ops::LowpType::BF16 : ops::LowpType::F16;
 }
 
 // n f32 values of an operand rounded to 16 bits, in a workspace.
 Tensor rounded(const LayerContext& c, const float* x, int64_t n) {
   Tensor t = Tensor::zeros(c.alloc, {std::max<int64_t>(n, 1)},
-                           c.matmul->type() == cpu::LowpType::BF16 ? DType::BF16 : DType::F16,
+                           c.matmul->type() == ops::LowpType::BF16 ? DType::BF16 : DType::F16,
                            MemTag::Workspace);
-  cpu::round_to_lowp(t.half_bits(), x, n, c.matmul->type());
+  ops::round_to_lowp(c.stream(), t.half_bits(), x, n, c.matmul->type());
   return t;
 }
 
 // QLoRA's frozen NF4 base (docs/qlora.md): the tiled dequantising GEMM. Under
 // bf16/fp16 both operands are rounded to 16 bits as for any weight (the
 // activation here, each dequantised tile inside the kernel).
-std::optional<cpu::LowpType> nf4_round(const LayerContext& c) {
+std::optional<ops::LowpType> nf4_round(const LayerContext& c) {
   if (c.matmul == nullptr) return std::nullopt;
   return c.matmul->type();
 }
@@ -40,7 +39,7 @@ const float* nf4_operand(const LayerContext& c, const float* x, int64_t n, Tenso
   if (c.matmul == nullptr) return x;
   buf = c.workspace({std::max<int64_t>(n, 1)});
   std::copy_n(x, n, buf.data<float>());
-  cpu::round_inplace(buf.data<float>(), n, c.matmul->type());
+  ops::round_inplace(c.stream(), buf.data<float>(), n, c.matmul->type());
   return buf.data<float>();
 }
 }  // namespace
@@ -65,7 +64,8 @@ const uint16_t* MatmulPrecision::weight(const ParameterSet& ps, ParamRef w) {
   PX_CHECK(at >= 0, "'{}' is an NF4 weight: it has no 16-bit copy", ps.spec(w.index).name);
   uint16_t* dst = copy_.half_bits() + at;
   if (!valid_[static_cast<size_t>(w.index)]) {
-    cpu::round_to_lowp(dst, ps.value(w), ps.numel(w.index), type());
+    ops::round_to_lowp(ops::Stream::of(copy_.device()), dst, ps.value(w), ps.numel(w.index),
+                       type());
     valid_[static_cast<size_t>(w.index)] = 1;
   }
   return dst;
@@ -75,42 +75,43 @@ void matmul_weight(const LayerContext& c, bool trans_a, bool trans_w, int64_t M,
                    int64_t K, const float* A, int64_t lda, ParamRef w, const float* wvals,
                    int64_t ldw, float beta, float* C, int64_t ldc) {
   if (c.matmul == nullptr)
-    return cpu::gemm<float>(trans_a, trans_w, M, N, K, 1.0f, A, lda, wvals, ldw, beta, C, ldc);
-  if (cpu::skinny_fits(trans_a, trans_w, M)) {
+    return ops::gemm(c.stream(), trans_a, trans_w, M, N, K, 1.0f, A, lda, wvals, ldw, beta, C, ldc);
+  if (ops::skinny_fits(trans_a, trans_w, M)) {
     // Decode: W's 16-bit copy is read directly (half the bytes of f32, and
     // no widened copy of W); A's rows rounded to 16 bits first, so the
     // products are those of the 16-bit GEMM, summed in f32.
     Tensor a = c.workspace({M, K});
     for (int64_t m = 0; m < M; ++m) std::copy_n(A + m * lda, K, a.data<float>() + m * K);
-    cpu::round_inplace(a.data<float>(), M * K, c.matmul->type());
-    return cpu::skinny_gemm_nt_lowp(M, N, K, 1.0f, a.data<float>(), K,
+    ops::round_inplace(c.stream(), a.data<float>(), M * K, c.matmul->type());
+    return ops::skinny_gemm_nt_lowp(c.stream(), M, N, K, 1.0f, a.data<float>(), K,
                                     c.matmul->weight(c.params, w), c.matmul->type(), ldw, beta, C,
                                     ldc);
   }
   Tensor a = rounded(c, A, (trans_a ? K : M) * lda);
-  c.matmul->gemm().gemm(trans_a, trans_w, M, N, K, a.half_bits(), lda,
-                        c.matmul->weight(c.params, w), ldw, beta, C, ldc, c.alloc);
+  ops::lowp_gemm(c.stream(), c.matmul->gemm(), trans_a, trans_w, M, N, K, a.half_bits(), lda,
+                 c.matmul->weight(c.params, w), ldw, beta, C, ldc, c.alloc);
 }
 
 void matmul_act(const LayerContext& c, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                 const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
                 int64_t ldc) {
   if (c.matmul == nullptr)
-    return cpu::gemm<float>(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+    return ops::gemm(c.stream(), trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
   Tensor a = rounded(c, A, (trans_a ? K : M) * lda);
   Tensor b = rounded(c, B, (trans_b ? N : K) * ldb);
-  c.matmul->gemm().gemm(trans_a, trans_b, M, N, K, a.half_bits(), lda, b.half_bits(), ldb, beta, C,
-                        ldc, c.alloc);
+  ops::lowp_gemm(c.stream(), c.matmul->gemm(), trans_a, trans_b, M, N, K, a.half_bits(), lda,
+                 b.half_bits(), ldb, beta, C, ldc, c.alloc);
 }
 
 void linear_forward(const LayerContext& c, float* out, const float* inp, ParamRef w,
                     const float* bias, int64_t N, int64_t IC, int64_t OC) {
-  if (const cpu::Nf4Weight* q = c.params.nf4(w)) {
+  if (const ops::Nf4Weight* q = c.params.nf4(w)) {
     Tensor buf;
     const float* x = nf4_operand(c, inp, N * IC, buf);
-    return cpu::nf4_linear_forward(c.alloc, out, x, *q, bias, N, nf4_round(c));
+    return ops::nf4_linear_forward(c.stream(), c.alloc, out, x, *q, bias, N, nf4_round(c));
   }
-  if (c.matmul == nullptr) return cpu::linear_forward(out, inp, c.params.value(w), bias, N, IC, OC);
+  if (c.matmul == nullptr)
+    return ops::linear_forward(c.stream(), out, inp, c.params.value(w), bias, N, IC, OC);
   matmul_weight(c, false, true, N, OC, IC, inp, IC, w, c.params.value(w), IC, 0.0f, out, OC);
   if (bias == nullptr) return;
   for (int64_t n = 0; n < N; ++n)
@@ -122,11 +123,11 @@ void linear_forward_parts(const LayerContext& c, const float* inp, int64_t N, in
   constexpr size_t kMaxParts = 4;
   const bool nf4 =
       std::ranges::any_of(parts, [&](const LinearPart& p) { return c.params.nf4(p.w) != nullptr; });
-  if (nf4 || !cpu::skinny_fits(false, true, N) || parts.size() > kMaxParts || IC <= 0) {
+  if (nf4 || !ops::skinny_fits(false, true, N) || parts.size() > kMaxParts || IC <= 0) {
     for (const LinearPart& p : parts) linear_forward(c, p.out, inp, p.w, p.bias, N, IC, p.OC);
     return;
   }
-  cpu::SkinnyPart sk[kMaxParts];
+  ops::SkinnyPart sk[kMaxParts];
   for (size_t i = 0; i < parts.size(); ++i) {
     const LinearPart& p = parts[i];
     const void* w = c.matmul == nullptr ? static_cast<const void*>(c.params.value(p.w))
@@ -135,14 +136,15 @@ void linear_forward_parts(const LayerContext& c, const float* inp, int64_t N, in
   }
   const auto n_parts = static_cast<int64_t>(parts.size());
   if (c.matmul == nullptr) {
-    cpu::skinny_gemm_nt_parts(N, IC, inp, IC, sk, n_parts);
+    ops::skinny_gemm_nt_parts(c.stream(), N, IC, inp, IC, sk, n_parts);
   } else {  // the rounded rows, as matmul_weight makes them
     Tensor a = c.workspace({N, IC});
     std::copy_n(inp, N * IC, a.data<float>());
-    cpu::round_inplace(a.data<float>(), N * IC, c.matmul->type());
-    cpu::skinny_gemm_nt_parts_lowp(N, IC, a.data<float>(), IC, sk, n_parts, c.matmul->type());
+    ops::round_inplace(c.stream(), a.data<float>(), N * IC, c.matmul->type());
+    ops::skinny_gemm_nt_parts_lowp(c.stream(), N, IC, a.data<float>(), IC, sk, n_parts,
+                                   c.matmul->type());
   }
-  for (const LinearPart& p : parts) {  // as cpu::linear_forward adds it
+  for (const LinearPart& p : parts) {  // as ops::linear_forward adds it
     if (p.bias == nullptr) continue;
     for (int64_t n = 0; n < N; ++n)
       for (int64_t j = 0; j < p.OC; ++j) p.out[n * p.OC + j] += p.bias[j];
@@ -152,34 +154,35 @@ void linear_forward_parts(const LayerContext& c, const float* inp, int64_t N, in
 void linear_backward(const LayerContext& c, float* dinp, float* dweight, float* dbias,
                      const float* dout, const float* inp, ParamRef w, int64_t N, int64_t IC,
                      int64_t OC) {
-  if (const cpu::Nf4Weight* q = c.params.nf4(w)) {  // frozen: the input gradient only
+  if (const ops::Nf4Weight* q = c.params.nf4(w)) {  // frozen: the input gradient only
     PX_CHECK(dweight == nullptr, "'{}' is a frozen NF4 weight: it has no gradient",
              c.params.spec(w.index).name);
     if (dinp != nullptr) {
       Tensor buf;
       const float* d = nf4_operand(c, dout, N * OC, buf);
-      cpu::nf4_linear_backward_input(c.alloc, dinp, d, *q, N, nf4_round(c));
+      ops::nf4_linear_backward_input(c.stream(), c.alloc, dinp, d, *q, N, nf4_round(c));
     }
     if (dbias != nullptr)
-      cpu::linear_backward<float>(nullptr, nullptr, dbias, dout, inp, nullptr, N, IC, OC);
+      ops::linear_backward(c.stream(), nullptr, nullptr, dbias, dout, inp, nullptr, N, IC, OC);
     return;
   }
   if (c.matmul == nullptr)
-    return cpu::linear_backward(dinp, dweight, dbias, dout, inp, c.params.value(w), N, IC, OC);
+    return ops::linear_backward(c.stream(), dinp, dweight, dbias, dout, inp, c.params.value(w), N,
+                                IC, OC);
   // The gradient flowing back is rounded once; under fp16 a value beyond
   // 65504 becomes Inf here, which the loss scaler then sees.
   Tensor d = rounded(c, dout, N * OC);
   if (dinp != nullptr)
-    c.matmul->gemm().gemm(false, false, N, IC, OC, d.half_bits(), OC, c.matmul->weight(c.params, w),
-                          IC, 1.0f, dinp, IC, c.alloc);
+    ops::lowp_gemm(c.stream(), c.matmul->gemm(), false, false, N, IC, OC, d.half_bits(), OC,
+                   c.matmul->weight(c.params, w), IC, 1.0f, dinp, IC, c.alloc);
   if (dweight != nullptr) {
     Tensor x = rounded(c, inp, N * IC);
-    c.matmul->gemm().gemm(true, false, OC, IC, N, d.half_bits(), OC, x.half_bits(), IC, 1.0f,
-                          dweight, IC, c.alloc);
+    ops::lowp_gemm(c.stream(), c.matmul->gemm(), true, false, OC, IC, N, d.half_bits(), OC,
+                   x.half_bits(), IC, 1.0f, dweight, IC, c.alloc);
   }
   // The bias gradient: the f32 kernel's fixed-order row sum.
   if (dbias != nullptr)
-    cpu::linear_backward<float>(nullptr, nullptr, dbias, dout, inp, nullptr, N, IC, OC);
+    ops::linear_backward(c.stream(), nullptr, nullptr, dbias, dout, inp, nullptr, N, IC, OC);
 }
 
 }  // namespace parallm

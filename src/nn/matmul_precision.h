@@ -4,13 +4,13 @@
 // activations and the gradients flowing backward are rounded to 16 bits at
 // the GEMM's input. Outputs and every accumulation (dW, dx) stay fp32.
 // Layers call the free functions below; with no MatmulPrecision in the
-// LayerContext (fp32) they are exactly cpu::gemm / cpu::linear_*.
+// LayerContext (fp32) they are exactly ops::gemm / ops::linear_*.
 #pragma once
 #include <span>
 #include <vector>
 
-#include "kernels/cpu/gemm_bf16.h"
 #include "nn/layer_context.h"
+#include "ops/lowp.h"
 
 namespace parallm {
 
@@ -20,8 +20,8 @@ class MatmulPrecision {
   MatmulPrecision(Precision precision, const ParameterSet& ps, Allocator& alloc,
                   bool allow_native = true);
   Precision precision() const { return precision_; }
-  const cpu::LowpGemm& gemm() const { return gemm_; }
-  cpu::LowpType type() const { return gemm_.type(); }
+  const ops::LowpGemm& gemm() const { return gemm_; }
+  ops::LowpType type() const { return gemm_.type(); }
   // The 16-bit copy of w's current values (made now if this step has none).
   const uint16_t* weight(const ParameterSet& ps, ParamRef w);
   // After every change of the master weights (optimizer step, load).
@@ -29,7 +29,7 @@ class MatmulPrecision {
 
  private:
   Precision precision_;
-  cpu::LowpGemm gemm_;
+  ops::LowpGemm gemm_;
   Tensor copy_;                   // 16-bit, tag Parameter: each f32 weight, 64-byte aligned
   std::vector<int64_t> offsets_;  // per parameter: where in copy_ (-1: an NF4 weight, none)
   std::vector<char> valid_;       // per parameter: copy_ holds this step's values
@@ -45,7 +45,7 @@ void matmul_act(const LayerContext& c, bool trans_a, bool trans_b, int64_t M, in
                 const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
                 int64_t ldc);
 
-// cpu::linear_forward / linear_backward for parameter w (the signatures of
+// ops::linear_forward / linear_backward for parameter w (the signatures of
 // kernels/cpu/matmul.h plus the context and the weight's ref).
 void linear_forward(const LayerContext& c, float* out, const float* inp, ParamRef w,
                     const float* bias, int64_t N, int64_t IC, int64_t OC);

@@ -3,7 +3,8 @@
 #include <algorithm>
 
 #include "base/rng.h"
-#include "kernels/cpu/nf4_weight.h"
+#include "ops/copy.h"
+#include "ops/nf4.h"
 
 namespace parallm {
 
@@ -21,6 +22,7 @@ ParamRef ParameterSet::add(ParamSpec spec) {
 }
 
 void ParameterSet::allocate(Allocator& alloc, bool with_grads) {
+  device_ = alloc.device();
   frozen_ = !with_grads;
   values_ = Tensor::zeros(alloc, {total_}, DType::F32, MemTag::Parameter);
   if (with_grads) grads_ = Tensor::zeros(alloc, {total_}, DType::F32, MemTag::Gradient);
@@ -63,7 +65,7 @@ void ParameterSet::release_flat_grads() {
   grad_ptr_.assign(size(), nullptr);
 }
 
-void ParameterSet::set_nf4(int i, std::shared_ptr<const cpu::Nf4Weight> w) {
+void ParameterSet::set_nf4(int i, std::shared_ptr<const ops::Nf4Weight> w) {
   PX_CHECK(frozen_, "parameter '{}': only a frozen set holds NF4 weights", specs_[i].name);
   PX_CHECK(compact_offsets_.empty(), "parameter '{}' given NF4 after the f32 values were dropped",
            specs_[i].name);
@@ -118,12 +120,24 @@ void ParameterSet::init_random(uint64_t seed) const {
   PX_CHECK(!value_ptr_.empty(), "init_random before allocate");
   for (int i = 0; i < size(); ++i) {
     const ParamSpec& s = specs_[i];
-    float* v = value_ptr_[i];
-    PX_CHECK(v != nullptr, "init_random: parameter '{}' is not bound", s.name);
+    float* target = value_ptr_[i];
+    PX_CHECK(target != nullptr, "init_random: parameter '{}' is not bound", s.name);
     int64_t n = numel(i);
+    // A device's values are drawn on the host, then copied over.
+    std::vector<float> staged;
+    float* v = target;
+    if (device_ != Device::CPU) {
+      staged.resize(static_cast<size_t>(n));
+      v = staged.data();
+    }
+    const auto finish = [&] {
+      if (v != target)
+        ops::copy_to_device(stream(), target, v, static_cast<size_t>(n) * sizeof(float));
+    };
     if (s.init != InitKind::Normal && s.init != InitKind::Uniform) {
       float fill = s.init == InitKind::Ones ? 1.0f : 0.0f;
       for (int64_t j = 0; j < n; ++j) v[j] = fill;
+      finish();
       continue;
     }
     uint64_t key = stream_key(seed, s.name);
@@ -149,6 +163,7 @@ void ParameterSet::init_random(uint64_t seed) const {
                                     ? s.init_std * (2.0 * uniform_at(key, gi) - 1.0)
                                     : s.init_std * normal_at(key, gi));
     }
+    finish();
   }
 }
 

@@ -14,13 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "ops/nf4.h"
 #include "tensor/tensor.h"
 
 namespace parallm {
-
-namespace cpu {
-class Nf4Weight;  // kernels/cpu/nf4_weight.h
-}
 
 // Uniform: U(-init_std, init_std) (LoRA's A, as PyTorch's kaiming_uniform_).
 enum class InitKind { Normal, Ones, Zeros, Uniform };
@@ -74,6 +71,8 @@ class ParameterSet {
   // gradient buffer, and grad() returns null for every parameter.
   void allocate(Allocator& alloc, bool with_grads = true);
   bool frozen() const { return frozen_; }
+  // Where ops on these parameters and gradients run (their allocator's device).
+  const ops::Stream& stream() const { return ops::Stream::of(device_); }
   bool allocated() const { return !value_ptr_.empty(); }
 
   float* value(ParamRef r) const { return value_ptr_[r.index]; }
@@ -100,13 +99,13 @@ class ParameterSet {
   int64_t total_numel() const { return total_; }
 
   // QLoRA: the NF4 form of a frozen parameter (null: it is held in f32).
-  const cpu::Nf4Weight* nf4(ParamRef r) const {
+  const ops::Nf4Weight* nf4(ParamRef r) const {
     return nf4_.empty() ? nullptr : nf4_[static_cast<size_t>(r.index)].get();
   }
   bool any_nf4() const { return !nf4_.empty(); }
   // Gives frozen parameter i its NF4 form; its f32 value stays until
   // drop_nf4_values().
-  void set_nf4(int i, std::shared_ptr<const cpu::Nf4Weight> w);
+  void set_nf4(int i, std::shared_ptr<const ops::Nf4Weight> w);
   // Rebuilds the flat value buffer without the NF4 parameters' f32 values
   // (the others keep theirs, bit for bit), so of those only NF4 bytes remain.
   void drop_nf4_values(Allocator& alloc);
@@ -128,7 +127,8 @@ class ParameterSet {
   Tensor grads_;
   std::vector<float*> value_ptr_, grad_ptr_;
   bool frozen_ = false;
-  std::vector<std::shared_ptr<const cpu::Nf4Weight>> nf4_;  // per parameter, or empty
+  Device device_ = Device::CPU;
+  std::vector<std::shared_ptr<const ops::Nf4Weight>> nf4_;  // per parameter, or empty
   std::vector<int64_t> compact_offsets_;  // after drop_nf4_values: offsets in values_ (-1: NF4)
 };
 

@@ -1,7 +1,7 @@
 #include "optim/adam.h"
 
 #include "base/error.h"
-#include "kernels/cpu/optimizer.h"
+#include "ops/optimizer.h"
 
 namespace parallm {
 
@@ -25,18 +25,19 @@ Adam::Adam(const ParameterSet& params, const OptimizerConfig& cfg, Allocator& al
 void Adam::step_range(const ParameterSet& params, double lr, float* p, const float* g) {
   ++step_;
   // The decay rule is the only difference between the two kernels.
-  const auto kernel = kind_ == OptimizerKind::AdamW ? cpu::adamw_step : cpu::adam_step;
+  const auto kernel = kind_ == OptimizerKind::AdamW ? ops::adamw_step : ops::adam_step;
+  const ops::Stream& st = ops::Stream::of(m_.device());
   float* m = m_.data<float>();
   float* v = v_.data<float>();
   for_each_param_in(params, begin_, end_, [&](int i, int64_t lo, int64_t hi) {
-    const cpu::AdamWParams h{.lr = lr,
+    const ops::AdamWParams h{.lr = lr,
                              .beta1 = beta1_,
                              .beta2 = beta2_,
                              .eps = eps_,
                              .weight_decay = params.spec(i).weight_decay ? weight_decay_ : 0.0,
                              .step = step_};
     const int64_t k = lo - begin_;
-    kernel(p + k, g + k, m + k, v + k, hi - lo, h);
+    kernel(st, p + k, g + k, m + k, v + k, hi - lo, h);
   });
 }
 

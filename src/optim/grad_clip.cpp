@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/cpu/optimizer.h"
+#include "ops/optimizer.h"
 #include "parallel/tensor/tp_grad_norm.h"
 
 namespace parallm {
@@ -43,7 +43,7 @@ double global_grad_norm(const ParameterSet& ps, const float* g, int64_t begin, i
   if (experts && groups.count_experts)
     for (int i = 0; i < ps.size(); ++i)
       if (ps.spec(i).expert && (tp.rank() == 0 || ps.spec(i).tp_dim >= 0))
-        ss += cpu::sum_squares(groups.expert_grads + ps.offset(i), ps.numel(i));
+        ss += ops::sum_squares(ps.stream(), groups.expert_grads + ps.offset(i), ps.numel(i));
   return reduce_norm(ss, groups, also_summed);
 }
 
@@ -59,16 +59,17 @@ double global_grad_norm(const ParameterSet& ps) {
   return global_grad_norm(ps, ps.flat_grads().data<float>(), 0, ps.total_numel());
 }
 
-double clip_grad_norm(float* g, int64_t n, double norm, double max_norm) {
+double clip_grad_norm(const ops::Stream& s, float* g, int64_t n, double norm, double max_norm) {
   if (max_norm <= 0.0) return 1.0;
   const double coef = max_norm / (norm + 1e-6);
   if (coef >= 1.0) return 1.0;
-  cpu::scale_inplace(g, n, static_cast<float>(coef));
+  ops::scale_inplace(s, g, n, static_cast<float>(coef));
   return coef;
 }
 
 double clip_grad_norm(const ParameterSet& ps, double norm, double max_norm) {
-  return clip_grad_norm(ps.flat_grads().data<float>(), ps.total_numel(), norm, max_norm);
+  return clip_grad_norm(ps.stream(), ps.flat_grads().data<float>(), ps.total_numel(), norm,
+                        max_norm);
 }
 
 }  // namespace parallm

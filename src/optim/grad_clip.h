@@ -50,7 +50,7 @@ double global_grad_norm(const ParameterSet& ps);
 
 // Scales g (n elements) by max_norm / (norm + 1e-6) when that is below 1
 // (max_norm <= 0 disables); returns the factor applied.
-double clip_grad_norm(float* g, int64_t n, double norm, double max_norm);
+double clip_grad_norm(const ops::Stream& s, float* g, int64_t n, double norm, double max_norm);
 // The one process's clip: the whole flat gradient buffer (padding is zero).
 double clip_grad_norm(const ParameterSet& ps, double norm, double max_norm);
 

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "base/error.h"
-#include "kernels/cpu/optimizer.h"
+#include "ops/optimizer.h"
 #include "optim/newton_schulz.h"
 #include "parallel/tensor/gather_parameters.h"
 
@@ -74,14 +74,14 @@ void Muon::step_range(const ParameterSet& params, double lr, float* p, const flo
     const int64_t lo = std::max(begin_, off), hi = std::min(end_, off + n);  // owned elements
     if (!matrix_[i]) {
       if (hi <= lo) continue;
-      cpu::AdamWParams h{.lr = lr,
+      ops::AdamWParams h{.lr = lr,
                          .beta1 = cfg_.beta1,
                          .beta2 = cfg_.beta2,
                          .eps = cfg_.eps,
                          .weight_decay = params.spec(i).weight_decay ? cfg_.weight_decay : 0.0,
                          .step = step_};
-      cpu::adamw_step(p + (lo - begin_), g + (lo - begin_), m_.data<float>() + slot_[i],
-                      v_.data<float>() + slot_[i], hi - lo, h);
+      ops::adamw_step(params.stream(), p + (lo - begin_), g + (lo - begin_),
+                      m_.data<float>() + slot_[i], v_.data<float>() + slot_[i], hi - lo, h);
       continue;
     }
     // A cut matrix: every shard rank takes part in its all-reduce, owner or

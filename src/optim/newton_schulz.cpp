@@ -3,8 +3,8 @@
 #include <cmath>
 #include <utility>
 
-#include "kernels/cpu/matmul.h"
-#include "kernels/cpu/optimizer.h"
+#include "ops/matmul.h"
+#include "ops/optimizer.h"
 #include "tensor/tensor.h"
 
 namespace parallm {
@@ -18,9 +18,13 @@ void newton_schulz_orthogonalise(float* x, int64_t rows, int64_t cols, int steps
   Tensor xb = Tensor::zeros(alloc, {r, c}, DType::F32, MemTag::Workspace);
   Tensor a = Tensor::zeros(alloc, {r, r}, DType::F32, MemTag::Workspace);
   Tensor b = Tensor::zeros(alloc, {r, r}, DType::F32, MemTag::Workspace);
+  // Host loops below read and write x, X and Y: this is host code so far,
+  // on the host stream.
+  const ops::Stream& st = ops::Stream::host();
   float* X = xa.data<float>();
   float* Y = xb.data<float>();
-  const float inv = static_cast<float>(1.0 / (std::sqrt(cpu::sum_squares(x, rows * cols)) + 1e-7));
+  const float inv =
+      static_cast<float>(1.0 / (std::sqrt(ops::sum_squares(st, x, rows * cols)) + 1e-7));
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) {
       const float e = x[i * cols + j] * inv;
@@ -32,12 +36,12 @@ void newton_schulz_orthogonalise(float* x, int64_t rows, int64_t cols, int steps
   float* A = a.data<float>();
   float* B = b.data<float>();
   for (int s = 0; s < steps; ++s) {
-    cpu::gemm<float>(false, true, r, r, c, 1.0f, X, c, X, c, 0.0f, A, r);  // A = X X^T
+    ops::gemm(st, false, true, r, r, c, 1.0f, X, c, X, c, 0.0f, A, r);  // A = X X^T
     for (int64_t k = 0; k < r * r; ++k) B[k] = static_cast<float>(kNsB) * A[k];
-    cpu::gemm<float>(false, false, r, r, r, static_cast<float>(kNsC), A, r, A, r, 1.0f, B, r);
+    ops::gemm(st, false, false, r, r, r, static_cast<float>(kNsC), A, r, A, r, 1.0f, B, r);
     for (int64_t k = 0; k < r * c; ++k) Y[k] = X[k];
     // Y = a X + B X
-    cpu::gemm<float>(false, false, r, c, r, 1.0f, B, r, X, c, static_cast<float>(kNsA), Y, c);
+    ops::gemm(st, false, false, r, c, r, 1.0f, B, r, X, c, static_cast<float>(kNsA), Y, c);
     std::swap(X, Y);
   }
   for (int64_t i = 0; i < rows; ++i)

@@ -1,7 +1,7 @@
 #include "optim/sgd.h"
 
 #include "base/error.h"
-#include "kernels/cpu/optimizer.h"
+#include "ops/optimizer.h"
 
 namespace parallm {
 
@@ -23,11 +23,11 @@ void Sgd::step_range(const ParameterSet& params, double lr, float* p, const floa
   float* buf = buf_.defined() ? buf_.data<float>() : nullptr;
   for_each_param_in(params, begin_, end_, [&](int i, int64_t lo, int64_t hi) {
     const int64_t k = lo - begin_;
-    cpu::SgdParams h{.lr = lr,
+    ops::SgdParams h{.lr = lr,
                      .momentum = momentum_,
                      .nesterov = nesterov_,
                      .weight_decay = params.spec(i).weight_decay ? weight_decay_ : 0.0};
-    cpu::sgd_step(p + k, g + k, buf ? buf + k : nullptr, hi - lo, h);
+    ops::sgd_step(params.stream(), p + k, g + k, buf ? buf + k : nullptr, hi - lo, h);
   });
 }
 

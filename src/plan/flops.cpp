@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/gemm_bf16.h"
-#include "kernels/cpu/matmul.h"
+#include "ops/lowp.h"
+#include "ops/matmul.h"
 #include "plan/lora_memory.h"
 
 namespace parallm {
@@ -100,22 +100,24 @@ double flops_utilisation(double tokens_per_s, double flops_per_token, double pea
 double measure_gemm_peak_flops(Precision precision, bool allow_native_lowp) {
   const int64_t n = 1024;
   std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), out(n * n);
-  std::unique_ptr<cpu::LowpGemm> lowp;
+  std::unique_ptr<ops::LowpGemm> lowp;
   std::vector<uint16_t> a16(n * n), b16(n * n);
   Allocator scratch;
   if (precision != Precision::FP32) {
-    const auto t = precision == Precision::BF16 ? cpu::LowpType::BF16 : cpu::LowpType::F16;
-    lowp = std::make_unique<cpu::LowpGemm>(t, allow_native_lowp);
-    cpu::round_to_lowp(a16.data(), a.data(), n * n, t);
-    cpu::round_to_lowp(b16.data(), b.data(), n * n, t);
+    const auto t = precision == Precision::BF16 ? ops::LowpType::BF16 : ops::LowpType::F16;
+    lowp = std::make_unique<ops::LowpGemm>(t, allow_native_lowp);
+    ops::round_to_lowp(ops::Stream::host(), a16.data(), a.data(), n * n, t);
+    ops::round_to_lowp(ops::Stream::host(), b16.data(), b.data(), n * n, t);
   }
   double best = 0.0;
   for (int rep = 0; rep < 4; ++rep) {
     auto t0 = std::chrono::steady_clock::now();
     if (lowp)
-      lowp->gemm(false, false, n, n, n, a16.data(), n, b16.data(), n, 0.0f, out.data(), n, scratch);
+      ops::lowp_gemm(ops::Stream::host(), *lowp, false, false, n, n, n, a16.data(), n, b16.data(),
+                     n, 0.0f, out.data(), n, scratch);
     else
-      cpu::gemm<float>(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, out.data(), n);
+      ops::gemm(ops::Stream::host(), false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
+                out.data(), n);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (rep > 0) best = std::max(best, 2.0 * n * n * n / s);  // first run warms caches/threads
   }

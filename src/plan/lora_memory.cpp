@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
-#include "kernels/cpu/nf4.h"
+#include "ops/nf4.h"
 #include "plan/memory_model.h"
 
 namespace parallm {
@@ -55,7 +55,7 @@ int64_t lora_adapter_parameters(const ModelConfig& m, int64_t rank, const LoraTa
 }
 
 double nf4_tensor_bytes(int64_t n, bool double_quant) {
-  return static_cast<double>(cpu::nf4_storage_bytes(n, cpu::kNf4BlockSize, double_quant)) +
+  return static_cast<double>(ops::nf4_storage_bytes(n, ops::kNf4BlockSize, double_quant)) +
          (double_quant ? 4.0 : 0.0);
 }
 

@@ -19,7 +19,7 @@ void Allocator::bump_peak(std::atomic<int64_t>& peak, int64_t value) {
 void* Allocator::allocate(size_t bytes, MemTag tag) {
   void* p = resource_->allocate(bytes);
   PX_CHECK(bytes == 0 || p != nullptr, "out of {} memory allocating {} bytes for {}",
-           device() == Device::CPU ? "host" : "device", bytes, mem_tag_name(tag));
+           device_name(device()), bytes, mem_tag_name(tag));
   auto b = static_cast<int64_t>(bytes);
   bump_peak(peak_[idx(tag)], current_[idx(tag)].fetch_add(b) + b);
   bump_peak(total_peak_, total_current_.fetch_add(b) + b);

@@ -31,4 +31,16 @@ std::optional<DType> dtype_from_name(std::string_view s) {
   return std::nullopt;
 }
 
+std::string_view device_name(Device d) {
+  switch (d) {
+    case Device::CPU:
+      return "cpu";
+    case Device::CUDA:
+      return "cuda";
+    case Device::Test:
+      return "test";
+  }
+  return "?";
+}
+
 }  // namespace parallm

@@ -41,6 +41,10 @@ constexpr DType dtype_of<uint8_t>() {
   return DType::U8;
 }
 
-enum class Device : uint8_t { CPU, CUDA };
+// Test: a CPU-hosted device whose memory host code cannot read
+// (tensor/test_device_memory.h), so the CPU suite proves that nothing above
+// the op interface touches device memory before a GPU runs the code.
+enum class Device : uint8_t { CPU, CUDA, Test };
+std::string_view device_name(Device d);  // "cpu", "cuda", "test"
 
 }  // namespace parallm

@@ -16,8 +16,8 @@ std::string Shape::str() const { return fmt::format("({})", fmt::join(dims_, ", 
 
 Storage::Storage(Allocator& a, size_t b, MemTag t, Device dev)
     : alloc(&a), ptr(nullptr), bytes(b), tag(t), device(dev) {
-  PX_CHECK(dev == a.device(), "a {} tensor cannot be allocated by a {} allocator",
-           dev == Device::CPU ? "CPU" : "CUDA", a.device() == Device::CPU ? "CPU" : "CUDA");
+  PX_CHECK(dev == a.device(), "a {} tensor cannot be allocated by a {} allocator", device_name(dev),
+           device_name(a.device()));
   ptr = a.allocate(b, t);
 }
 

@@ -54,8 +54,11 @@ struct Storage {
 class Tensor {
  public:
   Tensor() = default;
-  // Zero-filled new storage.
-  static Tensor zeros(Allocator& a, Shape shape, DType dt, MemTag tag, Device dev = Device::CPU);
+  // Zero-filled new storage on the allocator's device (dev, when given, must be it).
+  static Tensor zeros(Allocator& a, Shape shape, DType dt, MemTag tag) {
+    return zeros(a, std::move(shape), dt, tag, a.device());
+  }
+  static Tensor zeros(Allocator& a, Shape shape, DType dt, MemTag tag, Device dev);
 
   bool defined() const { return storage_ != nullptr; }
   const Shape& shape() const { return shape_; }

@@ -3,8 +3,8 @@
 #include "data/data_loader.h"
 #include "io/hf_model.h"
 #include "io/peft_adapter.h"
-#include "kernels/cpu/threads.h"
 #include "model/transformer.h"
+#include "ops/host_runtime.h"
 
 namespace parallm {
 
@@ -29,7 +29,7 @@ EvalResult evaluate_hf_model(const std::string& model_dir, const std::vector<std
   PX_CHECK(data.num_windows() >= B * batches,
            "{} batches of {} x {} tokens need {} windows but the data holds {} ({} tokens)",
            batches, B, T, B * batches, data.num_windows(), data.num_tokens());
-  cpu::set_num_threads(threads);
+  ops::set_host_threads(threads);
 
   Allocator alloc;
   Transformer model(cfg, alloc);

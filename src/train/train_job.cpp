@@ -16,9 +16,9 @@
 #include "io/checkpoint/checkpoint_dir.h"
 #include "io/hf_model.h"
 #include "io/peft_adapter.h"
-#include "kernels/cpu/threads.h"
 #include "model/qlora_base.h"
 #include "nn/op_tap.h"
+#include "ops/host_runtime.h"
 #include "plan/flops.h"
 #include "train/checkpoint_export.h"
 #include "train/checkpoint_load.h"
@@ -113,7 +113,7 @@ PeakFlops peak_flops(const TrainConfig& t, const LaunchEnv& env) {
   if (env.cache_dir.empty()) return {now, what + ", no cache directory"};
   const GemmPeakCache cache(env.cache_dir + "/gemm_peak.json");
   const std::string key =
-      fmt::format("{} | {} threads | {}{}", cpu_model_name(), cpu::num_threads(), kind,
+      fmt::format("{} | {} threads | {}{}", cpu_model_name(), ops::host_threads(), kind,
                   t.precision.emulate_lowp_gemm ? " emulated" : "");
   const double before = cache.best(key);
   if (now > before) cache.record(key, now);
@@ -132,7 +132,7 @@ void print_banner(std::ostream& log, const RunConfig& rc, const Trainer& trainer
              "peak {:.1f} GFLOP/s ({})\n",
              arch_name(m.arch), m.num_parameters() / 1e6, m.n_layers, m.hidden, m.vocab_size,
              tr.steps, tr.global_batch_size, tr.seq_len, tr.micro_batch_size,
-             rc.train.grad_accum_steps(), cpu::num_threads(), peak.flops / 1e9, peak.source);
+             rc.train.grad_accum_steps(), ops::host_threads(), peak.flops / 1e9, peak.source);
   fmt::print(log, "compute: {}\n", trainer.compute_summary());
   if (par.dp.dp > 1)
     fmt::print(log, "data parallel: dp {}, {}, ZeRO stage {}, buckets {} MiB, overlap {}\n",
@@ -261,7 +261,7 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   const RunConfig rc = checked_run_config(opts, world_size);
   const TrainConfig& t = rc.train;
   const ParallelismConfig& par = t.parallelism;
-  cpu::set_num_threads(opts.threads);
+  ops::set_host_threads(opts.threads);
   std::ostream null_log(nullptr);  // ranks other than 0 stay quiet
   std::ostream& log = rank == 0 ? log_in : null_log;
   // A run resumed at its last step has nothing left to train (every rank

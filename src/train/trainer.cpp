@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "base/rng.h"
-#include "kernels/cpu/cpu_isa.h"
+#include "ops/host_runtime.h"
 #include "plan/flops.h"
 
 namespace parallm {
@@ -97,7 +97,7 @@ std::string Trainer::compute_summary() const {
   std::string s = prec.matmul == Precision::FP32   ? "fp32"
                   : prec.matmul == Precision::BF16 ? "bf16 (fp32 master weights)"
                                                    : "fp16 (fp32 master weights)";
-  s = "precision " + s + "; CPU ISA " + cpu::cpu_isa_summary();
+  s = "precision " + s + "; CPU ISA " + ops::host_isa_summary();
   if (matmul_) s += "; GEMM: " + matmul_->gemm().backend();
   if (prec.matmul == Precision::FP16)
     s += fmt::format("; loss scale {} (window {}, hysteresis {}, min {})", scaler_.scale(),

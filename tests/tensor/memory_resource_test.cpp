@@ -114,8 +114,11 @@ TEST(Allocator, RefusesATensorOfAnotherDevice) {
   EXPECT_THROW(Tensor::zeros(host, {4}, DType::F32, MemTag::Workspace, Device::CUDA), Error);
   FakeDeviceMemory mem;
   Allocator dev(mem);
-  EXPECT_THROW(Tensor::zeros(dev, {4}, DType::F32, MemTag::Workspace), Error);  // CPU by default
+  EXPECT_THROW(Tensor::zeros(dev, {4}, DType::F32, MemTag::Workspace, Device::CPU), Error);
   EXPECT_EQ(mem.allocations, 0);
+  // Without a device named, a tensor is on its allocator's device.
+  EXPECT_EQ(Tensor::zeros(dev, {4}, DType::F32, MemTag::Workspace).device(), Device::CUDA);
+  EXPECT_EQ(mem.allocations, 1);
 }
 
 TEST(Allocator, ResourceServesStorageZeroAndCopies) {

@@ -12,7 +12,7 @@
 #include "infer/serve/metrics.h"
 #include "infer/serve/micro_batches.h"
 #include "infer/serve/request_log.h"
-#include "kernels/cpu/threads.h"
+#include "ops/host_runtime.h"
 #include "train/rank_groups.h"
 
 namespace parallm::serve {
@@ -58,7 +58,7 @@ int run_serve_job(const ServeJobOptions& opts, comm::Communicator* world, Shutdo
   const std::string dir = tokenizer_dir(opts.source, opts.tokenizer);
   const std::unique_ptr<Tokenizer> tok = load_tokenizer_or_bytes(dir);
   const ChatTemplate chat = load_chat_template(dir);
-  cpu::set_num_threads(opts.threads);
+  ops::set_host_threads(opts.threads);
   const RankGrid grid(GridSizes{.tp = opts.tp, .pp = opts.pp}, ranks);
   const RankGroups groups = split_groups(grid, world, rank);
   const TpGroup tp{.comm = opts.tp > 1 ? groups.tp.get() : nullptr};

@@ -25,4 +25,8 @@ template <class T>
 void ce_softmax_grad_inplace(T* logits, const T* lse, const int32_t* targets, const T* row_scale,
                              int64_t n, int64_t V, int64_t vocab_begin);
 
+// log(sum_j exp(x[j])) of one row, in double (sampling's log-probabilities
+// over a whole vocabulary, every decoded token).
+double log_sum_exp(const float* x, int64_t n);
+
 }  // namespace parallm::cpu

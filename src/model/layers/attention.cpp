@@ -6,8 +6,9 @@
 #include <cstring>
 
 #include "base/rng.h"
-#include "kernels/cpu/rope.h"
 #include "model/layers/dropout.h"
+#include "nn/op_buffers.h"
+#include "ops/rope.h"
 #include "parallel/tensor/mappings.h"
 
 namespace parallm {
@@ -17,16 +18,18 @@ namespace {
 // at a time when each row has its own (packed documents restart them).
 void rope_rows(const LayerContext& c, float* x, int64_t H, int64_t D,
                const std::vector<double>& inv_freq, bool backward) {
-  using Rotate =
-      void (*)(float*, const int64_t*, int64_t, int64_t, int64_t, int64_t, const double*);
-  const Rotate apply =
-      backward ? Rotate(cpu::rope_backward<float>) : Rotate(cpu::rope_forward<float>);
+  using Rotate = void (*)(const ops::Stream&, float*, const int64_t*, int64_t, int64_t, int64_t,
+                          int64_t, const double*);
+  const Rotate apply = backward ? Rotate(ops::rope_backward) : Rotate(ops::rope_forward);
+  const OnDevice<double> freq(c.stream(), c.alloc, inv_freq);
   if (c.position_ids == nullptr) {
-    apply(x, c.positions, c.B, c.T, H, D, inv_freq.data());
+    const OnDevice<int64_t> pos(c.stream(), c.alloc, c.positions, c.T);
+    apply(c.stream(), x, pos.get(), c.B, c.T, H, D, freq.get());
     return;
   }
+  const OnDevice<int64_t> ids(c.stream(), c.alloc, c.position_ids, c.B * c.T);
   for (int64_t b = 0; b < c.B; ++b)
-    apply(x + b * c.T * H * D, c.position_ids + b * c.T, 1, c.T, H, D, inv_freq.data());
+    apply(c.stream(), x + b * c.T * H * D, ids.get() + b * c.T, 1, c.T, H, D, freq.get());
 }
 
 }  // namespace
@@ -80,8 +83,8 @@ Attention::Attention(ParameterSet& ps, const std::string& prefix, const ModelCon
   if (lora.targets_kind("o")) o_.add_lora(*adapters, prefix + ".o", lora);
 }
 
-cpu::AttnDims Attention::dims(const LayerContext& c) const {
-  cpu::AttnDims d{
+ops::AttnDims Attention::dims(const LayerContext& c) const {
+  ops::AttnDims d{
       .B = c.B, .Tq = c.T, .Tk = c.T, .Hq = n_heads_, .Hkv = n_kv_heads_, .D = head_dim_};
   d.q_pos0 = c.positions[0];
   d.k_pos0 = c.positions[0];
@@ -140,8 +143,11 @@ Attention::Saved Attention::forward(const LayerContext& c, float* out, const flo
     return s;
   }
   s.lse = c.activation({c.B, n_heads_, c.T});
-  cpu::attention_forward(s.att.data<float>(), s.lse.data<float>(), s.q.data<float>(),
-                         s.k.data<float>(), s.v.data<float>(), dims(c),
+  ops::AttnDims d = dims(c);
+  const OnDevice<int64_t> docs(c.stream(), c.alloc, c.doc_start, c.B * c.doc_len);
+  d.doc_start = docs.get();
+  ops::attention_forward(c.stream(), s.att.data<float>(), s.lse.data<float>(), s.q.data<float>(),
+                         s.k.data<float>(), s.v.data<float>(), d,
                          1.0 / std::sqrt(static_cast<double>(head_dim_)));
   o_.forward(c, out, s.att.data<float>());
   return s;
@@ -162,8 +168,10 @@ void Attention::forward_cached(const LayerContext& c, float* out, const float* i
   v_.adapt(c, v.data<float>(), inp);
   if (rope_ && !rope_freq_.depends_on_length()) {  // one row of N tokens, each at its own position
     const std::vector<double> inv_freq = rope_freq_.at_length(0);
-    cpu::rope_forward(q.data<float>(), c.positions, 1, N, n_heads_, head_dim_, inv_freq.data());
-    cpu::rope_forward(k.data<float>(), c.positions, 1, N, n_kv_heads_, head_dim_, inv_freq.data());
+    ops::rope_forward(c.stream(), q.data<float>(), c.positions, 1, N, n_heads_, head_dim_,
+                      inv_freq.data());
+    ops::rope_forward(c.stream(), k.data<float>(), c.positions, 1, N, n_kv_heads_, head_dim_,
+                      inv_freq.data());
   } else if (rope_) {
     // Dynamic NTK: each span at its own sequence's length so far (its last
     // position + 1), whatever else shares the batch. Keys already cached
@@ -171,10 +179,10 @@ void Attention::forward_cached(const LayerContext& c, float* out, const float* i
     int64_t r0 = 0;
     for (const PagedSpan& s : spans) {
       const std::vector<double> inv_freq = rope_freq_.at_length(s.pos0 + s.count);
-      cpu::rope_forward(q.data<float>() + r0 * qd, c.positions + r0, 1, s.count, n_heads_,
-                        head_dim_, inv_freq.data());
-      cpu::rope_forward(k.data<float>() + r0 * kd, c.positions + r0, 1, s.count, n_kv_heads_,
-                        head_dim_, inv_freq.data());
+      ops::rope_forward(c.stream(), q.data<float>() + r0 * qd, c.positions + r0, 1, s.count,
+                        n_heads_, head_dim_, inv_freq.data());
+      ops::rope_forward(c.stream(), k.data<float>() + r0 * kd, c.positions + r0, 1, s.count,
+                        n_kv_heads_, head_dim_, inv_freq.data());
       r0 += s.count;
     }
   }
@@ -184,12 +192,13 @@ void Attention::forward_cached(const LayerContext& c, float* out, const float* i
     r0 += s.count;
   }
   Tensor att = c.workspace({N, qd});
-  const std::vector<cpu::PagedSeq> seqs = PagedKvCache::kernel_seqs(spans);
-  cpu::PagedAttnDims pd = cache.attn_dims(n_heads_);
+  const std::vector<ops::PagedSeq> seqs = PagedKvCache::kernel_seqs(spans);
+  ops::PagedAttnDims pd = cache.attn_dims(n_heads_);
   pd.window = window_;
-  cpu::paged_attention_forward<float>(
-      att.data<float>(), nullptr, q.data<float>(), cache.k(layer), cache.v(layer), seqs.data(),
-      static_cast<int64_t>(seqs.size()), pd, 1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  ops::paged_attention_forward(c.stream(), att.data<float>(), nullptr, q.data<float>(),
+                               cache.k(layer), cache.v(layer), seqs.data(),
+                               static_cast<int64_t>(seqs.size()), pd,
+                               1.0 / std::sqrt(static_cast<double>(head_dim_)));
   o_.forward(c, out, att.data<float>());
 }
 
@@ -204,11 +213,15 @@ void Attention::backward(const LayerContext& c, float* dinp, const float* dout, 
     cp_core_.backward(c, dq.data<float>(), dk.data<float>(), dv.data<float>(), datt.data<float>(),
                       s.att.data<float>(), s.cp, dims(c),
                       1.0 / std::sqrt(static_cast<double>(head_dim_)));
-  else
-    cpu::attention_backward(dq.data<float>(), dk.data<float>(), dv.data<float>(),
+  else {
+    ops::AttnDims d = dims(c);
+    const OnDevice<int64_t> docs(c.stream(), c.alloc, c.doc_start, c.B * c.doc_len);
+    d.doc_start = docs.get();
+    ops::attention_backward(c.stream(), dq.data<float>(), dk.data<float>(), dv.data<float>(),
                             datt.data<float>(), s.q.data<float>(), s.k.data<float>(),
-                            s.v.data<float>(), s.att.data<float>(), s.lse.data<float>(), dims(c),
+                            s.v.data<float>(), s.att.data<float>(), s.lse.data<float>(), d,
                             1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  }
   datt = Tensor();
   if (rope_) {
     const std::vector<double> inv_freq = rope_table(c);

@@ -19,10 +19,10 @@
 #pragma once
 #include <string>
 
-#include "kernels/cpu/attention.h"
 #include "model/config.h"
 #include "model/layers/rope_frequencies.h"
 #include "model/paged_kv_cache.h"
+#include "ops/attention.h"
 #include "parallel/context/context_attention.h"
 #include "parallel/tensor/parallel_linear.h"
 
@@ -53,7 +53,7 @@ class Attention {
                       PagedKvCache& cache, const std::vector<PagedSpan>& spans) const;
 
  private:
-  cpu::AttnDims dims(const LayerContext& c) const;
+  ops::AttnDims dims(const LayerContext& c) const;
   // The rotary frequencies of a training / evaluation forward over c.
   std::vector<double> rope_table(const LayerContext& c) const;
   ColumnParallelLinear q_, k_, v_;
@@ -62,7 +62,7 @@ class Attention {
   double dropout_ = 0.0;                                         // attention dropout probability
   bool rope_ = false;
   RopeFrequencies rope_freq_;  // with rope_
-  int64_t window_ = 0;  // sliding window (Mistral); 0: every earlier key
+  int64_t window_ = 0;         // sliding window (Mistral); 0: every earlier key
   TpGroup tp_;
   CpGroup cp_;
   ContextAttention cp_core_;

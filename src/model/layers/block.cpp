@@ -3,8 +3,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/cpu/activation.h"
 #include "model/layers/dropout.h"
+#include "ops/activation.h"
+#include "ops/copy.h"
 
 namespace parallm {
 
@@ -89,7 +90,7 @@ Block::Saved Block::run_forward(const LayerContext& c, float* out, const float* 
   tap("attn.out", mid);
   if (sel) s.norm1 = {};
   hidden_dropout(c, DropoutSite::AttnOut, hidden_dropout_, mid, row0, rows, C_);
-  cpu::add_inplace(mid, inp, n);
+  ops::add_inplace(c.stream(), mid, inp, n);
   s.norm2 = norm2_.forward(cn, mid);
   tap("norm2", s.norm2.out.data<float>());
   if (is_moe_)
@@ -99,7 +100,7 @@ Block::Saved Block::run_forward(const LayerContext& c, float* out, const float* 
   tap(is_moe_ ? "moe.out" : "mlp.proj", out);
   if (sel) s.norm2 = {};
   hidden_dropout(c, DropoutSite::MlpOut, hidden_dropout_, out, row0, rows, C_);
-  cpu::add_inplace(out, mid, n);
+  ops::add_inplace(c.stream(), out, mid, n);
   tap("output", out);
   return s;
 }
@@ -112,13 +113,13 @@ void Block::forward_cached(const LayerContext& c, float* out, const float* inp, 
     const Norm::Saved n1 = norm1_.forward(c, inp);
     attn_.forward_cached(c, mid.data<float>(), n1.out.data<float>(), layer_, cache, spans);
   }
-  cpu::add_inplace(mid.data<float>(), inp, n);
+  ops::add_inplace(c.stream(), mid.data<float>(), inp, n);
   const Norm::Saved n2 = norm2_.forward(c, mid.data<float>());
   if (is_moe_)  // the cache's context is one row of N tokens
     moe_.forward(c, out, n2.out.data<float>());
   else
     mlp_.forward(c, out, n2.out.data<float>());
-  cpu::add_inplace(out, mid.data<float>(), n);
+  ops::add_inplace(c.stream(), out, mid.data<float>(), n);
 }
 
 void Block::run_backward(const LayerContext& c, float* dinp, const float* dout, const float* inp,
@@ -133,13 +134,13 @@ void Block::run_backward(const LayerContext& c, float* dinp, const float* dout, 
   tap("grad.output", dout);
   // d mid = dout (residual) + norm2 path.
   Tensor dmid = c.workspace({rows, C_});
-  std::memcpy(dmid.data<float>(), dout, static_cast<size_t>(n) * sizeof(float));
+  ops::copy(c.stream(), dmid.data<float>(), dout, static_cast<size_t>(n) * sizeof(float));
   {
     Tensor dnorm2 = c.workspace({rows, C_});
     Tensor dmlp;  // the MLP output's gradient through the dropout mask
     if (drop) {
       dmlp = c.workspace({rows, C_});
-      std::memcpy(dmlp.data<float>(), dout, static_cast<size_t>(n) * sizeof(float));
+      ops::copy(c.stream(), dmlp.data<float>(), dout, static_cast<size_t>(n) * sizeof(float));
       hidden_dropout(c, DropoutSite::MlpOut, hidden_dropout_, dmlp.data<float>(), row0, rows, C_);
     }
     // Selective: the same kernel on the same input gives the same bits.
@@ -157,7 +158,7 @@ void Block::run_backward(const LayerContext& c, float* dinp, const float* dout, 
     tap("grad.mid", dmid.data<float>());
   }
   // d inp += d mid (residual) + norm1 path.
-  cpu::add_inplace(dinp, dmid.data<float>(), n);
+  ops::add_inplace(c.stream(), dinp, dmid.data<float>(), n);
   hidden_dropout(c, DropoutSite::AttnOut, hidden_dropout_, dmid.data<float>(), row0, rows, C_);
   Tensor dnorm1 = c.workspace({rows, C_});
   const Norm::Saved norm1 =

@@ -13,6 +13,9 @@ uint64_t layer_dropout_key(uint64_t seed, int64_t layer) {
 void hidden_dropout(const LayerContext& c, DropoutSite site, double p, float* x, int64_t row0,
                     int64_t rows, int64_t C) {
   if (p <= 0.0 || c.dropout_seed == 0) return;
+  PX_CHECK(c.stream().device() == Device::CPU,
+           "hidden dropout runs on the cpu stream only so far, not on {}",
+           device_name(c.stream().device()));
   const uint64_t site_key = mix64(c.dropout_seed ^ mix64(static_cast<uint64_t>(site)));
   const float keep = static_cast<float>(1.0 / (1.0 - p));
 #pragma omp parallel for schedule(static)

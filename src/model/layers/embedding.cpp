@@ -3,18 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/cpu/embedding.h"
+#include "nn/op_buffers.h"
+#include "ops/embedding.h"
+#include "ops/optimizer.h"
 #include "parallel/tensor/mappings.h"
 
 namespace parallm {
-
-namespace {
-
-void scale_rows(float* x, int64_t n, float s) {
-  for (int64_t i = 0; i < n; ++i) x[i] *= s;
-}
-
-}  // namespace
 
 Embedding::Embedding(ParameterSet& ps, const ModelConfig& cfg, const TpGroup& tp)
     : C_(cfg.hidden),
@@ -48,25 +42,29 @@ std::vector<int32_t> Embedding::stream_positions(const LayerContext& c, int64_t 
   return pos;
 }
 
-void Embedding::forward(const LayerContext& c, float* out, const int32_t* tokens) const {
+void Embedding::forward(const LayerContext& c, float* out, const int32_t* host_tokens) const {
   const float* wte = c.params.value(wte_);
   const int64_t rows = tp_local_rows(tp_, c.N());
+  const OnDevice<int32_t> tok(c.stream(), c.alloc, host_tokens, c.N());
+  const int32_t* tokens = tok.get();
   if (!tp_.active()) {
-    cpu::embedding_forward(out, tokens, wte, c.N(), C_, 0, shard_.rows, false);
+    ops::embedding_forward(c.stream(), out, tokens, wte, c.N(), C_, 0, shard_.rows, false);
   } else {
     Tensor partial = c.workspace({c.N(), C_});
-    cpu::embedding_forward(partial.data<float>(), tokens, wte, c.N(), C_, shard_.begin, shard_.rows,
-                           false);
+    ops::embedding_forward(c.stream(), partial.data<float>(), tokens, wte, c.N(), C_, shard_.begin,
+                           shard_.rows, false);
     leave_tp_region(tp_, out, partial.data<float>(), c.N(), C_);
   }
-  if (scale_ != 1.0f) scale_rows(out, rows * C_, scale_);
+  if (scale_ != 1.0f) ops::scale_inplace(c.stream(), out, rows * C_, scale_);
   if (wpe_.index >= 0) {
-    auto pos = stream_positions(c, rows);
-    cpu::embedding_forward(out, pos.data(), c.params.value(wpe_), rows, C_, 0, P_, true);
+    const std::vector<int32_t> host_pos = stream_positions(c, rows);
+    const OnDevice<int32_t> pos(c.stream(), c.alloc, host_pos);
+    ops::embedding_forward(c.stream(), out, pos.get(), c.params.value(wpe_), rows, C_, 0, P_, true);
   }
 }
 
-void Embedding::backward(const LayerContext& c, const float* dout, const int32_t* tokens) const {
+void Embedding::backward(const LayerContext& c, const float* dout,
+                         const int32_t* host_tokens) const {
   if (c.params.frozen()) return;  // a frozen base (LoRA): the tables take no gradient
   const int64_t rows = tp_local_rows(tp_, c.N());
   const float* dfull = dout;
@@ -80,14 +78,17 @@ void Embedding::backward(const LayerContext& c, const float* dout, const int32_t
   if (scale_ != 1.0f) {
     scaled = c.workspace({c.N(), C_});
     float* d = scaled.data<float>();
-    std::copy(dfull, dfull + c.N() * C_, d);
-    scale_rows(d, c.N() * C_, scale_);
+    ops::copy(c.stream(), d, dfull, static_cast<size_t>(c.N() * C_) * sizeof(float));
+    ops::scale_inplace(c.stream(), d, c.N() * C_, scale_);
     dfull = d;
   }
-  cpu::embedding_backward(c.params.grad(wte_), tokens, dfull, c.N(), C_, shard_.begin, shard_.rows);
+  const OnDevice<int32_t> tok(c.stream(), c.alloc, host_tokens, c.N());
+  ops::embedding_backward(c.stream(), c.params.grad(wte_), tok.get(), dfull, c.N(), C_,
+                          shard_.begin, shard_.rows);
   if (wpe_.index >= 0) {
-    auto pos = stream_positions(c, rows);
-    cpu::embedding_backward(c.params.grad(wpe_), pos.data(), dout, rows, C_, 0, P_);
+    const std::vector<int32_t> host_pos = stream_positions(c, rows);
+    const OnDevice<int32_t> pos(c.stream(), c.alloc, host_pos);
+    ops::embedding_backward(c.stream(), c.params.grad(wpe_), pos.get(), dout, rows, C_, 0, P_);
   }
 }
 

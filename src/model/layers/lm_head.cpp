@@ -44,16 +44,17 @@ LossSum LmHead::run(const LayerContext& c, float* dx, const float* x, const int3
   const int64_t V = shard_.valid;  // padded ids get no logits at all
   const float* W = c.params.value(w_);
   Tensor logits = c.workspace({R, std::max<int64_t>(V, 1)});
-  VocabParallelCrossEntropy ce(shard_, tp_, R);
+  VocabParallelCrossEntropy ce(c.stream(), c.alloc, shard_, tp_, R);
+  const OnDevice<int32_t> targets_op(c.stream(), c.alloc, targets, N);
   LossSum out;
   for (int64_t r0 = 0; r0 < N; r0 += R) {
     const int64_t n = std::min(R, N - r0);
     const float* xr = x + r0 * C_;
     float* L = logits.data<float>();
     if (V > 0) matmul_weight(c, false, true, n, V, C_, xr, C_, w_, W, C_, 0.0f, L, V);
-    ce.loss(L, targets + r0, n, out);
+    ce.loss(L, targets + r0, targets_op.get() + r0, n, out);
     if (dx == nullptr || V == 0) continue;
-    ce.grad_inplace(L, targets + r0, n, grad_scale);
+    ce.grad_inplace(L, targets_op.get() + r0, n, grad_scale);
     // dx += dlogits W ; dW += dlogits^T x  (this shard's part of both)
     // (under fp16 the rounded dlogits overflow first when the loss scale is too big)
     matmul_weight(c, false, false, n, C_, V, L, V, w_, W, C_, 1.0f, dx + r0 * C_, C_);

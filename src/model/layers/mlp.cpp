@@ -1,8 +1,8 @@
 #include "model/layers/mlp.h"
 #include "model/layers/tp_region_input.h"
 
-#include "kernels/cpu/activation.h"
 #include "nn/op_tap.h"
+#include "ops/activation.h"
 #include "parallel/tensor/mappings.h"
 
 namespace parallm {
@@ -33,11 +33,12 @@ Mlp::Mlp(ParameterSet& ps, const std::string& prefix, const ModelConfig& cfg, do
   if (lora.targets_kind(out_kind)) proj_.add_lora(*adapters, prefix + "." + out_kind, lora);
 }
 
-void Mlp::gated_forward(float* act, const float* pre, const float* up, int64_t n) const {
+void Mlp::gated_forward(const ops::Stream& st, float* act, const float* pre, const float* up,
+                        int64_t n) const {
   if (geglu_)
-    cpu::geglu_forward(act, pre, up, n);
+    ops::geglu_forward(st, act, pre, up, n);
   else
-    cpu::swiglu_forward(act, pre, up, n);
+    ops::swiglu_forward(st, act, pre, up, n);
 }
 
 Mlp::Saved Mlp::forward(const LayerContext& c, float* out, const float* inp) const {
@@ -56,10 +57,10 @@ Mlp::Saved Mlp::forward(const LayerContext& c, float* out, const float* inp) con
     linear_forward_parts(c, x, c.N(), C_, parts);
     fc_.adapt(c, s.pre.data<float>(), x);  // LoRA terms (nothing without adapters)
     up_.adapt(c, s.up.data<float>(), x);
-    gated_forward(s.act.data<float>(), s.pre.data<float>(), s.up.data<float>(), n);
+    gated_forward(c.stream(), s.act.data<float>(), s.pre.data<float>(), s.up.data<float>(), n);
   } else {
     fc_.forward(c, s.pre.data<float>(), x);
-    cpu::gelu_forward(s.act.data<float>(), s.pre.data<float>(), n);
+    ops::gelu_forward(c.stream(), s.act.data<float>(), s.pre.data<float>(), n);
   }
   if (c.tap != nullptr)  // this rank's columns of the intermediate features
     c.tap->record(swiglu_ ? "mlp.gate" : "mlp.fc", c.layer, TapPass::Forward, c.sample_offset,
@@ -82,9 +83,9 @@ void Mlp::backward(const LayerContext& c, float* dinp, const float* dout, const 
   if (!act.defined()) {  // selective: the forward's kernel again, the same bits
     act = c.workspace({c.N(), inter_});
     if (swiglu_)
-      gated_forward(act.data<float>(), s.pre.data<float>(), s.up.data<float>(), n);
+      gated_forward(c.stream(), act.data<float>(), s.pre.data<float>(), s.up.data<float>(), n);
     else
-      cpu::gelu_forward(act.data<float>(), s.pre.data<float>(), n);
+      ops::gelu_forward(c.stream(), act.data<float>(), s.pre.data<float>(), n);
   }
   proj_.backward(c, dact.data<float>(), dout, act.data<float>());
   act = Tensor();
@@ -92,11 +93,11 @@ void Mlp::backward(const LayerContext& c, float* dinp, const float* dout, const 
   Tensor dup;
   if (swiglu_) {
     dup = c.workspace({c.N(), inter_});
-    auto* backward = geglu_ ? cpu::geglu_backward<float> : cpu::swiglu_backward<float>;
-    backward(dpre.data<float>(), dup.data<float>(), dact.data<float>(), s.pre.data<float>(),
-             s.up.data<float>(), n);
+    auto* backward = geglu_ ? ops::geglu_backward : ops::swiglu_backward;
+    backward(c.stream(), dpre.data<float>(), dup.data<float>(), dact.data<float>(),
+             s.pre.data<float>(), s.up.data<float>(), n);
   } else {
-    cpu::gelu_backward(dpre.data<float>(), s.pre.data<float>(), dact.data<float>(), n);
+    ops::gelu_backward(c.stream(), dpre.data<float>(), s.pre.data<float>(), dact.data<float>(), n);
   }
   dact = Tensor();
   const RegionInput in(c, tp_, inp, C_);

@@ -30,7 +30,8 @@ class Mlp {
 
  private:
   // act = silu(pre) * up (SwiGLU) or gelu(pre) * up (GeGLU): the gated forms.
-  void gated_forward(float* act, const float* pre, const float* up, int64_t n) const;
+  void gated_forward(const ops::Stream& st, float* act, const float* pre, const float* up,
+                     int64_t n) const;
   bool swiglu_ = false;  // gated (gate / up / down), SwiGLU or GeGLU
   bool geglu_ = false;
   int64_t inter_ = 0, C_ = 0;     // inter_: this rank's features

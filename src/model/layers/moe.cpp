@@ -10,11 +10,11 @@
 
 #include <cstring>
 
-#include "kernels/cpu/matmul.h"
-#include "kernels/cpu/moe_rows.h"
 #include "model/layers/moe_expert_bias.h"
 #include "model/layers/moe_routing_rows.h"
 #include "model/layers/moe_stats.h"
+#include "ops/matmul.h"
+#include "ops/moe_rows.h"
 #include "parallel/tensor/mappings.h"
 
 namespace parallm {
@@ -67,8 +67,8 @@ Moe::Saved Moe::forward(const LayerContext& c, float* out, const float* inp) con
   const int64_t N = s.rows.N;
   {
     Tensor local = c.workspace({rows, E});
-    cpu::linear_forward<float>(local.data<float>(), inp, c.params.value(router_), nullptr, rows, C_,
-                               E);
+    ops::linear_forward(c.stream(), local.data<float>(), inp, c.params.value(router_), nullptr,
+                        rows, C_, E);
     // Every tp and cp rank routes the whole micro-batch, as one process does.
     Tensor logits = c.workspace({N, E});
     gather_routing_logits(c, s.rows, tp_, cp_, local.data<float>(), logits.data<float>(), E);
@@ -105,9 +105,9 @@ Moe::Saved Moe::forward(const LayerContext& c, float* out, const float* inp) con
   for (int64_t i = 0; i < nfed; ++i)
     for (int64_t a = fed[i] * k; a < (fed[i] + 1) * k; ++a)
       if (r.kept[a]) s.send_row[a] = next[r.expert[a]]++;
-  const cpu::AssignedRows assigned{fed.data(), nfed, k, s.send_row.data()};
+  const ops::AssignedRows assigned{fed.data(), nfed, k, s.send_row.data()};
   Tensor send = c.workspace({std::max<int64_t>(S, 1), C_});
-  cpu::moe_gather(send.data<float>(), x, assigned, C_);
+  ops::moe_gather(c.stream(), send.data<float>(), x, assigned, C_);
   s.dispatch = TokenDispatch(ep_, per_expert);
   const int64_t M = s.dispatch.recv_rows();
   Tensor xr = c.workspace({std::max<int64_t>(M, 1), C_});
@@ -118,7 +118,7 @@ Moe::Saved Moe::forward(const LayerContext& c, float* out, const float* inp) con
   xr = Tensor();
   s.y = c.activation({std::max<int64_t>(S, 1), C_});
   s.dispatch.combine(ep_, yr.data<float>(), s.y.data<float>(), C_);
-  cpu::moe_combine(o, s.y.data<float>(), r.gate.data(), assigned, C_);
+  ops::moe_combine(c.stream(), o, s.y.data<float>(), r.gate.data(), assigned, C_);
   if (etp) leave_tp_region(tp_, out, out_all.data<float>(), nfed, C_);  // sum over tp
   if (has_shared_) s.shared = shared_.forward(c, out, inp);
   return s;
@@ -144,9 +144,9 @@ void Moe::backward(const LayerContext& c, float* dinp, const float* dout, const 
   }
   std::vector<float> dgate(N * k, 0.0f);  // other tp / cp ranks' rows stay 0
   Tensor dy = c.workspace({std::max<int64_t>(S, 1), C_});
-  const cpu::AssignedRows assigned{fed.data(), nfed, k, s.send_row.data()};
-  cpu::moe_combine_backward(dy.data<float>(), dgate.data(), d, s.y.data<float>(), r.gate.data(),
-                            assigned, C_);
+  const ops::AssignedRows assigned{fed.data(), nfed, k, s.send_row.data()};
+  ops::moe_combine_backward(c.stream(), dy.data<float>(), dgate.data(), d, s.y.data<float>(),
+                            r.gate.data(), assigned, C_);
   // Under expert tp y is this rank's partial sum: so is each dot product.
   if (etp) tp_.comm->all_reduce(dgate.data(), dgate.size(), DType::F32, comm::ReduceOp::Sum);
   Tensor dyr = c.workspace({std::max<int64_t>(M, 1), C_});
@@ -160,8 +160,8 @@ void Moe::backward(const LayerContext& c, float* dinp, const float* dout, const 
   Tensor dx_all;  // under expert tp: the fed rows' partial input gradients
   if (etp) dx_all = c.workspace({nfed, C_});
   float* dxa = etp ? dx_all.data<float>() : dinp;
-  cpu::moe_gather_backward(dxa, dx.data<float>(), assigned, C_);
-  if (etp) enter_tp_region_backward(tp_, dinp, dx_all.data<float>(), nfed, C_);
+  ops::moe_gather_backward(c.stream(), dxa, dx.data<float>(), assigned, C_);
+  if (etp) enter_tp_region_backward(c.stream(), tp_, dinp, dx_all.data<float>(), nfed, C_);
   // The balancing losses' gradient reaches every row's logits; this rank
   // takes its own rows (the aux statistics are per whole sequence), so the
   // router's gradient sums to the whole one over tp (sp) and cp.
@@ -172,8 +172,8 @@ void Moe::backward(const LayerContext& c, float* dinp, const float* dout, const 
     std::memcpy(dmine.data<float>() + i * E, dlogits.data<float>() + mine[i] * E,
                 static_cast<size_t>(E) * sizeof(float));
   dlogits = Tensor();
-  cpu::linear_backward<float>(dinp, c.params.grad(router_), nullptr, dmine.data<float>(), inp,
-                              c.params.value(router_), rows, C_, E);
+  ops::linear_backward(c.stream(), dinp, c.params.grad(router_), nullptr, dmine.data<float>(), inp,
+                       c.params.value(router_), rows, C_, E);
   if (has_shared_) shared_.backward(c, dinp, dout, inp, s.shared);
   // Every cp rank routed the same whole sequences and the trainer sums the
   // statistics over dp x cp: cp rank 0 alone reports them (tp ranks are

@@ -8,9 +8,9 @@
 #include <algorithm>
 
 #include "base/error.h"
-#include "kernels/cpu/activation.h"
-#include "kernels/cpu/grouped_gemm.h"
 #include "nn/matmul_precision.h"
+#include "ops/activation.h"
+#include "ops/grouped_gemm.h"
 
 namespace parallm {
 namespace {
@@ -21,10 +21,10 @@ Shape rows_shape(int64_t M, int64_t width) { return {std::max<int64_t>(M, 1), wi
 
 // n f32 values rounded to the context's 16-bit type, in a workspace.
 Tensor rounded(const LayerContext& c, const float* x, int64_t n) {
-  const cpu::LowpType t = c.matmul->type();
+  const ops::LowpType t = c.matmul->type();
   Tensor r = Tensor::zeros(c.alloc, {std::max<int64_t>(n, 1)},
-                           t == cpu::LowpType::BF16 ? DType::BF16 : DType::F16, MemTag::Workspace);
-  cpu::round_to_lowp(r.half_bits(), x, n, t);
+                           t == ops::LowpType::BF16 ? DType::BF16 : DType::F16, MemTag::Workspace);
+  ops::round_to_lowp(c.stream(), r.half_bits(), x, n, t);
   return r;
 }
 
@@ -98,15 +98,17 @@ MoeExperts::Saved MoeExperts::forward(const LayerContext& c, float* out, const f
     forward_lowp(c, out, x, offsets, s);
     return s;
   }
-  cpu::grouped_linear_forward(s.pre.data<float>(), x, ps.value(w1_), bias(b1_), off, local_, C_,
-                              I_);
+  ops::grouped_linear_forward(c.stream(), s.pre.data<float>(), x, ps.value(w1_), bias(b1_), off,
+                              local_, C_, I_);
   if (swiglu_) {
-    cpu::grouped_linear_forward(s.up.data<float>(), x, ps.value(w3_), nullptr, off, local_, C_, I_);
-    cpu::swiglu_forward(s.act.data<float>(), s.pre.data<float>(), s.up.data<float>(), n);
+    ops::grouped_linear_forward(c.stream(), s.up.data<float>(), x, ps.value(w3_), nullptr, off,
+                                local_, C_, I_);
+    ops::swiglu_forward(c.stream(), s.act.data<float>(), s.pre.data<float>(), s.up.data<float>(),
+                        n);
   } else {
-    cpu::gelu_forward(s.act.data<float>(), s.pre.data<float>(), n);
+    ops::gelu_forward(c.stream(), s.act.data<float>(), s.pre.data<float>(), n);
   }
-  cpu::grouped_linear_forward(out, s.act.data<float>(), ps.value(w2_),
+  ops::grouped_linear_forward(c.stream(), out, s.act.data<float>(), ps.value(w2_),
                               add_b2_ ? bias(b2_) : nullptr, off, local_, I_, C_);
   return s;
 }
@@ -116,23 +118,24 @@ void MoeExperts::forward_lowp(const LayerContext& c, float* out, const float* x,
   const int64_t M = offsets[local_], n = M * I_;
   const int64_t* off = offsets.data();
   const ParameterSet& ps = c.params;
-  const cpu::LowpGemm& g = c.matmul->gemm();
+  const ops::LowpGemm& g = c.matmul->gemm();
   auto bias = [&](ParamRef r) { return r.index >= 0 ? ps.value(r) : nullptr; };
   auto weight = [&](ParamRef r) { return c.matmul->weight(ps, r); };
   {
     const Tensor x16 = rounded(c, x, M * C_);
-    cpu::grouped_linear_forward_lowp(g, c.alloc, s.pre.data<float>(), x16.half_bits(), weight(w1_),
-                                     bias(b1_), off, local_, C_, I_);
+    ops::grouped_linear_forward_lowp(c.stream(), g, c.alloc, s.pre.data<float>(), x16.half_bits(),
+                                     weight(w1_), bias(b1_), off, local_, C_, I_);
     if (swiglu_)
-      cpu::grouped_linear_forward_lowp(g, c.alloc, s.up.data<float>(), x16.half_bits(), weight(w3_),
-                                       nullptr, off, local_, C_, I_);
+      ops::grouped_linear_forward_lowp(c.stream(), g, c.alloc, s.up.data<float>(), x16.half_bits(),
+                                       weight(w3_), nullptr, off, local_, C_, I_);
   }
   if (swiglu_)
-    cpu::swiglu_forward(s.act.data<float>(), s.pre.data<float>(), s.up.data<float>(), n);
+    ops::swiglu_forward(c.stream(), s.act.data<float>(), s.pre.data<float>(), s.up.data<float>(),
+                        n);
   else
-    cpu::gelu_forward(s.act.data<float>(), s.pre.data<float>(), n);
+    ops::gelu_forward(c.stream(), s.act.data<float>(), s.pre.data<float>(), n);
   const Tensor act16 = rounded(c, s.act.data<float>(), n);
-  cpu::grouped_linear_forward_lowp(g, c.alloc, out, act16.half_bits(), weight(w2_),
+  ops::grouped_linear_forward_lowp(c.stream(), g, c.alloc, out, act16.half_bits(), weight(w2_),
                                    add_b2_ ? bias(b2_) : nullptr, off, local_, I_, C_);
 }
 
@@ -144,20 +147,20 @@ void MoeExperts::backward(const LayerContext& c, float* dx, const float* dout, c
   auto grad = [&](ParamRef r) { return r.index >= 0 ? ps.grad(r) : nullptr; };
   if (c.matmul != nullptr) return backward_lowp(c, dx, dout, s, offsets);
   Tensor dact = c.workspace(rows_shape(M, I_));
-  cpu::grouped_linear_backward(dact.data<float>(), ps.grad(w2_), grad(b2_), dout,
+  ops::grouped_linear_backward(c.stream(), dact.data<float>(), ps.grad(w2_), grad(b2_), dout,
                                s.act.data<float>(), ps.value(w2_), off, local_, I_, C_);
   Tensor dpre = c.workspace(rows_shape(M, I_));
   if (swiglu_) {
     Tensor dup = c.workspace(rows_shape(M, I_));
-    cpu::swiglu_backward(dpre.data<float>(), dup.data<float>(), dact.data<float>(),
+    ops::swiglu_backward(c.stream(), dpre.data<float>(), dup.data<float>(), dact.data<float>(),
                          s.pre.data<float>(), s.up.data<float>(), n);
-    cpu::grouped_linear_backward(dx, ps.grad(w3_), nullptr, dup.data<float>(), s.x.data<float>(),
-                                 ps.value(w3_), off, local_, C_, I_);
+    ops::grouped_linear_backward(c.stream(), dx, ps.grad(w3_), nullptr, dup.data<float>(),
+                                 s.x.data<float>(), ps.value(w3_), off, local_, C_, I_);
   } else {
-    cpu::gelu_backward(dpre.data<float>(), s.pre.data<float>(), dact.data<float>(), n);
+    ops::gelu_backward(c.stream(), dpre.data<float>(), s.pre.data<float>(), dact.data<float>(), n);
   }
-  cpu::grouped_linear_backward(dx, ps.grad(w1_), grad(b1_), dpre.data<float>(), s.x.data<float>(),
-                               ps.value(w1_), off, local_, C_, I_);
+  ops::grouped_linear_backward(c.stream(), dx, ps.grad(w1_), grad(b1_), dpre.data<float>(),
+                               s.x.data<float>(), ps.value(w1_), off, local_, C_, I_);
 }
 
 void MoeExperts::backward_lowp(const LayerContext& c, float* dx, const float* dout, const Saved& s,
@@ -165,7 +168,7 @@ void MoeExperts::backward_lowp(const LayerContext& c, float* dx, const float* do
   const int64_t M = offsets[local_], n = M * I_;
   const int64_t* off = offsets.data();
   const ParameterSet& ps = c.params;
-  const cpu::LowpGemm& g = c.matmul->gemm();
+  const ops::LowpGemm& g = c.matmul->gemm();
   auto grad = [&](ParamRef r) { return r.index >= 0 ? ps.grad(r) : nullptr; };
   auto weight = [&](ParamRef r) { return c.matmul->weight(ps, r); };
   Tensor dact = c.workspace(rows_shape(M, I_));
@@ -174,27 +177,27 @@ void MoeExperts::backward_lowp(const LayerContext& c, float* dx, const float* do
     // layers, and the loss scaler sees it.
     const Tensor dout16 = rounded(c, dout, M * C_);
     const Tensor act16 = rounded(c, s.act.data<float>(), n);
-    cpu::grouped_linear_backward_lowp(g, c.alloc, dact.data<float>(), ps.grad(w2_), grad(b2_),
-                                      dout16.half_bits(), dout, act16.half_bits(), weight(w2_), off,
-                                      local_, I_, C_);
+    ops::grouped_linear_backward_lowp(c.stream(), g, c.alloc, dact.data<float>(), ps.grad(w2_),
+                                      grad(b2_), dout16.half_bits(), dout, act16.half_bits(),
+                                      weight(w2_), off, local_, I_, C_);
   }
   Tensor dpre = c.workspace(rows_shape(M, I_));
   const Tensor x16 = rounded(c, s.x.data<float>(), M * C_);
   if (swiglu_) {
     Tensor dup = c.workspace(rows_shape(M, I_));
-    cpu::swiglu_backward(dpre.data<float>(), dup.data<float>(), dact.data<float>(),
+    ops::swiglu_backward(c.stream(), dpre.data<float>(), dup.data<float>(), dact.data<float>(),
                          s.pre.data<float>(), s.up.data<float>(), n);
     const Tensor dup16 = rounded(c, dup.data<float>(), n);
-    cpu::grouped_linear_backward_lowp(g, c.alloc, dx, ps.grad(w3_), nullptr, dup16.half_bits(),
-                                      dup.data<float>(), x16.half_bits(), weight(w3_), off, local_,
-                                      C_, I_);
+    ops::grouped_linear_backward_lowp(c.stream(), g, c.alloc, dx, ps.grad(w3_), nullptr,
+                                      dup16.half_bits(), dup.data<float>(), x16.half_bits(),
+                                      weight(w3_), off, local_, C_, I_);
   } else {
-    cpu::gelu_backward(dpre.data<float>(), s.pre.data<float>(), dact.data<float>(), n);
+    ops::gelu_backward(c.stream(), dpre.data<float>(), s.pre.data<float>(), dact.data<float>(), n);
   }
   const Tensor dpre16 = rounded(c, dpre.data<float>(), n);
-  cpu::grouped_linear_backward_lowp(g, c.alloc, dx, ps.grad(w1_), grad(b1_), dpre16.half_bits(),
-                                    dpre.data<float>(), x16.half_bits(), weight(w1_), off, local_,
-                                    C_, I_);
+  ops::grouped_linear_backward_lowp(c.stream(), g, c.alloc, dx, ps.grad(w1_), grad(b1_),
+                                    dpre16.half_bits(), dpre.data<float>(), x16.half_bits(),
+                                    weight(w1_), off, local_, C_, I_);
 }
 
 }  // namespace parallm

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "kernels/cpu/activation.h"
+#include "ops/activation.h"
 
 namespace parallm {
 namespace {
@@ -42,7 +42,7 @@ MoeSharedExpert::Saved MoeSharedExpert::forward(const LayerContext& c, float* ou
   Tensor y = gated_ ? c.activation({rows, C_}) : c.workspace({rows, C_});
   s.mlp = mlp_.forward(c, y.data<float>(), inp);
   if (!gated_) {
-    cpu::add_inplace(out, y.data<float>(), rows * C_);
+    ops::add_inplace(c.stream(), out, y.data<float>(), rows * C_);
     return s;
   }
   const float* w = c.params.value(gate_);
@@ -50,7 +50,7 @@ MoeSharedExpert::Saved MoeSharedExpert::forward(const LayerContext& c, float* ou
   for (int64_t t = 0; t < rows; ++t) {
     const double z = dot(inp + t * C_, w, C_);
     s.gate[t] = static_cast<float>(1.0 / (1.0 + std::exp(-z)));
-    cpu::axpy(out + t * C_, s.gate[t], y.data<float>() + t * C_, C_);
+    ops::axpy(c.stream(), out + t * C_, s.gate[t], y.data<float>() + t * C_, C_);
   }
   s.y = y;
   return s;
@@ -68,12 +68,12 @@ void MoeSharedExpert::backward(const LayerContext& c, float* dinp, const float* 
   Tensor dy = c.workspace({rows, C_});
   for (int64_t t = 0; t < rows; ++t) {
     const float g = s.gate[t];
-    cpu::axpy(dy.data<float>() + t * C_, g, dout + t * C_, C_);
+    ops::axpy(c.stream(), dy.data<float>() + t * C_, g, dout + t * C_, C_);
     // d loss / d z_t, z_t = x_t . w_g
     const auto dz =
         static_cast<float>(dot(dout + t * C_, s.y.data<float>() + t * C_, C_) * g * (1.0 - g));
-    cpu::axpy(dw, dz, inp + t * C_, C_);
-    cpu::axpy(dinp + t * C_, dz, w, C_);
+    ops::axpy(c.stream(), dw, dz, inp + t * C_, C_);
+    ops::axpy(c.stream(), dinp + t * C_, dz, w, C_);
   }
   mlp_.backward(c, dinp, dy.data<float>(), inp, s.mlp);
 }

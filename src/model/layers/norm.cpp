@@ -1,7 +1,7 @@
 #include "model/layers/norm.h"
 
 #include "base/error.h"
-#include "kernels/cpu/norm.h"
+#include "ops/norm.h"
 
 namespace parallm {
 
@@ -28,11 +28,12 @@ Norm::Saved Norm::forward(const LayerContext& c, const float* inp) const {
   s.rstd = c.activation({c.N()});
   if (layernorm_) {
     s.mean = c.activation({c.N()});
-    cpu::layernorm_forward(s.out.data<float>(), s.mean.data<float>(), s.rstd.data<float>(), inp,
-                           c.params.value(w_), c.params.value(b_), c.N(), C_, eps_);
+    ops::layernorm_forward(c.stream(), s.out.data<float>(), s.mean.data<float>(),
+                           s.rstd.data<float>(), inp, c.params.value(w_), c.params.value(b_), c.N(),
+                           C_, eps_);
   } else {
-    cpu::rmsnorm_forward(s.out.data<float>(), s.rstd.data<float>(), inp, c.params.value(w_), c.N(),
-                         C_, eps_, adds_one_);
+    ops::rmsnorm_forward(c.stream(), s.out.data<float>(), s.rstd.data<float>(), inp,
+                         c.params.value(w_), c.N(), C_, eps_, adds_one_);
   }
   return s;
 }
@@ -40,11 +41,11 @@ Norm::Saved Norm::forward(const LayerContext& c, const float* inp) const {
 void Norm::backward(const LayerContext& c, float* dinp, const float* dout, const float* inp,
                     const Saved& s) const {
   if (layernorm_) {
-    cpu::layernorm_backward(dinp, c.params.grad(w_), c.params.grad(b_), dout, inp,
+    ops::layernorm_backward(c.stream(), dinp, c.params.grad(w_), c.params.grad(b_), dout, inp,
                             c.params.value(w_), s.mean.data<float>(), s.rstd.data<float>(), c.N(),
                             C_);
   } else {
-    cpu::rmsnorm_backward(dinp, c.params.grad(w_), dout, inp, c.params.value(w_),
+    ops::rmsnorm_backward(c.stream(), dinp, c.params.grad(w_), dout, inp, c.params.value(w_),
                           s.rstd.data<float>(), c.N(), C_, adds_one_);
   }
 }

@@ -53,8 +53,8 @@ void get_lse(float* tile, const float* lse, int64_t H, int64_t n, int64_t len, i
                   lse + (b * H + h) * n * len + c * len, static_cast<size_t>(len) * sizeof(float));
 }
 
-cpu::AttnDims pair_dims(const cpu::AttnDims& base, int64_t len, int64_t q0, int64_t k0) {
-  cpu::AttnDims d = base;
+ops::AttnDims pair_dims(const ops::AttnDims& base, int64_t len, int64_t q0, int64_t k0) {
+  ops::AttnDims d = base;
   d.Tq = d.Tk = len;
   d.q_pos0 = q0;
   d.k_pos0 = k0;
@@ -67,7 +67,7 @@ cpu::AttnDims pair_dims(const cpu::AttnDims& base, int64_t len, int64_t q0, int6
 // furthest), or (packed documents) all before the document of every row's
 // queries. Document starts grow along a row, so the chunk's first query has
 // the earliest.
-bool fully_masked(const cpu::AttnDims& d, int64_t q0, int64_t k0, int64_t len) {
+bool fully_masked(const ops::AttnDims& d, int64_t q0, int64_t k0, int64_t len) {
   if (k0 > q0 + len - 1) return true;
   if (d.window > 0 && k0 + len - 1 <= q0 - d.window) return true;
   if (d.doc_start == nullptr) return false;
@@ -79,7 +79,7 @@ bool fully_masked(const cpu::AttnDims& d, int64_t q0, int64_t k0, int64_t len) {
 // The sizes both passes walk: nq query and nk key chunks of len tokens;
 // qrow / krow floats per token of q and of k, v.
 struct PairShape {
-  PairShape(const ChunkSet& qs, const ChunkSet& ks, const cpu::AttnDims& base)
+  PairShape(const ChunkSet& qs, const ChunkSet& ks, const ops::AttnDims& base)
       : B(base.B),
         Hq(base.Hq),
         len(qs.len),
@@ -103,7 +103,7 @@ void chunk_attention_init(float* out, float* lse, int64_t B, int64_t tokens, int
 
 void chunk_attention_forward(float* out, float* lse, const float* q, const ChunkSet& qs,
                              const float* k, const float* v, const ChunkSet& ks,
-                             const cpu::AttnDims& base, double scale, AttnWork* work,
+                             const ops::AttnDims& base, double scale, AttnWork* work,
                              const std::function<void()>& progress) {
   const PairShape sh(qs, ks, base);
   const int64_t B = sh.B, Hq = sh.Hq, D = base.D, len = sh.len, nq = sh.nq, nk = sh.nk;
@@ -121,9 +121,10 @@ void chunk_attention_forward(float* out, float* lse, const float* q, const Chunk
         loaded = true;
       }
       get_chunk(qt.data(), q, nq, len, qrow, i, qwin);
-      cpu::AttnDims d = pair_dims(base, len, qs.pos0[i], ks.pos0[j]);
+      ops::AttnDims d = pair_dims(base, len, qs.pos0[i], ks.pos0[j]);
       if (progress) d.progress = &progress;
-      cpu::attention_forward(ot.data(), lt.data(), qt.data(), kt.data(), vt.data(), d, scale);
+      ops::attention_forward(ops::Stream::host(), ot.data(), lt.data(), qt.data(), kt.data(),
+                             vt.data(), d, scale);
       if (work) work->pairs += B * Hq * causal_pairs(qs.pos0[i], ks.pos0[j], len);
       if (progress) progress();
       // Merge (ot, lt) into rows of chunk i: out = out*e^(lse-new) + ot*e^(lt-new).
@@ -153,7 +154,7 @@ void chunk_attention_forward(float* out, float* lse, const float* q, const Chunk
 void chunk_attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
                               const ChunkSet& qs, const float* k, const float* v,
                               const ChunkSet& ks, const float* out, const float* lse,
-                              const cpu::AttnDims& base, double scale,
+                              const ops::AttnDims& base, double scale,
                               const std::function<void()>& progress, AttnPart part) {
   const PairShape sh(qs, ks, base);
   const int64_t len = sh.len, nq = sh.nq, nk = sh.nk, D = base.D, group = base.Hq / base.Hkv;
@@ -166,7 +167,7 @@ void chunk_attention_backward(float* dq, float* dk, float* dv, const float* dout
            part.first, part.last, nk, part.b0, part.b1, base.B, part.g0, part.g1, base.Hkv);
   // The part as a call of its own: its batch entries and heads, with the
   // global indices that dropout and the document mask key on.
-  cpu::AttnDims pb = base;
+  ops::AttnDims pb = base;
   pb.B = b1 - part.b0;
   pb.Hkv = g1 - part.g0;
   pb.Hq = pb.Hkv * group;
@@ -174,7 +175,8 @@ void chunk_attention_backward(float* dq, float* dk, float* dv, const float* dout
   pb.head0 += part.g0 * group;
   if (pb.doc_start != nullptr) pb.doc_start += part.b0 * pb.doc_ld;
   // The whole call's choice of thread split, so that every part sums alike.
-  const cpu::AttnBwdSplit split = cpu::attention_backward_auto_split(pair_dims(base, len, 0, 0));
+  const ops::AttnBwdSplit split =
+      ops::attention_backward_auto_split(ops::Stream::host(), pair_dims(base, len, 0, 0));
   const Window qwin{part.b0, b1, part.g0 * group * D, pb.Hq * D};
   const Window kwin{part.b0, b1, part.g0 * D, pb.Hkv * D};
   const int64_t B = pb.B, qw = qwin.w, kw = kwin.w;
@@ -197,10 +199,11 @@ void chunk_attention_backward(float* dq, float* dk, float* dv, const float* dout
       get_chunk(dot.data(), dout, nq, len, sh.qrow, i, qwin);
       get_lse(lt.data(), lse, base.Hq, nq, len, i, part.b0, b1, part.g0 * group, g1 * group);
       std::fill(dqt.begin(), dqt.end(), 0.0f);
-      cpu::AttnDims d = pair_dims(pb, len, qs.pos0[i], ks.pos0[j]);
+      ops::AttnDims d = pair_dims(pb, len, qs.pos0[i], ks.pos0[j]);
       if (progress) d.progress = &progress;
-      cpu::attention_backward_split(dqt.data(), dkt.data(), dvt.data(), dot.data(), qt.data(),
-                                    kt.data(), vt.data(), ot.data(), lt.data(), d, scale, split);
+      ops::attention_backward(ops::Stream::host(), dqt.data(), dkt.data(), dvt.data(), dot.data(),
+                              qt.data(), kt.data(), vt.data(), ot.data(), lt.data(), d, scale,
+                              split);
       add_chunk(dq, dqt.data(), nq, len, sh.qrow, i, qwin);
       if (progress) progress();
     }

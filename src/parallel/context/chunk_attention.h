@@ -16,7 +16,7 @@
 #include <functional>
 #include <vector>
 
-#include "kernels/cpu/attention.h"
+#include "ops/attention.h"
 
 namespace parallm {
 
@@ -41,7 +41,7 @@ struct AttnWork {
 void chunk_attention_init(float* out, float* lse, int64_t B, int64_t tokens, int64_t Hq, int64_t D);
 void chunk_attention_forward(float* out, float* lse, const float* q, const ChunkSet& qs,
                              const float* k, const float* v, const ChunkSet& ks,
-                             const cpu::AttnDims& base, double scale, AttnWork* work = nullptr,
+                             const ops::AttnDims& base, double scale, AttnWork* work = nullptr,
                              const std::function<void()>& progress = {});
 // A part of one backward call: key chunks [first, last) of the ChunkSet,
 // batch entries [b0, b1), kv heads [g0, g1) with their query heads (an end
@@ -59,7 +59,7 @@ struct AttnPart {
 void chunk_attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
                               const ChunkSet& qs, const float* k, const float* v,
                               const ChunkSet& ks, const float* out, const float* lse,
-                              const cpu::AttnDims& base, double scale,
+                              const ops::AttnDims& base, double scale,
                               const std::function<void()>& progress = {}, AttnPart part = {});
 
 }  // namespace parallm

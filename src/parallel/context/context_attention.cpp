@@ -36,8 +36,8 @@ RingSpec ContextAttention::ring(int64_t T) const {
   return r;
 }
 
-cpu::AttnDims ContextAttention::core_dims(const LayerContext& c, const cpu::AttnDims& base) const {
-  cpu::AttnDims d = base;
+ops::AttnDims ContextAttention::core_dims(const LayerContext& c, const ops::AttnDims& base) const {
+  ops::AttnDims d = base;
   const int u = g_.ulysses_degree;
   d.Hq = heads_ / u;
   d.Hkv = kv_heads_ / u;
@@ -47,10 +47,10 @@ cpu::AttnDims ContextAttention::core_dims(const LayerContext& c, const cpu::Attn
 
 ContextAttention::Saved ContextAttention::forward(const LayerContext& c, const Tensor& att,
                                                   const Tensor& q, const Tensor& k, const Tensor& v,
-                                                  const cpu::AttnDims& base, double scale,
+                                                  const ops::AttnDims& base, double scale,
                                                   AttnWork* work) const {
   const int64_t T = c.T * g_.size(), B = c.B, D = head_dim_, u = g_.ulysses_degree;
-  const cpu::AttnDims d = core_dims(c, base);
+  const ops::AttnDims d = core_dims(c, base);
   const ChunkSet qs = query_chunks(T);
   Saved s;
   if (u == 1) {
@@ -84,9 +84,9 @@ ContextAttention::Saved ContextAttention::forward(const LayerContext& c, const T
 
 void ContextAttention::backward(const LayerContext& c, float* dq, float* dk, float* dv,
                                 const float* datt, const float* att, const Saved& s,
-                                const cpu::AttnDims& base, double scale) const {
+                                const ops::AttnDims& base, double scale) const {
   const int64_t T = c.T * g_.size(), B = c.B, D = head_dim_, u = g_.ulysses_degree;
-  const cpu::AttnDims d = core_dims(c, base);
+  const ops::AttnDims d = core_dims(c, base);
   const ChunkSet qs = query_chunks(T);
   if (u == 1) {
     ring_attention_backward(ring(T), c.alloc, dq, dk, dv, datt, s.q.data<float>(), qs,

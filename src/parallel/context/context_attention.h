@@ -8,8 +8,8 @@
 // Invariant: the result equals causal attention over the whole sequence
 // (up to fp32 rounding), whatever the mode.
 #pragma once
-#include "kernels/cpu/attention.h"
 #include "nn/layer_context.h"
+#include "ops/attention.h"
 #include "parallel/context/chunk_attention.h"
 #include "parallel/context/cp_chunks.h"
 #include "parallel/context/cp_group.h"
@@ -32,11 +32,11 @@ class ContextAttention {
   // base: the one-process dims of the call (B, Hq, Hkv, D, dropout with
   // head0 of this tp rank); c.T is the local length. att: (B, c.T, Hq*D).
   Saved forward(const LayerContext& c, const Tensor& att, const Tensor& q, const Tensor& k,
-                const Tensor& v, const cpu::AttnDims& base, double scale,
+                const Tensor& v, const ops::AttnDims& base, double scale,
                 AttnWork* work = nullptr) const;
   // dq, dk, dv (B, c.T, H*D) are written. att: the forward's output.
   void backward(const LayerContext& c, float* dq, float* dk, float* dv, const float* datt,
-                const float* att, const Saved& s, const cpu::AttnDims& base, double scale) const;
+                const float* att, const Saved& s, const ops::AttnDims& base, double scale) const;
 
   // The chunks this rank's core queries (its Ulysses group's tokens) and the
   // ring it runs, for a sequence of T tokens.
@@ -44,7 +44,7 @@ class ContextAttention {
   RingSpec ring(int64_t T) const;
 
  private:
-  cpu::AttnDims core_dims(const LayerContext& c, const cpu::AttnDims& base) const;
+  ops::AttnDims core_dims(const LayerContext& c, const ops::AttnDims& base) const;
   CpGroup g_;
   int64_t heads_ = 0, kv_heads_ = 0, head_dim_ = 0;
 };

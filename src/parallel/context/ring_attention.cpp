@@ -120,7 +120,7 @@ void check_ring(const RingSpec& r) {
 
 void ring_attention_forward(const RingSpec& r, Allocator& alloc, float* out, float* lse,
                             const float* q, const ChunkSet& qs, const float* k, const float* v,
-                            const cpu::AttnDims& base, double scale, AttnWork* work) {
+                            const ops::AttnDims& base, double scale, AttnWork* work) {
   check_ring(r);
   const int n = r.size(), me = r.rank();
   const int64_t half = base.B * r.kv_chunks[0].tokens() * base.Hkv * base.D;
@@ -156,7 +156,7 @@ void ring_attention_forward(const RingSpec& r, Allocator& alloc, float* out, flo
 void ring_attention_backward(const RingSpec& r, Allocator& alloc, float* dq, float* dk, float* dv,
                              const float* dout, const float* q, const ChunkSet& qs, const float* k,
                              const float* v, const float* out, const float* lse,
-                             const cpu::AttnDims& base, double scale) {
+                             const ops::AttnDims& base, double scale) {
   check_ring(r);
   const int n = r.size(), me = r.rank();
   const int64_t half = base.B * r.kv_chunks[0].tokens() * base.Hkv * base.D;

@@ -30,11 +30,11 @@ struct RingSpec {
 // in flight come from alloc (tag communication).
 void ring_attention_forward(const RingSpec& r, Allocator& alloc, float* out, float* lse,
                             const float* q, const ChunkSet& qs, const float* k, const float* v,
-                            const cpu::AttnDims& base, double scale, AttnWork* work = nullptr);
+                            const ops::AttnDims& base, double scale, AttnWork* work = nullptr);
 // dq, dk, dv are written (this member's rows). out, lse: the forward's.
 void ring_attention_backward(const RingSpec& r, Allocator& alloc, float* dq, float* dk, float* dv,
                              const float* dout, const float* q, const ChunkSet& qs, const float* k,
                              const float* v, const float* out, const float* lse,
-                             const cpu::AttnDims& base, double scale);
+                             const ops::AttnDims& base, double scale);
 
 }  // namespace parallm

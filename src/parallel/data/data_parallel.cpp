@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "base/error.h"
-#include "kernels/cpu/optimizer.h"
+#include "ops/optimizer.h"
 #include "optim/grad_clip.h"
 #include "optim/nonfinite.h"
 #include "parallel/data/ddp.h"
@@ -92,7 +92,8 @@ DpStepResult DataParallel::finish_step(double local_loss_sum, double lr, double 
   // Unscale (fp16 loss scaling) before the norm, so clipping sees true values;
   // the norm range lies inside the update range on every rank.
   if (guard.grad_unscale != 1.0)
-    cpu::scale_inplace(gu, n_update, static_cast<float>(guard.grad_unscale));
+    ops::scale_inplace(model_.params().stream(), gu, n_update,
+                       static_cast<float>(guard.grad_unscale));
   double loss = local_loss_sum;
   const GradNormGroups groups{.dp = dp_, .tp = &model_.tp(), .pp = pp_};
   res.grad_norm = grad_norm(gn, groups, {&loss, 1});
@@ -104,7 +105,8 @@ DpStepResult DataParallel::finish_step(double local_loss_sum, double lr, double 
     res.skipped = true;  // no update, no parameter sync: every rank keeps its values
     return res;
   }
-  clip_grad_norm(gu, n_update, res.grad_norm, clip);  // on the range this rank updates
+  clip_grad_norm(model_.params().stream(), gu, n_update, res.grad_norm,
+                 clip);  // on the range this rank updates
   update(lr, gu);
   return res;
 }

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "kernels/cpu/activation.h"
+#include "ops/activation.h"
 
 namespace parallm {
 
@@ -68,17 +68,17 @@ void enter_tp_region(const TpGroup& g, float* full, const float* stream, int64_t
   copy_rows(full, stream, N * C);  // copy_to_tp_region: forward identity
 }
 
-void enter_tp_region_backward(const TpGroup& g, float* dstream, float* dfull, int64_t N,
-                              int64_t C) {
+void enter_tp_region_backward(const ops::Stream& s, const TpGroup& g, float* dstream, float* dfull,
+                              int64_t N, int64_t C) {
   if (g.sp()) {
     const int64_t rows = N / g.size();
     float* mine = dfull + g.rank() * rows * C;  // in place: no extra buffer
     reduce_scatter_to_sequence_region(g, mine, dfull, rows, C);
-    cpu::add_inplace(dstream, mine, rows * C);
+    ops::add_inplace(s, dstream, mine, rows * C);
     return;
   }
   copy_to_tp_region_backward(g, dfull, N * C);
-  cpu::add_inplace(dstream, dfull, N * C);
+  ops::add_inplace(s, dstream, dfull, N * C);
 }
 
 void leave_tp_region(const TpGroup& g, float* stream, float* partial, int64_t N, int64_t C) {

@@ -1,10 +1,10 @@
 #include "parallel/tensor/parallel_linear.h"
 
 #include "base/error.h"
-#include "kernels/cpu/activation.h"
-#include "kernels/cpu/matmul.h"
 #include "nn/matmul_precision.h"
 #include "nn/weight_grad_queue.h"
+#include "ops/activation.h"
+#include "ops/matmul.h"
 #include "parallel/tensor/mappings.h"
 
 namespace parallm {
@@ -107,7 +107,7 @@ void RowParallelLinear::forward(const LayerContext& c, float* stream, const floa
   leave_tp_region(tp_, stream, partial.data<float>(), c.N(), out_);
   if (b == nullptr) return;
   const int64_t rows = tp_local_rows(tp_, c.N());
-  for (int64_t r = 0; r < rows; ++r) cpu::add_inplace(stream + r * out_, b, out_);
+  for (int64_t r = 0; r < rows; ++r) ops::add_inplace(c.stream(), stream + r * out_, b, out_);
 }
 
 void RowParallelLinear::backward(const LayerContext& c, float* dinp, const float* dstream,
@@ -117,14 +117,14 @@ void RowParallelLinear::backward(const LayerContext& c, float* dinp, const float
   const bool defer = c.weight_grads != nullptr && dw != nullptr;
   if (!tp_.active()) lora_.backward(c, dinp, dstream, inp);
   if (!tp_.active() && defer) {  // zero-bubble B: dW runs later, at W
-    cpu::linear_backward(dinp, static_cast<float*>(nullptr), db, dstream, inp, c.params.value(w_),
-                         c.N(), in_, out_);
+    ops::linear_backward(c.stream(), dinp, static_cast<float*>(nullptr), db, dstream, inp,
+                         c.params.value(w_), c.N(), in_, out_);
     return c.weight_grads->defer_linear(c, w_, dstream, inp, in_, out_);
   }
   if (!tp_.active()) return linear_backward(c, dinp, dw, db, dstream, inp, w_, c.N(), in_, out_);
   if (db != nullptr) {  // the bias saw only this rank's rows (all rows unless sp)
     const int64_t rows = tp_local_rows(tp_, c.N());
-    for (int64_t r = 0; r < rows; ++r) cpu::add_inplace(db, dstream + r * out_, out_);
+    for (int64_t r = 0; r < rows; ++r) ops::add_inplace(c.stream(), db, dstream + r * out_, out_);
   }
   const float* dout = dstream;
   Tensor dfull;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/cpu/activation.h"
+#include "ops/activation.h"
 
 namespace parallm {
 
@@ -68,7 +68,7 @@ void PartialGradSync::after_backward(const ParameterSet& ps, int unit) {
     const int64_t k = ps.numel(e.param);
     const int64_t slot = e.replicas == 1 ? 0 : tp_.rank() / e.replicas;
     std::memcpy(g, keep, k * sizeof(float));
-    cpu::add_inplace(g, red + n + slot * k, k);
+    ops::add_inplace(ps.stream(), g, red + n + slot * k, k);
     keep += k;
     n += reduced_numel(ps, e);
   }

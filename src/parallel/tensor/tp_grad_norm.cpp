@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "kernels/cpu/optimizer.h"
+#include "ops/optimizer.h"
 
 namespace parallm {
 
@@ -11,7 +11,7 @@ double tp_grad_sum_squares(const ParameterSet& ps, const float* g, int64_t begin
   bool copies = false;  // a pipeline stage's copy of another stage's parameter
   for (int i = 0; i < ps.size(); ++i) copies = copies || ps.spec(i).pipeline_copy;
   if ((!tp.active() || tp.rank() == 0) && !copies && !skip_experts)
-    return cpu::sum_squares(g, end - begin);
+    return ops::sum_squares(ps.stream(), g, end - begin);
   const bool all = !tp.active() || tp.rank() == 0;
   double s = 0.0;
   for (int i = 0; i < ps.size(); ++i) {
@@ -24,7 +24,7 @@ double tp_grad_sum_squares(const ParameterSet& ps, const float* g, int64_t begin
     if (tp.rank() % spec.tp_replicas != 0) continue;  // a replicated shard: its first holder
     const int64_t lo = std::max(begin, ps.offset(i));
     const int64_t hi = std::min(end, ps.offset(i) + ps.numel(i));
-    if (lo < hi) s += cpu::sum_squares(g + (lo - begin), hi - lo);
+    if (lo < hi) s += ops::sum_squares(ps.stream(), g + (lo - begin), hi - lo);
   }
   return s;
 }

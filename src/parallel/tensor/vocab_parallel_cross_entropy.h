@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "nn/op_buffers.h"
 #include "parallel/tensor/tp_group.h"
 #include "parallel/tensor/vocab_shard.h"
 
@@ -21,21 +22,26 @@ struct LossSum {
 
 class VocabParallelCrossEntropy {
  public:
-  // max_rows: the largest chunk passed later.
-  VocabParallelCrossEntropy(const VocabShard& shard, const TpGroup& tp, int64_t max_rows);
+  // max_rows: the largest chunk passed later; s: the logits' stream, whose
+  // per-row buffers come from alloc (none on the host stream).
+  VocabParallelCrossEntropy(const ops::Stream& s, Allocator& alloc, const VocabShard& shard,
+                            const TpGroup& tp, int64_t max_rows);
   // logits (n, shard.valid): columns are ids shard.begin + j. Adds the losses
   // of rows whose target is >= 0 to out and keeps each row's log-sum-exp for
   // grad_inplace. Collective over tp (two all-reduces). Throws on a target
   // outside the vocabulary.
-  void loss(const float* logits, const int32_t* targets, int64_t n, LossSum& out);
+  // targets are read on the host, targets_op (the same values) by the ops.
+  void loss(const float* logits, const int32_t* targets, const int32_t* targets_op, int64_t n,
+            LossSum& out);
   // After loss() on the same chunk: logits become the gradient of
   // grad_scale * (sum of the chunk's losses) with respect to them.
-  void grad_inplace(float* logits, const int32_t* targets, int64_t n, double grad_scale);
+  void grad_inplace(float* logits, const int32_t* targets_op, int64_t n, double grad_scale);
 
  private:
+  const ops::Stream* stream_;
   VocabShard shard_;
   TpGroup tp_;
-  std::vector<float> mx_, sums_, lse_, scale_;
+  HostMirror<float> mx_, sums_, lse_, scale_;
 };
 
 }  // namespace parallm

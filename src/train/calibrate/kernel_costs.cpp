@@ -12,16 +12,16 @@
 #include <thread>
 #include <utility>
 
-#include "kernels/cpu/activation.h"
-#include "kernels/cpu/attention.h"
-#include "kernels/cpu/cross_entropy.h"
-#include "kernels/cpu/embedding.h"
-#include "kernels/cpu/matmul.h"
-#include "kernels/cpu/moe_rows.h"
-#include "kernels/cpu/norm.h"
-#include "kernels/cpu/optimizer.h"
-#include "kernels/cpu/rope.h"
-#include "kernels/cpu/threads.h"
+#include "ops/activation.h"
+#include "ops/attention.h"
+#include "ops/cross_entropy.h"
+#include "ops/embedding.h"
+#include "ops/host_runtime.h"
+#include "ops/matmul.h"
+#include "ops/moe_rows.h"
+#include "ops/norm.h"
+#include "ops/optimizer.h"
+#include "ops/rope.h"
 #include "plan/linear_fit.h"
 
 namespace parallm {
@@ -63,11 +63,12 @@ void measure_linears(const KernelCalibration& k, OpCosts& c) {
         auto x = filled(n * in), w = filled(out * in), y = filled(n * out), dy = filled(n * out);
         auto dx = filled(n * in), dw = filled(out * in);
         c.fwd_s.push_back(seconds_per_call(k, [&] {
-          cpu::linear_forward<float>(y.data(), x.data(), w.data(), nullptr, n, in, out);
+          ops::linear_forward(ops::Stream::host(), y.data(), x.data(), w.data(), nullptr, n, in,
+                              out);
         }));
         c.bwd_s.push_back(seconds_per_call(k, [&] {
-          cpu::linear_backward<float>(dx.data(), dw.data(), nullptr, dy.data(), x.data(), w.data(),
-                                      n, in, out);
+          ops::linear_backward(ops::Stream::host(), dx.data(), dw.data(), nullptr, dy.data(),
+                               x.data(), w.data(), n, in, out);
         }));
       }
 }
@@ -81,7 +82,7 @@ void measure_linears(const KernelCalibration& k, OpCosts& c) {
 // that made the 2-thread backward 1.3x slower per unit than at 512).
 std::pair<double, double> attention_per_unit(const KernelCalibration& k, int64_t t, int64_t D) {
   const int64_t B = std::max<int64_t>(1, 2048 / t), Hkv = std::max<int64_t>(2, 4 / B);
-  const cpu::AttnDims d{.B = B, .Tq = t, .Tk = t, .Hq = 2 * Hkv, .Hkv = Hkv, .D = D};
+  const ops::AttnDims d{.B = B, .Tq = t, .Tk = t, .Hq = 2 * Hkv, .Hkv = Hkv, .D = D};
   const int64_t q_n = d.B * t * d.Hq * d.D, kv_n = d.B * t * d.Hkv * d.D;
   auto q = filled(q_n), kk = filled(kv_n), v = filled(kv_n), out = filled(q_n),
        lse = filled(d.B * d.Hq * t), dout = filled(q_n), dq = filled(q_n), dk = filled(kv_n),
@@ -89,11 +90,12 @@ std::pair<double, double> attention_per_unit(const KernelCalibration& k, int64_t
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   const double units = static_cast<double>(d.B) * d.Hq * t * (t + 1) / 2.0 * d.D;
   const double fwd = seconds_per_call(k, [&] {
-    cpu::attention_forward<float>(out.data(), lse.data(), q.data(), kk.data(), v.data(), d, scale);
+    ops::attention_forward(ops::Stream::host(), out.data(), lse.data(), q.data(), kk.data(),
+                           v.data(), d, scale);
   });
   const double bwd = seconds_per_call(k, [&] {
-    cpu::attention_backward<float>(dq.data(), dk.data(), dv.data(), dout.data(), q.data(),
-                                   kk.data(), v.data(), out.data(), lse.data(), d, scale);
+    ops::attention_backward(ops::Stream::host(), dq.data(), dk.data(), dv.data(), dout.data(),
+                            q.data(), kk.data(), v.data(), out.data(), lse.data(), d, scale);
   });
   return {fwd / units, bwd / units};
 }
@@ -128,34 +130,41 @@ void measure_elementwise(const KernelCalibration& k, OpCosts& c) {
     c.elem_bwd_s[kind] = bwd;
   };
   record("rmsnorm", per([&] {
-           cpu::rmsnorm_forward<float>(y.data(), rstd.data(), x.data(), w.data(), kRows, kC, 1e-6);
+           ops::rmsnorm_forward(ops::Stream::host(), y.data(), rstd.data(), x.data(), w.data(),
+                                kRows, kC, 1e-6);
          }),
          per([&] {
-           cpu::rmsnorm_backward<float>(dx.data(), dw.data(), dy.data(), x.data(), w.data(),
-                                        rstd.data(), kRows, kC);
+           ops::rmsnorm_backward(ops::Stream::host(), dx.data(), dw.data(), dy.data(), x.data(),
+                                 w.data(), rstd.data(), kRows, kC);
          }));
   record("layernorm", per([&] {
-           cpu::layernorm_forward<float>(y.data(), mean.data(), rstd.data(), x.data(), w.data(),
-                                         b.data(), kRows, kC, 1e-5);
+           ops::layernorm_forward(ops::Stream::host(), y.data(), mean.data(), rstd.data(), x.data(),
+                                  w.data(), b.data(), kRows, kC, 1e-5);
          }),
          per([&] {
-           cpu::layernorm_backward<float>(dx.data(), dw.data(), db.data(), dy.data(), x.data(),
-                                          w.data(), mean.data(), rstd.data(), kRows, kC);
+           ops::layernorm_backward(ops::Stream::host(), dx.data(), dw.data(), db.data(), dy.data(),
+                                   x.data(), w.data(), mean.data(), rstd.data(), kRows, kC);
          }));
-  record("swiglu", per([&] { cpu::swiglu_forward<float>(y.data(), x.data(), z.data(), kN); }),
+  record("swiglu",
+         per([&] { ops::swiglu_forward(ops::Stream::host(), y.data(), x.data(), z.data(), kN); }),
          per([&] {
-           cpu::swiglu_backward<float>(dx.data(), dz.data(), dy.data(), x.data(), z.data(), kN);
+           ops::swiglu_backward(ops::Stream::host(), dx.data(), dz.data(), dy.data(), x.data(),
+                                z.data(), kN);
          }));
-  record("gelu", per([&] { cpu::gelu_forward<float>(y.data(), x.data(), kN); }),
-         per([&] { cpu::gelu_backward<float>(dx.data(), x.data(), dy.data(), kN); }));
-  record("add", per([&] { cpu::add_inplace<float>(y.data(), x.data(), kN); }),
-         per([&] { cpu::add_inplace<float>(dx.data(), dy.data(), kN); }));
+  record("gelu", per([&] { ops::gelu_forward(ops::Stream::host(), y.data(), x.data(), kN); }),
+         per([&] { ops::gelu_backward(ops::Stream::host(), dx.data(), x.data(), dy.data(), kN); }));
+  record("add", per([&] { ops::add_inplace(ops::Stream::host(), y.data(), x.data(), kN); }),
+         per([&] { ops::add_inplace(ops::Stream::host(), dx.data(), dy.data(), kN); }));
   {  // rope on (1, T, 8 heads, 64)
     const int64_t H = 8, D = 64, T = kN / (H * D);
     std::vector<int64_t> pos(static_cast<size_t>(T));
     std::iota(pos.begin(), pos.end(), 0);
-    record("rope", per([&] { cpu::rope_forward<float>(x.data(), pos.data(), 1, T, H, D, 1e4); }),
-           per([&] { cpu::rope_backward<float>(dx.data(), pos.data(), 1, T, H, D, 1e4); }));
+    record("rope", per([&] {
+             ops::rope_forward(ops::Stream::host(), x.data(), pos.data(), 1, T, H, D, 1e4);
+           }),
+           per([&] {
+             ops::rope_backward(ops::Stream::host(), dx.data(), pos.data(), 1, T, H, D, 1e4);
+           }));
   }
   {  // the loss over (rows, 1024) logits: max, sum of exponentials, target; gradient
     constexpr int64_t kV = 1024, kR = kN / kV;
@@ -163,14 +172,14 @@ void measure_elementwise(const KernelCalibration& k, OpCosts& c) {
     for (size_t i = 0; i < tgt.size(); ++i) tgt[i] = static_cast<int32_t>((i * 31) % kV);
     auto mx = filled(kR), se = filled(kR), tl = filled(kR), scale = filled(kR, 1.f);
     record("cross_entropy", per([&] {
-             cpu::ce_row_max<float>(mx.data(), x.data(), kR, kV);
-             cpu::ce_row_sumexp<float>(se.data(), x.data(), mx.data(), kR, kV);
-             cpu::ce_target_logit<float>(tl.data(), x.data(), tgt.data(), kR, kV, 0);
+             ops::ce_row_max(ops::Stream::host(), mx.data(), x.data(), kR, kV);
+             ops::ce_row_sumexp(ops::Stream::host(), se.data(), x.data(), mx.data(), kR, kV);
+             ops::ce_target_logit(ops::Stream::host(), tl.data(), x.data(), tgt.data(), kR, kV, 0);
            }),
            per([&] {
              std::memcpy(y.data(), x.data(), kN * sizeof(float));  // the gradient is in place
-             cpu::ce_softmax_grad_inplace<float>(y.data(), mx.data(), tgt.data(), scale.data(), kR,
-                                                 kV, 0);
+             ops::ce_softmax_grad_inplace(ops::Stream::host(), y.data(), mx.data(), tgt.data(),
+                                          scale.data(), kR, kV, 0);
            }));
   }
   {  // lookups of 2048 tokens of a (512, kC) table
@@ -179,12 +188,12 @@ void measure_elementwise(const KernelCalibration& k, OpCosts& c) {
     for (size_t i = 0; i < tok.size(); ++i) tok[i] = static_cast<int32_t>((i * 37) % kVocab);
     auto table = filled(kVocab * kC), dtable = filled(kVocab * kC);
     record("embedding", per([&] {
-             cpu::embedding_forward<float>(y.data(), tok.data(), table.data(), kTok, kC, 0, kVocab,
-                                           false);
+             ops::embedding_forward(ops::Stream::host(), y.data(), tok.data(), table.data(), kTok,
+                                    kC, 0, kVocab, false);
            }),
            per([&] {
-             cpu::embedding_backward<float>(dtable.data(), tok.data(), dy.data(), kTok, kC, 0,
-                                            kVocab);
+             ops::embedding_backward(ops::Stream::host(), dtable.data(), tok.data(), dy.data(),
+                                     kTok, kC, 0, kVocab);
            }));
   }
 }
@@ -204,7 +213,7 @@ void measure_moe_rows(const KernelCalibration& k, OpCosts& c) {
   for (int64_t e = 0; e < kE; ++e)
     for (int64_t a = 0; a < kS; ++a)
       if (expert(a) == e) send_row[a] = next++;
-  const cpu::AssignedRows rows{fed.data(), kTokens, kK, send_row.data()};
+  const ops::AssignedRows rows{fed.data(), kTokens, kK, send_row.data()};
   auto x = filled(kTokens * kC), out = filled(kTokens * kC), send = filled(kS * kC),
        recv = filled(kS * kC), saved = filled(kS * kC), y = filled(kS * kC), gate = filled(kS),
        dgate = filled(kS);
@@ -213,21 +222,23 @@ void measure_moe_rows(const KernelCalibration& k, OpCosts& c) {
   c.elem_fwd_s["moe_rows"] =
       seconds_per_call(k,
                        [&] {
-                         cpu::moe_gather(send.data(), x.data(), rows, kC);
+                         ops::moe_gather(ops::Stream::host(), send.data(), x.data(), rows, kC);
                          std::memcpy(recv.data(), send.data(), bytes);
                          std::memcpy(saved.data(), recv.data(), bytes);
                          std::memcpy(y.data(), recv.data(), bytes);
-                         cpu::moe_combine(out.data(), y.data(), gate.data(), rows, kC);
+                         ops::moe_combine(ops::Stream::host(), out.data(), y.data(), gate.data(),
+                                          rows, kC);
                        }) /
       n;
   c.elem_bwd_s["moe_rows"] =
       seconds_per_call(k,
                        [&] {
-                         cpu::moe_combine_backward(send.data(), dgate.data(), out.data(), y.data(),
-                                                   gate.data(), rows, kC);
+                         ops::moe_combine_backward(ops::Stream::host(), send.data(), dgate.data(),
+                                                   out.data(), y.data(), gate.data(), rows, kC);
                          std::memcpy(recv.data(), send.data(), bytes);
                          std::memcpy(saved.data(), recv.data(), bytes);
-                         cpu::moe_gather_backward(x.data(), saved.data(), rows, kC);
+                         ops::moe_gather_backward(ops::Stream::host(), x.data(), saved.data(), rows,
+                                                  kC);
                        }) /
       n;
 }
@@ -238,13 +249,14 @@ void measure_optimizer_and_copy(const KernelCalibration& k, OpCosts& c) {
   constexpr int64_t kP = int64_t{1} << 22;
   auto p = filled(kP), g = filled(kP, 1e-3f), m = filled(kP, 0.f), v = filled(kP, 0.f),
        next_g = filled(kP);
-  const cpu::AdamWParams h{.lr = 1e-4, .weight_decay = 0.1};
+  const ops::AdamWParams h{.lr = 1e-4, .weight_decay = 0.1};
   c.optimizer_s_per_param =
       seconds_per_call(k,
                        [&] {
-                         volatile double s = cpu::sum_squares(g.data(), kP);
+                         volatile double s = ops::sum_squares(ops::Stream::host(), g.data(), kP);
                          (void)s;
-                         cpu::adamw_step(p.data(), g.data(), m.data(), v.data(), kP, h);
+                         ops::adamw_step(ops::Stream::host(), p.data(), g.data(), m.data(),
+                                         v.data(), kP, h);
                          std::memset(next_g.data(), 0, kP * sizeof(float));
                        }) /
       kP;
@@ -282,11 +294,12 @@ class BusyCores {
   explicit BusyCores(int n) {
     for (int i = 0; i < n; ++i)
       threads_.emplace_back([this] {
-        cpu::set_num_threads(1);
+        ops::set_host_threads(1);
         constexpr int64_t kN = 512, kC = 512;
         auto x = filled(kN * kC), w = filled(kC * kC), y = filled(kN * kC);
         while (!stop_.load(std::memory_order_relaxed))
-          cpu::linear_forward<float>(y.data(), x.data(), w.data(), nullptr, kN, kC, kC);
+          ops::linear_forward(ops::Stream::host(), y.data(), x.data(), w.data(), nullptr, kN, kC,
+                              kC);
       });
   }
   ~BusyCores() {
@@ -302,7 +315,7 @@ class BusyCores {
 }  // namespace
 
 OpCosts measure_kernel_costs(int threads, int busy_cores, const KernelCalibration& k) {
-  cpu::set_num_threads(threads);
+  ops::set_host_threads(threads);
   const BusyCores busy(busy_cores);
   // k.rounds passes over every figure, one round each, keeping each
   // figure's fastest: one figure's rounds lie a pass (tens of seconds)
@@ -317,7 +330,7 @@ OpCosts measure_kernel_costs(int threads, int busy_cores, const KernelCalibratio
   OpCosts c;
   for (int pass = 0; pass < std::max(1, k.rounds); ++pass) {
     OpCosts p;
-    p.threads = cpu::num_threads();
+    p.threads = ops::host_threads();
     measure_linears(one, p);
     measure_attention(one, p);
     measure_elementwise(one, p);

@@ -137,7 +137,7 @@ TEST_F(OptimizerGpu, ClipByNormMatchesCpuClip) {
   const double norm = std::sqrt(sumsq.to_host()[0]);
   // Below the norm: clipped by the same factor as the CPU path.
   auto ref = g;
-  clip_grad_norm(ref.data(), kN, norm, 1.0);
+  clip_grad_norm(ops::Stream::host(), ref.data(), kN, norm, 1.0);
   cuda::clip_by_norm(gg.get(), kN, sumsq.get(), 1.f, nullptr);
   expect_same_bits(gg.to_host(), ref, "clip_by_norm");
   // Above the norm, or disabled: untouched.
@@ -162,8 +162,8 @@ namespace {
 using AdamMaskedGpu = testing::GpuTest;
 
 TEST_F(AdamMaskedGpu, MatchesCpuPerParameterDecay) {
-  const std::vector<std::pair<int64_t, bool>> params = {{16 * 7, true}, {16, false},
-                                                        {16 * 300, true}, {32, false}};
+  const std::vector<std::pair<int64_t, bool>> params = {
+      {16 * 7, true}, {16, false}, {16 * 300, true}, {32, false}};
   int64_t n = 0;
   std::vector<uint8_t> mask;
   for (const auto& [len, decay] : params) {

@@ -1,0 +1,51 @@
+#include "ops/activation.h"
+
+#include "kernels/cpu/activation.h"
+
+namespace parallm::ops {
+
+void gelu_forward(const Stream& s, float* out, const float* inp, int64_t n) {
+  require_cpu_kernels(s, "gelu_forward");
+  cpu::gelu_forward(s.operand(out), s.operand(inp), n);
+}
+
+void gelu_backward(const Stream& s, float* dinp, const float* inp, const float* dout, int64_t n) {
+  require_cpu_kernels(s, "gelu_backward");
+  cpu::gelu_backward(s.operand(dinp), s.operand(inp), s.operand(dout), n);
+}
+
+void swiglu_forward(const Stream& s, float* out, const float* gate, const float* up, int64_t n) {
+  require_cpu_kernels(s, "swiglu_forward");
+  cpu::swiglu_forward(s.operand(out), s.operand(gate), s.operand(up), n);
+}
+
+void swiglu_backward(const Stream& s, float* dgate, float* dup, const float* dout,
+                     const float* gate, const float* up, int64_t n) {
+  require_cpu_kernels(s, "swiglu_backward");
+  cpu::swiglu_backward(s.operand(dgate), s.operand(dup), s.operand(dout), s.operand(gate),
+                       s.operand(up), n);
+}
+
+void geglu_forward(const Stream& s, float* out, const float* gate, const float* up, int64_t n) {
+  require_cpu_kernels(s, "geglu_forward");
+  cpu::geglu_forward(s.operand(out), s.operand(gate), s.operand(up), n);
+}
+
+void geglu_backward(const Stream& s, float* dgate, float* dup, const float* dout, const float* gate,
+                    const float* up, int64_t n) {
+  require_cpu_kernels(s, "geglu_backward");
+  cpu::geglu_backward(s.operand(dgate), s.operand(dup), s.operand(dout), s.operand(gate),
+                      s.operand(up), n);
+}
+
+void add_inplace(const Stream& s, float* y, const float* x, int64_t n) {
+  require_cpu_kernels(s, "add_inplace");
+  cpu::add_inplace(s.operand(y), s.operand(x), n);
+}
+
+void axpy(const Stream& s, float* y, float a, const float* x, int64_t n) {
+  require_cpu_kernels(s, "axpy");
+  cpu::axpy(s.operand(y), a, s.operand(x), n);
+}
+
+}  // namespace parallm::ops

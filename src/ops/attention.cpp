@@ -1,0 +1,62 @@
+#include "ops/attention.h"
+
+#include <vector>
+
+namespace parallm::ops {
+
+namespace {
+
+AttnDims on_host(const Stream& s, const AttnDims& d) {
+  AttnDims h = d;
+  h.doc_start = s.operand(d.doc_start);
+  return h;
+}
+
+}  // namespace
+
+void attention_forward(const Stream& s, float* out, float* lse, const float* q, const float* k,
+                       const float* v, const AttnDims& d, double scale) {
+  require_cpu_kernels(s, "attention_forward");
+  cpu::attention_forward(s.operand(out), s.operand(lse), s.operand(q), s.operand(k), s.operand(v),
+                         on_host(s, d), scale);
+}
+
+void attention_backward(const Stream& s, float* dq, float* dk, float* dv, const float* dout,
+                        const float* q, const float* k, const float* v, const float* out,
+                        const float* lse, const AttnDims& d, double scale, AttnBwdSplit split) {
+  require_cpu_kernels(s, "attention_backward");
+  cpu::attention_backward_split(s.operand(dq), s.operand(dk), s.operand(dv), s.operand(dout),
+                                s.operand(q), s.operand(k), s.operand(v), s.operand(out),
+                                s.operand(lse), on_host(s, d), scale, split);
+}
+
+AttnBwdSplit attention_backward_auto_split(const Stream& s, const AttnDims& d) {
+  require_cpu_kernels(s, "attention_backward_auto_split");
+  return cpu::attention_backward_auto_split(d);
+}
+
+void paged_attention_forward(const Stream& s, float* out, float* lse, const float* q,
+                             const float* k_pool, const float* v_pool, const PagedSeq* seqs,
+                             int64_t n_seqs, const PagedAttnDims& d, double scale,
+                             PagedAttnPath path) {
+  require_cpu_kernels(s, "paged_attention_forward");
+  const PagedSeq* host_seqs = seqs;
+  std::vector<PagedSeq> untagged;
+  if (s.device() != Device::CPU) {
+    untagged.assign(seqs, seqs + n_seqs);
+    for (PagedSeq& q_seq : untagged) q_seq.blocks = s.operand(q_seq.blocks);
+    host_seqs = untagged.data();
+  }
+  cpu::paged_attention_forward(s.operand(out), s.operand(lse), s.operand(q), s.operand(k_pool),
+                               s.operand(v_pool), host_seqs, n_seqs, d, scale, path);
+}
+
+void paged_kv_write(const Stream& s, float* pool, int64_t num_blocks, int64_t block_size,
+                    int64_t row_elems, const int32_t* blocks, int64_t n_blocks, int64_t pos0,
+                    int64_t n, const float* src) {
+  require_cpu_kernels(s, "paged_kv_write");
+  cpu::paged_kv_write(s.operand(pool), num_blocks, block_size, row_elems, s.operand(blocks),
+                      n_blocks, pos0, n, s.operand(src));
+}
+
+}  // namespace parallm::ops

@@ -1,0 +1,31 @@
+#include "ops/copy.h"
+
+#include <cstring>
+
+namespace parallm::ops {
+
+void copy_to_device(const Stream& s, void* dst, const void* host_src, size_t bytes) {
+  require_cpu_kernels(s, "copy_to_device");
+  PX_CHECK(!is_test_device_address(host_src), "copy_to_device: the source {} is not host memory",
+           host_src);
+  if (bytes != 0) std::memmove(s.operand(dst), host_src, bytes);
+}
+
+void copy_to_host(const Stream& s, void* host_dst, const void* src, size_t bytes) {
+  require_cpu_kernels(s, "copy_to_host");
+  PX_CHECK(!is_test_device_address(host_dst), "copy_to_host: the destination {} is not host memory",
+           host_dst);
+  if (bytes != 0) std::memmove(host_dst, s.operand(src), bytes);
+}
+
+void copy(const Stream& s, void* dst, const void* src, size_t bytes) {
+  require_cpu_kernels(s, "copy");
+  if (bytes != 0) std::memmove(s.operand(dst), s.operand(src), bytes);
+}
+
+void zero(const Stream& s, void* dst, size_t bytes) {
+  require_cpu_kernels(s, "zero");
+  if (bytes != 0) std::memset(s.operand(dst), 0, bytes);
+}
+
+}  // namespace parallm::ops

@@ -1,0 +1,18 @@
+// Moving bytes on a stream: between the host and the stream's device, and
+// within the device. Host code that needs a device buffer's values copies
+// them here (a GPU's cudaMemcpy); on the host stream these are memmove /
+// memset. Every copy is complete on return.
+#pragma once
+#include <cstddef>
+
+#include "ops/stream.h"
+
+namespace parallm::ops {
+
+void copy_to_device(const Stream& s, void* dst, const void* host_src, size_t bytes);
+void copy_to_host(const Stream& s, void* host_dst, const void* src, size_t bytes);
+// Both on the stream's device (regions may overlap).
+void copy(const Stream& s, void* dst, const void* src, size_t bytes);
+void zero(const Stream& s, void* dst, size_t bytes);
+
+}  // namespace parallm::ops

@@ -1,0 +1,29 @@
+#include "ops/stream.h"
+
+namespace parallm::ops {
+
+const Stream& Stream::host() {
+  static const Stream s(Device::CPU);
+  return s;
+}
+
+const Stream& Stream::test_device() {
+  static const Stream s(Device::Test);
+  return s;
+}
+
+const Stream& Stream::of(Device d) {
+  PX_CHECK(d != Device::CUDA, "a CUDA stream belongs to the job that owns the GPU; none given");
+  return d == Device::Test ? test_device() : host();
+}
+
+void Stream::wrong_device(const void* p) const {
+  throw Error(fmt::format("{} is test device memory, given to an op on the {} stream", p,
+                          device_name(device_)));
+}
+
+void require_cpu_kernels(const Stream& s, const char* op) {
+  PX_CHECK(s.device() != Device::CUDA, "op {} has no {} kernel yet", op, device_name(s.device()));
+}
+
+}  // namespace parallm::ops
