@@ -175,7 +175,8 @@ void add_training_flags(CLI::App* sub, TrainFlags& f) {
   named(sub, f, "--recompute", FIELD(train.training.recompute), recompute_from_name,
         "activation recomputation: none, selective or full");
   named(sub, f, "--device", FIELD(train.training.device), device_from_name,
-        "cpu (default) or cuda: one GPU, one process so far (docs/cuda.md)");
+        "cpu (default), cuda (one GPU, one process so far, docs/cuda.md) or test (the CPU "
+        "test device, whose memory host code cannot read: docs/devices.md)");
   // `parallm verify`'s own flags (docs/verify.md), hidden from --help.
   flag(sub, f, "--dump-ops", FIELD(train.training.dump_ops_dir),
        "verify: each rank records its layer outputs and gradients in DIR");

@@ -261,7 +261,7 @@ LossSum Transformer::forward_backward(const int32_t* inputs, const int32_t* targ
       Tensor dfull = c.workspace({c.N(), cfg_.hidden});
       loss = head_.loss_and_grad(c, dfull.data<float>(), x.data<float>(), targets, grad_scale);
       x = Tensor();
-      enter_tp_region_backward(c.stream(), tp_, dnorm.data<float>(), dfull.data<float>(), c.N(),
+      enter_tp_region_backward(tp_, dnorm.data<float>(), dfull.data<float>(), c.N(),
                                cfg_.hidden);
     }
     final_norm_.backward(cs, dx.data<float>(), dnorm.data<float>(), f.xs[L].data<float>(),

@@ -27,6 +27,7 @@ struct Transformer::ChunkState {
                        MatmulPrecision* mm, Recompute rc, OpTap* tap, InjectedFault fault,
                        const ExpertBias* expert_bias) const {
     LayerContext c{alloc, ps, B, T, pos.data()};
+    c.on = &ops::Stream::of(alloc.device());
     c.expert_bias = expert_bias;
     docs.attach(c);
     c.adapters = adapters;
@@ -140,8 +141,7 @@ Tensor Transformer::chunk_backward(int chunk, int micro_batch, const Tensor& dou
         l = head_.loss_and_grad(c, dfull.data<float>(), x.data<float>(), st.targets.data(),
                                 st.grad_scale);
         x = Tensor();
-        enter_tp_region_backward(c.stream(), tp_, dnorm.data<float>(), dfull.data<float>(), c.N(),
-                                 C);
+        enter_tp_region_backward(tp_, dnorm.data<float>(), dfull.data<float>(), c.N(), C);
       }
       if (loss != nullptr) *loss = l;
       final_norm_.backward(cs, dx.data<float>(), dnorm.data<float>(), st.xs.back().data<float>(),

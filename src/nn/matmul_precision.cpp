@@ -8,6 +8,8 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "ops/activation.h"
+#include "ops/copy.h"
 #include "ops/matmul.h"
 #include "ops/nf4.h"
 
@@ -38,7 +40,7 @@ std::optional<ops::LowpType> nf4_round(const LayerContext& c) {
 const float* nf4_operand(const LayerContext& c, const float* x, int64_t n, Tensor& buf) {
   if (c.matmul == nullptr) return x;
   buf = c.workspace({std::max<int64_t>(n, 1)});
-  std::copy_n(x, n, buf.data<float>());
+  ops::copy(c.stream(), buf.data<float>(), x, static_cast<size_t>(n) * sizeof(float));
   ops::round_inplace(c.stream(), buf.data<float>(), n, c.matmul->type());
   return buf.data<float>();
 }
@@ -81,7 +83,9 @@ void matmul_weight(const LayerContext& c, bool trans_a, bool trans_w, int64_t M,
     // no widened copy of W); A's rows rounded to 16 bits first, so the
     // products are those of the 16-bit GEMM, summed in f32.
     Tensor a = c.workspace({M, K});
-    for (int64_t m = 0; m < M; ++m) std::copy_n(A + m * lda, K, a.data<float>() + m * K);
+    for (int64_t m = 0; m < M; ++m)
+      ops::copy(c.stream(), a.data<float>() + m * K, A + m * lda,
+                static_cast<size_t>(K) * sizeof(float));
     ops::round_inplace(c.stream(), a.data<float>(), M * K, c.matmul->type());
     return ops::skinny_gemm_nt_lowp(c.stream(), M, N, K, 1.0f, a.data<float>(), K,
                                     c.matmul->weight(c.params, w), c.matmul->type(), ldw, beta, C,
@@ -114,8 +118,7 @@ void linear_forward(const LayerContext& c, float* out, const float* inp, ParamRe
     return ops::linear_forward(c.stream(), out, inp, c.params.value(w), bias, N, IC, OC);
   matmul_weight(c, false, true, N, OC, IC, inp, IC, w, c.params.value(w), IC, 0.0f, out, OC);
   if (bias == nullptr) return;
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t j = 0; j < OC; ++j) out[n * OC + j] += bias[j];
+  for (int64_t n = 0; n < N; ++n) ops::add_inplace(c.stream(), out + n * OC, bias, OC);
 }
 
 void linear_forward_parts(const LayerContext& c, const float* inp, int64_t N, int64_t IC,
@@ -139,15 +142,14 @@ void linear_forward_parts(const LayerContext& c, const float* inp, int64_t N, in
     ops::skinny_gemm_nt_parts(c.stream(), N, IC, inp, IC, sk, n_parts);
   } else {  // the rounded rows, as matmul_weight makes them
     Tensor a = c.workspace({N, IC});
-    std::copy_n(inp, N * IC, a.data<float>());
+    ops::copy(c.stream(), a.data<float>(), inp, static_cast<size_t>(N * IC) * sizeof(float));
     ops::round_inplace(c.stream(), a.data<float>(), N * IC, c.matmul->type());
     ops::skinny_gemm_nt_parts_lowp(c.stream(), N, IC, a.data<float>(), IC, sk, n_parts,
                                    c.matmul->type());
   }
   for (const LinearPart& p : parts) {  // as ops::linear_forward adds it
     if (p.bias == nullptr) continue;
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t j = 0; j < p.OC; ++j) p.out[n * p.OC + j] += p.bias[j];
+    for (int64_t n = 0; n < N; ++n) ops::add_inplace(c.stream(), p.out + n * p.OC, p.bias, p.OC);
   }
 }
 

@@ -6,12 +6,12 @@
 // of dout and the input (tag activation: held until W runs). Invariant:
 // run() adds exactly what the undeferred backward would have added.
 #pragma once
-#include <cstring>
 #include <functional>
 #include <vector>
 
 #include "nn/layer_context.h"
 #include "nn/matmul_precision.h"
+#include "ops/copy.h"
 
 namespace parallm {
 
@@ -22,8 +22,8 @@ class WeightGradQueue {
                     int64_t in, int64_t out) {
     const int64_t N = c.N();
     Tensor d = c.activation({N, out}), x = c.activation({N, in});
-    std::memcpy(d.data<float>(), dout, static_cast<size_t>(N * out) * sizeof(float));
-    std::memcpy(x.data<float>(), inp, static_cast<size_t>(N * in) * sizeof(float));
+    ops::copy(c.stream(), d.data<float>(), dout, static_cast<size_t>(N * out) * sizeof(float));
+    ops::copy(c.stream(), x.data<float>(), inp, static_cast<size_t>(N * in) * sizeof(float));
     // The context carries the GEMM precision (valid for the whole step).
     work_.push_back([=] {
       linear_backward(c, nullptr, c.params.grad(w), nullptr, d.data<float>(), x.data<float>(), w, N,

@@ -10,6 +10,31 @@
 
 namespace parallm {
 
+namespace {
+
+// What the test device does not run yet (docs/devices.md, "Not yet on the
+// test device"): refused before any work, one message naming the feature.
+void check_test_device(const TrainConfig& t, const ModelConfig& m) {
+  if (t.training.device != Device::Test) return;
+  auto refuse = [](bool used, const char* what) {
+    PX_CHECK(!used, "--device test: {} does not run on the test device yet (docs/devices.md)",
+             what);
+  };
+  const CheckpointConfig& ck = t.checkpoint;
+  refuse(t.parallelism.cp > 1, "context parallelism (--cp)");
+  refuse(m.moe.enabled() || t.parallelism.ep > 1, "MoE and expert parallelism");
+  refuse(m.lora.enabled(), "LoRA / QLoRA");
+  refuse(m.hidden_dropout > 0.0, "hidden dropout");
+  refuse(!ck.save_dir.empty() || !ck.load_dir.empty() || ck.resume,
+         "checkpoints (--save / --load)");
+  refuse(!ck.init_from.empty() || !ck.save_hf_dir.empty(),
+         "Hugging Face import and export (--init-from / --save-hf)");
+  refuse(!t.training.dump_ops_dir.empty() || t.training.inject_fault != InjectedFault::None,
+         "parallm verify");
+}
+
+}  // namespace
+
 void TrainConfig::validate(const ModelConfig& m, int world_size) const {
   m.validate();
   data.validate();
@@ -87,6 +112,7 @@ void TrainConfig::validate(const ModelConfig& m, int world_size) const {
   // capacity per sequence needs nothing here beyond cp's own checks.
   PX_CHECK(par.pp > 1 || (logging.trace_path.empty() && logging.timeline_path.empty()),
            "--trace and --timeline record the pipeline schedule and need --pp > 1");
+  check_test_device(*this, m);
 }
 
 }  // namespace parallm

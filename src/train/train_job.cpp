@@ -11,7 +11,9 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <optional>
 
+#include "comm/test_device_staging.h"
 #include "grid/rank_grid.h"
 #include "io/checkpoint/checkpoint_dir.h"
 #include "io/hf_model.h"
@@ -20,6 +22,7 @@
 #include "nn/op_tap.h"
 #include "ops/host_runtime.h"
 #include "plan/flops.h"
+#include "tensor/test_device_memory.h"
 #include "train/checkpoint_export.h"
 #include "train/checkpoint_load.h"
 #include "train/checkpoint_save.h"
@@ -275,14 +278,23 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
     }
   }
 
+  // The model's memory: the host's, or the test device's, whose buffers the
+  // groups then stage through host memory (docs/devices.md).
+  const bool test_device = t.training.device == Device::Test;
+  HostMemory host_memory;
+  TestDeviceMemory test_memory;
+  Allocator alloc(test_device ? static_cast<MemoryResource&>(test_memory) : host_memory);
+  std::optional<comm::TestDeviceStaging> staged_world;
+  if (test_device && world != nullptr) world = &staged_world.emplace(*world);
+
   const RankGrid grid(
       GridSizes{.tp = par.tp, .cp = par.cp, .dp = par.dp.dp, .pp = par.pp, .ep = par.ep},
       world_size);
   const RankGroups groups = split_groups(grid, world, rank);
 
-  Allocator alloc;
   const TpGroup tp{.comm = par.tp > 1 ? groups.tp.get() : nullptr,
-                   .sequence_parallel = par.sequence_parallel};
+                   .sequence_parallel = par.sequence_parallel,
+                   .on = &ops::Stream::of(alloc.device())};
   const EpGroup ep{.comm = par.ep > 1 ? groups.ep.get() : nullptr,
                    .split_over_tp = par.expert_tp > 1};
   CpGroup cp{.comm = groups.cp.get(), .mode = cp_comm_from_name(par.cp_comm)};

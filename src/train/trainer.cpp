@@ -98,6 +98,8 @@ std::string Trainer::compute_summary() const {
                   : prec.matmul == Precision::BF16 ? "bf16 (fp32 master weights)"
                                                    : "fp16 (fp32 master weights)";
   s = "precision " + s + "; CPU ISA " + ops::host_isa_summary();
+  if (alloc_.device() != Device::CPU)
+    s += fmt::format("; model on the {} device", device_name(alloc_.device()));
   if (matmul_) s += "; GEMM: " + matmul_->gemm().backend();
   if (prec.matmul == Precision::FP16)
     s += fmt::format("; loss scale {} (window {}, hysteresis {}, min {})", scaler_.scale(),

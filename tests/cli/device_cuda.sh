@@ -17,7 +17,7 @@ yes "the cat sat on the mat and the dog sat on the log." | head -n 400 > "$work/
 run=("$bin" train --model gpt2-tiny --data "$work/data_train.bin" --steps 8
      --micro-batch-size 2 --global-batch-size 4 --seq-len 32 --lr 3e-3 --warmup 2 --threads 1)
 
-expect_error "unknown device 'tpu' (cpu or cuda)" "${run[@]}" --device tpu
+expect_error "unknown device 'tpu' (cpu, cuda, or test: the CPU test device, docs/devices.md)" "${run[@]}" --device tpu
 # A build without nvcc has no GPU path at all: every --device cuda run says so.
 if "${run[@]}" --device cuda --recompute full 2>&1 >/dev/null | grep -qF "this build has no CUDA backend"; then
   expect_error "--device cuda: this build has no CUDA backend" "${run[@]}" --device cuda

@@ -15,3 +15,9 @@ set_tests_properties(train.deepspeed PROPERTIES LABELS dist TIMEOUT 300)
 add_test(NAME train.mfu_guard
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/mfu_guard_check.sh $<TARGET_FILE:parallm>)
 set_tests_properties(train.mfu_guard PROPERTIES LABELS dist TIMEOUT 300)
+# test_device_layouts: `--device test` follows `--device cpu` bit for bit
+# under every layout it runs so far (docs/devices.md).
+add_test(NAME train.test_device_layouts
+         COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
+                 bash ${CMAKE_CURRENT_LIST_DIR}/test_device_layouts.sh $<TARGET_FILE:parallm>)
+set_tests_properties(train.test_device_layouts PROPERTIES LABELS dist TIMEOUT 600)

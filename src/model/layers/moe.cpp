@@ -161,7 +161,7 @@ void Moe::backward(const LayerContext& c, float* dinp, const float* dout, const 
   if (etp) dx_all = c.workspace({nfed, C_});
   float* dxa = etp ? dx_all.data<float>() : dinp;
   ops::moe_gather_backward(c.stream(), dxa, dx.data<float>(), assigned, C_);
-  if (etp) enter_tp_region_backward(c.stream(), tp_, dinp, dx_all.data<float>(), nfed, C_);
+  if (etp) enter_tp_region_backward(tp_, dinp, dx_all.data<float>(), nfed, C_);
   // The balancing losses' gradient reaches every row's logits; this rank
   // takes its own rows (the aux statistics are per whole sequence), so the
   // router's gradient sums to the whole one over tp (sp) and cp.

@@ -35,18 +35,17 @@ class RegionInput {
 class RegionInputGrad {
  public:
   RegionInputGrad(const LayerContext& c, const TpGroup& tp, float* dstream, int64_t C)
-      : stream_(c.stream()), tp_(tp), dstream_(dstream), dx_(dstream), N_(c.N()), C_(C) {
+      : tp_(tp), dstream_(dstream), dx_(dstream), N_(c.N()), C_(C) {
     if (!tp.active()) return;
     buf_ = c.workspace({c.N(), C});
     dx_ = buf_.data<float>();
   }
   float* get() const { return dx_; }
   void finish() {
-    if (tp_.active()) enter_tp_region_backward(stream_, tp_, dstream_, dx_, N_, C_);
+    if (tp_.active()) enter_tp_region_backward(tp_, dstream_, dx_, N_, C_);
   }
 
  private:
-  const ops::Stream& stream_;
   const TpGroup& tp_;
   float* dstream_;
   float* dx_;

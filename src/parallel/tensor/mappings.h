@@ -6,7 +6,6 @@
 #pragma once
 #include <cstdint>
 
-#include "ops/stream.h"
 #include "parallel/tensor/tp_group.h"
 
 namespace parallm {
@@ -51,7 +50,7 @@ void reduce_scatter_to_sequence_region(const TpGroup& g, float* local, const flo
 void enter_tp_region(const TpGroup& g, float* full, const float* stream, int64_t N, int64_t C);
 // enter's backward: dstream (rows, C) += reduction of dfull (N, C), which is
 // overwritten (used as the reduction buffer).
-void enter_tp_region_backward(const ops::Stream& s, const TpGroup& g, float* dstream, float* dfull,
+void enter_tp_region_backward(const TpGroup& g, float* dstream, float* dfull,
                               int64_t N, int64_t C);
 // leave: stream (rows, C) = sum over ranks of partial (N, C); partial may be
 // overwritten.

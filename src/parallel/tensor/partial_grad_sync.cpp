@@ -1,9 +1,9 @@
 #include "parallel/tensor/partial_grad_sync.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "ops/activation.h"
+#include "ops/copy.h"
 
 namespace parallm {
 
@@ -41,8 +41,8 @@ void PartialGradSync::before_backward(const ParameterSet& ps, int unit) {
   float* keep = buffer_.data<float>();
   for (const Entry& e : entries_[unit]) {
     const auto n = static_cast<size_t>(ps.numel(e.param));
-    std::memcpy(keep, ps.grad(ParamRef{e.param}), n * sizeof(float));
-    std::memset(ps.grad(ParamRef{e.param}), 0, n * sizeof(float));
+    ops::copy(ps.stream(), keep, ps.grad(ParamRef{e.param}), n * sizeof(float));
+    ops::zero(ps.stream(), ps.grad(ParamRef{e.param}), n * sizeof(float));
     keep += n;
   }
 }
@@ -57,8 +57,8 @@ void PartialGradSync::after_backward(const ParameterSet& ps, int unit) {
   for (const Entry& e : entries_[unit]) {
     const int64_t k = ps.numel(e.param), total = reduced_numel(ps, e);
     const int64_t slot = e.replicas == 1 ? 0 : tp_.rank() / e.replicas;
-    std::memset(red + n, 0, static_cast<size_t>(total) * sizeof(float));
-    std::memcpy(red + n + slot * k, ps.grad(ParamRef{e.param}), k * sizeof(float));
+    ops::zero(ps.stream(), red + n, static_cast<size_t>(total) * sizeof(float));
+    ops::copy(ps.stream(), red + n + slot * k, ps.grad(ParamRef{e.param}), k * sizeof(float));
     n += total;
   }
   tp_.comm->all_reduce(red, static_cast<size_t>(n), DType::F32, comm::ReduceOp::Sum);
@@ -67,7 +67,7 @@ void PartialGradSync::after_backward(const ParameterSet& ps, int unit) {
     float* g = ps.grad(ParamRef{e.param});
     const int64_t k = ps.numel(e.param);
     const int64_t slot = e.replicas == 1 ? 0 : tp_.rank() / e.replicas;
-    std::memcpy(g, keep, k * sizeof(float));
+    ops::copy(ps.stream(), g, keep, k * sizeof(float));
     ops::add_inplace(ps.stream(), g, red + n + slot * k, k);
     keep += k;
     n += reduced_numel(ps, e);

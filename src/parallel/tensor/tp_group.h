@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "comm/communicator.h"
+#include "ops/stream.h"
 
 namespace parallm {
 
@@ -25,7 +26,11 @@ TpTraffic tp_traffic(const comm::CommCounters& c);
 struct TpGroup {
   comm::Communicator* comm = nullptr;
   bool sequence_parallel = false;
+  // Where the group's buffers live (null: the host), for the copies the
+  // mappings make between them.
+  const ops::Stream* on = nullptr;
 
+  const ops::Stream& stream() const { return on != nullptr ? *on : ops::Stream::host(); }
   int size() const { return comm ? comm->size() : 1; }
   int rank() const { return comm ? comm->rank() : 0; }
   bool active() const { return size() > 1; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "ops/activation.h"
 
 namespace parallm {
 
@@ -66,7 +67,7 @@ void GradShardReducer::complete(UnitSlot& s) {
     if (hi <= lo) continue;
     float* dst = shard() + mine_.offsets[i] + (lo - span.begin);
     const float* src = s.data() + (lo - seg.begin);
-    for (int64_t k = 0; k < hi - lo; ++k) dst[k] += src[k];
+    ops::add_inplace(params_.stream(), dst, src, hi - lo);
   }
   s.reduced = false;  // added once
 }

@@ -1,9 +1,9 @@
 #include "parallel/zero/param_gatherer.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "base/error.h"
+#include "ops/copy.h"
 
 namespace parallm {
 
@@ -22,8 +22,8 @@ ParamGatherer::ParamGatherer(std::vector<SpanOwners> owners, Transformer& model,
                          MemTag::Parameter);
   const float* v = params_.flat_values().data<float>();
   for (size_t i = 0; i < mine_.spans.size(); ++i)
-    std::memcpy(shard() + mine_.offsets[i], v + mine_.spans[i].begin,
-                static_cast<size_t>(mine_.spans[i].size()) * sizeof(float));
+    ops::copy(params_.stream(), shard() + mine_.offsets[i], v + mine_.spans[i].begin,
+              static_cast<size_t>(mine_.spans[i].size()) * sizeof(float));
   params_.release_flat_values();
 }
 
@@ -44,7 +44,8 @@ void ParamGatherer::start_gather(UnitSlot& s, int segment) {
         first_piece = false;
         float* p = s.data() + (lo - seg.begin) + shift;
         const auto n = static_cast<size_t>(hi - lo - shift);
-        if (r == o.rank()) std::memcpy(p, shard() + mine_.offset_of(lo), n * sizeof(float));
+        if (r == o.rank())
+          ops::copy(params_.stream(), p, shard() + mine_.offset_of(lo), n * sizeof(float));
         if (o.shared()) s.works.push_back(o.group->broadcast_async(p, p, n, DType::F32, r));
       }
     }
@@ -82,8 +83,9 @@ void ParamGatherer::invalidate() {
 std::vector<float> ParamGatherer::full_values() {
   std::vector<float> out(static_cast<size_t>(params_.total_numel()));
   for (size_t i = 0; i < mine_.spans.size(); ++i)
-    std::memcpy(out.data() + mine_.spans[i].begin, shard() + mine_.offsets[i],
-                static_cast<size_t>(mine_.spans[i].size()) * sizeof(float));
+    ops::copy_to_host(params_.stream(), out.data() + mine_.spans[i].begin,
+                      shard() + mine_.offsets[i],
+                      static_cast<size_t>(mine_.spans[i].size()) * sizeof(float));
   for (const SpanOwners& o : owners_) {
     if (!o.shared()) continue;
     for (int r = 0; r < o.size(); ++r)

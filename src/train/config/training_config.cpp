@@ -16,7 +16,8 @@ void TrainingConfig::validate() const {
 Device device_from_name(const std::string& s) {
   if (s == "cpu") return Device::CPU;
   if (s == "cuda") return Device::CUDA;
-  PX_FAIL("unknown device '{}' (cpu or cuda)", s);
+  if (s == "test") return Device::Test;
+  PX_FAIL("unknown device '{}' (cpu, cuda, or test: the CPU test device, docs/devices.md)", s);
 }
 
 }  // namespace parallm

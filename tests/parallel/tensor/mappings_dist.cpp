@@ -169,7 +169,7 @@ TEST_P(Mappings, EnterAndLeaveTheRegionWithAndWithoutSequenceParallel) {
       // enter's backward sums every rank's dfull into the stream's gradient.
       std::vector<float> dfull = input(r, 10, N * C), dstream(rows * C, 0.0f);
       std::vector<float> dfull_copy = dfull;  // overwritten as the reduction buffer
-      enter_tp_region_backward(ops::Stream::host(), g, dstream.data(), dfull_copy.data(), N, C);
+      enter_tp_region_backward(g, dstream.data(), dfull_copy.data(), N, C);
       const double lhs = group_sum(g, dot(dfull, full));
       const double rhs = sp ? group_sum(g, dot(dstream, stream)) : dot(dstream, stream);
       EXPECT_NEAR(lhs, rhs, 1e-4) << what << " enter backward";

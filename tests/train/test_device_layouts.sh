@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The layouts on the test device (docs/devices.md): `parallm train --device
+# test` keeps the model, its gradients, optimizer states and activations in
+# memory host code cannot read (any host access faults), stages the groups'
+# communication through host buffers, and must follow `--device cpu` bit for
+# bit: every step's loss and gradient norm equal, for one process and for
+# dp (DDP, parameter server, ZeRO-1/2/3), tp (+ sp), pp (GPipe, 1F1B,
+# interleaved, zero-bubble), bf16, fp16, recomputation and packed documents.
+# What does not run there yet is refused before any work, naming it.
+# Usage: test_device_layouts.sh PARALLM
+set -u
+bin="$1"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# fail, expect_error
+. "$(dirname "$0")/../common/cli_checks.sh"
+yes "the cat sat on the mat and the dog sat on the log." | head -n 300 > "$work/doc.txt"
+"$bin" tokenize "$work/doc.txt" --out "$work/data" >/dev/null || fail "tokenize"
+
+same_run() {  # name ranks flags...: the cpu and test device runs, compared
+  local name=$1 np=$2
+  shift 2
+  for dev in cpu test; do
+    mpirun --oversubscribe --bind-to none --mca btl self,vader --mca mpi_yield_when_idle 1 \
+      -np "$np" "$bin" train --data "$work/data_train.bin" \
+      --steps 3 --micro-batch-size 2 --global-batch-size 4 --seq-len 32 --lr 3e-3 --warmup 2 \
+      --threads 1 --device "$dev" --metrics "$work/$name.$dev.jsonl" "$@" \
+      >"$work/$name.$dev.log" 2>&1 || { tail -n 20 "$work/$name.$dev.log"; fail "$name on $dev"; }
+  done
+  grep -q "model on the test device" "$work/$name.test.log" || fail "$name: not on the test device"
+  /usr/bin/python3 - "$work/$name.cpu.jsonl" "$work/$name.test.jsonl" "$name" <<'PY' || exit 1
+import json, sys
+cpu, dev = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
+if len(cpu) != 3 or len(dev) != 3:
+    sys.exit(f"FAIL: {sys.argv[3]}: {len(cpu)} and {len(dev)} steps logged, expected 3")
+for a, b in zip(cpu, dev):
+    for key in ("loss", "grad_norm"):
+        if a[key] != b[key]:
+            sys.exit(f"FAIL: {sys.argv[3]} step {a['step']}: {key} {a[key]!r} on the cpu, "
+                     f"{b[key]!r} on the test device")
+print(f"{sys.argv[3]}: the test device follows the cpu bit for bit")
+PY
+}
+
+same_run one.gpt2 1 --model gpt2-tiny
+same_run one.llama 1 --model llama-tiny --recompute full
+same_run ddp 2 --model gpt2-tiny --dp 2
+same_run ps 2 --model gpt2-tiny --dp 2 --dp-mode ps
+same_run zero1 2 --model gpt2-tiny --dp 2 --zero 1
+same_run zero2 2 --model gpt2-tiny --dp 2 --zero 2
+same_run zero3 2 --model llama-tiny --dp 2 --zero 3 --precision bf16
+same_run tp 2 --model llama-tiny --tp 2
+same_run tp.sp 2 --model gpt2-tiny --tp 2 --sequence-parallel --precision bf16 --recompute selective
+same_run pp.1f1b 2 --model llama-tiny --pp 2
+same_run pp.gpipe 2 --model gpt2-tiny --pp 2 --schedule gpipe
+same_run pp.interleaved 2 --model llama-tiny --pp 2 --schedule interleaved --virtual-stages 2
+same_run pp.zb 2 --model llama-tiny --pp 2 --schedule zb
+same_run fp16 2 --model gpt2-tiny --dp 2 --precision fp16
+same_run packed 1 --model llama-tiny --reset-attention-mask --reset-position-ids --eod-token 10
+
+run=("$bin" train --model gpt2-tiny --data "$work/data_train.bin" --steps 2 --seq-len 32 --device test)
+expect_error "--device test: checkpoints (--save / --load) does not run on the test device yet" \
+  "${run[@]}" --save "$work/ckpt"
+[ ! -e "$work/ckpt" ] || fail "a refused run wrote a checkpoint directory"
+expect_error "--device test: Hugging Face import and export (--init-from / --save-hf) does not run" \
+  "${run[@]}" --save-hf "$work/hf"
+[ ! -e "$work/hf" ] || fail "a refused run wrote a model directory"
+echo "test device layouts: ok"
