@@ -11,6 +11,7 @@
 #include "io/checkpoint/checkpoint_dir.h"
 #include "io/checkpoint/manifest.h"
 #include "io/hf_layout.h"
+#include "ops/copy.h"
 
 namespace fs = std::filesystem;
 
@@ -76,13 +77,29 @@ OpenedCheckpoint open_checkpoint(const std::string& path, comm::Communicator* wo
   return ck;
 }
 
+namespace {
+
+// ShardSet::fill into dst, a buffer of stream st's device: on a device through
+// a host copy that starts as dst's values (fill leaves padded rows untouched).
+void fill_on(const ops::Stream& st, const ShardSet& set, const std::string& kind,
+             const std::string& tensor, const TensorSlice& want, float* dst, int64_t vocab) {
+  if (st.device() == Device::CPU) return set.fill(kind, tensor, want, dst, vocab);
+  std::vector<float> host(static_cast<size_t>(want.numel()));
+  const size_t bytes = host.size() * sizeof(float);
+  ops::copy_to_host(st, host.data(), dst, bytes);
+  set.fill(kind, tensor, want, host.data(), vocab);
+  ops::copy_to_device(st, dst, host.data(), bytes);
+}
+
+}  // namespace
+
 void load_checkpoint_values(const OpenedCheckpoint& ck, const ParameterSet& ps, int64_t vocab) {
   float* flat = ps.flat_values().data<float>();
   for (int i = 0; i < ps.size(); ++i) {
     const ParamSpec& s = ps.spec(i);
     TensorSlice want = TensorSlice::of_box(s.global_shape, s.shape, s.shard_dim, s.shard_begin,
                                            s.tp_dim, s.tp_begin);
-    ck.shards->fill("param", s.name, want, flat + ps.offset(i), vocab);
+    fill_on(ps.stream(), *ck.shards, "param", s.name, want, flat + ps.offset(i), vocab);
   }
 }
 
@@ -134,7 +151,7 @@ void load_checkpoint_optimizer(const OpenedCheckpoint& ck, const ParameterSet& p
         TensorSlice want = TensorSlice::of_box(s.global_shape, s.shape, s.shard_dim, s.shard_begin,
                                                s.tp_dim, s.tp_begin)
                                .sub_range(a - off, b - off);
-        ck.shards->fill(st.name, s.name, want, base + (a - sp.begin), vocab);
+        fill_on(ps.stream(), *ck.shards, st.name, s.name, want, base + (a - sp.begin), vocab);
       }
       base += sp.size();
     }

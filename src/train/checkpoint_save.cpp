@@ -12,6 +12,7 @@
 #include "io/checkpoint/checkpoint_dir.h"
 #include "io/checkpoint/manifest.h"
 #include "io/checkpoint/shard_file.h"
+#include "ops/copy.h"
 
 namespace fs = std::filesystem;
 
@@ -122,7 +123,19 @@ std::string save_checkpoint(const CheckpointSaveOptions& opts, const TrainingSta
   if (world) world->barrier();
 
   const std::string shard = fmt::format("shard-{:05d}-of-{:05d}.safetensors", rank, size);
-  write_shard_file((tmp / shard).string(), checkpoint_pieces(model, dp), rank);
+  std::vector<CheckpointPiece> pieces = checkpoint_pieces(model, dp);
+  // A device's pieces are written from host copies.
+  const ops::Stream& st = model.params().stream();
+  std::vector<std::vector<float>> host;
+  if (st.device() != Device::CPU) {
+    host.reserve(pieces.size());
+    for (CheckpointPiece& p : pieces) {
+      std::vector<float>& h = host.emplace_back(static_cast<size_t>(p.slice.numel()));
+      ops::copy_to_host(st, h.data(), p.data, h.size() * sizeof(float));
+      p.data = h.data();
+    }
+  }
+  write_shard_file((tmp / shard).string(), pieces, rank);
   if (opts.after_shard) opts.after_shard(rank, (tmp / shard).string());
   ManifestEntry mine = manifest_entry(tmp.string(), shard);
   WireEntry w{};

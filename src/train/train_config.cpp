@@ -25,8 +25,6 @@ void check_test_device(const TrainConfig& t, const ModelConfig& m) {
   refuse(m.moe.enabled() || t.parallelism.ep > 1, "MoE and expert parallelism");
   refuse(m.lora.enabled(), "LoRA / QLoRA");
   refuse(m.hidden_dropout > 0.0, "hidden dropout");
-  refuse(!ck.save_dir.empty() || !ck.load_dir.empty() || ck.resume,
-         "checkpoints (--save / --load)");
   refuse(!ck.init_from.empty() || !ck.save_hf_dir.empty(),
          "Hugging Face import and export (--init-from / --save-hf)");
   refuse(!t.training.dump_ops_dir.empty() || t.training.inject_fault != InjectedFault::None,

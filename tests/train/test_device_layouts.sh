@@ -6,7 +6,9 @@
 # bit: every step's loss and gradient norm equal, for one process and for
 # dp (DDP, parameter server, ZeRO-1/2/3), tp (+ sp), pp (GPipe, 1F1B,
 # interleaved, zero-bubble), bf16, fp16, recomputation and packed documents.
-# What does not run there yet is refused before any work, naming it.
+# A checkpoint the test device saves resumes there and on the cpu alike (one
+# process, and ZeRO-3 on dp 2). What does not run there yet is refused
+# before any work, naming it.
 # Usage: test_device_layouts.sh PARALLM
 set -u
 bin="$1"
@@ -56,12 +58,46 @@ same_run pp.gpipe 2 --model gpt2-tiny --pp 2 --schedule gpipe
 same_run pp.interleaved 2 --model llama-tiny --pp 2 --schedule interleaved --virtual-stages 2
 same_run pp.zb 2 --model llama-tiny --pp 2 --schedule zb
 same_run fp16 2 --model gpt2-tiny --dp 2 --precision fp16
+
+resumed() {  # name ranks flags...: saved at step 2 of 4 on the test device, resumed on each
+  local name=$1 np=$2
+  shift 2
+  local train=(mpirun --oversubscribe --bind-to none --mca btl self,vader --mca mpi_yield_when_idle 1
+    -np "$np" "$bin" train --data "$work/data_train.bin" --steps 4 --micro-batch-size 2
+    --global-batch-size 4 --seq-len 32 --lr 3e-3 --warmup 2 --threads 1 "$@")
+  "${train[@]}" --device cpu --metrics "$work/$name.whole.jsonl" >/dev/null 2>&1 ||
+    fail "$name: the uninterrupted cpu run"
+  "${train[@]}" --device test --save "$work/$name.ck" --save-interval 2 >/dev/null 2>&1 ||
+    fail "$name: the test device run that saves"
+  rm -rf "$work/$name.ck/step-0000004"
+  echo step-0000002 > "$work/$name.ck/latest"  # as if it had stopped after step 2
+  cp -r "$work/$name.ck" "$work/$name.ck2"
+  "${train[@]}" --device test --save "$work/$name.ck" --resume --metrics "$work/$name.t.jsonl" \
+    >/dev/null 2>&1 || fail "$name: the resume on the test device"
+  "${train[@]}" --device cpu --save "$work/$name.ck2" --resume --metrics "$work/$name.c.jsonl" \
+    >/dev/null 2>&1 || fail "$name: the resume on the cpu"
+  /usr/bin/python3 - "$work/$name.whole.jsonl" "$work/$name.t.jsonl" "$work/$name.c.jsonl" \
+    "$name" <<'PY' || exit 1
+import json, sys
+whole = {r["step"]: r for r in map(json.loads, open(sys.argv[1]))}
+for path, where in ((sys.argv[2], "test device"), (sys.argv[3], "cpu")):
+    rows = [json.loads(l) for l in open(path)]
+    if [r["step"] for r in rows] != [2, 3]:
+        sys.exit(f"FAIL: {sys.argv[4]}: the resume on the {where} logged steps {[r['step'] for r in rows]}")
+    for r in rows:
+        w = whole[r["step"]]
+        if (r["loss"], r["grad_norm"]) != (w["loss"], w["grad_norm"]):
+            sys.exit(f"FAIL: {sys.argv[4]}: resumed on the {where}, step {r['step']} has loss "
+                     f"{r['loss']!r} grad norm {r['grad_norm']!r}; uninterrupted "
+                     f"{w['loss']!r} {w['grad_norm']!r}")
+print(f"{sys.argv[4]}: saved on the test device, resumed on it and on the cpu, bit for bit")
+PY
+}
+resumed resume.one 1 --model gpt2-tiny
+resumed resume.zero3 2 --model llama-tiny --dp 2 --zero 3
 same_run packed 1 --model llama-tiny --reset-attention-mask --reset-position-ids --eod-token 10
 
 run=("$bin" train --model gpt2-tiny --data "$work/data_train.bin" --steps 2 --seq-len 32 --device test)
-expect_error "--device test: checkpoints (--save / --load) does not run on the test device yet" \
-  "${run[@]}" --save "$work/ckpt"
-[ ! -e "$work/ckpt" ] || fail "a refused run wrote a checkpoint directory"
 expect_error "--device test: Hugging Face import and export (--init-from / --save-hf) does not run" \
   "${run[@]}" --save-hf "$work/hf"
 [ ! -e "$work/hf" ] || fail "a refused run wrote a model directory"
