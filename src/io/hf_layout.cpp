@@ -1,6 +1,7 @@
 #include "io/hf_layout.h"
 
 #include "base/error.h"
+#include "nn/op_buffers.h"
 
 namespace parallm {
 
@@ -171,9 +172,10 @@ std::string hf_canonical_name(const ModelConfig& c, const std::string& name) {
 namespace {
 
 // Visits the concatenation of t.parts in row-major order of the internal
-// (untransposed) layout, calling f(part pointer, rows, cols, row offset).
+// (untransposed) layout, calling f(part pointer, rows, cols, row offset) on
+// host values (a device's through a host copy, written back when `writes`).
 template <class F>
-void for_each_part(const ParameterSet& ps, const HfTensor& t, bool grads, F&& f) {
+void for_each_part(const ParameterSet& ps, const HfTensor& t, bool grads, bool writes, F&& f) {
   int64_t row0 = 0;
   for (const auto& name : t.parts) {
     int i = ps.find(name);
@@ -188,7 +190,9 @@ void for_each_part(const ParameterSet& ps, const HfTensor& t, bool grads, F&& f)
     }
     int64_t rows = shape[0];
     int64_t cols = shape.size() > 1 ? shape[1] : 1;
-    f(p, rows, cols, row0);
+    const HostView<float> view(ps.stream(), p, rows * cols);
+    f(view.get(), rows, cols, row0);
+    if (writes) view.write_back();
     row0 += rows;
   }
 }
@@ -197,7 +201,7 @@ void for_each_part(const ParameterSet& ps, const HfTensor& t, bool grads, F&& f)
 
 void gather_hf_tensor(const ParameterSet& ps, const HfTensor& t, bool grads, float* dst) {
   int64_t total_rows = t.transpose ? t.shape[1] : t.shape[0];
-  for_each_part(ps, t, grads, [&](float* p, int64_t rows, int64_t cols, int64_t row0) {
+  for_each_part(ps, t, grads, false, [&](float* p, int64_t rows, int64_t cols, int64_t row0) {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t k = 0; k < cols; ++k) {
         float v = p[r * cols + k];
@@ -211,7 +215,7 @@ void gather_hf_tensor(const ParameterSet& ps, const HfTensor& t, bool grads, flo
 
 void scatter_hf_tensor(const ParameterSet& ps, const HfTensor& t, const float* src) {
   int64_t total_rows = t.transpose ? t.shape[1] : t.shape[0];
-  for_each_part(ps, t, false, [&](float* p, int64_t rows, int64_t cols, int64_t row0) {
+  for_each_part(ps, t, false, true, [&](float* p, int64_t rows, int64_t cols, int64_t row0) {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t k = 0; k < cols; ++k)
         p[r * cols + k] = t.transpose ? src[k * total_rows + row0 + r] : src[(row0 + r) * cols + k];

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "nn/op_buffers.h"
 #include "tensor/half.h"
 
 namespace parallm {
@@ -48,9 +49,11 @@ void scatter_hf_slices(const SafetensorsFile& st, const TensorEntry& e, const Pa
     PX_CHECK(r0 + rows <= hf_rows && c0 + cols <= hf_cols,
              "HF tensor '{}' ({} x {}) is smaller than expert slice rows {}+{}, columns {}+{}",
              t.name, hf_rows, hf_cols, r0, rows, c0, cols);
-    float* dst = ps.value({i}) + (t.expert - first) * rows * cols;
+    const HostView<float> dst(ps.stream(), ps.value({i}) + (t.expert - first) * rows * cols,
+                              rows * cols);
     for (int64_t r = 0; r < rows; ++r)
-      read_elements(st, e, (r0 + r) * hf_cols + c0, cols, dst + r * cols);
+      read_elements(st, e, (r0 + r) * hf_cols + c0, cols, dst.get() + r * cols);
+    dst.write_back();
     return;
   }
   int64_t row0 = 0;  // global rows of the parts before this one
@@ -61,7 +64,8 @@ void scatter_hf_slices(const SafetensorsFile& st, const TensorEntry& e, const Pa
     const int64_t rows = s.shape[0], cols = s.shape.size() > 1 ? s.shape[1] : 1;
     const int64_t off0 = s.shard_dim == 0 ? s.shard_begin : 0;
     const int64_t off1 = s.shard_dim == 1 ? s.shard_begin : 0;
-    float* p = ps.value({i});
+    const HostView<float> view(ps.stream(), ps.value({i}), rows * cols);
+    float* p = view.get();
     if (!t.transpose) {
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t g = row0 + off0 + r;
@@ -74,6 +78,7 @@ void scatter_hf_slices(const SafetensorsFile& st, const TensorEntry& e, const Pa
         for (int64_t r = 0; r < rows; ++r) p[r * cols + k] = run[static_cast<size_t>(r)];
       }
     }
+    view.write_back();
     row0 += s.global_shape[0];
   }
 }

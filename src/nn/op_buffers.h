@@ -59,4 +59,29 @@ class HostMirror {
   Tensor dev_;
 };
 
+// n values of a buffer on stream s's device that host code reads or writes
+// in place (file io): on the host stream the buffer itself; on a device a
+// host copy of its values, copied back by write_back().
+template <class T>
+class HostView {
+ public:
+  HostView(const ops::Stream& s, T* buffer, int64_t n)
+      : stream_(&s), buffer_(buffer), ptr_(buffer) {
+    if (s.device() == Device::CPU || n == 0) return;
+    copy_.resize(static_cast<size_t>(n));
+    ops::copy_to_host(s, copy_.data(), buffer, copy_.size() * sizeof(T));
+    ptr_ = copy_.data();
+  }
+  T* get() const { return ptr_; }
+  void write_back() const {
+    if (ptr_ != buffer_) ops::copy_to_device(*stream_, buffer_, ptr_, copy_.size() * sizeof(T));
+  }
+
+ private:
+  const ops::Stream* stream_;
+  T* buffer_;
+  T* ptr_;
+  std::vector<T> copy_;
+};
+
 }  // namespace parallm

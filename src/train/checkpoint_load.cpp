@@ -11,7 +11,7 @@
 #include "io/checkpoint/checkpoint_dir.h"
 #include "io/checkpoint/manifest.h"
 #include "io/hf_layout.h"
-#include "ops/copy.h"
+#include "nn/op_buffers.h"
 
 namespace fs = std::filesystem;
 
@@ -83,12 +83,9 @@ namespace {
 // a host copy that starts as dst's values (fill leaves padded rows untouched).
 void fill_on(const ops::Stream& st, const ShardSet& set, const std::string& kind,
              const std::string& tensor, const TensorSlice& want, float* dst, int64_t vocab) {
-  if (st.device() == Device::CPU) return set.fill(kind, tensor, want, dst, vocab);
-  std::vector<float> host(static_cast<size_t>(want.numel()));
-  const size_t bytes = host.size() * sizeof(float);
-  ops::copy_to_host(st, host.data(), dst, bytes);
-  set.fill(kind, tensor, want, host.data(), vocab);
-  ops::copy_to_device(st, dst, host.data(), bytes);
+  const HostView<float> view(st, dst, want.numel());
+  set.fill(kind, tensor, want, view.get(), vocab);
+  view.write_back();
 }
 
 }  // namespace

@@ -20,13 +20,10 @@ void check_test_device(const TrainConfig& t, const ModelConfig& m) {
     PX_CHECK(!used, "--device test: {} does not run on the test device yet (docs/devices.md)",
              what);
   };
-  const CheckpointConfig& ck = t.checkpoint;
   refuse(t.parallelism.cp > 1, "context parallelism (--cp)");
   refuse(m.moe.enabled() || t.parallelism.ep > 1, "MoE and expert parallelism");
   refuse(m.lora.enabled(), "LoRA / QLoRA");
   refuse(m.hidden_dropout > 0.0, "hidden dropout");
-  refuse(!ck.init_from.empty() || !ck.save_hf_dir.empty(),
-         "Hugging Face import and export (--init-from / --save-hf)");
   refuse(!t.training.dump_ops_dir.empty() || t.training.inject_fault != InjectedFault::None,
          "parallm verify");
 }

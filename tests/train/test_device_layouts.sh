@@ -7,8 +7,9 @@
 # dp (DDP, parameter server, ZeRO-1/2/3), tp (+ sp), pp (GPipe, 1F1B,
 # interleaved, zero-bubble), bf16, fp16, recomputation and packed documents.
 # A checkpoint the test device saves resumes there and on the cpu alike (one
-# process, and ZeRO-3 on dp 2). What does not run there yet is refused
-# before any work, naming it.
+# process, and ZeRO-3 on dp 2); its Hugging Face export is the cpu's byte for
+# byte, and training from it (--init-from) follows the cpu's. What does not
+# run there yet is refused before any work, naming it.
 # Usage: test_device_layouts.sh PARALLM
 set -u
 bin="$1"
@@ -97,8 +98,20 @@ resumed resume.one 1 --model gpt2-tiny
 resumed resume.zero3 2 --model llama-tiny --dp 2 --zero 3
 same_run packed 1 --model llama-tiny --reset-attention-mask --reset-position-ids --eod-token 10
 
-run=("$bin" train --model gpt2-tiny --data "$work/data_train.bin" --steps 2 --seq-len 32 --device test)
-expect_error "--device test: Hugging Face import and export (--init-from / --save-hf) does not run" \
-  "${run[@]}" --save-hf "$work/hf"
-[ ! -e "$work/hf" ] || fail "a refused run wrote a model directory"
+# Hugging Face export and import (GPT-2's transposed Conv1D weights, LLaMA's
+# separate projections).
+for model in gpt2-tiny llama-tiny; do
+  for dev in cpu test; do
+    "$bin" train --model $model --data "$work/data_train.bin" --steps 2 --seq-len 32 --threads 1 \
+      --device $dev --save-hf "$work/hf.$model.$dev" >/dev/null 2>&1 || fail "$model --save-hf on $dev"
+  done
+  cmp -s "$work/hf.$model.cpu/model.safetensors" "$work/hf.$model.test/model.safetensors" ||
+    fail "$model: the test device's --save-hf differs from the cpu's"
+  same_run "init_from.$model" 1 --init-from "$work/hf.$model.test"
+done
+
+run=("$bin" train --model llama-tiny --data "$work/data_train.bin" --steps 2 --seq-len 32 --device test)
+expect_error "--device test: LoRA / QLoRA does not run on the test device yet" \
+  "${run[@]}" --lora-rank 4 --lora-targets q,v --save-hf "$work/hf.lora"
+[ ! -e "$work/hf.lora" ] || fail "a refused run wrote a model directory"
 echo "test device layouts: ok"
