@@ -88,7 +88,6 @@ Transformer::Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup
 
 LayerContext Transformer::context(int64_t B, int64_t T, const std::vector<int64_t>& pos) {
   LayerContext c{alloc_, base_params(), B, T, pos.data()};
-  c.on = &ops::Stream::of(alloc_.device());
   if (cfg_.lora.enabled()) c.adapters = &params_;
   c.matmul = matmul_;
   c.recompute = recompute_;

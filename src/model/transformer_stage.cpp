@@ -27,7 +27,6 @@ struct Transformer::ChunkState {
                        MatmulPrecision* mm, Recompute rc, OpTap* tap, InjectedFault fault,
                        const ExpertBias* expert_bias) const {
     LayerContext c{alloc, ps, B, T, pos.data()};
-    c.on = &ops::Stream::of(alloc.device());
     c.expert_bias = expert_bias;
     docs.attach(c);
     c.adapters = adapters;

@@ -62,11 +62,13 @@ struct LayerContext {
   OpTap* tap = nullptr;
   int layer = -1;
   InjectedFault fault = InjectedFault::None;
-  // Where the layers' ops run (null: the host stream); the allocator's
-  // buffers live on its device.
+  // Where the layers' ops run (null: the stream of the allocator's device,
+  // which has no state of its own on the CPU and the test device).
   const ops::Stream* on = nullptr;
   int64_t N() const { return B * T; }
-  const ops::Stream& stream() const { return on != nullptr ? *on : ops::Stream::host(); }
+  const ops::Stream& stream() const {
+    return on != nullptr ? *on : ops::Stream::of(alloc.device());
+  }
 
   Tensor activation(Shape s) const {
     return Tensor::zeros(alloc, std::move(s), DType::F32, saved_tag);

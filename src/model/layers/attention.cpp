@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "base/rng.h"
 #include "model/layers/dropout.h"

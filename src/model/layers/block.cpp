@@ -1,7 +1,6 @@
 #include "model/layers/block.h"
 
 #include <cmath>
-#include <cstring>
 
 #include "model/layers/dropout.h"
 #include "ops/activation.h"

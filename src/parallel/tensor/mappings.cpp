@@ -1,6 +1,5 @@
 #include "parallel/tensor/mappings.h"
 
-#include <cstring>
 #include <vector>
 
 #include "base/error.h"
