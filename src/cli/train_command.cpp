@@ -409,13 +409,12 @@ void add_train_command(CLI::App& app, CommandRegistry& reg) {
       if (env.rank != 0) return 1;
       throw;
     }
-    if (f->job.run.train.training.device == Device::CUDA) {
-      run_cuda_train_job(f->job, env, std::cerr);
-      return 0;
-    }
     return comm::run_mpi_job([&](comm::MpiRuntime& rt) {
       auto world = rt.world();
-      run_train_job(f->job, env, std::cerr, world.get());
+      if (f->job.run.train.training.device == Device::CUDA)
+        run_cuda_train_job(f->job, env, std::cerr, world.get());
+      else
+        run_train_job(f->job, env, std::cerr, world.get());
       return 0;
     });
   });

@@ -89,7 +89,7 @@ void PagedKvCache::check_spans(const std::vector<PagedSpan>& spans) const {
 void PagedKvCache::write(int64_t layer, const PagedSpan& s, const float* k_rows,
                          const float* v_rows) {
   const int64_t row = kv_heads_ * head_dim_, nb = static_cast<int64_t>(s.blocks.size());
-  const ops::Stream& st = ops::Stream::of(k_.at(0).device());
+  const ops::Stream& st = ops::Stream::of(k_.at(0));
   ops::paged_kv_write(st, k(layer), num_blocks_, block_size_, row, s.blocks.data(), nb, s.pos0,
                       s.count, k_rows);
   ops::paged_kv_write(st, v(layer), num_blocks_, block_size_, row, s.blocks.data(), nb, s.pos0,

@@ -67,7 +67,7 @@ struct LayerContext {
   const ops::Stream* on = nullptr;
   int64_t N() const { return B * T; }
   const ops::Stream& stream() const {
-    return on != nullptr ? *on : ops::Stream::of(alloc.device());
+    return on != nullptr ? *on : ops::Stream::of(alloc);
   }
 
   Tensor activation(Shape s) const {

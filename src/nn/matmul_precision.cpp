@@ -66,7 +66,7 @@ const uint16_t* MatmulPrecision::weight(const ParameterSet& ps, ParamRef w) {
   PX_CHECK(at >= 0, "'{}' is an NF4 weight: it has no 16-bit copy", ps.spec(w.index).name);
   uint16_t* dst = copy_.half_bits() + at;
   if (!valid_[static_cast<size_t>(w.index)]) {
-    ops::round_to_lowp(ops::Stream::of(copy_.device()), dst, ps.value(w), ps.numel(w.index),
+    ops::round_to_lowp(ops::Stream::of(copy_), dst, ps.value(w), ps.numel(w.index),
                        type());
     valid_[static_cast<size_t>(w.index)] = 1;
   }
@@ -78,7 +78,7 @@ void matmul_weight(const LayerContext& c, bool trans_a, bool trans_w, int64_t M,
                    int64_t ldw, float beta, float* C, int64_t ldc) {
   if (c.matmul == nullptr)
     return ops::gemm(c.stream(), trans_a, trans_w, M, N, K, 1.0f, A, lda, wvals, ldw, beta, C, ldc);
-  if (ops::skinny_fits(trans_a, trans_w, M)) {
+  if (ops::skinny_fits(c.stream(), trans_a, trans_w, M)) {
     // Decode: W's 16-bit copy is read directly (half the bytes of f32, and
     // no widened copy of W); A's rows rounded to 16 bits first, so the
     // products are those of the 16-bit GEMM, summed in f32.
@@ -126,7 +126,7 @@ void linear_forward_parts(const LayerContext& c, const float* inp, int64_t N, in
   constexpr size_t kMaxParts = 4;
   const bool nf4 =
       std::ranges::any_of(parts, [&](const LinearPart& p) { return c.params.nf4(p.w) != nullptr; });
-  if (nf4 || !ops::skinny_fits(false, true, N) || parts.size() > kMaxParts || IC <= 0) {
+  if (nf4 || !ops::skinny_fits(c.stream(), false, true, N) || parts.size() > kMaxParts || IC <= 0) {
     for (const LinearPart& p : parts) linear_forward(c, p.out, inp, p.w, p.bias, N, IC, p.OC);
     return;
   }

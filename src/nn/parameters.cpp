@@ -22,7 +22,7 @@ ParamRef ParameterSet::add(ParamSpec spec) {
 }
 
 void ParameterSet::allocate(Allocator& alloc, bool with_grads) {
-  device_ = alloc.device();
+  alloc_ = &alloc;
   frozen_ = !with_grads;
   values_ = Tensor::zeros(alloc, {total_}, DType::F32, MemTag::Parameter);
   if (with_grads) grads_ = Tensor::zeros(alloc, {total_}, DType::F32, MemTag::Gradient);
@@ -126,7 +126,7 @@ void ParameterSet::init_random(uint64_t seed) const {
     // A device's values are drawn on the host, then copied over.
     std::vector<float> staged;
     float* v = target;
-    if (device_ != Device::CPU) {
+    if (alloc_ != nullptr && alloc_->device() != Device::CPU) {
       staged.resize(static_cast<size_t>(n));
       v = staged.data();
     }

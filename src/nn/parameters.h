@@ -72,7 +72,9 @@ class ParameterSet {
   void allocate(Allocator& alloc, bool with_grads = true);
   bool frozen() const { return frozen_; }
   // Where ops on these parameters and gradients run (their allocator's device).
-  const ops::Stream& stream() const { return ops::Stream::of(device_); }
+  const ops::Stream& stream() const {
+    return alloc_ != nullptr ? ops::Stream::of(*alloc_) : ops::Stream::host();
+  }
   bool allocated() const { return !value_ptr_.empty(); }
 
   float* value(ParamRef r) const { return value_ptr_[r.index]; }
@@ -127,7 +129,7 @@ class ParameterSet {
   Tensor grads_;
   std::vector<float*> value_ptr_, grad_ptr_;
   bool frozen_ = false;
-  Device device_ = Device::CPU;
+  const Allocator* alloc_ = nullptr;  // the allocator of allocate() (null: not yet)
   std::vector<std::shared_ptr<const ops::Nf4Weight>> nf4_;  // per parameter, or empty
   std::vector<int64_t> compact_offsets_;  // after drop_nf4_values: offsets in values_ (-1: NF4)
 };

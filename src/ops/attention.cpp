@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "ops/device_backend.h"
+
 namespace parallm::ops {
 
 namespace {
@@ -16,6 +18,7 @@ AttnDims on_host(const Stream& s, const AttnDims& d) {
 
 void attention_forward(const Stream& s, float* out, float* lse, const float* q, const float* k,
                        const float* v, const AttnDims& d, double scale) {
+  if (const DeviceBackend* b = s.backend()) return b->attention_forward(out, lse, q, k, v, d, scale);
   require_cpu_kernels(s, "attention_forward");
   cpu::attention_forward(s.operand(out), s.operand(lse), s.operand(q), s.operand(k), s.operand(v),
                          on_host(s, d), scale);
@@ -24,6 +27,7 @@ void attention_forward(const Stream& s, float* out, float* lse, const float* q, 
 void attention_backward(const Stream& s, float* dq, float* dk, float* dv, const float* dout,
                         const float* q, const float* k, const float* v, const float* out,
                         const float* lse, const AttnDims& d, double scale, AttnBwdSplit split) {
+  if (const DeviceBackend* b = s.backend()) return b->attention_backward(dq, dk, dv, dout, q, k, v, out, lse, d, scale);
   require_cpu_kernels(s, "attention_backward");
   cpu::attention_backward_split(s.operand(dq), s.operand(dk), s.operand(dv), s.operand(dout),
                                 s.operand(q), s.operand(k), s.operand(v), s.operand(out),
@@ -31,6 +35,8 @@ void attention_backward(const Stream& s, float* dq, float* dk, float* dv, const 
 }
 
 AttnBwdSplit attention_backward_auto_split(const Stream& s, const AttnDims& d) {
+  // A device backend has one backward; the split is the CPU kernel's choice.
+  if (s.backend() != nullptr) return AttnBwdSplit::Auto;
   require_cpu_kernels(s, "attention_backward_auto_split");
   return cpu::attention_backward_auto_split(d);
 }

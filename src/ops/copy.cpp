@@ -2,9 +2,12 @@
 
 #include <cstring>
 
+#include "ops/device_backend.h"
+
 namespace parallm::ops {
 
 void copy_to_device(const Stream& s, void* dst, const void* host_src, size_t bytes) {
+  if (const DeviceBackend* b = s.backend()) return b->copy_to_device(dst, host_src, bytes);
   require_cpu_kernels(s, "copy_to_device");
   PX_CHECK(!is_test_device_address(host_src), "copy_to_device: the source {} is not host memory",
            host_src);
@@ -12,6 +15,7 @@ void copy_to_device(const Stream& s, void* dst, const void* host_src, size_t byt
 }
 
 void copy_to_host(const Stream& s, void* host_dst, const void* src, size_t bytes) {
+  if (const DeviceBackend* b = s.backend()) return b->copy_to_host(host_dst, src, bytes);
   require_cpu_kernels(s, "copy_to_host");
   PX_CHECK(!is_test_device_address(host_dst), "copy_to_host: the destination {} is not host memory",
            host_dst);
@@ -19,11 +23,13 @@ void copy_to_host(const Stream& s, void* host_dst, const void* src, size_t bytes
 }
 
 void copy(const Stream& s, void* dst, const void* src, size_t bytes) {
+  if (const DeviceBackend* b = s.backend()) return b->copy(dst, src, bytes);
   require_cpu_kernels(s, "copy");
   if (bytes != 0) std::memmove(s.operand(dst), s.operand(src), bytes);
 }
 
 void zero(const Stream& s, void* dst, size_t bytes) {
+  if (const DeviceBackend* b = s.backend()) return b->zero(dst, bytes);
   require_cpu_kernels(s, "zero");
   if (bytes != 0) std::memset(s.operand(dst), 0, bytes);
 }

@@ -1,6 +1,7 @@
 #include "ops/matmul.h"
 
 #include "kernels/cpu/matmul.h"
+#include "ops/device_backend.h"
 #include "ops/skinny_parts.h"
 
 namespace parallm::ops {
@@ -8,6 +9,7 @@ namespace parallm::ops {
 void gemm(const Stream& s, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
           int64_t ldc) {
+  if (const DeviceBackend* b = s.backend()) return b->gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   require_cpu_kernels(s, "gemm");
   cpu::gemm<float>(trans_a, trans_b, M, N, K, alpha, s.operand(A), lda, s.operand(B), ldb, beta,
                    s.operand(C), ldc);
@@ -15,6 +17,7 @@ void gemm(const Stream& s, bool trans_a, bool trans_b, int64_t M, int64_t N, int
 
 void linear_forward(const Stream& s, float* out, const float* inp, const float* weight,
                     const float* bias, int64_t N, int64_t IC, int64_t OC) {
+  if (const DeviceBackend* b = s.backend()) return b->linear_forward(out, inp, weight, bias, N, IC, OC);
   require_cpu_kernels(s, "linear_forward");
   cpu::linear_forward<float>(s.operand(out), s.operand(inp), s.operand(weight), s.operand(bias), N,
                              IC, OC);
@@ -22,6 +25,7 @@ void linear_forward(const Stream& s, float* out, const float* inp, const float* 
 
 void linear_backward(const Stream& s, float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int64_t N, int64_t IC, int64_t OC) {
+  if (const DeviceBackend* b = s.backend()) return b->linear_backward(dinp, dweight, dbias, dout, inp, weight, N, IC, OC);
   require_cpu_kernels(s, "linear_backward");
   cpu::linear_backward<float>(s.operand(dinp), s.operand(dweight), s.operand(dbias),
                               s.operand(dout), s.operand(inp), s.operand(weight), N, IC, OC);

@@ -23,9 +23,10 @@ void linear_forward(const Stream& s, float* out, const float* inp, const float* 
 void linear_backward(const Stream& s, float* dinp, float* dweight, float* dbias, const float* dout,
                      const float* inp, const float* weight, int64_t N, int64_t IC, int64_t OC);
 
-// Whether op(A) op(B) is a shape the skinny GEMM serves (A plain, B = W^T, M small).
-inline bool skinny_fits(bool trans_a, bool trans_b, int64_t M) {
-  return cpu::skinny_fits(trans_a, trans_b, M);
+// Whether op(A) op(B) is a shape the skinny GEMM serves (A plain, B = W^T, M
+// small) on this stream: a device backend has no skinny GEMM, its GEMM serves.
+inline bool skinny_fits(const Stream& s, bool trans_a, bool trans_b, int64_t M) {
+  return s.backend() == nullptr && cpu::skinny_fits(trans_a, trans_b, M);
 }
 // Several C_p (M, N_p) = A W_p^T in one pass over the weights; W_p f32, or
 // 16-bit of type t in the _lowp form (A then already rounded by the caller).

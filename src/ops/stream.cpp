@@ -17,6 +17,18 @@ const Stream& Stream::of(Device d) {
   return d == Device::Test ? test_device() : host();
 }
 
+const Stream& Stream::of(const Allocator& a) {
+  if (a.device() != Device::CUDA) return of(a.device());
+  const auto* memory = dynamic_cast<const DeviceMemory*>(&a.resource());
+  PX_CHECK(memory != nullptr, "an allocator of {} memory without a stream of its own",
+           device_name(a.device()));
+  return memory->stream();
+}
+
+const Stream& Stream::of(const Tensor& t) {
+  return t.allocator() != nullptr ? of(*t.allocator()) : host();
+}
+
 void Stream::wrong_device(const void* p) const {
   throw Error(fmt::format("{} is test device memory, given to an op on the {} stream", p,
                           device_name(device_)));

@@ -26,7 +26,7 @@ void Adam::step_range(const ParameterSet& params, double lr, float* p, const flo
   ++step_;
   // The decay rule is the only difference between the two kernels.
   const auto kernel = kind_ == OptimizerKind::AdamW ? ops::adamw_step : ops::adam_step;
-  const ops::Stream& st = ops::Stream::of(m_.device());
+  const ops::Stream& st = ops::Stream::of(m_);
   float* m = m_.data<float>();
   float* v = v_.data<float>();
   for_each_param_in(params, begin_, end_, [&](int i, int64_t lo, int64_t hi) {

@@ -67,6 +67,8 @@ class Tensor {
   int64_t numel() const { return shape_.numel(); }
   DType dtype() const { return dtype_; }
   Device device() const { return storage_ ? storage_->device : Device::CPU; }
+  // The allocator of its storage (null for an empty tensor).
+  Allocator* allocator() const { return storage_ ? storage_->alloc : nullptr; }
   MemTag tag() const { return storage_->tag; }
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
 

@@ -2,6 +2,10 @@
 // are the ones that need two parts or the model.
 #include "train/train_config.h"
 
+#include <fmt/format.h>
+
+#include <string_view>
+
 #include "base/error.h"
 #include "model/layers/attention.h"
 #include "parallel/context/cp_chunks.h"
@@ -12,13 +16,15 @@ namespace parallm {
 
 namespace {
 
-// What the test device does not run yet (docs/devices.md, "Not yet on the
-// test device"): refused before any work, one message naming the feature.
-void check_test_device(const TrainConfig& t, const ModelConfig& m) {
-  if (t.training.device != Device::Test) return;
-  auto refuse = [](bool used, const char* what) {
-    PX_CHECK(!used, "--device test: {} does not run on the test device yet (docs/devices.md)",
-             what);
+// What a device other than the host does not run yet (docs/devices.md, "Not
+// yet on the test device", and the CUDA backend's missing ops): refused
+// before any work, one message naming the feature.
+void check_device(const TrainConfig& t, const ModelConfig& m) {
+  const Device d = t.training.device;
+  if (d == Device::CPU) return;
+  auto refuse = [d](bool used, std::string_view what) {
+    PX_CHECK(!used, "--device {}: {} does not run on {} yet (docs/devices.md)", device_name(d),
+             what, d == Device::CUDA ? "the GPU" : "the test device");
   };
   refuse(t.parallelism.cp > 1, "context parallelism (--cp)");
   refuse(m.moe.enabled() || t.parallelism.ep > 1, "MoE and expert parallelism");
@@ -26,6 +32,16 @@ void check_test_device(const TrainConfig& t, const ModelConfig& m) {
   refuse(m.hidden_dropout > 0.0, "hidden dropout");
   refuse(!t.training.dump_ops_dir.empty() || t.training.inject_fault != InjectedFault::None,
          "parallm verify");
+  if (d != Device::CUDA) return;
+  // The ops the CUDA backend lacks so far (ops/device_backend.h).
+  refuse(t.precision.matmul != Precision::FP32,
+         fmt::format("--precision {} (the 16-bit GEMMs and rounding ops)",
+                     precision_name(t.precision.matmul)));
+  refuse(m.gemma(), "the Gemma family (GeGLU, (1 + w) RMSNorm)");
+  refuse(m.attn_dropout > 0.0, "attention dropout");
+  refuse(m.sliding_window > 0 && m.sliding_window < t.training.seq_len,
+         fmt::format("sliding-window attention (window {} < sequence length {})",
+                     m.sliding_window, t.training.seq_len));
 }
 
 }  // namespace
@@ -107,7 +123,7 @@ void TrainConfig::validate(const ModelConfig& m, int world_size) const {
   // capacity per sequence needs nothing here beyond cp's own checks.
   PX_CHECK(par.pp > 1 || (logging.trace_path.empty() && logging.timeline_path.empty()),
            "--trace and --timeline record the pipeline schedule and need --pp > 1");
-  check_test_device(*this, m);
+  check_device(*this, m);
 }
 
 }  // namespace parallm

@@ -107,9 +107,14 @@ struct PeakFlops {
   std::string source;
 };
 
-PeakFlops peak_flops(const TrainConfig& t, const LaunchEnv& env) {
+PeakFlops peak_flops(const TrainConfig& t, const LaunchEnv& env, const JobDevice* device) {
   const Precision p = t.precision.matmul;
   if (t.logging.peak_tflops > 0) return {t.logging.peak_tflops * 1e12, "--peak-tflops"};
+  if (device != nullptr)
+    return {device->peak_flops,
+            device->peak_flops > 0 ? fmt::format("the {} datasheet", device->name)
+                                   : fmt::format("{}: no datasheet peak known, give --peak-tflops",
+                                                 device->name)};
   const char* kind = p == Precision::FP32 ? "fp32" : p == Precision::BF16 ? "bf16" : "fp16";
   const double now = measure_gemm_peak_flops(p, !t.precision.emulate_lowp_gemm);
   const std::string what = fmt::format("measured {} GEMM", kind);
@@ -258,7 +263,7 @@ RunConfig checked_run_config(const TrainJobOptions& opts, int world_size) {
 }
 
 double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ostream& log_in,
-                     comm::Communicator* world) {
+                     comm::Communicator* world, const JobDevice* device) {
   const int world_size = world ? world->size() : 1;
   const int rank = world ? world->rank() : 0;
   const RunConfig rc = checked_run_config(opts, world_size);
@@ -278,12 +283,17 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
     }
   }
 
-  // The model's memory: the host's, or the test device's, whose buffers the
-  // groups then stage through host memory (docs/devices.md).
+  // The model's memory: the host's, the test device's, whose buffers the
+  // groups then stage through host memory (docs/devices.md), or a GPU's.
   const bool test_device = t.training.device == Device::Test;
+  PX_CHECK((device != nullptr) == (t.training.device == Device::CUDA),
+           "--device {}: the job was {} a device of its own", device_name(t.training.device),
+           device != nullptr ? "given" : "not given");
   HostMemory host_memory;
   TestDeviceMemory test_memory;
-  Allocator alloc(test_device ? static_cast<MemoryResource&>(test_memory) : host_memory);
+  Allocator alloc(device != nullptr ? *device->memory
+                  : test_device     ? static_cast<MemoryResource&>(test_memory)
+                                    : host_memory);
   std::optional<comm::TestDeviceStaging> staged_world;
   if (test_device && world != nullptr) world = &staged_world.emplace(*world);
 
@@ -294,7 +304,7 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
 
   const TpGroup tp{.comm = par.tp > 1 ? groups.tp.get() : nullptr,
                    .sequence_parallel = par.sequence_parallel,
-                   .on = &ops::Stream::of(alloc.device())};
+                   .on = &ops::Stream::of(alloc)};
   const EpGroup ep{.comm = par.ep > 1 ? groups.ep.get() : nullptr,
                    .split_over_tp = par.expert_tp > 1};
   CpGroup cp{.comm = groups.cp.get(), .mode = cp_comm_from_name(par.cp_comm)};
@@ -317,7 +327,7 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   }
   Resume resume = resume_values(rc, model, world, log);
 
-  const PeakFlops peak = peak_flops(t, env);
+  const PeakFlops peak = peak_flops(t, env, device);
   comm::Communicator* reduce_group = par.cp > 1      ? groups.dp_cp.get()
                                      : par.dp.dp > 1 ? groups.dp.get()
                                                      : nullptr;

@@ -16,6 +16,30 @@
 #include "comm/nccl/nccl_world.h"
 
 namespace parallm::comm {
+namespace {
+
+// True when every buffer of s is host memory (NCCL reads device memory only).
+bool host_buffers(const OpSpec& s) {
+  const auto on_host = [](const void* p) {
+    if (p == nullptr) return true;
+    cudaPointerAttributes a{};
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+      cudaGetLastError();  // an unknown pointer is host memory; clear the sticky error
+      return true;
+    }
+    return a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged;
+  };
+  return s.kind != OpKind::Barrier && on_host(s.send) && on_host(s.recv);
+}
+
+// A collective of one rank on host buffers: recv is send.
+void run_alone(const OpSpec& s) {
+  if (s.send == nullptr || s.recv == nullptr || s.send == s.recv) return;
+  std::copy_n(static_cast<const char*>(s.send), recv_elems(s, 0, 1) * dtype_size(s.dtype),
+              static_cast<char*>(s.recv));
+}
+
+}  // namespace
 
 NcclCommunicator::NcclCommunicator(ncclComm_t comm, int device, std::string name, CommOptions opts,
                                    std::unique_ptr<Communicator> host)
@@ -46,13 +70,20 @@ std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key, std::s
   if (host_ != nullptr) {
     std::unique_ptr<Communicator> sub = host_->split(color, key, name);
     if (sub == nullptr) return nullptr;
-    return make_nccl_group(std::move(sub), device_, std::move(name), opts_);
+    return same_stream(make_nccl_group(std::move(sub), device_, std::move(name), opts_));
   }
   ncclComm_t sub = nullptr;
   nccl_check(ncclCommSplit(ch_->comm(), color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &sub, nullptr),
              "ncclCommSplit", ch_->comm(), fmt::format("split into '{}' on {}", name, *label_));
   if (sub == nullptr) return nullptr;
-  return std::make_unique<NcclCommunicator>(sub, device_, std::move(name), opts_, nullptr);
+  return same_stream(
+      std::make_unique<NcclCommunicator>(sub, device_, std::move(name), opts_, nullptr));
+}
+
+std::unique_ptr<NcclCommunicator> NcclCommunicator::same_stream(
+    std::unique_ptr<NcclCommunicator> c) const {
+  c->set_compute_stream(compute_stream());
+  return c;
 }
 
 std::unique_ptr<Communicator> NcclCommunicator::subgroup(std::span<const int> ranks,
@@ -62,13 +93,15 @@ std::unique_ptr<Communicator> NcclCommunicator::subgroup(std::span<const int> ra
            "{}: this rank is not one of the listed ranks [{}]", ctx, fmt::join(ranks, ","));
   ch_->flush();
   if (host_ != nullptr)
-    return make_nccl_group(host_->subgroup(ranks, name), device_, std::move(name), opts_);
+    return same_stream(
+        make_nccl_group(host_->subgroup(ranks, name), device_, std::move(name), opts_));
   // One rank and no host: the subgroup is this rank alone.
   PX_CHECK(ranks.size() == 1, "{}: ranks [{}] are not distinct ranks of a one-rank group", ctx,
            fmt::join(ranks, ","));
   ncclComm_t sub = nullptr;
   nccl_check(ncclCommSplit(ch_->comm(), 0, 0, &sub, nullptr), "ncclCommSplit", ch_->comm(), ctx);
-  return std::make_unique<NcclCommunicator>(sub, device_, std::move(name), opts_, nullptr);
+  return same_stream(
+      std::make_unique<NcclCommunicator>(sub, device_, std::move(name), opts_, nullptr));
 }
 
 OpLabel NcclCommunicator::next_label(const OpSpec& s) {
@@ -93,6 +126,10 @@ void NcclCommunicator::check(const OpSpec& s, const OpLabel& l) {
 }
 
 std::unique_ptr<PendingOp> NcclCommunicator::do_start(const OpSpec& s) {
+  if (host_buffers(s)) {  // at once, in issue order with the group's other calls
+    do_run(s);
+    return nullptr;
+  }
   OpLabel l = next_label(s);
   const std::string what = l.str();
   if (!is_collective(s.kind)) {
@@ -112,6 +149,13 @@ std::unique_ptr<PendingOp> NcclCommunicator::do_start(const OpSpec& s) {
 }
 
 void NcclCommunicator::do_run(const OpSpec& s) {
+  if (host_buffers(s)) {
+    ch_->flush();  // the NCCL calls issued before it go first
+    if (host_ != nullptr) return host_->run(s);
+    PX_CHECK(is_collective(s.kind), "{}: a send or receive of host memory in a one-rank group",
+             *label_);
+    return run_alone(s);
+  }
   // Not through Work: a timed-out Work would wait again in its destructor.
   std::unique_ptr<PendingOp> op = do_start(s);
   if (op->wait_until(std::chrono::steady_clock::now() + opts_.timeout)) return;

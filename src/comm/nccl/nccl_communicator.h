@@ -14,7 +14,9 @@
 // send issued before a collective must be received before that collective
 // on the peer too. bf16/f16 reductions are NCCL's (fp32 adds, rounded to
 // the element type after each step), not fp32 over all ranks as in MPI.
-// Groups: split/subgroup build a new NCCL communicator from a unique id
+// Host buffers (a loss, a norm, a flag the host reduces) go, blocking, to
+// the MPI group beside it (in a one-rank group without one, a collective is
+// a copy). Groups: split/subgroup build a new NCCL communicator from a unique id
 // broadcast over the MPI host group kept beside it (same ranks, same order),
 // or with ncclCommSplit for a one-rank group that has no host group.
 #pragma once
@@ -64,6 +66,8 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<PendingOp> do_start(const OpSpec& s) override;
 
  private:
+  // c, waiting for the same compute stream as this group.
+  std::unique_ptr<NcclCommunicator> same_stream(std::unique_ptr<NcclCommunicator> c) const;
   OpLabel next_label(const OpSpec& s);
   void check(const OpSpec& s, const OpLabel& l);
   std::shared_ptr<NcclChannel> ch_;

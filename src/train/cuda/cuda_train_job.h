@@ -1,19 +1,23 @@
-// `parallm train --device cuda`: one process trains on one GPU with
-// CudaTransformer (model/cuda), reading the same data in the same global
-// order, with the same schedule, clipping, optimizer, progress lines and
-// JSONL metrics as the CPU job, and --save-hf at the end. What the GPU path
-// does not run yet (MoE, LoRA, parallel layouts, checkpoints, dropout,
-// fp16, recompute) is refused before any memory is allocated. A build
-// without nvcc links cuda_train_job_absent.cpp, which says so.
+// `parallm train --device cuda`: the one training job (train/train_job.h)
+// with the model on this process's GPU: ops::CudaDevice gives its memory,
+// stream and kernels (ops/cuda/cuda_device.h), and a job of several
+// processes moves device buffers over NCCL (one GPU per rank, the NCCL
+// unique id over MPI; host buffers over MPI beside it). Every layout the
+// test device runs runs here; what the CUDA backend lacks is refused before
+// any work (train_config.cpp, check_device). A build without nvcc links
+// cuda_train_job_absent.cpp, which says so.
 #pragma once
 #include <ostream>
 
 #include "base/env.h"
+#include "comm/communicator.h"
 #include "train/train_job.h"
 
 namespace parallm {
 
-// Returns the final training loss.
-double run_cuda_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ostream& log);
+// mpi_world: the job's ranks (null or one rank: no NCCL group). Returns the
+// final training loss.
+double run_cuda_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ostream& log,
+                          comm::Communicator* mpi_world);
 
 }  // namespace parallm
