@@ -35,6 +35,8 @@ for b in "$stage"/bin/*; do
   done
 done
 cp bench/gpu/*.py tests/cli/device_cuda.sh "$stage/bin/"
+mkdir -p "$stage/common"  # device_cuda.sh reads ../common/cli_checks.sh beside it
+cp tests/common/cli_checks.sh "$stage/common/"
 mkdir -p gpu-bundle
 tar -C "$stage" -cJf gpu-bundle/bundle.tar.xz .
 size=$(du -m gpu-bundle/bundle.tar.xz | cut -f1)

@@ -12,7 +12,9 @@
 #   decode        greedy generation with the KV cache: parallm, transformers' generate()
 #                 (dynamic cache; static cache + torch.compile) and a bare torch loop
 #                 (batches $DECODE_BATCHES, default "1 16 64"; $DECODE_PEERS=no skips torch)
-#   cli           `parallm train --device cuda` end to end (tests/cli/device_cuda.sh)
+#   cli           `parallm train --device cuda` end to end (tests/cli/device_cuda.sh): the
+#                 one model on the GPU follows the CPU step by step (GPT-2, LLaMA with
+#                 recomputation, packed documents) and its checkpoint resumes on the CPU
 # Example: scripts/gpu-run.sh tests gemm attention gpt2
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -63,7 +65,7 @@ for step in "$@"; do
         [ "${DECODE_PEERS:-yes}" = no ] && continue
         python3 "$bin/decode_torch.py" --batch "$b" 2>&1 | grep '^{' | tee -a "$out/bench.jsonl"
       done ;;
-    cli) bash "$bin/device_cuda.sh" "$bin/parallm" 2>&1 | tail -5 | tee "$out/cli.log" ;;
+    cli) bash "$bin/device_cuda.sh" "$bin/parallm" 2>&1 | tail -12 | tee "$out/cli.log" ;;
     *) echo "gpu-run: unknown step $step (tests, gemm, kernels, attention, gpt2, decode, cli)" >&2 ;;
   esac
 done

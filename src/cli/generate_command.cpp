@@ -47,6 +47,9 @@ void add_generate_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--threads", j.threads, "CPU threads");
   sub->add_option("--tp", j.tp, "tensor parallel size");
   sub->add_option("--pp", j.pp, "pipeline parallel size (tp x pp = number of ranks)");
+  sub->add_option("--device", j.device,
+                  "cpu (default) or test (the CPU test device, whose memory host code cannot "
+                  "read: docs/devices.md)");
   reg.actions.emplace_back(sub, [f]() {
     const LaunchEnv env = read_launch_env();
     try {

@@ -56,6 +56,9 @@ void add_serve_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--tp", j.tp, "tensor parallel size")->capture_default_str();
   sub->add_option("--pp", j.pp, "pipeline parallel size (tp x pp = number of ranks)")
       ->capture_default_str();
+  sub->add_option("--device", j.device,
+                  "cpu (default) or test (the CPU test device, whose memory host code cannot "
+                  "read: docs/devices.md)");
   sub->add_option("--pp-microbatches", j.pp_microbatches,
                   "continuous, --pp > 1: micro-batches of sequences a step is split into, "
                   "in flight through the stages (0: up to --pp, each of at least 16 tokens; "

@@ -11,6 +11,7 @@
 #include "data/tokenizer/utf8.h"
 #include "infer/model_text.h"
 #include "ops/host_runtime.h"
+#include "train/local_device.h"
 #include "train/rank_groups.h"
 
 namespace parallm {
@@ -90,13 +91,20 @@ int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, 
   const std::unique_ptr<Tokenizer> tok = load_tokenizer_or_bytes(dir);
   const std::vector<std::vector<int32_t>> prompts = encode_prompts(opts, texts, *tok, dir);
   ops::set_host_threads(opts.threads);
+  LocalDevice device(inference_device(opts.device), world);
+  world = device.world();
   const int ranks = world ? world->size() : 1, rank = world ? world->rank() : 0;
   PX_CHECK(opts.tp >= 1 && opts.pp >= 1 && opts.tp * opts.pp == ranks,
            "tp ({}) x pp ({}) must equal the number of ranks ({})", opts.tp, opts.pp, ranks);
   const RankGrid grid(GridSizes{.tp = opts.tp, .pp = opts.pp}, ranks);
   const RankGroups groups = split_groups(grid, world, rank);
-  const TpGroup tp{.comm = opts.tp > 1 ? groups.tp.get() : nullptr};
-  InferenceModel im(opts.source, {.tp = tp, .pp_rank = grid.coord(rank).pp_rank, .pp = opts.pp},
+  const TpGroup tp{.comm = opts.tp > 1 ? groups.tp.get() : nullptr,
+                   .on = &ops::Stream::of(device.memory())};
+  InferenceModel im(opts.source,
+                    {.tp = tp,
+                     .pp_rank = grid.coord(rank).pp_rank,
+                     .pp = opts.pp,
+                     .memory = &device.memory()},
                     precision, world);
   const bool writer = is_sampling_rank(im.model());
   check_tokenizer_fits(*tok, dir, im.model().config().vocab_size);

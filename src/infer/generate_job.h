@@ -29,6 +29,7 @@ struct GenerateJobOptions {
   bool json = false;
   int threads = 0;
   int tp = 1, pp = 1;  // tp x pp must equal the job's ranks
+  std::string device = "cpu";  // cpu or test (inference_device)
 };
 
 // world: all ranks of the job, a tp x pp grid (null: one process).

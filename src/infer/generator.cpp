@@ -133,12 +133,13 @@ std::vector<Generation> generate(Transformer& model,
                   prompts[static_cast<size_t>(i)].end());
     add_span(i, static_cast<int64_t>(prompts[static_cast<size_t>(i)].size()));
   }
+  Allocator host;  // the logits the sampler reads, copied from a device
   GenerationStats st;
   st.prefill_tokens = static_cast<int64_t>(tokens.size());
   bool prefill = true;
   while (unfinished > 0) {
     const auto t0 = std::chrono::steady_clock::now();
-    const Tensor logits = stage_forward(model, tokens, spans, cache, o.pp);
+    const Tensor logits = on_host(stage_forward(model, tokens, spans, cache, o.pp), host);
     if (o.on_logits && model.stage().head) o.on_logits(active, logits);
     const int64_t V = cfg.vocab_size;
     // tp rank 0 of the last stage chooses; the others take its ids.

@@ -11,6 +11,7 @@
 #include "io/hf_model.h"
 #include "parallel/pipeline/stage_partition.h"
 #include "train/checkpoint_load.h"
+#include "train/config/training_config.h"
 
 namespace parallm {
 
@@ -46,9 +47,18 @@ ModelStage generation_stage(const ModelConfig& cfg, int pp_rank, int pp) {
 }
 }  // namespace
 
+Device inference_device(const std::string& name) {
+  const Device d = device_from_name(name);
+  PX_CHECK(d != Device::CUDA,
+           "--device cuda: generation and serving run on cpu or test so far (the paged KV cache's "
+           "attention and writes have no CUDA kernel yet; docs/devices.md)");
+  return d;
+}
+
 InferenceModel::InferenceModel(const ModelSource& src, const Placement& where, Precision precision,
                                comm::Communicator* world)
-    : alloc_(std::make_unique<Allocator>()) {
+    : alloc_(where.memory != nullptr ? std::make_unique<Allocator>(*where.memory)
+                                     : std::make_unique<Allocator>()) {
   PX_CHECK(src.hf_dir.empty() != src.checkpoint.empty(),
            "give exactly one of a model directory and a checkpoint");
   if (!src.hf_dir.empty()) {
@@ -84,6 +94,7 @@ void InferenceModel::use_huge_pages() {
   // (fp32 GEMMs, embeddings, norms) and, under bf16/fp16, the 16-bit copies
   // the GEMMs read, made here rather than at the first forward so that
   // their pages exist to be collapsed.
+  if (alloc_->device() != Device::CPU) return;  // device memory has no host pages
   const ParameterSet& ps = model_->base_params();
   const Tensor& flat = ps.flat_values();
   if (flat.defined()) collapse_to_huge_pages(flat.raw(), flat.nbytes());

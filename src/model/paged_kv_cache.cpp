@@ -86,14 +86,34 @@ void PagedKvCache::check_spans(const std::vector<PagedSpan>& spans) const {
   }
 }
 
+PagedTables::PagedTables(const ops::Stream& s, Allocator& a, const std::vector<PagedSpan>& spans)
+    : all_([&] {
+        std::vector<int32_t> all;
+        for (const PagedSpan& sp : spans) all.insert(all.end(), sp.blocks.begin(), sp.blocks.end());
+        return all;
+      }()),
+      tables_(s, a, all_) {
+  int64_t at = 0;
+  for (const PagedSpan& sp : spans) {
+    const int64_t n = static_cast<int64_t>(sp.blocks.size());
+    seqs_.push_back({sp.count, sp.pos0, tables_.get() + at, n});
+    at += n;
+  }
+}
+
+void PagedKvCache::write(int64_t layer, const ops::PagedSeq& seq, const float* k_rows,
+                         const float* v_rows) {
+  const int64_t row = kv_heads_ * head_dim_;
+  ops::paged_kv_write(stream(), k(layer), num_blocks_, block_size_, row, seq.blocks, seq.n_blocks,
+                      seq.q_pos0, seq.Tq, k_rows);
+  ops::paged_kv_write(stream(), v(layer), num_blocks_, block_size_, row, seq.blocks, seq.n_blocks,
+                      seq.q_pos0, seq.Tq, v_rows);
+}
+
 void PagedKvCache::write(int64_t layer, const PagedSpan& s, const float* k_rows,
                          const float* v_rows) {
-  const int64_t row = kv_heads_ * head_dim_, nb = static_cast<int64_t>(s.blocks.size());
-  const ops::Stream& st = ops::Stream::of(k_.at(0));
-  ops::paged_kv_write(st, k(layer), num_blocks_, block_size_, row, s.blocks.data(), nb, s.pos0,
-                      s.count, k_rows);
-  ops::paged_kv_write(st, v(layer), num_blocks_, block_size_, row, s.blocks.data(), nb, s.pos0,
-                      s.count, v_rows);
+  const PagedTables t(stream(), allocator(), {s});
+  write(layer, t.seqs()[0], k_rows, v_rows);
 }
 
 std::vector<ops::PagedSeq> PagedKvCache::kernel_seqs(const std::vector<PagedSpan>& spans) {

@@ -12,6 +12,7 @@
 
 #include "model/config.h"
 #include "model/model_stage.h"
+#include "nn/op_buffers.h"
 #include "ops/attention.h"
 #include "parallel/tensor/tp_group.h"
 #include "tensor/tensor.h"
@@ -25,6 +26,22 @@ struct PagedSpan {
   int64_t pos0 = 0;
   int64_t count = 0;
   std::vector<int32_t> blocks;
+};
+
+// The spans' block tables where the cache's ops read them (uploaded once
+// to a device; on the host stream, a host array) and the kernel's view of
+// the spans over them.
+class PagedTables {
+ public:
+  PagedTables(const ops::Stream& s, Allocator& a, const std::vector<PagedSpan>& spans);
+  PagedTables(const PagedTables&) = delete;
+  PagedTables& operator=(const PagedTables&) = delete;
+  const std::vector<ops::PagedSeq>& seqs() const { return seqs_; }
+
+ private:
+  std::vector<int32_t> all_;  // every span's table, one after another
+  OnDevice<int32_t> tables_;
+  std::vector<ops::PagedSeq> seqs_;
 };
 
 class PagedKvCache {
@@ -60,9 +77,16 @@ class PagedKvCache {
   void check_spans(const std::vector<PagedSpan>& spans) const;
   // Stores the span's count rows of keys and values, (count, kv_heads *
   // head_dim) each, at its positions in the layer's pools.
+  // seq: a span as the kernels see it (PagedTables), its table on the
+  // cache's device; the rows are buffers of that device too.
+  void write(int64_t layer, const ops::PagedSeq& seq, const float* k_rows, const float* v_rows);
   void write(int64_t layer, const PagedSpan& s, const float* k_rows, const float* v_rows);
-  // The kernel's view of the spans (pointing into them; keep them alive).
+  // The kernel's view of the spans (pointing into them; keep them alive),
+  // for a cache on the host.
   static std::vector<ops::PagedSeq> kernel_seqs(const std::vector<PagedSpan>& spans);
+  // The stream of the cache's pools and an allocator of their memory.
+  const ops::Stream& stream() const { return ops::Stream::of(k_.at(0)); }
+  Allocator& allocator() const { return *k_.at(0).allocator(); }
   // Kernel dims for q_heads query heads (this rank's) over this pool.
   ops::PagedAttnDims attn_dims(int64_t q_heads) const;
 

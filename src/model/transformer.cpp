@@ -1,8 +1,8 @@
 #include "model/transformer.h"
 
-#include <cstring>
 #include <numeric>
 
+#include "ops/copy.h"
 #include "parallel/context/cp_chunks.h"
 #include "parallel/tensor/mappings.h"
 
@@ -326,8 +326,8 @@ void Transformer::full_logits(const LayerContext& c, float* out, const float* x)
   Tensor full = c.workspace({N, vs.padded});
   gather_from_tp_region(tp_, full.data<float>(), local.data<float>(), N, vs.rows);
   for (int64_t i = 0; i < N; ++i)
-    std::memcpy(out + i * vs.vocab, full.data<float>() + i * vs.padded,
-                static_cast<size_t>(vs.vocab) * sizeof(float));
+    ops::copy(c.stream(), out + i * vs.vocab, full.data<float>() + i * vs.padded,
+              static_cast<size_t>(vs.vocab) * sizeof(float));
 }
 
 }  // namespace parallm

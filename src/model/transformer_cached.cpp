@@ -6,11 +6,11 @@
 // prompt prefills in one pass and every later token costs one row. A
 // pipeline stage runs the same path over its own layers: the first stage
 // starts from the tokens, later ones from the hidden rows the stage before
-// sent, and only the last stage computes logits.
-#include <cstring>
-
+// sent (a buffer of the model's device), and only the last stage computes
+// logits, on the model's device.
 #include "model/layers/rope_frequencies.h"
 #include "model/transformer.h"
+#include "ops/copy.h"
 
 namespace parallm {
 
@@ -54,17 +54,18 @@ Tensor Transformer::forward_cached_stage(const int32_t* tokens, const float* hid
   c.saved_tag = MemTag::Workspace;  // nothing outlives the call
   const int64_t C = cfg_.hidden;
   Tensor x = c.workspace({N, C}), y = c.workspace({N, C});
+  const size_t row_bytes = static_cast<size_t>(C) * sizeof(float);
   if (stage_.embedding)
     embed_.forward(c, x.data<float>(), tokens);
   else
-    std::memcpy(x.data<float>(), hidden, static_cast<size_t>(N * C) * sizeof(float));
+    ops::copy(c.stream(), x.data<float>(), hidden, static_cast<size_t>(N) * row_bytes);
   for (const Block& b : blocks_) {
     b.forward_cached(c, y.data<float>(), x.data<float>(), cache, spans);
     std::swap(x, y);
   }
   if (!stage_.head) {
     Tensor out = Tensor::zeros(alloc_, {N, C}, DType::F32, MemTag::Activation);
-    std::memcpy(out.data<float>(), x.data<float>(), static_cast<size_t>(N * C) * sizeof(float));
+    ops::copy(c.stream(), out.data<float>(), x.data<float>(), static_cast<size_t>(N) * row_bytes);
     return out;
   }
   y = Tensor();
@@ -75,8 +76,8 @@ Tensor Transformer::forward_cached_stage(const int32_t* tokens, const float* hid
   int64_t r = 0;
   for (int64_t i = 0; i < S; ++i) {
     r += spans[static_cast<size_t>(i)].count;
-    std::memcpy(last.data<float>() + i * C, fn.out.data<float>() + (r - 1) * C,
-                static_cast<size_t>(C) * sizeof(float));
+    ops::copy(c.stream(), last.data<float>() + i * C, fn.out.data<float>() + (r - 1) * C,
+              row_bytes);
   }
   std::vector<int64_t> last_pos(static_cast<size_t>(S), 0);
   const LayerContext ch = context(1, S, last_pos);

@@ -17,11 +17,10 @@ const Stream& Stream::of(Device d) {
   return d == Device::Test ? test_device() : host();
 }
 
-const Stream& Stream::of(const Allocator& a) {
-  if (a.device() != Device::CUDA) return of(a.device());
-  const auto* memory = dynamic_cast<const DeviceMemory*>(&a.resource());
-  PX_CHECK(memory != nullptr, "an allocator of {} memory without a stream of its own",
-           device_name(a.device()));
+const Stream& Stream::of(const MemoryResource& m) {
+  if (m.device() != Device::CUDA) return of(m.device());
+  const auto* memory = dynamic_cast<const DeviceMemory*>(&m);
+  PX_CHECK(memory != nullptr, "{} memory without a stream of its own", device_name(m.device()));
   return memory->stream();
 }
 

@@ -28,7 +28,8 @@ class Stream {
   static const Stream& of(Device d);
   // The stream of an allocator's memory: of(device) on the CPU and the test
   // device, the GPU's own stream for a DeviceMemory.
-  static const Stream& of(const Allocator& a);
+  static const Stream& of(const Allocator& a) { return of(a.resource()); }
+  static const Stream& of(const MemoryResource& m);
   static const Stream& of(const Tensor& t);  // its allocator's (the host's when empty)
   // A stream whose ops go to `backend` (a GPU's queue), which outlives it.
   Stream(Device d, const DeviceBackend& backend) : device_(d), backend_(&backend) {}

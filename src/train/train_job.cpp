@@ -13,7 +13,6 @@
 #include <iostream>
 #include <optional>
 
-#include "comm/test_device_staging.h"
 #include "grid/rank_grid.h"
 #include "io/checkpoint/checkpoint_dir.h"
 #include "io/hf_model.h"
@@ -22,11 +21,11 @@
 #include "nn/op_tap.h"
 #include "ops/host_runtime.h"
 #include "plan/flops.h"
-#include "tensor/test_device_memory.h"
 #include "train/checkpoint_export.h"
 #include "train/checkpoint_load.h"
 #include "train/checkpoint_save.h"
 #include "train/gemm_peak_cache.h"
+#include "train/local_device.h"
 #include "train/pipeline_trace.h"
 #include "train/progress_log.h"
 #include "train/rank_groups.h"
@@ -285,17 +284,12 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
 
   // The model's memory: the host's, the test device's, whose buffers the
   // groups then stage through host memory (docs/devices.md), or a GPU's.
-  const bool test_device = t.training.device == Device::Test;
   PX_CHECK((device != nullptr) == (t.training.device == Device::CUDA),
            "--device {}: the job was {} a device of its own", device_name(t.training.device),
            device != nullptr ? "given" : "not given");
-  HostMemory host_memory;
-  TestDeviceMemory test_memory;
-  Allocator alloc(device != nullptr ? *device->memory
-                  : test_device     ? static_cast<MemoryResource&>(test_memory)
-                                    : host_memory);
-  std::optional<comm::TestDeviceStaging> staged_world;
-  if (test_device && world != nullptr) world = &staged_world.emplace(*world);
+  std::optional<LocalDevice> local;
+  if (device == nullptr) world = local.emplace(t.training.device, world).world();
+  Allocator alloc(device != nullptr ? *device->memory : local->memory());
 
   const RankGrid grid(
       GridSizes{.tp = par.tp, .cp = par.cp, .dp = par.dp.dp, .pp = par.pp, .ep = par.ep},

@@ -47,3 +47,13 @@ add_test(NAME reference.generate.tokenizer
                  gen_tokenizer $<TARGET_FILE:parallm>
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(reference.generate.tokenizer PROPERTIES LABELS reference TIMEOUT 300)
+
+# Generation and serving on the CPU test device (docs/devices.md) follow the
+# cpu bit for bit: generate one process (fp32, bf16 + logprobs), tp 2, pp 2;
+# serve one process and pp 2 under concurrent load with preemption.
+add_test(NAME infer.test_device_inference
+         COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
+                 /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/test_device_inference.py
+                 test_device_inference $<TARGET_FILE:parallm> ${PARALLM_MPIRUN}
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(infer.test_device_inference PROPERTIES LABELS dist TIMEOUT 240)

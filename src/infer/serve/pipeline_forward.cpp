@@ -4,9 +4,8 @@
 // before never waits on this one to ask for it.
 #include "infer/serve/pipeline_forward.h"
 
-#include <cstring>
-
 #include "base/error.h"
+#include "ops/copy.h"
 
 namespace parallm::serve {
 namespace {
@@ -43,12 +42,15 @@ Tensor pipeline_forward(Transformer& model, const std::vector<int32_t>& tokens,
 
   // Hidden rows in (two buffers: the one being run, the one being received)
   // and out (kept until its send completes).
-  std::vector<std::vector<float>> in(2);
+  // On the model's device.
+  std::vector<Tensor> in(2);
   comm::Work receiving;
   auto post_recv = [&](size_t m) {
-    std::vector<float>& buf = in[m % 2];
-    buf.resize(static_cast<size_t>(groups[m].tokens) * C);
-    receiving = pp.recv_async(buf.data(), buf.size(), DType::F32, prev);
+    Tensor& buf = in[m % 2];
+    buf = Tensor::zeros(model.allocator(), {groups[m].tokens, static_cast<int64_t>(C)},
+                        DType::F32, MemTag::Activation);
+    receiving =
+        pp.recv_async(buf.data<float>(), static_cast<size_t>(buf.numel()), DType::F32, prev);
   };
   if (!first) post_recv(0);
   std::vector<Tensor> outs;
@@ -63,8 +65,8 @@ Tensor pipeline_forward(Transformer& model, const std::vector<int32_t>& tokens,
       receiving.wait();
       if (m + 1 < groups.size()) post_recv(m + 1);
     }
-    Tensor out = model.forward_cached_stage(p.tokens.data(), first ? nullptr : in[m % 2].data(),
-                                            p.spans, cache);
+    Tensor out = model.forward_cached_stage(
+        p.tokens.data(), first ? nullptr : in[m % 2].data<float>(), p.spans, cache);
     if (!last) {
       sending.push_back(
           pp.send_async(out.data<float>(), static_cast<size_t>(out.numel()), DType::F32, next));
@@ -73,9 +75,9 @@ Tensor pipeline_forward(Transformer& model, const std::vector<int32_t>& tokens,
       logits = std::move(out);
     } else {
       for (size_t r = 0; r < groups[m].spans.size(); ++r)
-        std::memcpy(logits.data<float>() + static_cast<int64_t>(groups[m].spans[r]) * V,
-                    out.data<float>() + static_cast<int64_t>(r) * V,
-                    static_cast<size_t>(V) * sizeof(float));
+        ops::copy(cache.stream(), logits.data<float>() + static_cast<int64_t>(groups[m].spans[r]) * V,
+                  out.data<float>() + static_cast<int64_t>(r) * V,
+                  static_cast<size_t>(V) * sizeof(float));
     }
   }
   for (comm::Work& w : sending) w.wait();

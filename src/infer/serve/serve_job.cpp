@@ -13,6 +13,7 @@
 #include "infer/serve/micro_batches.h"
 #include "infer/serve/request_log.h"
 #include "ops/host_runtime.h"
+#include "train/local_device.h"
 #include "train/rank_groups.h"
 
 namespace parallm::serve {
@@ -42,6 +43,8 @@ int64_t kv_cache_blocks(const ServeJobOptions& o, const ModelConfig& cfg, int tp
 
 int run_serve_job(const ServeJobOptions& opts, comm::Communicator* world, ShutdownSignals& signals,
                   std::ostream& out, std::ostream& err) {
+  LocalDevice device(inference_device(opts.device), world);
+  world = device.world();  // device buffers (hidden rows, logits) staged from the test device
   const int ranks = world ? world->size() : 1, rank = world ? world->rank() : 0;
   PX_CHECK(opts.tp >= 1 && opts.pp >= 1 && opts.tp * opts.pp == ranks,
            "--tp ({}) x --pp ({}) must equal the number of ranks ({})", opts.tp, opts.pp, ranks);
@@ -61,8 +64,13 @@ int run_serve_job(const ServeJobOptions& opts, comm::Communicator* world, Shutdo
   ops::set_host_threads(opts.threads);
   const RankGrid grid(GridSizes{.tp = opts.tp, .pp = opts.pp}, ranks);
   const RankGroups groups = split_groups(grid, world, rank);
-  const TpGroup tp{.comm = opts.tp > 1 ? groups.tp.get() : nullptr};
-  InferenceModel im(opts.source, {.tp = tp, .pp_rank = grid.coord(rank).pp_rank, .pp = opts.pp},
+  const TpGroup tp{.comm = opts.tp > 1 ? groups.tp.get() : nullptr,
+                   .on = &ops::Stream::of(device.memory())};
+  InferenceModel im(opts.source,
+                    {.tp = tp,
+                     .pp_rank = grid.coord(rank).pp_rank,
+                     .pp = opts.pp,
+                     .memory = &device.memory()},
                     precision, world);
   const ModelConfig& cfg = im.model().config();
   check_tokenizer_fits(*tok, dir, cfg.vocab_size);

@@ -30,6 +30,7 @@ struct ServeJobOptions {
   int64_t kv_cache_bytes = 0;        // continuous, per rank; 0: max_running full contexts
   bool prefix_cache = true;          // continuous: reuse cached full blocks
   int tp = 1, pp = 1;                // tp x pp = the job's ranks; rank 0 owns HTTP
+  std::string device = "cpu";        // cpu or test (inference_device)
   int pp_microbatches = 0;           // continuous, pp > 1: per step at most; 0: pp, >= 16 rows each
   HttpOptions http;                  // http.threads 0: max_running + max_waiting + 16
   std::string log_file;              // JSONL request log ("": none)

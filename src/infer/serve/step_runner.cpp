@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "infer/generator.h"
 #include "infer/serve/pipeline_forward.h"
+#include "infer/stage_forward.h"
 
 namespace parallm::serve {
 namespace {
@@ -61,7 +62,7 @@ Tensor StepRunner::run(const std::vector<int32_t>& tokens, const std::vector<Pag
                            MemTag::Activation);
     world_->recv(logits.data<float>(), spans.size() * static_cast<size_t>(V), DType::F32, sampler_);
   }
-  return logits;
+  return on_host(logits, host_);
 }
 
 void StepRunner::follow() {

@@ -27,7 +27,7 @@ class StepRunner {
              comm::Communicator* pp, int micro_batches = 1, int64_t min_tokens = 1);
   bool leader() const { return rank_ == 0; }
   const PagedKvCache& cache() const { return cache_; }
-  // Rank 0: the logits (spans.size(), V) of each span's last token.
+  // Rank 0: the logits (spans.size(), V) of each span's last token, on the host.
   Tensor run(const std::vector<int32_t>& tokens, const std::vector<PagedSpan>& spans);
   // Other ranks: runs every step rank 0 sends, returns after stop().
   void follow();
@@ -45,6 +45,7 @@ class StepRunner {
   int64_t min_tokens_ = 1;
   int sampler_ = 0;  // world rank of the last stage's tp rank 0
   bool stopped_ = false;
+  Allocator host_;  // the host copy of a device's logits
 };
 
 }  // namespace parallm::serve

@@ -165,33 +165,37 @@ void Attention::forward_cached(const LayerContext& c, float* out, const float* i
   q_.adapt(c, q.data<float>(), inp);  // LoRA terms (nothing without adapters)
   k_.adapt(c, k.data<float>(), inp);
   v_.adapt(c, v.data<float>(), inp);
+  const OnDevice<int64_t> pos(c.stream(), c.alloc, c.positions, N);
   if (rope_ && !rope_freq_.depends_on_length()) {  // one row of N tokens, each at its own position
-    const std::vector<double> inv_freq = rope_freq_.at_length(0);
-    ops::rope_forward(c.stream(), q.data<float>(), c.positions, 1, N, n_heads_, head_dim_,
-                      inv_freq.data());
-    ops::rope_forward(c.stream(), k.data<float>(), c.positions, 1, N, n_kv_heads_, head_dim_,
-                      inv_freq.data());
+    const std::vector<double> freq = rope_freq_.at_length(0);
+    const OnDevice<double> inv_freq(c.stream(), c.alloc, freq);
+    ops::rope_forward(c.stream(), q.data<float>(), pos.get(), 1, N, n_heads_, head_dim_,
+                      inv_freq.get());
+    ops::rope_forward(c.stream(), k.data<float>(), pos.get(), 1, N, n_kv_heads_, head_dim_,
+                      inv_freq.get());
   } else if (rope_) {
     // Dynamic NTK: each span at its own sequence's length so far (its last
     // position + 1), whatever else shares the batch. Keys already cached
     // keep the frequencies they were written with, as in transformers.
     int64_t r0 = 0;
     for (const PagedSpan& s : spans) {
-      const std::vector<double> inv_freq = rope_freq_.at_length(s.pos0 + s.count);
-      ops::rope_forward(c.stream(), q.data<float>() + r0 * qd, c.positions + r0, 1, s.count,
-                        n_heads_, head_dim_, inv_freq.data());
-      ops::rope_forward(c.stream(), k.data<float>() + r0 * kd, c.positions + r0, 1, s.count,
-                        n_kv_heads_, head_dim_, inv_freq.data());
+      const std::vector<double> freq = rope_freq_.at_length(s.pos0 + s.count);
+      const OnDevice<double> inv_freq(c.stream(), c.alloc, freq);
+      ops::rope_forward(c.stream(), q.data<float>() + r0 * qd, pos.get() + r0, 1, s.count,
+                        n_heads_, head_dim_, inv_freq.get());
+      ops::rope_forward(c.stream(), k.data<float>() + r0 * kd, pos.get() + r0, 1, s.count,
+                        n_kv_heads_, head_dim_, inv_freq.get());
       r0 += s.count;
     }
   }
+  const PagedTables tables(c.stream(), c.alloc, spans);
+  const std::vector<ops::PagedSeq>& seqs = tables.seqs();
   int64_t r0 = 0;
-  for (const PagedSpan& s : spans) {
+  for (const ops::PagedSeq& s : seqs) {
     cache.write(layer, s, k.data<float>() + r0 * kd, v.data<float>() + r0 * kd);
-    r0 += s.count;
+    r0 += s.Tq;
   }
   Tensor att = c.workspace({N, qd});
-  const std::vector<ops::PagedSeq> seqs = PagedKvCache::kernel_seqs(spans);
   ops::PagedAttnDims pd = cache.attn_dims(n_heads_);
   pd.window = window_;
   ops::paged_attention_forward(c.stream(), att.data<float>(), nullptr, q.data<float>(),
