@@ -7,7 +7,8 @@
 # dp (DDP, parameter server, ZeRO-1/2/3), tp (+ sp), pp (GPipe, 1F1B,
 # interleaved, zero-bubble), bf16, fp16, recomputation and packed documents.
 # A checkpoint the test device saves resumes there and on the cpu alike (one
-# process, and ZeRO-3 on dp 2); its Hugging Face export is the cpu's byte for
+# process, and ZeRO-3 on dp 2), also resharded into another layout (tp 2 to
+# pp 2, ZeRO-3 to tp 2 + sp); its Hugging Face export is the cpu's byte for
 # byte, and training from it (--init-from) follows the cpu's. What does not
 # run there yet is refused before any work, naming it.
 # Usage: test_device_layouts.sh PARALLM
@@ -96,6 +97,41 @@ PY
 }
 resumed resume.one 1 --model gpt2-tiny
 resumed resume.zero3 2 --model llama-tiny --dp 2 --zero 3
+
+resharded() {  # name "save flags" "load flags": saved on the test device in one layout at
+  # step 2 of 4, resumed in another on the test device and on the cpu: the same bits
+  local name=$1 save=$2 load=$3
+  local train=(mpirun --oversubscribe --bind-to none --mca btl self,vader --mca mpi_yield_when_idle 1
+    -np 2 "$bin" train --model llama-tiny --data "$work/data_train.bin" --steps 4
+    --micro-batch-size 2 --global-batch-size 4 --seq-len 32 --lr 3e-3 --warmup 2 --threads 1)
+  # shellcheck disable=SC2086
+  "${train[@]}" $save --device test --save "$work/$name.ck" --save-interval 2 >/dev/null 2>&1 ||
+    fail "$name: the test device run that saves ($save)"
+  rm -rf "$work/$name.ck/step-0000004"
+  echo step-0000002 > "$work/$name.ck/latest"
+  cp -r "$work/$name.ck" "$work/$name.ck2"
+  for dev in test cpu; do
+    local ck="$work/$name.ck"
+    [ $dev = cpu ] && ck="$work/$name.ck2"
+    # shellcheck disable=SC2086
+    "${train[@]}" $load --device $dev --save "$ck" --resume --metrics "$work/$name.$dev.jsonl" \
+      >"$work/$name.$dev.log" 2>&1 || { tail -n 5 "$work/$name.$dev.log"; fail "$name: the resume on $dev ($load)"; }
+  done
+  /usr/bin/python3 - "$work/$name.cpu.jsonl" "$work/$name.test.jsonl" "$name" <<'PY' || exit 1
+import json, sys
+cpu, dev = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
+steps = [r["step"] for r in dev]
+if steps != [2, 3] or [r["step"] for r in cpu] != steps:
+    sys.exit(f"FAIL: {sys.argv[3]}: resumed steps {steps} on the test device")
+for a, b in zip(cpu, dev):
+    if (a["loss"], a["grad_norm"]) != (b["loss"], b["grad_norm"]):
+        sys.exit(f"FAIL: {sys.argv[3]}: step {a['step']} resharded on the cpu {a['loss']!r}, "
+                 f"on the test device {b['loss']!r}")
+print(f"{sys.argv[3]}: saved on the test device, resharded on it and on the cpu, bit for bit")
+PY
+}
+resharded reshard.tp_to_pp "--tp 2" "--pp 2"
+resharded reshard.zero3_to_tp "--dp 2 --zero 3" "--tp 2 --sequence-parallel"
 same_run packed 1 --model llama-tiny --reset-attention-mask --reset-position-ids --eod-token 10
 
 # Hugging Face export and import (GPT-2's transposed Conv1D weights, LLaMA's
