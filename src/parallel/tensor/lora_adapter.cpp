@@ -6,6 +6,10 @@
 #include "base/error.h"
 #include "base/rng.h"
 #include "nn/matmul_precision.h"
+#include "nn/op_buffers.h"
+#include "ops/activation.h"
+#include "ops/copy.h"
+#include "ops/optimizer.h"
 
 namespace parallm {
 
@@ -71,8 +75,11 @@ LoraAdapter LoraAdapter::row(ParameterSet& adapters, const std::string& name, in
 
 // The mask of element (row, feature) depends on the micro-batch key, this
 // linear, the global sample and position of the row and the global feature,
-// so every tp / sp / dp / pp layout drops the same elements.
-void LoraAdapter::apply_mask(const LayerContext& c, float* g) const {
+// so every tp / sp / dp / pp layout drops the same elements. It is drawn on
+// the host: a device's rows make a round trip through a host copy.
+void LoraAdapter::apply_mask(const LayerContext& c, float* g_dev) const {
+  const HostView<float> view(c.stream(), g_dev, c.N() * in_);
+  float* g = view.get();
   const uint64_t key = mix64(c.dropout_seed ^ mix64(site_));
   const float keep = static_cast<float>(1.0 / (1.0 - dropout_));
   const int64_t N = c.N();
@@ -86,12 +93,14 @@ void LoraAdapter::apply_mask(const LayerContext& c, float* g) const {
       row[e] = uniform_at(k, pos | static_cast<uint64_t>(in_begin_ + e)) >= dropout_ ? row[e] * keep
                                                                                      : 0.0f;
   }
+  view.write_back();
 }
 
 const float* LoraAdapter::dropped(const LayerContext& c, const float* x, Tensor& buf) const {
   if (dropout_ <= 0.0 || c.dropout_seed == 0) return x;
   buf = c.workspace({c.N(), in_});
-  std::copy(x, x + c.N() * in_, buf.data<float>());
+  ops::copy(c.stream(), buf.data<float>(), x,
+            static_cast<size_t>(c.N() * in_) * sizeof(float));
   apply_mask(c, buf.data<float>());
   return buf.data<float>();
 }
@@ -101,9 +110,7 @@ Tensor LoraAdapter::scaled_h(const LayerContext& c, const float* xd) const {
   Tensor h = c.workspace({N, rank_});
   matmul_act(c, false, true, N, rank_, in_, xd, in_, c.adapters->value(a_), in_, 0.0f,
              h.data<float>(), rank_);
-  float* hp = h.data<float>();
-  const auto s = static_cast<float>(scale_);
-  for (int64_t i = 0; i < N * rank_; ++i) hp[i] *= s;
+  ops::scale_inplace(c.stream(), h.data<float>(), N * rank_, static_cast<float>(scale_));
   return h;
 }
 
@@ -129,8 +136,7 @@ void LoraAdapter::backward(const LayerContext& c, float* dx, const float* dout,
   matmul_act(c, true, false, out_, r, N, dout, out_, h.data<float>(), r, 1.0f, ps.grad(b_), r);
   float* dh = h.data<float>();
   matmul_act(c, false, false, N, r, out_, dout, out_, ps.value(b_), r, 0.0f, dh, r);
-  const auto s = static_cast<float>(scale_);
-  for (int64_t i = 0; i < N * r; ++i) dh[i] *= s;
+  ops::scale_inplace(c.stream(), dh, N * r, static_cast<float>(scale_));
   matmul_act(c, true, false, r, in_, N, dh, r, xd, in_, 1.0f, ps.grad(a_), in_);
   if (dx == nullptr) return;
   if (xd == x) {  // no dropout: dx += dh A
@@ -140,7 +146,7 @@ void LoraAdapter::backward(const LayerContext& c, float* dx, const float* dout,
   float* g = buf.data<float>();  // dropout: dx += mask * (dh A) / (1 - p)
   matmul_act(c, false, false, N, in_, r, dh, r, ps.value(a_), in_, 0.0f, g, in_);
   apply_mask(c, g);
-  for (int64_t i = 0; i < N * in_; ++i) dx[i] += g[i];
+  ops::add_inplace(c.stream(), dx, g, N * in_);
 }
 
 }  // namespace parallm
