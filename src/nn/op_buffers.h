@@ -6,6 +6,7 @@
 // per-row statistics a loss sums on the host).
 #pragma once
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "ops/copy.h"
@@ -60,8 +61,9 @@ class HostMirror {
 };
 
 // n values of a buffer on stream s's device that host code reads or writes
-// in place (file io): on the host stream the buffer itself; on a device a
-// host copy of its values, copied back by write_back().
+// in place (file io, host code by nature): on the host stream the buffer
+// itself; on a device a host copy of its values, copied back by
+// write_back() (T const: read only).
 template <class T>
 class HostView {
  public:
@@ -73,7 +75,9 @@ class HostView {
     ptr_ = copy_.data();
   }
   T* get() const { return ptr_; }
-  void write_back() const {
+  void write_back() const
+    requires(!std::is_const_v<T>)
+  {
     if (ptr_ != buffer_) ops::copy_to_device(*stream_, buffer_, ptr_, copy_.size() * sizeof(T));
   }
 
@@ -81,7 +85,7 @@ class HostView {
   const ops::Stream* stream_;
   T* buffer_;
   T* ptr_;
-  std::vector<T> copy_;
+  std::vector<std::remove_const_t<T>> copy_;
 };
 
 }  // namespace parallm

@@ -27,7 +27,8 @@ void check_device(const TrainConfig& t, const ModelConfig& m) {
              what, d == Device::CUDA ? "the GPU" : "the test device");
   };
   refuse(t.parallelism.cp > 1, "context parallelism (--cp)");
-  refuse(m.moe.enabled() || t.parallelism.ep > 1, "MoE and expert parallelism");
+  refuse(d == Device::CUDA && (m.moe.enabled() || t.parallelism.ep > 1),
+         "MoE (the grouped GEMMs and the gather/combine ops)");
   refuse(m.lora.qlora, "QLoRA (its NF4 weights are host code)");
   refuse(m.hidden_dropout > 0.0, "hidden dropout");
   refuse(!t.training.dump_ops_dir.empty() || t.training.inject_fault != InjectedFault::None,

@@ -9,7 +9,8 @@
 # A checkpoint the test device saves resumes there and on the cpu alike (one
 # process, and ZeRO-3 on dp 2), also resharded into another layout (tp 2 to
 # pp 2, ZeRO-3 to tp 2 + sp); its Hugging Face export is the cpu's byte for
-# byte, and training from it (--init-from) follows the cpu's. LoRA (with
+# byte, and training from it (--init-from) follows the cpu's. MoE (one
+# process, ep 2, tp 2 + sp) and LoRA (with
 # adapter dropout; one process and tp 2) follows too, and its PEFT adapter
 # is the cpu's. What does not run there yet is refused before any work,
 # naming it.
@@ -147,6 +148,17 @@ for model in gpt2-tiny llama-tiny; do
     fail "$model: the test device's --save-hf differs from the cpu's"
   same_run "init_from.$model" 1 --init-from "$work/hf.$model.test"
 done
+
+# MoE: the router and the row bookkeeping are host code over host copies;
+# the experts' grouped GEMMs, gather/combine and the ep all-to-all run on
+# device buffers (capacity, gated shared expert, sigmoid scores with the
+# expert bias, bf16; expert parallelism over dp 2; tp 2 + sp).
+moe=(--model llama-tiny --num-experts 4 --moe-router-topk 2)
+same_run moe.one 1 "${moe[@]}" --moe-capacity-factor 1.0 --moe-shared-expert-intermediate-size 64 \
+  --moe-shared-expert-gate --moe-router-score-function sigmoid --moe-router-enable-expert-bias \
+  --precision bf16
+same_run moe.ep 2 "${moe[@]}" --dp 2 --ep 2
+same_run moe.tp.sp 2 "${moe[@]}" --tp 2 --sequence-parallel
 
 # LoRA: the adapters train on the test device over a frozen base (adapter
 # dropout's mask is drawn on the host over a copy of the rows), one process

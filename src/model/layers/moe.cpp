@@ -8,11 +8,12 @@
 // tp group's `rows.share`.
 #include "model/layers/moe.h"
 
-#include <cstring>
+#include <algorithm>
 
 #include "model/layers/moe_expert_bias.h"
 #include "model/layers/moe_routing_rows.h"
 #include "model/layers/moe_stats.h"
+#include "nn/op_buffers.h"
 #include "ops/matmul.h"
 #include "ops/moe_rows.h"
 #include "parallel/tensor/mappings.h"
@@ -41,6 +42,14 @@ void record_dispatch_load(const LayerContext& c, const Routing& r) {
     if (r.kept[a]) kept[r.expert[a]] += 1.0;
   c.moe_stats->record_dispatch(kept);
 }
+
+// The row bookkeeping the gather and combine ops read, where they read it.
+struct DeviceRows {
+  DeviceRows(const LayerContext& c, const std::vector<int64_t>& fed_rows,
+             const std::vector<int64_t>& send_rows)
+      : fed(c.stream(), c.alloc, fed_rows), send_row(c.stream(), c.alloc, send_rows) {}
+  OnDevice<int64_t> fed, send_row;
+};
 
 }  // namespace
 
@@ -75,7 +84,9 @@ Moe::Saved Moe::forward(const LayerContext& c, float* out, const float* inp) con
     const float* bias = c.expert_bias != nullptr && c.expert_bias->enabled()
                             ? c.expert_bias->layer(c.layer)
                             : nullptr;
-    s.routing = route(cfg_, logits.data<float>(), N, s.rows.T, bias);
+    // Routing is host code: top-k, capacity and the statistics per sequence.
+    const HostView<float> host_logits(c.stream(), logits.data<float>(), N * E);
+    s.routing = route(cfg_, host_logits.get(), N, s.rows.T, bias);
   }
   const Routing& r = s.routing;
   // The rows this rank feeds to the experts: its own, or under expert tp
@@ -105,20 +116,22 @@ Moe::Saved Moe::forward(const LayerContext& c, float* out, const float* inp) con
   for (int64_t i = 0; i < nfed; ++i)
     for (int64_t a = fed[i] * k; a < (fed[i] + 1) * k; ++a)
       if (r.kept[a]) s.send_row[a] = next[r.expert[a]]++;
-  const ops::AssignedRows assigned{fed.data(), nfed, k, s.send_row.data()};
+  const DeviceRows dev(c, fed, s.send_row);
+  const ops::AssignedRows assigned{dev.fed.get(), nfed, k, dev.send_row.get()};
   Tensor send = c.workspace({std::max<int64_t>(S, 1), C_});
   ops::moe_gather(c.stream(), send.data<float>(), x, assigned, C_);
   s.dispatch = TokenDispatch(ep_, per_expert);
   const int64_t M = s.dispatch.recv_rows();
   Tensor xr = c.workspace({std::max<int64_t>(M, 1), C_});
-  s.dispatch.dispatch(ep_, send.data<float>(), xr.data<float>(), C_);
+  s.dispatch.dispatch(c.stream(), c.alloc, ep_, send.data<float>(), xr.data<float>(), C_);
   send = Tensor();
   Tensor yr = c.workspace({std::max<int64_t>(M, 1), C_});
   s.experts = experts_.forward(c, yr.data<float>(), xr.data<float>(), s.dispatch.expert_offsets());
   xr = Tensor();
   s.y = c.activation({std::max<int64_t>(S, 1), C_});
-  s.dispatch.combine(ep_, yr.data<float>(), s.y.data<float>(), C_);
-  ops::moe_combine(c.stream(), o, s.y.data<float>(), r.gate.data(), assigned, C_);
+  s.dispatch.combine(c.stream(), c.alloc, ep_, yr.data<float>(), s.y.data<float>(), C_);
+  const OnDevice<float> gate(c.stream(), c.alloc, r.gate);
+  ops::moe_combine(c.stream(), o, s.y.data<float>(), gate.get(), assigned, C_);
   if (etp) leave_tp_region(tp_, out, out_all.data<float>(), nfed, C_);  // sum over tp
   if (has_shared_) s.shared = shared_.forward(c, out, inp);
   return s;
@@ -142,21 +155,25 @@ void Moe::backward(const LayerContext& c, float* dinp, const float* dout, const 
     leave_tp_region_backward(tp_, dout_all.data<float>(), dout, nfed, C_);
     d = dout_all.data<float>();
   }
-  std::vector<float> dgate(N * k, 0.0f);  // other tp / cp ranks' rows stay 0
+  HostMirror<float> dgate(c.stream(), c.alloc, N * k);  // other tp / cp ranks' rows stay 0
   Tensor dy = c.workspace({std::max<int64_t>(S, 1), C_});
-  const ops::AssignedRows assigned{fed.data(), nfed, k, s.send_row.data()};
-  ops::moe_combine_backward(c.stream(), dy.data<float>(), dgate.data(), d, s.y.data<float>(),
-                            r.gate.data(), assigned, C_);
+  const DeviceRows dev(c, fed, s.send_row);
+  const ops::AssignedRows assigned{dev.fed.get(), nfed, k, dev.send_row.get()};
+  const OnDevice<float> gate(c.stream(), c.alloc, r.gate);
+  ops::moe_combine_backward(c.stream(), dy.data<float>(), dgate.op(), d, s.y.data<float>(),
+                            gate.get(), assigned, C_);
   // Under expert tp y is this rank's partial sum: so is each dot product.
-  if (etp) tp_.comm->all_reduce(dgate.data(), dgate.size(), DType::F32, comm::ReduceOp::Sum);
+  if (etp)
+    tp_.comm->all_reduce(dgate.op(), static_cast<size_t>(N * k), DType::F32, comm::ReduceOp::Sum);
+  dgate.to_host(N * k);
   Tensor dyr = c.workspace({std::max<int64_t>(M, 1), C_});
-  s.dispatch.dispatch(ep_, dy.data<float>(), dyr.data<float>(), C_);
+  s.dispatch.dispatch(c.stream(), c.alloc, ep_, dy.data<float>(), dyr.data<float>(), C_);
   Tensor dxr = c.workspace({std::max<int64_t>(M, 1), C_});
   experts_.backward(c, dxr.data<float>(), dyr.data<float>(), s.experts,
                     s.dispatch.expert_offsets());
   dyr = Tensor();
   Tensor dx = dy;  // reuse: (S, C)
-  s.dispatch.combine(ep_, dxr.data<float>(), dx.data<float>(), C_);
+  s.dispatch.combine(c.stream(), c.alloc, ep_, dxr.data<float>(), dx.data<float>(), C_);
   Tensor dx_all;  // under expert tp: the fed rows' partial input gradients
   if (etp) dx_all = c.workspace({nfed, C_});
   float* dxa = etp ? dx_all.data<float>() : dinp;
@@ -165,14 +182,13 @@ void Moe::backward(const LayerContext& c, float* dinp, const float* dout, const 
   // The balancing losses' gradient reaches every row's logits; this rank
   // takes its own rows (the aux statistics are per whole sequence), so the
   // router's gradient sums to the whole one over tp (sp) and cp.
-  Tensor dlogits = c.workspace({N, E});
-  route_backward(cfg_, r, dgate.data(), c.grad_scale, dlogits.data<float>());
-  Tensor dmine = c.workspace({std::max<int64_t>(rows, 1), E});
+  std::vector<float> dlogits(static_cast<size_t>(N * E), 0.0f);  // host code, as routing
+  route_backward(cfg_, r, dgate.host(), c.grad_scale, dlogits.data());
+  std::vector<float> dmine(static_cast<size_t>(std::max<int64_t>(rows, 1) * E), 0.0f);
   for (int64_t i = 0; i < rows; ++i)
-    std::memcpy(dmine.data<float>() + i * E, dlogits.data<float>() + mine[i] * E,
-                static_cast<size_t>(E) * sizeof(float));
-  dlogits = Tensor();
-  ops::linear_backward(c.stream(), dinp, c.params.grad(router_), nullptr, dmine.data<float>(), inp,
+    std::copy_n(dlogits.data() + mine[i] * E, E, dmine.data() + i * E);
+  const OnDevice<float> dmine_dev(c.stream(), c.alloc, dmine);
+  ops::linear_backward(c.stream(), dinp, c.params.grad(router_), nullptr, dmine_dev.get(), inp,
                        c.params.value(router_), rows, C_, E);
   if (has_shared_) shared_.backward(c, dinp, dout, inp, s.shared);
   // Every cp rank routed the same whole sequences and the trainer sums the

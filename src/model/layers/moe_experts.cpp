@@ -9,7 +9,9 @@
 
 #include "base/error.h"
 #include "nn/matmul_precision.h"
+#include "nn/op_buffers.h"
 #include "ops/activation.h"
+#include "ops/copy.h"
 #include "ops/grouped_gemm.h"
 
 namespace parallm {
@@ -85,12 +87,13 @@ MoeExperts::MoeExperts(ParameterSet& ps, const std::string& prefix, const ModelC
 MoeExperts::Saved MoeExperts::forward(const LayerContext& c, float* out, const float* x,
                                       const std::vector<int64_t>& offsets) const {
   const int64_t M = offsets[local_], n = M * I_;
-  const int64_t* off = offsets.data();
+  const OnDevice<int64_t> offsets_dev(c.stream(), c.alloc, offsets);
+  const int64_t* off = offsets_dev.get();
   const ParameterSet& ps = c.params;
   auto bias = [&](ParamRef r) { return r.index >= 0 ? ps.value(r) : nullptr; };
   Saved s;
   s.x = c.activation(rows_shape(M, C_));
-  if (M > 0) std::copy(x, x + M * C_, s.x.data<float>());
+  ops::copy(c.stream(), s.x.data<float>(), x, static_cast<size_t>(M * C_) * sizeof(float));
   s.pre = c.activation(rows_shape(M, I_));
   s.act = c.activation(rows_shape(M, I_));
   if (swiglu_) s.up = c.activation(rows_shape(M, I_));
@@ -116,7 +119,8 @@ MoeExperts::Saved MoeExperts::forward(const LayerContext& c, float* out, const f
 void MoeExperts::forward_lowp(const LayerContext& c, float* out, const float* x,
                               const std::vector<int64_t>& offsets, Saved& s) const {
   const int64_t M = offsets[local_], n = M * I_;
-  const int64_t* off = offsets.data();
+  const OnDevice<int64_t> offsets_dev(c.stream(), c.alloc, offsets);
+  const int64_t* off = offsets_dev.get();
   const ParameterSet& ps = c.params;
   const ops::LowpGemm& g = c.matmul->gemm();
   auto bias = [&](ParamRef r) { return r.index >= 0 ? ps.value(r) : nullptr; };
@@ -142,7 +146,8 @@ void MoeExperts::forward_lowp(const LayerContext& c, float* out, const float* x,
 void MoeExperts::backward(const LayerContext& c, float* dx, const float* dout, const Saved& s,
                           const std::vector<int64_t>& offsets) const {
   const int64_t M = offsets[local_], n = M * I_;
-  const int64_t* off = offsets.data();
+  const OnDevice<int64_t> offsets_dev(c.stream(), c.alloc, offsets);
+  const int64_t* off = offsets_dev.get();
   const ParameterSet& ps = c.params;
   auto grad = [&](ParamRef r) { return r.index >= 0 ? ps.grad(r) : nullptr; };
   if (c.matmul != nullptr) return backward_lowp(c, dx, dout, s, offsets);
@@ -166,7 +171,8 @@ void MoeExperts::backward(const LayerContext& c, float* dx, const float* dout, c
 void MoeExperts::backward_lowp(const LayerContext& c, float* dx, const float* dout, const Saved& s,
                                const std::vector<int64_t>& offsets) const {
   const int64_t M = offsets[local_], n = M * I_;
-  const int64_t* off = offsets.data();
+  const OnDevice<int64_t> offsets_dev(c.stream(), c.alloc, offsets);
+  const int64_t* off = offsets_dev.get();
   const ParameterSet& ps = c.params;
   const ops::LowpGemm& g = c.matmul->gemm();
   auto grad = [&](ParamRef r) { return r.index >= 0 ? ps.grad(r) : nullptr; };

@@ -2,9 +2,8 @@
 // position of its token; a cp rank's rows are (B, 2 chunks) in chunk order.
 #include "model/layers/moe_routing_rows.h"
 
-#include <cstring>
-
 #include "base/error.h"
+#include "ops/copy.h"
 #include "parallel/context/cp_chunks.h"
 
 namespace parallm {
@@ -48,8 +47,10 @@ MoeRoutingRows moe_routing_rows(const LayerContext& c, const TpGroup& tp, const 
 void gather_routing_logits(const LayerContext& c, const MoeRoutingRows& rows, const TpGroup& tp,
                            const CpGroup& cp, const float* local, float* logits, int64_t E) {
   const int64_t n = static_cast<int64_t>(rows.mine.size()), share = c.N();  // share: cp rank's rows
+  const ops::Stream& st = c.stream();
+  const size_t row_bytes = static_cast<size_t>(E) * sizeof(float);
   if (!tp.sp() && !cp.active()) {  // one process's layout: rows in order
-    std::memcpy(logits, local, static_cast<size_t>(n * E) * sizeof(float));
+    ops::copy(st, logits, local, static_cast<size_t>(n) * row_bytes);
     return;
   }
   // [cp rank][its share's rows in local order][E]
@@ -59,13 +60,12 @@ void gather_routing_logits(const LayerContext& c, const MoeRoutingRows& rows, co
   if (tp.sp())
     tp.comm->all_gather(local, my_share, static_cast<size_t>(n * E), DType::F32);
   else
-    std::memcpy(my_share, local, static_cast<size_t>(n * E) * sizeof(float));
+    ops::copy(st, my_share, local, static_cast<size_t>(n) * row_bytes);
   if (cp.active()) cp.comm->all_gather(my_share, g, static_cast<size_t>(share * E), DType::F32);
   for (int q = 0; q < cp.size(); ++q) {
     const std::vector<int64_t> to = cp_rank_rows(c, cp, q);
     for (int64_t i = 0; i < share; ++i)
-      std::memcpy(logits + to[i] * E, g + (q * share + i) * E,
-                  static_cast<size_t>(E) * sizeof(float));
+      ops::copy(st, logits + to[i] * E, g + (q * share + i) * E, row_bytes);
   }
 }
 

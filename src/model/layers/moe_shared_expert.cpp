@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "nn/op_buffers.h"
 #include "ops/activation.h"
 
 namespace parallm {
@@ -45,10 +46,12 @@ MoeSharedExpert::Saved MoeSharedExpert::forward(const LayerContext& c, float* ou
     ops::add_inplace(c.stream(), out, y.data<float>(), rows * C_);
     return s;
   }
-  const float* w = c.params.value(gate_);
+  // The gate is host code (a dot product per row): it reads host copies.
+  const HostView<const float> x(c.stream(), inp, rows * C_);
+  const HostView<const float> w(c.stream(), c.params.value(gate_), C_);
   s.gate.resize(static_cast<size_t>(rows));
   for (int64_t t = 0; t < rows; ++t) {
-    const double z = dot(inp + t * C_, w, C_);
+    const double z = dot(x.get() + t * C_, w.get(), C_);
     s.gate[t] = static_cast<float>(1.0 / (1.0 + std::exp(-z)));
     ops::axpy(c.stream(), out + t * C_, s.gate[t], y.data<float>() + t * C_, C_);
   }
@@ -66,12 +69,13 @@ void MoeSharedExpert::backward(const LayerContext& c, float* dinp, const float* 
   const float* w = c.params.value(gate_);
   float* dw = c.params.grad(gate_);
   Tensor dy = c.workspace({rows, C_});
+  const HostView<const float> d(c.stream(), dout, rows * C_);
+  const HostView<const float> y(c.stream(), s.y.data<float>(), rows * C_);
   for (int64_t t = 0; t < rows; ++t) {
     const float g = s.gate[t];
     ops::axpy(c.stream(), dy.data<float>() + t * C_, g, dout + t * C_, C_);
     // d loss / d z_t, z_t = x_t . w_g
-    const auto dz =
-        static_cast<float>(dot(dout + t * C_, s.y.data<float>() + t * C_, C_) * g * (1.0 - g));
+    const auto dz = static_cast<float>(dot(d.get() + t * C_, y.get() + t * C_, C_) * g * (1.0 - g));
     ops::axpy(c.stream(), dw, dz, inp + t * C_, C_);
     ops::axpy(c.stream(), dinp + t * C_, dz, w, C_);
   }

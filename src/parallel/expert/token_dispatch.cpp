@@ -3,15 +3,15 @@
 // order); regroup() turns that into expert-major and back.
 #include "parallel/expert/token_dispatch.h"
 
-#include <cstring>
+#include "ops/copy.h"
 
 namespace parallm {
 namespace {
 
 // Copies row blocks between the source-major and the expert-major layouts
 // of counts (P, E): to_expert_major picks the direction.
-void regroup(const std::vector<int64_t>& counts, int P, int64_t E, const float* in, float* out,
-             int64_t C, bool to_expert_major) {
+void regroup(const ops::Stream& st, const std::vector<int64_t>& counts, int P, int64_t E,
+             const float* in, float* out, int64_t C, bool to_expert_major) {
   std::vector<int64_t> src_off(P * E + 1, 0), exp_off(P * E + 1, 0);
   for (int s = 0; s < P; ++s)  // source-major offsets of block (s, e)
     for (int64_t e = 0; e < E; ++e) src_off[s * E + e + 1] = src_off[s * E + e] + counts[s * E + e];
@@ -24,11 +24,18 @@ void regroup(const std::vector<int64_t>& counts, int P, int64_t E, const float* 
       const int64_t n = counts[s * E + e] * C;
       if (n == 0) continue;
       const int64_t a = src_off[s * E + e] * C, b = em[s * E + e] * C;
+      const size_t bytes = static_cast<size_t>(n) * sizeof(float);
       if (to_expert_major)
-        std::memcpy(out + b, in + a, static_cast<size_t>(n) * sizeof(float));
+        ops::copy(st, out + b, in + a, bytes);
       else
-        std::memcpy(out + a, in + b, static_cast<size_t>(n) * sizeof(float));
+        ops::copy(st, out + a, in + b, bytes);
     }
+}
+
+// A staging buffer of n floats: on the host stream plain host memory outside
+// the model's accounting (`host`), on a device one of its buffers.
+Tensor staging(const ops::Stream& st, Allocator& a, Allocator& host, int64_t n) {
+  return Tensor::zeros(st.device() == Device::CPU ? host : a, {n}, DType::F32, MemTag::Workspace);
 }
 
 }  // namespace
@@ -52,9 +59,10 @@ TokenDispatch::TokenDispatch(const EpGroup& ep, const std::vector<int64_t>& rows
   recv_rows_ = expert_offsets_[local_];
 }
 
-void TokenDispatch::dispatch(const EpGroup& ep, const float* send, float* out, int64_t C) const {
+void TokenDispatch::dispatch(const ops::Stream& st, Allocator& a, const EpGroup& ep,
+                             const float* send, float* out, int64_t C) const {
   if (!ep.active()) {  // one rank: the send order is already expert-major
-    if (send_rows_ > 0) std::memcpy(out, send, static_cast<size_t>(send_rows_ * C) * sizeof(float));
+    ops::copy(st, out, send, static_cast<size_t>(send_rows_ * C) * sizeof(float));
     return;
   }
   std::vector<size_t> sc(P_, 0), rc(P_, 0);
@@ -63,25 +71,28 @@ void TokenDispatch::dispatch(const EpGroup& ep, const float* send, float* out, i
       sc[r] += static_cast<size_t>(send_counts_[r * local_ + e] * C);
       rc[r] += static_cast<size_t>(recv_counts_[r * local_ + e] * C);
     }
-  std::vector<float> recv(static_cast<size_t>(recv_rows_ * C));
-  ep.comm->all_to_all_v(send, sc, recv.data(), rc, DType::F32);
-  regroup(recv_counts_, P_, local_, recv.data(), out, C, true);
+  Allocator host;
+  const Tensor recv = staging(st, a, host, recv_rows_ * C);
+  ep.comm->all_to_all_v(send, sc, recv.data<float>(), rc, DType::F32);
+  regroup(st, recv_counts_, P_, local_, recv.data<float>(), out, C, true);
 }
 
-void TokenDispatch::combine(const EpGroup& ep, const float* in, float* back, int64_t C) const {
+void TokenDispatch::combine(const ops::Stream& st, Allocator& a, const EpGroup& ep,
+                            const float* in, float* back, int64_t C) const {
   if (!ep.active()) {
-    if (send_rows_ > 0) std::memcpy(back, in, static_cast<size_t>(send_rows_ * C) * sizeof(float));
+    ops::copy(st, back, in, static_cast<size_t>(send_rows_ * C) * sizeof(float));
     return;
   }
-  std::vector<float> src(static_cast<size_t>(recv_rows_ * C));
-  regroup(recv_counts_, P_, local_, in, src.data(), C, false);
+  Allocator host;
+  const Tensor src = staging(st, a, host, recv_rows_ * C);
+  regroup(st, recv_counts_, P_, local_, in, src.data<float>(), C, false);
   std::vector<size_t> sc(P_, 0), rc(P_, 0);
   for (int r = 0; r < P_; ++r)
     for (int64_t e = 0; e < local_; ++e) {
       sc[r] += static_cast<size_t>(recv_counts_[r * local_ + e] * C);
       rc[r] += static_cast<size_t>(send_counts_[r * local_ + e] * C);
     }
-  ep.comm->all_to_all_v(src.data(), sc, back, rc, DType::F32);
+  ep.comm->all_to_all_v(src.data<float>(), sc, back, rc, DType::F32);
 }
 
 }  // namespace parallm

@@ -6,11 +6,13 @@
 // received expert-major (expert, then source rank) so its local experts run
 // as one grouped GEMM. combine() is the exact inverse (the backward of
 // dispatch, and dispatch the backward of combine). Without ep both are
-// copies. Zero rows to a rank or an expert are fine.
+// copies. Zero rows to a rank or an expert are fine. The rows are buffers
+// of the stream's device; the staging buffers come from `a`.
 #pragma once
 #include <cstdint>
 #include <vector>
 
+#include "ops/stream.h"
 #include "parallel/expert/ep_group.h"
 
 namespace parallm {
@@ -28,9 +30,11 @@ class TokenDispatch {
   const std::vector<int64_t>& expert_offsets() const { return expert_offsets_; }
 
   // send (send_rows, C), sorted by global expert -> out (recv_rows, C) expert-major.
-  void dispatch(const EpGroup& ep, const float* send, float* out, int64_t C) const;
+  void dispatch(const ops::Stream& s, Allocator& a, const EpGroup& ep, const float* send,
+                float* out, int64_t C) const;
   // in (recv_rows, C) expert-major -> back (send_rows, C) in dispatch's send order.
-  void combine(const EpGroup& ep, const float* in, float* back, int64_t C) const;
+  void combine(const ops::Stream& s, Allocator& a, const EpGroup& ep, const float* in, float* back,
+               int64_t C) const;
 
  private:
   int P_ = 1;

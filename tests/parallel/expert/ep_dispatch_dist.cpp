@@ -33,7 +33,9 @@ TEST(TokenDispatch, EmptyExpertsAndAnIdleRank) {
   ASSERT_EQ(d.recv_rows(), expect);
   EXPECT_EQ(d.expert_offsets(), (std::vector<int64_t>{0, expect, expect}));
   std::vector<float> got(std::max<int64_t>(d.recv_rows(), 1) * C);
-  d.dispatch(ep, send.data(), got.data(), C);
+  Allocator a;
+  const ops::Stream& host = ops::Stream::host();
+  d.dispatch(host, a, ep, send.data(), got.data(), C);
   // Expert-major: source 0's block first; each source's rows for expert 2r
   // start at its offset of that expert in its send order.
   int64_t row = 0;
@@ -44,7 +46,7 @@ TEST(TokenDispatch, EmptyExpertsAndAnIdleRank) {
         EXPECT_EQ(got[row * C + c], float(s * 1000 + (first + i) * C + c)) << s << " " << i;
   }
   std::vector<float> back(send.size(), -1.0f);
-  d.combine(ep, got.data(), back.data(), C);
+  d.combine(host, a, ep, got.data(), back.data(), C);
   for (int64_t i = 0; i < d.send_rows() * C; ++i) EXPECT_EQ(back[i], send[i]);
 }
 
