@@ -75,9 +75,7 @@ class HostView {
     ptr_ = copy_.data();
   }
   T* get() const { return ptr_; }
-  void write_back() const
-    requires(!std::is_const_v<T>)
-  {
+  void write_back() const requires(!std::is_const_v<T>) {
     if (ptr_ != buffer_) ops::copy_to_device(*stream_, buffer_, ptr_, copy_.size() * sizeof(T));
   }
 

@@ -18,7 +18,8 @@ AttnDims on_host(const Stream& s, const AttnDims& d) {
 
 void attention_forward(const Stream& s, float* out, float* lse, const float* q, const float* k,
                        const float* v, const AttnDims& d, double scale) {
-  if (const DeviceBackend* b = s.backend()) return b->attention_forward(out, lse, q, k, v, d, scale);
+  if (const DeviceBackend* b = s.backend())
+    return b->attention_forward(out, lse, q, k, v, d, scale);
   require_cpu_kernels(s, "attention_forward");
   cpu::attention_forward(s.operand(out), s.operand(lse), s.operand(q), s.operand(k), s.operand(v),
                          on_host(s, d), scale);
@@ -27,7 +28,8 @@ void attention_forward(const Stream& s, float* out, float* lse, const float* q, 
 void attention_backward(const Stream& s, float* dq, float* dk, float* dv, const float* dout,
                         const float* q, const float* k, const float* v, const float* out,
                         const float* lse, const AttnDims& d, double scale, AttnBwdSplit split) {
-  if (const DeviceBackend* b = s.backend()) return b->attention_backward(dq, dk, dv, dout, q, k, v, out, lse, d, scale);
+  if (const DeviceBackend* b = s.backend())
+    return b->attention_backward(dq, dk, dv, dout, q, k, v, out, lse, d, scale);
   require_cpu_kernels(s, "attention_backward");
   cpu::attention_backward_split(s.operand(dq), s.operand(dk), s.operand(dv), s.operand(dout),
                                 s.operand(q), s.operand(k), s.operand(v), s.operand(out),
@@ -63,6 +65,14 @@ void paged_kv_write(const Stream& s, float* pool, int64_t num_blocks, int64_t bl
   require_cpu_kernels(s, "paged_kv_write");
   cpu::paged_kv_write(s.operand(pool), num_blocks, block_size, row_elems, s.operand(blocks),
                       n_blocks, pos0, n, s.operand(src));
+}
+
+void attention_merge(const Stream& s, float* out, float* lse, const float* part_out,
+                     const float* part_lse, int64_t B, int64_t Hq, int64_t D, int64_t nq,
+                     int64_t len, int64_t i) {
+  require_cpu_kernels(s, "attention_merge");
+  cpu::attention_merge(s.operand(out), s.operand(lse), s.operand(part_out), s.operand(part_lse), B,
+                       Hq, D, nq, len, i);
 }
 
 }  // namespace parallm::ops

@@ -1,10 +1,12 @@
 // Exact attention (causal, GQA, document masks, sliding window, dropout)
-// forward and backward, and the paged-KV form serving uses.
-// Kernels: kernels/cpu/attention.h, kernels/cpu/paged_attention.h.
+// forward and backward, the paged-KV form serving uses, and the merge of
+// partial results context parallelism runs.
+// Kernels: kernels/cpu/attention.h, paged_attention.h, attention_merge.h.
 #pragma once
 #include <cstdint>
 
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/attention_merge.h"
 #include "kernels/cpu/paged_attention.h"
 #include "ops/stream.h"
 
@@ -38,5 +40,11 @@ void paged_attention_forward(const Stream& s, float* out, float* lse, const floa
 void paged_kv_write(const Stream& s, float* pool, int64_t num_blocks, int64_t block_size,
                     int64_t row_elems, const int32_t* blocks, int64_t n_blocks, int64_t pos0,
                     int64_t n, const float* src);
+
+// Merges one chunk pair's (part_out, part_lse) into query chunk i of the
+// running (out, lse) (kernels/cpu/attention_merge.h has the layouts).
+void attention_merge(const Stream& s, float* out, float* lse, const float* part_out,
+                     const float* part_lse, int64_t B, int64_t Hq, int64_t D, int64_t nq,
+                     int64_t len, int64_t i);
 
 }  // namespace parallm::ops

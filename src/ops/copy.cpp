@@ -1,5 +1,6 @@
 #include "ops/copy.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "ops/device_backend.h"
@@ -26,6 +27,12 @@ void copy(const Stream& s, void* dst, const void* src, size_t bytes) {
   if (const DeviceBackend* b = s.backend()) return b->copy(dst, src, bytes);
   require_cpu_kernels(s, "copy");
   if (bytes != 0) std::memmove(s.operand(dst), s.operand(src), bytes);
+}
+
+void fill(const Stream& s, float* dst, int64_t n, float value) {
+  if (const DeviceBackend* b = s.backend()) return b->fill(dst, n, value);
+  require_cpu_kernels(s, "fill");
+  if (n > 0) std::fill_n(s.operand(dst), n, value);
 }
 
 void zero(const Stream& s, void* dst, size_t bytes) {

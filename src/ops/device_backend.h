@@ -27,6 +27,7 @@ class DeviceBackend {
   virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) const = 0;
   virtual void copy(void* dst, const void* src, size_t bytes) const = 0;
   virtual void zero(void* dst, size_t bytes) const = 0;
+  virtual void fill(float* dst, int64_t n, float value) const = 0;
   virtual void synchronize() const = 0;
 
   // activation.h
@@ -76,8 +77,7 @@ class DeviceBackend {
                                  const float* v, const cpu::AttnDims& d, double scale) const = 0;
   virtual void attention_backward(float* dq, float* dk, float* dv, const float* dout,
                                   const float* q, const float* k, const float* v, const float* out,
-                                  const float* lse, const cpu::AttnDims& d,
-                                  double scale) const = 0;
+                                  const float* lse, const cpu::AttnDims& d, double scale) const = 0;
 
   // matmul.h
   virtual void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,

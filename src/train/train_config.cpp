@@ -26,7 +26,8 @@ void check_device(const TrainConfig& t, const ModelConfig& m) {
     PX_CHECK(!used, "--device {}: {} does not run on {} yet (docs/devices.md)", device_name(d),
              what, d == Device::CUDA ? "the GPU" : "the test device");
   };
-  refuse(t.parallelism.cp > 1, "context parallelism (--cp)");
+  refuse(d == Device::CUDA && t.parallelism.cp > 1,
+         "context parallelism (--cp; its merge of chunk pairs)");
   refuse(d == Device::CUDA && (m.moe.enabled() || t.parallelism.ep > 1),
          "MoE (the grouped GEMMs and the gather/combine ops)");
   refuse(m.lora.qlora, "QLoRA (its NF4 weights are host code)");

@@ -9,7 +9,8 @@
 # A checkpoint the test device saves resumes there and on the cpu alike (one
 # process, and ZeRO-3 on dp 2), also resharded into another layout (tp 2 to
 # pp 2, ZeRO-3 to tp 2 + sp); its Hugging Face export is the cpu's byte for
-# byte, and training from it (--init-from) follows the cpu's. MoE (one
+# byte, and training from it (--init-from) follows the cpu's. Context
+# parallelism (ring, Ulysses with packed documents, with MoE), MoE (one
 # process, ep 2, tp 2 + sp) and LoRA (with
 # adapter dropout; one process and tp 2) follows too, and its PEFT adapter
 # is the cpu's. What does not run there yet is refused before any work,
@@ -148,6 +149,14 @@ for model in gpt2-tiny llama-tiny; do
     fail "$model: the test device's --save-hf differs from the cpu's"
   same_run "init_from.$model" 1 --init-from "$work/hf.$model.test"
 done
+
+# Context parallelism: the chunk tiles, the merge of chunk pairs
+# (ops::attention_merge), the ring's stamped messages and Ulysses' packing
+# run on device buffers; only which pairs to skip is host code.
+same_run cp.ring 2 --model llama-tiny --cp 2
+same_run cp.a2a.docs 2 --model llama-tiny --cp 2 --cp-comm a2a --reset-attention-mask \
+  --reset-position-ids --eod-token 10
+same_run cp.moe 2 --model gpt2-tiny --cp 2 --num-experts 4 --recompute full
 
 # MoE: the router and the row bookkeeping are host code over host copies;
 # the experts' grouped GEMMs, gather/combine and the ep all-to-all run on

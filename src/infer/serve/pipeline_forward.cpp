@@ -47,8 +47,8 @@ Tensor pipeline_forward(Transformer& model, const std::vector<int32_t>& tokens,
   comm::Work receiving;
   auto post_recv = [&](size_t m) {
     Tensor& buf = in[m % 2];
-    buf = Tensor::zeros(model.allocator(), {groups[m].tokens, static_cast<int64_t>(C)},
-                        DType::F32, MemTag::Activation);
+    buf = Tensor::zeros(model.allocator(), {groups[m].tokens, static_cast<int64_t>(C)}, DType::F32,
+                        MemTag::Activation);
     receiving =
         pp.recv_async(buf.data<float>(), static_cast<size_t>(buf.numel()), DType::F32, prev);
   };
@@ -75,7 +75,8 @@ Tensor pipeline_forward(Transformer& model, const std::vector<int32_t>& tokens,
       logits = std::move(out);
     } else {
       for (size_t r = 0; r < groups[m].spans.size(); ++r)
-        ops::copy(cache.stream(), logits.data<float>() + static_cast<int64_t>(groups[m].spans[r]) * V,
+        ops::copy(cache.stream(),
+                  logits.data<float>() + static_cast<int64_t>(groups[m].spans[r]) * V,
                   out.data<float>() + static_cast<int64_t>(r) * V,
                   static_cast<size_t>(V) * sizeof(float));
     }

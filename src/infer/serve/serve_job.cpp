@@ -66,12 +66,10 @@ int run_serve_job(const ServeJobOptions& opts, comm::Communicator* world, Shutdo
   const RankGroups groups = split_groups(grid, world, rank);
   const TpGroup tp{.comm = opts.tp > 1 ? groups.tp.get() : nullptr,
                    .on = &ops::Stream::of(device.memory())};
-  InferenceModel im(opts.source,
-                    {.tp = tp,
-                     .pp_rank = grid.coord(rank).pp_rank,
-                     .pp = opts.pp,
-                     .memory = &device.memory()},
-                    precision, world);
+  InferenceModel im(
+      opts.source,
+      {.tp = tp, .pp_rank = grid.coord(rank).pp_rank, .pp = opts.pp, .memory = &device.memory()},
+      precision, world);
   const ModelConfig& cfg = im.model().config();
   check_tokenizer_fits(*tok, dir, cfg.vocab_size);
   std::unique_ptr<PagedKvCache> cache;

@@ -31,6 +31,16 @@ void rope_rows(const LayerContext& c, float* x, int64_t H, int64_t D,
     apply(c.stream(), x + b * c.T * H * D, ids.get() + b * c.T, 1, c.T, H, D, freq.get());
 }
 
+// Attention dims with the document starts where the ops read them.
+struct OpDims {
+  OpDims(const LayerContext& c, const ops::AttnDims& dims)
+      : docs(c.stream(), c.alloc, c.doc_start, c.B * c.doc_len), d(dims) {
+    d.doc_start = docs.get();
+  }
+  OnDevice<int64_t> docs;
+  ops::AttnDims d;
+};
+
 }  // namespace
 
 void check_tp_divides(const ModelConfig& cfg, int tp) {
@@ -136,17 +146,15 @@ Attention::Saved Attention::forward(const LayerContext& c, float* out, const flo
   s.att = c.activation({c.B, c.T, q_.out()});
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
   if (cp_.active()) {
-    s.cp = cp_core_.forward(c, s.att, s.q, s.k, s.v, dims(c), scale);
+    s.cp = cp_core_.forward(c, s.att, s.q, s.k, s.v, OpDims(c, dims(c)).d, scale);
     s.q = s.k = s.v = Tensor();  // backward reads the core's copies (the same ones under ring)
     o_.forward(c, out, s.att.data<float>());
     return s;
   }
   s.lse = c.activation({c.B, n_heads_, c.T});
-  ops::AttnDims d = dims(c);
-  const OnDevice<int64_t> docs(c.stream(), c.alloc, c.doc_start, c.B * c.doc_len);
-  d.doc_start = docs.get();
+  const OpDims od(c, dims(c));
   ops::attention_forward(c.stream(), s.att.data<float>(), s.lse.data<float>(), s.q.data<float>(),
-                         s.k.data<float>(), s.v.data<float>(), d,
+                         s.k.data<float>(), s.v.data<float>(), od.d,
                          1.0 / std::sqrt(static_cast<double>(head_dim_)));
   o_.forward(c, out, s.att.data<float>());
   return s;
@@ -214,15 +222,13 @@ void Attention::backward(const LayerContext& c, float* dinp, const float* dout, 
   Tensor dv = c.workspace({c.N(), v_.out()});
   if (cp_.active())
     cp_core_.backward(c, dq.data<float>(), dk.data<float>(), dv.data<float>(), datt.data<float>(),
-                      s.att.data<float>(), s.cp, dims(c),
+                      s.att.data<float>(), s.cp, OpDims(c, dims(c)).d,
                       1.0 / std::sqrt(static_cast<double>(head_dim_)));
   else {
-    ops::AttnDims d = dims(c);
-    const OnDevice<int64_t> docs(c.stream(), c.alloc, c.doc_start, c.B * c.doc_len);
-    d.doc_start = docs.get();
+    const OpDims od(c, dims(c));
     ops::attention_backward(c.stream(), dq.data<float>(), dk.data<float>(), dv.data<float>(),
                             datt.data<float>(), s.q.data<float>(), s.k.data<float>(),
-                            s.v.data<float>(), s.att.data<float>(), s.lse.data<float>(), d,
+                            s.v.data<float>(), s.att.data<float>(), s.lse.data<float>(), od.d,
                             1.0 / std::sqrt(static_cast<double>(head_dim_)));
   }
   datt = Tensor();

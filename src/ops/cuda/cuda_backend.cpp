@@ -8,6 +8,7 @@
 #include "kernels/cuda/activation.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/blas.h"
+#include "kernels/cuda/convert.h"
 #include "kernels/cuda/cross_entropy.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/embedding.h"
@@ -29,15 +30,13 @@ void* CudaBackend::scratch(size_t bytes) const {
   // released block only to later work on this same stream.
   memory_->release(scratch_, scratch_bytes_);
   scratch_ = memory_->allocate(bytes);
-  PX_CHECK(scratch_ != nullptr, "cuda: out of device memory for {} bytes of kernel scratch",
-           bytes);
+  PX_CHECK(scratch_ != nullptr, "cuda: out of device memory for {} bytes of kernel scratch", bytes);
   scratch_bytes_ = bytes;
   return scratch_;
 }
 
 void CudaBackend::copy_to_device(void* dst, const void* host_src, size_t bytes) const {
-  if (bytes != 0)
-    PX_CUDA(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
+  if (bytes != 0) PX_CUDA(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
 }
 
 void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t bytes) const {
@@ -54,17 +53,19 @@ void CudaBackend::zero(void* dst, size_t bytes) const {
   if (bytes != 0) PX_CUDA(cudaMemsetAsync(dst, 0, bytes, stream_));
 }
 
+void CudaBackend::fill(float* dst, int64_t n, float value) const {
+  cuda::fill(dst, value, n, stream_);
+}
+
 void CudaBackend::synchronize() const { PX_CUDA(cudaStreamSynchronize(stream_)); }
 
 void CudaBackend::gelu_forward(float* out, const float* inp, int64_t n) const {
   cuda::gelu_forward<float>(out, inp, n, stream_);
 }
-void CudaBackend::gelu_backward(float* dinp, const float* inp, const float* dout,
-                                int64_t n) const {
+void CudaBackend::gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) const {
   cuda::gelu_backward<float>(dinp, inp, dout, n, stream_);
 }
-void CudaBackend::swiglu_forward(float* out, const float* gate, const float* up,
-                                 int64_t n) const {
+void CudaBackend::swiglu_forward(float* out, const float* gate, const float* up, int64_t n) const {
   cuda::swiglu_forward<float>(out, gate, up, n, stream_);
 }
 void CudaBackend::swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
@@ -78,8 +79,8 @@ void CudaBackend::add_inplace(float* y, const float* x, int64_t n) const {
 void CudaBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                                     const float* weight, const float* bias, int64_t N, int64_t C,
                                     double eps) const {
-  cuda::layernorm_forward<float>(out, mean, rstd, inp, weight, bias, N, C,
-                                 static_cast<float>(eps), stream_);
+  cuda::layernorm_forward<float>(out, mean, rstd, inp, weight, bias, N, C, static_cast<float>(eps),
+                                 stream_);
 }
 void CudaBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                      const float* inp, const float* weight, const float* mean,
@@ -92,9 +93,9 @@ void CudaBackend::rmsnorm_forward(float* out, float* rstd, const float* inp, con
                                   int64_t N, int64_t C, double eps) const {
   cuda::rmsnorm_forward<float>(out, rstd, inp, weight, N, C, static_cast<float>(eps), stream_);
 }
-void CudaBackend::rmsnorm_backward(float* dinp, float* dweight, const float* dout,
-                                   const float* inp, const float* weight, const float* rstd,
-                                   int64_t N, int64_t C) const {
+void CudaBackend::rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                                   const float* weight, const float* rstd, int64_t N,
+                                   int64_t C) const {
   void* s = scratch(cuda::rmsnorm_backward_scratch_bytes(N, C));
   cuda::rmsnorm_backward<float>(dinp, dweight, dout, inp, weight, rstd, N, C, s, stream_);
 }
@@ -127,15 +128,14 @@ void CudaBackend::ce_row_sumexp(float* sumexp, const float* logits, const float*
                                 int64_t V) const {
   cuda::ce_row_sumexp<float>(sumexp, logits, mx, n, V, stream_);
 }
-void CudaBackend::ce_target_logit(float* tl, const float* logits, const int32_t* targets,
-                                  int64_t n, int64_t V, int64_t vocab_begin) const {
+void CudaBackend::ce_target_logit(float* tl, const float* logits, const int32_t* targets, int64_t n,
+                                  int64_t V, int64_t vocab_begin) const {
   cuda::ce_target_logit<float>(tl, logits, targets, n, V, vocab_begin, stream_);
 }
 void CudaBackend::ce_softmax_grad_inplace(float* logits, const float* lse, const int32_t* targets,
                                           const float* row_scale, int64_t n, int64_t V,
                                           int64_t vocab_begin) const {
-  cuda::ce_softmax_grad_inplace<float>(logits, lse, targets, row_scale, n, V, vocab_begin,
-                                       stream_);
+  cuda::ce_softmax_grad_inplace<float>(logits, lse, targets, row_scale, n, V, vocab_begin, stream_);
 }
 
 void CudaBackend::attention_forward(float* out, float* lse, const float* q, const float* k,
@@ -147,8 +147,8 @@ void CudaBackend::attention_backward(float* dq, float* dk, float* dv, const floa
                                      const float* out, const float* lse, const cpu::AttnDims& d,
                                      double scale) const {
   void* s = scratch(cuda::attention_backward_scratch_bytes(d));
-  cuda::attention_backward<float>(dq, dk, dv, dout, q, k, v, out, lse, d,
-                                  static_cast<float>(scale), s, stream_);
+  cuda::attention_backward<float>(dq, dk, dv, dout, q, k, v, out, lse, d, static_cast<float>(scale),
+                                  s, stream_);
 }
 
 void CudaBackend::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
@@ -165,8 +165,7 @@ void CudaBackend::linear_forward(float* out, const float* inp, const float* weig
 void CudaBackend::linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                   const float* inp, const float* weight, int64_t N, int64_t IC,
                                   int64_t OC) const {
-  cuda::linear_backward<float>(*blas_, dinp, dweight, dbias, dout, inp, weight, N, IC, OC,
-                               stream_);
+  cuda::linear_backward<float>(*blas_, dinp, dweight, dbias, dout, inp, weight, N, IC, OC, stream_);
 }
 
 void CudaBackend::adamw_step(float* p, const float* g, float* m, float* v, int64_t n,

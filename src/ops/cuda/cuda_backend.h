@@ -31,6 +31,7 @@ class CudaBackend final : public DeviceBackend {
   void copy_to_host(void* host_dst, const void* src, size_t bytes) const override;
   void copy(void* dst, const void* src, size_t bytes) const override;
   void zero(void* dst, size_t bytes) const override;
+  void fill(float* dst, int64_t n, float value) const override;
   void synchronize() const override;
 
   void gelu_forward(float* out, const float* inp, int64_t n) const override;
@@ -64,8 +65,8 @@ class CudaBackend final : public DeviceBackend {
   void ce_row_max(float* mx, const float* logits, int64_t n, int64_t V) const override;
   void ce_row_sumexp(float* sumexp, const float* logits, const float* mx, int64_t n,
                      int64_t V) const override;
-  void ce_target_logit(float* tl, const float* logits, const int32_t* targets, int64_t n,
-                       int64_t V, int64_t vocab_begin) const override;
+  void ce_target_logit(float* tl, const float* logits, const int32_t* targets, int64_t n, int64_t V,
+                       int64_t vocab_begin) const override;
   void ce_softmax_grad_inplace(float* logits, const float* lse, const int32_t* targets,
                                const float* row_scale, int64_t n, int64_t V,
                                int64_t vocab_begin) const override;

@@ -1,13 +1,16 @@
 // The chunk pairs of chunk_attention.h. Chunks are copied into contiguous
 // (B, len, H, D) tiles because the kernel's rows of one batch entry are
 // contiguous; the copies are O(len) per chunk against O(len^2) attention.
+// Tiles, copies, adds and the merge are ops on the rows' device; which
+// pairs to skip is decided on the host (a host copy of the document starts).
 #include "parallel/context/chunk_attention.h"
 
-#include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "base/error.h"
+#include "nn/op_buffers.h"
+#include "ops/activation.h"
+#include "ops/copy.h"
 #include "parallel/context/cp_chunks.h"
 
 namespace parallm {
@@ -22,35 +25,44 @@ struct Window {
 };
 
 // Rows of chunk c of x (B, n*len, row) <-> tile (b1 - b0, len, w).
-void get_chunk(float* tile, const float* x, int64_t n, int64_t len, int64_t row, int64_t c,
-               const Window& win) {
+void get_chunk(const ops::Stream& st, float* tile, const float* x, int64_t n, int64_t len,
+               int64_t row, int64_t c, const Window& win) {
   for (int64_t b = win.b0; b < win.b1; ++b) {
     const float* src = x + (b * n + c) * len * row + win.col;
     float* dst = tile + (b - win.b0) * len * win.w;
     if (win.w == row) {
-      std::memcpy(dst, src, static_cast<size_t>(len * row) * sizeof(float));
+      ops::copy(st, dst, src, static_cast<size_t>(len * row) * sizeof(float));
       continue;
     }
     for (int64_t t = 0; t < len; ++t)
-      std::memcpy(dst + t * win.w, src + t * row, static_cast<size_t>(win.w) * sizeof(float));
+      ops::copy(st, dst + t * win.w, src + t * row, static_cast<size_t>(win.w) * sizeof(float));
   }
 }
-void add_chunk(float* x, const float* tile, int64_t n, int64_t len, int64_t row, int64_t c,
-               const Window& win) {
-  for (int64_t b = win.b0; b < win.b1; ++b)
-    for (int64_t t = 0; t < len; ++t) {
-      float* dst = x + ((b * n + c) * len + t) * row + win.col;
-      const float* src = tile + ((b - win.b0) * len + t) * win.w;
-      for (int64_t i = 0; i < win.w; ++i) dst[i] += src[i];
+void add_chunk(const ops::Stream& st, float* x, const float* tile, int64_t n, int64_t len,
+               int64_t row, int64_t c, const Window& win) {
+  for (int64_t b = win.b0; b < win.b1; ++b) {
+    float* dst = x + (b * n + c) * len * row + win.col;
+    const float* src = tile + (b - win.b0) * len * win.w;
+    if (win.w == row) {
+      ops::add_inplace(st, dst, src, len * row);
+      continue;
     }
+    for (int64_t t = 0; t < len; ++t) ops::add_inplace(st, dst + t * row, src + t * win.w, win.w);
+  }
 }
 // lse (B, H, n*len) -> tile (b1 - b0, h1 - h0, len) of chunk c.
-void get_lse(float* tile, const float* lse, int64_t H, int64_t n, int64_t len, int64_t c,
-             int64_t b0, int64_t b1, int64_t h0, int64_t h1) {
+void get_lse(const ops::Stream& st, float* tile, const float* lse, int64_t H, int64_t n,
+             int64_t len, int64_t c, int64_t b0, int64_t b1, int64_t h0, int64_t h1) {
   for (int64_t b = b0; b < b1; ++b)
     for (int64_t h = h0; h < h1; ++h)
-      std::memcpy(tile + ((b - b0) * (h1 - h0) + h - h0) * len,
-                  lse + (b * H + h) * n * len + c * len, static_cast<size_t>(len) * sizeof(float));
+      ops::copy(st, tile + ((b - b0) * (h1 - h0) + h - h0) * len,
+                lse + (b * H + h) * n * len + c * len, static_cast<size_t>(len) * sizeof(float));
+}
+
+// A tile of n floats: on the host stream plain host memory outside the
+// model's accounting (`host`), on a device one of its buffers.
+Tensor tile(const ops::Stream& st, Allocator& a, Allocator& host, int64_t n) {
+  return Tensor::zeros(st.device() == Device::CPU ? host : a, {n}, DType::F32, MemTag::Workspace);
 }
 
 ops::AttnDims pair_dims(const ops::AttnDims& base, int64_t len, int64_t q0, int64_t k0) {
@@ -66,14 +78,20 @@ ops::AttnDims pair_dims(const ops::AttnDims& base, int64_t len, int64_t q0, int6
 // the sliding window of every query (the chunk's first query reaches back
 // furthest), or (packed documents) all before the document of every row's
 // queries. Document starts grow along a row, so the chunk's first query has
-// the earliest.
-bool fully_masked(const ops::AttnDims& d, int64_t q0, int64_t k0, int64_t len) {
+// the earliest. docs: a host copy of d.doc_start (null: no documents).
+bool fully_masked(const ops::AttnDims& d, const int64_t* docs, int64_t q0, int64_t k0,
+                  int64_t len) {
   if (k0 > q0 + len - 1) return true;
   if (d.window > 0 && k0 + len - 1 <= q0 - d.window) return true;
-  if (d.doc_start == nullptr) return false;
+  if (docs == nullptr) return false;
   for (int64_t b = 0; b < d.B; ++b)
-    if (k0 + len - 1 >= d.doc_start[b * d.doc_ld + q0]) return false;
+    if (k0 + len - 1 >= docs[b * d.doc_ld + q0]) return false;
   return true;
+}
+
+// The host's view of the document starts the pairs are skipped by.
+HostView<const int64_t> host_docs(const ops::Stream& st, const ops::AttnDims& d) {
+  return HostView<const int64_t>(st, d.doc_start, d.doc_start != nullptr ? d.B * d.doc_ld : 0);
 }
 
 // The sizes both passes walk: nq query and nk key chunks of len tokens;
@@ -95,66 +113,50 @@ struct PairShape {
 
 }  // namespace
 
-void chunk_attention_init(float* out, float* lse, int64_t B, int64_t tokens, int64_t Hq,
-                          int64_t D) {
-  std::fill_n(out, B * tokens * Hq * D, 0.0f);
-  std::fill_n(lse, B * Hq * tokens, kNegInf);
+void chunk_attention_init(const ops::Stream& st, float* out, float* lse, int64_t B, int64_t tokens,
+                          int64_t Hq, int64_t D) {
+  ops::zero(st, out, static_cast<size_t>(B * tokens * Hq * D) * sizeof(float));
+  ops::fill(st, lse, B * Hq * tokens, kNegInf);
 }
 
-void chunk_attention_forward(float* out, float* lse, const float* q, const ChunkSet& qs,
-                             const float* k, const float* v, const ChunkSet& ks,
-                             const ops::AttnDims& base, double scale, AttnWork* work,
-                             const std::function<void()>& progress) {
+void chunk_attention_forward(const ops::Stream& st, Allocator& a, float* out, float* lse,
+                             const float* q, const ChunkSet& qs, const float* k, const float* v,
+                             const ChunkSet& ks, const ops::AttnDims& base, double scale,
+                             AttnWork* work, const std::function<void()>& progress) {
   const PairShape sh(qs, ks, base);
   const int64_t B = sh.B, Hq = sh.Hq, D = base.D, len = sh.len, nq = sh.nq, nk = sh.nk;
   const int64_t qrow = sh.qrow, krow = sh.krow;
-  std::vector<float> qt(B * len * qrow), ot(B * len * qrow), lt(B * Hq * len);
-  std::vector<float> kt(B * len * krow), vt(B * len * krow);
+  Allocator host;
+  const Tensor qt = tile(st, a, host, B * len * qrow), ot = tile(st, a, host, B * len * qrow),
+               lt = tile(st, a, host, B * Hq * len);
+  const Tensor kt = tile(st, a, host, B * len * krow), vt = tile(st, a, host, B * len * krow);
+  const HostView<const int64_t> docs = host_docs(st, base);
   const Window qwin{0, B, 0, qrow}, kwin{0, B, 0, krow};
   for (int64_t j = 0; j < nk; ++j) {
     bool loaded = false;
     for (int64_t i = 0; i < nq; ++i) {
-      if (fully_masked(base, qs.pos0[i], ks.pos0[j], len)) continue;
+      if (fully_masked(base, docs.get(), qs.pos0[i], ks.pos0[j], len)) continue;
       if (!loaded) {
-        get_chunk(kt.data(), k, nk, len, krow, j, kwin);
-        get_chunk(vt.data(), v, nk, len, krow, j, kwin);
+        get_chunk(st, kt.data<float>(), k, nk, len, krow, j, kwin);
+        get_chunk(st, vt.data<float>(), v, nk, len, krow, j, kwin);
         loaded = true;
       }
-      get_chunk(qt.data(), q, nq, len, qrow, i, qwin);
+      get_chunk(st, qt.data<float>(), q, nq, len, qrow, i, qwin);
       ops::AttnDims d = pair_dims(base, len, qs.pos0[i], ks.pos0[j]);
       if (progress) d.progress = &progress;
-      ops::attention_forward(ops::Stream::host(), ot.data(), lt.data(), qt.data(), kt.data(),
-                             vt.data(), d, scale);
+      ops::attention_forward(st, ot.data<float>(), lt.data<float>(), qt.data<float>(),
+                             kt.data<float>(), vt.data<float>(), d, scale);
       if (work) work->pairs += B * Hq * causal_pairs(qs.pos0[i], ks.pos0[j], len);
       if (progress) progress();
-      // Merge (ot, lt) into rows of chunk i: out = out*e^(lse-new) + ot*e^(lt-new).
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t h = 0; h < Hq; ++h)
-          for (int64_t t = 0; t < len; ++t) {
-            const float lp = lt[(b * Hq + h) * len + t];
-            if (lp == kNegInf) continue;
-            float& la = lse[(b * Hq + h) * nq * len + i * len + t];
-            float* o = out + ((b * nq + i) * len + t) * qrow + h * D;
-            const float* op = ot.data() + (b * len + t) * qrow + h * D;
-            if (la == kNegInf) {
-              std::memcpy(o, op, static_cast<size_t>(D) * sizeof(float));
-              la = lp;
-              continue;
-            }
-            const double m = std::max(la, lp);
-            const double ea = std::exp(la - m), ep = std::exp(lp - m), s = ea + ep;
-            const float wa = static_cast<float>(ea / s), wp = static_cast<float>(ep / s);
-            for (int64_t e = 0; e < D; ++e) o[e] = o[e] * wa + op[e] * wp;
-            la = static_cast<float>(m + std::log(s));
-          }
+      ops::attention_merge(st, out, lse, ot.data<float>(), lt.data<float>(), B, Hq, D, nq, len, i);
     }
   }
 }
 
-void chunk_attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
-                              const ChunkSet& qs, const float* k, const float* v,
-                              const ChunkSet& ks, const float* out, const float* lse,
-                              const ops::AttnDims& base, double scale,
+void chunk_attention_backward(const ops::Stream& st, Allocator& a, float* dq, float* dk, float* dv,
+                              const float* dout, const float* q, const ChunkSet& qs, const float* k,
+                              const float* v, const ChunkSet& ks, const float* out,
+                              const float* lse, const ops::AttnDims& base, double scale,
                               const std::function<void()>& progress, AttnPart part) {
   const PairShape sh(qs, ks, base);
   const int64_t len = sh.len, nq = sh.nq, nk = sh.nk, D = base.D, group = base.Hq / base.Hkv;
@@ -176,40 +178,47 @@ void chunk_attention_backward(float* dq, float* dk, float* dv, const float* dout
   if (pb.doc_start != nullptr) pb.doc_start += part.b0 * pb.doc_ld;
   // The whole call's choice of thread split, so that every part sums alike.
   const ops::AttnBwdSplit split =
-      ops::attention_backward_auto_split(ops::Stream::host(), pair_dims(base, len, 0, 0));
+      ops::attention_backward_auto_split(st, pair_dims(base, len, 0, 0));
   const Window qwin{part.b0, b1, part.g0 * group * D, pb.Hq * D};
   const Window kwin{part.b0, b1, part.g0 * D, pb.Hkv * D};
   const int64_t B = pb.B, qw = qwin.w, kw = kwin.w;
-  std::vector<float> qt(B * len * qw), ot(B * len * qw), dot(B * len * qw), dqt(B * len * qw),
-      lt(B * pb.Hq * len);
-  std::vector<float> kt(B * len * kw), vt(B * len * kw), dkt(B * len * kw), dvt(B * len * kw);
+  Allocator host;
+  const auto t = [&](int64_t n) { return tile(st, a, host, n); };
+  const Tensor qt = t(B * len * qw), ot = t(B * len * qw), dot = t(B * len * qw),
+               dqt = t(B * len * qw), lt = t(B * pb.Hq * len);
+  const Tensor kt = t(B * len * kw), vt = t(B * len * kw), dkt = t(B * len * kw),
+               dvt = t(B * len * kw);
+  const size_t kbytes = static_cast<size_t>(B * len * kw) * sizeof(float);
+  const HostView<const int64_t> docs = host_docs(st, pb);
   for (int64_t j = part.first; j < j1; ++j) {
     bool any = false;
     for (int64_t i = 0; i < nq; ++i) {
-      if (fully_masked(pb, qs.pos0[i], ks.pos0[j], len)) continue;
+      if (fully_masked(pb, docs.get(), qs.pos0[i], ks.pos0[j], len)) continue;
       if (!any) {
-        get_chunk(kt.data(), k, nk, len, sh.krow, j, kwin);
-        get_chunk(vt.data(), v, nk, len, sh.krow, j, kwin);
-        std::fill(dkt.begin(), dkt.end(), 0.0f);
-        std::fill(dvt.begin(), dvt.end(), 0.0f);
+        get_chunk(st, kt.data<float>(), k, nk, len, sh.krow, j, kwin);
+        get_chunk(st, vt.data<float>(), v, nk, len, sh.krow, j, kwin);
+        ops::zero(st, dkt.data<float>(), kbytes);
+        ops::zero(st, dvt.data<float>(), kbytes);
         any = true;
       }
-      get_chunk(qt.data(), q, nq, len, sh.qrow, i, qwin);
-      get_chunk(ot.data(), out, nq, len, sh.qrow, i, qwin);
-      get_chunk(dot.data(), dout, nq, len, sh.qrow, i, qwin);
-      get_lse(lt.data(), lse, base.Hq, nq, len, i, part.b0, b1, part.g0 * group, g1 * group);
-      std::fill(dqt.begin(), dqt.end(), 0.0f);
+      get_chunk(st, qt.data<float>(), q, nq, len, sh.qrow, i, qwin);
+      get_chunk(st, ot.data<float>(), out, nq, len, sh.qrow, i, qwin);
+      get_chunk(st, dot.data<float>(), dout, nq, len, sh.qrow, i, qwin);
+      get_lse(st, lt.data<float>(), lse, base.Hq, nq, len, i, part.b0, b1, part.g0 * group,
+              g1 * group);
+      ops::zero(st, dqt.data<float>(), static_cast<size_t>(B * len * qw) * sizeof(float));
       ops::AttnDims d = pair_dims(pb, len, qs.pos0[i], ks.pos0[j]);
       if (progress) d.progress = &progress;
-      ops::attention_backward(ops::Stream::host(), dqt.data(), dkt.data(), dvt.data(), dot.data(),
-                              qt.data(), kt.data(), vt.data(), ot.data(), lt.data(), d, scale,
+      ops::attention_backward(st, dqt.data<float>(), dkt.data<float>(), dvt.data<float>(),
+                              dot.data<float>(), qt.data<float>(), kt.data<float>(),
+                              vt.data<float>(), ot.data<float>(), lt.data<float>(), d, scale,
                               split);
-      add_chunk(dq, dqt.data(), nq, len, sh.qrow, i, qwin);
+      add_chunk(st, dq, dqt.data<float>(), nq, len, sh.qrow, i, qwin);
       if (progress) progress();
     }
     if (any) {
-      add_chunk(dk, dkt.data(), nk, len, sh.krow, j, kwin);
-      add_chunk(dv, dvt.data(), nk, len, sh.krow, j, kwin);
+      add_chunk(st, dk, dkt.data<float>(), nk, len, sh.krow, j, kwin);
+      add_chunk(st, dv, dvt.data<float>(), nk, len, sh.krow, j, kwin);
     }
   }
 }

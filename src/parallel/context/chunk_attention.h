@@ -10,7 +10,8 @@
 // merged output and lse (the kernel's Di and P use them), so the gradient of each key block is
 // exact on its own. `progress` runs after every pair and between the kernel's query blocks
 // (AttnDims::progress): the ring polls its transfers there, because MPI moves a large
-// non-blocking message only while some MPI call runs on this rank.
+// non-blocking message only while some MPI call runs on this rank. Every buffer is one of
+// stream st's device; the tiles come from `a` (on the host stream: plain host memory).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -38,11 +39,12 @@ struct AttnWork {
 // and causal are set per pair. out (B, nq*len, Hq, D) and lse (B, Hq,
 // nq*len) hold the running merge; start from out = 0, lse = -inf
 // (chunk_attention_init).
-void chunk_attention_init(float* out, float* lse, int64_t B, int64_t tokens, int64_t Hq, int64_t D);
-void chunk_attention_forward(float* out, float* lse, const float* q, const ChunkSet& qs,
-                             const float* k, const float* v, const ChunkSet& ks,
-                             const ops::AttnDims& base, double scale, AttnWork* work = nullptr,
-                             const std::function<void()>& progress = {});
+void chunk_attention_init(const ops::Stream& st, float* out, float* lse, int64_t B, int64_t tokens,
+                          int64_t Hq, int64_t D);
+void chunk_attention_forward(const ops::Stream& st, Allocator& a, float* out, float* lse,
+                             const float* q, const ChunkSet& qs, const float* k, const float* v,
+                             const ChunkSet& ks, const ops::AttnDims& base, double scale,
+                             AttnWork* work = nullptr, const std::function<void()>& progress = {});
 // A part of one backward call: key chunks [first, last) of the ChunkSet,
 // batch entries [b0, b1), kv heads [g0, g1) with their query heads (an end
 // < 0: to the end). Parts that tile the whole call give it exactly, bit for
@@ -56,10 +58,10 @@ struct AttnPart {
 // dq (queries' layout) and dk, dv (keys' layout) accumulate (+=). out, lse:
 // the fully merged forward results of these queries. Only `part` is visited
 // (ring backward sends its last block home piece by piece).
-void chunk_attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
-                              const ChunkSet& qs, const float* k, const float* v,
-                              const ChunkSet& ks, const float* out, const float* lse,
-                              const ops::AttnDims& base, double scale,
+void chunk_attention_backward(const ops::Stream& st, Allocator& a, float* dq, float* dk, float* dv,
+                              const float* dout, const float* q, const ChunkSet& qs, const float* k,
+                              const float* v, const ChunkSet& ks, const float* out,
+                              const float* lse, const ops::AttnDims& base, double scale,
                               const std::function<void()>& progress = {}, AttnPart part = {});
 
 }  // namespace parallm

@@ -15,12 +15,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <vector>
 
 #include <omp.h>
 
 #include "base/error.h"
+#include "ops/activation.h"
+#include "ops/copy.h"
 #include "tensor/tensor.h"
 
 namespace parallm {
@@ -43,9 +44,10 @@ int64_t now_ns() {
 
 // Stamps the message at msg (payload floats, then the stamp) with the time
 // and sends it.
-comm::Work send_stamped(comm::Communicator& c, float* msg, int64_t payload, int to, int tag) {
+comm::Work send_stamped(const ops::Stream& st, comm::Communicator& c, float* msg, int64_t payload,
+                        int to, int tag) {
   const int64_t t = now_ns();
-  std::memcpy(msg + payload, &t, sizeof t);
+  ops::copy_to_device(st, msg + payload, &t, sizeof t);
   return c.send_async(msg, payload + kStampFloats, DType::F32, to, tag);
 }
 
@@ -57,8 +59,8 @@ comm::Work recv_stamped(comm::Communicator& c, float* msg, int64_t payload, int 
 // stride, as one wait: the part of it before the peer posted the last of
 // them counts as peer wait. (While the peer was still computing its later
 // pieces, the bytes of the earlier ones moved at no cost to the step.)
-void wait_stamped(comm::Communicator& c, comm::Work* w, int64_t n, const float* msg,
-                  int64_t payload, int64_t stride = 0) {
+void wait_stamped(const ops::Stream& st, comm::Communicator& c, comm::Work* w, int64_t n,
+                  const float* msg, int64_t payload, int64_t stride = 0) {
   if (std::all_of(w, w + n, [](comm::Work& x) { return x.done(); })) return;
   const int64_t t0 = now_ns();
   for (int64_t i = 0; i < n; ++i) w[i].wait();
@@ -66,7 +68,7 @@ void wait_stamped(comm::Communicator& c, comm::Work* w, int64_t n, const float* 
   int64_t posted = 0;
   for (int64_t i = 0; i < n; ++i) {
     int64_t t = 0;
-    std::memcpy(&t, msg + i * stride + payload, sizeof t);
+    ops::copy_to_host(st, &t, msg + i * stride + payload, sizeof t);
     posted = std::max(posted, t);
   }
   c.note_peer_wait(comm::OpKind::Recv, std::clamp<int64_t>(posted - t0, 0, t1 - t0));
@@ -88,21 +90,21 @@ struct Pieces {
     return (((b * nk + j) * len + t) * Hkv + g) * D;
   }
   // acc's piece p += in's (both halves, `half` apart).
-  void add(float* acc, const float* in, int64_t half, int64_t p) const {
+  void add(const ops::Stream& st, float* acc, const float* in, int64_t half, int64_t p) const {
     for (int64_t h : {int64_t{0}, half})
       for (int64_t t = 0; t < len; ++t)
-        for (int64_t e = at(p, t); e < at(p, t) + D; ++e) acc[h + e] += in[h + e];
+        ops::add_inplace(st, acc + h + at(p, t), in + h + at(p, t), D);
   }
-  void pack(float* piece, const float* k, const float* v, int64_t p) const {
+  void pack(const ops::Stream& st, float* piece, const float* k, const float* v, int64_t p) const {
     for (int64_t t = 0; t < len; ++t) {
-      std::memcpy(piece + t * D, k + at(p, t), D * sizeof(float));
-      std::memcpy(piece + (len + t) * D, v + at(p, t), D * sizeof(float));
+      ops::copy(st, piece + t * D, k + at(p, t), D * sizeof(float));
+      ops::copy(st, piece + (len + t) * D, v + at(p, t), D * sizeof(float));
     }
   }
-  void unpack(float* k, float* v, const float* piece, int64_t p) const {
+  void unpack(const ops::Stream& st, float* k, float* v, const float* piece, int64_t p) const {
     for (int64_t t = 0; t < len; ++t) {
-      std::memcpy(k + at(p, t), piece + t * D, D * sizeof(float));
-      std::memcpy(v + at(p, t), piece + (len + t) * D, D * sizeof(float));
+      ops::copy(st, k + at(p, t), piece + t * D, D * sizeof(float));
+      ops::copy(st, v + at(p, t), piece + (len + t) * D, D * sizeof(float));
     }
   }
 };
@@ -123,21 +125,22 @@ void ring_attention_forward(const RingSpec& r, Allocator& alloc, float* out, flo
                             const ops::AttnDims& base, double scale, AttnWork* work) {
   check_ring(r);
   const int n = r.size(), me = r.rank();
+  const ops::Stream& st = ops::Stream::of(alloc);
   const int64_t half = base.B * r.kv_chunks[0].tokens() * base.Hkv * base.D;
-  chunk_attention_init(out, lse, base.B, qs.tokens(), base.Hq, base.D);
+  chunk_attention_init(st, out, lse, base.B, qs.tokens(), base.Hq, base.D);
   if (n == 1) {
-    chunk_attention_forward(out, lse, q, qs, k, v, r.kv_chunks[0], base, scale, work);
+    chunk_attention_forward(st, alloc, out, lse, q, qs, k, v, r.kv_chunks[0], base, scale, work);
     return;
   }
   Tensor cur = buffer(alloc, 2 * half), next = buffer(alloc, 2 * half);
-  std::memcpy(cur.data<float>(), k, half * sizeof(float));
-  std::memcpy(cur.data<float>() + half, v, half * sizeof(float));
+  ops::copy(st, cur.data<float>(), k, half * sizeof(float));
+  ops::copy(st, cur.data<float>() + half, v, half * sizeof(float));
   const int to = (me + 1) % n, from = (me + n - 1) % n;
   for (int s = 0; s < n; ++s) {
     comm::Work sent, received;
     if (s + 1 < n) {  // the next block moves while this one is computed
       received = recv_stamped(*r.ring, next.data<float>(), 2 * half, from, kTagKv);
-      sent = send_stamped(*r.ring, cur.data<float>(), 2 * half, to, kTagKv);
+      sent = send_stamped(st, *r.ring, cur.data<float>(), 2 * half, to, kTagKv);
     }
     const float* kb = cur.data<float>();
     // Polling here lets MPI move the next block while this one is computed.
@@ -145,9 +148,9 @@ void ring_attention_forward(const RingSpec& r, Allocator& alloc, float* out, flo
       received.test();
       sent.test();
     };
-    chunk_attention_forward(out, lse, q, qs, kb, kb + half, r.kv_chunks[(me - s + n) % n], base,
-                            scale, work, progress);
-    wait_stamped(*r.ring, &received, 1, next.data<float>(), 2 * half);
+    chunk_attention_forward(st, alloc, out, lse, q, qs, kb, kb + half,
+                            r.kv_chunks[(me - s + n) % n], base, scale, work, progress);
+    wait_stamped(st, *r.ring, &received, 1, next.data<float>(), 2 * half);
     sent.wait();
     std::swap(cur, next);
   }
@@ -159,12 +162,15 @@ void ring_attention_backward(const RingSpec& r, Allocator& alloc, float* dq, flo
                              const ops::AttnDims& base, double scale) {
   check_ring(r);
   const int n = r.size(), me = r.rank();
+  const ops::Stream& st = ops::Stream::of(alloc);
   const int64_t half = base.B * r.kv_chunks[0].tokens() * base.Hkv * base.D;
-  std::fill_n(dq, base.B * qs.tokens() * base.Hq * base.D, 0.0f);
-  std::fill_n(dk, half, 0.0f);
-  std::fill_n(dv, half, 0.0f);
+  const auto bytes = [](int64_t floats) { return static_cast<size_t>(floats) * sizeof(float); };
+  ops::zero(st, dq, bytes(base.B * qs.tokens() * base.Hq * base.D));
+  ops::zero(st, dk, bytes(half));
+  ops::zero(st, dv, bytes(half));
   if (n == 1) {
-    chunk_attention_backward(dq, dk, dv, dout, q, qs, k, v, r.kv_chunks[0], out, lse, base, scale);
+    chunk_attention_backward(st, alloc, dq, dk, dv, dout, q, qs, k, v, r.kv_chunks[0], out, lse,
+                             base, scale);
     return;
   }
   // The last step works on member me + 1's block; every buffer has room for
@@ -176,17 +182,17 @@ void ring_attention_backward(const RingSpec& r, Allocator& alloc, float* dq, flo
   // dkv: this step's accumulator of the block in hand (sent on after the
   // step); din: the accumulator of that block arriving from the member before.
   Tensor dkv = buffer(alloc, cap), dout_buf = buffer(alloc, cap), din = buffer(alloc, cap);
-  std::memcpy(cur.data<float>(), k, half * sizeof(float));
-  std::memcpy(cur.data<float>() + half, v, half * sizeof(float));
+  ops::copy(st, cur.data<float>(), k, bytes(half));
+  ops::copy(st, cur.data<float>() + half, v, bytes(half));
   const int to = (me + 1) % n, from = (me + n - 1) % n;
   comm::Work dkv_sent;
   for (int s = 0; s + 1 < n; ++s) {
     comm::Work kv_sent, kv_received, dkv_received;
     kv_received = recv_stamped(*r.ring, next.data<float>(), 2 * half, from, kTagKv);
-    kv_sent = send_stamped(*r.ring, cur.data<float>(), 2 * half, to, kTagKv);
+    kv_sent = send_stamped(st, *r.ring, cur.data<float>(), 2 * half, to, kTagKv);
     if (s > 0) dkv_received = recv_stamped(*r.ring, din.data<float>(), 2 * half, from, kTagDkv);
     float* acc = dkv.data<float>();
-    std::fill_n(acc, 2 * half, 0.0f);
+    ops::zero(st, acc, bytes(2 * half));
     const float* kb = cur.data<float>();
     const auto progress = [&] {
       kv_received.test();
@@ -194,17 +200,16 @@ void ring_attention_backward(const RingSpec& r, Allocator& alloc, float* dq, flo
       dkv_received.test();
       dkv_sent.test();
     };
-    chunk_attention_backward(dq, acc, acc + half, dout, q, qs, kb, kb + half,
+    chunk_attention_backward(st, alloc, dq, acc, acc + half, dout, q, qs, kb, kb + half,
                              r.kv_chunks[(me - s + n) % n], out, lse, base, scale, progress);
     if (s > 0) {
-      wait_stamped(*r.ring, &dkv_received, 1, din.data<float>(), 2 * half);
-      const float* in = din.data<float>();
-      for (int64_t i = 0; i < 2 * half; ++i) acc[i] += in[i];
+      wait_stamped(st, *r.ring, &dkv_received, 1, din.data<float>(), 2 * half);
+      ops::add_inplace(st, acc, din.data<float>(), 2 * half);
     }
     dkv_sent.wait();  // the previous step's message left its buffer
     std::swap(dkv, dout_buf);
-    dkv_sent = send_stamped(*r.ring, dout_buf.data<float>(), 2 * half, to, kTagDkv);
-    wait_stamped(*r.ring, &kv_received, 1, next.data<float>(), 2 * half);
+    dkv_sent = send_stamped(st, *r.ring, dout_buf.data<float>(), 2 * half, to, kTagDkv);
+    wait_stamped(st, *r.ring, &kv_received, 1, next.data<float>(), 2 * half);
     kv_sent.wait();
     std::swap(cur, next);
   }
@@ -219,7 +224,7 @@ void ring_attention_backward(const RingSpec& r, Allocator& alloc, float* dq, flo
   std::vector<comm::Work> home(p.count()), sent(p.count());
   const auto piece = [&p](Tensor& t, int64_t i) { return t.data<float>() + i * p.stride(); };
   float* acc = dkv.data<float>();
-  std::fill_n(acc, 2 * half, 0.0f);
+  ops::zero(st, acc, bytes(2 * half));
   const float* kb = cur.data<float>();
   const auto progress = [&] {
     dkv_received.test();
@@ -233,23 +238,24 @@ void ring_attention_backward(const RingSpec& r, Allocator& alloc, float* dq, flo
     for (int64_t b = 0; b < p.B; ++b)
       for (int64_t g0 = 0; g0 < p.Hkv; g0 += heads) {
         const int64_t g1 = std::min(p.Hkv, g0 + heads);
-        chunk_attention_backward(dq, acc, acc + half, dout, q, qs, kb, kb + half, tail, out, lse,
-                                 base, scale, progress, AttnPart{j, j + 1, b, b + 1, g0, g1});
+        chunk_attention_backward(st, alloc, dq, acc, acc + half, dout, q, qs, kb, kb + half, tail,
+                                 out, lse, base, scale, progress,
+                                 AttnPart{j, j + 1, b, b + 1, g0, g1});
         if (first) {
-          wait_stamped(*r.ring, &dkv_received, 1, din.data<float>(), 2 * half);
+          wait_stamped(st, *r.ring, &dkv_received, 1, din.data<float>(), 2 * half);
           dkv_sent.wait();  // dout_buf is free for the pieces coming home
           for (int64_t i = 0; i < p.count(); ++i)
             home[i] = recv_stamped(*r.ring, piece(dout_buf, i), p.floats(), from, kTagDkv);
           first = false;
         }
         for (int64_t i = p.index(j, b, g0); i < p.index(j, b, g1 - 1) + 1; ++i) {
-          p.add(acc, din.data<float>(), half, i);
-          p.pack(piece(next, i), acc, acc + half, i);
-          sent[i] = send_stamped(*r.ring, piece(next, i), p.floats(), to, kTagDkv);
+          p.add(st, acc, din.data<float>(), half, i);
+          p.pack(st, piece(next, i), acc, acc + half, i);
+          sent[i] = send_stamped(st, *r.ring, piece(next, i), p.floats(), to, kTagDkv);
         }
       }
-  wait_stamped(*r.ring, home.data(), p.count(), dout_buf.data<float>(), p.floats(), p.stride());
-  for (int64_t i = 0; i < p.count(); ++i) p.unpack(dk, dv, piece(dout_buf, i), i);
+  wait_stamped(st, *r.ring, home.data(), p.count(), dout_buf.data<float>(), p.floats(), p.stride());
+  for (int64_t i = 0; i < p.count(); ++i) p.unpack(st, dk, dv, piece(dout_buf, i), i);
   for (comm::Work& w : sent) w.wait();
 }
 

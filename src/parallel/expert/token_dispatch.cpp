@@ -77,8 +77,8 @@ void TokenDispatch::dispatch(const ops::Stream& st, Allocator& a, const EpGroup&
   regroup(st, recv_counts_, P_, local_, recv.data<float>(), out, C, true);
 }
 
-void TokenDispatch::combine(const ops::Stream& st, Allocator& a, const EpGroup& ep,
-                            const float* in, float* back, int64_t C) const {
+void TokenDispatch::combine(const ops::Stream& st, Allocator& a, const EpGroup& ep, const float* in,
+                            float* back, int64_t C) const {
   if (!ep.active()) {
     ops::copy(st, back, in, static_cast<size_t>(send_rows_ * C) * sizeof(float));
     return;

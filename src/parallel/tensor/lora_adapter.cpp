@@ -99,8 +99,7 @@ void LoraAdapter::apply_mask(const LayerContext& c, float* g_dev) const {
 const float* LoraAdapter::dropped(const LayerContext& c, const float* x, Tensor& buf) const {
   if (dropout_ <= 0.0 || c.dropout_seed == 0) return x;
   buf = c.workspace({c.N(), in_});
-  ops::copy(c.stream(), buf.data<float>(), x,
-            static_cast<size_t>(c.N() * in_) * sizeof(float));
+  ops::copy(c.stream(), buf.data<float>(), x, static_cast<size_t>(c.N() * in_) * sizeof(float));
   apply_mask(c, buf.data<float>());
   return buf.data<float>();
 }

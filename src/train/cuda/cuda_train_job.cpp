@@ -31,9 +31,8 @@ double run_cuda_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std
     world = comm::make_nccl_world(*mpi_world, gpu.index());
     world->set_compute_stream(gpu.queue());
   }
-  const JobDevice device{.memory = &gpu,
-                         .name = gpu.name(),
-                         .peak_flops = datasheet_peak_flops(gpu.name(), tf32)};
+  const JobDevice device{
+      .memory = &gpu, .name = gpu.name(), .peak_flops = datasheet_peak_flops(gpu.name(), tf32)};
   return run_train_job(opts, env, log, world.get(), &device);
 }
 

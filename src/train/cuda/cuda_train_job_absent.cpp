@@ -7,8 +7,7 @@ namespace parallm {
 
 double run_cuda_train_job(const TrainJobOptions&, const LaunchEnv&, std::ostream&,
                           comm::Communicator*) {
-  PX_FAIL(
-      "--device cuda: this build has no CUDA backend (cmake found no nvcc; see docs/cuda.md)");
+  PX_FAIL("--device cuda: this build has no CUDA backend (cmake found no nvcc; see docs/cuda.md)");
 }
 
 }  // namespace parallm

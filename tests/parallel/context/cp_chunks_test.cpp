@@ -65,6 +65,7 @@ struct Randn {
 // doc_start: (B, 24) document starts, or empty (no document mask).
 // Returns the pairs the chunk calls computed (causal count of each pair run).
 int64_t expect_chunk_pairs_equal_one_call(const std::vector<int64_t>& doc_start) {
+  Allocator host_;  // the tiles of the host stream
   const int64_t B = 2, T = 24, Hq = 4, Hkv = 2, D = 8, n = 6;
   Randn randn(5);
   auto q = randn(B * T * Hq * D), k = randn(B * T * Hkv * D), v = randn(B * T * Hkv * D),
@@ -82,7 +83,7 @@ int64_t expect_chunk_pairs_equal_one_call(const std::vector<int64_t>& doc_start)
   // The same sequence as 4 contiguous chunks; key chunks fed one at a time in reverse.
   const ChunkSet all{.pos0 = {0, 6, 12, 18}, .len = n};
   std::vector<float> o2(q.size()), l2(lse.size());
-  chunk_attention_init(o2.data(), l2.data(), B, T, Hq, D);
+  chunk_attention_init(ops::Stream::host(), o2.data(), l2.data(), B, T, Hq, D);
   AttnWork work;
   for (int j = 3; j >= 0; --j) {
     const ChunkSet one{.pos0 = {all.pos0[j]}, .len = n};
@@ -92,14 +93,15 @@ int64_t expect_chunk_pairs_equal_one_call(const std::vector<int64_t>& doc_start)
       kj.insert(kj.end(), k.begin() + from, k.begin() + to);
       vj.insert(vj.end(), v.begin() + from, v.begin() + to);
     }
-    chunk_attention_forward(o2.data(), l2.data(), q.data(), all, kj.data(), vj.data(), one, full,
-                            scale, &work);
+    chunk_attention_forward(ops::Stream::host(), host_, o2.data(), l2.data(), q.data(), all,
+                            kj.data(), vj.data(), one, full, scale, &work);
   }
   for (size_t i = 0; i < out.size(); ++i) EXPECT_NEAR(o2[i], out[i], 1e-5) << i;
   for (size_t i = 0; i < lse.size(); ++i) EXPECT_NEAR(l2[i], lse[i], 1e-5) << i;
   std::vector<float> dq2(q.size()), dk2(k.size()), dv2(v.size());
-  chunk_attention_backward(dq2.data(), dk2.data(), dv2.data(), dout.data(), q.data(), all, k.data(),
-                           v.data(), all, out.data(), lse.data(), full, scale);
+  chunk_attention_backward(ops::Stream::host(), host_, dq2.data(), dk2.data(), dv2.data(),
+                           dout.data(), q.data(), all, k.data(), v.data(), all, out.data(),
+                           lse.data(), full, scale);
   for (size_t i = 0; i < dq.size(); ++i) EXPECT_NEAR(dq2[i], dq[i], 1e-5 * (1 + std::abs(dq[i])));
   for (size_t i = 0; i < dk.size(); ++i) EXPECT_NEAR(dk2[i], dk[i], 1e-5 * (1 + std::abs(dk[i])));
   for (size_t i = 0; i < dv.size(); ++i) EXPECT_NEAR(dv2[i], dv[i], 1e-5 * (1 + std::abs(dv[i])));
@@ -128,6 +130,7 @@ TEST(ChunkAttention, DocumentMaskSkipsPairsBeforeTheDocuments) {
 // entry, kv head range) at a time, and sends each part's dK/dV home as
 // soon as it is done; the parts must give the whole call's sums exactly.
 void expect_parts_equal_the_whole_call(const cpu::AttnDims& base, int64_t heads_per_call) {
+  Allocator host_;  // the tiles of the host stream
   const int64_t B = base.B, Hq = base.Hq, Hkv = base.Hkv, D = base.D, n = 5;
   const ChunkSet qs{.pos0 = {0, 15}, .len = n}, ks{.pos0 = {5, 10}, .len = n};
   const int64_t T = qs.tokens();
@@ -136,23 +139,24 @@ void expect_parts_equal_the_whole_call(const cpu::AttnDims& base, int64_t heads_
        dout = randn(B * T * Hq * D);
   const double scale = 0.3;
   std::vector<float> out(q.size()), lse(B * Hq * T);
-  chunk_attention_init(out.data(), lse.data(), B, T, Hq, D);
-  chunk_attention_forward(out.data(), lse.data(), q.data(), qs, k.data(), v.data(), ks, base,
-                          scale);
-  chunk_attention_forward(out.data(), lse.data(), q.data(), qs, k.data(), v.data(), qs, base,
-                          scale);
+  chunk_attention_init(ops::Stream::host(), out.data(), lse.data(), B, T, Hq, D);
+  chunk_attention_forward(ops::Stream::host(), host_, out.data(), lse.data(), q.data(), qs,
+                          k.data(), v.data(), ks, base, scale);
+  chunk_attention_forward(ops::Stream::host(), host_, out.data(), lse.data(), q.data(), qs,
+                          k.data(), v.data(), qs, base, scale);
   // Start from nonzero gradients, as the ring's accumulators do.
   auto dq = randn(B * T * Hq * D), dk = randn(B * T * Hkv * D), dv = randn(B * T * Hkv * D);
   auto dq2 = dq, dk2 = dk, dv2 = dv;
-  chunk_attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), qs, k.data(),
-                           v.data(), ks, out.data(), lse.data(), base, scale);
+  chunk_attention_backward(ops::Stream::host(), host_, dq.data(), dk.data(), dv.data(), dout.data(),
+                           q.data(), qs, k.data(), v.data(), ks, out.data(), lse.data(), base,
+                           scale);
   int calls = 0;
   for (int64_t j = 0; j < 2; ++j)
     for (int64_t b = 0; b < B; ++b)
       for (int64_t g = 0; g < Hkv; g += heads_per_call, ++calls)
         chunk_attention_backward(
-            dq2.data(), dk2.data(), dv2.data(), dout.data(), q.data(), qs, k.data(), v.data(), ks,
-            out.data(), lse.data(), base, scale, {},
+            ops::Stream::host(), host_, dq2.data(), dk2.data(), dv2.data(), dout.data(), q.data(),
+            qs, k.data(), v.data(), ks, out.data(), lse.data(), base, scale, {},
             AttnPart{j, j + 1, b, b + 1, g, std::min(Hkv, g + heads_per_call)});
   EXPECT_EQ(calls, 2 * B * ((Hkv + heads_per_call - 1) / heads_per_call));
   const auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
