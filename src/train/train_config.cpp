@@ -31,7 +31,6 @@ void check_device(const TrainConfig& t, const ModelConfig& m) {
   refuse(d == Device::CUDA && (m.moe.enabled() || t.parallelism.ep > 1),
          "MoE (the grouped GEMMs and the gather/combine ops)");
   refuse(m.lora.qlora, "QLoRA (its NF4 weights are host code)");
-  refuse(m.hidden_dropout > 0.0, "hidden dropout");
   refuse(!t.training.dump_ops_dir.empty() || t.training.inject_fault != InjectedFault::None,
          "parallm verify");
   if (d != Device::CUDA) return;

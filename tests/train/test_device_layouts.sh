@@ -5,15 +5,15 @@
 # communication through host buffers, and must follow `--device cpu` bit for
 # bit: every step's loss and gradient norm equal, for one process and for
 # dp (DDP, parameter server, ZeRO-1/2/3), tp (+ sp), pp (GPipe, 1F1B,
-# interleaved, zero-bubble), bf16, fp16, recomputation and packed documents.
-# A checkpoint the test device saves resumes there and on the cpu alike (one
-# process, and ZeRO-3 on dp 2), also resharded into another layout (tp 2 to
-# pp 2, ZeRO-3 to tp 2 + sp); its Hugging Face export is the cpu's byte for
-# byte, and training from it (--init-from) follows the cpu's. Context
-# parallelism (ring, Ulysses with packed documents, with MoE), MoE (one
-# process, ep 2, tp 2 + sp) and LoRA (with
-# adapter dropout; one process and tp 2) follows too, and its PEFT adapter
-# is the cpu's. What does not run there yet is refused before any work,
+# interleaved, zero-bubble), cp (ring, Ulysses with packed documents, with
+# MoE), MoE (one process, ep 2, tp 2 + sp), LoRA (adapter dropout; one
+# process and tp 2), bf16, fp16, recomputation, attention and hidden
+# dropout, and packed documents. A checkpoint the test device saves resumes
+# there and on the cpu alike (one process, and ZeRO-3 on dp 2), also
+# resharded into another layout (tp 2 to pp 2, ZeRO-3 to tp 2 + sp); its
+# Hugging Face export is the cpu's byte for byte, and training from it
+# (--init-from) follows the cpu's; a LoRA run's PEFT adapter is the cpu's.
+# What does not run there yet (QLoRA, verify) is refused before any work,
 # naming it.
 # Usage: test_device_layouts.sh PARALLM
 set -u
@@ -149,6 +149,12 @@ for model in gpt2-tiny llama-tiny; do
     fail "$model: the test device's --save-hf differs from the cpu's"
   same_run "init_from.$model" 1 --init-from "$work/hf.$model.test"
 done
+
+# Dropout: attention dropout in the kernels, hidden dropout's mask drawn on
+# the host over a copy of the rows; tp 2 + sp.
+printf '[model]\npreset = "llama-tiny"\nhidden_dropout = 0.1\nattn_dropout = 0.1\n' \
+  > "$work/dropout.toml"
+same_run dropout 2 --config "$work/dropout.toml" --tp 2 --sequence-parallel
 
 # Context parallelism: the chunk tiles, the merge of chunk pairs
 # (ops::attention_merge), the ring's stamped messages and Ulysses' packing

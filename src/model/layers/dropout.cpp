@@ -1,6 +1,7 @@
 #include "model/layers/dropout.h"
 
 #include "base/rng.h"
+#include "nn/op_buffers.h"
 
 namespace parallm {
 
@@ -10,12 +11,13 @@ uint64_t layer_dropout_key(uint64_t seed, int64_t layer) {
   return k == 0 ? 1 : k;  // 0 means "no dropout"
 }
 
-void hidden_dropout(const LayerContext& c, DropoutSite site, double p, float* x, int64_t row0,
+// The mask is drawn on the host: a device's rows make a round trip through a
+// host copy (as LoRA's adapter dropout does).
+void hidden_dropout(const LayerContext& c, DropoutSite site, double p, float* x_dev, int64_t row0,
                     int64_t rows, int64_t C) {
   if (p <= 0.0 || c.dropout_seed == 0) return;
-  PX_CHECK(c.stream().device() == Device::CPU,
-           "hidden dropout runs on the cpu stream only so far, not on {}",
-           device_name(c.stream().device()));
+  const HostView<float> view(c.stream(), x_dev, rows * C);
+  float* x = view.get();
   const uint64_t site_key = mix64(c.dropout_seed ^ mix64(static_cast<uint64_t>(site)));
   const float keep = static_cast<float>(1.0 / (1.0 - p));
 #pragma omp parallel for schedule(static)
@@ -28,6 +30,7 @@ void hidden_dropout(const LayerContext& c, DropoutSite site, double p, float* x,
     for (int64_t e = 0; e < C; ++e)
       row[e] = uniform_at(key, pos | static_cast<uint64_t>(e)) >= p ? row[e] * keep : 0.0f;
   }
+  view.write_back();
 }
 
 }  // namespace parallm
