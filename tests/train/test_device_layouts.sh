@@ -152,7 +152,7 @@ done
 
 # Dropout: attention dropout in the kernels, hidden dropout's mask drawn on
 # the host over a copy of the rows; tp 2 + sp.
-printf '[model]\npreset = "llama-tiny"\nhidden_dropout = 0.1\nattn_dropout = 0.1\n' \
+printf '[model]\npreset = "llama-tiny"\nhidden_dropout = 0.1\nattention_dropout = 0.1\n' \
   > "$work/dropout.toml"
 same_run dropout 2 --config "$work/dropout.toml" --tp 2 --sequence-parallel
 
