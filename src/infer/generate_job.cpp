@@ -98,12 +98,9 @@ int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, 
            "tp ({}) x pp ({}) must equal the number of ranks ({})", opts.tp, opts.pp, ranks);
   const RankGrid grid(GridSizes{.tp = opts.tp, .pp = opts.pp}, ranks);
   const RankGroups groups = split_groups(grid, world, rank);
-  const TpGroup tp{.comm = opts.tp > 1 ? groups.tp.get() : nullptr,
-                   .on = &ops::Stream::of(device.memory())};
-  InferenceModel im(
-      opts.source,
-      {.tp = tp, .pp_rank = grid.coord(rank).pp_rank, .pp = opts.pp, .memory = &device.memory()},
-      precision, world);
+  InferenceModel im(opts.source, inference_placement(grid, groups, rank, device.memory()),
+                    precision, world);
+  const TpGroup& tp = im.model().tp();
   const bool writer = is_sampling_rank(im.model());
   check_tokenizer_fits(*tok, dir, im.model().config().vocab_size);
 

@@ -47,6 +47,13 @@ ModelStage generation_stage(const ModelConfig& cfg, int pp_rank, int pp) {
 }
 }  // namespace
 
+InferenceModel::Placement inference_placement(const RankGrid& grid, const RankGroups& groups,
+                                              int rank, MemoryResource& memory) {
+  const TpGroup tp{.comm = grid.sizes().tp > 1 ? groups.tp.get() : nullptr,
+                   .on = &ops::Stream::of(memory)};
+  return {.tp = tp, .pp_rank = grid.coord(rank).pp_rank, .pp = grid.sizes().pp, .memory = &memory};
+}
+
 Device inference_device(const std::string& name) {
   const Device d = device_from_name(name);
   PX_CHECK(d != Device::CUDA,

@@ -11,6 +11,7 @@
 
 #include "model/transformer.h"
 #include "nn/matmul_precision.h"
+#include "train/rank_groups.h"
 
 namespace parallm {
 
@@ -51,5 +52,10 @@ class InferenceModel {
   std::unique_ptr<MatmulPrecision> matmul_;
   std::vector<int32_t> eos_;
 };
+
+// This rank's place in the tp x pp grid of a generation or serving job
+// (groups split from it), its model on `memory`.
+InferenceModel::Placement inference_placement(const RankGrid& grid, const RankGroups& groups,
+                                              int rank, MemoryResource& memory);
 
 }  // namespace parallm

@@ -64,12 +64,9 @@ int run_serve_job(const ServeJobOptions& opts, comm::Communicator* world, Shutdo
   ops::set_host_threads(opts.threads);
   const RankGrid grid(GridSizes{.tp = opts.tp, .pp = opts.pp}, ranks);
   const RankGroups groups = split_groups(grid, world, rank);
-  const TpGroup tp{.comm = opts.tp > 1 ? groups.tp.get() : nullptr,
-                   .on = &ops::Stream::of(device.memory())};
-  InferenceModel im(
-      opts.source,
-      {.tp = tp, .pp_rank = grid.coord(rank).pp_rank, .pp = opts.pp, .memory = &device.memory()},
-      precision, world);
+  InferenceModel im(opts.source, inference_placement(grid, groups, rank, device.memory()),
+                    precision, world);
+  const TpGroup& tp = im.model().tp();
   const ModelConfig& cfg = im.model().config();
   check_tokenizer_fits(*tok, dir, cfg.vocab_size);
   std::unique_ptr<PagedKvCache> cache;
