@@ -18,17 +18,12 @@ import sys
 import threading
 import urllib.request
 
+from check_support import check, failures, listening_port
+
 work, parallm = sys.argv[1:3]
 launcher = sys.argv[3:]
 os.makedirs(work, exist_ok=True)
 env = dict(os.environ, OMP_NUM_THREADS="1")
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
 
 
 def run(cmd):
@@ -71,12 +66,7 @@ def serve(device, ranks):
         cmd = launcher + ["-np", str(ranks)] + cmd
     server = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
     try:
-        port = None
-        for line in server.stdout:
-            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-            if m:
-                port = int(m.group(1))
-                break
+        port = listening_port(server)
         assert port, f"the {device} server printed no listening line"
         answers = [None] * 12
 

@@ -3,7 +3,9 @@
 // and returns; the three with a host result wait for it. Backward kernels
 // that need scratch (norms, embedding, attention, sum of squares) share one
 // device buffer that grows to the largest request: the stream orders its
-// uses, so one buffer serves every op of the stream.
+// uses, so one buffer serves every op of the stream. Invariant: one host
+// thread issues a backend's ops (the job's main thread, as on the CPU),
+// so the scratch needs no lock.
 #pragma once
 #include <cuda_runtime_api.h>
 

@@ -21,6 +21,7 @@ import threading
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from check_support import check, failures, listening_port  # noqa: E402,F401
 from tiny_text_model import build  # noqa: E402
 
 work, parallm, layout, prefix = sys.argv[1:5]
@@ -37,13 +38,6 @@ cmd = launcher + [parallm, "serve", "--model", model_dir, "--port", "0", "--tp",
 if prefix == "off":
     cmd.append("--no-prefix-cache")
 server = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
 
 
 def rank0_pid(launcher_pid):
@@ -64,13 +58,7 @@ def rank0_pid(launcher_pid):
 
 
 try:
-    port = None
-    for line in server.stdout:
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-        if m:
-            port = int(m.group(1))
-            print(line.strip(), flush=True)
-            break
+    port = listening_port(server)
     assert port, "the server printed no listening line"
     base = f"http://127.0.0.1:{port}"
 

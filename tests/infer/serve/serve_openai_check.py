@@ -23,6 +23,7 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from check_support import check, failures, listening_port  # noqa: E402,F401
 from tiny_text_model import build  # noqa: E402
 import serve_robustness  # noqa: E402
 
@@ -39,13 +40,6 @@ if os.path.exists(log_path):
 _, fast = build(model_dir, n_positions=1024, seed=5)
 ENV = dict(os.environ, OMP_NUM_THREADS="1")
 NAME = "tiny"
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
 
 
 def generate_cli(args):

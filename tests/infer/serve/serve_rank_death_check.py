@@ -18,6 +18,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from check_support import check, failures, listening_port  # noqa: E402,F401
 from tiny_text_model import build  # noqa: E402
 
 work, parallm, victim = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -26,13 +27,6 @@ os.makedirs(work, exist_ok=True)
 model_dir = os.path.join(work, "model")
 build(model_dir, n_positions=1024, seed=5)
 TIMEOUT = 30
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
 
 
 def descendants(root):
@@ -75,13 +69,7 @@ server = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           env=dict(os.environ, OMP_NUM_THREADS="1"))
 output = []
 try:
-    port = None
-    for line in server.stdout:
-        output.append(line)
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
-        if m:
-            port = int(m.group(1))
-            break
+    port = listening_port(server, output)
     assert port, "the server printed no listening line:\n" + "".join(output)
     reader = threading.Thread(target=lambda: output.extend(server.stdout), daemon=True)
     reader.start()

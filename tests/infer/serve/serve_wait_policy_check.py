@@ -13,19 +13,13 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from check_support import check, failures, listening_port  # noqa: E402,F401
 from tiny_text_model import build  # noqa: E402
 
 work, parallm = sys.argv[1], sys.argv[2]
 os.makedirs(work, exist_ok=True)
 model_dir = os.path.join(work, "model")
 build(model_dir, n_positions=128, seed=5)
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
 
 
 def served_environ(extra):
