@@ -92,7 +92,8 @@ void ParameterSet::drop_nf4_values(Allocator& alloc) {
       Tensor::zeros(alloc, {std::max<int64_t>(total, 1)}, DType::F32, MemTag::Parameter);
   for (int i = 0; i < size(); ++i)
     if (compact_offsets_[i] >= 0)
-      std::copy_n(value_ptr_[i], numel(i), compact.data<float>() + compact_offsets_[i]);
+      ops::copy(stream(), compact.data<float>() + compact_offsets_[i], value_ptr_[i],
+                static_cast<size_t>(numel(i)) * sizeof(float));
   values_ = std::move(compact);  // the full f32 buffer is freed here
   bind_flat();
 }

@@ -1,7 +1,7 @@
 // QLoRA's frozen base: NF4 weights (blockwise 4-bit NormalFloat, bnb's
 // layout) and the linear layer over one, dequantised a tile at a time.
-// So far the NF4 linear runs on the host stream only (its weight's
-// quantised tensors are host memory); another stream is a clear error.
+// The weight's quantised tensors live on the allocator's device, as the
+// model's parameters do; a GPU has no NF4 op yet (a clear error there).
 // Kernels: kernels/cpu/nf4_weight.h, nf4_gemm.h, nf4.h.
 #pragma once
 #include <cstdint>

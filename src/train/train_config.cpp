@@ -30,7 +30,7 @@ void check_device(const TrainConfig& t, const ModelConfig& m) {
          "context parallelism (--cp; its merge of chunk pairs)");
   refuse(d == Device::CUDA && (m.moe.enabled() || t.parallelism.ep > 1),
          "MoE (the grouped GEMMs and the gather/combine ops)");
-  refuse(m.lora.qlora, "QLoRA (its NF4 weights are host code)");
+  refuse(d == Device::CUDA && m.lora.qlora, "QLoRA (the NF4 linear)");
   refuse(!t.training.dump_ops_dir.empty() || t.training.inject_fault != InjectedFault::None,
          "parallm verify");
   if (d != Device::CUDA) return;

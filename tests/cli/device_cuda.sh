@@ -35,7 +35,7 @@ expect_error "--device cuda: the Gemma family (GeGLU, (1 + w) RMSNorm) does not 
 printf '[model]\npreset = "llama-tiny"\nsliding_window = 8\n' > "$work/window.toml"
 expect_error "--device cuda: sliding-window attention (window 8 < sequence length 32) does not run on the GPU yet" \
   "$bin" train --config "$work/window.toml" --data "$work/data_train.bin" --steps 1 --seq-len 32 --device cuda
-expect_error "--device cuda: QLoRA (its NF4 weights are host code) does not run on the GPU yet" \
+expect_error "--device cuda: QLoRA (the NF4 linear) does not run on the GPU yet" \
   "${run[@]}" --device cuda --lora-rank 4 --lora-targets q,v --qlora
 
 # A GPU run follows the CPU's, step for step: both fp32 (no TF32), the sums

@@ -212,12 +212,24 @@ TEST_F(OpsBackends, WrongDeviceIsAClearError) {
     EXPECT_NE(std::string(e.what()).find("is not a test device address"), std::string::npos)
         << e.what();
   }
-  // QLoRA's NF4 linear is host-only so far, and says so.
-  Allocator a;
-  std::vector<float> wv(64 * 2, 0.5f);
-  const ops::Nf4Weight w(a, wv.data(), 2, 64, false);
-  auto in = rand(64), out = rand(2);
-  EXPECT_THROW(ops::nf4_linear_forward(D, dev_, out.d(), in.d(), w, nullptr, 1), Error);
+}
+
+TEST_F(OpsBackends, Nf4Linear) {
+  // QLoRA's NF4 weight quantised from test device values, in test device
+  // memory, against the host's from the same values (double quantisation:
+  // both scale levels), forward and the input gradient.
+  const int64_t N = 3, K = 128, M = 2;
+  auto w = rand(N * K), in = rand(M * K), out = rand(M * N), dout = rand(M * N),
+       din = rand(M * K);
+  Allocator host;
+  const ops::Nf4Weight wh(host, w.h(), N, K, true);
+  const ops::Nf4Weight wd(dev_, w.d(), N, K, true);
+  ops::nf4_linear_forward(H, host, out.h(), in.h(), wh, nullptr, M);
+  ops::nf4_linear_forward(D, dev_, out.d(), in.d(), wd, nullptr, M);
+  out.expect_same("nf4_linear_forward");
+  ops::nf4_linear_backward_input(H, host, din.h(), dout.h(), wh, M);
+  ops::nf4_linear_backward_input(D, dev_, din.d(), dout.d(), wd, M);
+  din.expect_same("nf4_linear_backward_input");
 }
 
 }  // namespace

@@ -4,8 +4,23 @@
 
 #include "base/error.h"
 #include "kernels/cpu/nf4.h"
+#include "tensor/test_device_memory.h"
 
 namespace parallm::cpu {
+namespace {
+
+// The address this kernel reads p at: its host address when p is test
+// device memory (the weight's own storage, or the model's f32 values).
+template <class T>
+T* at(T* p) {
+  return is_test_device_address(p) ? test_device_host(p) : p;
+}
+template <class T>
+T* at(const Tensor& t) {
+  return at(t.data<T>());
+}
+
+}  // namespace
 
 Nf4Weight::Nf4Weight(Allocator& a, const float* w, int64_t rows, int64_t cols, bool double_quant,
                      int64_t blocksize)
@@ -21,16 +36,16 @@ Nf4Weight::Nf4Weight(Allocator& a, const float* w, int64_t rows, int64_t cols, b
   packed_ = Tensor::zeros(a, Shape{nf4_ceil_div(n, 2)}, DType::U8, MemTag::Parameter);
   if (!double_quant) {
     absmax_ = Tensor::zeros(a, Shape{blocks}, DType::F32, MemTag::Parameter);
-    nf4_quantize(w, n, blocksize, packed_.data<uint8_t>(), absmax_.data<float>());
+    nf4_quantize(at(w), n, blocksize, at<uint8_t>(packed_), at<float>(absmax_));
     return;
   }
   Tensor full = Tensor::zeros(a, Shape{blocks}, DType::F32, MemTag::Workspace);
-  nf4_quantize(w, n, blocksize, packed_.data<uint8_t>(), full.data<float>());
+  nf4_quantize(at(w), n, blocksize, at<uint8_t>(packed_), at<float>(full));
   qabsmax_ = Tensor::zeros(a, Shape{blocks}, DType::U8, MemTag::Parameter);
   absmax2_ = Tensor::zeros(a, Shape{nf4_ceil_div(blocks, kAbsmaxBlockSize)}, DType::F32,
                            MemTag::Parameter);
-  offset_ = double_quantize_absmax(full.data<float>(), blocks, qabsmax_.data<uint8_t>(),
-                                   absmax2_.data<float>());
+  offset_ = double_quantize_absmax(at<float>(full), blocks, at<uint8_t>(qabsmax_),
+                                   at<float>(absmax2_));
 }
 
 bool Nf4Weight::slice_aligned(const Nf4Weight& full, int64_t row0, int64_t rows, int64_t col0,
@@ -68,8 +83,8 @@ Nf4Weight Nf4Weight::slice(Allocator& a, const Nf4Weight& full, int64_t row0, in
   else
     s.absmax_ = Tensor::zeros(a, Shape{blocks}, DType::F32, MemTag::Parameter);
   Tensor& scales = s.double_quant_ ? s.qabsmax_ : s.absmax_;
-  uint8_t* dst = s.packed_.data<uint8_t>();
-  const uint8_t* src = full.packed_.data<uint8_t>();
+  uint8_t* dst = at<uint8_t>(s.packed_);
+  const uint8_t* src = at<uint8_t>(full.packed_);
   for (int64_t b = 0; b < blocks; ++b) {
     // Local block b is block fb of `full`: whole, starting at an even element.
     const int64_t i = b * bs, r = i / cols, c = i % cols;
@@ -77,13 +92,13 @@ Nf4Weight Nf4Weight::slice(Allocator& a, const Nf4Weight& full, int64_t row0, in
     const int64_t len = std::min(bs, n - i);
     std::copy_n(src + fi / 2, nf4_ceil_div(len, 2), dst + i / 2);
     if (s.double_quant_)
-      scales.data<uint8_t>()[b] = full.qabsmax_.data<uint8_t>()[fb];
+      at<uint8_t>(scales)[b] = at<uint8_t>(full.qabsmax_)[fb];
     else
-      scales.data<float>()[b] = full.absmax_.data<float>()[fb];
+      at<float>(scales)[b] = at<float>(full.absmax_)[fb];
   }
   if (s.double_quant_) {  // every second-level scale (tiny: one per 16384 weights)
     s.absmax2_ = Tensor::zeros(a, full.absmax2_.shape(), DType::F32, MemTag::Parameter);
-    std::copy_n(full.absmax2_.data<float>(), full.absmax2_.numel(), s.absmax2_.data<float>());
+    std::copy_n(at<float>(full.absmax2_), full.absmax2_.numel(), at<float>(s.absmax2_));
   }
   return s;
 }
@@ -95,17 +110,17 @@ int64_t Nf4Weight::full_block(int64_t block) const {
 }
 
 float Nf4Weight::block_scale(int64_t block) const {
-  if (!double_quant_) return absmax_.data<float>()[block];
+  if (!double_quant_) return at<float>(absmax_)[block];
   // bnb: dequantize_blockwise(qabsmax) then += offset, two f32 roundings.
-  const float centred = dynamic_map_signed()[qabsmax_.data<uint8_t>()[block]] *
-                        absmax2_.data<float>()[full_block(block) / kAbsmaxBlockSize];
+  const float centred = dynamic_map_signed()[at<uint8_t>(qabsmax_)[block]] *
+                        at<float>(absmax2_)[full_block(block) / kAbsmaxBlockSize];
   return centred + offset_;
 }
 
 void Nf4Weight::dequantize(int64_t begin, int64_t end, float* out) const {
   PX_CHECK(0 <= begin && begin <= end && end <= numel(),
            "NF4 dequantize range [{}, {}) outside the {} elements", begin, end, numel());
-  const uint8_t* packed = packed_.data<uint8_t>();
+  const uint8_t* packed = at<uint8_t>(packed_);
   for (int64_t lo = begin; lo < end;) {
     const int64_t block = lo / blocksize_;
     const int64_t hi = std::min(end, (block + 1) * blocksize_);

@@ -6,7 +6,10 @@
 // (only the fp32 absmax while double quantisation runs, tagged Workspace).
 // A slice (a tp rank's rows or columns of the full tensor) keeps the full
 // tensor's blocks that make it up, bit for bit: its values dequantise to
-// exactly the full tensor's (the slice must fall on whole blocks).
+// exactly the full tensor's (the slice must fall on whole blocks). The
+// tensors may be test device memory (tensor/test_device_memory.h): this
+// kernel-side object reads and writes its own storage, and the f32 weight it
+// quantises, through their host addresses, as a device's kernel would.
 #pragma once
 #include <cstdint>
 

@@ -1,4 +1,5 @@
 #include "parallel/tensor/gather_parameters.h"
+#include "ops/copy.h"
 
 #include <cstring>
 
@@ -11,7 +12,11 @@ std::vector<float> gather_tp_parameter(const ParameterSet& ps, int i, const floa
   // Experts are replicated over tp (their shard_dim is the ep split) unless
   // split over tp as well (expert tensor parallelism: tp_dim).
   const int dim = s.expert ? s.tp_dim : s.shard_dim;
-  if (!tp.active() || dim < 0) return std::vector<float>(local, local + n);
+  if (!tp.active() || dim < 0) {  // local may be a device's buffer
+    std::vector<float> whole(static_cast<size_t>(n));
+    ops::copy_to_host(ps.stream(), whole.data(), local, whole.size() * sizeof(float));
+    return whole;
+  }
   const int P = tp.size();
   std::vector<float> blocks(static_cast<size_t>(n * P));
   tp.comm->all_gather(local, blocks.data(), static_cast<size_t>(n), DType::F32);
