@@ -25,6 +25,29 @@ TEST_F(NcclSingleTest, GroupHasOneRank) {
   EXPECT_NE(comm_->stream(), nullptr);
 }
 
+// Host buffers (the trainer's losses and norms) are not NCCL's: a one-rank
+// group without an MPI group beside it copies them, and a split group keeps
+// the compute stream its parent waits on.
+TEST_F(NcclSingleTest, HostBuffersAndSplitGroupsStream) {
+  const std::vector<double> in = {1.5, -2.0, 3.25};
+  std::vector<double> out(in.size(), 0.0);
+  comm_->all_reduce(in.data(), out.data(), in.size(), DType::F64, ReduceOp::Sum);
+  EXPECT_EQ(out, in);
+  double x = 4.0;
+  comm_->all_reduce(&x, 1, DType::F64, ReduceOp::Sum);  // in place: unchanged
+  EXPECT_EQ(x, 4.0);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  comm_->set_compute_stream(s);
+  std::unique_ptr<comm::Communicator> sub = comm_->split(0, 0, "sub");
+  auto* nccl = dynamic_cast<comm::NcclCommunicator*>(sub.get());
+  ASSERT_NE(nccl, nullptr);
+  EXPECT_EQ(nccl->compute_stream(), s);
+  sub.reset();
+  comm_->set_compute_stream(nullptr);
+  cudaStreamDestroy(s);
+}
+
 TEST_F(NcclSingleTest, AllReduceReduceAndReduceScatterCopyForEveryOpAndDtype) {
   for (DType t : kReducible) {
     for (ReduceOp op : kOps) {
