@@ -6,6 +6,7 @@
 #include <string>
 
 #include "nn/verify_hooks.h"
+#include "ops/stream.h"
 
 namespace parallm {
 
@@ -15,10 +16,11 @@ namespace parallm {
 class OpTap {
  public:
   explicit OpTap(const std::string& path);
-  // data: rows x cols, row-major, contiguous. sample_offset: the global
-  // sample number (within the step) of the micro-batch's row 0.
-  void record(const std::string& op, int layer, TapPass pass, int64_t sample_offset,
-              const TapBox& box, const float* data);
+  // data: rows x cols, row-major, contiguous, a buffer of stream s's device
+  // (copied to the host to be written). sample_offset: the global sample
+  // number (within the step) of the micro-batch's row 0.
+  void record(const ops::Stream& s, const std::string& op, int layer, TapPass pass,
+              int64_t sample_offset, const TapBox& box, const float* data);
 
  private:
   std::ofstream out_;

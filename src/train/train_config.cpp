@@ -16,25 +16,18 @@ namespace parallm {
 
 namespace {
 
-// What a device other than the host does not run yet (docs/devices.md, "Not
-// yet on the test device", and the CUDA backend's missing ops): refused
-// before any work, one message naming the feature.
+// What the GPU does not run yet (the ops its backend lacks,
+// ops/device_backend.h; docs/cuda.md): refused before any work, one message
+// naming the feature. The CPU and the test device run everything.
 void check_device(const TrainConfig& t, const ModelConfig& m) {
-  const Device d = t.training.device;
-  if (d == Device::CPU) return;
-  auto refuse = [d](bool used, std::string_view what) {
-    PX_CHECK(!used, "--device {}: {} does not run on {} yet (docs/devices.md)", device_name(d),
-             what, d == Device::CUDA ? "the GPU" : "the test device");
+  if (t.training.device != Device::CUDA) return;
+  auto refuse = [](bool used, std::string_view what) {
+    PX_CHECK(!used, "--device cuda: {} does not run on the GPU yet (docs/cuda.md)", what);
   };
-  refuse(d == Device::CUDA && t.parallelism.cp > 1,
-         "context parallelism (--cp; its merge of chunk pairs)");
-  refuse(d == Device::CUDA && (m.moe.enabled() || t.parallelism.ep > 1),
+  refuse(t.parallelism.cp > 1, "context parallelism (--cp; its merge of chunk pairs)");
+  refuse(m.moe.enabled() || t.parallelism.ep > 1,
          "MoE (the grouped GEMMs and the gather/combine ops)");
-  refuse(d == Device::CUDA && m.lora.qlora, "QLoRA (the NF4 linear)");
-  refuse(!t.training.dump_ops_dir.empty() || t.training.inject_fault != InjectedFault::None,
-         "parallm verify");
-  if (d != Device::CUDA) return;
-  // The ops the CUDA backend lacks so far (ops/device_backend.h).
+  refuse(m.lora.qlora, "QLoRA (the NF4 linear)");
   refuse(t.precision.matmul != Precision::FP32,
          fmt::format("--precision {} (the 16-bit GEMMs and rounding ops)",
                      precision_name(t.precision.matmul)));

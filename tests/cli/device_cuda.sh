@@ -27,7 +27,8 @@ if "${run[@]}" --device cuda --recompute full 2>&1 >/dev/null | grep -qF "this b
   exit 0
 fi
 expect_error "--device cuda: --precision fp16 (the 16-bit GEMMs and rounding ops) does not run on the GPU yet" \
-  "${run[@]}" --device cuda --precision fp16
+  "${run[@]}" --device cuda --precision fp16 --save "$work/refused.ck" --save-hf "$work/refused.hf"
+[ ! -e "$work/refused.ck" ] && [ ! -e "$work/refused.hf" ] || fail "a refused run wrote files"
 expect_error "--device cuda: --precision bf16 (the 16-bit GEMMs and rounding ops) does not run on the GPU yet" \
   "${run[@]}" --device cuda --precision bf16
 expect_error "--device cuda: the Gemma family (GeGLU, (1 + w) RMSNorm) does not run on the GPU yet" \

@@ -13,8 +13,7 @@
 # resharded into another layout (tp 2 to pp 2, ZeRO-3 to tp 2 + sp); its
 # Hugging Face export is the cpu's byte for byte, and training from it
 # (--init-from) follows the cpu's; a LoRA run's PEFT adapter is the cpu's.
-# What does not run there yet (verify's taps and faults) is refused before
-# any work, naming it.
+# `parallm verify` locates a planted tp fault there as on the cpu.
 # Usage: test_device_layouts.sh PARALLM
 set -u
 bin="$1"
@@ -194,8 +193,14 @@ same_run qlora.one 1 --model llama-tiny --lora-rank 4 --lora-targets q,v --qlora
 same_run qlora.zero2 2 --model llama-tiny --lora-rank 4 --lora-targets all-linear --qlora --dp 2 \
   --zero 2
 
-run=("$bin" train --model llama-tiny --data "$work/data_train.bin" --steps 2 --seq-len 32 --device test)
-expect_error "--device test: parallm verify does not run on the test device yet" \
-  "${run[@]}" --dump-ops "$work/ops" --save-hf "$work/hf.verify"
-[ ! -e "$work/hf.verify" ] || fail "a refused run wrote a model directory"
+# parallm verify: its taps copy device rows to the host, its planted tp
+# fault is an op; on the test device it locates the fault where the cpu does.
+for dev in cpu test; do
+  "$bin" verify --model llama-tiny --layout "tp=2" --data "$work/data_train.bin" --seq-len 32 \
+    --micro-batch-size 2 --global-batch-size 4 --device $dev --inject-fault tp-reduce-scale \
+    --mpirun "mpirun --oversubscribe --bind-to none --mca btl self,vader" 2>&1 |
+    grep -E "^first divergence|^verdict" > "$work/verify.$dev.txt"
+done
+grep -q "op mlp.proj (forward)" "$work/verify.test.txt" || fail "verify on the test device: $(cat "$work/verify.test.txt")"
+cmp -s "$work/verify.cpu.txt" "$work/verify.test.txt" || fail "verify differs on the test device"
 echo "test device layouts: ok"

@@ -3,6 +3,7 @@
 
 #include "nn/op_tap.h"
 #include "ops/activation.h"
+#include "ops/optimizer.h"
 #include "parallel/tensor/mappings.h"
 
 namespace parallm {
@@ -63,14 +64,14 @@ Mlp::Saved Mlp::forward(const LayerContext& c, float* out, const float* inp) con
     ops::gelu_forward(c.stream(), s.act.data<float>(), s.pre.data<float>(), n);
   }
   if (c.tap != nullptr)  // this rank's columns of the intermediate features
-    c.tap->record(swiglu_ ? "mlp.gate" : "mlp.fc", c.layer, TapPass::Forward, c.sample_offset,
-                  {0, c.N(), c.N(), tp_.rank() * inter_, inter_, inter_ * tp_.size()},
-                  s.pre.data<float>());
+    c.tap->record(
+        c.stream(), swiglu_ ? "mlp.gate" : "mlp.fc", c.layer, TapPass::Forward, c.sample_offset,
+        {0, c.N(), c.N(), tp_.rank() * inter_, inter_, inter_ * tp_.size()}, s.pre.data<float>());
   in.release();
   proj_.forward(c, out, s.act.data<float>());
   // verify's planted bug: a wrong scale on this row-parallel reduce's result.
   if (c.fault == InjectedFault::TpReduceScale && c.layer == kFaultLayer && tp_.active())
-    for (int64_t i = 0, m = tp_local_rows(tp_, c.N()) * C_; i < m; ++i) out[i] *= 1.01f;
+    ops::scale_inplace(c.stream(), out, tp_local_rows(tp_, c.N()) * C_, 1.01f);
   if (sel) s.act = Tensor();
   return s;
 }
