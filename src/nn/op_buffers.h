@@ -86,4 +86,24 @@ class HostView {
   std::vector<std::remove_const_t<T>> copy_;
 };
 
+// Scratch buffers of a stream's ops that host code once kept in plain
+// vectors (context parallelism's chunk tiles, the ep dispatch's staging): on
+// the host stream plain host memory outside the model's accounting, as those
+// vectors were; on a device, buffers of its allocator. Tensors it hands out
+// must not outlive it.
+class OpScratch {
+ public:
+  OpScratch(const ops::Stream& s, Allocator& device)
+      : use_(s.device() == Device::CPU ? &host_ : &device) {}
+  OpScratch(const OpScratch&) = delete;
+  OpScratch& operator=(const OpScratch&) = delete;
+  Tensor floats(int64_t n) const {
+    return Tensor::zeros(*use_, {n}, DType::F32, MemTag::Workspace);
+  }
+
+ private:
+  Allocator host_;
+  Allocator* use_;
+};
+
 }  // namespace parallm

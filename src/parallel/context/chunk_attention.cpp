@@ -59,12 +59,6 @@ void get_lse(const ops::Stream& st, float* tile, const float* lse, int64_t H, in
                 lse + (b * H + h) * n * len + c * len, static_cast<size_t>(len) * sizeof(float));
 }
 
-// A tile of n floats: on the host stream plain host memory outside the
-// model's accounting (`host`), on a device one of its buffers.
-Tensor tile(const ops::Stream& st, Allocator& a, Allocator& host, int64_t n) {
-  return Tensor::zeros(st.device() == Device::CPU ? host : a, {n}, DType::F32, MemTag::Workspace);
-}
-
 ops::AttnDims pair_dims(const ops::AttnDims& base, int64_t len, int64_t q0, int64_t k0) {
   ops::AttnDims d = base;
   d.Tq = d.Tk = len;
@@ -126,10 +120,10 @@ void chunk_attention_forward(const ops::Stream& st, Allocator& a, float* out, fl
   const PairShape sh(qs, ks, base);
   const int64_t B = sh.B, Hq = sh.Hq, D = base.D, len = sh.len, nq = sh.nq, nk = sh.nk;
   const int64_t qrow = sh.qrow, krow = sh.krow;
-  Allocator host;
-  const Tensor qt = tile(st, a, host, B * len * qrow), ot = tile(st, a, host, B * len * qrow),
-               lt = tile(st, a, host, B * Hq * len);
-  const Tensor kt = tile(st, a, host, B * len * krow), vt = tile(st, a, host, B * len * krow);
+  const OpScratch scratch(st, a);
+  const Tensor qt = scratch.floats(B * len * qrow), ot = scratch.floats(B * len * qrow),
+               lt = scratch.floats(B * Hq * len);
+  const Tensor kt = scratch.floats(B * len * krow), vt = scratch.floats(B * len * krow);
   const HostView<const int64_t> docs = host_docs(st, base);
   const Window qwin{0, B, 0, qrow}, kwin{0, B, 0, krow};
   for (int64_t j = 0; j < nk; ++j) {
@@ -182,8 +176,8 @@ void chunk_attention_backward(const ops::Stream& st, Allocator& a, float* dq, fl
   const Window qwin{part.b0, b1, part.g0 * group * D, pb.Hq * D};
   const Window kwin{part.b0, b1, part.g0 * D, pb.Hkv * D};
   const int64_t B = pb.B, qw = qwin.w, kw = kwin.w;
-  Allocator host;
-  const auto t = [&](int64_t n) { return tile(st, a, host, n); };
+  const OpScratch scratch(st, a);
+  const auto t = [&](int64_t n) { return scratch.floats(n); };
   const Tensor qt = t(B * len * qw), ot = t(B * len * qw), dot = t(B * len * qw),
                dqt = t(B * len * qw), lt = t(B * pb.Hq * len);
   const Tensor kt = t(B * len * kw), vt = t(B * len * kw), dkt = t(B * len * kw),

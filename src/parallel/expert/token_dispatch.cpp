@@ -3,6 +3,7 @@
 // order); regroup() turns that into expert-major and back.
 #include "parallel/expert/token_dispatch.h"
 
+#include "nn/op_buffers.h"
 #include "ops/copy.h"
 
 namespace parallm {
@@ -30,12 +31,6 @@ void regroup(const ops::Stream& st, const std::vector<int64_t>& counts, int P, i
       else
         ops::copy(st, out + a, in + b, bytes);
     }
-}
-
-// A staging buffer of n floats: on the host stream plain host memory outside
-// the model's accounting (`host`), on a device one of its buffers.
-Tensor staging(const ops::Stream& st, Allocator& a, Allocator& host, int64_t n) {
-  return Tensor::zeros(st.device() == Device::CPU ? host : a, {n}, DType::F32, MemTag::Workspace);
 }
 
 }  // namespace
@@ -71,8 +66,8 @@ void TokenDispatch::dispatch(const ops::Stream& st, Allocator& a, const EpGroup&
       sc[r] += static_cast<size_t>(send_counts_[r * local_ + e] * C);
       rc[r] += static_cast<size_t>(recv_counts_[r * local_ + e] * C);
     }
-  Allocator host;
-  const Tensor recv = staging(st, a, host, recv_rows_ * C);
+  const OpScratch scratch(st, a);
+  const Tensor recv = scratch.floats(recv_rows_ * C);
   ep.comm->all_to_all_v(send, sc, recv.data<float>(), rc, DType::F32);
   regroup(st, recv_counts_, P_, local_, recv.data<float>(), out, C, true);
 }
@@ -83,8 +78,8 @@ void TokenDispatch::combine(const ops::Stream& st, Allocator& a, const EpGroup& 
     ops::copy(st, back, in, static_cast<size_t>(send_rows_ * C) * sizeof(float));
     return;
   }
-  Allocator host;
-  const Tensor src = staging(st, a, host, recv_rows_ * C);
+  const OpScratch scratch(st, a);
+  const Tensor src = scratch.floats(recv_rows_ * C);
   regroup(st, recv_counts_, P_, local_, in, src.data<float>(), C, false);
   std::vector<size_t> sc(P_, 0), rc(P_, 0);
   for (int r = 0; r < P_; ++r)
