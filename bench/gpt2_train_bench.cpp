@@ -1,8 +1,11 @@
 // End-to-end training throughput: a GPT-2 124M-shaped model (12 layers, 768
 // hidden, 12 heads, vocab 50304, fp32) on random tokens, forward + backward +
 // clip + AdamW per step. Prints one JSON line (tokens/s, median step ms, MFU
-// against this machine's measured GEMM peak). bench/gpt2_vs_torch.sh runs it
-// beside the PyTorch peer (bench/torch_gpt2_peer.py) with the same shapes.
+// against this machine's measured GEMM peak, or a GPU's --peak-tflops, and
+// the allocator's peak bytes). bench/gpt2_vs_torch.sh runs it beside the
+// PyTorch peer (bench/torch_gpt2_peer.py) with the same shapes; on a lent GPU
+// (--device cuda --precision bf16, scripts/gpu-run.sh gpt2) the same model
+// and step run there, beside bench/gpu/gpt2_torch.py.
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
@@ -12,20 +15,31 @@
 #include <string>
 
 #include "base/rng.h"
+#include "device/cuda/open_job_device.h"
 #include "kernels/cpu/threads.h"
 #include "model/model_catalog.h"
 #include "model/transformer.h"
+#include "nn/matmul_precision.h"
 #include "optim/adam.h"
 #include "optim/grad_clip.h"
+#include "ops/copy.h"
 #include "plan/flops.h"
+#include "train/config/training_config.h"
 
 using namespace parallm;
 
 int main(int argc, char** argv) {
   int64_t B = 4, T = 256, steps = 3, warmup = 1, layers = 12, hidden = 768, heads = 12;
   int64_t vocab = 50304;
+  std::string device = "cpu", precision = "fp32";
+  double peak_tflops = 0;  // 0: this machine's measured GEMM peak (a GPU needs --peak-tflops)
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
+    if (k == "--device" || k == "--precision" || k == "--peak-tflops") {
+      (k == "--device" ? device : k == "--precision" ? precision : k) = argv[i + 1];
+      if (k == "--peak-tflops") peak_tflops = std::stod(argv[i + 1]);
+      continue;
+    }
     int64_t v = std::stoll(argv[i + 1]);
     if (k == "--batch")
       B = v;
@@ -50,10 +64,15 @@ int main(int argc, char** argv) {
   }
   cpu::set_num_threads(0);
   ModelConfig cfg = gpt_shape(hidden, layers, heads, vocab, 1024);
-  Allocator alloc;
+  const auto dev = open_job_device(device_from_name(device), nullptr, 0, false);
+  Allocator alloc(dev->memory());
   Transformer model(cfg, alloc);
   model.params().init_random(1);
   Adam opt(model.params(), OptimizerConfig{}, alloc);  // AdamW by default
+  const Precision p = precision_from_name(precision);
+  std::unique_ptr<MatmulPrecision> lowp;
+  if (p != Precision::FP32) lowp = std::make_unique<MatmulPrecision>(p, model.params(), alloc);
+  model.set_compute(lowp.get(), Recompute::None);
   std::vector<int32_t> in(B * T), tg(B * T);
   uint64_t key = stream_key(3, "bench");
   for (int64_t i = 0; i < B * T; ++i) {
@@ -68,6 +87,8 @@ int main(int argc, char** argv) {
     loss = model.forward_backward(in.data(), tg.data(), B, T, 1.0 / (B * T)).sum / (B * T);
     clip_grad_norm(model.params(), global_grad_norm(model.params()), 1.0);
     opt.step(model.params(), 1e-4);
+    if (lowp) lowp->invalidate();
+    ops::synchronize(ops::Stream::of(alloc));  // a GPU's queue drains before the clock stops
     double t =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (s >= warmup) ms.push_back(t);
@@ -75,9 +96,13 @@ int main(int argc, char** argv) {
   std::sort(ms.begin(), ms.end());
   double med = ms[ms.size() / 2];
   double tps = static_cast<double>(B * T) / (med / 1e3);
-  double peak = measure_gemm_peak_flops();
+  double peak = peak_tflops > 0 ? peak_tflops * 1e12 : measure_gemm_peak_flops(p);
   double fpt = training_flops_per_token(cfg, T);
   nlohmann::json j = {{"impl", "parallm"},
+                      {"device", dev->name().empty() ? device : dev->name()},
+                      {"precision", precision},
+                      {"batch", B},
+                      {"seq", T},
                       {"tokens_per_s", tps},
                       {"step_ms_median", med},
                       {"threads", cpu::num_threads()},

@@ -8,6 +8,8 @@
 #include "base/error.h"
 #include "cli/commands.h"
 #include "comm/mpi/mpi_runtime.h"
+#include "device/cuda/open_job_device.h"
+#include "train/config/training_config.h"
 #include "infer/generate_job.h"
 
 namespace parallm::cli {
@@ -48,8 +50,8 @@ void add_generate_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--tp", j.tp, "tensor parallel size");
   sub->add_option("--pp", j.pp, "pipeline parallel size (tp x pp = number of ranks)");
   sub->add_option("--device", j.device,
-                  "cpu (default) or test (the CPU test device, whose memory host code cannot "
-                  "read: docs/devices.md)");
+                  "cpu (default), cuda (this rank's GPU, docs/cuda.md) or test (the CPU test device, "
+                  "whose memory host code cannot read: docs/devices.md)");
   reg.actions.emplace_back(sub, [f]() {
     const LaunchEnv env = read_launch_env();
     try {
@@ -66,7 +68,9 @@ void add_generate_command(CLI::App& app, CommandRegistry& reg) {
     }
     return comm::run_mpi_job([&](comm::MpiRuntime& rt) {
       auto world = rt.world();
-      return run_generate_job(f->job, world.get(), std::cout, std::cerr);
+      const auto device =
+          open_job_device(device_from_name(f->job.device), world.get(), env.local_rank, false);
+      return run_generate_job(f->job, world.get(), std::cout, std::cerr, device.get());
     });
   });
 }

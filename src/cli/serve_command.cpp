@@ -12,6 +12,8 @@
 #include "base/reexec.h"
 #include "cli/commands.h"
 #include "comm/mpi/mpi_runtime.h"
+#include "device/cuda/open_job_device.h"
+#include "train/config/training_config.h"
 #include "infer/serve/engine_factory.h"
 #include "infer/serve/serve_job.h"
 #include "plan/memory_model.h"
@@ -57,8 +59,8 @@ void add_serve_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--pp", j.pp, "pipeline parallel size (tp x pp = number of ranks)")
       ->capture_default_str();
   sub->add_option("--device", j.device,
-                  "cpu (default) or test (the CPU test device, whose memory host code cannot "
-                  "read: docs/devices.md)");
+                  "cpu (default), cuda (this rank's GPU, docs/cuda.md) or test (the CPU test device, "
+                  "whose memory host code cannot read: docs/devices.md)");
   sub->add_option("--pp-microbatches", j.pp_microbatches,
                   "continuous, --pp > 1: micro-batches of sequences a step is split into, "
                   "in flight through the stages (0: up to --pp, each of at least 16 tokens; "
@@ -90,7 +92,9 @@ void add_serve_command(CLI::App& app, CommandRegistry& reg) {
     serve::ShutdownSignals signals;
     return comm::run_mpi_job([&](comm::MpiRuntime& rt) {
       auto world = rt.world();
-      return serve::run_serve_job(*job, world.get(), signals, std::cout, std::cerr);
+      const auto device = open_job_device(device_from_name(job->device), world.get(),
+                                          read_launch_env().local_rank, false);
+      return serve::run_serve_job(*job, world.get(), signals, std::cout, std::cerr, device.get());
     });
   });
 }

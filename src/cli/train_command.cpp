@@ -11,11 +11,11 @@
 #include "base/error.h"
 #include "cli/commands.h"
 #include "comm/mpi/mpi_runtime.h"
+#include "device/cuda/open_job_device.h"
 #include "model/config.h"
 #include "model/model_catalog.h"
 #include "train/checkpoint_load.h"
 #include "train/config/deepspeed_config.h"
-#include "train/cuda/cuda_train_job.h"
 #include "train/train_job.h"
 
 namespace parallm::cli {
@@ -175,8 +175,8 @@ void add_training_flags(CLI::App* sub, TrainFlags& f) {
   named(sub, f, "--recompute", FIELD(train.training.recompute), recompute_from_name,
         "activation recomputation: none, selective or full");
   named(sub, f, "--device", FIELD(train.training.device), device_from_name,
-        "cpu (default), cuda (one GPU, one process so far, docs/cuda.md) or test (the CPU "
-        "test device, whose memory host code cannot read: docs/devices.md)");
+        "cpu (default), cuda (each rank's GPU, NCCL between them: docs/cuda.md) or test (the "
+        "CPU test device, whose memory host code cannot read: docs/devices.md)");
   // `parallm verify`'s own flags (docs/verify.md), hidden from --help.
   flag(sub, f, "--dump-ops", FIELD(train.training.dump_ops_dir),
        "verify: each rank records its layer outputs and gradients in DIR");
@@ -411,10 +411,10 @@ void add_train_command(CLI::App& app, CommandRegistry& reg) {
     }
     return comm::run_mpi_job([&](comm::MpiRuntime& rt) {
       auto world = rt.world();
-      if (f->job.run.train.training.device == Device::CUDA)
-        run_cuda_train_job(f->job, env, std::cerr, world.get());
-      else
-        run_train_job(f->job, env, std::cerr, world.get());
+      const TrainConfig& t = f->job.run.train;
+      const auto device = open_job_device(t.training.device, world.get(), env.local_rank,
+                                          t.precision.allow_tf32);
+      run_train_job(f->job, env, std::cerr, world.get(), device.get());
       return 0;
     });
   });

@@ -1,4 +1,5 @@
 // run_generate_job (see generate_job.h).
+#include "train/config/training_config.h"
 #include "infer/generate_job.h"
 
 #include <fmt/core.h>
@@ -11,7 +12,6 @@
 #include "data/tokenizer/utf8.h"
 #include "infer/model_text.h"
 #include "ops/host_runtime.h"
-#include "train/local_device.h"
 #include "train/rank_groups.h"
 
 namespace parallm {
@@ -79,7 +79,7 @@ nlohmann::json result_json(size_t i, const Generation& g, int logprobs, const To
 }  // namespace
 
 int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, std::ostream& out,
-                     std::ostream& err) {
+                     std::ostream& err, JobDevice* device) {
   // Every check that needs no model runs before loading it.
   opts.gen.sampling.validate();
   PX_CHECK(opts.gen.max_new_tokens >= 1, "max_new_tokens must be >= 1, got {}",
@@ -91,14 +91,15 @@ int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, 
   const std::unique_ptr<Tokenizer> tok = load_tokenizer_or_bytes(dir);
   const std::vector<std::vector<int32_t>> prompts = encode_prompts(opts, texts, *tok, dir);
   ops::set_host_threads(opts.threads);
-  LocalDevice device(inference_device(opts.device), world);
-  world = device.world();
+  std::optional<HostJobDevice> host;
+  if (device == nullptr) device = &host.emplace(device_from_name(opts.device), world);
+  world = device->world();
   const int ranks = world ? world->size() : 1, rank = world ? world->rank() : 0;
   PX_CHECK(opts.tp >= 1 && opts.pp >= 1 && opts.tp * opts.pp == ranks,
            "tp ({}) x pp ({}) must equal the number of ranks ({})", opts.tp, opts.pp, ranks);
   const RankGrid grid(GridSizes{.tp = opts.tp, .pp = opts.pp}, ranks);
   const RankGroups groups = split_groups(grid, world, rank);
-  InferenceModel im(opts.source, inference_placement(grid, groups, rank, device.memory()),
+  InferenceModel im(opts.source, inference_placement(grid, groups, rank, device->memory()),
                     precision, world);
   const TpGroup& tp = im.model().tp();
   const bool writer = is_sampling_rank(im.model());

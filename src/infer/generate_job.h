@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "device/job_device.h"
 #include "infer/generator.h"
 #include "infer/inference_model.h"
 
@@ -29,11 +30,13 @@ struct GenerateJobOptions {
   bool json = false;
   int threads = 0;
   int tp = 1, pp = 1;  // tp x pp must equal the job's ranks
-  std::string device = "cpu";  // cpu or test (inference_device)
+  std::string device = "cpu";  // cpu, test or cuda (device/job_device.h)
 };
 
-// world: all ranks of the job, a tp x pp grid (null: one process).
+// world: all ranks of the job, a tp x pp grid (null: one process). device:
+// where the model lives (device/cuda/open_job_device.h), its world replacing
+// `world`; null: the host or the test device as opts.device says.
 int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, std::ostream& out,
-                     std::ostream& err);
+                     std::ostream& err, JobDevice* device = nullptr);
 
 }  // namespace parallm

@@ -54,14 +54,6 @@ InferenceModel::Placement inference_placement(const RankGrid& grid, const RankGr
   return {.tp = tp, .pp_rank = grid.coord(rank).pp_rank, .pp = grid.sizes().pp, .memory = &memory};
 }
 
-Device inference_device(const std::string& name) {
-  const Device d = device_from_name(name);
-  PX_CHECK(d != Device::CUDA,
-           "--device cuda: generation and serving run on cpu or test so far (the paged KV cache's "
-           "attention and writes have no CUDA kernel yet; docs/devices.md)");
-  return d;
-}
-
 InferenceModel::InferenceModel(const ModelSource& src, const Placement& where, Precision precision,
                                comm::Communicator* world)
     : alloc_(where.memory != nullptr ? std::make_unique<Allocator>(*where.memory)

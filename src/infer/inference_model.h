@@ -20,10 +20,6 @@ struct ModelSource {
   std::string checkpoint;  // or this (a checkpoint directory or a step directory)
 };
 
-// The device of --device for generation and serving: cpu or test (the CPU
-// test device, docs/devices.md); cuda is refused, naming what it lacks.
-Device inference_device(const std::string& name);
-
 class InferenceModel {
  public:
   // Where this rank sits: its tp group and its pipeline stage of pp, and

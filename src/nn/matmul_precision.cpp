@@ -117,8 +117,7 @@ void linear_forward(const LayerContext& c, float* out, const float* inp, ParamRe
   if (c.matmul == nullptr)
     return ops::linear_forward(c.stream(), out, inp, c.params.value(w), bias, N, IC, OC);
   matmul_weight(c, false, true, N, OC, IC, inp, IC, w, c.params.value(w), IC, 0.0f, out, OC);
-  if (bias == nullptr) return;
-  for (int64_t n = 0; n < N; ++n) ops::add_inplace(c.stream(), out + n * OC, bias, OC);
+  if (bias != nullptr) ops::add_bias_rows(c.stream(), out, bias, N, OC);
 }
 
 void linear_forward_parts(const LayerContext& c, const float* inp, int64_t N, int64_t IC,
@@ -148,8 +147,7 @@ void linear_forward_parts(const LayerContext& c, const float* inp, int64_t N, in
                                    c.matmul->type());
   }
   for (const LinearPart& p : parts) {  // as ops::linear_forward adds it
-    if (p.bias == nullptr) continue;
-    for (int64_t n = 0; n < N; ++n) ops::add_inplace(c.stream(), p.out + n * p.OC, p.bias, p.OC);
+    if (p.bias != nullptr) ops::add_bias_rows(c.stream(), p.out, p.bias, N, p.OC);
   }
 }
 

@@ -32,12 +32,14 @@ void swiglu_backward(const Stream& s, float* dgate, float* dup, const float* dou
 }
 
 void geglu_forward(const Stream& s, float* out, const float* gate, const float* up, int64_t n) {
+  if (const DeviceBackend* b = s.backend()) return b->geglu_forward(out, gate, up, n);
   require_cpu_kernels(s, "geglu_forward");
   cpu::geglu_forward(s.operand(out), s.operand(gate), s.operand(up), n);
 }
 
 void geglu_backward(const Stream& s, float* dgate, float* dup, const float* dout, const float* gate,
                     const float* up, int64_t n) {
+  if (const DeviceBackend* b = s.backend()) return b->geglu_backward(dgate, dup, dout, gate, up, n);
   require_cpu_kernels(s, "geglu_backward");
   cpu::geglu_backward(s.operand(dgate), s.operand(dup), s.operand(dout), s.operand(gate),
                       s.operand(up), n);
@@ -50,8 +52,17 @@ void add_inplace(const Stream& s, float* y, const float* x, int64_t n) {
 }
 
 void axpy(const Stream& s, float* y, float a, const float* x, int64_t n) {
+  if (const DeviceBackend* b = s.backend()) return b->axpy(y, a, x, n);
   require_cpu_kernels(s, "axpy");
   cpu::axpy(s.operand(y), a, s.operand(x), n);
+}
+
+void add_bias_rows(const Stream& s, float* out, const float* bias, int64_t N, int64_t C) {
+  if (const DeviceBackend* b = s.backend()) return b->add_bias_rows(out, bias, N, C);
+  require_cpu_kernels(s, "add_bias_rows");
+  float* o = s.operand(out);
+  const float* w = s.operand(bias);
+  for (int64_t n = 0; n < N; ++n) cpu::add_inplace(o + n * C, w, C);
 }
 
 }  // namespace parallm::ops

@@ -20,5 +20,7 @@ void geglu_backward(const Stream& s, float* dgate, float* dup, const float* dout
 // y += x; y += a x.
 void add_inplace(const Stream& s, float* y, const float* x, int64_t n);
 void axpy(const Stream& s, float* y, float a, const float* x, int64_t n);
+// out (N, C) += bias (C) on every row (a linear's bias after its GEMM).
+void add_bias_rows(const Stream& s, float* out, const float* bias, int64_t N, int64_t C);
 
 }  // namespace parallm::ops

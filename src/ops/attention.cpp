@@ -47,6 +47,9 @@ void paged_attention_forward(const Stream& s, float* out, float* lse, const floa
                              const float* k_pool, const float* v_pool, const PagedSeq* seqs,
                              int64_t n_seqs, const PagedAttnDims& d, double scale,
                              PagedAttnPath path) {
+  // A device backend has one path; the path is the CPU kernel's choice.
+  if (const DeviceBackend* b = s.backend())
+    return b->paged_attention_forward(out, lse, q, k_pool, v_pool, seqs, n_seqs, d, scale);
   require_cpu_kernels(s, "paged_attention_forward");
   const PagedSeq* host_seqs = seqs;
   std::vector<PagedSeq> untagged;
@@ -62,6 +65,8 @@ void paged_attention_forward(const Stream& s, float* out, float* lse, const floa
 void paged_kv_write(const Stream& s, float* pool, int64_t num_blocks, int64_t block_size,
                     int64_t row_elems, const int32_t* blocks, int64_t n_blocks, int64_t pos0,
                     int64_t n, const float* src) {
+  if (const DeviceBackend* b = s.backend())
+    return b->paged_kv_write(pool, num_blocks, block_size, row_elems, blocks, n_blocks, pos0, n, src);
   require_cpu_kernels(s, "paged_kv_write");
   cpu::paged_kv_write(s.operand(pool), num_blocks, block_size, row_elems, s.operand(blocks),
                       n_blocks, pos0, n, s.operand(src));
@@ -70,6 +75,8 @@ void paged_kv_write(const Stream& s, float* pool, int64_t num_blocks, int64_t bl
 void attention_merge(const Stream& s, float* out, float* lse, const float* part_out,
                      const float* part_lse, int64_t B, int64_t Hq, int64_t D, int64_t nq,
                      int64_t len, int64_t i) {
+  if (const DeviceBackend* b = s.backend())
+    return b->attention_merge(out, lse, part_out, part_lse, B, Hq, D, nq, len, i);
   require_cpu_kernels(s, "attention_merge");
   cpu::attention_merge(s.operand(out), s.operand(lse), s.operand(part_out), s.operand(part_lse), B,
                        Hq, D, nq, len, i);

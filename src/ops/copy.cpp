@@ -41,4 +41,8 @@ void zero(const Stream& s, void* dst, size_t bytes) {
   if (bytes != 0) std::memset(s.operand(dst), 0, bytes);
 }
 
+void synchronize(const Stream& s) {
+  if (const DeviceBackend* b = s.backend()) b->synchronize();
+}
+
 }  // namespace parallm::ops

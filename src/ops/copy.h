@@ -19,5 +19,8 @@ void copy(const Stream& s, void* dst, const void* src, size_t bytes);
 void zero(const Stream& s, void* dst, size_t bytes);
 // n floats set to value.
 void fill(const Stream& s, float* dst, int64_t n, float value);
+// Returns once every op queued on s is complete (a GPU's queue drains; the
+// host and the test device have nothing queued).
+void synchronize(const Stream& s);
 
 }  // namespace parallm::ops

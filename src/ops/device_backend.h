@@ -13,7 +13,10 @@
 #include <cstdint>
 
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/gemm_bf16.h"
+#include "kernels/cpu/moe_rows.h"
 #include "kernels/cpu/optimizer.h"
+#include "kernels/cpu/paged_attention.h"
 
 namespace parallm::ops {
 
@@ -36,7 +39,13 @@ class DeviceBackend {
   virtual void swiglu_forward(float* out, const float* gate, const float* up, int64_t n) const = 0;
   virtual void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
                                const float* up, int64_t n) const = 0;
+  virtual void geglu_forward(float* out, const float* gate, const float* up, int64_t n) const = 0;
+  virtual void geglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
+                              const float* up, int64_t n) const = 0;
   virtual void add_inplace(float* y, const float* x, int64_t n) const = 0;
+  virtual void axpy(float* y, float a, const float* x, int64_t n) const = 0;
+  // out (N, C) += bias (C) on every row.
+  virtual void add_bias_rows(float* out, const float* bias, int64_t N, int64_t C) const = 0;
 
   // norm.h
   virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
@@ -45,11 +54,12 @@ class DeviceBackend {
   virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                   const float* inp, const float* weight, const float* mean,
                                   const float* rstd, int64_t N, int64_t C) const = 0;
+  // adds_one: the weight is used as 1 + w (Gemma).
   virtual void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight,
-                               int64_t N, int64_t C, double eps) const = 0;
+                               int64_t N, int64_t C, double eps, bool adds_one) const = 0;
   virtual void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
-                                const float* weight, const float* rstd, int64_t N,
-                                int64_t C) const = 0;
+                                const float* weight, const float* rstd, int64_t N, int64_t C,
+                                bool adds_one) const = 0;
 
   // rope.h: inv_freq (D / 2 values, a device buffer) or, when null, theta.
   virtual void rope(float* x, const int64_t* positions, int64_t B, int64_t T, int64_t H, int64_t D,
@@ -71,6 +81,7 @@ class DeviceBackend {
   virtual void ce_softmax_grad_inplace(float* logits, const float* lse, const int32_t* targets,
                                        const float* row_scale, int64_t n, int64_t V,
                                        int64_t vocab_begin) const = 0;
+  virtual double log_sum_exp(const float* x, int64_t n) const = 0;
 
   // attention.h (exact attention; d.doc_start is a device buffer)
   virtual void attention_forward(float* out, float* lse, const float* q, const float* k,
@@ -78,6 +89,28 @@ class DeviceBackend {
   virtual void attention_backward(float* dq, float* dk, float* dv, const float* dout,
                                   const float* q, const float* k, const float* v, const float* out,
                                   const float* lse, const cpu::AttnDims& d, double scale) const = 0;
+  // seqs is host metadata whose block tables are device buffers.
+  virtual void paged_attention_forward(float* out, float* lse, const float* q, const float* k_pool,
+                                       const float* v_pool, const cpu::PagedSeq* seqs,
+                                       int64_t n_seqs, const cpu::PagedAttnDims& d,
+                                       double scale) const = 0;
+  virtual void paged_kv_write(float* pool, int64_t num_blocks, int64_t block_size,
+                              int64_t row_elems, const int32_t* blocks, int64_t n_blocks,
+                              int64_t pos0, int64_t n, const float* src) const = 0;
+  virtual void attention_merge(float* out, float* lse, const float* part_out,
+                               const float* part_lse, int64_t B, int64_t Hq, int64_t D, int64_t nq,
+                               int64_t len, int64_t i) const = 0;
+
+  // moe_rows.h (r's fed and send_row are device buffers)
+  virtual void moe_gather(float* send, const float* x, const cpu::AssignedRows& r,
+                          int64_t C) const = 0;
+  virtual void moe_combine(float* out, const float* y, const float* gate,
+                           const cpu::AssignedRows& r, int64_t C) const = 0;
+  virtual void moe_combine_backward(float* dy, float* dgate, const float* dout, const float* y,
+                                    const float* gate, const cpu::AssignedRows& r,
+                                    int64_t C) const = 0;
+  virtual void moe_gather_backward(float* dx, const float* dsend, const cpu::AssignedRows& r,
+                                   int64_t C) const = 0;
 
   // matmul.h
   virtual void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
@@ -88,6 +121,14 @@ class DeviceBackend {
   virtual void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                const float* inp, const float* weight, int64_t N, int64_t IC,
                                int64_t OC) const = 0;
+
+  // lowp.h: 16-bit rounding, and C (f32) = op(A) op(B) + beta C with A, B 16-bit.
+  virtual void round_to_lowp(uint16_t* dst, const float* src, int64_t n,
+                             cpu::LowpType t) const = 0;
+  virtual void round_inplace(float* x, int64_t n, cpu::LowpType t) const = 0;
+  virtual void lowp_gemm(cpu::LowpType t, bool trans_a, bool trans_b, int64_t M, int64_t N,
+                         int64_t K, const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb,
+                         float beta, float* C, int64_t ldc) const = 0;
 
   // optimizer.h
   virtual void adamw_step(float* p, const float* g, float* m, float* v, int64_t n,

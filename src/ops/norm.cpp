@@ -25,9 +25,9 @@ void layernorm_backward(const Stream& s, float* dinp, float* dweight, float* dbi
 
 void rmsnorm_forward(const Stream& s, float* out, float* rstd, const float* inp,
                      const float* weight, int64_t N, int64_t C, double eps, bool adds_one) {
-  if (const DeviceBackend* b = s.backend(); b != nullptr && !adds_one)
-    return b->rmsnorm_forward(out, rstd, inp, weight, N, C, eps);
-  require_cpu_kernels(s, "rmsnorm_forward (1 + w)");
+  if (const DeviceBackend* b = s.backend())
+    return b->rmsnorm_forward(out, rstd, inp, weight, N, C, eps, adds_one);
+  require_cpu_kernels(s, "rmsnorm_forward");
   cpu::rmsnorm_forward(s.operand(out), s.operand(rstd), s.operand(inp), s.operand(weight), N, C,
                        eps, adds_one);
 }
@@ -35,9 +35,9 @@ void rmsnorm_forward(const Stream& s, float* out, float* rstd, const float* inp,
 void rmsnorm_backward(const Stream& s, float* dinp, float* dweight, const float* dout,
                       const float* inp, const float* weight, const float* rstd, int64_t N,
                       int64_t C, bool adds_one) {
-  if (const DeviceBackend* b = s.backend(); b != nullptr && !adds_one)
-    return b->rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C);
-  require_cpu_kernels(s, "rmsnorm_backward (1 + w)");
+  if (const DeviceBackend* b = s.backend())
+    return b->rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C, adds_one);
+  require_cpu_kernels(s, "rmsnorm_backward");
   cpu::rmsnorm_backward(s.operand(dinp), s.operand(dweight), s.operand(dout), s.operand(inp),
                         s.operand(weight), s.operand(rstd), N, C, adds_one);
 }

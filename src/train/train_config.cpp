@@ -24,14 +24,7 @@ void check_device(const TrainConfig& t, const ModelConfig& m) {
   auto refuse = [](bool used, std::string_view what) {
     PX_CHECK(!used, "--device cuda: {} does not run on the GPU yet (docs/cuda.md)", what);
   };
-  refuse(t.parallelism.cp > 1, "context parallelism (--cp; its merge of chunk pairs)");
-  refuse(m.moe.enabled() || t.parallelism.ep > 1,
-         "MoE (the grouped GEMMs and the gather/combine ops)");
   refuse(m.lora.qlora, "QLoRA (the NF4 linear)");
-  refuse(t.precision.matmul != Precision::FP32,
-         fmt::format("--precision {} (the 16-bit GEMMs and rounding ops)",
-                     precision_name(t.precision.matmul)));
-  refuse(m.gemma(), "the Gemma family (GeGLU, (1 + w) RMSNorm)");
   refuse(m.attn_dropout > 0.0, "attention dropout");
   refuse(m.sliding_window > 0 && m.sliding_window < t.training.seq_len,
          fmt::format("sliding-window attention (window {} < sequence length {})",

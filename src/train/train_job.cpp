@@ -25,7 +25,6 @@
 #include "train/checkpoint_load.h"
 #include "train/checkpoint_save.h"
 #include "train/gemm_peak_cache.h"
-#include "train/local_device.h"
 #include "train/pipeline_trace.h"
 #include "train/progress_log.h"
 #include "train/rank_groups.h"
@@ -109,11 +108,11 @@ struct PeakFlops {
 PeakFlops peak_flops(const TrainConfig& t, const LaunchEnv& env, const JobDevice* device) {
   const Precision p = t.precision.matmul;
   if (t.logging.peak_tflops > 0) return {t.logging.peak_tflops * 1e12, "--peak-tflops"};
-  if (device != nullptr)
-    return {device->peak_flops,
-            device->peak_flops > 0 ? fmt::format("the {} datasheet", device->name)
-                                   : fmt::format("{}: no datasheet peak known, give --peak-tflops",
-                                                 device->name)};
+  if (device->kind() == Device::CUDA)
+    return {device->peak_flops(),
+            device->peak_flops() > 0
+                ? fmt::format("the {} datasheet", device->name())
+                : fmt::format("{}: no datasheet peak known, give --peak-tflops", device->name())};
   const char* kind = p == Precision::FP32 ? "fp32" : p == Precision::BF16 ? "bf16" : "fp16";
   const double now = measure_gemm_peak_flops(p, !t.precision.emulate_lowp_gemm);
   const std::string what = fmt::format("measured {} GEMM", kind);
@@ -262,7 +261,7 @@ RunConfig checked_run_config(const TrainJobOptions& opts, int world_size) {
 }
 
 double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ostream& log_in,
-                     comm::Communicator* world, const JobDevice* device) {
+                     comm::Communicator* world, JobDevice* device) {
   const int world_size = world ? world->size() : 1;
   const int rank = world ? world->rank() : 0;
   const RunConfig rc = checked_run_config(opts, world_size);
@@ -284,12 +283,12 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
 
   // The model's memory: the host's, the test device's, whose buffers the
   // groups then stage through host memory (docs/devices.md), or a GPU's.
-  PX_CHECK((device != nullptr) == (t.training.device == Device::CUDA),
-           "--device {}: the job was {} a device of its own", device_name(t.training.device),
-           device != nullptr ? "given" : "not given");
-  std::optional<LocalDevice> local;
-  if (device == nullptr) world = local.emplace(t.training.device, world).world();
-  Allocator alloc(device != nullptr ? *device->memory : local->memory());
+  std::optional<HostJobDevice> host;
+  if (device == nullptr) device = &host.emplace(t.training.device, world);
+  PX_CHECK(device->kind() == t.training.device, "--device {}: the job was given a {} device",
+           device_name(t.training.device), device_name(device->kind()));
+  world = device->world();
+  Allocator alloc(device->memory());
 
   const RankGrid grid(
       GridSizes{.tp = par.tp, .cp = par.cp, .dp = par.dp.dp, .pp = par.pp, .ep = par.ep},

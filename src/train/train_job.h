@@ -10,7 +10,7 @@
 
 #include "base/env.h"
 #include "comm/communicator.h"
-#include "tensor/memory_resource.h"
+#include "device/job_device.h"
 #include "train/train_config.h"
 
 namespace parallm {
@@ -25,21 +25,12 @@ struct TrainJobOptions {
 
 // Returns the final training loss (NaN when a resumed run was already at
 // its last step: nothing is trained). Progress goes to `log` (rank 0 only).
-// world: every rank of the job, or null for a one-process run.
-// The model's device when it has memory and kernels of its own (a GPU,
-// train/cuda/cuda_train_job.h): its memory, whose allocator finds the
-// device's stream (ops/stream.h), its name, and its datasheet peak for MFU
-// (0: none known, --peak-tflops or the measured steps stand in).
-struct JobDevice {
-  MemoryResource* memory = nullptr;
-  std::string name;
-  double peak_flops = 0.0;
-};
-
-// world: the job's ranks (null: one process); on a device, a group that
-// moves device buffers (NCCL). device: null for --device cpu or test.
+// world: every rank of the job, or null for a one-process run. device: where
+// the model lives (device/cuda/open_job_device.h), its world replacing
+// `world`; null: the host or the test device as --device says (a GPU is
+// opened by the caller).
 double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ostream& log,
-                     comm::Communicator* world = nullptr, const JobDevice* device = nullptr);
+                     comm::Communicator* world = nullptr, JobDevice* device = nullptr);
 
 // The checks that need no model or memory (config, dp layout against the
 // world size); run on every rank before MPI starts.

@@ -220,8 +220,9 @@ inline void Cases::attention(std::vector<ops::AttnBwdSplit> splits) {
   dd.doc_start = docs.d();
   ops::attention_forward(H, out.h(), lse.h(), q.h(), k.h(), v.h(), dh, 0.35);
   ops::attention_forward(D, out.d(), lse.d(), q.d(), k.d(), v.d(), dd, 0.35);
-  if (tol_ == 0.0)  // the same kernel picks the same split
+  if (tol_ == 0.0) {  // the same kernel picks the same split
     EXPECT_EQ(ops::attention_backward_auto_split(H, dh), ops::attention_backward_auto_split(D, dd));
+  }
   if (splits.empty()) splits.push_back(ops::attention_backward_auto_split(D, dd));
   for (ops::AttnBwdSplit split : splits) {
     ops::attention_backward(H, dq.h(), dk.h(), dv.h(), dout.h(), q.h(), k.h(), v.h(), out.h(),

@@ -1,4 +1,5 @@
 // run_serve_job (see serve_job.h).
+#include "train/config/training_config.h"
 #include "infer/serve/serve_job.h"
 
 #include <fmt/core.h>
@@ -13,7 +14,6 @@
 #include "infer/serve/micro_batches.h"
 #include "infer/serve/request_log.h"
 #include "ops/host_runtime.h"
-#include "train/local_device.h"
 #include "train/rank_groups.h"
 
 namespace parallm::serve {
@@ -42,9 +42,10 @@ int64_t kv_cache_blocks(const ServeJobOptions& o, const ModelConfig& cfg, int tp
 }  // namespace
 
 int run_serve_job(const ServeJobOptions& opts, comm::Communicator* world, ShutdownSignals& signals,
-                  std::ostream& out, std::ostream& err) {
-  LocalDevice device(inference_device(opts.device), world);
-  world = device.world();  // device buffers (hidden rows, logits) staged from the test device
+                  std::ostream& out, std::ostream& err, JobDevice* device) {
+  std::optional<HostJobDevice> host;
+  if (device == nullptr) device = &host.emplace(device_from_name(opts.device), world);
+  world = device->world();  // device buffers (hidden rows, logits): NCCL, or staged from the test device
   const int ranks = world ? world->size() : 1, rank = world ? world->rank() : 0;
   PX_CHECK(opts.tp >= 1 && opts.pp >= 1 && opts.tp * opts.pp == ranks,
            "--tp ({}) x --pp ({}) must equal the number of ranks ({})", opts.tp, opts.pp, ranks);
@@ -64,7 +65,7 @@ int run_serve_job(const ServeJobOptions& opts, comm::Communicator* world, Shutdo
   ops::set_host_threads(opts.threads);
   const RankGrid grid(GridSizes{.tp = opts.tp, .pp = opts.pp}, ranks);
   const RankGroups groups = split_groups(grid, world, rank);
-  InferenceModel im(opts.source, inference_placement(grid, groups, rank, device.memory()),
+  InferenceModel im(opts.source, inference_placement(grid, groups, rank, device->memory()),
                     precision, world);
   const TpGroup& tp = im.model().tp();
   const ModelConfig& cfg = im.model().config();

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "comm/communicator.h"
+#include "device/job_device.h"
 #include "infer/inference_model.h"
 #include "infer/serve/api_server.h"
 #include "infer/serve/shutdown_signals.h"
@@ -30,7 +31,7 @@ struct ServeJobOptions {
   int64_t kv_cache_bytes = 0;        // continuous, per rank; 0: max_running full contexts
   bool prefix_cache = true;          // continuous: reuse cached full blocks
   int tp = 1, pp = 1;                // tp x pp = the job's ranks; rank 0 owns HTTP
-  std::string device = "cpu";        // cpu or test (inference_device)
+  std::string device = "cpu";        // cpu, test or cuda (device/job_device.h)
   int pp_microbatches = 0;           // continuous, pp > 1: per step at most; 0: pp, >= 16 rows each
   HttpOptions http;                  // http.threads 0: max_running + max_waiting + 16
   std::string log_file;              // JSONL request log ("": none)
@@ -38,7 +39,8 @@ struct ServeJobOptions {
 };
 
 // signals: created by the caller before any thread (shutdown_signals.h).
+// device: as run_generate_job's (generate_job.h).
 int run_serve_job(const ServeJobOptions& opts, comm::Communicator* world, ShutdownSignals& signals,
-                  std::ostream& out, std::ostream& err);
+                  std::ostream& out, std::ostream& err, JobDevice* device = nullptr);
 
 }  // namespace parallm::serve

@@ -1,4 +1,4 @@
-// GELU, SwiGLU and adds (activation.h): flat grid-stride maps over 64-bit
+// GELU, SwiGLU, GeGLU and adds (activation.h): flat grid-stride maps over 64-bit
 // pack indices, fp32 math on every element whatever the storage type. When
 // every pointer is 16-byte aligned the bulk moves as 16-byte packs
 // (pack.cuh) and the last n % W elements take the scalar kernel; otherwise
@@ -83,6 +83,52 @@ __global__ void swiglu_backward_kernel(T* dgate, T* dup, const T* dout, const T*
   }
 }
 
+// GeGLU's terms in the CPU's order (kernels/cpu/activation.cpp), so fp32
+// agrees with it to the ulp of the shared tanh (gelu.cuh).
+template <class T, int W>
+__global__ void geglu_forward_kernel(T* out, const T* gate, const T* up, int64_t packs) {
+  for (int64_t p = grid_index(); p < packs; p += grid_stride()) {
+    const auto g = load_pack<T, W>(gate + p * W);
+    const auto u = load_pack<T, W>(up + p * W);
+    Pack<T, W> y;
+#pragma unroll
+    for (int k = 0; k < W; ++k)
+      y.v[k] = from_float<T>(gelu_tanh(to_float(g.v[k])) * to_float(u.v[k]));
+    store_pack<T, W>(out + p * W, y);
+  }
+}
+
+template <class T, int W>
+__global__ void geglu_backward_kernel(T* dgate, T* dup, const T* dout, const T* gate, const T* up,
+                                      int64_t packs) {
+  for (int64_t p = grid_index(); p < packs; p += grid_stride()) {
+    const auto g = load_pack<T, W>(gate + p * W);
+    const auto u = load_pack<T, W>(up + p * W);
+    const auto d = load_pack<T, W>(dout + p * W);
+    auto dg = load_pack<T, W>(dgate + p * W);
+    auto du = load_pack<T, W>(dup + p * W);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      const float gk = to_float(g.v[k]), dk = to_float(d.v[k]);
+      dg.v[k] = from_float<T>(to_float(dg.v[k]) + dk * to_float(u.v[k]) * gelu_tanh_grad(gk));
+      du.v[k] = from_float<T>(to_float(du.v[k]) + dk * gelu_tanh(gk));
+    }
+    store_pack<T, W>(dgate + p * W, dg);
+    store_pack<T, W>(dup + p * W, du);
+  }
+}
+
+template <class T, int W>
+__global__ void axpy_kernel(T* y, float a, const T* x, int64_t packs) {
+  for (int64_t p = grid_index(); p < packs; p += grid_stride()) {
+    const auto xp = load_pack<T, W>(x + p * W);
+    auto yp = load_pack<T, W>(y + p * W);
+#pragma unroll
+    for (int k = 0; k < W; ++k) yp.v[k] = from_float<T>(to_float(yp.v[k]) + a * to_float(xp.v[k]));
+    store_pack<T, W>(y + p * W, yp);
+  }
+}
+
 template <class T, int W>
 __global__ void add_kernel(T* out, const T* a, const T* b, int64_t packs) {
   for (int64_t p = grid_index(); p < packs; p += grid_stride()) {
@@ -158,6 +204,32 @@ void swiglu_backward(T* dgate, T* dup, const T* dout, const T* gate, const T* up
 }
 
 template <class T>
+void geglu_forward(T* out, const T* gate, const T* up, int64_t n, cudaStream_t s) {
+  if (n <= 0) return;
+  const bool aligned = is_aligned16(out) && is_aligned16(gate) && is_aligned16(up);
+  run_split<T>(n, aligned, [&](auto w, int64_t off, int64_t packs) {
+    constexpr int W = decltype(w)::value;
+    geglu_forward_kernel<T, W><<<elementwise_blocks(packs), kElementwiseThreads, 0, s>>>(
+        out + off, gate + off, up + off, packs);
+    PX_CUDA_LAUNCH("geglu_forward");
+  });
+}
+
+template <class T>
+void geglu_backward(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int64_t n,
+                    cudaStream_t s) {
+  if (n <= 0) return;
+  const bool aligned = is_aligned16(dgate) && is_aligned16(dup) && is_aligned16(dout) &&
+                       is_aligned16(gate) && is_aligned16(up);
+  run_split<T>(n, aligned, [&](auto w, int64_t off, int64_t packs) {
+    constexpr int W = decltype(w)::value;
+    geglu_backward_kernel<T, W><<<elementwise_blocks(packs), kElementwiseThreads, 0, s>>>(
+        dgate + off, dup + off, dout + off, gate + off, up + off, packs);
+    PX_CUDA_LAUNCH("geglu_backward");
+  });
+}
+
+template <class T>
 void add(T* out, const T* a, const T* b, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
   const bool aligned = is_aligned16(out) && is_aligned16(a) && is_aligned16(b);
@@ -174,13 +246,27 @@ void add_inplace(T* y, const T* x, int64_t n, cudaStream_t s) {
   add<T>(y, y, x, n, s);
 }
 
+template <class T>
+void axpy(T* y, float a, const T* x, int64_t n, cudaStream_t s) {
+  if (n <= 0) return;
+  run_split<T>(n, is_aligned16(y) && is_aligned16(x), [&](auto w, int64_t off, int64_t packs) {
+    constexpr int W = decltype(w)::value;
+    axpy_kernel<T, W>
+        <<<elementwise_blocks(packs), kElementwiseThreads, 0, s>>>(y + off, a, x + off, packs);
+    PX_CUDA_LAUNCH("axpy");
+  });
+}
+
 #define PX_INSTANTIATE(T)                                                                        \
   template void gelu_forward<T>(T*, const T*, int64_t, cudaStream_t);                            \
   template void gelu_backward<T>(T*, const T*, const T*, int64_t, cudaStream_t);                 \
   template void swiglu_forward<T>(T*, const T*, const T*, int64_t, cudaStream_t);                \
   template void swiglu_backward<T>(T*, T*, const T*, const T*, const T*, int64_t, cudaStream_t); \
+  template void geglu_forward<T>(T*, const T*, const T*, int64_t, cudaStream_t);                 \
+  template void geglu_backward<T>(T*, T*, const T*, const T*, const T*, int64_t, cudaStream_t);  \
   template void add<T>(T*, const T*, const T*, int64_t, cudaStream_t);                           \
-  template void add_inplace<T>(T*, const T*, int64_t, cudaStream_t);
+  template void add_inplace<T>(T*, const T*, int64_t, cudaStream_t);                             \
+  template void axpy<T>(T*, float, const T*, int64_t, cudaStream_t);
 PX_INSTANTIATE(float)
 PX_INSTANTIATE(__nv_bfloat16)
 #undef PX_INSTANTIATE

@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "kernels/cuda/blas_epilogue.h"
+#include "kernels/cuda/blas_impl.h"
 #include "kernels/cuda/cuda_check.h"
 
 namespace parallm::cuda {
@@ -207,11 +208,11 @@ bool run(Blas& blas, const Problem& p, cudaStream_t s) {
   return true;
 }
 
-// Row-major C (M, N) = alpha op(A) op(B) + beta C with A, B of type AB and C of type CD.
-template <class AB, class CD>
-void row_major_gemm(Blas& blas, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                    float alpha, const AB* A, int64_t lda, const AB* B, int64_t ldb, float beta,
-                    CD* C, int64_t ldc, cudaStream_t s) {
+}  // namespace
+
+void row_major_gemm(Blas& blas, cudaDataType ab, cudaDataType cd, bool trans_a, bool trans_b,
+                    int64_t M, int64_t N, int64_t K, float alpha, const void* A, int64_t lda,
+                    const void* B, int64_t ldb, float beta, void* C, int64_t ldc, cudaStream_t s) {
   PX_CHECK(M >= 0 && N >= 0 && K >= 0, "cuda::gemm: negative size M={} N={} K={}", M, N, K);
   if (M == 0 || N == 0) return;
   const int64_t a_cols = trans_a ? M : K, b_cols = trans_b ? K : N;
@@ -233,15 +234,13 @@ void row_major_gemm(Blas& blas, bool trans_a, bool trans_b, int64_t M, int64_t N
   p.ldb = lda;
   p.C = C;
   p.ldc = ldc;
-  p.ab = data_type<AB>();
-  p.cd = data_type<CD>();
+  p.ab = ab;
+  p.cd = cd;
   PX_CHECK(run(blas, p, s),
            "cuBLASLt has no GEMM algorithm for M={} N={} K={} lda={} ldb={} ldc={} trans_a={} "
            "trans_b={}",
            M, N, K, lda, ldb, ldc, trans_a, trans_b);
 }
-
-}  // namespace
 
 Blas::Blas(bool allow_tf32) : allow_tf32_(allow_tf32), impl_(std::make_unique<Impl>()) {
   PX_CUDA(cudaGetDevice(&impl_->device));
@@ -264,7 +263,8 @@ template <class T>
 void gemm(Blas& b, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
           const T* A, int64_t lda, const T* B, int64_t ldb, float beta, T* C, int64_t ldc,
           cudaStream_t s) {
-  row_major_gemm<T, T>(b, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, s);
+  row_major_gemm(b, data_type<T>(), data_type<T>(), trans_a, trans_b, M, N, K, alpha, A, lda, B,
+                 ldb, beta, C, ldc, s);
 }
 
 template <class T>
@@ -327,11 +327,11 @@ void linear_backward(Blas& b, T* dinp, float* dweight, float* dbias, const T* do
            IC, OC);
   const int64_t ld_out = std::max<int64_t>(OC, 1), ld_in = std::max<int64_t>(IC, 1);
   if (dinp != nullptr)  // (N, IC) += dout (N, OC) * weight (OC, IC)
-    row_major_gemm<T, T>(b, false, false, N, IC, OC, 1.f, dout, ld_out, weight, ld_in, 1.f, dinp,
-                         ld_in, s);
+    row_major_gemm(b, data_type<T>(), data_type<T>(), false, false, N, IC, OC, 1.f, dout, ld_out,
+                   weight, ld_in, 1.f, dinp, ld_in, s);
   if (dweight != nullptr)  // (OC, IC) += dout^T (OC, N) * inp (N, IC), fp32 accumulator
-    row_major_gemm<T, float>(b, true, false, OC, IC, N, 1.f, dout, ld_out, inp, ld_in, 1.f, dweight,
-                             ld_in, s);
+    row_major_gemm(b, data_type<T>(), CUDA_R_32F, true, false, OC, IC, N, 1.f, dout, ld_out, inp,
+                   ld_in, 1.f, dweight, ld_in, s);
   if (dbias != nullptr)  // the GEMMs before it on this stream are done with the workspace
     bias_grad(dbias, dout, N, OC, static_cast<float*>(b.impl().workspace),
               static_cast<int64_t>(Blas::kWorkspaceBytes / sizeof(float)), s);

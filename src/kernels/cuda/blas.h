@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "kernels/cpu/gemm_bf16.h"
+
 namespace parallm::cuda {
 
 // A cuBLASLt handle and its 32 MiB workspace on the device current at
@@ -42,6 +44,14 @@ template <class T>
 void gemm(Blas& b, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
           const T* A, int64_t lda, const T* B, int64_t ldb, float beta, T* C, int64_t ldc,
           cudaStream_t s);
+
+// Mixed precision, the twin of cpu::LowpGemm::gemm (blas_lowp.cpp): C (M, N)
+// (f32) = op(A) op(B) + beta C, row-major, A and B the 16-bit bits of type t
+// (bf16 or IEEE f16), products and sums in fp32 (CUBLAS_COMPUTE_32F, never
+// TF32); beta is 0 or 1. Equal to the CPU's result up to the summation order.
+void gemm_lowp(Blas& b, cpu::LowpType t, bool trans_a, bool trans_b, int64_t M, int64_t N,
+               int64_t K, const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb,
+               float beta, float* C, int64_t ldc, cudaStream_t s);
 
 enum class Epilogue { None, Gelu };  // Gelu: the tanh approximation (GPT-2's gelu_new)
 

@@ -6,7 +6,11 @@
 // few elements before and after one at a time, so any V and any alignment
 // take the fast path. Invariant: every exp argument is <= 0 (a max is
 // subtracted), so nothing overflows; each element has one fixed thread, so
-// results are reproducible run to run.
+// results are reproducible run to run. log_sum_exp splits one long row over
+// a few blocks (max, then sums of exponentials, then one warp adds them).
+#include <algorithm>
+#include <cmath>
+
 #include "kernels/cuda/arg_check.h"
 #include "kernels/cuda/cross_entropy.h"
 #include "kernels/cuda/cuda_check.h"
@@ -214,6 +218,77 @@ __global__ void __launch_bounds__(kLossGradThreads)
       });
 }
 
+// log_sum_exp's split of one row: blocks of kLseThreads, at least
+// kLseMinPerThread elements a thread, at most kLseMaxBlocks blocks; a
+// function of n alone, so the summation order never depends on the device.
+constexpr int kLseThreads = 512;
+constexpr int64_t kLseMinPerThread = 16;
+constexpr int64_t kLseMaxBlocks = 128;
+
+int64_t lse_blocks(int64_t n) {
+  const int64_t per_block = kLseThreads * kLseMinPerThread;
+  return std::max<int64_t>(1, std::min(kLseMaxBlocks, (n + per_block - 1) / per_block));
+}
+
+// Block b's elements: [b * chunk, min(n, (b + 1) * chunk)).
+__device__ __forceinline__ void lse_range(int64_t n, int64_t chunk, int64_t& j0, int64_t& j1) {
+  j0 = static_cast<int64_t>(blockIdx.x) * chunk;
+  j1 = j0 + chunk < n ? j0 + chunk : n;
+}
+
+// part_max[b] = the max of block b's elements (a float, held as a double).
+__global__ void __launch_bounds__(kLseThreads)
+    lse_max_kernel(double* part_max, const float* x, int64_t n, int64_t chunk) {
+  __shared__ float shm[33];
+  int64_t j0, j1;
+  lse_range(n, chunk, j0, j1);
+  float m = -INFINITY;
+  for (int64_t j = j0 + threadIdx.x; j < j1; j += blockDim.x) m = fmaxf(m, x[j]);
+  m = block_max(m, shm);
+  if (threadIdx.x == 0) part_max[blockIdx.x] = m;
+}
+
+// The row max from the blocks' maxima; every block computes it the same way.
+__device__ __forceinline__ float lse_row_max(const double* part_max, int64_t blocks, float* shm) {
+  float m = -INFINITY;
+  for (int64_t b = threadIdx.x; b < blocks; b += blockDim.x)
+    m = fmaxf(m, static_cast<float>(part_max[b]));
+  return block_max(m, shm);
+}
+
+// part_sum[b] = sum over block b's elements of exp(x - max), in double as the
+// CPU (x - max in double too: the same argument the CPU's exp sees). An all
+// -inf row gives exp(nan), NaN, as on the CPU.
+__global__ void __launch_bounds__(kLseThreads)
+    lse_sum_kernel(double* part_sum, const double* part_max, int64_t blocks, const float* x,
+                   int64_t n, int64_t chunk) {
+  __shared__ float shm_m[33];
+  __shared__ double shm_s[33];
+  const double m = lse_row_max(part_max, blocks, shm_m);
+  int64_t j0, j1;
+  lse_range(n, chunk, j0, j1);
+  double acc = 0.0;
+  for (int64_t j = j0 + threadIdx.x; j < j1; j += blockDim.x)
+    acc += exp(static_cast<double>(x[j]) - m);
+  acc = block_sum(acc, shm_s);
+  if (threadIdx.x == 0) part_sum[blockIdx.x] = acc;
+}
+
+// *out = max + log(sum of the blocks' sums): one warp, fixed lane order.
+__global__ void lse_finish_kernel(double* out, const double* part_max, const double* part_sum,
+                                  int64_t blocks) {
+  const int lane = threadIdx.x;
+  float m = -INFINITY;
+  double s = 0.0;
+  for (int64_t b = lane; b < blocks; b += 32) {
+    m = fmaxf(m, static_cast<float>(part_max[b]));
+    s += part_sum[b];
+  }
+  m = warp_max(m);
+  s = warp_sum(s);
+  if (lane == 0) *out = static_cast<double>(m) + log(s);
+}
+
 void check_rows(const char* name, int64_t n, int64_t V) {
   require_arg(n >= 0 && n < (int64_t{1} << 31), name, "0 <= n < 2^31 rows, n", n);
   require_arg(V >= 1, name, "V >= 1, V", V);
@@ -267,6 +342,33 @@ void ce_loss_grad_inplace(T* logits, float* loss, const int32_t* targets, float 
   loss_grad_kernel<T>
       <<<static_cast<unsigned>(n), kLossGradThreads, 0, s>>>(logits, loss, targets, row_scale, V);
   PX_CUDA_LAUNCH("ce_loss_grad_inplace");
+}
+
+size_t log_sum_exp_scratch_bytes(int64_t n) {
+  // Each block's max and sum, then the result.
+  return static_cast<size_t>(2 * lse_blocks(n) + 1) * sizeof(double);
+}
+
+double log_sum_exp(const float* x, int64_t n, void* scratch, cudaStream_t s) {
+  require_arg(n >= 0, "cuda::log_sum_exp", "n >= 0, n", n);
+  if (n == 0) return -INFINITY;  // log(0), as the CPU
+  require_arg(scratch != nullptr, "cuda::log_sum_exp",
+              "scratch of log_sum_exp_scratch_bytes(n) bytes, size", 0);
+  const int64_t blocks = lse_blocks(n), chunk = (n + blocks - 1) / blocks;
+  double* part_max = static_cast<double*>(scratch);
+  double* part_sum = part_max + blocks;
+  double* result = part_sum + blocks;
+  const auto grid = static_cast<unsigned>(blocks);
+  lse_max_kernel<<<grid, kLseThreads, 0, s>>>(part_max, x, n, chunk);
+  PX_CUDA_LAUNCH("log_sum_exp (max)");
+  lse_sum_kernel<<<grid, kLseThreads, 0, s>>>(part_sum, part_max, blocks, x, n, chunk);
+  PX_CUDA_LAUNCH("log_sum_exp (sum)");
+  lse_finish_kernel<<<1, 32, 0, s>>>(result, part_max, part_sum, blocks);
+  PX_CUDA_LAUNCH("log_sum_exp (finish)");
+  double out = 0.0;
+  PX_CUDA(cudaMemcpyAsync(&out, result, sizeof(double), cudaMemcpyDeviceToHost, s));
+  PX_CUDA(cudaStreamSynchronize(s));  // out is pageable host memory: wait for the copy
+  return out;
 }
 
 #define PX_INSTANTIATE(T)                                                                         \

@@ -1,12 +1,14 @@
 // Softmax cross-entropy on the GPU, the twins of kernels/cpu/cross_entropy.h
 // (row max, sum of exponentials, target logit, in-place softmax gradient, for
 // vocab-parallel loss), plus the fused per-row loss-and-gradient the LM head
-// calls on a chunk of rows. Logits T in {float, __nv_bfloat16}; every
-// statistic is fp32 (sums of exponentials accumulate in double, as the CPU).
+// calls on a chunk of rows, and one row's log-sum-exp for sampling. Logits
+// T in {float, __nv_bfloat16}; every statistic is fp32 (sums of exponentials
+// accumulate in double, as the CPU).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace parallm::cuda {
@@ -37,5 +39,13 @@ void ce_softmax_grad_inplace(T* logits, const float* lse, const int32_t* targets
 template <class T>
 void ce_loss_grad_inplace(T* logits, float* loss, const int32_t* targets, float row_scale,
                           int64_t n, int64_t V, cudaStream_t s);
+
+// log(sum_j exp(x[j])) of one fp32 row, as cpu::log_sum_exp: the max first,
+// then exp(x[j] - max) in double, summed in double (sampling's
+// log-probabilities over a whole vocabulary). Deterministic: the block split
+// depends on n alone. Returns to the host, so it synchronizes s; n == 0 gives
+// -inf. scratch: log_sum_exp_scratch_bytes(n) bytes of device memory.
+size_t log_sum_exp_scratch_bytes(int64_t n);
+double log_sum_exp(const float* x, int64_t n, void* scratch, cudaStream_t s);
 
 }  // namespace parallm::cuda

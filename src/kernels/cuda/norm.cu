@@ -136,9 +136,10 @@ __global__ void layernorm_dinp_packed_kernel(T* __restrict__ dinp, const T* __re
   }
 }
 
+// one: 1 under adds_one, else 0 (weight + 0 is weight: the plain norm keeps its bits).
 template <class T>
 __global__ void rmsnorm_forward_kernel(T* out, float* rstd, const T* inp, const T* weight,
-                                       int64_t N, int64_t C, float eps) {
+                                       int64_t N, int64_t C, float eps, float one) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (row >= N) return;
@@ -151,13 +152,13 @@ __global__ void rmsnorm_forward_kernel(T* out, float* rstd, const T* inp, const 
   const float r = 1.f / sqrtf(warp_sum(ss) / static_cast<float>(C) + eps);
   T* o = out + row * C;
   for (int64_t i = lane; i < C; i += 32)
-    o[i] = from_float<T>(to_float(x[i]) * r * to_float(weight[i]));
+    o[i] = from_float<T>(to_float(x[i]) * r * (to_float(weight[i]) + one));
   if (lane == 0 && rstd != nullptr) rstd[row] = r;
 }
 
 template <class T>
 __global__ void rmsnorm_dinp_kernel(T* dinp, const T* dout, const T* inp, const T* weight,
-                                    const float* rstd, int64_t N, int64_t C) {
+                                    const float* rstd, int64_t N, int64_t C, float one) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (row >= N) return;
@@ -166,12 +167,12 @@ __global__ void rmsnorm_dinp_kernel(T* dinp, const T* dout, const T* inp, const 
   const float r = rstd[row];
   float sgx = 0.f;
   for (int64_t i = lane; i < C; i += 32)
-    sgx += to_float(d[i]) * to_float(weight[i]) * to_float(x[i]);
+    sgx += to_float(d[i]) * (to_float(weight[i]) + one) * to_float(x[i]);
   // d rstd / d x_i = -rstd^3 x_i / C
   const float c = r * r * warp_sum(sgx) / static_cast<float>(C);
   T* dx = dinp + row * C;
   for (int64_t i = lane; i < C; i += 32) {
-    const float g = to_float(d[i]) * to_float(weight[i]);
+    const float g = to_float(d[i]) * (to_float(weight[i]) + one);
     dx[i] = from_float<T>(to_float(dx[i]) + r * (g - to_float(x[i]) * c));
   }
 }
@@ -180,7 +181,8 @@ __global__ void rmsnorm_dinp_kernel(T* dinp, const T* dout, const T* inp, const 
 template <class T, int W>
 __global__ void rmsnorm_dinp_packed_kernel(T* __restrict__ dinp, const T* __restrict__ dout,
                                            const T* __restrict__ inp, const T* __restrict__ weight,
-                                           const float* __restrict__ rstd, int64_t N, int64_t C) {
+                                           const float* __restrict__ rstd, int64_t N, int64_t C,
+                                           float one) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (row >= N) return;
@@ -194,7 +196,7 @@ __global__ void rmsnorm_dinp_packed_kernel(T* __restrict__ dinp, const T* __rest
                      wp = load_pack<T, W>(weight + p * W);
 #pragma unroll
     for (int k = 0; k < W; ++k)
-      sgx += to_float(dp.v[k]) * to_float(wp.v[k]) * to_float(xp.v[k]);
+      sgx += to_float(dp.v[k]) * (to_float(wp.v[k]) + one) * to_float(xp.v[k]);
   }
   const float c = r * r * warp_sum(sgx) / static_cast<float>(C);
   T* dx = dinp + row * C;
@@ -204,7 +206,7 @@ __global__ void rmsnorm_dinp_packed_kernel(T* __restrict__ dinp, const T* __rest
     Pack<T, W> op = load_pack<T, W>(dx + p * W);
 #pragma unroll
     for (int k = 0; k < W; ++k) {
-      const float g = to_float(dp.v[k]) * to_float(wp.v[k]);
+      const float g = to_float(dp.v[k]) * (to_float(wp.v[k]) + one);
       op.v[k] = from_float<T>(to_float(op.v[k]) + r * (g - to_float(xp.v[k]) * c));
     }
     store_pack<T, W>(dx + p * W, op);
@@ -326,11 +328,11 @@ void layernorm_backward(T* dinp, float* dweight, float* dbias, const T* dout, co
 
 template <class T>
 void rmsnorm_forward(T* out, float* rstd, const T* inp, const T* weight, int64_t N, int64_t C,
-                     float eps, cudaStream_t s) {
+                     float eps, cudaStream_t s, bool adds_one) {
   check_shape("cuda::rmsnorm_forward", N, C);
   if (N == 0) return;
-  rmsnorm_forward_kernel<T>
-      <<<row_blocks(N), kRowsPerBlock * 32, 0, s>>>(out, rstd, inp, weight, N, C, eps);
+  rmsnorm_forward_kernel<T><<<row_blocks(N), kRowsPerBlock * 32, 0, s>>>(
+      out, rstd, inp, weight, N, C, eps, adds_one ? 1.f : 0.f);
   PX_CUDA_LAUNCH("rmsnorm_forward");
 }
 
@@ -340,19 +342,22 @@ size_t rmsnorm_backward_scratch_bytes(int64_t N, int64_t C) {
 
 template <class T>
 void rmsnorm_backward(T* dinp, float* dweight, const T* dout, const T* inp, const T* weight,
-                      const float* rstd, int64_t N, int64_t C, void* scratch, cudaStream_t s) {
+                      const float* rstd, int64_t N, int64_t C, void* scratch, cudaStream_t s,
+                      bool adds_one) {
   check_shape("cuda::rmsnorm_backward", N, C);
   if (N == 0) return;
   constexpr int W = kPackWidth<T>;
+  const float one = adds_one ? 1.f : 0.f;
   if (dinp != nullptr && packable<T>(dinp, dout, inp, weight, C)) {
     rmsnorm_dinp_packed_kernel<T, W>
-        <<<row_blocks(N), kRowsPerBlock * 32, 0, s>>>(dinp, dout, inp, weight, rstd, N, C);
+        <<<row_blocks(N), kRowsPerBlock * 32, 0, s>>>(dinp, dout, inp, weight, rstd, N, C, one);
     PX_CUDA_LAUNCH("rmsnorm_backward (packed)");
   } else if (dinp != nullptr) {
     rmsnorm_dinp_kernel<T>
-        <<<row_blocks(N), kRowsPerBlock * 32, 0, s>>>(dinp, dout, inp, weight, rstd, N, C);
+        <<<row_blocks(N), kRowsPerBlock * 32, 0, s>>>(dinp, dout, inp, weight, rstd, N, C, one);
     PX_CUDA_LAUNCH("rmsnorm_backward");
   }
+  // d out / d weight = inp * rstd with or without adds_one: the same sums.
   weight_grads<T>(dweight, nullptr, dout, inp, nullptr, rstd, N, C, scratch,
                   "cuda::rmsnorm_backward", s);
 }
@@ -364,9 +369,9 @@ void rmsnorm_backward(T* dinp, float* dweight, const T* dout, const T* inp, cons
                                       const float*, const float*, int64_t, int64_t, void*,      \
                                       cudaStream_t);                                            \
   template void rmsnorm_forward<T>(T*, float*, const T*, const T*, int64_t, int64_t, float,     \
-                                   cudaStream_t);                                               \
+                                   cudaStream_t, bool);                                         \
   template void rmsnorm_backward<T>(T*, float*, const T*, const T*, const T*, const float*,     \
-                                    int64_t, int64_t, void*, cudaStream_t);
+                                    int64_t, int64_t, void*, cudaStream_t, bool);
 PX_INSTANTIATE(float)
 PX_INSTANTIATE(__nv_bfloat16)
 #undef PX_INSTANTIATE

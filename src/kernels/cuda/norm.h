@@ -27,12 +27,15 @@ void layernorm_backward(T* dinp, float* dweight, float* dbias, const T* dout, co
                         void* scratch, cudaStream_t s);
 
 // out (N, C) = inp * rstd * weight, rstd = 1/sqrt(mean(inp^2) + eps); saves rstd.
+// adds_one (Gemma): the gain is (1 + weight) in fp32, as the CPU's adds_one;
+// dweight is the same sum either way (d out / d weight does not see the 1).
 template <class T>
 void rmsnorm_forward(T* out, float* rstd, const T* inp, const T* weight, int64_t N, int64_t C,
-                     float eps, cudaStream_t s);
+                     float eps, cudaStream_t s, bool adds_one = false);
 size_t rmsnorm_backward_scratch_bytes(int64_t N, int64_t C);
 template <class T>
 void rmsnorm_backward(T* dinp, float* dweight, const T* dout, const T* inp, const T* weight,
-                      const float* rstd, int64_t N, int64_t C, void* scratch, cudaStream_t s);
+                      const float* rstd, int64_t N, int64_t C, void* scratch, cudaStream_t s,
+                      bool adds_one = false);
 
 }  // namespace parallm::cuda

@@ -7,13 +7,16 @@
 #include "base/error.h"
 #include "kernels/cuda/activation.h"
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda/attention_merge.h"
 #include "kernels/cuda/blas.h"
+#include "kernels/cuda/blas_epilogue.h"
 #include "kernels/cuda/convert.h"
 #include "kernels/cuda/cross_entropy.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/embedding.h"
 #include "kernels/cuda/norm.h"
 #include "kernels/cuda/optimizer.h"
+#include "kernels/cuda/paged_attention.h"
 #include "kernels/cuda/rope.h"
 
 namespace parallm::ops {
@@ -72,8 +75,21 @@ void CudaBackend::swiglu_backward(float* dgate, float* dup, const float* dout, c
                                   const float* up, int64_t n) const {
   cuda::swiglu_backward<float>(dgate, dup, dout, gate, up, n, stream_);
 }
+void CudaBackend::geglu_forward(float* out, const float* gate, const float* up, int64_t n) const {
+  cuda::geglu_forward<float>(out, gate, up, n, stream_);
+}
+void CudaBackend::geglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
+                                 const float* up, int64_t n) const {
+  cuda::geglu_backward<float>(dgate, dup, dout, gate, up, n, stream_);
+}
 void CudaBackend::add_inplace(float* y, const float* x, int64_t n) const {
   cuda::add_inplace<float>(y, x, n, stream_);
+}
+void CudaBackend::axpy(float* y, float a, const float* x, int64_t n) const {
+  cuda::axpy<float>(y, a, x, n, stream_);
+}
+void CudaBackend::add_bias_rows(float* out, const float* bias, int64_t N, int64_t C) const {
+  cuda::bias_act<float>(out, nullptr, out, bias, N, C, false, stream_);
 }
 
 void CudaBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
@@ -90,14 +106,16 @@ void CudaBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, 
                                   stream_);
 }
 void CudaBackend::rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight,
-                                  int64_t N, int64_t C, double eps) const {
-  cuda::rmsnorm_forward<float>(out, rstd, inp, weight, N, C, static_cast<float>(eps), stream_);
+                                  int64_t N, int64_t C, double eps, bool adds_one) const {
+  cuda::rmsnorm_forward<float>(out, rstd, inp, weight, N, C, static_cast<float>(eps), stream_,
+                               adds_one);
 }
 void CudaBackend::rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
-                                   const float* weight, const float* rstd, int64_t N,
-                                   int64_t C) const {
+                                   const float* weight, const float* rstd, int64_t N, int64_t C,
+                                   bool adds_one) const {
   void* s = scratch(cuda::rmsnorm_backward_scratch_bytes(N, C));
-  cuda::rmsnorm_backward<float>(dinp, dweight, dout, inp, weight, rstd, N, C, s, stream_);
+  cuda::rmsnorm_backward<float>(dinp, dweight, dout, inp, weight, rstd, N, C, s, stream_,
+                                adds_one);
 }
 
 void CudaBackend::rope(float* x, const int64_t* positions, int64_t B, int64_t T, int64_t H,
@@ -137,6 +155,9 @@ void CudaBackend::ce_softmax_grad_inplace(float* logits, const float* lse, const
                                           int64_t vocab_begin) const {
   cuda::ce_softmax_grad_inplace<float>(logits, lse, targets, row_scale, n, V, vocab_begin, stream_);
 }
+double CudaBackend::log_sum_exp(const float* x, int64_t n) const {
+  return cuda::log_sum_exp(x, n, scratch(cuda::log_sum_exp_scratch_bytes(n)), stream_);
+}
 
 void CudaBackend::attention_forward(float* out, float* lse, const float* q, const float* k,
                                     const float* v, const cpu::AttnDims& d, double scale) const {
@@ -149,6 +170,23 @@ void CudaBackend::attention_backward(float* dq, float* dk, float* dv, const floa
   void* s = scratch(cuda::attention_backward_scratch_bytes(d));
   cuda::attention_backward<float>(dq, dk, dv, dout, q, k, v, out, lse, d, static_cast<float>(scale),
                                   s, stream_);
+}
+void CudaBackend::paged_attention_forward(float* out, float* lse, const float* q,
+                                          const float* k_pool, const float* v_pool,
+                                          const cpu::PagedSeq* seqs, int64_t n_seqs,
+                                          const cpu::PagedAttnDims& d, double scale) const {
+  cuda::paged_attention_forward(out, lse, q, k_pool, v_pool, seqs, n_seqs, d, scale, stream_);
+}
+void CudaBackend::paged_kv_write(float* pool, int64_t num_blocks, int64_t block_size,
+                                 int64_t row_elems, const int32_t* blocks, int64_t n_blocks,
+                                 int64_t pos0, int64_t n, const float* src) const {
+  cuda::paged_kv_write(pool, num_blocks, block_size, row_elems, blocks, n_blocks, pos0, n, src,
+                       stream_);
+}
+void CudaBackend::attention_merge(float* out, float* lse, const float* part_out,
+                                  const float* part_lse, int64_t B, int64_t Hq, int64_t D,
+                                  int64_t nq, int64_t len, int64_t i) const {
+  cuda::attention_merge(out, lse, part_out, part_lse, B, Hq, D, nq, len, i, stream_);
 }
 
 void CudaBackend::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,

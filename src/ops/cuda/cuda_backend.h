@@ -41,7 +41,12 @@ class CudaBackend final : public DeviceBackend {
   void swiglu_forward(float* out, const float* gate, const float* up, int64_t n) const override;
   void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
                        const float* up, int64_t n) const override;
+  void geglu_forward(float* out, const float* gate, const float* up, int64_t n) const override;
+  void geglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
+                      const float* up, int64_t n) const override;
   void add_inplace(float* y, const float* x, int64_t n) const override;
+  void axpy(float* y, float a, const float* x, int64_t n) const override;
+  void add_bias_rows(float* out, const float* bias, int64_t N, int64_t C) const override;
 
   void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                          const float* weight, const float* bias, int64_t N, int64_t C,
@@ -50,10 +55,10 @@ class CudaBackend final : public DeviceBackend {
                           const float* inp, const float* weight, const float* mean,
                           const float* rstd, int64_t N, int64_t C) const override;
   void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int64_t N,
-                       int64_t C, double eps) const override;
+                       int64_t C, double eps, bool adds_one) const override;
   void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
-                        const float* weight, const float* rstd, int64_t N,
-                        int64_t C) const override;
+                        const float* weight, const float* rstd, int64_t N, int64_t C,
+                        bool adds_one) const override;
 
   void rope(float* x, const int64_t* positions, int64_t B, int64_t T, int64_t H, int64_t D,
             const double* inv_freq, double theta, bool backward) const override;
@@ -72,12 +77,32 @@ class CudaBackend final : public DeviceBackend {
   void ce_softmax_grad_inplace(float* logits, const float* lse, const int32_t* targets,
                                const float* row_scale, int64_t n, int64_t V,
                                int64_t vocab_begin) const override;
+  double log_sum_exp(const float* x, int64_t n) const override;
 
   void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                          const cpu::AttnDims& d, double scale) const override;
   void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
                           const float* k, const float* v, const float* out, const float* lse,
                           const cpu::AttnDims& d, double scale) const override;
+  void paged_attention_forward(float* out, float* lse, const float* q, const float* k_pool,
+                               const float* v_pool, const cpu::PagedSeq* seqs, int64_t n_seqs,
+                               const cpu::PagedAttnDims& d, double scale) const override;
+  void paged_kv_write(float* pool, int64_t num_blocks, int64_t block_size, int64_t row_elems,
+                      const int32_t* blocks, int64_t n_blocks, int64_t pos0, int64_t n,
+                      const float* src) const override;
+  void attention_merge(float* out, float* lse, const float* part_out, const float* part_lse,
+                       int64_t B, int64_t Hq, int64_t D, int64_t nq, int64_t len,
+                       int64_t i) const override;
+
+  void moe_gather(float* send, const float* x, const cpu::AssignedRows& r,
+                  int64_t C) const override;
+  void moe_combine(float* out, const float* y, const float* gate, const cpu::AssignedRows& r,
+                   int64_t C) const override;
+  void moe_combine_backward(float* dy, float* dgate, const float* dout, const float* y,
+                            const float* gate, const cpu::AssignedRows& r,
+                            int64_t C) const override;
+  void moe_gather_backward(float* dx, const float* dsend, const cpu::AssignedRows& r,
+                           int64_t C) const override;
 
   void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
             const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
@@ -87,6 +112,12 @@ class CudaBackend final : public DeviceBackend {
   void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                        const float* inp, const float* weight, int64_t N, int64_t IC,
                        int64_t OC) const override;
+
+  void round_to_lowp(uint16_t* dst, const float* src, int64_t n, cpu::LowpType t) const override;
+  void round_inplace(float* x, int64_t n, cpu::LowpType t) const override;
+  void lowp_gemm(cpu::LowpType t, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                 const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb, float beta,
+                 float* C, int64_t ldc) const override;
 
   void adamw_step(float* p, const float* g, float* m, float* v, int64_t n,
                   const cpu::AdamWParams& h) const override;

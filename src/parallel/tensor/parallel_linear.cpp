@@ -107,7 +107,7 @@ void RowParallelLinear::forward(const LayerContext& c, float* stream, const floa
   leave_tp_region(tp_, stream, partial.data<float>(), c.N(), out_);
   if (b == nullptr) return;
   const int64_t rows = tp_local_rows(tp_, c.N());
-  for (int64_t r = 0; r < rows; ++r) ops::add_inplace(c.stream(), stream + r * out_, b, out_);
+  ops::add_bias_rows(c.stream(), stream, b, rows, out_);
 }
 
 void RowParallelLinear::backward(const LayerContext& c, float* dinp, const float* dstream,

@@ -52,7 +52,7 @@ if(PARALLM_SERVE_ASAN)
                  ${PROJECT_SOURCE_DIR}/src/cli/run_command.cpp ${PARALLM_SERVE_SOURCES})
   # These objects define the serve symbols first, so the linker never takes
   # the uninstrumented copies from libparallm_infer.a (a clash would not link).
-  target_link_libraries(parallm_serve_asan PRIVATE parallm_infer CLI11::CLI11)
+  target_link_libraries(parallm_serve_asan PRIVATE parallm_infer parallm_device_cuda CLI11::CLI11)
   target_compile_options(parallm_serve_asan PRIVATE -fsanitize=address -fno-omit-frame-pointer
                          -O1 -g1 -Wall -Wextra -Wno-unused-parameter
                          -Wno-missing-field-initializers)
