@@ -6,7 +6,10 @@
 // one JSON line with the median prefill and decode tokens/s and the bytes of
 // GEMM weights one decode step reads (every linear + the LM head, at 4 bytes
 // per element in fp32 and 2 in bf16, where the kernels read the bf16 copy).
-// bench/infer_bench.sh runs it beside the transformers peer.
+// bench/infer_bench.sh runs it beside the transformers peer. --device cuda
+// --batch B runs the same generation on a lent GPU (scripts/gpu-run.sh
+// decode, beside bench/gpu/decode_torch.py): B copies of the prompt decoded
+// together.
 #include <fmt/core.h>
 #include <fmt/format.h>
 
@@ -15,17 +18,19 @@
 #include <string>
 #include <vector>
 
+#include "device/cuda/open_job_device.h"
 #include "infer/generator.h"
 #include "infer/inference_model.h"
 #include "kernels/cpu/threads.h"
+#include "train/config/training_config.h"
 
 using namespace parallm;
 
 namespace {
 struct Opts {
-  std::string model, dtype = "fp32";
+  std::string model, dtype = "fp32", device = "cpu";
   int threads = 2, reps = 3;
-  int64_t prompt_len = 128, new_tokens = 128;
+  int64_t prompt_len = 128, new_tokens = 128, batch = 1;
 };
 
 Opts parse(int argc, char** argv) {
@@ -44,6 +49,10 @@ Opts parse(int argc, char** argv) {
       o.prompt_len = std::stoll(v);
     else if (a == "--new")
       o.new_tokens = std::stoll(v);
+    else if (a == "--batch")
+      o.batch = std::stoll(v);
+    else if (a == "--device")
+      o.device = v;
     else
       PX_CHECK(false, "infer_bench: unknown flag {}", a);
   }
@@ -70,7 +79,10 @@ int main(int argc, char** argv) {
   const Opts o = parse(argc, argv);
   cpu::set_num_threads(o.threads);
   const Precision p = precision_from_name(o.dtype);
-  InferenceModel im({.hf_dir = o.model}, {}, p, nullptr);
+  const auto dev = open_job_device(device_from_name(o.device), nullptr, 0, false);
+  const InferenceModel::Placement where{.tp = {.on = &ops::Stream::of(dev->memory())},
+                                       .memory = &dev->memory()};
+  InferenceModel im({.hf_dir = o.model}, where, p, nullptr);
   const ModelConfig& cfg = im.model().config();
   std::vector<int32_t> prompt(static_cast<size_t>(o.prompt_len));
   for (int64_t i = 0; i < o.prompt_len; ++i)  // as prompt_ids() in infer_torch_peer.py
@@ -81,7 +93,8 @@ int main(int argc, char** argv) {
   std::vector<double> prefill, decode;
   for (int r = 0; r <= o.reps; ++r) {
     GenerationStats st;
-    const std::vector<Generation> out = generate(im.model(), {prompt}, g, &st);
+    const std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(o.batch), prompt);
+    const std::vector<Generation> out = generate(im.model(), prompts, g, &st);
     PX_CHECK(static_cast<int64_t>(out[0].tokens.size()) == o.new_tokens,
              "infer_bench: {} tokens generated, expected {}", out[0].tokens.size(), o.new_tokens);
     if (r == 0) continue;  // warmup
@@ -93,10 +106,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> all;
   for (double d : decode) all.push_back(fmt::format("{:.2f}", d));
   fmt::print(
-      "{{\"impl\": \"parallm\", \"dtype\": \"{}\", \"threads\": {}, \"prompt\": {}, \"new\": {}, "
+      "{{\"impl\": \"parallm\", \"device\": \"{}\", \"batch\": {}, \"dtype\": \"{}\", "
+      "\"threads\": {}, \"prompt\": {}, \"new\": {}, "
       "\"prefill_tok_s\": {:.3f}, \"decode_tok_s\": {:.3f}, \"decode_tok_s_all\": [{}], "
       "\"gemm_weight_elems\": {}, \"weight_bytes_per_token\": {}}}\n",
-      o.dtype, cpu::num_threads(), o.prompt_len, o.new_tokens, median(prefill), median(decode),
+      dev->name().empty() ? o.device : dev->name(), o.batch, o.dtype, cpu::num_threads(),
+      o.prompt_len, o.new_tokens, median(prefill), median(decode),
       fmt::join(all, ", "), elems, bytes);
   return 0;
 }

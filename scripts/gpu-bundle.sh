@@ -14,7 +14,8 @@ if [ ! -f "$build/build.ninja" ]; then
   ./scripts/install-deps.sh
   cmake --preset release >/dev/null
 fi
-bins=(parallm tests/parallm_gpu_tests)
+# The one model's training and decode benchmarks run on the GPU too (--device cuda).
+bins=(parallm tests/parallm_gpu_tests bench/gpt2_train_bench bench/infer_bench)
 for src in bench/gpu/*.cpp; do bins+=("bench/gpu_$(basename "$src" .cpp)"); done
 targets=()
 for b in "${bins[@]}"; do targets+=("$(basename "$b")"); done

@@ -7,14 +7,18 @@
 #   gemm          cuBLASLt GEMM TFLOP/s (the measured peak for MFU)
 #   kernels       LayerNorm, bias-gradient, element-wise and cross-entropy kernels
 #   attention     our flash attention vs PyTorch's scaled_dot_product_attention
-#   gpt2          GPT-2 124M bf16 training: parallm, torch eager, torch.compile
+#   gpt2          GPT-2 124M bf16 training, the one model (bench/gpt2_train_bench
+#                 --device cuda), torch eager, torch.compile
 #                 (micro-batches $GPT2_BATCHES, default "16 32"; $GPT2_PEERS=no skips torch)
-#   decode        greedy generation with the KV cache: parallm, transformers' generate()
-#                 (dynamic cache; static cache + torch.compile) and a bare torch loop
+#   decode        greedy generation with the paged KV cache (bench/infer_bench --device
+#                 cuda, bf16, on a random GPT-2 124M saved by transformers),
+#                 transformers' generate() (dynamic cache; static cache + torch.compile)
+#                 and a bare torch loop
 #                 (batches $DECODE_BATCHES, default "1 16 64"; $DECODE_PEERS=no skips torch)
-#   cli           `parallm train --device cuda` end to end (tests/cli/device_cuda.sh): the
-#                 one model on the GPU follows the CPU step by step (GPT-2, LLaMA with
-#                 recomputation, packed documents) and its checkpoint resumes on the CPU
+#   cli           `parallm train/generate --device cuda` end to end (tests/cli/device_cuda.sh):
+#                 the one model on the GPU follows the CPU step by step (GPT-2, LLaMA with
+#                 recomputation, packed documents, MoE, Gemma, bf16, dp 2 on two GPUs), its
+#                 checkpoint resumes on the CPU, greedy generation gives the CPU's tokens
 # Example: scripts/gpu-run.sh tests gemm attention gpt2
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -54,14 +58,19 @@ for step in "$@"; do
       python3 "$bin/attention_torch.py" 2>&1 | tee -a "$out/bench.jsonl" ;;
     gpt2)
       for b in ${GPT2_BATCHES:-16 32}; do
-        "$bin/gpu_gpt2_train" --batch "$b" 2>&1 | tee -a "$out/bench.jsonl"
+        "$bin/gpt2_train_bench" --device cuda --precision bf16 --batch "$b" --seq 1024 \
+          --steps 20 --warmup 3 --peak-tflops 989.4 2>&1 | tee -a "$out/bench.jsonl"
         [ "${GPT2_PEERS:-yes}" = no ] && continue
         python3 "$bin/gpt2_torch.py" --batch "$b" 2>&1 | tail -1 | tee -a "$out/bench.jsonl"
         python3 "$bin/gpt2_torch.py" --batch "$b" --compile 2>&1 | tail -1 | tee -a "$out/bench.jsonl"
       done ;;
     decode)
+      # A random GPT-2 124M (HF's vocabulary) as transformers saves it: what we load, we serve.
+      python3 -c "import sys, torch, transformers as t; torch.manual_seed(0)
+t.GPT2LMHeadModel(t.GPT2Config()).save_pretrained(sys.argv[1])" "$root/gpt2-hf"
       for b in ${DECODE_BATCHES:-1 16 64}; do
-        "$bin/gpu_decode_bench" --batch "$b" 2>&1 | tee -a "$out/bench.jsonl"
+        "$bin/infer_bench" --device cuda --dtype bf16 --model "$root/gpt2-hf" --batch "$b" \
+          --prompt-len 128 --new 128 2>&1 | tee -a "$out/bench.jsonl"
         [ "${DECODE_PEERS:-yes}" = no ] && continue
         python3 "$bin/decode_torch.py" --batch "$b" 2>&1 | grep '^{' | tee -a "$out/bench.jsonl"
       done ;;

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The PyTorch peers of bench/gpu/decode_bench.cpp: the same GPT-2 shapes
+"""The PyTorch peers of bench/infer_bench.cpp --device cuda: the same GPT-2 shapes
 (transformers' GPT2LMHeadModel, 124M, vocabulary 50257, random weights, bf16,
 SDPA attention) generating greedily with its KV cache: B rows of a P-token
-prompt, N new tokens. Three ways, one JSON line each, in decode_bench's fields:
+prompt, N new tokens. Three ways, one JSON line each:
   hf_generate          model.generate(), the dynamic cache (what users run)
   torch_loop           a bare loop of forward calls with past_key_values and a
                        device argmax, no host sync per step (eager's best)

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""The PyTorch peer of bench/gpu/gpt2_train.cpp: the same GPT-2 (124M, llm.c's
+"""The PyTorch peer of bench/gpt2_train_bench.cpp --device cuda: the same GPT-2 (124M, llm.c's
 padded vocabulary 50304, tied embeddings, tanh GELU, LayerNorm), the same
 step (forward + backward + clip 1.0 + AdamW lr 6e-4, betas 0.9/0.95, decay
 0.1 on matrices and embeddings), bf16 autocast with fp32 master weights, TF32
 off, flash attention through scaled_dot_product_attention; eager or
-torch.compile. Prints one JSON line in gpt2_train's fields.
+torch.compile. Prints one JSON line.
 
   python3 bench/gpu/gpt2_torch.py [--compile] [--batch B] [--seq T] [--steps S]
 """
@@ -97,7 +97,7 @@ def main():
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        losses.append(loss.item())  # a host sync per step, as gpt2_train has
+        losses.append(loss.item())  # a host sync per step, as gpt2_train_bench has
         t1 = time.perf_counter()
         if s >= a.warmup:
             seconds += t1 - t0

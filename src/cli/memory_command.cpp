@@ -54,9 +54,9 @@ void add_memory_command(CLI::App& app, CommandRegistry& reg) {
                   "AdamW 8 for the rest)");
   sub->add_option("--recompute", f->recompute, "none, selective or full");
   sub->add_option("--activations", f->activations,
-                  "megatron (Korthikanti et al., Megatron-LM's 16-bit layers), parallm (the "
-                  "tensors this implementation's layers save, held against its allocator) or "
-                  "parallm-cuda (the same as the GPU model stores them, --device cuda)");
+                  "megatron (Korthikanti et al., Megatron-LM's 16-bit layers) or parallm (the "
+                  "tensors this implementation's layers save on any device, held against its "
+                  "allocator)");
   sub->add_option("--device-memory", f->device, "e.g. 80GiB: print a verdict and what would fit");
   sub->add_flag("--json", f->json, "machine-readable output");
   sub->add_flag("--inference", f->inference,

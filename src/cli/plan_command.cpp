@@ -57,9 +57,9 @@ void add_plan_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--moe-load-warmup", f->load_warmup,
                   "records of --moe-load-from to skip first (default 2)");
   sub->add_option("--activations", f->activations,
-                  "activation memory to prune by: megatron (Korthikanti et al.), parallm (this "
-                  "implementation's CPU layers) or parallm-cuda (default: parallm for a "
-                  "calibrated profile, megatron for a built-in one)");
+                  "activation memory to prune by: megatron (Korthikanti et al.) or parallm (this "
+                  "implementation's layers; default: parallm for a calibrated profile, megatron "
+                  "for a built-in one)");
   sub->add_option("--tie-tolerance", f->r.tie_tolerance,
                   "layouts predicted within this fraction of the fastest count as equal; the one "
                   "with the fewest blocking exchanges per step, then the least time on the wire, "

@@ -12,6 +12,13 @@ namespace parallm::comm {
 
 namespace {
 
+// Every point-to-point operation on test device buffers carries this one
+// tag (the largest the MPI backend lets a caller use; its ring reduction
+// has 32766), so MPI matches them as NCCL would: per pair of ranks in issue
+// order, whatever tag the caller gave. Host buffers keep their tags, as a
+// GPU's host buffers go to MPI with theirs.
+constexpr int kDeviceP2pTag = 32765;
+
 // One operation's host side: the spec with its device buffers swapped for
 // host ones, and what to copy back to the device when it completes.
 class Staged {
@@ -37,6 +44,8 @@ class Staged {
         spec_.send = send_.data();
       }
     }
+    const bool p2p = s.kind == OpKind::Send || s.kind == OpKind::Recv;
+    if (p2p && (!recv_.empty() || spec_.send != s.send)) spec_.tag = kDeviceP2pTag;
   }
   const OpSpec& spec() const { return spec_; }
   void finish() {

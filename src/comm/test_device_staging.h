@@ -4,7 +4,10 @@
 // receive region, and a send region outside it, copied to the host before
 // the operation; the receive region copied back when it completes, at
 // once for a blocking call and inside the Work for an async one). Host
-// buffers pass through untouched. Groups split from it stage too. Why here
+// buffers pass through untouched. Groups split from it stage too. Point-to-
+// point operations on device buffers match as NCCL's do (per pair, in issue
+// order, tags ignored: NCCL has none), so a schedule whose sends and receives
+// pair up only by tag fails here, on the CPU, and not first on GPUs. Why here
 // and not in MpiCommunicator: the same decorator is what a GPU without
 // NCCL needs (with pinned buffers and device copies), and the MPI backend
 // stays a plain host backend.

@@ -14,16 +14,13 @@ namespace parallm {
 ActivationModel activation_model_from_name(const std::string& s) {
   if (s == "megatron") return ActivationModel::Megatron16;
   if (s == "parallm") return ActivationModel::Parallm;
-  if (s == "parallm-cuda") return ActivationModel::ParallmCuda;
-  PX_FAIL("unknown activation model '{}' (expected megatron, parallm or parallm-cuda)", s);
+  PX_FAIL("unknown activation model '{}' (expected megatron or parallm)", s);
 }
 
 const char* activation_model_name(ActivationModel m) {
   switch (m) {
     case ActivationModel::Parallm:
       return "parallm";
-    case ActivationModel::ParallmCuda:
-      return "parallm-cuda";
     default:
       return "megatron";
   }
@@ -89,9 +86,6 @@ void MemoryQuery::validate_experts() const {
            "expert parallelism (--ep {}) with ZeRO needs an element-wise optimizer, not muon (its "
            "shards are scattered spans)",
            ep);
-  PX_CHECK(activation_model != ActivationModel::ParallmCuda,
-           "--activations parallm-cuda: MoE is not on the GPU yet ({} experts)",
-           model.moe.num_experts);
   PX_CHECK(!lora.enabled(), "LoRA on an MoE model is not modelled ({} experts)",
            model.moe.num_experts);
 }

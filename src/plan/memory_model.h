@@ -35,10 +35,9 @@
 namespace parallm {
 
 // Megatron16: Korthikanti et al.'s per-layer count (16-bit, Megatron-LM's
-// layers). Parallm: what this implementation's layers save. ParallmCuda:
-// what the GPU model (src/model/cuda) saves: the same tensors, stored in the
-// activation precision (bf16 under bf16), statistics and lse in fp32.
-enum class ActivationModel { Megatron16, Parallm, ParallmCuda };
+// layers). Parallm: what this implementation's layers save, on every device
+// (the GPU runs the same layers through the op interface).
+enum class ActivationModel { Megatron16, Parallm };
 
 ActivationModel activation_model_from_name(const std::string& s);  // "megatron" | "parallm"
 const char* activation_model_name(ActivationModel m);              // its inverse

@@ -35,8 +35,7 @@ ParallmActivations parallm_activations(const MemoryQuery& q) {
   // fp32 saved tensors under every precision on the CPU; on the GPU the
   // activation dtype (2 bytes under bf16/fp16) but statistics and lse in
   // fp32, counted here as 4 / elem elements each.
-  const bool gpu = q.activation_model == ActivationModel::ParallmCuda;
-  const double elem = gpu && q.precision != Precision::FP32 ? 2.0 : 4.0;
+  const double elem = 4.0;  // activations are fp32 under every precision (16-bit at the GEMMs only)
   const double f32 = 4.0 / elem;
 
   const double norm_out = rows * C, norm_stats = rows * stats * f32;
@@ -112,10 +111,7 @@ ParallmActivations parallm_activations(const MemoryQuery& q) {
   r.working *= elem;
   r.outside *= elem;
   const int64_t V = (m.vocab_size + q.tp - 1) / q.tp;  // padded shard rows
-  // The GPU model's chunk (model/cuda): up to 2^28 logits, in the activation dtype.
-  const int64_t chunk =
-      gpu ? std::min<int64_t>(static_cast<int64_t>(N), std::max<int64_t>(1, (int64_t{1} << 28) / V))
-          : head_chunk_rows(static_cast<int64_t>(N), V);
+  const int64_t chunk = head_chunk_rows(static_cast<int64_t>(N), V);
   r.head_chunk = static_cast<double>(chunk) * static_cast<double>(V) * elem;
   return r;
 }

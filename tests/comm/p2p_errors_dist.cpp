@@ -8,7 +8,9 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "comm/test_device_staging.h"
 #include "dist_env.h"
+#include "tensor/test_device_memory.h"
 
 namespace parallm::comm::dist {
 namespace {
@@ -69,6 +71,42 @@ TEST(PointToPoint, TagsSelectMessages) {
     EXPECT_EQ(a, 10);
     EXPECT_EQ(b, 20);
   }
+}
+
+// On the test device's world (comm::TestDeviceStaging) point-to-point on
+// device buffers matches as NCCL's does, per pair in issue order with tags
+// ignored, so a receiver that relies on tags to reorder gets the other
+// message: the pipeline and ring layouts run there to prove they never do.
+// Host buffers keep MPI's tag matching.
+TEST(PointToPoint, TestDeviceBuffersMatchInIssueOrder) {
+  Communicator& w = *dist_env().world;
+  if (w.size() < 2 || w.rank() > 1) return;
+  TestDeviceStaging staged(w);
+  TestDeviceMemory mem;
+  auto* dev = static_cast<int32_t*>(mem.allocate(2 * sizeof(int32_t)));
+  int32_t host[2] = {10, 20};
+  if (w.rank() == 0) {
+    mem.copy(dev, host, sizeof(host));
+    Work wa = staged.send_async(dev, 1, DType::I32, 1, /*tag=*/1);
+    Work wb = staged.send_async(dev + 1, 1, DType::I32, 1, /*tag=*/2);
+    wa.wait();
+    wb.wait();
+    staged.send(&host[0], 1, DType::I32, 1, 1);
+    staged.send(&host[1], 1, DType::I32, 1, 2);
+  } else {
+    staged.recv(dev + 1, 1, DType::I32, 0, 2);  // tag 2 first: gets the first message
+    staged.recv(dev, 1, DType::I32, 0, 1);
+    int32_t got[2] = {};
+    mem.copy(got, dev, sizeof(got));
+    EXPECT_EQ(got[1], 10);
+    EXPECT_EQ(got[0], 20);
+    int32_t a = 0, b = 0;
+    staged.recv(&b, 1, DType::I32, 0, 2);  // host buffers: the tag picks the message
+    staged.recv(&a, 1, DType::I32, 0, 1);
+    EXPECT_EQ(a, 10);
+    EXPECT_EQ(b, 20);
+  }
+  mem.release(dev, 2 * sizeof(int32_t));
 }
 
 TEST(PointToPoint, ShortMessageIsAnError) {

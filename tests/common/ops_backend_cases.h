@@ -3,7 +3,9 @@
 // test-backend-ops holds each backend against the CPU. Shared by the test
 // device's suite (OpsBackends, bit for bit: the same CPU kernels run there)
 // and the GPU's (OpsCuda, within a bound: other kernels, other orders). The
-// host code here reads device memory only through copies.
+// host code here reads device memory only through copies. The dense ops are
+// here; paged attention, merges, MoE rows, grouped linears and 16-bit ops in
+// ops_backend_cases_rows.h (included at the end).
 #pragma once
 #include <gtest/gtest.h>
 
@@ -58,6 +60,7 @@ class Twin {
     }
     for (size_t i = 0; i < host_.size(); ++i) {
       const double want = static_cast<double>(host_[i]), have = static_cast<double>(got[i]);
+      if (have == want) continue;  // infinities too (a merged row no key reached: lse -inf)
       ASSERT_LE(std::abs(have - want), tol_ * (1.0 + std::abs(want)))
           << what << ": element " << i << " is " << have << " on the device, " << want
           << " on the host";
@@ -78,14 +81,25 @@ class Cases {
 
   template <class T = float>
   Twin<T> rand(int64_t n, double lo = -1.0, double hi = 1.0) {
-    std::uniform_real_distribution<double> u(lo, hi);
-    std::vector<T> v(static_cast<size_t>(n));
-    for (T& x : v) x = static_cast<T>(u(rng_));
-    return Twin<T>(dev_, std::move(v), tol_);
+    return Twin<T>(dev_, draw<T>(n, lo, hi), tol_);
   }
   template <class T>
   Twin<T> of(std::vector<T> v) {
     return Twin<T>(dev_, std::move(v), tol_);
+  }
+  // An operand every device must give bit for bit (tolerance 0 whatever the
+  // bound): rounding to 16 bits has one right answer, and a bound on 16-bit
+  // bits read as integers would pass a wrong rounding.
+  template <class T>
+  Twin<T> exact(std::vector<T> v) {
+    return Twin<T>(dev_, std::move(v), 0.0);
+  }
+  template <class T = float>
+  std::vector<T> draw(int64_t n, double lo = -1.0, double hi = 1.0) {
+    std::uniform_real_distribution<double> u(lo, hi);
+    std::vector<T> v(static_cast<size_t>(n));
+    for (T& x : v) x = static_cast<T>(u(rng_));
+    return v;
   }
   // Two host results of a reduction, within the bound.
   void expect_near(double host, double dev, const char* what) const {
@@ -103,6 +117,16 @@ class Cases {
   // splits: the CPU kernel's backward splits to run (none: the device's choice).
   void attention(std::vector<ops::AttnBwdSplit> splits = {});
   void matmuls();
+  // ops_backend_cases_rows.h. paths: the CPU kernel's paged paths to run
+  // (none: Auto; a GPU has one path and ignores it).
+  void paged_attention(std::vector<ops::PagedAttnPath> paths = {});
+  void attention_merge();
+  void moe_rows();
+  void grouped_linears();
+  // Rounding to bf16 and f16 (bit for bit on every device) and the 16-bit
+  // GEMM; then the grouped linears with 16-bit operands.
+  void lowp();
+  void grouped_linears_lowp();
 
   const ops::Stream& H = ops::Stream::host();
   const ops::Stream& D;
@@ -130,9 +154,23 @@ inline void Cases::activations() {
   ops::swiglu_backward(D, d1.d(), d2.d(), dy.d(), g.d(), u.d(), n);
   d1.expect_same("swiglu_backward dgate");
   d2.expect_same("swiglu_backward dup");
+  ops::geglu_forward(H, out.h(), g.h(), u.h(), n);
+  ops::geglu_forward(D, out.d(), g.d(), u.d(), n);
+  out.expect_same("geglu_forward");
+  ops::geglu_backward(H, d1.h(), d2.h(), dy.h(), g.h(), u.h(), n);
+  ops::geglu_backward(D, d1.d(), d2.d(), dy.d(), g.d(), u.d(), n);
+  d1.expect_same("geglu_backward dgate");
+  d2.expect_same("geglu_backward dup");
   ops::add_inplace(H, out.h(), x.h(), n);
   ops::add_inplace(D, out.d(), x.d(), n);
   out.expect_same("add_inplace");
+  ops::axpy(H, out.h(), 0.37f, x.h(), n);
+  ops::axpy(D, out.d(), 0.37f, x.d(), n);
+  out.expect_same("axpy");
+  auto bias = rand(40);  // n = 25 rows of 40
+  ops::add_bias_rows(H, out.h(), bias.h(), n / 40, 40);
+  ops::add_bias_rows(D, out.d(), bias.d(), n / 40, 40);
+  out.expect_same("add_bias_rows");
 }
 
 inline void Cases::norms() {
@@ -146,11 +184,14 @@ inline void Cases::norms() {
   ops::layernorm_backward(D, dx.d(), dw.d(), db.d(), dy.d(), x.d(), w.d(), mean.d(), rstd.d(), N,
                           C);
   for (auto* t : {&out, &mean, &rstd, &dx, &dw, &db}) t->expect_same("layernorm");
-  ops::rmsnorm_forward(H, out.h(), rstd.h(), x.h(), w.h(), N, C, 1e-6);
-  ops::rmsnorm_forward(D, out.d(), rstd.d(), x.d(), w.d(), N, C, 1e-6);
-  ops::rmsnorm_backward(H, dx.h(), dw.h(), dy.h(), x.h(), w.h(), rstd.h(), N, C);
-  ops::rmsnorm_backward(D, dx.d(), dw.d(), dy.d(), x.d(), w.d(), rstd.d(), N, C);
-  for (auto* t : {&out, &rstd, &dx, &dw}) t->expect_same("rmsnorm");
+  for (bool adds_one : {false, true}) {  // true: Gemma's (1 + w)
+    ops::rmsnorm_forward(H, out.h(), rstd.h(), x.h(), w.h(), N, C, 1e-6, adds_one);
+    ops::rmsnorm_forward(D, out.d(), rstd.d(), x.d(), w.d(), N, C, 1e-6, adds_one);
+    ops::rmsnorm_backward(H, dx.h(), dw.h(), dy.h(), x.h(), w.h(), rstd.h(), N, C, adds_one);
+    ops::rmsnorm_backward(D, dx.d(), dw.d(), dy.d(), x.d(), w.d(), rstd.d(), N, C, adds_one);
+    for (auto* t : {&out, &rstd, &dx, &dw})
+      t->expect_same(adds_one ? "rmsnorm (1 + w)" : "rmsnorm");
+  }
 }
 
 inline void Cases::rope_embedding_loss() {
@@ -185,6 +226,10 @@ inline void Cases::rope_embedding_loss() {
   ops::ce_softmax_grad_inplace(H, logits.h(), se.h(), tgt.h(), scale.h(), n, V, 2);
   ops::ce_softmax_grad_inplace(D, logits.d(), se.d(), tgt.d(), scale.d(), n, V, 2);
   for (auto* t : {&mx, &se, &tl, &logits}) t->expect_same("cross entropy");
+  // A row whose exp overflows f32 unless the max is taken out first.
+  auto row = rand(3000, -100, 100);
+  expect_near(ops::log_sum_exp(H, row.h(), 3000), ops::log_sum_exp(D, row.d(), 3000),
+              "log_sum_exp");
 }
 
 inline void Cases::optimizers() {
@@ -252,3 +297,5 @@ inline void Cases::matmuls() {
 }
 
 }  // namespace parallm::backend_cases
+
+#include "common/ops_backend_cases_rows.h"  // IWYU pragma: export

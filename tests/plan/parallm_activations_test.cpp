@@ -97,30 +97,3 @@ TEST(ParallmActivations, CountsByHandAndLayouts) {
 
 }  // namespace
 }  // namespace parallm
-
-namespace parallm {
-namespace {
-
-// --activations parallm-cuda against what the GPU model's allocator held on
-// an NVIDIA H200 (2026-11-26, bench/gpu/gpt2_train.cpp, docs/cuda.md):
-// GPT-2 124M (padded vocabulary), bf16, micro-batch 16 x 1024. The GPU test
-// CudaTransformerGpu.AllocatorMatchesTheMemoryModel checks every shape on a
-// device; this pins the published figures here.
-TEST(ParallmCudaActivations, MatchTheH200AllocatorForGpt2Bf16) {
-  MemoryQuery q;
-  q.model = catalog_model("gpt2-124m-padded");
-  q.seq_len = 1024;
-  q.micro_batch = 16;
-  q.precision = Precision::BF16;
-  q.activation_model = ActivationModel::ParallmCuda;
-  const MemoryBreakdown r = estimate_memory(q);
-  EXPECT_EQ(r.parameters, 746855424.0);
-  EXPECT_EQ(r.gradients, 497903616.0);
-  EXPECT_EQ(r.optimizer, 995807232.0);
-  EXPECT_EQ(r.activations, 4894883840.0);
-  q.micro_batch = 32;
-  EXPECT_EQ(estimate_memory(q).activations, 9789767680.0);
-}
-
-}  // namespace
-}  // namespace parallm

@@ -152,93 +152,60 @@ void run_split(int64_t n, bool aligned, Run&& run) {
   if (n > body) run(std::integral_constant<int, 1>{}, body, n - body);
 }
 
+// Launches kernel_of(width) (the kernel for that pack width) over n
+// elements of the pointers p..., each offset to its part; the pointers are
+// all the kernel's operands but the last (packs).
+template <class T, class KernelOf, class... Ptr>
+void launch_packed(const char* name, int64_t n, cudaStream_t s, KernelOf kernel_of, Ptr... p) {
+  if (n <= 0) return;
+  run_split<T>(n, (is_aligned16(p) && ...), [&](auto w, int64_t off, int64_t packs) {
+    kernel_of(w)<<<elementwise_blocks(packs), kElementwiseThreads, 0, s>>>((p + off)..., packs);
+    PX_CUDA_LAUNCH(name);
+  });
+}
+
+// The kernel template K's instance for pack width w.
+#define PX_KERNEL_OF(K) [](auto w) { return &K<T, decltype(w)::value>; }
+
 }  // namespace
 
 template <class T>
 void gelu_forward(T* out, const T* inp, int64_t n, cudaStream_t s) {
-  if (n <= 0) return;
-  run_split<T>(n, is_aligned16(out) && is_aligned16(inp), [&](auto w, int64_t off, int64_t packs) {
-    constexpr int W = decltype(w)::value;
-    gelu_forward_kernel<T, W>
-        <<<elementwise_blocks(packs), kElementwiseThreads, 0, s>>>(out + off, inp + off, packs);
-    PX_CUDA_LAUNCH("gelu_forward");
-  });
+  launch_packed<T>("gelu_forward", n, s, PX_KERNEL_OF(gelu_forward_kernel), out, inp);
 }
 
 template <class T>
 void gelu_backward(T* dinp, const T* inp, const T* dout, int64_t n, cudaStream_t s) {
-  if (n <= 0) return;
-  const bool aligned = is_aligned16(dinp) && is_aligned16(inp) && is_aligned16(dout);
-  run_split<T>(n, aligned, [&](auto w, int64_t off, int64_t packs) {
-    constexpr int W = decltype(w)::value;
-    gelu_backward_kernel<T, W><<<elementwise_blocks(packs), kElementwiseThreads, 0, s>>>(
-        dinp + off, inp + off, dout + off, packs);
-    PX_CUDA_LAUNCH("gelu_backward");
-  });
+  launch_packed<T>("gelu_backward", n, s, PX_KERNEL_OF(gelu_backward_kernel), dinp, inp, dout);
 }
 
 template <class T>
 void swiglu_forward(T* out, const T* gate, const T* up, int64_t n, cudaStream_t s) {
-  if (n <= 0) return;
-  const bool aligned = is_aligned16(out) && is_aligned16(gate) && is_aligned16(up);
-  run_split<T>(n, aligned, [&](auto w, int64_t off, int64_t packs) {
-    constexpr int W = decltype(w)::value;
-    swiglu_forward_kernel<T, W><<<elementwise_blocks(packs), kElementwiseThreads, 0, s>>>(
-        out + off, gate + off, up + off, packs);
-    PX_CUDA_LAUNCH("swiglu_forward");
-  });
+  launch_packed<T>("swiglu_forward", n, s, PX_KERNEL_OF(swiglu_forward_kernel), out, gate, up);
 }
 
 template <class T>
 void swiglu_backward(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int64_t n,
                      cudaStream_t s) {
-  if (n <= 0) return;
-  const bool aligned = is_aligned16(dgate) && is_aligned16(dup) && is_aligned16(dout) &&
-                       is_aligned16(gate) && is_aligned16(up);
-  run_split<T>(n, aligned, [&](auto w, int64_t off, int64_t packs) {
-    constexpr int W = decltype(w)::value;
-    swiglu_backward_kernel<T, W><<<elementwise_blocks(packs), kElementwiseThreads, 0, s>>>(
-        dgate + off, dup + off, dout + off, gate + off, up + off, packs);
-    PX_CUDA_LAUNCH("swiglu_backward");
-  });
+  launch_packed<T>("swiglu_backward", n, s, PX_KERNEL_OF(swiglu_backward_kernel), dgate, dup, dout,
+                   gate, up);
 }
 
 template <class T>
 void geglu_forward(T* out, const T* gate, const T* up, int64_t n, cudaStream_t s) {
-  if (n <= 0) return;
-  const bool aligned = is_aligned16(out) && is_aligned16(gate) && is_aligned16(up);
-  run_split<T>(n, aligned, [&](auto w, int64_t off, int64_t packs) {
-    constexpr int W = decltype(w)::value;
-    geglu_forward_kernel<T, W><<<elementwise_blocks(packs), kElementwiseThreads, 0, s>>>(
-        out + off, gate + off, up + off, packs);
-    PX_CUDA_LAUNCH("geglu_forward");
-  });
+  launch_packed<T>("geglu_forward", n, s, PX_KERNEL_OF(geglu_forward_kernel), out, gate, up);
 }
 
 template <class T>
 void geglu_backward(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int64_t n,
                     cudaStream_t s) {
-  if (n <= 0) return;
-  const bool aligned = is_aligned16(dgate) && is_aligned16(dup) && is_aligned16(dout) &&
-                       is_aligned16(gate) && is_aligned16(up);
-  run_split<T>(n, aligned, [&](auto w, int64_t off, int64_t packs) {
-    constexpr int W = decltype(w)::value;
-    geglu_backward_kernel<T, W><<<elementwise_blocks(packs), kElementwiseThreads, 0, s>>>(
-        dgate + off, dup + off, dout + off, gate + off, up + off, packs);
-    PX_CUDA_LAUNCH("geglu_backward");
-  });
+  launch_packed<T>("geglu_backward", n, s, PX_KERNEL_OF(geglu_backward_kernel), dgate, dup, dout,
+                   gate, up);
 }
 
 template <class T>
 void add(T* out, const T* a, const T* b, int64_t n, cudaStream_t s) {
-  if (n <= 0) return;
-  const bool aligned = is_aligned16(out) && is_aligned16(a) && is_aligned16(b);
-  run_split<T>(n, aligned, [&](auto w, int64_t off, int64_t packs) {
-    constexpr int W = decltype(w)::value;
-    add_kernel<T, W><<<elementwise_blocks(packs), kElementwiseThreads, 0, s>>>(out + off, a + off,
-                                                                               b + off, packs);
-    PX_CUDA_LAUNCH("add");
-  });
+  launch_packed<T>("add", n, s, PX_KERNEL_OF(add_kernel), out, a, b);
 }
 
 template <class T>
@@ -256,6 +223,8 @@ void axpy(T* y, float a, const T* x, int64_t n, cudaStream_t s) {
     PX_CUDA_LAUNCH("axpy");
   });
 }
+
+#undef PX_KERNEL_OF
 
 #define PX_INSTANTIATE(T)                                                                        \
   template void gelu_forward<T>(T*, const T*, int64_t, cudaStream_t);                            \
