@@ -26,11 +26,8 @@ void add_memory_command(CLI::App& app, CommandRegistry& reg) {
   auto f = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand(
       "memory",
-      "bytes per rank: parameters, gradients, optimizer states (ZeRO paper: 2+2+12 bytes per "
-      "parameter in mixed precision with Adam; ZeRO-1/2/3 divide optimizer, then gradients, then "
-      "parameters by dp x cp), activations (Korthikanti et al. 2022, per layer, 16-bit: "
-      "sbh(34 + 5as/h); tp: sbh(10 + 24/t + 5as/(ht)); tp+sp: sbh(34/t + 5as/(ht)); selective "
-      "recompute drops 5as/h; full recompute keeps 2sbh), communication buffers");
+      "bytes per rank by category: parameters, gradients, optimizer states, activations, "
+      "communication (the formulas: docs/memory.md)");
   sub->add_option("--model", f->model,
                   "preset (gpt3-175b, llama2-7b, llama3-8b, ...) or an HF config.json");
   sub->add_option("--seq-len,--seq-length", f->q.seq_len, "sequence length");

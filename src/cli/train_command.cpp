@@ -214,7 +214,7 @@ void add_optimizer_flags(CLI::App* sub, TrainFlags& f) {
 
 void add_parallelism_flags(CLI::App* sub, TrainFlags& f) {
   flag(sub, f, "--dp", FIELD(train.parallelism.dp.dp),
-       "data parallel size (must equal the number of ranks)");
+       "data parallel size (default: the ranks / (tp x pp x cp))");
   flag(sub, f, "--zero", FIELD(train.parallelism.dp.zero),
        "ZeRO stage: 0, 1 (optimizer), 2 (+ gradients), 3 (+ parameters)");
   named(
@@ -370,6 +370,7 @@ void build_run(const CLI::App* sub, TrainFlags& f, const LaunchEnv& env) {
   if (!f.deepspeed.empty()) ds = apply_deepspeed_config(f.deepspeed, run);
   for (auto& [opt, apply] : f.overrides)
     if (opt->count() > 0) apply(run);
+  run.train.parallelism.infer_dp(env.world_size);  // before DeepSpeed's batch arithmetic uses dp
   if (!f.deepspeed.empty()) {
     resolve_deepspeed_batch(ds.batch, run.train.parallelism.dp.dp, given(sub, "--micro-batch-size"),
                             given(sub, "--global-batch-size"), run.train.training);

@@ -92,7 +92,7 @@ LayerContext Transformer::context(int64_t B, int64_t T, const std::vector<int64_
   c.matmul = matmul_;
   c.recompute = recompute_;
   c.tap = tap_;
-  c.fault = fault_;
+  c.faults = faults_;
   c.expert_bias = &expert_bias_;
   return c;
 }

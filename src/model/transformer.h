@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/contract/model_contract.h"
 #include "model/layers/block.h"
 #include "model/layers/embedding.h"
 #include "model/layers/lm_head.h"
@@ -57,15 +58,7 @@
 
 namespace parallm {
 
-// Dropout of one training micro-batch: seed (0: no dropout) and the global
-// sample number of its first row; masks depend only on these and global
-// positions, so every tp / sp / dp layout drops the same elements.
-struct DropoutKey {
-  uint64_t seed = 0;
-  int64_t sample_offset = 0;
-};
-
-class Transformer {
+class Transformer final : public StagedModel {
  public:
   // tp: the tensor-parallel group (default: none). Throws, naming the
   // numbers, when heads, groups or widths do not divide by tp.
@@ -73,13 +66,13 @@ class Transformer {
   // ep: the expert-parallel group (default: every expert here).
   Transformer(const ModelConfig& cfg, Allocator& alloc, const TpGroup& tp = {},
               const ModelStage& stage = {}, const EpGroup& ep = {}, const CpGroup& cp = {});
-  ~Transformer();
+  ~Transformer() override;
   const ModelConfig& config() const { return cfg_; }
   const ModelStage& stage() const { return stage_; }
-  Allocator& allocator() const { return alloc_; }
+  Allocator& allocator() const override { return alloc_; }
   bool whole() const { return stage_.embedding && stage_.head && stage_.chunks.size() == 1; }
-  const TpGroup& tp() const { return tp_; }
-  const EpGroup& ep() const { return ep_; }
+  const TpGroup& tp() const override { return tp_; }
+  const EpGroup& ep() const override { return ep_; }
   bool has_moe() const { return cfg_.moe.enabled(); }
   // The routing statistics of every training backward since the last call
   // (this rank's tokens; MoeStats), and a fresh start.
@@ -91,8 +84,8 @@ class Transformer {
   ExpertBias& expert_bias() { return expert_bias_; }
   const CpGroup& cp() const { return cp_; }
   // What is trained (the adapters under LoRA, else every parameter).
-  ParameterSet& params() { return params_; }
-  const ParameterSet& params() const { return params_; }
+  ParameterSet& params() override { return params_; }
+  const ParameterSet& params() const override { return params_; }
   // The layers' weights: a frozen set under LoRA, else params() itself.
   ParameterSet& base_params() { return cfg_.lora.enabled() ? frozen_ : params_; }
   const ParameterSet& base_params() const { return cfg_.lora.enabled() ? frozen_ : params_; }
@@ -120,26 +113,26 @@ class Transformer {
   // The global layers this process caches (its one chunk, or all).
   LayerRange cached_layers() const;
 
-  // A flat range [begin, end) of params().flat_grads().
-  // Its parameters are [first_param, end_param) of params().
-  struct GradSegment {
-    int64_t begin = 0, end = 0;
-    int first_param = 0, end_param = 0;
-  };
+  // The contract's types under their old names.
+  using GradSegment = parallm::GradSegment;
+  using UnitPass = parallm::UnitPass;
   // Ranges whose gradients complete together, in the order backward completes
   // them: final norm (+ untied lm_head), blocks L-1..0, then the embedding
   // (last: a tied token table also receives the head's gradient). They tile
   // [0, total_numel) because registration order is embedding, blocks, norm, head.
-  const std::vector<GradSegment>& grad_segments() const { return segments_; }
+  const std::vector<GradSegment>& grad_segments() const override { return segments_; }
   // Called with a segment index once that segment's gradients are final for
   // this micro-batch (empty function: no calls).
-  void set_grad_ready_hook(std::function<void(int)> hook) { grad_ready_ = std::move(hook); }
+  void set_grad_ready_hook(std::function<void(int)> hook) override {
+    grad_ready_ = std::move(hook);
+  }
   // Called with a segment index just before that unit's forward (embedding
   // L+1, blocks L..1, tail 0) and before its backward (0, 1..L, L+1; the
   // tail's backward also runs the fused head, and a tied head reads the
   // embedding's table). forward_loss and logits call only the forward side.
-  enum class UnitPass { Forward, Backward };
-  void set_unit_hook(std::function<void(UnitPass, int)> hook) { unit_hook_ = std::move(hook); }
+  void set_unit_hook(std::function<void(UnitPass, int)> hook) override {
+    unit_hook_ = std::move(hook);
+  }
   // Mixed-precision GEMMs (null: fp32; the caller owns it) and activation
   // recomputation for every later forward/backward (docs/mixed_precision.md,
   // docs/recompute.md).
@@ -151,49 +144,42 @@ class Transformer {
   // default). Throws unless the EOD id is inside the vocabulary.
   void set_packed_docs(const PackedDocs& docs);
   // `parallm verify` (nn/verify_hooks.h): the tap every later layer call
-  // records into (null: off; the caller owns it) and a planted bug.
-  void set_verify_hooks(OpTap* tap, InjectedFault fault) {
+  // records into and the hooks of a planted bug (null: off; the caller
+  // owns both).
+  void set_verify_hooks(OpTap* tap, const FaultHooks* faults) {
     tap_ = tap;
-    fault_ = fault;
+    faults_ = faults;
   }
-  InjectedFault injected_fault() const { return fault_; }
+  const FaultHooks* fault_hooks() const override { return faults_; }
   // The grad segment (unit) of global layer `layer`, -1 when not held here.
   int block_segment(int layer) const;
   const PackedDocs& packed_docs() const { return docs_; }
 
-  // ---- pipeline stage (transformer_stage.cpp)
-  // One micro-batch as a chunk sees it; inputs/targets are copied when read.
-  struct StageBatch {
-    const int32_t* inputs = nullptr;   // (B, T): read by the embedding chunk (every chunk
-                                       // under packed documents)
-    const int32_t* targets = nullptr;  // (B, T): read by the head chunk
-    int64_t B = 0, T = 0;
-    double grad_scale = 0.0;
-    DropoutKey dropout;
-  };
-  int num_chunks() const { return static_cast<int>(stage_.chunks.size()); }
+  // ---- pipeline stage (transformer_stage.cpp; StagedModel has the contract)
+  int num_chunks() const override { return static_cast<int>(stage_.chunks.size()); }
   // Rows of the residual stream a chunk passes on for a (B, T) micro-batch:
   // B*T/cp, divided by tp under sp.
-  int64_t stream_rows(int64_t B, int64_t T) const;
+  int64_t stream_rows(int64_t B, int64_t T) const override;
+  int64_t stream_width() const override { return cfg_.hidden; }
   // Runs chunk `chunk` forward for micro-batch `micro_batch`, keeping what
   // backward needs. in: (rows, C) activation from the previous virtual stage
   // (ignored by the embedding chunk; kept as the saved input). Returns the
   // (rows, C) output (undefined for the head chunk, whose loss runs in backward).
-  Tensor chunk_forward(int chunk, int micro_batch, const StageBatch& b, Tensor in);
+  Tensor chunk_forward(int chunk, int micro_batch, const StageBatch& b, Tensor in) override;
   // Backward of that forward, given dout (rows, C) from the next virtual
   // stage (ignored by the head chunk). Returns dinp (undefined for the
   // embedding chunk); loss: the head chunk's sum (else zero). With
   // defer_weights the linear dW GEMMs wait for chunk_backward_weights (zero-
   // bubble B), else the saved state is freed here.
   Tensor chunk_backward(int chunk, int micro_batch, const Tensor& dout, bool defer_weights,
-                        LossSum* loss);
-  void chunk_backward_weights(int chunk, int micro_batch);  // zero-bubble W
+                        LossSum* loss) override;
+  void chunk_backward_weights(int chunk, int micro_batch) override;  // zero-bubble W
   // Evaluation: the head chunk's loss of a forward already run (no
   // gradients), releasing its state; drop_chunk releases any chunk's state.
-  LossSum chunk_loss(int chunk, int micro_batch);
-  void drop_chunk(int chunk, int micro_batch);
+  LossSum chunk_loss(int chunk, int micro_batch) override;
+  void drop_chunk(int chunk, int micro_batch) override;
   // (micro-batch, chunk) pairs whose forward state is held (0 after a step).
-  int chunks_in_flight() const { return static_cast<int>(inflight_.size()); }
+  int chunks_in_flight() const override { return static_cast<int>(inflight_.size()); }
 
  private:
   struct ChunkState;
@@ -263,7 +249,7 @@ class Transformer {
   MatmulPrecision* matmul_ = nullptr;
   Recompute recompute_ = Recompute::None;
   OpTap* tap_ = nullptr;
-  InjectedFault fault_ = InjectedFault::None;
+  const FaultHooks* faults_ = nullptr;
   PackedDocs docs_;
   void before_unit(UnitPass p, int segment) const {
     if (unit_hook_) unit_hook_(p, segment);

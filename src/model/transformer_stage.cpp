@@ -24,7 +24,7 @@ struct Transformer::ChunkState {
   // mm, rc: the model's GEMM precision and recomputation (set_compute).
   // adapters: the LoRA adapters when ps is a frozen base (else null).
   LayerContext context(Allocator& alloc, const ParameterSet& ps, const ParameterSet* adapters,
-                       MatmulPrecision* mm, Recompute rc, OpTap* tap, InjectedFault fault,
+                       MatmulPrecision* mm, Recompute rc, OpTap* tap, const FaultHooks* faults,
                        const ExpertBias* expert_bias) const {
     LayerContext c{alloc, ps, B, T, pos.data()};
     c.expert_bias = expert_bias;
@@ -36,7 +36,7 @@ struct Transformer::ChunkState {
     c.matmul = mm;
     c.recompute = rc;
     c.tap = tap;
-    c.fault = fault;
+    c.faults = faults;
     return c;
   }
 };
@@ -78,7 +78,7 @@ Tensor Transformer::chunk_forward(int chunk, int micro_batch, const StageBatch& 
   st->docs.position_ids = std::move(lb.position_ids);
   st->docs.full_T = lb.full_T;
   const LayerContext c = st->context(alloc_, base_params(), lora_adapters(), matmul_, recompute_,
-                                     tap_, fault_, &expert_bias_);
+                                     tap_, faults_, &expert_bias_);
   if (embed) {
     st->xs.push_back(c.activation({rows, C}));
     before_unit(UnitPass::Forward, embed_segment_);
@@ -120,7 +120,7 @@ Tensor Transformer::chunk_backward(int chunk, int micro_batch, const Tensor& dou
   const bool embed = stage_.embedding && chunk == 0;
   const bool head = stage_.head && chunk + 1 == num_chunks();
   LayerContext c = st.context(alloc_, base_params(), lora_adapters(), matmul_, recompute_, tap_,
-                              fault_, &expert_bias_);
+                              faults_, &expert_bias_);
   c.moe_stats = &moe_stats_;
   if (defer_weights) c.weight_grads = &st.weight_grads;
   const int64_t rows = tp_local_rows(tp_, st.B * st.T), C = cfg_.hidden;
@@ -186,7 +186,7 @@ LossSum Transformer::chunk_loss(int chunk, int micro_batch) {
            chunk);
   const ChunkState& st = *it->second;
   const LayerContext c = st.context(alloc_, base_params(), lora_adapters(), matmul_, recompute_,
-                                    tap_, fault_, &expert_bias_);
+                                    tap_, faults_, &expert_bias_);
   const LossSum l = head_.loss(c, head_input(c, st.final_norm).data<float>(), st.targets.data());
   inflight_.erase(it);
   return l;

@@ -57,11 +57,11 @@ struct LayerContext {
   // the trained adapters live here (null: no LoRA).
   const ParameterSet* adapters = nullptr;
   // `parallm verify` only (nn/verify_hooks.h): where layers record their
-  // outputs (null: off), the global layer a block sets for its ops, and a
-  // planted bug (None outside verify's tests).
+  // outputs (null: off), the global layer a block sets for its ops, and the
+  // hooks of a planted bug (null outside verify's tests).
   OpTap* tap = nullptr;
   int layer = -1;
-  InjectedFault fault = InjectedFault::None;
+  const FaultHooks* faults = nullptr;
   // Where the layers' ops run (null: the stream of the allocator's device,
   // which has no state of its own on the CPU and the test device).
   const ops::Stream* on = nullptr;

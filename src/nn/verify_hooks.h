@@ -1,26 +1,43 @@
 // What `parallm verify` (docs/verify.md) threads through a training run:
 // an OpTap that records named layer outputs with their place in the
-// one-process tensor, and an InjectedFault, a deliberate bug that exists only
-// so the tests can show verify finds it. Both ride in LayerContext (null /
-// None when off, which is always outside verify); nothing here is global.
+// one-process tensor, and FaultHooks, the places where a deliberate bug may
+// be planted so the tests can show verify finds it (the bugs themselves,
+// named by InjectedFault, live with verify: train/verify/planted_faults.h).
+// Both ride in LayerContext (null when off, which is always outside verify);
+// nothing here is global.
 // Invariant: a TapBox says exactly which slice of the one-process tensor of
 // the same micro-batch (same global samples) the recorded values are.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace parallm {
 
-// A planted bug, each acting at exactly one place of a multi-rank layout:
-// tp-reduce-scale: layer kFaultLayer's MLP row-parallel reduce result x 1.01;
-// pp-drop-microbatch: the last pipeline stage skips micro-batch 1 (forward,
-// and a zero gradient sent back); zero3-shard-offset: ZeRO-3 gathers layer
-// kFaultLayer's unit with its first owner's piece one element late.
+namespace ops {
+class Stream;
+}
+
+// A planted bug (--inject-fault; train/verify/planted_faults.h says where
+// each acts).
 enum class InjectedFault { None, TpReduceScale, PpDropMicroBatch, Zero3ShardOffset };
-constexpr int kFaultLayer = 1;
-constexpr int kFaultMicroBatch = 1;
 InjectedFault injected_fault_from_name(const std::string& name);
 const char* injected_fault_name(InjectedFault f);
+
+// The places a planted bug may act. Each is empty unless a test planted
+// one, and the production code calls a hook only when it is set: unset, a
+// hook costs a null test, and no production path names a bug.
+struct FaultHooks {
+  // After a row-parallel reduce (the MLP's output projection under tp) of
+  // layer `layer`: its n output values on stream s.
+  std::function<void(const ops::Stream& s, int layer, float* out, int64_t n)> after_tp_reduce;
+  // Whether pipeline stage `stage` of pp skips chunk `chunk` (of `chunks`)
+  // of micro-batch `micro_batch` (forward, and a zero gradient sent back).
+  std::function<bool(int stage, int pp, int chunk, int chunks, int micro_batch)> skip_micro_batch;
+  // Elements ZeRO-3's gather shifts the first owner's piece of unit
+  // `segment` by (0: none).
+  std::function<int64_t(int segment)> zero3_piece_shift;
+};
 
 // Where a (rows, cols) record sits in the one-process (full_rows, full_cols)
 // matrix of its micro-batch: rows are the micro-batch's B*T tokens (a

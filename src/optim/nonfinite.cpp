@@ -12,7 +12,7 @@ bool any_nonfinite(const float* x, int64_t n) {
 }
 }  // namespace
 
-int64_t first_nonfinite_grad(const Transformer& model, const float* g, int64_t begin, int64_t end) {
+int64_t first_nonfinite_grad(const TrainableModel& model, const float* g, int64_t begin, int64_t end) {
   const ParameterSet& ps = model.params();
   int64_t key = 0;
   for (const auto& seg : model.grad_segments()) {
@@ -33,7 +33,7 @@ int64_t first_nonfinite_value(const ParameterSet& ps) {
   return kNoNonfinite;
 }
 
-std::string grad_order_name(const Transformer& model, int64_t key) {
+std::string grad_order_name(const TrainableModel& model, int64_t key) {
   int64_t k = 0;
   for (const auto& seg : model.grad_segments())
     for (int p = seg.first_param; p < seg.end_param; ++p, ++k)

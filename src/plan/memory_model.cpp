@@ -296,134 +296,211 @@ int64_t parameters_held(const MemoryQuery& q, int64_t align, bool experts_only =
   return padded_numel(stage_tensors(q), align, experts_only);
 }
 
+// What every category reads, built once per query (make_memory_context):
+// the layout's shapes and the byte sizes of this rank's parameters. The
+// category functions add to r in place and are inlined into
+// estimate_memory, so its multiply-adds fuse as in the single function.
+struct MemoryContext {
+  const MemoryQuery& q;
+  const ModelConfig& m;
+  int64_t layers_here = 0;
+  int64_t per_layer = 0;  // the largest layer (Megatron ZeRO-3)
+  bool parallm = false;
+  double params = 0;  // parameters held, padded under the Parallm model
+  bool mixed = false;
+  double weight_bytes = 0;
+  double shards = 0;  // dp x cp
+  // The elements this rank's optimizer updates (owned_elements).
+  double owned = 0;
+};
+
+MemoryContext make_memory_context(const MemoryQuery& q) {
+  MemoryContext c{.q = q, .m = q.model};
+  c.layers_here = (c.m.n_layers + q.pp - 1) / q.pp;
+  c.per_layer = unit_sizes(q, 1).block;  // the largest layer (Megatron ZeRO-3)
+  c.parallm = q.activation_model != ActivationModel::Megatron16;
+  // Bytes follow the storage (padded under the Parallm model); the count does not.
+  c.params = static_cast<double>(parameters_held(q, c.parallm ? 16 : 1));
+  c.mixed = q.precision != Precision::FP32;
+  c.weight_bytes = c.mixed ? 2.0 : 4.0;
+  c.shards = static_cast<double>(q.dp) * q.cp;
+  return c;
+}
+
+// A ZeRO shard: parallm pads every rank's shard to ceil(N / shards)
+// elements (parallel/data/shard_layout.h); the ZeRO paper's formulas divide.
+double shard_elements(const MemoryContext& c, double n, bool sharded) {
+  if (!sharded) return n;
+  return c.parallm ? std::ceil(n / c.shards) : n / c.shards;
+}
+
+// Under ZeRO with ep, dense elements are sharded over dp x cp and expert
+// elements over expert-dp (dp x cp / ep), as parallel/zero/expert_shards.h
+// does: the optimizer holds exactly the owned elements, so do ZeRO-2's
+// packed gradient shard (parallel/zero/grad_shard_reducer.h) and ZeRO-3's
+// packed value shard (parallel/zero/param_gatherer.h: the same spans, and
+// unlike plain ZeRO not padded to a common size).
+double owned_elements(const MemoryContext& c, const MemoryBreakdown& r) {
+  const MemoryQuery& q = c.q;
+  double owned = shard_elements(c, c.params, q.zero >= 1);
+  if (q.zero >= 1 && q.ep > 1) {
+    if (c.parallm) {
+      owned = static_cast<double>(
+          zero1_ep_owned(stage_tensors(q), 16, static_cast<int64_t>(c.shards), q.ep));
+    } else {
+      const double experts = static_cast<double>(r.expert_params_per_rank);
+      owned = (c.params - experts) / c.shards + experts / (c.shards / q.ep);
+    }
+  }
+  return owned;
+}
+
+// The elements a rank holds of a state ZeRO shards at this stage or not.
+double held_elements(const MemoryContext& c, bool sharded) {
+  if (!sharded) return c.params;
+  return c.q.ep > 1 ? c.owned : shard_elements(c, c.params, true);
+}
+
+// Megatron/ZeRO paper: 16-bit weights and gradients under mixed precision,
+// the fp32 master copy counted with the optimizer (+4 bytes per element).
+// Parallm (parallm_state_bytes): fp32 master values in the ParameterSet
+// (sharded by ZeRO-3) plus the 16-bit GEMM copy of every local element
+// (nn/matmul_precision.h: sized to the whole ParameterSet, so
+// ZeRO-3 does not shard it), fp32 gradients, and no master copy among
+// the optimizer states.
+void price_parameters(const MemoryContext& c, MemoryBreakdown& r) {
+  const double values_held = held_elements(c, c.q.zero >= 3);
+  const ParallmStateBytes pb = parallm_state_bytes(c.q.precision);
+  if (c.parallm)
+    r.parameters = values_held * pb.master + c.params * pb.gemm_copy;
+  else
+    r.parameters = values_held * c.weight_bytes;
+}
+
+// Gradients: as the parameters (price_parameters), sharded from ZeRO-2.
+void price_gradients(const MemoryContext& c, MemoryBreakdown& r) {
+  const double grads_held = held_elements(c, c.q.zero >= 2);
+  const ParallmStateBytes pb = parallm_state_bytes(c.q.precision);
+  if (c.parallm)
+    r.gradients = grads_held * pb.gradient;
+  else
+    r.gradients = grads_held * c.weight_bytes;
+}
+
+// Optimizer states: a fixed count per element, or for Muon 4 bytes per
+// element of the blocks' 2-D matrices and 8 per other element, on the
+// rank whose ZeRO shard holds the most non-matrix elements.
+void price_optimizer_states(const MemoryContext& c, MemoryBreakdown& r) {
+  const MemoryQuery& q = c.q;
+  const int64_t zero_shards = q.zero >= 1 ? static_cast<int64_t>(c.shards) : 1;
+  r.optimizer = (q.optimizer == OptimizerKind::Muon
+                     ? muon_state_bytes(q, c.parallm ? 16 : 1, zero_shards)
+                     : c.owned * optimizer_state_bytes_per_element(q.optimizer, false)) +
+                (c.mixed && !c.parallm ? 4.0 * c.owned : 0.0);
+}
+
+// Parallm model: the tensors this implementation's layers save
+// (plan/parallm_activations.h), and the LM head's logits chunk.
+void price_activations_parallm(const MemoryContext& c, MemoryBreakdown& r) {
+  const ParallmActivations a = parallm_activations(c.q);
+  r.activation_per_layer = a.layers / static_cast<double>(c.layers_here);
+  r.activations = (a.layers + a.outside) * r.micro_batches_in_flight + a.working;
+  r.workspace = a.head_chunk;
+}
+
+// Megatron model: Korthikanti et al.'s count per layer (MoE layers their
+// own), for every micro-batch in flight; full recompute rebuilds one
+// layer's set at a time.
+void price_activations_megatron(const MemoryContext& c, MemoryBreakdown& r) {
+  const MemoryQuery& q = c.q;
+  double layers = 0.0, rebuilt = 0.0;
+  MemoryQuery one = q;
+  one.recompute = Recompute::None;
+  for (int64_t l = 0; l < c.layers_here; ++l) {
+    const bool moe = c.m.moe.is_moe_layer(l);
+    layers += layer_activation_bytes(q, moe);
+    rebuilt = std::max(rebuilt, layer_activation_bytes(one, moe));
+  }
+  r.activation_per_layer = layers / static_cast<double>(c.layers_here);
+  r.activations = layers * r.micro_batches_in_flight;
+  if (q.recompute == Recompute::Full) r.activations += rebuilt;  // one layer at a time
+}
+
+// Communication buffers, Parallm model, what this implementation
+// allocates: DDP reduces the flat gradient buffer in place (no buckets);
+// ZeRO-2 stages gradients in two rotating buffers of the largest
+// non-embedding unit plus a pinned one of the embedding
+// (parallel/zero/unit_staging.h), ZeRO-3 a second set for gathered values
+// (under ep too: a unit holds the rank's E / ep experts); under tp, the
+// largest unit's partial gradients (sequence parallelism, replicated kv
+// heads) are set aside and reduced in one buffer
+// (parallel/tensor/partial_grad_sync.h).
+void price_communication_parallm(const MemoryContext& c, MemoryBreakdown& r) {
+  const MemoryQuery& q = c.q;
+  const UnitSizes u = unit_sizes(q, 16);
+  const double unit = 4.0 * static_cast<double>(2 * std::max(u.block, u.tail) + u.embedding);
+  if (c.shards > 1 && q.zero >= 2) r.communication += unit * (q.zero >= 3 ? 2.0 : 1.0);
+  if (q.tp > 1 && u.partial_reduced > 0)
+    r.communication += 4.0 * static_cast<double>(u.partial_keep + u.partial_reduced);
+  // Ring attention under cp (parallel/context/ring_attention.cpp, the
+  // default --cp-comm ring): one layer's backward at a time holds five
+  // blocks of this rank's keys and values (B x seq_len / cp x this tp
+  // rank's kv width, twice): the block in hand, the next, this step's dK/dV
+  // accumulator, the one in flight and the one arriving; each with room
+  // for the 8-byte post-time stamps of the last hop's pieces, one per (key
+  // chunk, batch entry, kv head), with two key chunks under load balancing.
+  // Ulysses' all-to-all staging (--cp-comm a2a) is not counted.
+  if (q.cp > 1) {
+    const double heads = static_cast<double>((c.m.n_kv_heads + q.tp - 1) / q.tp);
+    const double mb = static_cast<double>(q.micro_batch);
+    r.communication +=
+        5.0 * (4.0 * 2.0 * mb * static_cast<double>(q.seq_len / q.cp) * heads * c.m.head_dim +
+               2.0 * mb * heads * 8.0);
+  }
+}
+
+// Communication buffers, Megatron model: DDP buckets in flight, ZeRO-3
+// gathered units (current + prefetched).
+void price_communication_megatron(const MemoryContext& c, MemoryBreakdown& r) {
+  const MemoryQuery& q = c.q;
+  if (c.shards > 1 && q.zero <= 1) r.communication += 2.0 * q.bucket_mb * 1024 * 1024;
+  if (q.zero >= 3) r.communication += 2.0 * static_cast<double>(c.per_layer) * c.weight_bytes;
+}
+
+// Pipeline send/receive buffers: parallm sends fp32 activations under
+// every precision.
+void price_pipeline_buffers(const MemoryContext& c, MemoryBreakdown& r) {
+  const MemoryQuery& q = c.q;
+  if (q.pp > 1)
+    r.communication += 2.0 * static_cast<double>(q.seq_len) / q.cp * q.micro_batch * c.m.hidden *
+                       (c.mixed && !c.parallm ? 2.0 : 4.0);
+}
+
 }  // namespace
 
+// One category after another; the optimizer's and the held states' shares
+// need the owned elements first, the activations the micro-batches in flight.
 MemoryBreakdown estimate_memory(const MemoryQuery& q) {
   q.validate();
-  const ModelConfig& m = q.model;
-  const int64_t layers_here = (m.n_layers + q.pp - 1) / q.pp;
-  const int64_t per_layer = unit_sizes(q, 1).block;  // the largest layer (Megatron ZeRO-3)
-  const bool parallm = q.activation_model != ActivationModel::Megatron16;
-  // Bytes follow the storage (padded under the Parallm model); the count does not.
-  const double params = static_cast<double>(parameters_held(q, parallm ? 16 : 1));
-
+  MemoryContext c = make_memory_context(q);
   MemoryBreakdown r;
   r.params_per_rank = parameters_held(q, 1);
   r.expert_params_per_rank = parameters_held(q, 1, true);
-  const bool mixed = q.precision != Precision::FP32;
-  const double weight_bytes = mixed ? 2.0 : 4.0;
-  const double shards = static_cast<double>(q.dp) * q.cp;
-  // A ZeRO shard: parallm pads every rank's shard to ceil(N / shards)
-  // elements (parallel/data/shard_layout.h); the ZeRO paper's formulas divide.
-  auto shard = [&](double n, bool sharded) {
-    if (!sharded) return n;
-    return parallm ? std::ceil(n / shards) : n / shards;
-  };
-  // Megatron/ZeRO paper: 16-bit weights and gradients under mixed precision,
-  // the fp32 master copy counted with the optimizer (+4 bytes per element).
-  // Parallm (parallm_state_bytes): fp32 master values in the ParameterSet
-  // (sharded by ZeRO-3) plus the 16-bit GEMM copy of every local element
-  // (nn/matmul_precision.h: sized to the whole ParameterSet, so
-  // ZeRO-3 does not shard it), fp32 gradients, and no master copy among
-  // the optimizer states.
-  // Under ZeRO with ep, dense elements are sharded over dp x cp and expert
-  // elements over expert-dp (dp x cp / ep), as parallel/zero/expert_shards.h
-  // does: the optimizer holds exactly the owned elements, so do ZeRO-2's
-  // packed gradient shard (parallel/zero/grad_shard_reducer.h) and ZeRO-3's
-  // packed value shard (parallel/zero/param_gatherer.h: the same spans, and
-  // unlike plain ZeRO not padded to a common size).
-  const int64_t zero_shards = q.zero >= 1 ? static_cast<int64_t>(shards) : 1;
-  double owned = shard(params, q.zero >= 1);
-  if (q.zero >= 1 && q.ep > 1) {
-    if (parallm) {
-      owned = static_cast<double>(
-          zero1_ep_owned(stage_tensors(q), 16, static_cast<int64_t>(shards), q.ep));
-    } else {
-      const double experts = static_cast<double>(r.expert_params_per_rank);
-      owned = (params - experts) / shards + experts / (shards / q.ep);
-    }
-  }
-  auto held = [&](bool sharded) {
-    if (!sharded) return params;
-    return q.ep > 1 ? owned : shard(params, true);
-  };
-  const double values_held = held(q.zero >= 3), grads_held = held(q.zero >= 2);
-  const ParallmStateBytes pb = parallm_state_bytes(q.precision);
-  if (parallm) {
-    r.parameters = values_held * pb.master + params * pb.gemm_copy;
-    r.gradients = grads_held * pb.gradient;
-  } else {
-    r.parameters = values_held * weight_bytes;
-    r.gradients = grads_held * weight_bytes;
-  }
-  // Optimizer states: a fixed count per element, or for Muon 4 bytes per
-  // element of the blocks' 2-D matrices and 8 per other element, on the
-  // rank whose ZeRO shard holds the most non-matrix elements.
-  r.optimizer = (q.optimizer == OptimizerKind::Muon
-                     ? muon_state_bytes(q, parallm ? 16 : 1, zero_shards)
-                     : owned * optimizer_state_bytes_per_element(q.optimizer, false)) +
-                (mixed && !parallm ? 4.0 * owned : 0.0);
-
+  c.owned = owned_elements(c, r);
+  price_parameters(c, r);
+  price_gradients(c, r);
+  price_optimizer_states(c, r);
   r.trainable_params = r.params_per_rank;
   r.micro_batches_in_flight = in_flight(q);
-  if (parallm) {
-    const ParallmActivations a = parallm_activations(q);
-    r.activation_per_layer = a.layers / static_cast<double>(layers_here);
-    r.activations = (a.layers + a.outside) * r.micro_batches_in_flight + a.working;
-    r.workspace = a.head_chunk;
-  } else {
-    double layers = 0.0, rebuilt = 0.0;
-    MemoryQuery one = q;
-    one.recompute = Recompute::None;
-    for (int64_t l = 0; l < layers_here; ++l) {
-      const bool moe = m.moe.is_moe_layer(l);
-      layers += layer_activation_bytes(q, moe);
-      rebuilt = std::max(rebuilt, layer_activation_bytes(one, moe));
-    }
-    r.activation_per_layer = layers / static_cast<double>(layers_here);
-    r.activations = layers * r.micro_batches_in_flight;
-    if (q.recompute == Recompute::Full) r.activations += rebuilt;  // one layer at a time
-  }
-  // Communication buffers. Megatron model: DDP buckets in flight, ZeRO-3
-  // gathered units (current + prefetched), pipeline send/receive activations.
-  // Parallm model, what this implementation allocates: DDP reduces the flat
-  // gradient buffer in place (no buckets); ZeRO-2 stages gradients in two
-  // rotating buffers of the largest non-embedding unit plus a pinned one of
-  // the embedding (parallel/zero/unit_staging.h), ZeRO-3 a second set for
-  // gathered values (under ep too: a unit holds the rank's E / ep experts);
-  // under tp, the largest unit's partial gradients (sequence parallelism,
-  // replicated kv heads) are set aside and reduced in one buffer
-  // (parallel/tensor/partial_grad_sync.h).
-  if (parallm) {
-    const UnitSizes u = unit_sizes(q, 16);
-    const double unit = 4.0 * static_cast<double>(2 * std::max(u.block, u.tail) + u.embedding);
-    if (shards > 1 && q.zero >= 2) r.communication += unit * (q.zero >= 3 ? 2.0 : 1.0);
-    if (q.tp > 1 && u.partial_reduced > 0)
-      r.communication += 4.0 * static_cast<double>(u.partial_keep + u.partial_reduced);
-    // Ring attention under cp (parallel/context/ring_attention.cpp, the
-    // default --cp-comm ring): one layer's backward at a time holds five
-    // blocks of this rank's keys and values (B x seq_len / cp x this tp
-    // rank's kv width, twice): the block in hand, the next, this step's dK/dV
-    // accumulator, the one in flight and the one arriving; each with room
-    // for the 8-byte post-time stamps of the last hop's pieces, one per (key
-    // chunk, batch entry, kv head), with two key chunks under load balancing.
-    // Ulysses' all-to-all staging (--cp-comm a2a) is not counted.
-    if (q.cp > 1) {
-      const double heads = static_cast<double>((m.n_kv_heads + q.tp - 1) / q.tp);
-      const double mb = static_cast<double>(q.micro_batch);
-      r.communication +=
-          5.0 * (4.0 * 2.0 * mb * static_cast<double>(q.seq_len / q.cp) * heads * m.head_dim +
-                 2.0 * mb * heads * 8.0);
-    }
-  } else {
-    if (shards > 1 && q.zero <= 1) r.communication += 2.0 * q.bucket_mb * 1024 * 1024;
-    if (q.zero >= 3) r.communication += 2.0 * static_cast<double>(per_layer) * weight_bytes;
-  }
-  // Pipeline send/receive buffers: parallm sends fp32 activations under
-  // every precision.
-  if (q.pp > 1)
-    r.communication += 2.0 * static_cast<double>(q.seq_len) / q.cp * q.micro_batch * m.hidden *
-                       (mixed && !parallm ? 2.0 : 4.0);
+  if (c.parallm)
+    price_activations_parallm(c, r);
+  else
+    price_activations_megatron(c, r);
+  if (c.parallm)
+    price_communication_parallm(c, r);
+  else
+    price_communication_megatron(c, r);
+  price_pipeline_buffers(c, r);
   if (q.lora.enabled()) apply_lora(q, r);
   return r;
 }

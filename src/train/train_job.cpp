@@ -29,6 +29,7 @@
 #include "train/progress_log.h"
 #include "train/rank_groups.h"
 #include "train/trainer.h"
+#include "train/verify/planted_faults.h"
 
 namespace parallm {
 namespace {
@@ -250,6 +251,7 @@ RunConfig checked_run_config(const TrainJobOptions& opts, int world_size) {
     else
       rc.model.lora = from_file;
   }
+  rc.train.parallelism.infer_dp(world_size);
   rc.train.validate(rc.model, world_size);
   // --load must find a checkpoint (checksums are verified once MPI runs).
   const std::string& load = rc.train.checkpoint.load_dir;
@@ -305,11 +307,13 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   const CpSubgroups cp_subgroups = make_cp_subgroups(cp);
   Transformer model(rc.model, alloc, tp, pipeline_stage(t, rc.model, grid.coord(rank).pp_rank), ep,
                     cp);
-  // verify's hooks (docs/verify.md): before the Trainer, whose ZeRO-3 reads the fault.
+  // verify's hooks (docs/verify.md): before the Trainer, whose ZeRO-3 reads the fault's.
   std::unique_ptr<OpTap> tap;
   if (!t.training.dump_ops_dir.empty())
     tap = std::make_unique<OpTap>(fmt::format("{}/rank-{:05d}.ops", t.training.dump_ops_dir, rank));
-  model.set_verify_hooks(tap.get(), t.training.inject_fault);
+  const FaultHooks faults = plant_fault(t.training.inject_fault, model);
+  model.set_verify_hooks(tap.get(),
+                         t.training.inject_fault == InjectedFault::None ? nullptr : &faults);
   init_weights(model, t);
   if (rc.model.lora.qlora) {  // after the full-precision base exists; a resume rebuilds it so
     const QloraBase q = quantize_base_nf4(model.base_params(), rc.model, tp, alloc);

@@ -247,9 +247,9 @@ double Trainer::evaluate() {
     Transformer& m;
     OpTap* tap;
     TapOff(Transformer& model, OpTap* t) : m(model), tap(t) {
-      m.set_verify_hooks(nullptr, m.injected_fault());
+      m.set_verify_hooks(nullptr, m.fault_hooks());
     }
-    ~TapOff() { m.set_verify_hooks(tap, m.injected_fault()); }
+    ~TapOff() { m.set_verify_hooks(tap, m.fault_hooks()); }
     TapOff(const TapOff&) = delete;
     TapOff& operator=(const TapOff&) = delete;
   } tap_off(model_, op_tap_);

@@ -10,11 +10,10 @@ set -u
 bin="$1"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# fail, expect_error
+# fail, expect_error, tiny_corpus
 . "$(dirname "$0")/../common/cli_checks.sh"
 
-yes "the cat sat on the mat and the dog sat on the log." | head -n 400 > "$work/doc.txt"
-"$bin" tokenize "$work/doc.txt" --out "$work/data" >/dev/null || fail "tokenize"
+tiny_corpus "$bin" "$work" 400
 run=("$bin" train --model gpt2-tiny --data "$work/data_train.bin" --steps 8
      --micro-batch-size 2 --global-batch-size 4 --seq-len 32 --lr 3e-3 --warmup 2 --threads 1)
 

@@ -9,3 +9,9 @@ expect_error() {
   echo "$err" | grep -qF -- "$want" || fail "'$*' said: $err -- expected: $want"
   [ "$(echo "$err" | grep -c 'error')" -eq 1 ] || fail "more than one error line: $err"
 }
+# tiny_corpus BIN DIR [LINES]: a one-sentence text, tokenized into
+# DIR/data_train.bin (the corpus every training CLI test trains on).
+tiny_corpus() {
+  yes "the cat sat on the mat and the dog sat on the log." | head -n "${3:-300}" > "$2/doc.txt"
+  "$1" tokenize "$2/doc.txt" --out "$2/data" >/dev/null || fail "tokenize"
+}

@@ -19,10 +19,9 @@ set -u
 bin="$1"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# fail, expect_error
+# fail, expect_error, tiny_corpus
 . "$(dirname "$0")/../common/cli_checks.sh"
-yes "the cat sat on the mat and the dog sat on the log." | head -n 300 > "$work/doc.txt"
-"$bin" tokenize "$work/doc.txt" --out "$work/data" >/dev/null || fail "tokenize"
+tiny_corpus "$bin" "$work"
 
 same_run() {  # name ranks flags...: the cpu and test device runs, compared
   local name=$1 np=$2

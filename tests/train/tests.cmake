@@ -21,3 +21,10 @@ add_test(NAME train.test_device_layouts
          COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
                  bash ${CMAKE_CURRENT_LIST_DIR}/test_device_layouts.sh $<TARGET_FILE:parallm>)
 set_tests_properties(train.test_device_layouts PROPERTIES LABELS dist TIMEOUT 600)
+
+# dp inferred from the world (ParallelismConfig::infer_dp): -np 4 --tp 2 and
+# -np 2 --ep 2 run as --dp 2 does, bit for bit.
+add_test(NAME train.dp_inferred
+         COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
+                 bash ${CMAKE_CURRENT_LIST_DIR}/dp_inferred.sh $<TARGET_FILE:parallm>)
+set_tests_properties(train.dp_inferred PROPERTIES LABELS dist TIMEOUT 300)

@@ -144,6 +144,28 @@ TEST(RunConfig, ErrorsNameTheProblem) {
 
 // Each part names its own bad values; TrainConfig::validate the ones that
 // relate two parts or the model.
+// dp not given is the world over tp x pp x cp; a dp given, or a world the
+// other sizes do not divide, is left for the layout check to judge.
+TEST(ParallelismConfig, InfersDpFromTheWorld) {
+  auto inferred = [](int world, int tp, int pp, int cp, int dp) {
+    ParallelismConfig p;
+    p.tp = tp;
+    p.pp = pp;
+    p.cp = cp;
+    p.dp.dp = dp;
+    p.infer_dp(world);
+    return p.dp.dp;
+  };
+  EXPECT_EQ(inferred(4, 2, 1, 1, 1), 2);
+  EXPECT_EQ(inferred(8, 2, 2, 1, 1), 2);
+  EXPECT_EQ(inferred(8, 1, 1, 2, 1), 4);
+  EXPECT_EQ(inferred(2, 1, 1, 1, 1), 2);
+  EXPECT_EQ(inferred(1, 1, 1, 1, 1), 1);
+  EXPECT_EQ(inferred(4, 1, 1, 1, 2), 2);  // given: kept (the layout check names the mismatch)
+  EXPECT_EQ(inferred(3, 2, 1, 1, 1), 1);  // 3 ranks, tp 2: nothing divides
+  EXPECT_EQ(inferred(0, 2, 1, 1, 1), 1);  // world unknown
+}
+
 TEST(TrainConfig, ValidateNamesTheValues) {
   auto error_of_run = [](const std::function<void(TrainConfig&)>& edit) {
     TrainConfig t;

@@ -46,60 +46,40 @@ __global__ void gelu_backward_kernel(T* dinp, const T* inp, const T* dout, int64
   }
 }
 
-template <class T, int W>
-__global__ void swiglu_forward_kernel(T* out, const T* gate, const T* up, int64_t packs) {
-  for (int64_t p = grid_index(); p < packs; p += grid_stride()) {
-    const auto g = load_pack<T, W>(gate + p * W);
-    const auto u = load_pack<T, W>(up + p * W);
-    Pack<T, W> y;
-#pragma unroll
-    for (int k = 0; k < W; ++k) {
-      const float gk = to_float(g.v[k]);
-      y.v[k] = from_float<T>(gk * sigmoid_fp32(gk) * to_float(u.v[k]));
-    }
-    store_pack<T, W>(out + p * W, y);
+// The gates of the gated MLPs, each term in the CPU kernels' order of
+// operations (kernels/cpu/activation.cpp), so fp32 agrees with them to the
+// ulp of the shared exp and tanh: value(g) multiplies up; backward adds
+// dgate(d, u, g) and dup(d, g).
+struct SiluGate {  // SwiGLU: silu(g) = g * sigmoid(g)
+  __device__ static float value(float g) { return g * sigmoid_fp32(g); }
+  // silu'(g) = sigmoid(g) * (1 + g * (1 - sigmoid(g)))
+  __device__ static float dgate(float d, float u, float g) {
+    const float sg = sigmoid_fp32(g);
+    return d * u * sg * (1.f + g * (1.f - sg));
   }
-}
+  __device__ static float dup(float d, float g) { return d * g * sigmoid_fp32(g); }
+};
+struct GeluGate {  // GeGLU: gelu(g), the tanh form
+  __device__ static float value(float g) { return gelu_tanh(g); }
+  __device__ static float dgate(float d, float u, float g) { return d * u * gelu_tanh_grad(g); }
+  __device__ static float dup(float d, float g) { return d * gelu_tanh(g); }
+};
 
-template <class T, int W>
-__global__ void swiglu_backward_kernel(T* dgate, T* dup, const T* dout, const T* gate, const T* up,
-                                       int64_t packs) {
-  for (int64_t p = grid_index(); p < packs; p += grid_stride()) {
-    const auto g = load_pack<T, W>(gate + p * W);
-    const auto u = load_pack<T, W>(up + p * W);
-    const auto d = load_pack<T, W>(dout + p * W);
-    auto dg = load_pack<T, W>(dgate + p * W);
-    auto du = load_pack<T, W>(dup + p * W);
-#pragma unroll
-    for (int k = 0; k < W; ++k) {
-      const float gk = to_float(g.v[k]), sg = sigmoid_fp32(gk), dk = to_float(d.v[k]);
-      // silu'(g) = sigmoid(g) * (1 + g * (1 - sigmoid(g)))
-      dg.v[k] =
-          from_float<T>(to_float(dg.v[k]) + dk * to_float(u.v[k]) * sg * (1.f + gk * (1.f - sg)));
-      du.v[k] = from_float<T>(to_float(du.v[k]) + dk * gk * sg);
-    }
-    store_pack<T, W>(dgate + p * W, dg);
-    store_pack<T, W>(dup + p * W, du);
-  }
-}
-
-// GeGLU's terms in the CPU's order (kernels/cpu/activation.cpp), so fp32
-// agrees with it to the ulp of the shared tanh (gelu.cuh).
-template <class T, int W>
-__global__ void geglu_forward_kernel(T* out, const T* gate, const T* up, int64_t packs) {
+template <class Gate, class T, int W>
+__global__ void gated_forward_kernel(T* out, const T* gate, const T* up, int64_t packs) {
   for (int64_t p = grid_index(); p < packs; p += grid_stride()) {
     const auto g = load_pack<T, W>(gate + p * W);
     const auto u = load_pack<T, W>(up + p * W);
     Pack<T, W> y;
 #pragma unroll
     for (int k = 0; k < W; ++k)
-      y.v[k] = from_float<T>(gelu_tanh(to_float(g.v[k])) * to_float(u.v[k]));
+      y.v[k] = from_float<T>(Gate::value(to_float(g.v[k])) * to_float(u.v[k]));
     store_pack<T, W>(out + p * W, y);
   }
 }
 
-template <class T, int W>
-__global__ void geglu_backward_kernel(T* dgate, T* dup, const T* dout, const T* gate, const T* up,
+template <class Gate, class T, int W>
+__global__ void gated_backward_kernel(T* dgate, T* dup, const T* dout, const T* gate, const T* up,
                                       int64_t packs) {
   for (int64_t p = grid_index(); p < packs; p += grid_stride()) {
     const auto g = load_pack<T, W>(gate + p * W);
@@ -110,8 +90,8 @@ __global__ void geglu_backward_kernel(T* dgate, T* dup, const T* dout, const T* 
 #pragma unroll
     for (int k = 0; k < W; ++k) {
       const float gk = to_float(g.v[k]), dk = to_float(d.v[k]);
-      dg.v[k] = from_float<T>(to_float(dg.v[k]) + dk * to_float(u.v[k]) * gelu_tanh_grad(gk));
-      du.v[k] = from_float<T>(to_float(du.v[k]) + dk * gelu_tanh(gk));
+      dg.v[k] = from_float<T>(to_float(dg.v[k]) + Gate::dgate(dk, to_float(u.v[k]), gk));
+      du.v[k] = from_float<T>(to_float(du.v[k]) + Gate::dup(dk, gk));
     }
     store_pack<T, W>(dgate + p * W, dg);
     store_pack<T, W>(dup + p * W, du);
@@ -164,8 +144,9 @@ void launch_packed(const char* name, int64_t n, cudaStream_t s, KernelOf kernel_
   });
 }
 
-// The kernel template K's instance for pack width w.
+// The kernel template K's instance for pack width w (of gate G).
 #define PX_KERNEL_OF(K) [](auto w) { return &K<T, decltype(w)::value>; }
+#define PX_GATED_OF(K, G) [](auto w) { return &K<G, T, decltype(w)::value>; }
 
 }  // namespace
 
@@ -181,26 +162,28 @@ void gelu_backward(T* dinp, const T* inp, const T* dout, int64_t n, cudaStream_t
 
 template <class T>
 void swiglu_forward(T* out, const T* gate, const T* up, int64_t n, cudaStream_t s) {
-  launch_packed<T>("swiglu_forward", n, s, PX_KERNEL_OF(swiglu_forward_kernel), out, gate, up);
+  launch_packed<T>("swiglu_forward", n, s, PX_GATED_OF(gated_forward_kernel, SiluGate), out, gate,
+                   up);
 }
 
 template <class T>
 void swiglu_backward(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int64_t n,
                      cudaStream_t s) {
-  launch_packed<T>("swiglu_backward", n, s, PX_KERNEL_OF(swiglu_backward_kernel), dgate, dup, dout,
-                   gate, up);
+  launch_packed<T>("swiglu_backward", n, s, PX_GATED_OF(gated_backward_kernel, SiluGate), dgate,
+                   dup, dout, gate, up);
 }
 
 template <class T>
 void geglu_forward(T* out, const T* gate, const T* up, int64_t n, cudaStream_t s) {
-  launch_packed<T>("geglu_forward", n, s, PX_KERNEL_OF(geglu_forward_kernel), out, gate, up);
+  launch_packed<T>("geglu_forward", n, s, PX_GATED_OF(gated_forward_kernel, GeluGate), out, gate,
+                   up);
 }
 
 template <class T>
 void geglu_backward(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int64_t n,
                     cudaStream_t s) {
-  launch_packed<T>("geglu_backward", n, s, PX_KERNEL_OF(geglu_backward_kernel), dgate, dup, dout,
-                   gate, up);
+  launch_packed<T>("geglu_backward", n, s, PX_GATED_OF(gated_backward_kernel, GeluGate), dgate, dup,
+                   dout, gate, up);
 }
 
 template <class T>
@@ -225,6 +208,7 @@ void axpy(T* y, float a, const T* x, int64_t n, cudaStream_t s) {
 }
 
 #undef PX_KERNEL_OF
+#undef PX_GATED_OF
 
 #define PX_INSTANTIATE(T)                                                                        \
   template void gelu_forward<T>(T*, const T*, int64_t, cudaStream_t);                            \

@@ -69,9 +69,9 @@ Mlp::Saved Mlp::forward(const LayerContext& c, float* out, const float* inp) con
         {0, c.N(), c.N(), tp_.rank() * inter_, inter_, inter_ * tp_.size()}, s.pre.data<float>());
   in.release();
   proj_.forward(c, out, s.act.data<float>());
-  // verify's planted bug: a wrong scale on this row-parallel reduce's result.
-  if (c.fault == InjectedFault::TpReduceScale && c.layer == kFaultLayer && tp_.active())
-    ops::scale_inplace(c.stream(), out, tp_local_rows(tp_, c.N()) * C_, 1.01f);
+  // A bug verify's tests may plant on this row-parallel reduce's result.
+  if (c.faults != nullptr && c.faults->after_tp_reduce && tp_.active())
+    c.faults->after_tp_reduce(c.stream(), c.layer, out, tp_local_rows(tp_, c.N()) * C_);
   if (sel) s.act = Tensor();
   return s;
 }

@@ -4,7 +4,7 @@
 
 namespace parallm {
 
-std::vector<GradBucket> plan_buckets(const std::vector<Transformer::GradSegment>& segments,
+std::vector<GradBucket> plan_buckets(const std::vector<GradSegment>& segments,
                                      int64_t max_elems) {
   PX_CHECK(max_elems > 0, "bucket size must be positive, got {} elements", max_elems);
   std::vector<GradBucket> out;

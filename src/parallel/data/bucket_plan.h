@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/transformer.h"
+#include "model/contract/model_contract.h"
 
 namespace parallm {
 
@@ -19,7 +19,7 @@ struct GradBucket {
 };
 
 // segments: flat ranges in completion order; max_elems: bucket budget.
-std::vector<GradBucket> plan_buckets(const std::vector<Transformer::GradSegment>& segments,
+std::vector<GradBucket> plan_buckets(const std::vector<GradSegment>& segments,
                                      int64_t max_elems);
 
 }  // namespace parallm

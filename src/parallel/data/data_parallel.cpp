@@ -15,7 +15,7 @@
 
 namespace parallm {
 
-DataParallel::DataParallel(Transformer& model, comm::Communicator* dp, const DpOptions& opts)
+DataParallel::DataParallel(TrainableModel& model, comm::Communicator* dp, const DpOptions& opts)
     : model_(model), dp_(dp), opts_(opts) {
   PX_CHECK(dp != nullptr || opts.dp == 1, "data parallel size {} needs a dp group", opts.dp);
   PX_CHECK(dp == nullptr || dp->size() == opts.dp,
@@ -45,7 +45,7 @@ DataParallel::~DataParallel() {
   model_.set_unit_hook({});
 }
 
-std::unique_ptr<DataParallel> make_data_parallel(Transformer& model, comm::Communicator* dp,
+std::unique_ptr<DataParallel> make_data_parallel(TrainableModel& model, comm::Communicator* dp,
                                                  const DpOptions& opts,
                                                  const OptimizerConfig& optim, Allocator& alloc,
                                                  comm::Communicator* edp) {

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "model/transformer.h"
+#include "model/contract/model_contract.h"
 #include "optim/grad_clip.h"
 #include "optim/optimizer.h"
 #include "parallel/data/dp_options.h"
@@ -96,7 +96,7 @@ class DataParallel {
 
  protected:
   // dp: the data-parallel group (size opts.dp), or nullptr when opts.dp == 1.
-  DataParallel(Transformer& model, comm::Communicator* dp, const DpOptions& opts);
+  DataParallel(TrainableModel& model, comm::Communicator* dp, const DpOptions& opts);
   bool multi() const { return dp_ != nullptr && dp_->size() > 1; }
   // What each technique defines: completing the gradient reduction; where
   // the gradients of the norm range [norm_begin_, norm_end_) and of the
@@ -114,7 +114,7 @@ class DataParallel {
   // Backward-order key of this rank's first non-finite gradient (optim/nonfinite.h).
   virtual int64_t first_nonfinite_local(const float* gn) const;
 
-  Transformer& model_;
+  TrainableModel& model_;
   comm::Communicator* dp_;
   comm::Communicator* pp_ = nullptr;
   comm::Communicator* edp_ = nullptr;
@@ -138,7 +138,7 @@ class DataParallel {
 // The technique opts names (dp == 1: the one-process step). Installs hooks
 // on the model, which must outlive the result. edp: the expert-dp group of
 // an expert-parallel model (null: size 1); set_expert_group is still due.
-std::unique_ptr<DataParallel> make_data_parallel(Transformer& model, comm::Communicator* dp,
+std::unique_ptr<DataParallel> make_data_parallel(TrainableModel& model, comm::Communicator* dp,
                                                  const DpOptions& opts,
                                                  const OptimizerConfig& optim, Allocator& alloc,
                                                  comm::Communicator* edp = nullptr);

@@ -4,11 +4,11 @@
 
 namespace parallm {
 
-Ddp::Ddp(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
+Ddp::Ddp(TrainableModel& model, comm::Communicator* dp, const DpOptions& opts,
          const OptimizerConfig& optim, Allocator& alloc)
     : Ddp(model, dp, opts, optim, alloc, Optimizing::Everything) {}
 
-Ddp::Ddp(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
+Ddp::Ddp(TrainableModel& model, comm::Communicator* dp, const DpOptions& opts,
          const OptimizerConfig& optim, Allocator& alloc, Optimizing what)
     : DataParallel(model, dp, opts) {
   const ParameterSet& ps = model.params();

@@ -13,7 +13,7 @@ namespace parallm {
 
 class Ddp : public DataParallel {
  public:
-  Ddp(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
+  Ddp(TrainableModel& model, comm::Communicator* dp, const DpOptions& opts,
       const OptimizerConfig& optim, Allocator& alloc);
   void begin_micro_batch(bool last) override;
 
@@ -21,7 +21,7 @@ class Ddp : public DataParallel {
   // ZeRO-1 shares the reduction and keeps the optimizer on its shard
   // (OwnSpans: the subclass builds it, ZeRO-1 under expert parallelism).
   enum class Optimizing { Everything, OwnShard, OwnSpans };
-  Ddp(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
+  Ddp(TrainableModel& model, comm::Communicator* dp, const DpOptions& opts,
       const OptimizerConfig& optim, Allocator& alloc, Optimizing what);
   void finish_reduction() override;
   void update(double lr, float* grads) override;

@@ -1,7 +1,7 @@
 // GradReducer: reduces the gradient buffer over the data-parallel group one
 // bucket at a time. Armed for the last micro-batch of a step, it starts each
 // bucket's reduction asynchronously as soon as backward reports the bucket's
-// last segment complete (Transformer::set_grad_ready_hook), so communication
+// last segment complete (TrainableModel::set_grad_ready_hook), so communication
 // overlaps the remaining backward; finish() starts what is left and waits.
 // Earlier micro-batches only accumulate locally (one reduction per step).
 // Targets: all ranks (all-reduce, DDP / ZeRO-1), each element's owner under

@@ -4,7 +4,7 @@
 
 namespace parallm {
 
-ParameterServer::ParameterServer(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
+ParameterServer::ParameterServer(TrainableModel& model, comm::Communicator* dp, const DpOptions& opts,
                                  const OptimizerConfig& optim, Allocator& alloc)
     : DataParallel(model, dp, opts) {
   const ParameterSet& ps = model.params();

@@ -14,7 +14,7 @@ namespace parallm {
 class ParameterServer : public DataParallel {
  public:
   // dp: at least two ranks.
-  ParameterServer(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
+  ParameterServer(TrainableModel& model, comm::Communicator* dp, const DpOptions& opts,
                   const OptimizerConfig& optim, Allocator& alloc);
   void begin_micro_batch(bool last) override;
 

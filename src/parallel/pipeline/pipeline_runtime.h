@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "model/transformer.h"
+#include "model/contract/model_contract.h"
 #include "parallel/pipeline/schedule.h"
 #include "trace/timeline.h"
 
@@ -29,18 +29,18 @@ class PipelineRuntime {
  public:
   // pp: the pipeline group (rank = stage), null when the schedule has one
   // stage. The model must hold this stage's chunks (V of them).
-  PipelineRuntime(Transformer& model, comm::Communicator* pp, Schedule schedule);
+  PipelineRuntime(StagedModel& model, comm::Communicator* pp, Schedule schedule);
   const Schedule& schedule() const { return schedule_; }
   int stage() const { return stage_; }
   // Runs one step: batch(m) gives micro-batch m's tokens (valid during the
   // step). Gradients accumulate into the model's parameters.
-  StepRecord run_step(const std::function<Transformer::StageBatch(int)>& batch);
+  StepRecord run_step(const std::function<StagedModel::StageBatch(int)>& batch);
   // Evaluation: forwards only, micro-batch after micro-batch through every
   // virtual stage (no schedule needed); the loss sum on the last stage.
-  LossSum run_forward_only(const std::vector<Transformer::StageBatch>& batches);
+  LossSum run_forward_only(const std::vector<StagedModel::StageBatch>& batches);
 
  private:
-  Transformer& model_;
+  StagedModel& model_;
   comm::Communicator* pp_;
   Schedule schedule_;
   int stage_ = 0;

@@ -7,12 +7,12 @@
 
 namespace parallm {
 
-GradShardReducer::GradShardReducer(comm::Communicator& dp, Transformer& model, ShardLayout shards,
+GradShardReducer::GradShardReducer(comm::Communicator& dp, TrainableModel& model, ShardLayout shards,
                                    bool overlap, Allocator& alloc)
     // Plain ZeRO's optimizer and ZeRO-3's gatherer see equal, padded shards.
     : GradShardReducer(plain_owners(dp, shards), model, overlap, alloc, shards.shard_size()) {}
 
-GradShardReducer::GradShardReducer(std::vector<SpanOwners> owners, Transformer& model, bool overlap,
+GradShardReducer::GradShardReducer(std::vector<SpanOwners> owners, TrainableModel& model, bool overlap,
                                    Allocator& alloc, int64_t min_shard)
     : owners_(std::move(owners)),
       params_(model.params()),

@@ -15,7 +15,7 @@
 #include <memory>
 #include <vector>
 
-#include "model/transformer.h"
+#include "model/contract/model_contract.h"
 #include "optim/optimizer.h"
 #include "parallel/data/shard_layout.h"
 #include "parallel/zero/span_owners.h"
@@ -27,12 +27,12 @@ class GradShardReducer {
  public:
   // Plain ZeRO: dp rank r owns shards' range r; the shard has
   // shards.shard_size() elements (shard()[k]: element shards.begin(rank) + k).
-  GradShardReducer(comm::Communicator& dp, Transformer& model, ShardLayout shards, bool overlap,
+  GradShardReducer(comm::Communicator& dp, TrainableModel& model, ShardLayout shards, bool overlap,
                    Allocator& alloc);
   // Several tables (a null or size-1 group: this rank owns its spans
   // alone); the shard packs this rank's spans of all tables in flat order
   // (at least min_shard elements).
-  GradShardReducer(std::vector<SpanOwners> owners, Transformer& model, bool overlap,
+  GradShardReducer(std::vector<SpanOwners> owners, TrainableModel& model, bool overlap,
                    Allocator& alloc, int64_t min_shard = 1);
   // Before segment s's backward: bind its gradients to a zeroed buffer.
   // The tail's (segment 0) backward must also prepare the embedding's.

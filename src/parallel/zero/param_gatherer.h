@@ -12,9 +12,10 @@
 // stays in its pinned buffer for the whole step: a tied LM head reads it at
 // the start of backward. invalidate() after the optimizer step.
 #pragma once
+#include <functional>
 #include <vector>
 
-#include "model/transformer.h"
+#include "model/contract/model_contract.h"
 #include "parallel/data/shard_layout.h"
 #include "parallel/zero/span_owners.h"
 #include "parallel/zero/unit_staging.h"
@@ -25,11 +26,11 @@ class ParamGatherer {
  public:
   // Plain ZeRO-3: dp rank r owns `shards`' range r; shard()[k] is flat
   // element shards.begin(rank) + k.
-  ParamGatherer(comm::Communicator& dp, Transformer& model, ShardLayout shards, Allocator& alloc);
+  ParamGatherer(comm::Communicator& dp, TrainableModel& model, ShardLayout shards, Allocator& alloc);
   // Several tables; the shard packs this rank's spans (at least min_shard
   // elements). Both take this rank's values from the model's flat values
   // (identical on the ranks of each table's group) and release them.
-  ParamGatherer(std::vector<SpanOwners> owners, Transformer& model, Allocator& alloc,
+  ParamGatherer(std::vector<SpanOwners> owners, TrainableModel& model, Allocator& alloc,
                 int64_t min_shard = 1);
   // Segment s gathered and bound; starts gathering `next` (-1: none).
   void acquire(int segment, int next);
@@ -43,9 +44,11 @@ class ParamGatherer {
   // parallelism: with its own ep rank's experts).
   std::vector<float> full_values();
   int64_t buffer_bytes() const { return slots_.bytes(); }
-  // `parallm verify`'s planted bug (nn/verify_hooks.h): segment's gathers
-  // place their first owner's piece one element late (-1: never).
-  void set_fault_segment(int segment) { fault_segment_ = segment; }
+  // A bug `parallm verify`'s tests may plant (nn/verify_hooks.h): a unit's
+  // gathers place their first owner's piece shift(segment) elements late.
+  void set_piece_shift(std::function<int64_t(int segment)> shift) {
+    piece_shift_ = std::move(shift);
+  }
 
  private:
   void start_gather(UnitSlot& s, int segment);
@@ -56,7 +59,7 @@ class ParamGatherer {
   Tensor shard_;
   UnitSlots slots_;
   UnitSlot* current_ = nullptr;
-  int fault_segment_ = -1;
+  std::function<int64_t(int)> piece_shift_;  // empty outside verify's tests
 };
 
 }  // namespace parallm

@@ -4,7 +4,7 @@
 
 namespace parallm {
 
-UnitSlots::UnitSlots(const std::vector<Transformer::GradSegment>& segments, Allocator& alloc)
+UnitSlots::UnitSlots(const std::vector<GradSegment>& segments, Allocator& alloc)
     : segs_(segments), slots_(3) {
   int64_t rot = 1;
   for (size_t s = 0; s + 1 < segs_.size(); ++s) rot = std::max(rot, segs_[s].end - segs_[s].begin);

@@ -1,5 +1,5 @@
 // Unit buffers for ZeRO-2/3: a few buffers, each sized for the largest unit
-// (one Transformer grad segment: embedding, a block, or the tail), that a
+// (one model grad segment: embedding, a block, or the tail), that a
 // unit's gathered values or its gradients live in while the unit runs, with
 // the collectives still in flight on them. Invariant: a slot is reused only
 // after its pending work completed, so at most kSlots units are resident:
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
-#include "model/transformer.h"
+#include "model/contract/model_contract.h"
 
 namespace parallm {
 
@@ -26,7 +26,7 @@ struct UnitSlot {
 class UnitSlots {
  public:
   // segments: the model's grad_segments(); the last one (the embedding) is pinned.
-  UnitSlots(const std::vector<Transformer::GradSegment>& segments, Allocator& alloc);
+  UnitSlots(const std::vector<GradSegment>& segments, Allocator& alloc);
   int pinned_segment() const { return static_cast<int>(segs_.size()) - 1; }
   UnitSlot& pinned() { return slots_[2]; }
   UnitSlot& rotating(int i) { return slots_[i]; }
@@ -36,11 +36,11 @@ class UnitSlots {
   // the unit in use); the embedding always goes to the pinned slot.
   UnitSlot& pick(int s, const UnitSlot* busy);
   std::vector<UnitSlot>& all() { return slots_; }
-  const Transformer::GradSegment& segment(int s) const { return segs_[s]; }
+  const GradSegment& segment(int s) const { return segs_[s]; }
   int64_t bytes() const;
 
  private:
-  std::vector<Transformer::GradSegment> segs_;
+  std::vector<GradSegment> segs_;
   std::vector<UnitSlot> slots_;
   int64_t clock_ = 0;
 };

@@ -5,7 +5,7 @@
 
 namespace parallm {
 
-Zero1::Zero1(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
+Zero1::Zero1(TrainableModel& model, comm::Communicator* dp, const DpOptions& opts,
              const OptimizerConfig& optim, Allocator& alloc, comm::Communicator* edp)
     : Ddp(model, dp, opts, optim, alloc,
           model.ep().active() ? Optimizing::OwnSpans : Optimizing::OwnShard) {

@@ -19,7 +19,7 @@ class Zero1 : public Ddp {
  public:
   // edp: the expert-data-parallel group (null: size 1); used only when the
   // model is expert parallel.
-  Zero1(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
+  Zero1(TrainableModel& model, comm::Communicator* dp, const DpOptions& opts,
         const OptimizerConfig& optim, Allocator& alloc, comm::Communicator* edp = nullptr);
 
  protected:

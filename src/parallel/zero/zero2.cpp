@@ -8,7 +8,7 @@
 
 namespace parallm {
 
-Zero2::Zero2(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
+Zero2::Zero2(TrainableModel& model, comm::Communicator* dp, const DpOptions& opts,
              const OptimizerConfig& optim, Allocator& alloc, comm::Communicator* edp)
     : DataParallel(model, dp, opts) {
   if (!model.ep().active()) {
@@ -26,7 +26,7 @@ Zero2::Zero2(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
     opt_ = std::make_unique<SpanOptimizer>(optim, model.params(), alloc, shard_reducer_->owned());
   }
   model_.set_grad_ready_hook([this](int s) { shard_reducer_->on_segment_ready(s); });
-  model_.set_unit_hook([this](Transformer::UnitPass p, int s) { on_unit(p, s); });
+  model_.set_unit_hook([this](UnitPass p, int s) { on_unit(p, s); });
 }
 
 void Zero2::begin_step() {
@@ -36,9 +36,9 @@ void Zero2::begin_step() {
 
 // Units run embedding (L+1), blocks (L..1), tail (0) forward, then 0..L+1
 // backward; the embedding's gradients stay in pinned buffers.
-void Zero2::on_unit(Transformer::UnitPass pass, int segment) {
+void Zero2::on_unit(UnitPass pass, int segment) {
   const int last = static_cast<int>(model_.grad_segments().size()) - 1;
-  if (pass == Transformer::UnitPass::Forward || segment == last) return;
+  if (pass == UnitPass::Forward || segment == last) return;
   if (segment == 0) shard_reducer_->prepare(last);  // a tied head writes it first
   shard_reducer_->prepare(segment);
 }

@@ -20,7 +20,7 @@ class Zero2 : public DataParallel {
  public:
   // dp: at least two ranks. edp: the expert-dp group of an expert-parallel
   // model (null: size 1).
-  Zero2(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
+  Zero2(TrainableModel& model, comm::Communicator* dp, const DpOptions& opts,
         const OptimizerConfig& optim, Allocator& alloc, comm::Communicator* edp = nullptr);
   void begin_step() override;
   int64_t unit_buffer_bytes() const override { return shard_reducer_->staging_bytes(); }
@@ -34,8 +34,8 @@ class Zero2 : public DataParallel {
   double grad_norm(const float* gn, const GradNormGroups& groups,
                    std::span<double> also_summed) override;
   int64_t first_nonfinite_local(const float* gn) const override;
-  // Called before each unit's forward and backward (Transformer::set_unit_hook).
-  virtual void on_unit(Transformer::UnitPass pass, int segment);
+  // Called before each unit's forward and backward (TrainableModel::set_unit_hook).
+  virtual void on_unit(UnitPass pass, int segment);
 
   std::unique_ptr<GradShardReducer> shard_reducer_;
   std::optional<ExpertShards> expert_shards_;  // set under expert parallelism

@@ -5,7 +5,7 @@
 
 namespace parallm {
 
-Zero3::Zero3(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
+Zero3::Zero3(TrainableModel& model, comm::Communicator* dp, const DpOptions& opts,
              const OptimizerConfig& optim, Allocator& alloc, comm::Communicator* edp)
     : Zero2(model, dp, opts, optim, alloc, edp) {
   if (!expert_shards_) {
@@ -16,8 +16,8 @@ Zero3::Zero3(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
              "ZeRO-3 value and gradient shards pack {} and {} spans differently",
              gatherer_->owned().size(), shard_reducer_->owned().size());
   }
-  if (model.injected_fault() == InjectedFault::Zero3ShardOffset)
-    gatherer_->set_fault_segment(model.block_segment(kFaultLayer));
+  if (const FaultHooks* f = model.fault_hooks(); f != nullptr && f->zero3_piece_shift)
+    gatherer_->set_piece_shift(f->zero3_piece_shift);
 }
 
 std::optional<std::vector<ValueSpan>> Zero3::owned_values() const {
@@ -34,10 +34,10 @@ int64_t Zero3::unit_buffer_bytes() const {
 
 // Gathers the unit about to run and prefetches the next in the same pass:
 // forward walks L+1 .. 0, backward 0 .. L+1 (the embedding stays pinned).
-void Zero3::on_unit(Transformer::UnitPass pass, int segment) {
+void Zero3::on_unit(UnitPass pass, int segment) {
   const int last = static_cast<int>(model_.grad_segments().size()) - 1;
   int next = -1;
-  if (pass == Transformer::UnitPass::Forward)
+  if (pass == UnitPass::Forward)
     next = segment > 0 ? segment - 1 : -1;
   else if (segment < last - 1)
     next = segment + 1;

@@ -20,7 +20,7 @@ namespace parallm {
 class Zero3 : public Zero2 {
  public:
   // edp: the expert-dp group of an expert-parallel model (null: size 1).
-  Zero3(Transformer& model, comm::Communicator* dp, const DpOptions& opts,
+  Zero3(TrainableModel& model, comm::Communicator* dp, const DpOptions& opts,
         const OptimizerConfig& optim, Allocator& alloc, comm::Communicator* edp = nullptr);
   // Without ep: flat elements [shards().begin(dp_rank()), end). Under ep
   // the shard packs scattered spans: owned_values() says which.
@@ -31,7 +31,7 @@ class Zero3 : public Zero2 {
 
  protected:
   void update(double lr, float* grads) override;
-  void on_unit(Transformer::UnitPass pass, int segment) override;
+  void on_unit(UnitPass pass, int segment) override;
 
  private:
   std::unique_ptr<ParamGatherer> gatherer_;

@@ -6,6 +6,12 @@
 
 namespace parallm {
 
+void ParallelismConfig::infer_dp(int world_size) {
+  const int rest = tp * pp * cp;
+  if (dp.dp != 1 || world_size <= 0 || rest <= 0 || world_size % rest != 0) return;
+  dp.dp = world_size / rest;
+}
+
 void ParallelismConfig::validate() const {
   PX_CHECK(pp >= 1, "pipeline parallel size (--pp) must be at least 1, got {}", pp);
   PX_CHECK(virtual_stages >= 1, "--virtual-stages must be at least 1, got {}", virtual_stages);

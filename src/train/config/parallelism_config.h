@@ -25,6 +25,11 @@ struct ParallelismConfig {
   int ulysses_degree = 0;          // --ulysses-degree U (a2a+ring only)
 
   int world_size() const { return pp * dp.dp * cp * tp; }
+  // dp left at 1 becomes world_size / (tp x pp x cp) where that divides, as
+  // Megatron and torchtitan infer it (`mpirun -np 4 parallm train --tp 2`
+  // runs dp 2); a dp given (> 1), or a world the other sizes do not divide,
+  // stays for validate_dp_layout to check. world_size <= 0: unknown, kept.
+  void infer_dp(int world_size);
   void validate() const;
 };
 

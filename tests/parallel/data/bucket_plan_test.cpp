@@ -5,13 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include "model/transformer.h"
 #include "parallel/data/dp_options.h"
 #include "parallel/data/shard_layout.h"
 
 namespace parallm {
 namespace {
 
-using Seg = Transformer::GradSegment;
+using Seg = GradSegment;
 
 TEST(BucketPlan, GroupsConsecutiveSegmentsWithinTheBudget) {
   // Completion order: [90,100), [60,90), [40,60), [0,40).

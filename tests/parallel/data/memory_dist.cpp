@@ -13,6 +13,7 @@
 
 #include "common/test_models.h"
 #include "dp_env.h"
+#include "model/transformer.h"
 #include "parallel/data/data_parallel.h"
 
 namespace parallm::dp_test {
