@@ -22,5 +22,6 @@ int main(int argc, char** argv) {
   parallm::cli::add_serve_command(app, reg);
   parallm::cli::add_verify_command(app, reg);
   parallm::cli::add_calibrate_command(app, reg);
+  parallm::cli::add_settings_command(app, reg);
   return parallm::cli::run_command(app, reg, argc, argv);
 }

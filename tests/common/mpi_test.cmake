@@ -15,11 +15,18 @@ function(parallm_mpi_test)
   set_tests_properties(${ARG_NAME} PROPERTIES LABELS dist TIMEOUT ${ARG_TIMEOUT})
 endfunction()
 
-# parallm_mpi_test_binary(<target> <main.cpp>) builds one MPI gtest binary of
-# <main.cpp> and every *_dist.cpp beside it.
+# parallm_mpi_test_binary(<target> <main.cpp> [<dir>...]) builds one MPI gtest
+# binary of <main.cpp> and every *_dist.cpp beside it and in each <dir> (the
+# tests of a src folder whose cases share another folder's runs, such as
+# tests/parallel/zero's in the data-parallel binary).
 function(parallm_mpi_test_binary target main)
   get_filename_component(dir ${main} DIRECTORY)
   file(GLOB sources CONFIGURE_DEPENDS ${dir}/*_dist.cpp)
+  foreach(extra ${ARGN})
+    file(GLOB more CONFIGURE_DEPENDS ${extra}/*_dist.cpp)
+    list(APPEND sources ${more})
+  endforeach()
   add_executable(${target} ${main} ${sources})
+  target_include_directories(${target} PRIVATE ${dir})
   target_link_libraries(${target} PRIVATE parallm_core GTest::gtest)
 endfunction()

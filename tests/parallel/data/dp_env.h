@@ -34,4 +34,27 @@ struct RunResult {
 RunResult train_run(const ModelConfig& model, const DpOptions& dp, comm::Communicator* group,
                     int steps = 20, const std::string& optimizer = "adamw");
 
+// One data-parallel layout over the world.
+struct Layout {
+  int zero;
+  DpMode mode;
+  bool overlap;
+  std::string name() const;
+};
+
+// SGD runs 8 steps (at lr 0.1): a wrong gradient scale shows from the first
+// update on, and the suite stays short; the others 20.
+int steps_for(const std::string& optimizer);
+// The one-process run of "gpt2" or "llama" under `optimizer`, computed once
+// per binary.
+const RunResult& reference_run(const std::string& family, const std::string& optimizer);
+// got against the one-process ref, tensor by tensor (docs/testing.md).
+void expect_dp_trajectory(const ModelConfig& m, const RunResult& ref, const RunResult& got,
+                          const std::string& what);
+// `layout` over the world (small buckets, so several overlap backward)
+// follows reference_run(family, optimizer); with several ranks every step
+// moved bytes.
+void expect_layout_matches_one_process(const std::string& family, const Layout& layout,
+                                       const std::string& optimizer = "adamw");
+
 }  // namespace parallm::dp_test

@@ -1,0 +1,61 @@
+// settings_reference: one Markdown table per run-file table, a row per
+// setting in declaration order (key, flags, value, whether a checkpoint's
+// run record keeps it, help).
+#include "train/config/settings_reference.h"
+
+#include <fmt/format.h>
+
+namespace parallm {
+namespace {
+
+std::string value_kind(const Setting& s) {
+  if (s.switch_to) return *s.switch_to ? "switch (sets true)" : "switch (sets false)";
+  switch (s.kind) {
+    case SettingKind::Bool: return "true/false";
+    case SettingKind::Int: return s.int_or_list ? "integer, list or text" : "integer";
+    case SettingKind::Float: return "number";
+    case SettingKind::Text: return s.int_or_list ? "integer, list or text" : "text";
+    case SettingKind::TextList: return "list of text";
+  }
+  return "";
+}
+
+std::string code_list(const std::string& names) {
+  if (names.empty()) return "";
+  std::string out;
+  size_t start = 0;
+  while (start <= names.size()) {
+    const size_t end = std::min(names.find(',', start), names.size());
+    out += (out.empty() ? "" : ", ") + ("`" + names.substr(start, end - start) + "`");
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string settings_reference(const RunSchema& schema) {
+  std::string out =
+      "# Run settings\n\n"
+      "Generated from the run schema (src/train/config/run_schema_*.cpp) by `parallm settings`;\n"
+      "a unit test holds this file to it. Each setting is a key of a run file's table, a flag of\n"
+      "`parallm train`, or both; flags override the file (checkpoint < `--model` < `--config` <\n"
+      "`--deepspeed` < flags). \"Recorded\": kept in a checkpoint's run record, so `--load DIR`\n"
+      "alone continues the run (the model's shape is recorded as its Hugging Face config.json).\n"
+      "Paths in a run file are relative to the file.\n";
+  for (const RunTable& t : schema.tables) {
+    out += fmt::format("\n## [{}]\n\n| key | flags | value | recorded | help |\n|---|---|---|---|---|\n",
+                       t.name);
+    for (const Setting& s : schema.settings) {
+      if (s.table != t.name || s.hidden) continue;
+      std::string help = s.help;
+      for (size_t p = help.find('|'); p != std::string::npos; p = help.find('|', p + 2))
+        help.replace(p, 1, "\\|");
+      out += fmt::format("| {} | {} | {} | {} | {} |\n", s.key.empty() ? "" : "`" + s.key + "`",
+                         code_list(s.flags), value_kind(s), s.recorded ? "yes" : "no", help);
+    }
+  }
+  return out;
+}
+
+}  // namespace parallm
