@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model/moe_config.h"
+#include "model/moe/moe_config.h"
 #include "nn/lora_config.h"
 
 namespace parallm {

@@ -14,8 +14,8 @@ namespace parallm {
 
 class WeightGradQueue;
 class MatmulPrecision;  // nn/matmul_precision.h
-struct MoeStats;        // model/layers/moe_stats.h
-class ExpertBias;       // model/layers/moe_expert_bias.h
+struct MoeStats;        // model/moe/moe_stats.h
+class ExpertBias;       // model/moe/moe_expert_bias.h
 
 struct LayerContext {
   Allocator& alloc;

@@ -5,7 +5,7 @@
 // shard under ep (dense elements over dp x cp, expert elements over
 // expert-dp = dp x cp / ep, as parallel/zero/expert_shards.h splits them).
 // Invariant: moe_layer_tensors matches the shapes and order that
-// model/layers/moe*.cpp register, so the allocator and the model agree.
+// model/moe/moe*.cpp register, so the allocator and the model agree.
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -46,7 +46,7 @@ ParallmActivations parallm_activations(const MemoryQuery& q) {
   const double mlp_act = N * I;
   const double full = block_out + 2 * (norm_out + norm_stats) + attn + mid + mlp_pre + mlp_act;
 
-  // An MoE layer (model/layers/moe*.cpp) saves, in place of the MLP's: the
+  // An MoE layer (model/moe/moe*.cpp) saves, in place of the MLP's: the
   // expert outputs back on this rank (y: S rows, in send order), and on the
   // expert side each received row's input, fc | gate output, up (SwiGLU)
   // and activation (M rows); each at least one row. S (this rank's kept

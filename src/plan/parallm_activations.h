@@ -4,7 +4,7 @@
 // Norm, Attention, Mlp) or of Transformer::Forward, so the sum at the end of
 // the forward pass equals the allocator's peak of MemTag::Activation: the
 // backward allocates only workspace while it frees activations.
-// MoE layers (model/layers/moe*.h) count their expert rows under an even
+// MoE layers (model/moe/moe*.h) count their expert rows under an even
 // load (plan/moe_memory.h), exact when the load is known.
 // Invariant: the element counts here match src/model/layers/*.h's shapes.
 #pragma once

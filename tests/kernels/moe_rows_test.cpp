@@ -44,7 +44,7 @@ struct Routing {
   cpu::AssignedRows rows() const { return {fed.data(), nfed(), kK, send_row.data()}; }
 };
 
-// The loops the layer ran (model/layers/moe.cpp before the kernels).
+// The loops the layer ran (model/moe/moe.cpp before the kernels).
 struct Reference {
   std::vector<float> send, out, dy, dgate, dx;
   explicit Reference(const Routing& r) {

@@ -4,7 +4,7 @@
 // 16-byte access (every pointer 16-byte aligned) or element by element
 // changes only the load, never which thread adds what, so the results are
 // bitwise the same either way. Two fed rows never touch the same send row:
-// send rows are distinct per kept assignment (model/layers/moe.cpp numbers
+// send rows are distinct per kept assignment (model/moe/moe.cpp numbers
 // them next[expert]++), which the CPU's parallel loop relies on as well.
 #include <type_traits>
 

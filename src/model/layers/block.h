@@ -16,7 +16,7 @@
 
 #include "model/layers/attention.h"
 #include "model/layers/mlp.h"
-#include "model/layers/moe.h"
+#include "model/moe/moe.h"
 #include "model/layers/norm.h"
 
 namespace parallm {

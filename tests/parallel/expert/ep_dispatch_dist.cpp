@@ -10,7 +10,7 @@
 #include <random>
 
 #include "ep_env.h"
-#include "model/layers/moe.h"
+#include "model/moe/moe.h"
 #include "parallel/expert/token_dispatch.h"
 
 namespace parallm::ep_test {

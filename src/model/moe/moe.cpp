@@ -6,13 +6,13 @@
 // a slice under sequence parallelism, two chunks per sequence under cp);
 // the rows it feeds to the experts are those, or under expert tp the whole
 // tp group's `rows.share`.
-#include "model/layers/moe.h"
+#include "model/moe/moe.h"
 
 #include <algorithm>
 
-#include "model/layers/moe_expert_bias.h"
-#include "model/layers/moe_routing_rows.h"
-#include "model/layers/moe_stats.h"
+#include "model/moe/moe_expert_bias.h"
+#include "model/moe/moe_routing_rows.h"
+#include "model/moe/moe_stats.h"
 #include "nn/op_buffers.h"
 #include "ops/matmul.h"
 #include "ops/moe_rows.h"

@@ -1,4 +1,4 @@
-// Megatron's list expressions for --moe-layer-freq (model/moe_layer_freq.h):
+// Megatron's list expressions for --moe-layer-freq (model/moe/moe_layer_freq.h):
 // the patterns Megatron's docs use, Python's rules for + and *, and one
 // message, naming the text, for each kind of bad input.
 #include <gtest/gtest.h>
@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "common/test_util.h"
-#include "model/moe_config.h"
-#include "model/moe_layer_freq.h"
+#include "model/moe/moe_config.h"
+#include "model/moe/moe_layer_freq.h"
 
 namespace parallm {
 namespace {

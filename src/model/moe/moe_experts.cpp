@@ -3,7 +3,7 @@
 // (nn/matmul_precision.h): each stacked weight through its once-per-step
 // copy, each activation or gradient once per use here (an input shared by
 // two linears, SwiGLU's gate and up, once for both).
-#include "model/layers/moe_experts.h"
+#include "model/moe/moe_experts.h"
 
 #include <algorithm>
 

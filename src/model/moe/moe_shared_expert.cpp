@@ -1,5 +1,5 @@
 // The shared expert's forward and backward (see moe_shared_expert.h).
-#include "model/layers/moe_shared_expert.h"
+#include "model/moe/moe_shared_expert.h"
 
 #include <cmath>
 

@@ -1,11 +1,11 @@
 // MoeConfig checks, presets and names (see moe_config.h).
-#include "model/moe_config.h"
+#include "model/moe/moe_config.h"
 
 #include <cmath>
 #include <exception>
 
 #include "base/error.h"
-#include "model/moe_layer_freq.h"
+#include "model/moe/moe_layer_freq.h"
 
 namespace parallm {
 

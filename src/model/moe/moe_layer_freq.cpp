@@ -1,6 +1,6 @@
 // The --moe-layer-freq list expression parser (see moe_layer_freq.h): a
 // recursive descent over the text; values are integers or lists of integers.
-#include "model/moe_layer_freq.h"
+#include "model/moe/moe_layer_freq.h"
 
 #include <cctype>
 #include <cstdint>

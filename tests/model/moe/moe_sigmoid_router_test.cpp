@@ -12,8 +12,8 @@
 
 #include "base/error.h"
 #include "common/test_util.h"
-#include "model/layers/moe_expert_bias.h"
-#include "model/layers/moe_router.h"
+#include "model/moe/moe_expert_bias.h"
+#include "model/moe/moe_router.h"
 
 namespace parallm {
 namespace {

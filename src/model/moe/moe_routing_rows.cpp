@@ -1,6 +1,6 @@
 // moe_routing_rows.h: the routing row of a local row is b * T + the global
 // position of its token; a cp rank's rows are (B, 2 chunks) in chunk order.
-#include "model/layers/moe_routing_rows.h"
+#include "model/moe/moe_routing_rows.h"
 
 #include "base/error.h"
 #include "ops/copy.h"

@@ -1,7 +1,7 @@
 // MoeStats' per-dispatch ep load: for each ep size dividing E, the busiest
 // block of E / ep consecutive experts over the mean block, summed over
 // dispatches, and carried through the flat all-reduce form.
-#include "model/layers/moe_stats.h"
+#include "model/moe/moe_stats.h"
 
 #include <gtest/gtest.h>
 

@@ -57,7 +57,7 @@ struct MoeConfig {
   double bias_update_rate = 1e-3;
   // Shared expert (Qwen2-MoE, DeepSeek): an always-on MLP of this many
   // features beside the routed experts (0: none), optionally scaled per token
-  // by Qwen2-MoE's sigmoid gate (model/layers/moe_shared_expert.h).
+  // by Qwen2-MoE's sigmoid gate (model/moe/moe_shared_expert.h).
   int64_t shared_intermediate = 0;
   bool shared_expert_gate = false;
 

@@ -32,10 +32,10 @@
 #include <string>
 #include <vector>
 
-#include "model/layers/moe_experts.h"
-#include "model/layers/moe_router.h"
-#include "model/layers/moe_routing_rows.h"
-#include "model/layers/moe_shared_expert.h"
+#include "model/moe/moe_experts.h"
+#include "model/moe/moe_router.h"
+#include "model/moe/moe_routing_rows.h"
+#include "model/moe/moe_shared_expert.h"
 #include "parallel/expert/token_dispatch.h"
 #include "parallel/tensor/tp_group.h"
 

@@ -16,8 +16,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/layers/moe_stats.h"
-#include "model/moe_config.h"
+#include "model/moe/moe_stats.h"
+#include "model/moe/moe_config.h"
 
 namespace parallm {
 

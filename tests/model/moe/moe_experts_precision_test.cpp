@@ -12,7 +12,7 @@
 
 #include "base/rng.h"
 #include "common/test_util.h"
-#include "model/layers/moe_experts.h"
+#include "model/moe/moe_experts.h"
 #include "nn/matmul_precision.h"
 
 namespace parallm {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "model/layers/moe_router.h"
+#include "model/moe/moe_router.h"
 
 namespace parallm {
 namespace {

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "model/layers/moe.h"
+#include "model/moe/moe.h"
 
 namespace parallm {
 namespace {

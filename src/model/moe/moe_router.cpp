@@ -1,7 +1,7 @@
 // Routing, capacity and the balancing losses (see moe_router.h). Every
 // decision is made per sequence in token order, so a token's fate depends
 // only on its own sequence.
-#include "model/layers/moe_router.h"
+#include "model/moe/moe_router.h"
 
 #include <algorithm>
 #include <cmath>

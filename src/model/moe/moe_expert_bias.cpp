@@ -1,5 +1,5 @@
 // The expert bias's update rule and restore (see moe_expert_bias.h).
-#include "model/layers/moe_expert_bias.h"
+#include "model/moe/moe_expert_bias.h"
 
 #include "base/error.h"
 
