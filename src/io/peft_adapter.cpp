@@ -12,8 +12,8 @@
 #include "io/hf_model.h"
 #include "io/hf_slices.h"
 #include "io/safetensors.h"
-#include "model/lora_merge.h"
-#include "model/lora_model.h"
+#include "model/lora/lora_merge.h"
+#include "model/lora/lora_model.h"
 
 namespace fs = std::filesystem;
 

@@ -1,6 +1,6 @@
 #include "model/config.h"
 
-#include "model/lora_model.h"
+#include "model/lora/lora_model.h"
 
 #include "base/error.h"
 

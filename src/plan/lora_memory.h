@@ -12,7 +12,7 @@
 #include <cstdint>
 
 #include "model/config.h"
-#include "model/lora_targets.h"
+#include "model/lora/lora_targets.h"
 
 namespace parallm {
 

@@ -7,7 +7,7 @@
 
 #include "io/hf_model.h"
 #include "io/peft_adapter.h"
-#include "model/lora_merge.h"
+#include "model/lora/lora_merge.h"
 #include "parallel/tensor/gather_parameters.h"
 #include "train/checkpoint_load.h"
 

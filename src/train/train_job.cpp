@@ -17,7 +17,7 @@
 #include "io/checkpoint/checkpoint_dir.h"
 #include "io/hf_model.h"
 #include "io/peft_adapter.h"
-#include "model/qlora_base.h"
+#include "model/lora/qlora_base.h"
 #include "nn/op_tap.h"
 #include "ops/host_runtime.h"
 #include "plan/flops.h"

@@ -13,8 +13,8 @@
 #include "common/cached_decode.h"
 #include "common/random_tokens.h"
 #include "common/test_models.h"
-#include "model/lora_merge.h"
-#include "model/lora_model.h"
+#include "model/lora/lora_merge.h"
+#include "model/lora/lora_model.h"
 #include "model/paged_kv_cache.h"
 #include "model/transformer.h"
 

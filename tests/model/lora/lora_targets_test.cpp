@@ -1,6 +1,6 @@
-// LoRA target lists (model/lora_targets.h): short and PEFT names, all-linear,
+// LoRA target lists (model/lora/lora_targets.h): short and PEFT names, all-linear,
 // round trip through str(), and clear errors for unknown or repeated names.
-#include "model/lora_targets.h"
+#include "model/lora/lora_targets.h"
 
 #include <gtest/gtest.h>
 

@@ -18,7 +18,7 @@
 #include "common/trajectory_config.h"
 #include "common/trajectory_match.h"
 #include "common/whole_parameters.h"
-#include "model/lora_model.h"
+#include "model/lora/lora_model.h"
 #include "model/transformer.h"
 #include "train/pipeline_step.h"
 #include "train/trainer.h"

@@ -1,4 +1,4 @@
-#include "model/qlora_base.h"
+#include "model/lora/qlora_base.h"
 
 #include <algorithm>
 

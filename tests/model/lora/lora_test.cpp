@@ -7,8 +7,8 @@
 
 #include "base/rng.h"
 #include "common/test_models.h"
-#include "model/lora_merge.h"
-#include "model/lora_model.h"
+#include "model/lora/lora_merge.h"
+#include "model/lora/lora_model.h"
 #include "model/model_catalog.h"
 #include "model/transformer.h"
 #include "nn/matmul_precision.h"

@@ -1,4 +1,4 @@
-#include "model/lora_targets.h"
+#include "model/lora/lora_targets.h"
 
 #include <fmt/format.h>
 

@@ -13,8 +13,8 @@
 #include "kernels/cpu/nf4.h"
 #include "kernels/cpu/nf4_gemm.h"
 #include "kernels/cpu/nf4_weight.h"
-#include "model/lora_merge.h"
-#include "model/qlora_base.h"
+#include "model/lora/lora_merge.h"
+#include "model/lora/qlora_base.h"
 #include "model/transformer.h"
 #include "nn/matmul_precision.h"
 

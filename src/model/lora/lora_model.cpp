@@ -1,4 +1,4 @@
-#include "model/lora_model.h"
+#include "model/lora/lora_model.h"
 
 #include <algorithm>
 

@@ -23,7 +23,7 @@
 #include "common/trajectory_match.h"
 #include "common/whole_parameters.h"
 #include "kernels/cpu/nf4_weight.h"
-#include "model/qlora_base.h"
+#include "model/lora/qlora_base.h"
 #include "model/transformer.h"
 #include "train/pipeline_step.h"
 #include "train/trainer.h"

@@ -1,4 +1,4 @@
-#include "model/lora_merge.h"
+#include "model/lora/lora_merge.h"
 
 #include "base/error.h"
 #include "ops/matmul.h"
