@@ -6,6 +6,7 @@
 
 #include "nn/parameters.h"
 #include "nn/precision.h"
+#include "nn/recompute.h"
 #include "nn/verify_hooks.h"
 #include "ops/stream.h"
 #include "tensor/tensor.h"

@@ -11,13 +11,6 @@ Precision precision_from_name(const std::string& s) {
   PX_FAIL("unknown precision '{}' (expected fp32, bf16 or fp16)", s);
 }
 
-Recompute recompute_from_name(const std::string& s) {
-  if (s == "none") return Recompute::None;
-  if (s == "selective") return Recompute::Selective;
-  if (s == "full") return Recompute::Full;
-  PX_FAIL("unknown recompute mode '{}' (expected none, selective or full)", s);
-}
-
 std::string precision_name(Precision p) {
   switch (p) {
     case Precision::FP32:
@@ -26,18 +19,6 @@ std::string precision_name(Precision p) {
       return "bf16";
     case Precision::FP16:
       return "fp16";
-  }
-  return "?";
-}
-
-std::string recompute_name(Recompute r) {
-  switch (r) {
-    case Recompute::None:
-      return "none";
-    case Recompute::Selective:
-      return "selective";
-    case Recompute::Full:
-      return "full";
   }
   return "?";
 }

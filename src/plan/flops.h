@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "model/config.h"
+#include "nn/recompute.h"
 #include "plan/memory_model.h"
 
 namespace parallm {

@@ -28,6 +28,7 @@
 
 #include "model/config.h"
 #include "nn/precision.h"
+#include "nn/recompute.h"
 #include "optim/optimizer_config.h"
 #include "parallel/pipeline/schedule.h"
 #include "plan/lora_memory.h"

@@ -49,7 +49,7 @@ LayerContext transient_context(const LayerContext& c) {
 
 Block::Saved Block::forward(const LayerContext& c0, float* out, const float* inp) const {
   const LayerContext c = layer_context(c0, layer_);
-  if (c.recompute != Recompute::Full) return run_forward(c, out, inp);
+  if (!reruns_block_forward(c.recompute)) return run_forward(c, out, inp);
   run_forward(transient_context(c), out, inp);  // backward reruns it
   return {};
 }
@@ -57,7 +57,7 @@ Block::Saved Block::forward(const LayerContext& c0, float* out, const float* inp
 void Block::backward(const LayerContext& c0, float* dinp, const float* dout, const float* inp,
                      const Saved& s) const {
   const LayerContext c = layer_context(c0, layer_);
-  if (c.recompute != Recompute::Full) return run_backward(c, dinp, dout, inp, s);
+  if (!reruns_block_forward(c.recompute)) return run_backward(c, dinp, dout, inp, s);
   // Rerun the forward saving everything (one block's set at a time), into a
   // scratch output: the stream already holds this block's output.
   LayerContext r = c;
@@ -73,9 +73,9 @@ Block::Saved Block::run_forward(const LayerContext& c, float* out, const float* 
   const int64_t rows = tp_local_rows(tp_, c.N()), n = rows * C_;
   const int64_t row0 = tp_.sp() ? tp_.rank() * rows : 0;
   const LayerContext cs = stream_context(c, rows);
-  // Selective: the norms' outputs and statistics live only until their
-  // matmuls have read them.
-  const bool sel = c.recompute == Recompute::Selective;
+  // The norms' outputs and statistics may live only until their matmuls
+  // have read them (nn/recompute.h).
+  const bool sel = drops_norm_outputs(c.recompute);
   const LayerContext cn = sel ? transient_context(cs) : cs;
   Saved s;
   auto tap = [&](const char* op, const float* x) {

@@ -48,8 +48,8 @@ Mlp::Saved Mlp::forward(const LayerContext& c, float* out, const float* inp) con
   Saved s;
   const int64_t n = c.N() * inter_;
   s.pre = c.activation({c.N(), inter_});
-  // Selective recomputation: the activation is rebuilt from pre (and up).
-  const bool sel = c.recompute == Recompute::Selective;
+  // The activation may be rebuilt from pre (and up) in backward (nn/recompute.h).
+  const bool sel = rebuilds_mlp_activation(c.recompute);
   s.act = sel ? c.workspace({c.N(), inter_}) : c.activation({c.N(), inter_});
   if (swiglu_) {
     s.up = c.activation({c.N(), inter_});

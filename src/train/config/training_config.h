@@ -9,8 +9,9 @@
 
 #include <string>
 
+#include "nn/recompute.h"
 #include "nn/verify_hooks.h"    // InjectedFault
-#include "plan/memory_model.h"  // Recompute
+#include "plan/memory_model.h"
 #include "tensor/dtype.h"       // Device
 
 namespace parallm {

@@ -11,6 +11,7 @@
 #include "common/test_models.h"
 #include "model/config.h"
 #include "nn/precision.h"
+#include "nn/recompute.h"
 #include "train/train_config.h"
 
 namespace parallm::cp_test {

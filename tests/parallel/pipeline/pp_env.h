@@ -12,7 +12,8 @@
 
 #include "comm/communicator.h"
 #include "model/config.h"
-#include "plan/memory_model.h"  // Precision, Recompute
+#include "nn/recompute.h"
+#include "plan/memory_model.h"  // Precision
 #include "train/train_config.h"
 
 namespace parallm::pp_test {

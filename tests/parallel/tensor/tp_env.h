@@ -10,6 +10,7 @@
 #include "comm/communicator.h"
 #include "common/test_models.h"
 #include "model/config.h"
+#include "nn/recompute.h"
 #include "optim/loss_scaler.h"
 #include "parallel/data/dp_options.h"
 #include "plan/memory_model.h"
