@@ -50,7 +50,7 @@
 #include "model/moe/moe_expert_bias.h"
 #include "model/moe/moe_stats.h"
 #include "model/model_stage.h"
-#include "model/paged_kv_cache.h"
+#include "model/kv_cache/paged_kv_cache.h"
 #include "nn/packed_docs.h"
 #include "nn/weight_grad_queue.h"
 #include "parallel/context/cp_group.h"

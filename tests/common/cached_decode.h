@@ -12,7 +12,7 @@
 #include <cmath>
 #include <vector>
 
-#include "model/paged_kv_cache.h"
+#include "model/kv_cache/paged_kv_cache.h"
 #include "model/transformer.h"
 
 namespace parallm::testing {

@@ -14,7 +14,7 @@
 #include "common/random_tokens.h"
 #include "common/test_models.h"
 #include "infer/generator.h"
-#include "model/paged_kv_cache.h"
+#include "model/kv_cache/paged_kv_cache.h"
 #include "model/transformer.h"
 
 namespace parallm {

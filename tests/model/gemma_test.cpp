@@ -16,7 +16,7 @@
 #include "model/lora/lora_merge.h"
 #include "model/lora/lora_model.h"
 #include "model/model_catalog.h"
-#include "model/paged_kv_cache.h"
+#include "model/kv_cache/paged_kv_cache.h"
 #include "model/transformer.h"
 
 namespace parallm {

@@ -15,7 +15,7 @@
 #include "common/test_models.h"
 #include "model/lora/lora_merge.h"
 #include "model/lora/lora_model.h"
-#include "model/paged_kv_cache.h"
+#include "model/kv_cache/paged_kv_cache.h"
 #include "model/transformer.h"
 
 namespace parallm {

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/paged_kv_cache.h"
+#include "model/kv_cache/paged_kv_cache.h"
 
 namespace parallm::serve {
 

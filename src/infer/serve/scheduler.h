@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "infer/serve/block_pool.h"
-#include "infer/serve/block_tables.h"
+#include "model/kv_cache/block_pool.h"
+#include "model/kv_cache/block_tables.h"
 
 namespace parallm {
 

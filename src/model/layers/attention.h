@@ -21,7 +21,7 @@
 
 #include "model/config.h"
 #include "model/layers/rope_frequencies.h"
-#include "model/paged_kv_cache.h"
+#include "model/kv_cache/paged_kv_cache.h"
 #include "ops/attention.h"
 #include "parallel/context/context_attention.h"
 #include "parallel/tensor/parallel_linear.h"

@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "infer/serve/block_pool.h"
+#include "model/kv_cache/block_pool.h"
 
 namespace parallm {
 

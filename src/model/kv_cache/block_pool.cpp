@@ -1,7 +1,7 @@
 // BlockPool: reference counts, the blank stack, the eviction list (an
 // intrusive doubly linked list through Meta::prev/next, so retaining a free
 // cached block is O(1)) and the hash index of cached blocks (see block_pool.h).
-#include "infer/serve/block_pool.h"
+#include "model/kv_cache/block_pool.h"
 
 #include <algorithm>
 

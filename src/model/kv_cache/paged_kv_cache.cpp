@@ -1,5 +1,5 @@
 // PagedKvCache: sizing, pools and span checks (see paged_kv_cache.h).
-#include "model/paged_kv_cache.h"
+#include "model/kv_cache/paged_kv_cache.h"
 
 #include "base/error.h"
 #include "model/layers/attention.h"

@@ -2,7 +2,7 @@
 // on. Per layer of this rank, k and v pools of (num_blocks, block_size,
 // kv_heads, head_dim) fp32, the layout kernels/cpu/paged_attention.h reads;
 // kv_heads is this rank's share under tensor parallelism (its query heads' groups).
-// Which blocks a sequence owns is decided on rank 0 (infer/serve/block_pool.h,
+// Which blocks a sequence owns is decided on rank 0 (model/kv_cache/block_pool.h,
 // block_tables.h) and reaches every rank in the step's PagedSpans, so the
 // storage holds no per-sequence state and is identical on all ranks.
 // Invariant: a span writes only positions pos0 .. pos0+count-1 of its table.

@@ -1,8 +1,8 @@
-// Tests of the paged KV cache's storage (model/paged_kv_cache.h): sizing
+// Tests of the paged KV cache's storage (model/kv_cache/paged_kv_cache.h): sizing
 // from a byte budget (this rank's kv heads under tp, a pipeline stage's
 // layers), the pools' memory tag, span checks, and keys written through
 // spans then read by paged attention equal contiguous attention.
-#include "model/paged_kv_cache.h"
+#include "model/kv_cache/paged_kv_cache.h"
 
 #include <gtest/gtest.h>
 

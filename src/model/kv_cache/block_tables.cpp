@@ -1,5 +1,5 @@
 // BlockTables: per-sequence block lists over a BlockPool (see block_tables.h).
-#include "infer/serve/block_tables.h"
+#include "model/kv_cache/block_tables.h"
 
 #include "base/error.h"
 

@@ -1,5 +1,5 @@
 // BlockPool: the allocator of the paged KV cache's blocks (ids only; the
-// storage is model/paged_kv_cache.h) and its prefix cache. Each block has a
+// storage is model/kv_cache/paged_kv_cache.h) and its prefix cache. Each block has a
 // reference count; a full block whose keys are written may be registered
 // under hash(parent hash, its tokens), so later prompts starting with the
 // same tokens share it. A block nobody holds is free: blank, or cached and

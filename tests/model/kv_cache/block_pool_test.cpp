@@ -1,8 +1,8 @@
-// Tests of the KV block pool (infer/serve/block_pool.h) and the block tables
+// Tests of the KV block pool (model/kv_cache/block_pool.h) and the block tables
 // over it (block_tables.h): allocation and reference counts, the prefix
 // cache's chained lookup, duplicate registration, least-recently-released
 // eviction, and the count invariant after every operation.
-#include "infer/serve/block_pool.h"
+#include "model/kv_cache/block_pool.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "infer/serve/block_tables.h"
+#include "model/kv_cache/block_tables.h"
 
 namespace parallm {
 namespace {
