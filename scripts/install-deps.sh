@@ -40,7 +40,7 @@ PIP_PKGS=(safetensors==0.8.0 tokenizers==0.19.1 huggingface_hub==0.24.7 transfor
   typing_extensions==4.12.2 jiter==0.5.0 openai==1.54.4 tensorboard==2.14.0 accelerate==0.33.0
   peft==0.12.0)
 # Every Python module a test imports -> the package that provides it
-# (tests/reference/*.py, tests/train/checkpoint/read_export.py,
+# (tests/reference/*.py, tests/checkpoint/read_export.py,
 # tests/infer/serve/serve_openai_check.py).
 PY_MODULES=(numpy:python3-numpy torch:python3-torch safetensors:safetensors==0.8.0
   tokenizers:tokenizers==0.19.1 transformers:transformers==4.44.2 jinja2:python3-jinja2

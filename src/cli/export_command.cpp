@@ -8,7 +8,7 @@
 
 #include "cli/commands.h"
 #include "io/peft_adapter.h"
-#include "train/checkpoint_export.h"
+#include "checkpoint/checkpoint_export.h"
 
 namespace parallm::cli {
 

@@ -15,7 +15,7 @@
 #include "model/model_catalog.h"
 #include "plan/ep_load.h"
 #include "plan/planner.h"
-#include "train/train_config.h"
+#include "train/config/train_config.h"
 
 namespace parallm::cli {
 

@@ -1,7 +1,7 @@
 // `parallm train --config FILE.toml [overrides]`: the run's flags come from
 // the run schema (train/config/run_flags.h), the precedence of checkpoint,
 // --model, --config, --deepspeed and flags from compose_run
-// (train/config/run_sources.h); this file only wires them to the job.
+// (train/run_sources.h); this file only wires them to the job.
 #include <iostream>
 #include <memory>
 
@@ -10,7 +10,7 @@
 #include "cli/commands.h"
 #include "comm/mpi/mpi_runtime.h"
 #include "device/cuda/open_job_device.h"
-#include "train/config/run_sources.h"
+#include "train/run_sources.h"
 #include "train/train_job.h"
 
 namespace parallm::cli {

@@ -1,5 +1,5 @@
 // run_generate_job (see generate_job.h).
-#include "train/config/training_config.h"
+#include "tensor/dtype.h"
 #include "infer/generate_job.h"
 
 #include <fmt/core.h>
@@ -12,7 +12,7 @@
 #include "data/tokenizer/utf8.h"
 #include "infer/model_text.h"
 #include "ops/host_runtime.h"
-#include "train/rank_groups.h"
+#include "comm/rank_groups.h"
 
 namespace parallm {
 

@@ -10,8 +10,8 @@
 #include "infer/huge_pages.h"
 #include "io/hf_model.h"
 #include "parallel/pipeline/stage_partition.h"
-#include "train/checkpoint_load.h"
-#include "train/config/training_config.h"
+#include "checkpoint/checkpoint_load.h"
+#include "nn/recompute.h"
 
 namespace parallm {
 

@@ -11,7 +11,7 @@
 
 #include "model/transformer.h"
 #include "nn/matmul_precision.h"
-#include "train/rank_groups.h"
+#include "comm/rank_groups.h"
 
 namespace parallm {
 

@@ -55,7 +55,7 @@ void MemoryQuery::validate() const {
            "LoRA adapters with Muon are not modelled (use adam, adamw, sgd or momentum)");
 }
 
-// The trainer's refusals (train/train_config.cpp), with its messages: the
+// The trainer's refusals (train/config/train_config.cpp), with its messages: the
 // memory model describes only layouts that run (and not yet all of them).
 void MemoryQuery::validate_experts() const {
   PX_CHECK(model.moe.enabled(), "expert parallelism (--ep {}) needs an MoE model (--num-experts)",

@@ -1,5 +1,7 @@
 #include "tensor/dtype.h"
 
+#include "base/error.h"
+
 #include <array>
 #include <utility>
 
@@ -29,6 +31,13 @@ std::optional<DType> dtype_from_name(std::string_view s) {
   for (const auto& i : kInfo)
     if (i.name == s) return i.t;
   return std::nullopt;
+}
+
+Device device_from_name(const std::string& s) {
+  if (s == "cpu") return Device::CPU;
+  if (s == "cuda") return Device::CUDA;
+  if (s == "test") return Device::Test;
+  PX_FAIL("unknown device '{}' (cpu, cuda, or test: the CPU test device, docs/devices.md)", s);
 }
 
 std::string_view device_name(Device d) {

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace parallm {
@@ -46,5 +47,6 @@ constexpr DType dtype_of<uint8_t>() {
 // the op interface touches device memory before a GPU runs the code.
 enum class Device : uint8_t { CPU, CUDA, Test };
 std::string_view device_name(Device d);  // "cpu", "cuda", "test"
+Device device_from_name(const std::string& s);  // the inverse; throws on unknown names
 
 }  // namespace parallm

@@ -1,6 +1,6 @@
-// The pipeline-parallel part of a training step: the checks a run with
-// --pp makes before anything is allocated, the stage each rank builds, and
-// PipelineStep, which runs one step's micro-batches through the schedule's
+// The pipeline-parallel part of a training step (the checks a run with --pp
+// makes before anything is allocated and the stage each rank builds:
+// train/config/pipeline_config.h): PipelineStep, which runs one step's micro-batches through the schedule's
 // runtime, sums the tied token table's gradient over the embedding group
 // (first + last stage, so both copies get the same update) and gathers
 // per-stage measurements (bubble, peak activation bytes) to pp rank 0;
@@ -16,7 +16,7 @@
 #include "model/transformer.h"
 #include "parallel/pipeline/pipeline_runtime.h"
 #include "parallel/pipeline/stage_partition.h"
-#include "train/train_config.h"
+#include "train/config/pipeline_config.h"
 
 namespace parallm {
 
@@ -24,15 +24,6 @@ struct PipelineGroups {
   comm::Communicator* pp = nullptr;         // rank = stage
   comm::Communicator* embedding = nullptr;  // first + last stage (null on middle stages)
 };
-
-// The pipeline constraints that need the model and the batch, with values:
-// layers vs pp x V (or --pp-layers), the schedule's micro-batch rules (the
-// values alone: ParallelismConfig::validate).
-void validate_pipeline(const TrainConfig& t, const ModelConfig& m);
-pipeline::ScheduleSpec pipeline_spec(const TrainConfig& t);
-pipeline::StagePartition pipeline_partition(const TrainConfig& t, const ModelConfig& m);
-// The layers stage `pp_rank` holds.
-ModelStage pipeline_stage(const TrainConfig& t, const ModelConfig& m, int pp_rank);
 
 struct PipelineStepStats {
   double loss_sum = 0;         // this stage's (the last stage's is the loss)

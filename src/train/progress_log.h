@@ -6,7 +6,7 @@
 #pragma once
 #include <ostream>
 
-#include "train/train_config.h"
+#include "train/config/train_config.h"
 #include "train/trainer.h"
 
 namespace parallm {

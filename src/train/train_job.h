@@ -11,7 +11,7 @@
 #include "base/env.h"
 #include "comm/communicator.h"
 #include "device/job_device.h"
-#include "train/train_config.h"
+#include "train/config/train_config.h"
 
 namespace parallm {
 

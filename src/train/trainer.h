@@ -26,7 +26,7 @@
 #include "train/metrics.h"
 #include "train/pipeline_step.h"
 #include "train/tensorboard_writer.h"
-#include "train/train_config.h"
+#include "train/config/train_config.h"
 
 namespace parallm {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "base/error.h"
-#include "train/train_config.h"
+#include "train/config/train_config.h"
 
 namespace parallm::testing {
 

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "model/config.h"
-#include "train/train_config.h"
+#include "train/config/train_config.h"
 #include "train/verify/trajectory_bounds.h"
 
 namespace parallm::testing {

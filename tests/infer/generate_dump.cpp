@@ -12,7 +12,7 @@
 #include "comm/mpi/mpi_runtime.h"
 #include "infer/generator.h"
 #include "infer/inference_model.h"
-#include "train/rank_groups.h"
+#include "comm/rank_groups.h"
 
 using namespace parallm;
 

@@ -1,4 +1,4 @@
-#include "train/train_config.h"
+#include "train/config/train_config.h"
 #include "common/run_config_file.h"
 
 #include "base/error.h"

@@ -1,5 +1,5 @@
 // run_serve_job (see serve_job.h).
-#include "train/config/training_config.h"
+#include "tensor/dtype.h"
 #include "infer/serve/serve_job.h"
 
 #include <fmt/core.h>
@@ -14,7 +14,7 @@
 #include "infer/serve/micro_batches.h"
 #include "infer/serve/request_log.h"
 #include "ops/host_runtime.h"
-#include "train/rank_groups.h"
+#include "comm/rank_groups.h"
 
 namespace parallm::serve {
 namespace {

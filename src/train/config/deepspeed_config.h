@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "train/train_config.h"
+#include "train/config/train_config.h"
 
 namespace parallm {
 

@@ -13,11 +13,4 @@ void TrainingConfig::validate() const {
   PX_CHECK(seq_len > 0, "seq_len must be positive, got {}", seq_len);
 }
 
-Device device_from_name(const std::string& s) {
-  if (s == "cpu") return Device::CPU;
-  if (s == "cuda") return Device::CUDA;
-  if (s == "test") return Device::Test;
-  PX_FAIL("unknown device '{}' (cpu, cuda, or test: the CPU test device, docs/devices.md)", s);
-}
-
 }  // namespace parallm

@@ -37,6 +37,5 @@ struct TrainingConfig {
 };
 
 // "cpu" / "cuda"; anything else throws naming the choices.
-Device device_from_name(const std::string& s);
 
 }  // namespace parallm

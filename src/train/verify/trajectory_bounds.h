@@ -18,7 +18,7 @@
 
 #include "model/config.h"
 #include "optim/optimizer_config.h"
-#include "train/train_config.h"
+#include "train/config/train_config.h"
 
 namespace parallm {
 

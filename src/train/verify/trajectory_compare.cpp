@@ -9,7 +9,7 @@
 
 #include "base/error.h"
 #include "model/transformer.h"
-#include "train/checkpoint_load.h"
+#include "checkpoint/checkpoint_load.h"
 #include "train/verify/trajectory_bounds.h"
 
 namespace parallm {

@@ -12,7 +12,7 @@
 
 #include "base/child_process.h"
 #include "base/error.h"
-#include "train/checkpoint_load.h"
+#include "checkpoint/checkpoint_load.h"
 #include "train/verify/op_compare.h"
 #include "train/verify/trajectory_compare.h"
 

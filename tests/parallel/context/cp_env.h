@@ -12,7 +12,7 @@
 #include "model/config.h"
 #include "nn/precision.h"
 #include "nn/recompute.h"
-#include "train/train_config.h"
+#include "train/config/train_config.h"
 
 namespace parallm::cp_test {
 

@@ -9,7 +9,7 @@
 #include "comm/communicator.h"
 #include "model/config.h"
 #include "parallel/data/dp_options.h"
-#include "train/train_config.h"
+#include "train/config/train_config.h"
 
 namespace parallm::dp_test {
 

@@ -10,7 +10,7 @@
 #include "comm/communicator.h"
 #include "model/config.h"
 #include "nn/precision.h"
-#include "train/train_config.h"
+#include "train/config/train_config.h"
 
 namespace parallm::ep_test {
 

@@ -14,7 +14,7 @@
 #include "model/config.h"
 #include "nn/recompute.h"
 #include "plan/memory_model.h"  // Precision
-#include "train/train_config.h"
+#include "train/config/train_config.h"
 
 namespace parallm::pp_test {
 

@@ -14,7 +14,7 @@
 #include "optim/loss_scaler.h"
 #include "parallel/data/dp_options.h"
 #include "plan/memory_model.h"
-#include "train/train_config.h"
+#include "train/config/train_config.h"
 
 namespace parallm::tp_test {
 

@@ -7,7 +7,7 @@
 
 #include "base/error.h"
 #include "common/run_config_file.h"
-#include "train/train_config.h"
+#include "train/config/train_config.h"
 
 namespace parallm {
 namespace {

@@ -10,7 +10,7 @@
 #include "base/error.h"
 #include "common/run_config_file.h"
 #include "common/test_util.h"
-#include "train/train_config.h"
+#include "train/config/train_config.h"
 
 namespace parallm {
 namespace {

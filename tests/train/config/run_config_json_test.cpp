@@ -12,7 +12,7 @@
 #include "common/run_config_file.h"
 #include "io/hf_config.h"
 #include "model/model_catalog.h"
-#include "train/checkpoint_state.h"
+#include "checkpoint/checkpoint_state.h"
 
 namespace parallm {
 namespace {

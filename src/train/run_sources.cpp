@@ -2,11 +2,11 @@
 // (--load, or --resume with a checkpoint in --save) starts from the run the
 // checkpoint recorded; where it resumes from is the file's and the flags'
 // to say, so they are read once before the checkpoint is looked at.
-#include "train/config/run_sources.h"
+#include "train/run_sources.h"
 
 #include "base/error.h"
 #include "model/model_catalog.h"
-#include "train/checkpoint_load.h"
+#include "checkpoint/checkpoint_load.h"
 #include "train/config/deepspeed_config.h"
 #include "train/train_job.h"
 

@@ -1,5 +1,5 @@
 // train_state.json of a checkpoint (see checkpoint_state.h).
-#include "train/checkpoint_state.h"
+#include "checkpoint/checkpoint_state.h"
 
 #include <fmt/format.h>
 

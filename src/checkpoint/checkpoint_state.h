@@ -16,7 +16,7 @@
 
 #include "model/config.h"
 #include "model/transformer.h"
-#include "train/train_config.h"
+#include "train/config/train_config.h"
 
 namespace parallm {
 

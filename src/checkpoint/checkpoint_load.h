@@ -15,7 +15,7 @@
 #include "model/config.h"
 #include "nn/parameters.h"
 #include "optim/optimizer.h"
-#include "train/checkpoint_state.h"
+#include "checkpoint/checkpoint_state.h"
 
 namespace parallm {
 

@@ -1,5 +1,5 @@
 // HF export from checkpoints and from running jobs (see checkpoint_export.h).
-#include "train/checkpoint_export.h"
+#include "checkpoint/checkpoint_export.h"
 
 #include <algorithm>
 #include <cstring>
@@ -9,7 +9,7 @@
 #include "io/peft_adapter.h"
 #include "model/lora/lora_merge.h"
 #include "parallel/tensor/gather_parameters.h"
-#include "train/checkpoint_load.h"
+#include "checkpoint/checkpoint_load.h"
 
 namespace parallm {
 

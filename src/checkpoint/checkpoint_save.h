@@ -17,7 +17,7 @@
 #include "io/checkpoint/shard_file.h"
 #include "model/transformer.h"
 #include "parallel/data/data_parallel.h"
-#include "train/checkpoint_state.h"
+#include "checkpoint/checkpoint_state.h"
 
 namespace parallm {
 

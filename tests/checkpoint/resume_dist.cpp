@@ -7,7 +7,7 @@
 
 #include "ckpt_env.h"
 #include "io/checkpoint/checkpoint_dir.h"
-#include "train/checkpoint_load.h"
+#include "checkpoint/checkpoint_load.h"
 
 namespace parallm::ckpt_test {
 namespace {

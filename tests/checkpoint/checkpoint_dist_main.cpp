@@ -9,7 +9,7 @@
 #include "ckpt_env.h"
 #include "common/mpi_gtest.h"
 #include "io/checkpoint/checkpoint_dir.h"
-#include "train/checkpoint_load.h"
+#include "checkpoint/checkpoint_load.h"
 
 namespace fs = std::filesystem;
 

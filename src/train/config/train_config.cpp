@@ -1,6 +1,6 @@
 // TrainConfig::validate: each part checks its own values; the checks here
 // are the ones that need two parts or the model.
-#include "train/train_config.h"
+#include "train/config/train_config.h"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 #include "model/layers/attention.h"
 #include "parallel/context/cp_chunks.h"
 #include "parallel/context/cp_group.h"
-#include "train/pipeline_step.h"
+#include "train/config/pipeline_config.h"
 
 namespace parallm {
 

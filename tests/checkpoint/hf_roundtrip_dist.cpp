@@ -22,8 +22,8 @@
 #include "io/hf_model.h"
 #include "io/safetensors.h"
 #include "model/transformer.h"
-#include "train/checkpoint_export.h"
-#include "train/checkpoint_load.h"
+#include "checkpoint/checkpoint_export.h"
+#include "checkpoint/checkpoint_load.h"
 #include "train/pipeline_step.h"
 
 namespace fs = std::filesystem;

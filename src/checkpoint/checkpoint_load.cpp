@@ -1,5 +1,5 @@
 // Distributed checkpoint loading (see checkpoint_load.h).
-#include "train/checkpoint_load.h"
+#include "checkpoint/checkpoint_load.h"
 
 #include <algorithm>
 #include <climits>

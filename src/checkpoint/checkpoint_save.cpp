@@ -1,5 +1,5 @@
 // Distributed checkpoint saving (see checkpoint_save.h).
-#include "train/checkpoint_save.h"
+#include "checkpoint/checkpoint_save.h"
 
 #include <fcntl.h>
 #include <unistd.h>

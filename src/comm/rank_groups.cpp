@@ -1,5 +1,5 @@
 // split_groups (see rank_groups.h).
-#include "train/rank_groups.h"
+#include "comm/rank_groups.h"
 
 #include <fmt/core.h>
 
