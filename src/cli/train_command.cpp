@@ -37,6 +37,8 @@ void add_train_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--threads", c->job.threads, "CPU threads (default: OMP_NUM_THREADS or all)");
   sub->add_option("--save-dtype", c->job.save_dtype, "checkpoint tensors: F32 or BF16");
   c->flags = std::make_unique<RunFlags>(sub, run_schema());
+  sub->footer("\nEvery run-file key and flag, with the keys that have no flag: parallm settings "
+              "(docs/settings.md).");
 
   reg.actions.emplace_back(sub, [c]() {
     const LaunchEnv env = read_launch_env();
