@@ -96,12 +96,8 @@ void read_table(const RunSchema& schema, const RunTable& table, const toml::tabl
   for (const Setting& s : schema.settings) {
     if (s.table != table.name || s.key.empty() || t.get(s.key) == nullptr) continue;
     SettingValue v = reader.read(s);
-    if (s.check) {
-      const std::string bad = s.check(v);
-      PX_CHECK(bad.empty(), "{}: [{}] {} {}", file, table.name, s.key, bad);
-    }
     resolve_paths(s, v, base);
-    s.set(rc, v);
+    s.assign(rc, v, fmt::format("{}: [{}] {}", file, table.name, s.key));
     given.emplace(s.key, std::move(v));
   }
   for (const auto& [k, v] : t)

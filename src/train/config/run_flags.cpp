@@ -12,7 +12,7 @@ namespace {
 // The help line: the setting's, plus its run-file key where the flag's name
 // does not say it.
 std::string help_line(const Setting& s) {
-  std::string first = s.flags.substr(0, s.flags.find(','));
+  const std::string first = s.flag_names().front();
   std::string as_key = first.substr(first.find_first_not_of('-'));
   for (char& c : as_key)
     if (c == '-') c = '_';
@@ -52,14 +52,7 @@ RunFlags::RunFlags(CLI::App* sub, const RunSchema& schema) : sub_(sub) {
     }
     o->group(s.hidden ? "" : "[" + s.table + "]");
     const std::string name = o->get_name();
-    bound_.push_back({o, [&s, value, name](RunConfig& rc) {
-                        const SettingValue v = value();
-                        if (s.check) {
-                          const std::string bad = s.check(v);
-                          PX_CHECK(bad.empty(), "{} {}", name, bad);
-                        }
-                        s.set(rc, v);
-                      }});
+    bound_.push_back({o, [&s, value, name](RunConfig& rc) { s.assign(rc, value(), name); }});
   }
 }
 

@@ -4,7 +4,30 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "base/error.h"
+
 namespace parallm {
+
+void Setting::assign(RunConfig& rc, const SettingValue& v, const std::string& where) const {
+  if (check) {
+    const std::string bad = check(v);
+    PX_CHECK(bad.empty(), "{} {}", where, bad);
+  }
+  set(rc, v);
+}
+
+std::vector<std::string> Setting::flag_names() const {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < flags.size()) {
+    const size_t end = std::min(flags.find(',', start), flags.size());
+    out.push_back(flags.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
 
 bool RunSchema::has_table(const std::string& name) const {
   for (const RunTable& t : tables)

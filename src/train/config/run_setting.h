@@ -45,6 +45,12 @@ struct Setting {
   PathRule paths = PathRule::None;
   bool int_or_list = false;        // a Text the file may also give as an integer or integer list
 
+  // Checks `v` (naming the setting by `where`, e.g. "--lora-rank" or
+  // "run.toml: [model] lora_rank") and writes it into `rc`.
+  void assign(RunConfig& rc, const SettingValue& v, const std::string& where) const;
+  // The flags one by one ("--seq-len", "--seq-length"); none for a file-only setting.
+  std::vector<std::string> flag_names() const;
+
   Setting& as_switch(bool to) { switch_to = to; return *this; }
   Setting& unrecorded() { recorded = false; return *this; }
   Setting& hide() { hidden = true; return *this; }

@@ -20,15 +20,9 @@ std::string value_kind(const Setting& s) {
   return "";
 }
 
-std::string code_list(const std::string& names) {
-  if (names.empty()) return "";
+std::string code_list(const Setting& s) {
   std::string out;
-  size_t start = 0;
-  while (start <= names.size()) {
-    const size_t end = std::min(names.find(',', start), names.size());
-    out += (out.empty() ? "" : ", ") + ("`" + names.substr(start, end - start) + "`");
-    start = end + 1;
-  }
+  for (const std::string& f : s.flag_names()) out += (out.empty() ? "`" : ", `") + f + "`";
   return out;
 }
 
@@ -52,7 +46,7 @@ std::string settings_reference(const RunSchema& schema) {
       for (size_t p = help.find('|'); p != std::string::npos; p = help.find('|', p + 2))
         help.replace(p, 1, "\\|");
       out += fmt::format("| {} | {} | {} | {} | {} |\n", s.key.empty() ? "" : "`" + s.key + "`",
-                         code_list(s.flags), value_kind(s), s.recorded ? "yes" : "no", help);
+                         code_list(s), value_kind(s), s.recorded ? "yes" : "no", help);
     }
   }
   return out;

@@ -83,12 +83,7 @@ TEST(RunSchema, KeysAndFlagsAreUnique) {
     EXPECT_TRUE(run_schema().has_table(s.table)) << s.table;
     EXPECT_TRUE(s.set) << s.key;
     if (s.recorded) EXPECT_TRUE(s.get) << s.key << " is recorded but has no getter";
-    size_t start = 0;
-    while (start < s.flags.size()) {
-      const size_t end = std::min(s.flags.find(',', start), s.flags.size());
-      EXPECT_TRUE(flags.insert(s.flags.substr(start, end - start)).second) << s.flags;
-      start = end + 1;
-    }
+    for (const std::string& f : s.flag_names()) EXPECT_TRUE(flags.insert(f).second) << f;
   }
 }
 
