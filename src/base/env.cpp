@@ -32,6 +32,7 @@ LaunchEnv read_launch_env() {
   e.world_size = first_int({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "WORLD_SIZE"}, 1);
   e.local_rank = first_int({"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"}, 0);
   e.num_threads = env_int("OMP_NUM_THREADS", 0);
+  e.restart_count = env_int("PARALLM_RESTART_COUNT", 0);
   e.stdout_is_tty = isatty(STDOUT_FILENO) != 0;
   e.stderr_is_tty = isatty(STDERR_FILENO) != 0;
   e.omp_wait_chosen =

@@ -10,6 +10,9 @@ struct LaunchEnv {
   int world_size = 1;
   int local_rank = 0;
   int num_threads = 0;  // OMP_NUM_THREADS, 0 when unset
+  // PARALLM_RESTART_COUNT: how many times `parallm launch` restarted this job
+  // before this attempt (0: the first attempt, or no supervisor).
+  int restart_count = 0;
   bool stdout_is_tty = false;
   bool stderr_is_tty = false;
   // OMP_WAIT_POLICY or GOMP_SPINCOUNT given: the user chose how idle OpenMP

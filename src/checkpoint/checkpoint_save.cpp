@@ -4,8 +4,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include "base/atomic_file.h"
 #include "base/error.h"
@@ -19,11 +20,14 @@ namespace fs = std::filesystem;
 namespace parallm {
 namespace {
 
-// One rank's manifest entry as it travels to rank 0.
-struct WireEntry {
-  char sha256[64];
-  int64_t bytes;
-};
+std::string shard_file_name(int rank, int size) {
+  return fmt::format("shard-{:05d}-of-{:05d}.safetensors", rank, size);
+}
+
+// Where a rank leaves its shard's size and digest for rank 0.
+std::string digest_path(const std::string& tmp, int rank) {
+  return fmt::format("{}/digest-{:05d}.txt", tmp, rank);
+}
 
 void fsync_dir(const fs::path& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -108,73 +112,99 @@ std::vector<CheckpointPiece> checkpoint_pieces(const Transformer& model, DataPar
   return out;
 }
 
-std::string save_checkpoint(const CheckpointSaveOptions& opts, const TrainingState& state,
-                            const Transformer& model, DataParallel& dp, comm::Communicator* world) {
-  const int rank = world ? world->rank() : 0;
-  const int size = world ? world->size() : 1;
-  const std::string name = step_dir_name(state.step);
-  const fs::path root(opts.dir), final_dir = root / name;
-  const fs::path tmp = root / (name + ".tmp");
-  if (rank == 0) {
+PreparedSave prepare_save(const CheckpointSaveOptions& opts, const TrainingState& state,
+                          const Transformer& model, DataParallel& dp, comm::Communicator* world,
+                          bool copy) {
+  PreparedSave p;
+  p.opts = opts;
+  p.state = state;
+  p.rank = world ? world->rank() : 0;
+  p.size = world ? world->size() : 1;
+  p.name = step_dir_name(state.step);
+  const fs::path root(opts.dir);
+  p.tmp = (root / (p.name + ".tmp")).string();
+  if (p.rank == 0) {
     std::error_code ec;
-    fs::remove_all(tmp, ec);  // left by an interrupted save
-    fs::create_directories(tmp);
+    fs::remove_all(p.tmp, ec);  // left by an interrupted save
+    fs::create_directories(p.tmp);
   }
   if (world) world->barrier();
-
-  const std::string shard = fmt::format("shard-{:05d}-of-{:05d}.safetensors", rank, size);
-  std::vector<CheckpointPiece> pieces = checkpoint_pieces(model, dp);
-  // A device's pieces are written from host copies.
+  p.pieces = checkpoint_pieces(model, dp);
+  // A device's pieces are written from host copies, and so are a CPU's
+  // when the write runs on while training changes the values.
   const ops::Stream& st = model.params().stream();
-  std::vector<std::vector<float>> host;
-  if (st.device() != Device::CPU) {
-    host.reserve(pieces.size());
-    for (CheckpointPiece& p : pieces) {
-      std::vector<float>& h = host.emplace_back(static_cast<size_t>(p.slice.numel()));
-      ops::copy_to_host(st, h.data(), p.data, h.size() * sizeof(float));
-      p.data = h.data();
+  if (copy || st.device() != Device::CPU) {
+    p.host.reserve(p.pieces.size());
+    for (CheckpointPiece& piece : p.pieces) {
+      std::vector<float>& h = p.host.emplace_back(static_cast<size_t>(piece.slice.numel()));
+      ops::copy_to_host(st, h.data(), piece.data, h.size() * sizeof(float));
+      piece.data = h.data();
     }
   }
-  write_shard_file((tmp / shard).string(), pieces, rank);
-  if (opts.after_shard) opts.after_shard(rank, (tmp / shard).string());
-  ManifestEntry mine = manifest_entry(tmp.string(), shard);
-  WireEntry w{};
-  std::memcpy(w.sha256, mine.sha256.data(), sizeof(w.sha256));
-  w.bytes = mine.bytes;
-  std::vector<WireEntry> all(static_cast<size_t>(size));
-  if (world)
-    world->gather(&w, all.data(), sizeof(WireEntry), DType::U8, 0);
-  else
-    all[0] = w;
+  return p;
+}
 
-  if (rank == 0) {
-    Manifest m;
-    m.step = state.step;
-    for (int r = 0; r < size; ++r)
-      m.files.push_back({fmt::format("shard-{:05d}-of-{:05d}.safetensors", r, size),
-                         all[static_cast<size_t>(r)].bytes,
-                         std::string(all[static_cast<size_t>(r)].sha256, 64)});
-    write_file_atomically((tmp / kTrainStateName).string(), [&](std::ostream& out) {
-      out << training_state_json(state).dump(2) << "\n";
-    });
-    m.files.push_back(manifest_entry(tmp.string(), kTrainStateName));
-    write_manifest(tmp.string(), m);  // last: its presence marks the files complete
-    fsync_dir(tmp);
-    if (fs::exists(final_dir)) {  // the same step saved again (a rerun): replace it
-      fs::path old = root / (name + ".old");
-      fs::remove_all(old);
-      fs::rename(final_dir, old);
-      fs::rename(tmp, final_dir);
-      fs::remove_all(old);
-    } else {
-      fs::rename(tmp, final_dir);
+std::string complete_save(const PreparedSave& p, std::chrono::milliseconds timeout,
+                          const std::atomic<bool>* cancel) {
+  const fs::path root(p.opts.dir), tmp(p.tmp), final_dir = root / p.name;
+  const std::string shard = shard_file_name(p.rank, p.size);
+  write_shard_file((tmp / shard).string(), p.pieces, p.rank);
+  if (p.opts.after_shard) p.opts.after_shard(p.rank, (tmp / shard).string());
+  // This rank's digest, for rank 0's manifest. A file, not a message: the
+  // write may run on a thread of its own while the training thread owns the
+  // communicators (checkpoint_writer.h).
+  const ManifestEntry mine = manifest_entry(tmp.string(), shard);
+  write_file_atomically(digest_path(tmp.string(), p.rank), [&](std::ostream& out) {
+    out << mine.bytes << " " << mine.sha256 << "\n";
+  });
+  if (p.rank != 0) return final_dir.string();
+
+  Manifest m;
+  m.step = p.state.step;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (int r = 0; r < p.size; ++r) {
+    const std::string d = digest_path(tmp.string(), r);
+    while (!fs::exists(d)) {
+      PX_CHECK(cancel == nullptr || !cancel->load(), "checkpoint {}: cancelled", p.name);
+      PX_CHECK(std::chrono::steady_clock::now() < deadline,
+               "checkpoint {}: rank {} did not write its shard within {} ms", p.name, r,
+               timeout.count());
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    fsync_dir(root);
-    write_latest(root.string(), name);
-    prune_checkpoints(root.string(), opts.keep);
+    ManifestEntry e{shard_file_name(r, p.size), 0, ""};
+    std::ifstream(d) >> e.bytes >> e.sha256;
+    PX_CHECK(e.sha256.size() == 64, "checkpoint {}: malformed digest file {}", p.name, d);
+    m.files.push_back(e);
   }
-  if (world) world->barrier();
+  for (int r = 0; r < p.size; ++r) fs::remove(digest_path(tmp.string(), r));
+  write_file_atomically((tmp / kTrainStateName).string(), [&](std::ostream& out) {
+    out << training_state_json(p.state).dump(2) << "\n";
+  });
+  m.files.push_back(manifest_entry(tmp.string(), kTrainStateName));
+  write_manifest(tmp.string(), m);  // last: its presence marks the files complete
+  fsync_dir(tmp);
+  if (fs::exists(final_dir)) {  // the same step saved again (a rerun): replace it
+    fs::path old = root / (p.name + ".old");
+    fs::remove_all(old);
+    fs::rename(final_dir, old);
+    fs::rename(tmp, final_dir);
+    fs::remove_all(old);
+  } else {
+    fs::rename(tmp, final_dir);
+  }
+  fsync_dir(root);
+  write_latest(root.string(), p.name);
+  prune_checkpoints(root.string(), p.opts.keep);
   return final_dir.string();
+}
+
+std::string save_checkpoint(const CheckpointSaveOptions& opts, const TrainingState& state,
+                            const Transformer& model, DataParallel& dp, comm::Communicator* world,
+                            std::chrono::milliseconds timeout) {
+  const PreparedSave p = prepare_save(opts, state, model, dp, world, false);
+  const std::string dir = complete_save(p, timeout, nullptr);
+  if (world) world->barrier();
+  return dir;
 }
 
 }  // namespace parallm

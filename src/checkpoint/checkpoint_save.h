@@ -1,8 +1,11 @@
 // Saving a distributed checkpoint: every rank writes one shard file of the
-// pieces it is responsible for into DIR/step-NNNNNNN.tmp/, rank 0 adds the
-// training state and, once every rank's file is on disk, the manifest of
-// checksums (last), renames the directory to its final name and replaces
-// `latest`. Ranks holding identical copies split the writing: each dp rank
+// pieces it is responsible for into DIR/step-NNNNNNN.tmp/ and beside it its
+// size and digest; rank 0 adds the training state and, once every rank's
+// digest is on disk, the manifest of checksums (last), renames the directory
+// to its final name and replaces `latest`. Two phases: prepare (collective,
+// at a step boundary: the directory, and the pieces copied when asked) and
+// complete (no collectives, so it may run on a thread of its own while
+// training goes on: checkpoint_writer.h). Ranks holding identical copies split the writing: each dp rank
 // writes its ZeRO flat range of the values (and of replicated moments), and
 // tp-replicated tensors (and shards several tp ranks share) are written by
 // their first holder only; pipeline stages hold different tensors, and the
@@ -10,6 +13,8 @@
 // interrupted anywhere leaves the previous checkpoint and `latest` intact and
 // no directory a load would take for complete.
 #pragma once
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <string>
 
@@ -29,10 +34,31 @@ struct CheckpointSaveOptions {
   std::function<void(int rank, const std::string& shard_path)> after_shard;
 };
 
-// Collective over world (null: one process). The state's step names the
-// directory. Returns the final step directory path.
+// A save between its phases: what this rank writes, with its own copy of
+// the values when `copy` (or the model lives on a device).
+struct PreparedSave {
+  CheckpointSaveOptions opts;
+  TrainingState state;
+  int rank = 0, size = 1;
+  std::string name, tmp;  // "step-NNNNNNN", its temporary directory
+  std::vector<CheckpointPiece> pieces;
+  std::vector<std::vector<float>> host;  // the copies the pieces point into
+};
+
+// Collective over world (null: one process). The state's step names the directory.
+PreparedSave prepare_save(const CheckpointSaveOptions& opts, const TrainingState& state,
+                          const Transformer& model, DataParallel& dp, comm::Communicator* world,
+                          bool copy);
+// Writes this rank's shard and digest; on rank 0 waits (up to `timeout`, or
+// until *cancel) for every rank's digest, then writes the state and the
+// manifest and publishes the directory. Returns the final step directory.
+std::string complete_save(const PreparedSave& p, std::chrono::milliseconds timeout,
+                          const std::atomic<bool>* cancel);
+
+// Both phases in turn, then a barrier. Returns the final step directory path.
 std::string save_checkpoint(const CheckpointSaveOptions& opts, const TrainingState& state,
-                            const Transformer& model, DataParallel& dp, comm::Communicator* world);
+                            const Transformer& model, DataParallel& dp, comm::Communicator* world,
+                            std::chrono::milliseconds timeout = std::chrono::minutes(5));
 
 // The pieces this rank writes (exposed for tests): values, and moments when
 // this rank holds an optimizer.

@@ -28,6 +28,7 @@ void add_serve_command(CLI::App& app, CommandRegistry& reg);
 void add_verify_command(CLI::App& app, CommandRegistry& reg);
 void add_calibrate_command(CLI::App& app, CommandRegistry& reg);
 void add_settings_command(CLI::App& app, CommandRegistry& reg);
+void add_launch_command(CLI::App& app, CommandRegistry& reg);
 
 // Parses argv and runs the chosen subcommand's action: a parse error exits
 // as CLI11 does, parallm::Error prints once and returns 1, anything else 2.

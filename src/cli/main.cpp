@@ -23,5 +23,6 @@ int main(int argc, char** argv) {
   parallm::cli::add_verify_command(app, reg);
   parallm::cli::add_calibrate_command(app, reg);
   parallm::cli::add_settings_command(app, reg);
+  parallm::cli::add_launch_command(app, reg);
   return parallm::cli::run_command(app, reg, argc, argv);
 }

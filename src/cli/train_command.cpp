@@ -51,8 +51,11 @@ void add_train_command(CLI::App& app, CommandRegistry& reg) {
       throw;
     }
     return comm::run_mpi_job([&](comm::MpiRuntime& rt) {
-      auto world = rt.world();
       const TrainConfig& t = c->job.run.train;
+      comm::CommOptions co;  // the bound that turns a hung rank into a failure
+      co.timeout = std::chrono::milliseconds(
+          static_cast<int64_t>(t.resilience.comm_timeout_s * 1000));
+      auto world = rt.world(co);
       const auto device = open_job_device(t.training.device, world.get(), env.local_rank,
                                           t.precision.allow_tf32);
       run_train_job(c->job, env, std::cerr, world.get(), device.get());

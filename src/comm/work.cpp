@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <thread>
 
 #include "base/error.h"
@@ -30,6 +31,16 @@ Work::~Work() { finish_or_abort(); }
 
 void Work::finish_or_abort() noexcept {
   if (op_ == nullptr) return;
+  // An error is already ending this rank (often a timed-out wait on a peer
+  // that died or hung) and will abort the job once it reaches run_mpi_job,
+  // with its own message. Waiting out the timeout again for each other
+  // pending operation would only delay that end, which a supervisor is
+  // timing: the operation is left to the abort (its request is never
+  // freed; no MPI call runs on this thread before MPI_Abort).
+  if (std::uncaught_exceptions() > 0 && !op_->poll()) {
+    (void)op_.release();
+    return;
+  }
   try {
     wait();
   } catch (const std::exception& e) {

@@ -32,6 +32,21 @@ void MetricsWriter::write(const nlohmann::json& record) {
   out_.flush();  // a crash must not lose finished steps
 }
 
+nlohmann::json ranks_json(const std::vector<RankTimes>& ranks) {
+  nlohmann::json j;
+  const auto field = [&](const char* name, double RankTimes::*of) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const RankTimes& r : ranks) a.push_back(r.*of);
+    j[name] = std::move(a);
+  };
+  field("step_ms", &RankTimes::step_ms);
+  field("compute_ms", &RankTimes::compute_ms);
+  field("comm_ms", &RankTimes::comm_ms);
+  field("reduce_ms", &RankTimes::reduce_ms);
+  field("peer_wait_ms", &RankTimes::peer_wait_ms);
+  return j;
+}
+
 nlohmann::json memory_json(const MemStats& s) {
   nlohmann::json j;
   for (size_t i = 0; i < kNumMemTags; ++i)

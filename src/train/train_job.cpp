@@ -24,6 +24,10 @@
 #include "checkpoint/checkpoint_export.h"
 #include "checkpoint/checkpoint_load.h"
 #include "checkpoint/checkpoint_save.h"
+#include "checkpoint/checkpoint_writer.h"
+#include "train/resilience/planted_failure.h"
+#include "train/resilience/planted_slow_rank.h"
+#include "train/resilience/straggler_monitor.h"
 #include "train/gemm_peak_cache.h"
 #include "train/pipeline_trace.h"
 #include "train/progress_log.h"
@@ -160,30 +164,45 @@ void print_banner(std::ostream& log, const RunConfig& rc, const Trainer& trainer
 
 // After each step: a checkpoint when one is due (every save_interval steps,
 // at an exit and at the end), and whether the run stops (exit_interval).
-struct CheckpointCadence {
-  const RunConfig& rc;
-  const TrainJobOptions& opts;
-  const Transformer& model;
-  Trainer& trainer;
-  comm::Communicator* world;
-  int rank;
-  std::ostream& log;
+class CheckpointCadence {
+ public:
+  CheckpointCadence(const RunConfig& rc, const TrainJobOptions& opts, const Transformer& model,
+                    Trainer& trainer, comm::Communicator* world, int rank, std::ostream& log)
+      : rc_(rc),
+        rank_(rank),
+        model_(model),
+        trainer_(trainer),
+        log_(log),
+        writer_({rc.train.checkpoint.save_dir, rc.train.checkpoint.keep, opts.checkpoint_shard_hook},
+                rc.train.checkpoint.async_save, world,
+                std::chrono::milliseconds(
+                    static_cast<int64_t>(rc.train.resilience.comm_timeout_s * 1000))) {}
 
-  bool after_step(int64_t done) const {
-    const CheckpointConfig& c = rc.train.checkpoint;
-    const int64_t steps = rc.train.training.steps;
+  bool after_step(int64_t done) {
+    const CheckpointConfig& c = rc_.train.checkpoint;
+    const int64_t steps = rc_.train.training.steps;
     const bool exit = c.exit_interval > 0 && done % c.exit_interval == 0 && done < steps;
     const bool save =
         !c.save_dir.empty() &&
         ((c.save_interval > 0 && done % c.save_interval == 0) || exit || done == steps);
     if (save) write(done);
-    if (exit) fmt::print(log, "exit interval {}: stopping after step {}\n", c.exit_interval, done);
+    if (exit) fmt::print(log_, "exit interval {}: stopping after step {}\n", c.exit_interval, done);
     return exit;
   }
 
-  void write(int64_t done) const {
-    const auto t0 = Clock::now();
-    const ParallelismConfig& par = rc.train.parallelism;
+  // After the loop: the save in flight completes on every rank.
+  void finish() { report(writer_.finish()); }
+
+ private:
+  const RunConfig& rc_;
+  int rank_;
+  const Transformer& model_;
+  Trainer& trainer_;
+  std::ostream& log_;
+  CheckpointWriter writer_;
+
+  void write(int64_t done) {
+    const ParallelismConfig& par = rc_.train.parallelism;
     const CheckpointLayout layout{par.world_size(),
                                   par.dp.dp,
                                   par.tp,
@@ -193,17 +212,26 @@ struct CheckpointCadence {
                                   par.sequence_parallel,
                                   par.cp,
                                   par.ep};
-    const Optimizer* opt = trainer.optimizer();
+    const Optimizer* opt = trainer_.optimizer();
     TrainingState st =
-        training_state_of(rc.model, rc.train, layout, done, opt ? opt->steps_taken() : done,
-                          trainer.updates(), trainer.loss_scaler().state());
-    st.moe_expert_bias = model.expert_bias().values();
-    std::string dir = save_checkpoint(
-        {rc.train.checkpoint.save_dir, rc.train.checkpoint.keep, opts.checkpoint_shard_hook}, st,
-        model, trainer.data_parallel(), world);
-    if (rank == 0)
-      fmt::print(log, "saved checkpoint {} ({:.1f} MB in {:.2f} s)\n", dir,
-                 directory_bytes(dir) / 1e6, seconds_since(t0));
+        training_state_of(rc_.model, rc_.train, layout, done, opt ? opt->steps_taken() : done,
+                          trainer_.updates(), trainer_.loss_scaler().state());
+    st.moe_expert_bias = model_.expert_bias().values();
+    const SaveResult r = writer_.save(st, model_, trainer_.data_parallel());
+    report(r.completed);
+    if (writer_.async())
+      fmt::print(log_, "checkpoint step {}: the step stalled {:.3f} s (copy), writing in the "
+                 "background\n", done, r.stall_s);
+  }
+
+  void report(const std::optional<SavedCheckpoint>& s) const {
+    if (!s || rank_ != 0) return;  // the directory is complete once rank 0 is done
+    if (s->async)
+      fmt::print(log_, "saved checkpoint {} ({:.1f} MB, written in the background in {:.2f} s)\n",
+                 s->dir, directory_bytes(s->dir) / 1e6, s->write_s);
+    else
+      fmt::print(log_, "saved checkpoint {} ({:.1f} MB in {:.2f} s)\n", s->dir,
+                 directory_bytes(s->dir) / 1e6, s->write_s);
   }
 };
 
@@ -269,6 +297,8 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   const RunConfig rc = checked_run_config(opts, world_size);
   const TrainConfig& t = rc.train;
   const ParallelismConfig& par = t.parallelism;
+  // Before any work: a malformed planted slow rank is refused naming the value.
+  const double slowdown = planted_slowdown(t.resilience.plant_slow_rank, rank, world_size);
   ops::set_host_threads(opts.threads);
   std::ostream null_log(nullptr);  // ranks other than 0 stay quiet
   std::ostream& log = rank == 0 ? log_in : null_log;
@@ -335,7 +365,12 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   print_banner(log, rc, trainer, peak);
 
   ProgressLog progress(log, env.stderr_is_tty && &log == &std::cerr, t);
-  const CheckpointCadence cadence{rc, opts, model, trainer, world, rank, log};
+  CheckpointCadence cadence(rc, opts, model, trainer, world, rank, log);
+  const auto planted = failure_for(parse_planted_failures(t.resilience.plant_failures),
+                                   env.restart_count, rank);
+  StragglerMonitor stragglers(t.resilience, world, log, grid.coord(rank).pp_rank);
+  trainer.set_rank_times([&](const StepStats& s) { return stragglers.on_step(s); });
+  trainer.plant_slow_compute(slowdown);
   trainer.run(
       [&](const StepStats& s) {
         progress.on_step(s);
@@ -345,7 +380,11 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
                      "peak in use: the MFU/HFU peak is raised to it\n",
                      s.step, s.peak_flops / 1e9);
       },
-      [&](int64_t done) { return cadence.after_step(done); });
+      [&](int64_t done) {
+        maybe_fail(planted, done);
+        return cadence.after_step(done);
+      });
+  cadence.finish();
   finish(rc, opts, grid, groups, model, trainer, progress, world, rank, log);
   return progress.last_loss();
 }

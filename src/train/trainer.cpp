@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <thread>
 #include <vector>
 
 #include "base/rng.h"
@@ -35,6 +36,12 @@ double counted_tokens(const DataLoader& data, int64_t first, int64_t GB, int64_t
     n += loss_token_count(in.data(), tg.data(), T, docs);
   }
   return static_cast<double>(std::max<int64_t>(n, 1));
+}
+
+double blocked_ms(const CommByGroup& groups) {
+  double ms = 0.0;
+  for (const auto& [kind, g] : groups) ms += g.blocked_ms;
+  return ms;
 }
 
 uint64_t dropout_seed(uint64_t seed, int64_t step) {
@@ -157,6 +164,12 @@ StepStats Trainer::train_step(int64_t step) {
     const DropoutKey drop{dropout_seed(seed, step), first + m * B - step * GB};
     loss_sum += model_.forward_backward(in.data(), tg.data(), B, T, loss_scale / counted, drop).sum;
   }
+  // A planted slow rank (plant_slow_compute): the whole step's compute
+  // stretched, in one sleep before the gradient reduction, so the other
+  // ranks wait for it there as for a slow device.
+  const double slept_ms = slow_fraction_ * unstretched_compute_ms_;
+  if (slept_ms > 0)
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slept_ms));
   StepStats s;
   s.step = step;
   s.lr = sched_.at(updates_);
@@ -194,8 +207,11 @@ StepStats Trainer::train_step(int64_t step) {
   s.cp_poll_ms = group("cp").poll_ms;
   s.cp_send_wait_ms = group("cp").send_ms;
   s.ep_comm_ms = group("ep").blocked_ms;
+  s.comm_ms = blocked_ms(s.comm_by_group);
+  for (const auto& [kind, g] : s.comm_by_group) s.peer_wait_ms += g.peer_wait_ms;
 
   s.step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  unstretched_compute_ms_ = s.step_seconds * 1e3 - s.comm_ms - slept_ms;
   s.tokens_per_s = tokens / s.step_seconds;
   s.tflops = s.tokens_per_s * flops_per_token_ / 1e12;
   // peak_flops_ is one rank's; the step's tokens ran on dp x cp x tp x pp ranks.
@@ -292,6 +308,7 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step,
     tensorboard_ = TensorBoardWriter(lg.tensorboard_dir, start_step_);
   for (int64_t step = start_step_; step < steps; ++step) {
     StepStats s = train_step(step);
+    const std::vector<RankTimes> ranks = rank_times_ ? rank_times_(s) : std::vector<RankTimes>{};
     // dp, tp and sp always (README), other groups when the step used them.
     nlohmann::json bytes = {{"dp", s.comm_bytes}, {"tp", s.tp_comm_bytes}, {"sp", s.sp_comm_bytes}};
     nlohmann::json ms = nlohmann::json::object();
@@ -321,6 +338,7 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step,
                          {"bubble_fraction", s.bubble_fraction},
                          {"bubble_fraction_replayed", s.bubble_fraction_replayed},
                          {"peak_activation_bytes", s.stage_peak_activation_bytes}};
+    if (!ranks.empty()) rec["ranks"] = ranks_json(ranks);
     if (s.skipped) rec["nonfinite"] = s.nonfinite;
     if (s.moe)
       rec["moe"] = {{"aux_loss", s.moe_aux_loss},

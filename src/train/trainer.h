@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "data/data_loader.h"
 #include "model/transformer.h"
@@ -60,6 +61,11 @@ struct StepStats {
   // plus waiting for the slowest ep rank); expert-dp's reduction is "edp".
   double ep_comm_ms = 0.0;
   CommByGroup comm_by_group;  // every group the step used, by kind
+  // Summed over comm_by_group: blocked in communication calls, and the part
+  // known to be spent before a peer had posted. The rest of the step,
+  // step_seconds - comm_ms, is this rank's compute (RankTimes, metrics.h).
+  double comm_ms = 0.0;
+  double peer_wait_ms = 0.0;
   // Pipeline (pp > 1), on the logging rank: measured bubble fraction of the
   // step and each stage's peak activation bytes (allocator, tag activation).
   double bubble_fraction = 0.0;           // wall clock
@@ -109,6 +115,15 @@ class Trainer {
   // steps completed, which ends the run early by returning true.
   void run(const std::function<void(const StepStats&)>& on_step,
            const std::function<bool(int64_t completed)>& after_step = {});
+  // Called on every rank after each step, before the metrics record is
+  // written (a collective: StragglerMonitor's gather): every rank's times,
+  // on the logging rank, become the record's "ranks"; elsewhere it returns
+  // nothing.
+  using RankTimesHook = std::function<std::vector<RankTimes>(const StepStats&)>;
+  void set_rank_times(RankTimesHook hook) { rank_times_ = std::move(hook); }
+  // A planted slow rank (plant_slow_rank, train/resilience/planted_slow_rank.h):
+  // each step's compute is stretched by `fraction` (0: off).
+  void plant_slow_compute(double fraction) { slow_fraction_ = fraction; }
   // A resumed run continues at `step` (data position, dropout keys and the
   // lr schedule are all functions of the step).
   void set_start_step(int64_t step) { start_step_ = step; }
@@ -158,6 +173,12 @@ class Trainer {
   int64_t start_step_ = 0;
   comm::Communicator* dp_group_ = nullptr;
   comm::Communicator* pp_group_ = nullptr;
+  RankTimesHook rank_times_;
+  double slow_fraction_ = 0.0;
+  // The last step's compute without the planted sleep: the next sleep is
+  // slow_fraction_ x this (the current step's is not known before its
+  // reduction, where the sleep must come; the first step is not slowed).
+  double unstretched_compute_ms_ = 0.0;
   // Collective over dp (and pp): the step's MoE statistics into s.
   void moe_metrics(StepStats& s);
 };

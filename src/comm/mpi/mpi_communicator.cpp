@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
 
 #include "base/error.h"
 #include "comm/mpi/mpi_check.h"
@@ -28,6 +29,14 @@ MpiCommunicator::MpiCommunicator(MpiRuntime& rt, MPI_Comm comm, std::string name
 }
 
 MpiCommunicator::~MpiCommunicator() {
+  // An error is unwinding towards run_mpi_job, which prints it and aborts
+  // the job: waiting out the timeout for collectives a dead or stopped peer
+  // will never join would only delay that end and hide the error behind
+  // this one. The group is left to the abort (work.cpp does the same).
+  if (worker_ != nullptr && !worker_->idle() && std::uncaught_exceptions() > 0) {
+    (void)worker_.release();
+    return;
+  }
   if (worker_ != nullptr) {
     drain("destroying the group");
     worker_.reset();

@@ -48,6 +48,7 @@ const RunSchema& run_schema() {
     declare_model_settings(s);
     declare_training_settings(s);
     declare_system_settings(s);
+    declare_resilience_settings(s);
     return s;
   }();
   return schema;

@@ -38,6 +38,7 @@ const RunSchema& run_schema();
 void declare_model_settings(RunSchema& s);      // [model]: shape, LoRA, MoE
 void declare_training_settings(RunSchema& s);   // [data] [training] [optimizer] [lr_schedule]
 void declare_system_settings(RunSchema& s);     // [parallelism] ... [logging]
+void declare_resilience_settings(RunSchema& s); // [resilience]
 
 // A TOML run file over `base`, read by `schema` (train_config.h's overload
 // reads by run_schema()).

@@ -80,6 +80,11 @@ void declare_checkpoint(std::vector<Setting>& v) {
                   .path());
   v.push_back(field_setting(t, "save_interval", "--save-interval", "steps between checkpoints",
                             PX_FIELD(train.checkpoint.save_interval)));
+  v.push_back(field_setting(t, "async_save", "--async-save",
+                            "copy the state at the step boundary and write it in the background "
+                            "(the step stalls for the copy only)",
+                            PX_FIELD(train.checkpoint.async_save))
+                  .as_switch(true));
   v.push_back(field_setting(t, "keep", "--keep", "keep the newest N checkpoints (default: all)",
                             PX_FIELD(train.checkpoint.keep)));
   v.push_back(field_setting(t, "exit_interval", "--exit-interval",

@@ -46,6 +46,7 @@ void TrainConfig::validate(const ModelConfig& m, int world_size) const {
            "give --load (a checkpoint) or --init-from (a Hugging Face model), not both");
   precision.validate();
   logging.validate();
+  resilience.validate();
 
   const ParallelismConfig& par = parallelism;
   const TrainingConfig& tr = training;

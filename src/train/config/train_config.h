@@ -4,7 +4,7 @@
 //   [training] TrainingConfig               [optimizer] OptimizerConfig
 //   [lr_schedule] LrScheduleConfig          [parallelism] ParallelismConfig
 //   [checkpoint] CheckpointConfig           [precision] PrecisionConfig
-//   [logging] LoggingConfig
+//   [logging] LoggingConfig                 [resilience] ResilienceConfig
 // TrainConfig::validate adds the checks that relate two concerns (or the
 // model), all before any allocation, naming the values.
 #pragma once
@@ -18,6 +18,7 @@
 #include "train/config/logging_config.h"
 #include "train/config/parallelism_config.h"
 #include "train/config/precision_config.h"
+#include "train/config/resilience_config.h"
 #include "train/config/training_config.h"
 
 namespace parallm {
@@ -32,6 +33,7 @@ struct TrainConfig {
   CheckpointConfig checkpoint;
   PrecisionConfig precision;
   LoggingConfig logging;
+  ResilienceConfig resilience;
 
   // Micro-batches per optimizer step on each data-parallel rank.
   int64_t grad_accum_steps() const {
