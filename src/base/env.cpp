@@ -51,4 +51,18 @@ std::string read_max_cpu_isa() {
   return v != nullptr ? v : "";
 }
 
+bool program_on_path(const std::string& program) {
+  if (program.find('/') != std::string::npos) return ::access(program.c_str(), X_OK) == 0;
+  const char* path = std::getenv("PATH");
+  const std::string dirs = path != nullptr ? path : "";
+  for (size_t at = 0; at <= dirs.size();) {
+    size_t end = dirs.find(':', at);
+    if (end == std::string::npos) end = dirs.size();
+    const std::string dir = end > at ? dirs.substr(at, end - at) : ".";  // empty: the cwd
+    if (::access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
 }  // namespace parallm

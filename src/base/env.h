@@ -30,4 +30,8 @@ LaunchEnv read_launch_env();
 // CPU kernels may choose at run time (kernels/cpu/cpu_isa.h parses it).
 std::string read_max_cpu_isa();
 
+// Whether exec would find `program`: a path that is executable, or a name
+// found executable in a PATH directory.
+bool program_on_path(const std::string& program);
+
 }  // namespace parallm

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/env.h"
 #include "base/error.h"
 #include "launch/job_log.h"
 #include "launch/job_session.h"
@@ -162,6 +163,8 @@ int supervise(const SupervisorOptions& o, std::ostream& log) {
   PX_CHECK(o.backoff_s >= 0 && o.backoff_max_s >= o.backoff_s,
            "launch: --backoff ({}) must be >= 0 and <= --backoff-max ({})", o.backoff_s,
            o.backoff_max_s);
+  PX_CHECK(program_on_path(o.command[0]), "launch: cannot run '{}': not found on PATH or not executable",
+           o.command[0]);
   EventLog events(o.events_path);
   std::optional<Attempt> failed;  // the previous attempt, when it failed
   for (int attempt = 0;; ++attempt) {

@@ -15,12 +15,12 @@ struct CheckpointConfig {
   bool resume = false;        // --resume: resume from save_dir when it holds a checkpoint
   std::string save_dir;       // --save
   int64_t save_interval = 0;  // 0: only at the end (and at an exit)
-  bool async_save = false;    // --async-save: write in the background (checkpoint_writer.h)
   int keep = 0;               // newest checkpoints kept (0: all)
   int64_t exit_interval = 0;  // stop cleanly after a step divisible by this (0: never)
   std::string save_hf_dir;    // --save-hf: a Hugging Face directory at the end of training
                               // (under LoRA: the PEFT adapter, docs/lora.md)
   std::string lora_adapter;   // --lora-adapter: a PEFT adapter the LoRA adapters start from
+  bool async_save = false;    // --async-save: write in the background (checkpoint_writer.h)
 
   void validate() const;
 };

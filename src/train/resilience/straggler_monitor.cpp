@@ -34,10 +34,12 @@ void judge_stage(const std::vector<std::vector<RankTimes>>& window, const std::v
   const size_t n = window.front().size();
   std::vector<std::vector<double>> compute(n), own(n), step(n);
   for (const std::vector<RankTimes>& at : window) {
-    double slowest = 0.0, least_reduce = INFINITY;
+    double slowest = 0.0, least_reduce = INFINITY, least_inner = INFINITY;
     for (int r : ranks) {
-      slowest = std::max(slowest, at[static_cast<size_t>(r)].compute_ms);
-      least_reduce = std::min(least_reduce, at[static_cast<size_t>(r)].reduce_ms);
+      const RankTimes& t = at[static_cast<size_t>(r)];
+      slowest = std::max(slowest, t.compute_ms);
+      least_reduce = std::min(least_reduce, t.reduce_ms);
+      least_inner = std::min(least_inner, t.comm_ms - t.reduce_ms);
     }
     for (int r : ranks) {
       const RankTimes& t = at[static_cast<size_t>(r)];
@@ -46,12 +48,14 @@ void judge_stage(const std::vector<std::vector<RankTimes>>& window, const std::v
       // least time any rank spent in it is the transfer, the rest of each
       // rank's is waiting for that last rank.
       const double reduce_wait = t.reduce_ms - least_reduce;
-      // In the groups met inside the step (tp, cp, ep, pp) a rank waits
-      // about what it computed less than the slowest, or what the
+      // In the groups met inside the step (tp, cp, ep, pp) a rank waits at
+      // most what it computed less than the slowest, and only beyond the
+      // least any rank spent there (the transfer), or what the
       // communicators measured as peer wait (ring attention).
       const double inner = t.comm_ms - t.reduce_ms;
-      const double inner_wait =
-          std::clamp(std::max(t.peer_wait_ms, slowest - t.compute_ms), 0.0, inner);
+      const double inner_wait = std::clamp(
+          std::max(t.peer_wait_ms, std::min(inner - least_inner, slowest - t.compute_ms)), 0.0,
+          inner);
       compute[static_cast<size_t>(r)].push_back(t.compute_ms);
       own[static_cast<size_t>(r)].push_back(t.comm_ms - reduce_wait - inner_wait);
       step[static_cast<size_t>(r)].push_back(t.step_ms);
