@@ -46,9 +46,10 @@ struct PreparedSave {
 };
 
 // Collective over world (null: one process). The state's step names the directory.
+// `reuse`: the copies of an earlier save, whose memory is taken over.
 PreparedSave prepare_save(const CheckpointSaveOptions& opts, const TrainingState& state,
                           const Transformer& model, DataParallel& dp, comm::Communicator* world,
-                          bool copy);
+                          bool copy, std::vector<std::vector<float>> reuse = {});
 // Writes this rank's shard and digest; on rank 0 waits (up to `timeout`, or
 // until *cancel) for every rank's digest, then writes the state and the
 // manifest and publishes the directory. Returns the final step directory.

@@ -24,7 +24,8 @@ CheckpointWriter::~CheckpointWriter() {
 std::optional<SavedCheckpoint> CheckpointWriter::join() {
   if (!thread_.joinable()) return std::nullopt;
   thread_.join();
-  pending_.reset();  // the copies
+  buffers_ = std::move(pending_->host);  // kept for the next save
+  pending_.reset();
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   return in_flight_;
 }
@@ -42,7 +43,7 @@ SaveResult CheckpointWriter::save(const TrainingState& state, const Transformer&
     r.completed = s;
     return r;
   }
-  pending_ = prepare_save(opts_, state, model, dp, world_, true);
+  pending_ = prepare_save(opts_, state, model, dp, world_, true, std::move(buffers_));
   in_flight_ = SavedCheckpoint{"", seconds_since(t0), 0, true};
   thread_ = std::thread([this, t0] {
     try {

@@ -3,7 +3,8 @@
 // prepare phase (a barrier and a copy of this rank's pieces into host
 // memory); a thread of its own then writes the shard and digest and, on
 // rank 0, the manifest (last) and `latest`. A save waits for the one before
-// it, so at most one is in flight and the copies are held once. Invariant:
+// it, so at most one is in flight and the copies are held once (and kept
+// between saves: a second copy of the state is the price of not stalling). Invariant:
 // a save interrupted anywhere (a rank killed mid-write) leaves the previous
 // checkpoint complete and `latest` naming it.
 #pragma once
@@ -56,6 +57,7 @@ class CheckpointWriter {
   std::atomic<bool> cancel_{false};
   std::exception_ptr error_;
   std::optional<PreparedSave> pending_;
+  std::vector<std::vector<float>> buffers_;  // the last save's copies, reused
   SavedCheckpoint in_flight_;
   std::optional<SavedCheckpoint> join();
 };

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Checkpoint fault tests: a rank killed while saving leaves the previous
-# checkpoint as `latest` and nothing a load could take for complete; a
+# Checkpoint fault tests: a rank killed while saving (synchronously, or in
+# the background under async_save) leaves the previous checkpoint as
+# `latest` and nothing a load could take for complete; a
 # flipped byte, a truncated shard, a missing manifest and an empty --load
 # directory are each refused before training with a message naming the file.
 # Usage: checkpoint_faults.sh PARALLM CHECKPOINT_FAULT_JOB EXPECT_JOB_FAILURE_SH
@@ -57,6 +58,19 @@ common=(--config "$work/run.toml" --threads 1)
   || { cat "$work/load.log"; fail "loading after the interrupted save"; }
 grep -q "resumed from .*step-0000004 (step 4" "$work/load.log" || fail "did not resume step 4: $(cat "$work/load.log")"
 echo "ok: a rank killed during the save of step 6 left step 4 loadable"
+# 1b. The same kill while an asynchronous save writes in the background
+# (the shard hook runs on the writer's thread): step 4 stays the latest.
+sed 's/^save = "ck"$/save = "ck_async"\nasync_save = true/' "$work/run.toml" > "$work/async.toml"
+sh "$expect_failure" 60 "exited on signal 9" "${mpi[@]}" -np 2 "$fault_job" "$work/async.toml" 6 \
+  || fail "the killed background save did not end the job as expected"
+[ "$(cat "$work/ck_async/latest")" = "step-0000004" ] || fail "async: latest is $(cat "$work/ck_async/latest")"
+[ ! -e "$work/ck_async/step-0000006" ] || fail "an interrupted background save left step-0000006"
+[ ! -e "$work/ck_async/step-0000006.tmp/manifest.json" ] || fail "the interrupted background save wrote a manifest"
+"$bin" train "${common[@]}" --dp 1 --load "$work/ck_async" --save "$work/ck_async2" 2>"$work/load_async.log" \
+  || { cat "$work/load_async.log"; fail "loading after the interrupted background save"; }
+grep -q "resumed from .*step-0000004 (step 4" "$work/load_async.log" || fail "did not resume step 4: $(cat "$work/load_async.log")"
+echo "ok: a rank killed during a background save of step 6 left step 4 loadable"
+
 # Saving again into the directory replaces the stale temporary one.
 "${mpi[@]}" -np 2 "$bin" train "${common[@]}" --resume 2>"$work/resave.log" \
   || { cat "$work/resave.log"; fail "resave"; }
