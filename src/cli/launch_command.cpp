@@ -21,6 +21,15 @@ void add_launch_command(CLI::App& app, CommandRegistry& reg) {
                   "end the job when no step line came for this many seconds (0: off; the "
                   "ranks' --comm-timeout watchdog ends hangs in communication)");
   sub->add_option("--events", o->events_path, "JSON lines of failures and recoveries");
+  sub->add_option("--hosts", o->hosts,
+                  "elastic: the hosts, \"h0:2,h1:2\"; the command's {hosts}, {np}, {nhosts} and "
+                  "{dp} are made from the hosts left");
+  sub->add_option("--dp-per-host", o->dp_per_host, "elastic: {dp} = this x the hosts left");
+  sub->add_option("--host-probe", o->host_probe,
+                  "elastic: run before each restart per host ({host} replaced; e.g. \"ssh {host} "
+                  "true\"); a host that fails it is dropped");
+  sub->add_option("--probe-timeout", o->probe_timeout_s, "seconds a probe may take (5)");
+  sub->add_option("--min-hosts", o->min_hosts, "elastic: give up below this many hosts (1)");
   sub->add_option("command", o->command, "the job, after --")->required();
   sub->footer(
       "\nExample: parallm launch --max-restarts 3 -- mpirun -np 4 parallm train --config run.toml "

@@ -14,6 +14,7 @@
 
 #include "base/env.h"
 #include "base/error.h"
+#include "launch/host_set.h"
 #include "launch/job_log.h"
 #include "launch/job_session.h"
 
@@ -96,10 +97,10 @@ void report_recovery(const Attempt& f, const Attempt& a, int attempt, EventLog& 
                 {"steps_redone", redone}});
 }
 
-Attempt run_attempt(const SupervisorOptions& o, int attempt, const Attempt* failed,
-                    EventLog& events, std::ostream& log) {
+Attempt run_attempt(const SupervisorOptions& o, const std::vector<std::string>& command,
+                    int attempt, const Attempt* failed, EventLog& events, std::ostream& log) {
   Attempt a;
-  JobSession job(o.command, {{"PARALLM_RESTART_COUNT", std::to_string(attempt)}});
+  JobSession job(command, {{"PARALLM_RESTART_COUNT", std::to_string(attempt)}});
   Evidence ev;
   Clock::time_point last_progress = Clock::now();
   auto take = [&](const std::vector<std::string>& lines) {
@@ -151,6 +152,35 @@ Attempt run_attempt(const SupervisorOptions& o, int attempt, const Attempt* fail
   return a;
 }
 
+// Before a restart: the hosts that still answer their probe. Says which
+// were lost and what the job becomes without them.
+std::vector<Host> hosts_left(const SupervisorOptions& o, const std::vector<Host>& hosts,
+                             EventLog& events, std::ostream& log) {
+  if (o.host_probe.empty()) return hosts;
+  std::vector<Host> left;
+  for (const Host& h : hosts) {
+    const std::string why = probe_host(o.host_probe, h, o.probe_timeout_s);
+    if (why.empty()) {
+      left.push_back(h);
+      continue;
+    }
+    fmt::print(log, "parallm launch: host {} is lost: {}\n", h.name, why);
+    events.write({{"event", "host_lost"}, {"host", h.name}, {"why", why}});
+  }
+  if (left.size() != hosts.size() && static_cast<int>(left.size()) >= o.min_hosts) {
+    const int before = o.dp_per_host * static_cast<int>(hosts.size());
+    const int after = o.dp_per_host * static_cast<int>(left.size());
+    fmt::print(log,
+               "parallm launch: elastic: going on with {} of {} hosts ({}){}; the global batch "
+               "stays, gradient accumulation grows to keep it\n",
+               left.size(), hosts.size(), hosts_spec(left),
+               o.dp_per_host > 0 ? fmt::format(", dp {} -> {}", before, after) : "");
+    events.write({{"event", "elastic"}, {"hosts", hosts_spec(left)}, {"dp_before", before},
+                  {"dp_after", after}});
+  }
+  return left;
+}
+
 std::string exit_words(int status) {
   return status > 128 ? fmt::format("signal {}", status - 128) : fmt::format("code {}", status);
 }
@@ -166,10 +196,25 @@ int supervise(const SupervisorOptions& o, std::ostream& log) {
   PX_CHECK(program_on_path(o.command[0]), "launch: cannot run '{}': not found on PATH or not executable",
            o.command[0]);
   EventLog events(o.events_path);
+  std::vector<Host> hosts = o.hosts.empty() ? std::vector<Host>{} : parse_hosts(o.hosts);
+  PX_CHECK(o.min_hosts >= 1 && (hosts.empty() || o.min_hosts <= static_cast<int>(hosts.size())),
+           "launch: --min-hosts ({}) must be between 1 and the hosts given ({})", o.min_hosts,
+           hosts.size());
   std::optional<Attempt> failed;  // the previous attempt, when it failed
   for (int attempt = 0;; ++attempt) {
+    if (failed && !hosts.empty()) {
+      hosts = hosts_left(o, hosts, events, log);
+      if (static_cast<int>(hosts.size()) < o.min_hosts) {
+        fmt::print(log, "parallm launch: giving up: {} host(s) left, --min-hosts is {}\n",
+                   hosts.size(), o.min_hosts);
+        events.write({{"event", "gave_up"}, {"attempt", attempt}, {"why", "too few hosts"}});
+        return failed->status;
+      }
+    }
+    const std::vector<std::string> command =
+        hosts.empty() ? o.command : command_for(o.command, hosts, o.dp_per_host);
     const auto started = Clock::now();
-    Attempt a = run_attempt(o, attempt, failed ? &*failed : nullptr, events, log);
+    Attempt a = run_attempt(o, command, attempt, failed ? &*failed : nullptr, events, log);
     if (a.status == 0) {
       fmt::print(log, "parallm launch: finished in attempt {} ({} restart(s))\n", attempt + 1,
                  attempt);

@@ -8,3 +8,7 @@ set_tests_properties(launch.chaos PROPERTIES LABELS dist TIMEOUT 300)
 add_test(NAME launch.supervisor
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/supervisor_check.sh $<TARGET_FILE:parallm>)
 set_tests_properties(launch.supervisor PROPERTIES LABELS unit TIMEOUT 120)
+add_test(NAME launch.elastic
+         COMMAND ${CMAKE_COMMAND} -E env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+                 bash ${CMAKE_CURRENT_LIST_DIR}/elastic_check.sh $<TARGET_FILE:parallm>)
+set_tests_properties(launch.elastic PROPERTIES LABELS dist TIMEOUT 180)
