@@ -13,6 +13,7 @@
 #include <iostream>
 #include <optional>
 
+#include "base/error.h"
 #include "grid/rank_grid.h"
 #include "io/checkpoint/checkpoint_dir.h"
 #include "io/hf_model.h"
@@ -25,6 +26,7 @@
 #include "checkpoint/checkpoint_load.h"
 #include "checkpoint/checkpoint_save.h"
 #include "checkpoint/checkpoint_writer.h"
+#include "checkpoint/resume_candidates.h"
 #include "train/resilience/planted_failure.h"
 #include "train/resilience/planted_slow_rank.h"
 #include "train/resilience/straggler_monitor.h"
@@ -74,13 +76,24 @@ struct Resume {
   Clock::time_point started;
 };
 
-// --load DIR, or --resume from --save DIR when it holds a checkpoint.
+// --load DIR, or under --resume the newest checkpoint of --save and
+// --snapshot whose files pass their digests (the verification is
+// collective, so every rank moves on to the same next candidate).
 Resume resume_values(const RunConfig& rc, Transformer& model, comm::Communicator* world,
                      std::ostream& log) {
-  const std::string from = resume_source(rc.train.checkpoint);
+  const std::vector<std::string> candidates = resume_candidates(rc.train.checkpoint);
   Resume r{.started = Clock::now()};
-  if (from.empty()) return r;
-  r.ck = open_checkpoint(from, world);
+  if (candidates.empty()) return r;
+  for (size_t i = 0;; ++i) {
+    try {
+      r.ck = open_checkpoint(candidates[i], world);
+      break;
+    } catch (const Error& e) {
+      if (i + 1 == candidates.size()) throw;
+      fmt::print(log, "{}: {}; resuming from the next newest, {}\n", candidates[i], e.what(),
+                 candidates[i + 1]);
+    }
+  }
   std::string note = check_resume_compatible(r.ck.state, rc.model, rc.train, r.ck.dir);
   if (!note.empty()) fmt::print(log, "{}\n", note);
   check_checkpoint_covers_model(r.ck, model.params(), rc.model);  // (a pipeline stage: its subset)
@@ -176,7 +189,10 @@ class CheckpointCadence {
         writer_({rc.train.checkpoint.save_dir, rc.train.checkpoint.keep, opts.checkpoint_shard_hook},
                 rc.train.checkpoint.async_save, world,
                 std::chrono::milliseconds(
-                    static_cast<int64_t>(rc.train.resilience.comm_timeout_s * 1000))) {}
+                    static_cast<int64_t>(rc.train.resilience.comm_timeout_s * 1000))),
+        snapshots_({rc.train.checkpoint.snapshot_dir, 2, opts.checkpoint_shard_hook}, true, world,
+                   std::chrono::milliseconds(
+                       static_cast<int64_t>(rc.train.resilience.comm_timeout_s * 1000))) {}
 
   bool after_step(int64_t done) {
     const CheckpointConfig& c = rc_.train.checkpoint;
@@ -185,13 +201,20 @@ class CheckpointCadence {
     const bool save =
         !c.save_dir.empty() &&
         ((c.save_interval > 0 && done % c.save_interval == 0) || exit || done == steps);
-    if (save) write(done);
+    const bool snapshot = c.snapshot_interval > 0 && done % c.snapshot_interval == 0;
+    if (save)
+      write(writer_, done);
+    else if (snapshot)  // a checkpoint of the same step makes the snapshot redundant
+      write(snapshots_, done);
     if (exit) fmt::print(log_, "exit interval {}: stopping after step {}\n", c.exit_interval, done);
     return exit;
   }
 
   // After the loop: the save in flight completes on every rank.
-  void finish() { report(writer_.finish()); }
+  void finish() {
+    report(writer_.finish());
+    report(snapshots_.finish());
+  }
 
  private:
   const RunConfig& rc_;
@@ -199,9 +222,10 @@ class CheckpointCadence {
   const Transformer& model_;
   Trainer& trainer_;
   std::ostream& log_;
-  CheckpointWriter writer_;
+  CheckpointWriter writer_;     // --save
+  CheckpointWriter snapshots_;  // --snapshot
 
-  void write(int64_t done) {
+  void write(CheckpointWriter& w, int64_t done) {
     const ParallelismConfig& par = rc_.train.parallelism;
     const CheckpointLayout layout{par.world_size(),
                                   par.dp.dp,
@@ -217,11 +241,11 @@ class CheckpointCadence {
         training_state_of(rc_.model, rc_.train, layout, done, opt ? opt->steps_taken() : done,
                           trainer_.updates(), trainer_.loss_scaler().state());
     st.moe_expert_bias = model_.expert_bias().values();
-    const SaveResult r = writer_.save(st, model_, trainer_.data_parallel());
+    const SaveResult r = w.save(st, model_, trainer_.data_parallel());
     report(r.completed);
-    if (writer_.async())
-      fmt::print(log_, "checkpoint step {}: the step stalled {:.3f} s (copy), writing in the "
-                 "background\n", done, r.stall_s);
+    if (w.async())
+      fmt::print(log_, "{} step {}: the step stalled {:.3f} s (copy), writing in the background\n",
+                 &w == &snapshots_ ? "snapshot" : "checkpoint", done, r.stall_s);
   }
 
   void report(const std::optional<SavedCheckpoint>& s) const {
@@ -264,9 +288,8 @@ void finish(const RunConfig& rc, const TrainJobOptions& opts, const RankGrid& gr
 }  // namespace
 
 std::string resume_source(const CheckpointConfig& c) {
-  if (!c.load_dir.empty()) return c.load_dir;
-  if (c.resume && !c.save_dir.empty() && has_checkpoint(c.save_dir)) return c.save_dir;
-  return "";
+  const std::vector<std::string> all = resume_candidates(c);
+  return all.empty() ? "" : all.front();
 }
 
 RunConfig checked_run_config(const TrainJobOptions& opts, int world_size) {

@@ -24,3 +24,9 @@ add_test(NAME checkpoint.resume_load_only
          COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
                  bash ${CMAKE_CURRENT_LIST_DIR}/resume_load_only.sh $<TARGET_FILE:parallm>)
 set_tests_properties(checkpoint.resume_load_only PROPERTIES LABELS dist TIMEOUT 300)
+# snapshot_resume.sh: --snapshot in /dev/shm beside --save on disk; the
+# newest complete one is resumed, a snapshot failing its digest gives way.
+add_test(NAME checkpoint.snapshot_resume
+         COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
+                 bash ${CMAKE_CURRENT_LIST_DIR}/snapshot_resume.sh $<TARGET_FILE:parallm>)
+set_tests_properties(checkpoint.snapshot_resume PROPERTIES LABELS dist TIMEOUT 300)

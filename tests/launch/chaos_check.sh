@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The chaos test of `parallm launch` (docs/resilience.md): a 4-rank job
+# The chaos test of `parallm launch` (docs/resilience.md): a 4-rank job,
+# snapshotting to /dev/shm every 2 steps and to disk every 8,
 # with three failures planted at random steps, one per attempt (a rank
 # SIGKILLed, a rank SIGSTOPped that the others' watchdog must end, a rank
 # that raises an error), finishes every step under the supervisor, and its
@@ -11,7 +12,8 @@
 set -u
 bin="$1"
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+shm=$(mktemp -d -p /dev/shm parallm-chaos.XXXXXX)
+trap 'rm -rf "$work" "$shm"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 mpi=(mpirun --oversubscribe --bind-to none --mca btl self,vader --mca mpi_yield_when_idle 1 -np 4)
 export OMP_NUM_THREADS=1
@@ -40,7 +42,7 @@ tp = 2
 peak_tflops = 1
 log_interval = 1
 TOML
-interval=4
+interval=2  # snapshots in memory; disk checkpoints every 8 steps
 seed=${CHAOS_SEED:-$(( $(date +%s) % 100000 ))}
 RANDOM=$seed
 # Three steps, increasing, each after the snapshot the previous attempt
@@ -49,7 +51,7 @@ s1=$(( 3 + RANDOM % 6 ))
 s2=$(( s1 + 3 + RANDOM % 6 ))
 s3=$(( s2 + 3 + RANDOM % 6 ))
 plan="kill@$s1:1,stop@$s2:2,error@$s3:3"
-echo "chaos seed $seed: $plan, snapshots every $interval steps"
+echo "chaos seed $seed: $plan, snapshots every $interval steps (disk every 8)"
 
 "${mpi[@]}" "$bin" train --config "$work/run.toml" --threads 1 --save-hf "$work/ref" \
   2>"$work/ref.log" || { cat "$work/ref.log"; fail "the uninterrupted run"; }
@@ -57,7 +59,7 @@ echo "chaos seed $seed: $plan, snapshots every $interval steps"
 start=$(date +%s.%N)
 "$bin" launch --max-restarts 3 --backoff 0.2 --events "$work/events.jsonl" -- \
   "${mpi[@]}" "$bin" train --config "$work/run.toml" --threads 1 --save "$work/ck" \
-  --save-interval $interval --async-save --resume --comm-timeout 4 --save-hf "$work/hf" \
+  --save-interval 8 --async-save --snapshot "$shm/snap" --snapshot-interval $interval --resume --comm-timeout 4 --save-hf "$work/hf" \
   --plant-failures "$plan" 2>"$work/launch.log" \
   || { cat "$work/launch.log"; fail "the supervised run did not finish"; }
 end=$(date +%s.%N)

@@ -21,6 +21,10 @@ struct CheckpointConfig {
                               // (under LoRA: the PEFT adapter, docs/lora.md)
   std::string lora_adapter;   // --lora-adapter: a PEFT adapter the LoRA adapters start from
   bool async_save = false;    // --async-save: write in the background (checkpoint_writer.h)
+  // Frequent snapshots, always in the background, in a fast directory
+  // (/dev/shm); the newest complete one of --save and --snapshot is resumed.
+  std::string snapshot_dir;       // --snapshot
+  int64_t snapshot_interval = 0;  // --snapshot-interval
 
   void validate() const;
 };

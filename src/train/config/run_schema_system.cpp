@@ -85,6 +85,14 @@ void declare_checkpoint(std::vector<Setting>& v) {
                             "(the step stalls for the copy only)",
                             PX_FIELD(train.checkpoint.async_save))
                   .as_switch(true));
+  v.push_back(field_setting(t, "snapshot", "--snapshot",
+                            "frequent snapshots in a fast directory (e.g. /dev/shm/JOB), written in "
+                            "the background; the newest of these and --save is resumed",
+                            PX_FIELD(train.checkpoint.snapshot_dir))
+                  .path());
+  v.push_back(field_setting(t, "snapshot_interval", "--snapshot-interval",
+                            "steps between snapshots (the newest two are kept)",
+                            PX_FIELD(train.checkpoint.snapshot_interval)));
   v.push_back(field_setting(t, "keep", "--keep", "keep the newest N checkpoints (default: all)",
                             PX_FIELD(train.checkpoint.keep)));
   v.push_back(field_setting(t, "exit_interval", "--exit-interval",
