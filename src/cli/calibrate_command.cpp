@@ -20,6 +20,9 @@ void add_calibrate_command(CLI::App& app, CommandRegistry& reg) {
                   "ranks the planner may place on this machine (default 8)");
   sub->add_option("--link-ranks", o->link_ranks, "ranks of the all-reduce sweep (default 2)");
   sub->add_option("--mpirun", o->mpirun, "launcher of the all-reduce sweep, before -np N");
+  sub->add_option("--inter-node-mpirun", o->inter_node_mpirun,
+                  "launcher placing the sweep's ranks on different nodes: its fit becomes the "
+                  "inter-node link (default: one link for both)");
   sub->add_flag("--quick", o->quick, "a small grid and short rounds (tests only)");
   reg.actions.emplace_back(sub, [o]() { return run_calibrate(*o, std::cout); });
 }

@@ -158,14 +158,20 @@ std::vector<Host> hosts_left(const SupervisorOptions& o, const std::vector<Host>
                              EventLog& events, std::ostream& log) {
   if (o.host_probe.empty()) return hosts;
   std::vector<Host> left;
+  int first_rank = 0;  // the launcher fills the hosts in order (--host h0:2,h1:2)
   for (const Host& h : hosts) {
     const std::string why = probe_host(o.host_probe, h, o.probe_timeout_s);
+    const std::string ranks = h.slots == 1 ? fmt::format("rank {}", first_rank)
+                                           : fmt::format("ranks {}-{}", first_rank,
+                                                         first_rank + h.slots - 1);
+    first_rank += h.slots;
     if (why.empty()) {
       left.push_back(h);
       continue;
     }
-    fmt::print(log, "parallm launch: host {} is lost: {}\n", h.name, why);
-    events.write({{"event", "host_lost"}, {"host", h.name}, {"why", why}});
+    fmt::print(log, "parallm launch: host {} ({} of the last attempt) is lost: {}\n", h.name,
+               ranks, why);
+    events.write({{"event", "host_lost"}, {"host", h.name}, {"ranks", ranks}, {"why", why}});
   }
   if (left.size() != hosts.size() && static_cast<int>(left.size()) >= o.min_hosts) {
     const int before = o.dp_per_host * static_cast<int>(hosts.size());

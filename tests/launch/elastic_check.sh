@@ -42,7 +42,7 @@ touch "$work/lost-b"  # probed only before a restart: b answers until the first 
   --save-interval 3 --resume --comm-timeout 10 --plant-failures kill@7:2 2>"$work/launch.log" \
   || { cat "$work/launch.log"; fail "the elastic run did not finish"; }
 grep "^parallm launch:" "$work/launch.log"
-grep -q "host b is lost: the probe exited with 1" "$work/launch.log" || fail "b was not dropped"
+grep -q "host b (ranks 2-3 of the last attempt) is lost: the probe exited with 1" "$work/launch.log" || fail "b was not dropped"
 grep -q "elastic: going on with 1 of 2 hosts (a:2), dp 2 -> 1" "$work/launch.log" || fail "no elastic line"
 grep -q "steps of 8 x 16 tokens (micro-batch 2, accumulation 2)" "$work/launch.log" \
   || fail "the restart did not keep the global batch with accumulation 2"

@@ -78,28 +78,42 @@ int run_calibrate(const CalibrateOptions& o, std::ostream& out) {
   namespace fs = std::filesystem;
   const fs::path work = fs::temp_directory_path() / fmt::format("parallm-calibrate-{}", ::getpid());
   fs::create_directories(work);
-  LinkFit link;
+  LinkFit link, inter;
   ArrivalFit arrival;
   try {
     const LinkCalibration lc{
-        .mpirun = o.mpirun, .ranks = o.link_ranks, .work_dir = work, .quick = o.quick};
+        .mpirun = o.mpirun, .ranks = o.link_ranks, .work_dir = work / "intra", .quick = o.quick};
+    fs::create_directories(lc.work_dir);
     link = measure_link_cost(lc);
     arrival = measure_arrival_jitter(lc);
+    if (!o.inter_node_mpirun.empty()) {
+      LinkCalibration across = lc;
+      across.mpirun = o.inter_node_mpirun;
+      across.work_dir = work / "inter";
+      fs::create_directories(across.work_dir);
+      inter = measure_link_cost(across);
+    }
   } catch (...) {
     out << "calibrate: the benchmark's files are kept in " << work.string() << "\n";
     throw;
   }
   fs::remove_all(work);
-  // One machine: every rank is on the same shared-memory link.
-  d.intra_node = d.inter_node = link.link;
-  fmt::print(out,
-             "link ({} ranks, all-reduce): alpha {:.1f} us, {:.2f} GB/s over all {} sizes "
-             "(median error {:.0f}%); per size band (median error {:.0f}%):\n",
-             o.link_ranks, link.link.alpha_s * 1e6, link.link.bytes_per_s / 1e9, link.rows,
-             100 * link.median_rel_error, 100 * link.median_rel_error_bands);
-  for (const LinkBand& b : link.link.bands)
-    fmt::print(out, "  messages up to {:>8.0f} KiB: alpha {:6.1f} us, {:6.2f} GB/s\n",
-               b.max_bytes / 1024, b.alpha_s * 1e6, b.bytes_per_s / 1e9);
+  // One launcher: every rank is on the same link (one machine); two: the
+  // second measured the link between nodes.
+  d.intra_node = link.link;
+  d.inter_node = o.inter_node_mpirun.empty() ? link.link : inter.link;
+  auto print_fit = [&](const char* what, const LinkFit& f) {
+    fmt::print(out,
+               "{} ({} ranks, all-reduce): alpha {:.1f} us, {:.2f} GB/s over all {} sizes "
+               "(median error {:.0f}%); per size band (median error {:.0f}%):\n",
+               what, o.link_ranks, f.link.alpha_s * 1e6, f.link.bytes_per_s / 1e9, f.rows,
+               100 * f.median_rel_error, 100 * f.median_rel_error_bands);
+    for (const LinkBand& b : f.link.bands)
+      fmt::print(out, "  messages up to {:>8.0f} KiB: alpha {:6.1f} us, {:6.2f} GB/s\n",
+                 b.max_bytes / 1024, b.alpha_s * 1e6, b.bytes_per_s / 1e9);
+  };
+  print_fit(o.inter_node_mpirun.empty() ? "link" : "intra-node link", link);
+  if (!o.inter_node_mpirun.empty()) print_fit("inter-node link", inter);
   d.arrival_jitter = arrival.jitter;
   std::string waits;
   for (size_t i = 0; i < arrival.works_s.size(); ++i)

@@ -20,6 +20,10 @@ struct CalibrateOptions {
   int devices_per_node = 8;
   int link_ranks = 2;
   std::string mpirun = kLocalMpirun;
+  // A launcher that puts the sweep's ranks on different nodes (e.g. the
+  // namespace harness with --map-by ppr:1:node): its fit becomes the
+  // inter-node link, --mpirun's the intra-node one. Empty: one link for both.
+  std::string inter_node_mpirun;
   bool quick = false;  // a small grid and short rounds (tests; not for planning)
 };
 
