@@ -19,6 +19,7 @@ PKGS=(
   python3-httpx python3-pydantic python3-anyio python3-sniffio python3-distro
   libonig-dev libpcre2-dev libcpp-httplib-dev
   fortunes
+  iproute2 util-linux
 )
 PY=/usr/bin/python3
 # PyPI packages, pinned; --no-deps so pip cannot replace Debian's torch or

@@ -6,7 +6,8 @@
 # that raises an error), finishes every step under the supervisor, and its
 # final parameters equal an uninterrupted run's bit for bit. Each recovery's
 # time to detect, restart and load and its steps redone are printed; the
-# steps redone are at most the snapshot interval. The seed of the random
+# steps redone are at most twice the snapshot interval (the newest snapshot
+# may still be in flight when a failure strikes). The seed of the random
 # steps is printed so that a failure can be replayed (CHAOS_SEED=...).
 # Usage: chaos_check.sh PARALLM
 set -u
@@ -80,8 +81,11 @@ for r in recovered:
     print(f"attempt {r['attempt']}: detected in {r['detect_s']:.1f} s, first step "
           f"{r['restart_s']:.1f} s later (loaded in {r['load_s']:.2f} s), "
           f"{r['steps_redone']} step(s) redone")
-    assert r["steps_redone"] <= interval, f"{r['steps_redone']} steps redone > interval {interval}"
+    # The newest snapshot may still be in flight when the failure strikes
+    # (written in the background, and a save waits for the one before it):
+    # then the one before it is resumed. docs/resilience.md derives the bound.
+    assert r["steps_redone"] <= 2 * interval, f"{r['steps_redone']} steps redone > 2 x {interval}"
 PY
 cmp "$work/ref/model.safetensors" "$work/hf/model.safetensors" \
   || fail "the final parameters differ from the uninterrupted run's"
-echo "ok: three planted failures recovered, the final parameters equal the uninterrupted run's bit for bit ($(printf '%.1f' "$(echo "$end - $start" | bc)") s supervised)"
+echo "ok: three planted failures recovered, the final parameters equal the uninterrupted run's bit for bit ($(awk "BEGIN { printf \"%.1f\", $end - $start }") s supervised)"
