@@ -1,5 +1,8 @@
 #include "checkpoint/checkpoint_writer.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include "base/error.h"
 
 namespace parallm {
@@ -46,6 +49,10 @@ SaveResult CheckpointWriter::save(const TrainingState& state, const Transformer&
   pending_ = prepare_save(opts_, state, model, dp, world_, true, std::move(buffers_));
   in_flight_ = SavedCheckpoint{"", seconds_since(t0), 0, true};
   thread_ = std::thread([this, t0] {
+    // The training threads come first: the writer takes the cores they
+    // leave (page copies and hashing), not theirs. Linux nices a thread
+    // through its own id.
+    (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
     try {
       in_flight_.dir = complete_save(*pending_, timeout_, &cancel_);
       in_flight_.write_s = seconds_since(t0);

@@ -69,7 +69,7 @@ void judge_stage(const std::vector<std::vector<RankTimes>>& window, const std::v
     o[static_cast<size_t>(r)] = median(own[static_cast<size_t>(r)]);
     st.push_back(median(step[static_cast<size_t>(r)]));
   }
-  const double min_excess = kStragglerMinShareOfStep * median(st);
+  const double min_excess = std::max(kStragglerMinExcessMs, kStragglerMinShareOfStep * median(st));
   // Against the median of the others: with two ranks a median over all would
   // be their mean, and a slow rank would sit halfway to it.
   const auto judge = [&](const std::vector<double>& of, int r, StragglerCause cause) {
@@ -90,8 +90,8 @@ std::vector<StragglerVerdict> find_stragglers(const std::vector<std::vector<Rank
   std::vector<StragglerVerdict> out;
   if (window.empty()) return out;
   for (const std::vector<RankTimes>& at : window)
-    PX_CHECK(at.size() == stage.size(), "straggler window: {} ranks' times for {} ranks",
-             at.size(), stage.size());
+    PX_CHECK(at.size() == stage.size(), "straggler window: {} ranks' times for {} ranks", at.size(),
+             stage.size());
   std::map<int, std::vector<int>> by_stage;
   for (size_t r = 0; r < stage.size(); ++r) by_stage[stage[r]].push_back(static_cast<int>(r));
   for (const auto& [s, ranks] : by_stage)
@@ -106,11 +106,11 @@ std::string describe(const StragglerVerdict& v, int64_t first_step, int64_t last
   const bool compute = v.cause == StragglerCause::Compute;
   const std::string ratio =
       std::isfinite(v.ratio) ? fmt::format("{:.2f}x", v.ratio) : std::string("the others: none");
-  return fmt::format("straggler: rank {} {} {:.1f} ms/step vs median {:.1f} ms ({}) over steps "
-                     "{}-{}{}",
-                     v.rank, compute ? "compute" : "communication", v.ms, v.median_ms, ratio,
-                     first_step, last_step,
-                     compute ? "" : " (blocked in communication, waits for slower ranks excluded)");
+  return fmt::format(
+      "straggler: rank {} {} {:.1f} ms/step vs median {:.1f} ms ({}) over steps "
+      "{}-{}{}",
+      v.rank, compute ? "compute" : "communication", v.ms, v.median_ms, ratio, first_step,
+      last_step, compute ? "" : " (blocked in communication, waits for slower ranks excluded)");
 }
 
 StragglerMonitor::StragglerMonitor(const ResilienceConfig& cfg, comm::Communicator* world,
@@ -128,9 +128,9 @@ std::vector<RankTimes> StragglerMonitor::on_step(const StepStats& s) {
   // The stage rides along every step: one double more is as cheap as none,
   // and the monitor needs no set-up collective.
   constexpr size_t kFields = 6;
-  const double mine[kFields] = {step_ms,          std::max(step_ms - s.comm_ms, 0.0),
-                                s.comm_ms,        s.exposed_comm_ms,
-                                s.peer_wait_ms,   static_cast<double>(stage_)};
+  const double mine[kFields] = {step_ms,        std::max(step_ms - s.comm_ms, 0.0),
+                                s.comm_ms,      s.exposed_comm_ms,
+                                s.peer_wait_ms, static_cast<double>(stage_)};
   const bool root = world_->rank() == 0;
   const auto n = static_cast<size_t>(world_->size());
   std::vector<double> all(root ? kFields * n : 0);
@@ -147,10 +147,8 @@ std::vector<RankTimes> StragglerMonitor::on_step(const StepStats& s) {
   if (window_.empty()) window_first_step_ = s.step;
   window_.push_back(ranks);
   if (static_cast<int64_t>(window_.size()) == window_steps_) {
-    for (const StragglerVerdict& v : find_stragglers(window_, stages_, threshold_)) {
+    for (const StragglerVerdict& v : find_stragglers(window_, stages_, threshold_))
       fmt::print(log_, "{}\n", describe(v, window_first_step_, s.step));
-      verdicts_.push_back(v);
-    }
     log_.flush();
     window_.clear();
   }

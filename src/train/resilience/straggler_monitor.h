@@ -1,12 +1,10 @@
 // StragglerMonitor: names slow ranks with the cause (docs/resilience.md,
-// "Stragglers"). Every step each rank hands rank 0 its step, compute and
-// communication times in one small gather over the world; every
-// straggler_window steps rank 0 compares each rank's median with the median
-// of the other ranks of its pipeline stage and logs a line per slow rank:
-// compute (time outside communication calls) or communication (blocked time
-// that waiting for slower ranks does not explain). Invariant: a rank is never
-// named for time spent waiting on another rank, so the ranks that wait for
-// a slow one are not named, only the slow one is.
+// "Stragglers"). Every step one small gather brings each rank's step,
+// compute and communication times to rank 0; every straggler_window steps
+// rank 0 compares each rank's medians with those of the other ranks of its
+// pipeline stage and logs a line per slow rank, for compute or for
+// communication. Invariant: time a rank spent waiting for another is not
+// held against it, so the ranks waiting for a slow one are not named.
 #pragma once
 #include <cstdint>
 #include <ostream>
@@ -34,6 +32,10 @@ struct StragglerVerdict {
 // time over the others, so that the ratio of two small numbers (a fraction
 // of a millisecond of communication) names nobody.
 inline constexpr double kStragglerMinShareOfStep = 0.05;
+// And at least this many milliseconds: on shared cores the scheduler moves a
+// rank's step by a millisecond or two (rank 0 also writes the metrics), and
+// a straggler worth a line costs more than that.
+inline constexpr double kStragglerMinExcessMs = 2.0;
 
 // The verdict on one window. window[i][r]: step i's times of world rank r;
 // stage[r]: rank r's pipeline stage (ranks are compared within a stage,
@@ -56,8 +58,6 @@ class StragglerMonitor {
   // times on rank 0 (empty elsewhere, and when off), for the metrics record;
   // at the end of a window, rank 0 logs its verdict.
   std::vector<RankTimes> on_step(const StepStats& s);
-  // Every verdict so far (rank 0), for tests and the job's summary.
-  const std::vector<StragglerVerdict>& verdicts() const { return verdicts_; }
 
  private:
   comm::Communicator* world_;
@@ -69,7 +69,6 @@ class StragglerMonitor {
   std::vector<std::vector<RankTimes>> window_;  // rank 0: this window's steps
   std::vector<int> stages_;                     // rank 0: every rank's stage
   int64_t window_first_step_ = 0;
-  std::vector<StragglerVerdict> verdicts_;
 };
 
 }  // namespace parallm
