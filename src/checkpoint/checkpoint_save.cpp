@@ -114,7 +114,7 @@ std::vector<CheckpointPiece> checkpoint_pieces(const Transformer& model, DataPar
 
 PreparedSave prepare_save(const CheckpointSaveOptions& opts, const TrainingState& state,
                           const Transformer& model, DataParallel& dp, comm::Communicator* world,
-                          bool copy, std::vector<std::vector<float>> reuse) {
+                          bool copy, CopyArena reuse) {
   PreparedSave p;
   p.host = std::move(reuse);
   p.opts = opts;
@@ -135,19 +135,15 @@ PreparedSave prepare_save(const CheckpointSaveOptions& opts, const TrainingState
   // when the write runs on while training changes the values.
   const ops::Stream& st = model.params().stream();
   if (copy || st.device() != Device::CPU) {
-    // The buffers of the last save are reused: the same pieces every time,
-    // so no new pages are touched (a first touch of 1.5 GB costs more than
-    // the copy itself).
-    p.host.resize(p.pieces.size());
-    for (size_t i = 0; i < p.pieces.size(); ++i) {
-      CheckpointPiece& piece = p.pieces[i];
-      std::vector<float>& h = p.host[i];
-      h.resize(static_cast<size_t>(piece.slice.numel()));
-      ops::copy_to_host(st, h.data(), piece.data, h.size() * sizeof(float));
-      piece.data = h.data();
+    size_t total = 0;
+    for (const CheckpointPiece& piece : p.pieces) total += static_cast<size_t>(piece.slice.numel());
+    float* at = p.host.reserve(total);
+    for (CheckpointPiece& piece : p.pieces) {
+      const size_t n = static_cast<size_t>(piece.slice.numel());
+      ops::copy_to_host(st, at, piece.data, n * sizeof(float));
+      piece.data = at;
+      at += n;
     }
-  } else {
-    p.host.clear();
   }
   return p;
 }
@@ -156,12 +152,11 @@ std::string complete_save(const PreparedSave& p, std::chrono::milliseconds timeo
                           const std::atomic<bool>* cancel) {
   const fs::path root(p.opts.dir), tmp(p.tmp), final_dir = root / p.name;
   const std::string shard = shard_file_name(p.rank, p.size);
-  write_shard_file((tmp / shard).string(), p.pieces, p.rank);
+  const WrittenFile mine = write_shard_file((tmp / shard).string(), p.pieces, p.rank);
   if (p.opts.after_shard) p.opts.after_shard(p.rank, (tmp / shard).string());
   // This rank's digest, for rank 0's manifest. A file, not a message: the
   // write may run on a thread of its own while the training thread owns the
   // communicators (checkpoint_writer.h).
-  const ManifestEntry mine = manifest_entry(tmp.string(), shard);
   write_file_atomically(digest_path(tmp.string(), p.rank), [&](std::ostream& out) {
     out << mine.bytes << " " << mine.sha256 << "\n";
   });

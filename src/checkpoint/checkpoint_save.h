@@ -23,6 +23,7 @@
 #include "model/transformer.h"
 #include "parallel/data/data_parallel.h"
 #include "checkpoint/checkpoint_state.h"
+#include "checkpoint/copy_arena.h"
 
 namespace parallm {
 
@@ -31,7 +32,8 @@ struct CheckpointSaveOptions {
   int keep = 0;  // keep the newest N complete checkpoints (0: all)
   // Test hook, on each rank after its shard file is written (fault tests
   // kill a rank here, before the manifest exists).
-  std::function<void(int rank, const std::string& shard_path)> after_shard;
+  using ShardHook = std::function<void(int rank, const std::string& shard_path)>;
+  ShardHook after_shard;
 };
 
 // A save between its phases: what this rank writes, with its own copy of
@@ -42,14 +44,14 @@ struct PreparedSave {
   int rank = 0, size = 1;
   std::string name, tmp;  // "step-NNNNNNN", its temporary directory
   std::vector<CheckpointPiece> pieces;
-  std::vector<std::vector<float>> host;  // the copies the pieces point into
+  CopyArena host;  // the copies the pieces point into (when copied)
 };
 
 // Collective over world (null: one process). The state's step names the directory.
 // `reuse`: the copies of an earlier save, whose memory is taken over.
 PreparedSave prepare_save(const CheckpointSaveOptions& opts, const TrainingState& state,
                           const Transformer& model, DataParallel& dp, comm::Communicator* world,
-                          bool copy, std::vector<std::vector<float>> reuse = {});
+                          bool copy, CopyArena reuse = {});
 // Writes this rank's shard and digest; on rank 0 waits (up to `timeout`, or
 // until *cancel) for every rank's digest, then writes the state and the
 // manifest and publishes the directory. Returns the final step directory.

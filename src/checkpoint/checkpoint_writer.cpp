@@ -15,13 +15,24 @@ double seconds_since(Clock::time_point t0) {
 
 }  // namespace
 
-CheckpointWriter::CheckpointWriter(CheckpointSaveOptions opts, bool async,
-                                   comm::Communicator* world, std::chrono::milliseconds timeout)
-    : opts_(std::move(opts)), async_(async), world_(world), timeout_(timeout) {}
+CheckpointWriter::CheckpointWriter(comm::Communicator* world, std::chrono::milliseconds timeout)
+    : world_(world), timeout_(timeout) {}
 
 CheckpointWriter::~CheckpointWriter() {
   cancel_ = true;
+  if (warm_up_.joinable()) warm_up_.join();
   if (thread_.joinable()) thread_.join();
+}
+
+void CheckpointWriter::warm_up(const Transformer& model, DataParallel& dp) {
+  if (warm_up_.joinable()) return;
+  size_t floats = 0;
+  for (const CheckpointPiece& p : checkpoint_pieces(model, dp))
+    floats += static_cast<size_t>(p.slice.numel());
+  warm_up_ = std::thread([this, floats] {
+    (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
+    buffers_.prefault(floats);
+  });
 }
 
 std::optional<SavedCheckpoint> CheckpointWriter::join() {
@@ -33,20 +44,21 @@ std::optional<SavedCheckpoint> CheckpointWriter::join() {
   return in_flight_;
 }
 
-SaveResult CheckpointWriter::save(const TrainingState& state, const Transformer& model,
-                                  DataParallel& dp) {
+SaveResult CheckpointWriter::save(const SaveTarget& to, const TrainingState& state,
+                                  const Transformer& model, DataParallel& dp) {
   const auto t0 = Clock::now();  // the wait for the save before counts as stall
+  if (warm_up_.joinable()) warm_up_.join();
   SaveResult r;
   r.completed = join();
-  if (!async_) {
+  if (!to.async) {
     SavedCheckpoint s;
-    s.dir = save_checkpoint(opts_, state, model, dp, world_, timeout_);
+    s.dir = save_checkpoint(to.opts, state, model, dp, world_, timeout_);
     s.stall_s = s.write_s = seconds_since(t0);
     r.stall_s = s.stall_s;
     r.completed = s;
     return r;
   }
-  pending_ = prepare_save(opts_, state, model, dp, world_, true, std::move(buffers_));
+  pending_ = prepare_save(to.opts, state, model, dp, world_, true, std::move(buffers_));
   in_flight_ = SavedCheckpoint{"", seconds_since(t0), 0, true};
   thread_ = std::thread([this, t0] {
     // The training threads come first: the writer takes the cores they

@@ -1,5 +1,5 @@
-// CheckpointWriter: the run's checkpoints, written synchronously or in the
-// background. An asynchronous save stalls the step only for the collective
+// CheckpointWriter: the run's checkpoints and snapshots, written
+// synchronously or in the background. An asynchronous save stalls the step only for the collective
 // prepare phase (a barrier and a copy of this rank's pieces into host
 // memory); a thread of its own then writes the shard and digest and, on
 // rank 0, the manifest (last) and `latest`. A save waits for the one before
@@ -33,31 +33,42 @@ struct SaveResult {
   std::optional<SavedCheckpoint> completed;
 };
 
+// Where and how one save goes: a run's checkpoints (--save, background
+// under --async-save) and its snapshots (--snapshot, always background)
+// share one writer, so one save is in flight and one copy of the state held.
+struct SaveTarget {
+  CheckpointSaveOptions opts;
+  bool async = false;
+};
+
 class CheckpointWriter {
  public:
-  CheckpointWriter(CheckpointSaveOptions opts, bool async, comm::Communicator* world,
-                   std::chrono::milliseconds timeout);
+  CheckpointWriter(comm::Communicator* world, std::chrono::milliseconds timeout);
   // Stops a write in flight (an error is ending the job; the save is lost).
   ~CheckpointWriter();
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
+  // For a run with background saves: fills the copies' memory in the
+  // background now (a first touch of 1.5 GB takes seconds under a
+  // hypervisor), so the first save's stall is a copy at memory speed. Not
+  // collective.
+  void warm_up(const Transformer& model, DataParallel& dp);
   // Collective, at a step boundary; waits for the save in flight first.
-  SaveResult save(const TrainingState& state, const Transformer& model, DataParallel& dp);
-  bool async() const { return async_; }
+  SaveResult save(const SaveTarget& to, const TrainingState& state, const Transformer& model,
+                  DataParallel& dp);
   // Collective: the save in flight, complete on every rank, if any.
   std::optional<SavedCheckpoint> finish();
 
  private:
-  CheckpointSaveOptions opts_;
-  bool async_;
   comm::Communicator* world_;
   std::chrono::milliseconds timeout_;
   std::thread thread_;
+  std::thread warm_up_;
   std::atomic<bool> cancel_{false};
   std::exception_ptr error_;
   std::optional<PreparedSave> pending_;
-  std::vector<std::vector<float>> buffers_;  // the last save's copies, reused
+  CopyArena buffers_;  // the last save's copies, reused
   SavedCheckpoint in_flight_;
   std::optional<SavedCheckpoint> join();
 };

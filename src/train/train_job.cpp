@@ -25,11 +25,11 @@
 #include "checkpoint/checkpoint_export.h"
 #include "checkpoint/checkpoint_load.h"
 #include "checkpoint/checkpoint_save.h"
-#include "checkpoint/checkpoint_writer.h"
 #include "checkpoint/resume_candidates.h"
 #include "train/resilience/planted_failure.h"
 #include "train/resilience/planted_slow_rank.h"
 #include "train/resilience/straggler_monitor.h"
+#include "train/checkpoint_cadence.h"
 #include "train/gemm_peak_cache.h"
 #include "train/pipeline_trace.h"
 #include "train/progress_log.h"
@@ -175,90 +175,6 @@ void print_banner(std::ostream& log, const RunConfig& rc, const Trainer& trainer
                par.pp, par.schedule, par.virtual_stages, rc.train.grad_accum_steps());
 }
 
-// After each step: a checkpoint when one is due (every save_interval steps,
-// at an exit and at the end), and whether the run stops (exit_interval).
-class CheckpointCadence {
- public:
-  CheckpointCadence(const RunConfig& rc, const TrainJobOptions& opts, const Transformer& model,
-                    Trainer& trainer, comm::Communicator* world, int rank, std::ostream& log)
-      : rc_(rc),
-        rank_(rank),
-        model_(model),
-        trainer_(trainer),
-        log_(log),
-        writer_({rc.train.checkpoint.save_dir, rc.train.checkpoint.keep, opts.checkpoint_shard_hook},
-                rc.train.checkpoint.async_save, world,
-                std::chrono::milliseconds(
-                    static_cast<int64_t>(rc.train.resilience.comm_timeout_s * 1000))),
-        snapshots_({rc.train.checkpoint.snapshot_dir, 2, opts.checkpoint_shard_hook}, true, world,
-                   std::chrono::milliseconds(
-                       static_cast<int64_t>(rc.train.resilience.comm_timeout_s * 1000))) {}
-
-  bool after_step(int64_t done) {
-    const CheckpointConfig& c = rc_.train.checkpoint;
-    const int64_t steps = rc_.train.training.steps;
-    const bool exit = c.exit_interval > 0 && done % c.exit_interval == 0 && done < steps;
-    const bool save =
-        !c.save_dir.empty() &&
-        ((c.save_interval > 0 && done % c.save_interval == 0) || exit || done == steps);
-    const bool snapshot = c.snapshot_interval > 0 && done % c.snapshot_interval == 0;
-    if (save)
-      write(writer_, done);
-    else if (snapshot)  // a checkpoint of the same step makes the snapshot redundant
-      write(snapshots_, done);
-    if (exit) fmt::print(log_, "exit interval {}: stopping after step {}\n", c.exit_interval, done);
-    return exit;
-  }
-
-  // After the loop: the save in flight completes on every rank.
-  void finish() {
-    report(writer_.finish());
-    report(snapshots_.finish());
-  }
-
- private:
-  const RunConfig& rc_;
-  int rank_;
-  const Transformer& model_;
-  Trainer& trainer_;
-  std::ostream& log_;
-  CheckpointWriter writer_;     // --save
-  CheckpointWriter snapshots_;  // --snapshot
-
-  void write(CheckpointWriter& w, int64_t done) {
-    const ParallelismConfig& par = rc_.train.parallelism;
-    const CheckpointLayout layout{par.world_size(),
-                                  par.dp.dp,
-                                  par.tp,
-                                  par.pp,
-                                  par.dp.zero,
-                                  std::string(dp_mode_name(par.dp.mode)),
-                                  par.sequence_parallel,
-                                  par.cp,
-                                  par.ep};
-    const Optimizer* opt = trainer_.optimizer();
-    TrainingState st =
-        training_state_of(rc_.model, rc_.train, layout, done, opt ? opt->steps_taken() : done,
-                          trainer_.updates(), trainer_.loss_scaler().state());
-    st.moe_expert_bias = model_.expert_bias().values();
-    const SaveResult r = w.save(st, model_, trainer_.data_parallel());
-    report(r.completed);
-    if (w.async())
-      fmt::print(log_, "{} step {}: the step stalled {:.3f} s (copy), writing in the background\n",
-                 &w == &snapshots_ ? "snapshot" : "checkpoint", done, r.stall_s);
-  }
-
-  void report(const std::optional<SavedCheckpoint>& s) const {
-    if (!s || rank_ != 0) return;  // the directory is complete once rank 0 is done
-    if (s->async)
-      fmt::print(log_, "saved checkpoint {} ({:.1f} MB, written in the background in {:.2f} s)\n",
-                 s->dir, directory_bytes(s->dir) / 1e6, s->write_s);
-    else
-      fmt::print(log_, "saved checkpoint {} ({:.1f} MB in {:.2f} s)\n", s->dir,
-                 directory_bytes(s->dir) / 1e6, s->write_s);
-  }
-};
-
 // After the loop: the measured pipeline pictures (pp > 1), the validation
 // loss, the closing line and the Hugging Face export (--save-hf).
 void finish(const RunConfig& rc, const TrainJobOptions& opts, const RankGrid& grid,
@@ -388,7 +304,7 @@ double run_train_job(const TrainJobOptions& opts, const LaunchEnv& env, std::ost
   print_banner(log, rc, trainer, peak);
 
   ProgressLog progress(log, env.stderr_is_tty && &log == &std::cerr, t);
-  CheckpointCadence cadence(rc, opts, model, trainer, world, rank, log);
+  CheckpointCadence cadence(rc, opts.checkpoint_shard_hook, model, trainer, world, rank, log);
   const auto planted = failure_for(parse_planted_failures(t.resilience.plant_failures),
                                    env.restart_count, rank);
   StragglerMonitor stragglers(t.resilience, world, log, grid.coord(rank).pp_rank);

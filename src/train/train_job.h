@@ -11,6 +11,7 @@
 #include "base/env.h"
 #include "comm/communicator.h"
 #include "device/job_device.h"
+#include "checkpoint/checkpoint_save.h"
 #include "train/config/train_config.h"
 
 namespace parallm {
@@ -20,7 +21,7 @@ struct TrainJobOptions {
   std::string save_dtype = "F32";  // F32 or BF16
   int threads = 0;                 // 0: OpenMP default
   // Fault tests: called on each rank after it wrote its checkpoint shard.
-  std::function<void(int rank, const std::string& shard_path)> checkpoint_shard_hook;
+  CheckpointSaveOptions::ShardHook checkpoint_shard_hook;
 };
 
 // Returns the final training loss (NaN when a resumed run was already at

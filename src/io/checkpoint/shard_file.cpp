@@ -4,15 +4,17 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
+#include "io/checkpoint/file_digest.h"
 #include "io/safetensors_writer.h"
 
 namespace parallm {
 
 constexpr const char* kPiecesKey = "parallm.pieces";
 
-void write_shard_file(const std::string& path, const std::vector<CheckpointPiece>& pieces,
-                      int rank) {
+WrittenFile write_shard_file(const std::string& path, const std::vector<CheckpointPiece>& pieces,
+                             int rank) {
   SafetensorsWriter w;
   nlohmann::json meta = nlohmann::json::object();
   for (const auto& p : pieces) {
@@ -24,7 +26,14 @@ void write_shard_file(const std::string& path, const std::vector<CheckpointPiece
   w.set_metadata("format", "parallm-checkpoint-shard");
   w.set_metadata("rank", std::to_string(rank));
   w.set_metadata(kPiecesKey, meta.dump());
-  w.write(path);
+  WrittenFile written;
+  write_file_atomically(path, [&](std::ostream& out) {
+    HashingStream h(out);
+    w.write_to(h);
+    h.flush();
+    written = {h.bytes(), h.hex()};
+  });
+  return written;
 }
 
 ShardSet::ShardSet(const std::vector<std::string>& paths) {

@@ -23,9 +23,14 @@ struct CheckpointPiece {
   const float* data = nullptr;  // slice.numel() values; must outlive the write
 };
 
-// Writes the pieces to `path` (atomically) as F32 with their metadata.
-void write_shard_file(const std::string& path, const std::vector<CheckpointPiece>& pieces,
-                      int rank);
+// Writes the pieces to `path` (atomically) as F32 with their metadata;
+// returns the file's size and SHA-256, taken as it was written.
+struct WrittenFile {
+  int64_t bytes = 0;
+  std::string sha256;
+};
+WrittenFile write_shard_file(const std::string& path, const std::vector<CheckpointPiece>& pieces,
+                             int rank);
 
 class ShardSet {
  public:
