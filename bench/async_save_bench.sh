@@ -59,8 +59,8 @@ print(f"CPU: {cpu}, {threads} training thread(s); GPT-2 124M, 4 x 128 tokens per
 print(f"step time over steps 2-20 (the save after step 10 among them): no saves {none*1e3:.0f} ms, "
       f"sync {s_step*1e3:.0f} ms, async {a_step*1e3:.0f} ms")
 print(f"synchronous saves: {', '.join(f'{x:.2f}' for x in sync)} s")
-print(f"asynchronous saves, the step's stall: {', '.join(f'{x:.3f}' for x in stall)} s "
-      f"(the first copies into fresh pages); written in the background in "
+print(f"asynchronous saves, the step's stall: {', '.join(f'{x:.3f}' for x in stall)} s; "
+      f"written in the background in "
       f"{', '.join(f'{x:.2f}' for x in bg)} s")
 print(f"stall / synchronous save, save after step 10: {stall[0]/sync[0]*100:.1f}%; "
       f"after step 20: {stall[1]/sync[1]*100:.1f}%")
