@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "base/child_process.h"
 #include "base/error.h"
 #include "launch/job_session.h"
 
@@ -21,12 +22,7 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 
 std::vector<Host> parse_hosts(const std::string& spec) {
   std::vector<Host> out;
-  size_t at = 0;
-  while (at < spec.size()) {
-    size_t end = spec.find(',', at);
-    if (end == std::string::npos) end = spec.size();
-    const std::string part = spec.substr(at, end - at);
-    at = end + 1;
+  for (const std::string& part : split_list(spec, ',')) {
     Host h;
     const size_t colon = part.find(':');
     h.name = part.substr(0, colon);
@@ -46,7 +42,10 @@ std::vector<Host> parse_hosts(const std::string& spec) {
 
 std::string hosts_spec(const std::vector<Host>& hosts) {
   std::string s;
-  for (const Host& h : hosts) s += (s.empty() ? "" : ",") + fmt::format("{}:{}", h.name, h.slots);
+  for (const Host& h : hosts) {
+    if (!s.empty()) s += ',';
+    s += fmt::format("{}:{}", h.name, h.slots);
+  }
   return s;
 }
 

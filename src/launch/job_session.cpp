@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/child_process.h"
 #include "base/error.h"
 
 namespace parallm {
@@ -53,21 +54,9 @@ JobSession::JobSession(const std::vector<std::string>& argv,
   PX_CHECK(!argv.empty(), "launch: no command given");
   int fds[2];
   PX_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "launch: cannot make a pipe");
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  // Built before fork: the child only calls exec.
-  std::vector<std::string> vars;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string kv = *e;
-    bool replaced = false;
-    for (const auto& [k, v] : env) replaced = replaced || kv.rfind(k + "=", 0) == 0;
-    if (!replaced) vars.push_back(kv);
-  }
-  for (const auto& [k, v] : env) vars.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (const std::string& v : vars) envp.push_back(const_cast<char*>(v.c_str()));
-  envp.push_back(nullptr);
+  std::vector<char*> args = exec_array(argv);
+  const std::vector<std::string> vars = environment_with(env);  // before fork: the child only execs
+  std::vector<char*> envp = exec_array(vars);
   pid_ = ::fork();
   PX_CHECK(pid_ >= 0, "launch: cannot start '{}': fork failed", argv[0]);
   if (pid_ == 0) {  // async-signal-safe calls only until exec

@@ -15,3 +15,9 @@ tiny_corpus() {
   yes "the cat sat on the mat and the dog sat on the log." | head -n "${3:-300}" > "$2/doc.txt"
   "$1" tokenize "$2/doc.txt" --out "$2/data" >/dev/null || fail "tokenize"
 }
+# tiny_model_table [MAX_POSITIONS]: the [model] table of the tiny GPT-2 the
+# CLI tests train (32 wide, 2 layers, 4 heads), for a run file.
+tiny_model_table() {
+  printf '[model]\npreset = "gpt2-tiny"\nhidden_size = 32\nnum_layers = 2\nnum_heads = 4\n'
+  printf 'intermediate_size = 64\nmax_positions = %s\n' "${1:-32}"
+}

@@ -15,20 +15,13 @@ bin="$1"
 work=$(mktemp -d)
 shm=$(mktemp -d -p /dev/shm parallm-chaos.XXXXXX)
 trap 'rm -rf "$work" "$shm"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+# fail, tiny_corpus, tiny_model_table
+. "$(dirname "$0")/../common/cli_checks.sh"
 mpi=(mpirun --oversubscribe --bind-to none --mca btl self,vader --mca mpi_yield_when_idle 1 -np 4)
 export OMP_NUM_THREADS=1
 
-yes "the cat sat on the mat and the dog sat on the log." | head -n 400 > "$work/doc.txt"
-"$bin" tokenize "$work/doc.txt" --out "$work/data" >/dev/null || fail "tokenize"
-cat > "$work/run.toml" <<TOML
-[model]
-preset = "gpt2-tiny"
-hidden_size = 32
-num_layers = 2
-num_heads = 4
-intermediate_size = 64
-max_positions = 32
+tiny_corpus "$bin" "$work" 400
+{ tiny_model_table 32; cat <<TOML; } > "$work/run.toml"
 [data]
 train = "data_train.bin"
 [training]

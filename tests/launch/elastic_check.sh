@@ -10,19 +10,12 @@ set -u
 bin="$1"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+# fail, tiny_corpus, tiny_model_table
+. "$(dirname "$0")/../common/cli_checks.sh"
 export OMP_NUM_THREADS=1
 
-yes "the cat sat on the mat and the dog sat on the log." | head -n 400 > "$work/doc.txt"
-"$bin" tokenize "$work/doc.txt" --out "$work/data" >/dev/null || fail "tokenize"
-cat > "$work/run.toml" <<TOML
-[model]
-preset = "gpt2-tiny"
-hidden_size = 32
-num_layers = 2
-num_heads = 4
-intermediate_size = 64
-max_positions = 32
+tiny_corpus "$bin" "$work" 400
+{ tiny_model_table 32; cat <<TOML; } > "$work/run.toml"
 [data]
 train = "data_train.bin"
 [training]

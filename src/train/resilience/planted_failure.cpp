@@ -4,18 +4,14 @@
 
 #include <cstdio>
 
+#include "base/child_process.h"
 #include "base/error.h"
 
 namespace parallm {
 
 std::vector<PlantedFailure> parse_planted_failures(const std::string& spec) {
   std::vector<PlantedFailure> out;
-  size_t at = 0;
-  while (at < spec.size()) {
-    size_t end = spec.find(',', at);
-    if (end == std::string::npos) end = spec.size();
-    const std::string part = spec.substr(at, end - at);
-    at = end + 1;
+  for (const std::string& part : split_list(spec, ',')) {
     const size_t a = part.find('@'), c = part.find(':');
     PX_CHECK(a != std::string::npos && c != std::string::npos && a < c,
              "plant_failures: '{}' is not KIND@STEP:RANK", part);
