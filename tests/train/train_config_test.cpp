@@ -193,7 +193,7 @@ TEST(TrainConfig, ValidateNamesTheValues) {
             std::string::npos);
   EXPECT_NE(error_of_run([](TrainConfig& t) {
               t.checkpoint.resume = true;
-            }).find("--resume needs --save or --load"),
+            }).find("--resume needs --save, --snapshot or --load"),
             std::string::npos);
   EXPECT_NE(error_of_run([](TrainConfig& t) {
               t.logging.log_interval = 0;
