@@ -17,6 +17,7 @@
 #include "launch/host_set.h"
 #include "launch/job_log.h"
 #include "launch/job_session.h"
+#include "launch/stop_signals.h"
 
 namespace parallm {
 namespace {
@@ -34,6 +35,7 @@ struct Attempt {
   std::optional<Clock::time_point> failed_at;  // the planted line, else the first error
   Clock::time_point ended_at;
   bool hung = false;
+  int stopped_by = 0;             // a signal to the supervisor ended it
   std::string why;                // the failure in words
 };
 
@@ -98,7 +100,8 @@ void report_recovery(const Attempt& f, const Attempt& a, int attempt, EventLog& 
 }
 
 Attempt run_attempt(const SupervisorOptions& o, const std::vector<std::string>& command,
-                    int attempt, const Attempt* failed, EventLog& events, std::ostream& log) {
+                    int attempt, const Attempt* failed, const StopSignals& stop, EventLog& events,
+                    std::ostream& log) {
   Attempt a;
   JobSession job(command, {{"PARALLM_RESTART_COUNT", std::to_string(attempt)}});
   Evidence ev;
@@ -135,6 +138,10 @@ Attempt run_attempt(const SupervisorOptions& o, const std::vector<std::string>& 
     if (auto st = job.exit_status()) {
       a.status = *st;
       break;
+    }
+    if (const int sig = stop.received(); sig != 0 && a.stopped_by == 0) {
+      a.stopped_by = sig;
+      job.kill_all();
     }
     if (o.hang_timeout_s > 0 && seconds(Clock::now() - last_progress) > o.hang_timeout_s) {
       a.hung = true;
@@ -202,6 +209,7 @@ int supervise(const SupervisorOptions& o, std::ostream& log) {
   PX_CHECK(program_on_path(o.command[0]), "launch: cannot run '{}': not found on PATH or not executable",
            o.command[0]);
   EventLog events(o.events_path);
+  const StopSignals stop;
   std::vector<Host> hosts = o.hosts.empty() ? std::vector<Host>{} : parse_hosts(o.hosts);
   PX_CHECK(o.min_hosts >= 1 && (hosts.empty() || o.min_hosts <= static_cast<int>(hosts.size())),
            "launch: --min-hosts ({}) must be between 1 and the hosts given ({})", o.min_hosts,
@@ -220,7 +228,14 @@ int supervise(const SupervisorOptions& o, std::ostream& log) {
     const std::vector<std::string> command =
         hosts.empty() ? o.command : command_for(o.command, hosts, o.dp_per_host);
     const auto started = Clock::now();
-    Attempt a = run_attempt(o, command, attempt, failed ? &*failed : nullptr, events, log);
+    Attempt a =
+        run_attempt(o, command, attempt, failed ? &*failed : nullptr, stop, events, log);
+    if (a.stopped_by != 0) {
+      fmt::print(log, "parallm launch: signal {} received: the job is ended (no restart)\n",
+                 a.stopped_by);
+      events.write({{"event", "stopped"}, {"attempt", attempt}, {"signal", a.stopped_by}});
+      return 128 + a.stopped_by;
+    }
     if (a.status == 0) {
       fmt::print(log, "parallm launch: finished in attempt {} ({} restart(s))\n", attempt + 1,
                  attempt);
@@ -245,7 +260,13 @@ int supervise(const SupervisorOptions& o, std::ostream& log) {
     fmt::print(log, "parallm launch: restarting in {:.1f} s (restart {} of {})\n", wait,
                attempt + 1, o.max_restarts);
     log.flush();
-    std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+    for (const auto until = Clock::now() + std::chrono::duration<double>(wait);
+         Clock::now() < until && stop.received() == 0;)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (const int sig = stop.received(); sig != 0) {
+      fmt::print(log, "parallm launch: signal {} received before the restart: stopping\n", sig);
+      return 128 + sig;
+    }
     failed = std::move(a);
   }
 }

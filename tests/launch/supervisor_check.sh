@@ -3,7 +3,8 @@
 # fails is restarted --max-restarts times with doubling back-off and then
 # given up with the last failure named and its exit status passed on; a
 # command that prints no step line within --hang-timeout is ended as hung,
-# with everything it started (a stopped child too); bad options are refused.
+# with everything it started (a stopped child too); a SIGINT to the
+# supervisor ends the job without a restart; bad options are refused.
 # Usage: supervisor_check.sh PARALLM
 set -u
 bin="$1"
@@ -45,7 +46,24 @@ if kill -0 "$child" 2>/dev/null && [ "$(awk '{print $3}' /proc/"$child"/stat)" !
 fi
 echo "ok: a command silent for the hang timeout was ended with its stopped child"
 
-# 3. Bad options.
+# 3. A signal to the supervisor ends the job, without a restart: the job
+# runs in a session of its own, out of reach of a terminal's Ctrl-C.
+"$bin" launch --max-restarts 3 -- sh -c 'echo $$ > "$0"; sleep 300' "$work/job.pid" 2>"$work/3.log" &
+sup=$!
+for _ in $(seq 100); do [ -s "$work/job.pid" ] && break; sleep 0.05; done
+kill -INT "$sup"
+wait "$sup"
+rc=$?
+[ "$rc" = 130 ] || fail "the supervisor exited $rc after SIGINT, expected 130: $(cat "$work/3.log")"
+grep -q "signal 2 received: the job is ended (no restart)" "$work/3.log" || fail "said: $(cat "$work/3.log")"
+job=$(cat "$work/job.pid")
+sleep 0.2
+if kill -0 "$job" 2>/dev/null && [ "$(awk '{print $3}' /proc/"$job"/stat)" != Z ]; then
+  fail "the job $job outlived the interrupted supervisor"
+fi
+echo "ok: SIGINT to the supervisor ended the job, with no restart"
+
+# 4. Bad options.
 err=$("$bin" launch --max-restarts -1 -- true 2>&1) && fail "--max-restarts -1 accepted"
 echo "$err" | grep -q "max-restarts must be >= 0, got -1" || fail "said: $err"
 err=$("$bin" launch -- no-such-command-px 2>&1) && fail "a missing command succeeded"
