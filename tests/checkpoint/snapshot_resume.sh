@@ -9,11 +9,11 @@
 # Usage: snapshot_resume.sh PARALLM
 set -u
 bin="$1"
-work=$(mktemp -d)
-shm=$(mktemp -d -p /dev/shm parallm-test.XXXXXX)
-trap 'rm -rf "$work" "$shm"' EXIT
-# fail, tiny_corpus, tiny_model_table
+# fail, tiny_corpus, tiny_model_table, memory_dir
 . "$(dirname "$0")/../common/cli_checks.sh"
+work=$(mktemp -d)
+shm=$(memory_dir)
+trap 'rm -rf "$work" "$shm"' EXIT
 mpi=(mpirun --oversubscribe --bind-to none --mca btl self,vader --mca mpi_yield_when_idle 1 -np 2)
 export OMP_NUM_THREADS=1
 

@@ -21,3 +21,8 @@ tiny_model_table() {
   printf '[model]\npreset = "gpt2-tiny"\nhidden_size = 32\nnum_layers = 2\nnum_heads = 4\n'
   printf 'intermediate_size = 64\nmax_positions = %s\n' "${1:-32}"
 }
+# memory_dir: a fresh directory in memory (/dev/shm, where snapshots go),
+# or under $TMPDIR on a machine without a writable /dev/shm.
+memory_dir() {
+  if [ -d /dev/shm ] && [ -w /dev/shm ]; then mktemp -d -p /dev/shm parallm-test.XXXXXX; else mktemp -d; fi
+}
