@@ -56,7 +56,7 @@ Opts parse(int argc, char** argv) {
     else
       PX_CHECK(false, "infer_bench: unknown flag {}", a);
   }
-  PX_CHECK(!o.model.empty(), "infer_bench: give --model HF_DIR");
+  PX_CHECK(!o.model.empty(), "infer_bench: give --model HF_DIR | FILE.gguf");
   return o;
 }
 
@@ -82,7 +82,9 @@ int main(int argc, char** argv) {
   const auto dev = open_job_device(device_from_name(o.device), nullptr, 0, false);
   const InferenceModel::Placement where{.tp = {.on = &ops::Stream::of(dev->memory())},
                                        .memory = &dev->memory()};
-  InferenceModel im({.hf_dir = o.model}, where, p, nullptr);
+  ModelSource src{.hf_dir = o.model};
+  select_gguf(src);  // a .gguf file (docs/gguf.md)
+  InferenceModel im(src, where, p, nullptr);
   const ModelConfig& cfg = im.model().config();
   std::vector<int32_t> prompt(static_cast<size_t>(o.prompt_len));
   for (int64_t i = 0; i < o.prompt_len; ++i)  // as prompt_ids() in infer_torch_peer.py

@@ -22,13 +22,14 @@ void add_generate_command(CLI::App& app, CommandRegistry& reg) {
   GenerateJobOptions& j = f->job;
   SamplingParams& s = j.gen.sampling;
   CLI::App* sub = app.add_subcommand("generate", "generate text from prompts");
-  auto* model = sub->add_option("--model", j.source.hf_dir, "Hugging Face model directory");
+  auto* model = sub->add_option("--model", j.source.hf_dir,
+                               "Hugging Face model directory, or a llama.cpp .gguf file (docs/gguf.md)");
   sub->add_option("--checkpoint", j.source.checkpoint, "training checkpoint directory")
       ->excludes(model);
   sub->add_option("--prompt", j.prompts, "prompt text (repeatable)");
   sub->add_option("--prompts-file", j.prompts_file, "file with one prompt per line");
   sub->add_option("--tokenizer", j.tokenizer,
-                  "directory with tokenizer.json (default: the --model directory's, else bytes)");
+                  "directory with tokenizer.json (default: the --model directory's or .gguf file's, else bytes)");
   sub->add_flag("--chat", j.chat,
                 "send each prompt as a user message through the tokenizer_config.json chat "
                 "template (plain text when there is none)");
@@ -56,7 +57,8 @@ void add_generate_command(CLI::App& app, CommandRegistry& reg) {
     const LaunchEnv env = read_launch_env();
     try {
       PX_CHECK(!f->job.source.hf_dir.empty() || !f->job.source.checkpoint.empty(),
-               "give --model HF_DIR or --checkpoint CKPT_DIR");
+               "give --model HF_DIR | FILE.gguf or --checkpoint CKPT_DIR");
+      select_gguf(f->job.source);
       PX_CHECK(f->job.tp * f->job.pp == env.world_size,
                "--tp ({}) x --pp ({}) must equal the number of ranks ({})", f->job.tp, f->job.pp,
                env.world_size);

@@ -24,11 +24,12 @@ void add_serve_command(CLI::App& app, CommandRegistry& reg) {
   auto job = std::make_shared<serve::ServeJobOptions>();
   serve::ServeJobOptions& j = *job;
   CLI::App* sub = app.add_subcommand("serve", "serve a model over the OpenAI HTTP API");
-  auto* model = sub->add_option("--model", j.source.hf_dir, "Hugging Face model directory");
+  auto* model = sub->add_option("--model", j.source.hf_dir,
+                               "Hugging Face model directory, or a llama.cpp .gguf file (docs/gguf.md)");
   sub->add_option("--checkpoint", j.source.checkpoint, "training checkpoint directory")
       ->excludes(model);
   sub->add_option("--tokenizer", j.tokenizer,
-                  "directory with tokenizer.json (default: the --model directory's, else bytes)");
+                  "directory with tokenizer.json (default: the --model directory's or .gguf file's, else bytes)");
   sub->add_option("--served-model-name", j.served_model_name,
                   "the model name clients give (default: the --model/--checkpoint path)");
   sub->add_option("--host", j.http.host, "address to listen on")->capture_default_str();
@@ -77,7 +78,8 @@ void add_serve_command(CLI::App& app, CommandRegistry& reg) {
       ->capture_default_str();
   reg.actions.emplace_back(sub, [job]() {
     PX_CHECK(!job->source.hf_dir.empty() || !job->source.checkpoint.empty(),
-             "give --model HF_DIR or --checkpoint CKPT_DIR");
+             "give --model HF_DIR | FILE.gguf or --checkpoint CKPT_DIR");
+    select_gguf(job->source);
     // libgomp reads its wait policy once, when it is loaded: a server not
     // told otherwise starts again with passive waiting, since spinning
     // workers made decode 4-50x slower on a shared CPU (docs/serving.md).

@@ -5,9 +5,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "data/byte_tokenizer.h"
 #include "infer/huge_pages.h"
+#include "io/gguf/gguf_config.h"
+#include "io/gguf/gguf_tokenizer.h"
+#include "io/gguf/gguf_weights.h"
 #include "io/hf_model.h"
 #include "parallel/pipeline/stage_partition.h"
 #include "checkpoint/checkpoint_load.h"
@@ -47,6 +51,10 @@ ModelStage generation_stage(const ModelConfig& cfg, int pp_rank, int pp) {
 }
 }  // namespace
 
+void select_gguf(ModelSource& s) {
+  if (is_gguf_path(s.hf_dir)) s.gguf = std::exchange(s.hf_dir, "");
+}
+
 InferenceModel::Placement inference_placement(const RankGrid& grid, const RankGroups& groups,
                                               int rank, MemoryResource& memory) {
   const TpGroup tp{.comm = grid.sizes().tp > 1 ? groups.tp.get() : nullptr,
@@ -58,9 +66,20 @@ InferenceModel::InferenceModel(const ModelSource& src, const Placement& where, P
                                comm::Communicator* world)
     : alloc_(where.memory != nullptr ? std::make_unique<Allocator>(*where.memory)
                                      : std::make_unique<Allocator>()) {
-  PX_CHECK(src.hf_dir.empty() != src.checkpoint.empty(),
-           "give exactly one of a model directory and a checkpoint");
-  if (!src.hf_dir.empty()) {
+  PX_CHECK(src.hf_dir.empty() + src.checkpoint.empty() + src.gguf.empty() == 2,
+           "give exactly one of a model directory, a GGUF file and a checkpoint");
+  if (!src.gguf.empty()) {
+    // The whole header and every tensor's extent are checked at open, and
+    // every tensor's name, shape and type before the first copy.
+    const GgufFile file = GgufFile::open(src.gguf);
+    const ModelConfig cfg = gguf_model_config(file);
+    model_ = std::make_unique<Transformer>(cfg, *alloc_, where.tp,
+                                           generation_stage(cfg, where.pp_rank, where.pp));
+    // Inference takes no gradients, and quantised weights need a frozen set.
+    model_->base_params().freeze();
+    load_gguf_weights(file, *model_);
+    eos_ = gguf_eos_ids(file);
+  } else if (!src.hf_dir.empty()) {
     const ModelConfig cfg = read_hf_model_config(src.hf_dir);
     model_ = std::make_unique<Transformer>(cfg, *alloc_, where.tp,
                                            generation_stage(cfg, where.pp_rank, where.pp));
@@ -100,7 +119,7 @@ void InferenceModel::use_huge_pages() {
   if (!matmul_) return;
   const uint16_t *lo = nullptr, *hi = nullptr;
   for (int i = 0; i < ps.size(); ++i) {
-    if (ps.nf4(ParamRef{i}) != nullptr) continue;  // no 16-bit copy
+    if (ps.quantized(i)) continue;  // no 16-bit copy
     const uint16_t* w = matmul_->weight(ps, ParamRef{i});
     if (lo == nullptr || w < lo) lo = w;
     if (hi == nullptr || w + ps.numel(i) > hi) hi = w + ps.numel(i);

@@ -16,9 +16,12 @@
 namespace parallm {
 
 struct ModelSource {
-  std::string hf_dir;      // either this
-  std::string checkpoint;  // or this (a checkpoint directory or a step directory)
+  std::string hf_dir;      // one of: a Hugging Face directory,
+  std::string checkpoint;  // a checkpoint directory or a step directory,
+  std::string gguf;        // a llama.cpp .gguf file (docs/gguf.md)
 };
+// --model PATH: a path ending in .gguf moves from hf_dir to gguf.
+void select_gguf(ModelSource& s);
 
 class InferenceModel {
  public:
@@ -36,7 +39,8 @@ class InferenceModel {
   ~InferenceModel();
   Transformer& model() { return *model_; }
   // End-of-sequence ids: config.json's eos_token_id (an id or a list) for a
-  // HF directory; else the byte tokenizer's end of text when in the vocabulary.
+  // HF directory; tokenizer.ggml.eos_token_id (and eot, eom) for GGUF; else
+  // the byte tokenizer's end of text when in the vocabulary.
   const std::vector<int32_t>& eos_ids() const { return eos_; }
 
  private:

@@ -18,7 +18,8 @@
 namespace parallm {
 
 // The directory whose tokenizer (and chat template) a model uses; "" means
-// the byte tokenizer. tokenizer_flag: --tokenizer, "" when not given.
+// the byte tokenizer, a .gguf path the file's tokenizer.ggml.* and
+// tokenizer.chat_template. tokenizer_flag: --tokenizer, "" when not given.
 std::string tokenizer_dir(const ModelSource& source, const std::string& tokenizer_flag);
 
 // The tokenizer in dir, or the byte tokenizer when dir is "".

@@ -29,6 +29,13 @@ void ParameterSet::allocate(Allocator& alloc, bool with_grads) {
   bind_flat();
 }
 
+void ParameterSet::freeze() {
+  PX_CHECK(allocated(), "freeze() needs an allocated parameter set");
+  grads_ = Tensor();
+  grad_ptr_.assign(size(), nullptr);
+  frozen_ = true;
+}
+
 void ParameterSet::bind_values(int first, int last, float* base) {
   PX_CHECK(0 <= first && first <= last && last <= size(), "bad parameter range [{}, {})", first,
            last);

@@ -71,6 +71,9 @@ class ParameterSet {
   // gradient buffer, and grad() returns null for every parameter.
   void allocate(Allocator& alloc, bool with_grads = true);
   bool frozen() const { return frozen_; }
+  // Inference: frees the gradient buffer; the set is frozen from now on (a
+  // GGUF model's linear weights then take their quantised form, set_quant).
+  void freeze();
   // Where ops on these parameters and gradients run (their allocator's device).
   const ops::Stream& stream() const {
     return alloc_ != nullptr ? ops::Stream::of(*alloc_) : ops::Stream::host();

@@ -89,6 +89,7 @@ int run_serve_job(const ServeJobOptions& opts, comm::Communicator* world, Shutdo
 
   const std::string name = !opts.served_model_name.empty() ? opts.served_model_name
                            : !opts.source.hf_dir.empty()   ? opts.source.hf_dir
+                           : !opts.source.gguf.empty()     ? opts.source.gguf
                                                            : opts.source.checkpoint;
   const ServedModel model{name,           cfg.max_positions,
                           cfg.vocab_size, tok.get(),
