@@ -36,17 +36,19 @@ PY=/usr/bin/python3
 # peft 0.12 (the LoRA adapter reference, docs/lora.md) and its accelerate
 # 0.33 run on Debian's torch 1.13; with their dependencies pip would pull a
 # multi-GB torch 2.x, so they too come without (psutil, pyyaml, tqdm,
-# packaging are Debian's).
+# packaging are Debian's). gguf 0.19 (llama.cpp's own reader and writer:
+# the reference for GGUF files and the dequantisation of every block type,
+# docs/quantized.md) needs numpy and pyyaml, both Debian's.
 PIP_PKGS=(safetensors==0.8.0 tokenizers==0.19.1 huggingface_hub==0.24.7 transformers==4.44.2
   typing_extensions==4.12.2 jiter==0.5.0 openai==1.54.4 tensorboard==2.14.0 accelerate==0.33.0
-  peft==0.12.0)
+  peft==0.12.0 gguf==0.19.0)
 # Every Python module a test imports -> the package that provides it
 # (tests/reference/*.py, tests/checkpoint/read_export.py,
 # tests/infer/serve/serve_openai_check.py).
 PY_MODULES=(numpy:python3-numpy torch:python3-torch safetensors:safetensors==0.8.0
   tokenizers:tokenizers==0.19.1 transformers:transformers==4.44.2 jinja2:python3-jinja2
   openai:openai==1.54.4 tensorboard.backend.event_processing.event_accumulator:tensorboard==2.14.0
-  accelerate:accelerate==0.33.0 peft:peft==0.12.0)
+  accelerate:accelerate==0.33.0 peft:peft==0.12.0 gguf:gguf==0.19.0)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -12,6 +12,7 @@
 #include "ops/copy.h"
 #include "ops/matmul.h"
 #include "ops/nf4.h"
+#include "ops/quant.h"
 
 namespace parallm {
 
@@ -51,10 +52,11 @@ MatmulPrecision::MatmulPrecision(Precision precision, const ParameterSet& ps, Al
     : precision_(precision),
       gemm_(lowp_type(precision), allow_native),
       valid_(static_cast<size_t>(ps.size()), 0) {
-  // NF4 weights (QLoRA) get no 16-bit copy: their tiles are rounded in the GEMM.
+  // Quantised weights (QLoRA's NF4, GGUF blocks) get no 16-bit copy: their
+  // tiles are rounded in the GEMM.
   int64_t total = 0;
   for (int i = 0; i < ps.size(); ++i) {
-    offsets_.push_back(ps.nf4(ParamRef{i}) != nullptr ? -1 : total);
+    offsets_.push_back(ps.quantized(i) ? -1 : total);
     if (offsets_.back() >= 0) total += (ps.numel(i) + 15) / 16 * 16;
   }
   copy_ = Tensor::zeros(alloc, {std::max<int64_t>(total, 1)},
@@ -63,7 +65,7 @@ MatmulPrecision::MatmulPrecision(Precision precision, const ParameterSet& ps, Al
 
 const uint16_t* MatmulPrecision::weight(const ParameterSet& ps, ParamRef w) {
   const int64_t at = offsets_[static_cast<size_t>(w.index)];
-  PX_CHECK(at >= 0, "'{}' is an NF4 weight: it has no 16-bit copy", ps.spec(w.index).name);
+  PX_CHECK(at >= 0, "'{}' is a quantised weight: it has no 16-bit copy", ps.spec(w.index).name);
   uint16_t* dst = copy_.half_bits() + at;
   if (!valid_[static_cast<size_t>(w.index)]) {
     ops::round_to_lowp(ops::Stream::of(copy_), dst, ps.value(w), ps.numel(w.index),
@@ -76,6 +78,13 @@ const uint16_t* MatmulPrecision::weight(const ParameterSet& ps, ParamRef w) {
 void matmul_weight(const LayerContext& c, bool trans_a, bool trans_w, int64_t M, int64_t N,
                    int64_t K, const float* A, int64_t lda, ParamRef w, const float* wvals,
                    int64_t ldw, float beta, float* C, int64_t ldc) {
+  if (const ops::QuantWeight* q = c.params.quant(w)) {  // inference: the forward product only
+    PX_CHECK(!trans_a && trans_w && beta == 0.0f && lda == K && ldc == N,
+             "'{}' is held in {} blocks: it serves C = A W^T only", c.params.spec(w.index).name,
+             ops::quant_traits(q->type()).name);
+    return ops::quant_linear_forward(c.stream(), c.alloc, C, A, *q, nullptr, M,
+                                     c.matmul != nullptr ? &c.matmul->gemm() : nullptr);
+  }
   if (c.matmul == nullptr)
     return ops::gemm(c.stream(), trans_a, trans_w, M, N, K, 1.0f, A, lda, wvals, ldw, beta, C, ldc);
   if (ops::skinny_fits(c.stream(), trans_a, trans_w, M)) {
@@ -109,6 +118,9 @@ void matmul_act(const LayerContext& c, bool trans_a, bool trans_b, int64_t M, in
 
 void linear_forward(const LayerContext& c, float* out, const float* inp, ParamRef w,
                     const float* bias, int64_t N, int64_t IC, int64_t OC) {
+  if (const ops::QuantWeight* q = c.params.quant(w))  // inference: GGUF blocks
+    return ops::quant_linear_forward(c.stream(), c.alloc, out, inp, *q, bias, N,
+                                     c.matmul != nullptr ? &c.matmul->gemm() : nullptr);
   if (const ops::Nf4Weight* q = c.params.nf4(w)) {
     Tensor buf;
     const float* x = nf4_operand(c, inp, N * IC, buf);
@@ -123,9 +135,9 @@ void linear_forward(const LayerContext& c, float* out, const float* inp, ParamRe
 void linear_forward_parts(const LayerContext& c, const float* inp, int64_t N, int64_t IC,
                           std::span<const LinearPart> parts) {
   constexpr size_t kMaxParts = 4;
-  const bool nf4 =
-      std::ranges::any_of(parts, [&](const LinearPart& p) { return c.params.nf4(p.w) != nullptr; });
-  if (nf4 || !ops::skinny_fits(c.stream(), false, true, N) || parts.size() > kMaxParts || IC <= 0) {
+  const bool quantized =
+      std::ranges::any_of(parts, [&](const LinearPart& p) { return c.params.quantized(p.w.index); });
+  if (quantized || !ops::skinny_fits(c.stream(), false, true, N) || parts.size() > kMaxParts || IC <= 0) {
     for (const LinearPart& p : parts) linear_forward(c, p.out, inp, p.w, p.bias, N, IC, p.OC);
     return;
   }

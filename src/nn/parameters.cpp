@@ -84,14 +84,27 @@ void ParameterSet::set_nf4(int i, std::shared_ptr<const ops::Nf4Weight> w) {
   nf4_[static_cast<size_t>(i)] = std::move(w);
 }
 
+void ParameterSet::set_quant(int i, std::shared_ptr<const ops::QuantWeight> w) {
+  PX_CHECK(frozen_, "parameter '{}': only a frozen set holds quantised weights", specs_[i].name);
+  PX_CHECK(compact_offsets_.empty(),
+           "parameter '{}' given a quantised form after the f32 values were dropped",
+           specs_[i].name);
+  const auto& sh = specs_[i].shape;
+  PX_CHECK(sh.size() == 2 && w->rows() == sh[0] && w->cols() == sh[1],
+           "parameter '{}': {} weight ({}, {}) does not match its shape", specs_[i].name,
+           ops::quant_traits(w->type()).name, w->rows(), w->cols());
+  if (quant_.empty()) quant_.resize(static_cast<size_t>(size()));
+  quant_[static_cast<size_t>(i)] = std::move(w);
+}
+
 void ParameterSet::drop_nf4_values(Allocator& alloc) {
   PX_CHECK(values_.defined() && compact_offsets_.empty(),
            "drop_nf4_values needs the flat f32 values, once");
-  if (nf4_.empty()) return;
+  if (nf4_.empty() && quant_.empty()) return;
   compact_offsets_.assign(static_cast<size_t>(size()), -1);
   int64_t total = 0;
   for (int i = 0; i < size(); ++i) {
-    if (nf4_[static_cast<size_t>(i)]) continue;
+    if (quantized(i)) continue;
     compact_offsets_[i] = total;
     total += (numel(i) + 15) / 16 * 16;  // the same 64-byte alignment
   }
@@ -109,7 +122,7 @@ int64_t ParameterSet::numel(int i) const { return numel_of(specs_[i].shape); }
 
 Tensor ParameterSet::value_tensor(int i) const {
   PX_CHECK(compact_offsets_.empty() || compact_offsets_[i] >= 0,
-           "parameter '{}' is held in NF4: it has no f32 value", specs_[i].name);
+           "parameter '{}' is quantised: it has no f32 value", specs_[i].name);
   const int64_t at = compact_offsets_.empty() ? offsets_[i] : compact_offsets_[i];
   return values_.flat_range(at, numel(i)).view(Shape(specs_[i].shape));
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ops/nf4.h"
+#include "ops/quant.h"
 #include "tensor/tensor.h"
 
 namespace parallm {
@@ -111,8 +112,22 @@ class ParameterSet {
   // Gives frozen parameter i its NF4 form; its f32 value stays until
   // drop_nf4_values().
   void set_nf4(int i, std::shared_ptr<const ops::Nf4Weight> w);
-  // Rebuilds the flat value buffer without the NF4 parameters' f32 values
-  // (the others keep theirs, bit for bit), so of those only NF4 bytes remain.
+  // Inference: the GGUF block form of a frozen linear weight (null: f32).
+  const ops::QuantWeight* quant(ParamRef r) const {
+    return quant_.empty() ? nullptr : quant_[static_cast<size_t>(r.index)].get();
+  }
+  bool any_quant() const { return !quant_.empty(); }
+  // Gives frozen parameter i its block form; its f32 value stays until
+  // drop_nf4_values().
+  void set_quant(int i, std::shared_ptr<const ops::QuantWeight> w);
+  // Held in a quantised form (NF4 or GGUF blocks): no f32 value after drop_nf4_values().
+  bool quantized(int i) const {
+    return (!nf4_.empty() && nf4_[static_cast<size_t>(i)]) ||
+           (!quant_.empty() && quant_[static_cast<size_t>(i)]);
+  }
+  // Rebuilds the flat value buffer without the quantised parameters' f32
+  // values (the others keep theirs, bit for bit), so of those only their
+  // NF4 or block bytes remain.
   void drop_nf4_values(Allocator& alloc);
   // f32 floats the flat value buffer holds (total_numel() minus dropped values).
   int64_t f32_value_numel() const { return values_.defined() ? values_.numel() : 0; }
@@ -134,7 +149,8 @@ class ParameterSet {
   bool frozen_ = false;
   const Allocator* alloc_ = nullptr;  // the allocator of allocate() (null: not yet)
   std::vector<std::shared_ptr<const ops::Nf4Weight>> nf4_;  // per parameter, or empty
-  std::vector<int64_t> compact_offsets_;  // after drop_nf4_values: offsets in values_ (-1: NF4)
+  std::vector<std::shared_ptr<const ops::QuantWeight>> quant_;  // per parameter, or empty
+  std::vector<int64_t> compact_offsets_;  // after drop_nf4_values: offsets in values_ (-1: quantised)
 };
 
 }  // namespace parallm

@@ -41,6 +41,10 @@ template <>
 constexpr DType dtype_of<uint8_t>() {
   return DType::U8;
 }
+template <>
+constexpr DType dtype_of<int8_t>() {
+  return DType::I8;
+}
 
 // Test: a CPU-hosted device whose memory host code cannot read
 // (tensor/test_device_memory.h), so the CPU suite proves that nothing above

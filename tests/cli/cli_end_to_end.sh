@@ -47,7 +47,7 @@ grep -q "nothing to do: the checkpoint .*step-0000012 is at step 12 of 12" "$wor
 
 # Bad inputs.
 PARALLM_MAX_CPU_ISA=avx9 expect_error \
-  "PARALLM_MAX_CPU_ISA is 'avx9'; expected one of avx2, avx512_core, avx512_core_bf16, avx512_core_amx, all" \
+  "PARALLM_MAX_CPU_ISA is 'avx9'; expected one of avx2, avx512_core, avx512_core_vnni, avx512_core_bf16, avx512_core_amx, all" \
   "$bin" train --model gpt2-tiny --data "$work/data_train.bin" --save-hf "$work/never"
 [ ! -e "$work/never" ] || fail "a failed run wrote its output"
 expect_error "config file '$work/none.toml' does not exist" "$bin" train --config "$work/none.toml"

@@ -22,9 +22,10 @@ struct IsaName {
   const char* name;
   dnnl::cpu_isa dnnl_isa;
 };
-constexpr std::array<IsaName, 4> kNames{{
+constexpr std::array<IsaName, 5> kNames{{
     {CpuIsa::kAvx2, "avx2", dnnl::cpu_isa::avx2},
     {CpuIsa::kAvx512Core, "avx512_core", dnnl::cpu_isa::avx512_core},
+    {CpuIsa::kAvx512CoreVnni, "avx512_core_vnni", dnnl::cpu_isa::avx512_core_vnni},
     {CpuIsa::kAvx512CoreBf16, "avx512_core_bf16", dnnl::cpu_isa::avx512_core_bf16},
     {CpuIsa::kAvx512CoreAmx, "avx512_core_amx", dnnl::cpu_isa::avx512_core_amx},
 }};
@@ -52,7 +53,8 @@ Resolved resolve() {
     const auto it =
         std::find_if(kNames.begin(), kNames.end(), [&](const IsaName& n) { return cap == n.name; });
     PX_CHECK(it != kNames.end(),
-             "PARALLM_MAX_CPU_ISA is '{}'; expected one of avx2, avx512_core, avx512_core_bf16, "
+             "PARALLM_MAX_CPU_ISA is '{}'; expected one of avx2, avx512_core, avx512_core_vnni, "
+             "avx512_core_bf16, "
              "avx512_core_amx, all",
              raw);
     PX_CHECK(dnnl::set_max_cpu_isa(it->dnnl_isa) == dnnl::status::success,

@@ -1,6 +1,6 @@
 // The instruction set the CPU kernels run on: the newest the machine has,
 // capped by PARALLM_MAX_CPU_ISA (values as oneDNN's ONEDNN_MAX_CPU_ISA:
-// avx2, avx512_core, avx512_core_bf16, avx512_core_amx; unset or "all": no
+// avx2, avx512_core, avx512_core_vnni, avx512_core_bf16, avx512_core_amx; unset or "all": no
 // cap). Every run-time choice between instruction sets obeys it: oneDNN's
 // GEMMs (f32 sgemm and the bf16 matmul) and parallm's own AVX-512 code. The
 // loops the compiler vectorises are built for 256-bit vectors everywhere
@@ -13,7 +13,8 @@
 namespace parallm::cpu {
 
 // Ordered: each contains the ones before it.
-enum class CpuIsa { kBaseline, kAvx2, kAvx512Core, kAvx512CoreBf16, kAvx512CoreAmx };
+// VNNI (int8 dot products, vpdpbusd) comes with every AVX512-BF16 CPU.
+enum class CpuIsa { kBaseline, kAvx2, kAvx512Core, kAvx512CoreVnni, kAvx512CoreBf16, kAvx512CoreAmx };
 
 // The effective ISA (machine's, under the cap). Throws, naming the value and
 // the accepted ones, when PARALLM_MAX_CPU_ISA is not one of them.
