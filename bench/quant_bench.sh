@@ -37,7 +37,10 @@ set +e
 export OMP_NUM_THREADS="$threads"
 gg="$qb/gguf"
 out="$qb/results.jsonl"
-cpu=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
+# Some VMs name the CPU only "AMD EPYC": family and model tell the generation.
+cpu="$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//') (family \
+$(grep -m1 "cpu family" /proc/cpuinfo | cut -d: -f2 | tr -d ' ') model \
+$(grep -m1 "^model[[:space:]]" /proc/cpuinfo | cut -d: -f2 | tr -d ' '))"
 
 # One JSON line for llama-bench's pp and tg tests of one file (medians over reps).
 llama_bench() {  # model type file
@@ -92,6 +95,7 @@ print(json.dumps({"impl": "llamacpp", "model": sys.argv[1], "type": sys.argv[2],
   for t in f32 q4_k_m; do
     ppl=$("$bin/llama-perplexity" -m "$gg/tiny-$t.gguf" -f "$qb/held_out.txt" -c 128 \
       -t "$threads" 2>&1 | sed -n 's/.*Final estimate: PPL = \([0-9.]*\) +\/- \([0-9.]*\).*/\1 \2/p')
+    [ -n "$ppl" ] || ppl="null null"  # no "Final estimate" line: the run failed
     echo "{\"impl\": \"llamacpp\", \"perplexity\": \"tiny-$t\", \"ppl\": ${ppl%% *}, \"ppl_err\": ${ppl##* }}"
   done
   # PARALLM HOOK (perplexity): no GGUF perplexity in parallm yet. When `parallm eval`
@@ -111,7 +115,7 @@ print(json.dumps({"impl": "llamacpp", "model": sys.argv[1], "type": sys.argv[2],
   # PARALLM HOOK (serving): the same load on `parallm serve` and the same file.
   /usr/bin/python3 bench/llamacpp/serve_clients.py parallm "$qb/held_out.txt" "$clients" 2 \
     "$serve_tokens" -- "$build/parallm" serve --model "$serve_model" --threads "$threads" \
-    --max-running "$clients" --port "{port}" 2>/dev/null ||
+    --max-running "$clients" --served-model-name parallm --port "{port}" 2>/dev/null ||
     echo "{\"serve\": \"parallm\", \"unavailable\": true}"
   echo "{\"load_end\": \"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
 } | tee "$out"

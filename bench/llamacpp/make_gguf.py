@@ -107,7 +107,9 @@ def byte_tokenizer(d):
           "model": {"type": "BPE", "dropout": None, "unk_token": None,
                     "continuing_subword_prefix": None, "end_of_word_suffix": None,
                     "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                    "vocab": {**{table[b]: b for b in range(256)}, nul + nul: 257},
+                    # <|endoftext|> in the model's vocabulary too (as GPT-2's own file has
+                    # it): with a gap at 256, tokenizers re-numbers the added token to 257.
+                    "vocab": {**{table[b]: b for b in range(256)}, EOT: 256, nul + nul: 257},
                     "merges": [f"{nul} {nul}"]}}
     (d / "tokenizer.json").write_text(json.dumps(tj, ensure_ascii=False))
     write_tokenizer_config(d)
@@ -184,8 +186,9 @@ def convert(hf, name, bindir):
     for t in ("q8_0", "q4_0", "q4_k_m"):
         f = gg / f"{name}-{t}.gguf"
         if not f.exists():
-            run([bindir / "llama-quantize", gg / f"{name}-f32.gguf", f"{f}.tmp", t.upper(), "2"],
-                stdout=subprocess.DEVNULL)
+            with open(gg / f"{name}-{t}.quantize.log", "w") as qlog:  # its per-tensor chatter
+                run([bindir / "llama-quantize", gg / f"{name}-f32.gguf", f"{f}.tmp", t.upper(),
+                     "2"], stdout=qlog, stderr=qlog)
             os.replace(f"{f}.tmp", f)
 
 

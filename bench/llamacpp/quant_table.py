@@ -74,7 +74,7 @@ if paths:
 for r in rows:
     if "perplexity" in r:
         what = "n/a" if r.get("unavailable") else (f"{r['ppl']:.4f} +/- {r['ppl_err']:.4f}"
-                                                   if "ppl" in r else r.get("note"))
+                                                   if r.get("ppl") is not None else r.get("note", "failed"))
         print(f"\nPerplexity {r['impl']} {r['perplexity']} (held-out text, 128-token chunks): {what}")
 serve = {r["serve"]: r for r in rows if "serve" in r}
 for name, r in serve.items():
