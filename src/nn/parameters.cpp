@@ -84,7 +84,7 @@ void ParameterSet::set_nf4(int i, std::shared_ptr<const ops::Nf4Weight> w) {
   nf4_[static_cast<size_t>(i)] = std::move(w);
 }
 
-void ParameterSet::set_quant(int i, std::shared_ptr<const ops::QuantWeight> w) {
+void ParameterSet::set_quant(int i, std::shared_ptr<const ops::QuantWeight> w, bool keep_value) {
   PX_CHECK(frozen_, "parameter '{}': only a frozen set holds quantised weights", specs_[i].name);
   PX_CHECK(compact_offsets_.empty(),
            "parameter '{}' given a quantised form after the f32 values were dropped",
@@ -93,8 +93,12 @@ void ParameterSet::set_quant(int i, std::shared_ptr<const ops::QuantWeight> w) {
   PX_CHECK(sh.size() == 2 && w->rows() == sh[0] && w->cols() == sh[1],
            "parameter '{}': {} weight ({}, {}) does not match its shape", specs_[i].name,
            ops::quant_traits(w->type()).name, w->rows(), w->cols());
-  if (quant_.empty()) quant_.resize(static_cast<size_t>(size()));
+  if (quant_.empty()) {
+    quant_.resize(static_cast<size_t>(size()));
+    keep_value_.resize(static_cast<size_t>(size()), 0);
+  }
   quant_[static_cast<size_t>(i)] = std::move(w);
+  keep_value_[static_cast<size_t>(i)] = keep_value ? 1 : 0;
 }
 
 void ParameterSet::drop_nf4_values(Allocator& alloc) {
@@ -104,7 +108,7 @@ void ParameterSet::drop_nf4_values(Allocator& alloc) {
   compact_offsets_.assign(static_cast<size_t>(size()), -1);
   int64_t total = 0;
   for (int i = 0; i < size(); ++i) {
-    if (quantized(i)) continue;
+    if (quantized(i) && (keep_value_.empty() || !keep_value_[static_cast<size_t>(i)])) continue;
     compact_offsets_[i] = total;
     total += (numel(i) + 15) / 16 * 16;  // the same 64-byte alignment
   }

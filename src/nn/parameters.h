@@ -118,9 +118,10 @@ class ParameterSet {
   }
   bool any_quant() const { return !quant_.empty(); }
   // Gives frozen parameter i its block form; its f32 value stays until
-  // drop_nf4_values().
-  void set_quant(int i, std::shared_ptr<const ops::QuantWeight> w);
-  // Held in a quantised form (NF4 or GGUF blocks): no f32 value after drop_nf4_values().
+  // drop_nf4_values(), or for good with keep_value (a tied token table: the
+  // embedding gathers f32 rows, the head multiplies by the blocks).
+  void set_quant(int i, std::shared_ptr<const ops::QuantWeight> w, bool keep_value = false);
+  // Held in a quantised form (NF4 or GGUF blocks) that its GEMMs read.
   bool quantized(int i) const {
     return (!nf4_.empty() && nf4_[static_cast<size_t>(i)]) ||
            (!quant_.empty() && quant_[static_cast<size_t>(i)]);
@@ -150,6 +151,7 @@ class ParameterSet {
   const Allocator* alloc_ = nullptr;  // the allocator of allocate() (null: not yet)
   std::vector<std::shared_ptr<const ops::Nf4Weight>> nf4_;  // per parameter, or empty
   std::vector<std::shared_ptr<const ops::QuantWeight>> quant_;  // per parameter, or empty
+  std::vector<char> keep_value_;  // per parameter: its f32 value outlives drop_nf4_values
   std::vector<int64_t> compact_offsets_;  // after drop_nf4_values: offsets in values_ (-1: quantised)
 };
 

@@ -140,6 +140,7 @@ struct Piece {
   int param;
   int64_t rows, cols, row0, off0, off1;
   bool quant;  // kept as a QuantWeight
+  bool keep;   // and as f32 values too: a tied token table (the embedding gathers its rows)
 };
 
 struct Plan {
@@ -149,7 +150,7 @@ struct Plan {
 };
 
 Plan plan_slot(const GgufFile& f, const GgufSlot& s, const GgufTensorInfo& t,
-               const ParameterSet& ps) {
+               const ParameterSet& ps, bool tied) {
   PX_CHECK(t.shape() == s.shape, "{}: tensor '{}' has shape [{}] (ne [{}]), the metadata implies "
            "[{}]", f.path(), t.name, fmt::join(t.shape(), ", "), fmt::join(t.ne, ", "),
            fmt::join(s.shape, ", "));
@@ -161,8 +162,13 @@ Plan plan_slot(const GgufFile& f, const GgufSlot& s, const GgufTensorInfo& t,
     const ParamSpec& sp = ps.spec(i);
     Piece pc{i, sp.shape[0], sp.shape.size() > 1 ? sp.shape[1] : 1, row0,
              sp.shard_dim == 0 ? sp.shard_begin : 0, sp.shard_dim == 1 ? sp.shard_begin : 0,
-             false};
-    pc.quant = p.src.storage == Storage::Quant && sp.shape.size() == 2 && is_linear_weight(name);
+             false, false};
+    // A tied table held in blocks serves the head from those blocks (as
+    // llama.cpp does: decode reads it every token) and the embedding from
+    // its dequantised rows.
+    pc.keep = tied && name == "embed.weight";
+    pc.quant = p.src.storage == Storage::Quant && sp.shape.size() == 2 &&
+               (is_linear_weight(name) || pc.keep);
     if (pc.quant) {
       const int64_t be = ops::quant_traits(p.src.qtype).block_elems;
       PX_CHECK(pc.off1 % be == 0 && pc.cols % be == 0,
@@ -197,9 +203,11 @@ void load_piece(const GgufFile& f, const Plan& p, const Piece& pc, ParameterSet&
         std::memcpy(blocks.data() + r * len, base + gguf_row(s, g) * full + at,
                     static_cast<size_t>(len));
     }
-    ps.set_quant(pc.param, std::make_shared<const ops::QuantWeight>(alloc, qt, pc.rows,
-                                                                    pc.cols, blocks.data()));
-    return;
+    ps.set_quant(pc.param,
+                 std::make_shared<const ops::QuantWeight>(alloc, qt, pc.rows, pc.cols,
+                                                          blocks.data()),
+                 pc.keep);
+    if (!pc.keep) return;
   }
   const HostView<float> view(ps.stream(), ps.value({pc.param}), pc.rows * pc.cols);
   for (int64_t r = 0; r < pc.rows; ++r) {
@@ -264,7 +272,7 @@ void load_gguf_weights(const GgufFile& f, Transformer& model) {
               ggml_type_name(t.type), fmt::join(t.shape(), ", "),
               cfg.hf_type.empty() ? arch_name(cfg.arch) : cfg.hf_type);
     }
-    plans.push_back(plan_slot(f, *it->second, t, ps));
+    plans.push_back(plan_slot(f, *it->second, t, ps, cfg.tie_embeddings));
   }
   for (const GgufSlot& s : layout)
     PX_CHECK(f.find_tensor(s.name) != nullptr, "{}: the file lacks tensor '{}'", f.path(), s.name);
@@ -276,8 +284,7 @@ void load_gguf_weights(const GgufFile& f, Transformer& model) {
       load_piece(f, p, pc, ps, model.allocator(), scratch);
       any_quant = any_quant || pc.quant;
     }
-  // A tied table held quantised was dequantised into the f32 embedding
-  // above (never a QuantWeight): the head then multiplies by those values.
+  // A tied table held quantised keeps its dequantised f32 values too.
   if (any_quant) ps.drop_nf4_values(model.allocator());
 }
 
