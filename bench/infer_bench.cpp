@@ -29,6 +29,7 @@ using namespace parallm;
 namespace {
 struct Opts {
   std::string model, dtype = "fp32", device = "cpu";
+  std::string kv_dtype = "f32";  // the KV cache's storage (f32, bf16, f16)
   int threads = 2, reps = 3;
   int64_t prompt_len = 128, new_tokens = 128, batch = 1;
 };
@@ -53,6 +54,8 @@ Opts parse(int argc, char** argv) {
       o.batch = std::stoll(v);
     else if (a == "--device")
       o.device = v;
+    else if (a == "--kv-dtype")
+      o.kv_dtype = v;
     else
       PX_CHECK(false, "infer_bench: unknown flag {}", a);
   }
@@ -92,6 +95,7 @@ int main(int argc, char** argv) {
   GenerateOptions g;
   g.max_new_tokens = o.new_tokens;
   g.sampling.temperature = 0.0;  // greedy; no eos_ids: every run makes new_tokens
+  g.kv_dtype = kv_dtype_from_name(o.kv_dtype);
   std::vector<double> prefill, decode;
   for (int r = 0; r <= o.reps; ++r) {
     GenerationStats st;
@@ -109,11 +113,11 @@ int main(int argc, char** argv) {
   for (double d : decode) all.push_back(fmt::format("{:.2f}", d));
   fmt::print(
       "{{\"impl\": \"parallm\", \"device\": \"{}\", \"batch\": {}, \"dtype\": \"{}\", "
-      "\"threads\": {}, \"prompt\": {}, \"new\": {}, "
+      "\"threads\": {}, \"prompt\": {}, \"new\": {}, \"kv_dtype\": \"{}\", "
       "\"prefill_tok_s\": {:.3f}, \"decode_tok_s\": {:.3f}, \"decode_tok_s_all\": [{}], "
       "\"gemm_weight_elems\": {}, \"weight_bytes_per_token\": {}}}\n",
       dev->name().empty() ? o.device : dev->name(), o.batch, o.dtype, cpu::num_threads(),
-      o.prompt_len, o.new_tokens, median(prefill), median(decode),
+      o.prompt_len, o.new_tokens, o.kv_dtype, median(prefill), median(decode),
       fmt::join(all, ", "), elems, bytes);
   return 0;
 }

@@ -11,6 +11,7 @@
 #include "device/cuda/open_job_device.h"
 #include "train/config/training_config.h"
 #include "infer/generate_job.h"
+#include "train/config/inference_flags.h"
 
 namespace parallm::cli {
 
@@ -46,6 +47,7 @@ void add_generate_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--logprobs", s.logprobs, "report the N most likely tokens per step (JSON)");
   sub->add_option("--stop", j.gen.stop_strings, "stop string (repeatable)");
   sub->add_option("--dtype", j.dtype, "fp32 | bf16 (GEMMs)");
+  add_kv_dtype_flag(sub, j.gen.kv_dtype);
   sub->add_flag("--json", j.json, "one JSON object per prompt, even for one prompt");
   sub->add_option("--threads", j.threads, "CPU threads");
   sub->add_option("--tp", j.tp, "tensor parallel size");

@@ -10,6 +10,7 @@
 #include "io/hf_config.h"
 #include "model/model_catalog.h"
 #include "plan/memory_report.h"
+#include "train/config/inference_flags.h"
 
 namespace parallm::cli {
 
@@ -20,7 +21,7 @@ void add_memory_command(CLI::App& app, CommandRegistry& reg) {
     MemoryQuery q;
     bool json = false, inference = false;
     int64_t batch = 1, context = 0;
-    std::string kv_dtype = "bf16";
+    KvDType kv_dtype = KvDType::BF16;
     std::string lora_targets = "q,v";
   };
   auto f = std::make_shared<Flags>();
@@ -62,7 +63,7 @@ void add_memory_command(CLI::App& app, CommandRegistry& reg) {
                 "and the largest batch x context that fits --device-memory");
   sub->add_option("--batch", f->batch, "inference: sequences held at once");
   sub->add_option("--context", f->context, "inference: tokens per sequence (default: the model's)");
-  sub->add_option("--kv-dtype", f->kv_dtype, "inference: KV cache storage, fp32 or bf16");
+  add_kv_dtype_flag(sub, f->kv_dtype);  // inference: the bytes per cached value
   sub->add_option("--lora-rank", f->q.lora.rank,
                   "LoRA rank r (0: full fine-tuning): the base is frozen (its bytes only), each "
                   "target linear gains r (in + out) trained parameters with their gradients and "
@@ -85,7 +86,7 @@ void add_memory_command(CLI::App& app, CommandRegistry& reg) {
                               .tp = f->q.tp,
                               .pp = f->q.pp,
                               .weights = precision_from_name(f->precision),
-                              .kv_cache = precision_from_name(f->kv_dtype),
+                              .kv_cache = kv_precision(f->kv_dtype),
                               .batch = f->batch,
                               .context = f->context};
       if (f->json)

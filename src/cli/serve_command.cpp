@@ -17,6 +17,7 @@
 #include "infer/serve/engine_factory.h"
 #include "infer/serve/serve_job.h"
 #include "plan/memory_model.h"
+#include "train/config/inference_flags.h"
 
 namespace parallm::cli {
 
@@ -71,6 +72,7 @@ void add_serve_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--max-body-bytes", j.http.max_body_bytes, "larger request bodies get 413")
       ->capture_default_str();
   sub->add_option("--dtype", j.dtype, "fp32 | bf16 (GEMMs)")->capture_default_str();
+  add_kv_dtype_flag(sub, j.kv_dtype);
   sub->add_option("--threads", j.threads, "CPU threads of the model (0: all)");
   sub->add_option("--log-file", j.log_file, "JSONL request log (ttft, latency, tokens)");
   sub->add_option("--shutdown-grace", j.shutdown_grace_s,

@@ -141,10 +141,11 @@ int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, 
   }
   auto rate = [](int64_t n, double s) { return s > 0 ? static_cast<double>(n) / s : 0.0; };
   err << fmt::format(
-             "generate: {} prompts, tp {}, pp {}, {}: prefill {} tokens in {:.3f} s ({:.1f} "
+             "generate: {} prompts, tp {}, pp {}, {}, kv {}: prefill {} tokens in {:.3f} s ({:.1f} "
              "tokens/s), "
              "decode {} tokens in {:.3f} s ({:.1f} tokens/s)",
-             prompts.size(), tp.size(), opts.pp, opts.dtype, st.prefill_tokens, st.prefill_s,
+             prompts.size(), tp.size(), opts.pp, opts.dtype, kv_dtype_name(gen.kv_dtype),
+             st.prefill_tokens, st.prefill_s,
              rate(st.prefill_tokens, st.prefill_s), st.decode_tokens, st.decode_s,
              rate(st.decode_tokens, st.decode_s))
       << std::endl;

@@ -111,7 +111,7 @@ std::vector<Generation> generate(Transformer& model,
     for (int64_t b = 0; b < (need + kBlockSize - 1) / kBlockSize; ++b)
       tables[static_cast<size_t>(i)].push_back(next_block++);
   }
-  PagedKvCache cache(cfg, tp, next_block, kBlockSize, model.allocator(), layers);
+  PagedKvCache cache(cfg, tp, next_block, kBlockSize, model.allocator(), layers, o.kv_dtype);
   std::vector<int64_t> cached(static_cast<size_t>(S), 0);  // positions each sequence holds
   PX_CHECK(model.whole() || o.pp != nullptr, "a pipeline stage generates only with its pp group");
   const int pp_last = o.pp ? o.pp->size() - 1 : 0;

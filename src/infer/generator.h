@@ -18,6 +18,7 @@
 #include "comm/communicator.h"
 #include "infer/sampler.h"
 #include "infer/stop_strings.h"
+#include "model/kv_cache/kv_dtype.h"
 #include "model/transformer.h"
 
 namespace parallm {
@@ -52,6 +53,8 @@ struct GenerateOptions {
   // batch's last sequence ends (or the row reaches the context). Tokens and
   // finishes are those of the sequences alone; only the work changes.
   bool hold_finished_rows = false;
+  // What the KV cache stores keys and values in (f32, or 16 bits widened on read).
+  KvDType kv_dtype = KvDType::F32;
 };
 
 enum class FinishReason { Eos, Stop, Length };

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "base/error.h"
 #include "ops/device_backend.h"
 
 namespace parallm::ops {
@@ -12,6 +13,25 @@ AttnDims on_host(const Stream& s, const AttnDims& d) {
   AttnDims h = d;
   h.doc_start = s.operand(d.doc_start);
   return h;
+}
+
+// The sequences with their block tables at host addresses (a test-device
+// stream's tables are tagged).
+const PagedSeq* host_seqs(const Stream& s, const PagedSeq* seqs, int64_t n_seqs,
+                          std::vector<PagedSeq>& untagged) {
+  if (s.device() == Device::CPU) return seqs;
+  untagged.assign(seqs, seqs + n_seqs);
+  for (PagedSeq& q_seq : untagged) q_seq.blocks = s.operand(q_seq.blocks);
+  return untagged.data();
+}
+
+// 16-bit pools have CPU kernels only.
+void require_cpu_for_lowp_pool(const Stream& s, cpu::LowpType t, const char* op) {
+  PX_CHECK(s.backend() == nullptr,
+           "{}: a {} KV cache has CPU kernels only; the GPU's paged attention reads f32 pools "
+           "(use --kv-dtype f32 on a GPU)",
+           op, t == cpu::LowpType::BF16 ? "bf16" : "f16");
+  require_cpu_kernels(s, op);
 }
 
 }  // namespace
@@ -51,15 +71,29 @@ void paged_attention_forward(const Stream& s, float* out, float* lse, const floa
   if (const DeviceBackend* b = s.backend())
     return b->paged_attention_forward(out, lse, q, k_pool, v_pool, seqs, n_seqs, d, scale);
   require_cpu_kernels(s, "paged_attention_forward");
-  const PagedSeq* host_seqs = seqs;
   std::vector<PagedSeq> untagged;
-  if (s.device() != Device::CPU) {
-    untagged.assign(seqs, seqs + n_seqs);
-    for (PagedSeq& q_seq : untagged) q_seq.blocks = s.operand(q_seq.blocks);
-    host_seqs = untagged.data();
-  }
   cpu::paged_attention_forward(s.operand(out), s.operand(lse), s.operand(q), s.operand(k_pool),
-                               s.operand(v_pool), host_seqs, n_seqs, d, scale, path);
+                               s.operand(v_pool), host_seqs(s, seqs, n_seqs, untagged), n_seqs, d,
+                               scale, path);
+}
+
+void paged_attention_forward(const Stream& s, float* out, float* lse, const float* q,
+                             const uint16_t* k_pool, const uint16_t* v_pool, cpu::LowpType t,
+                             const PagedSeq* seqs, int64_t n_seqs, const PagedAttnDims& d,
+                             double scale, PagedAttnPath path) {
+  require_cpu_for_lowp_pool(s, t, "paged_attention_forward");
+  std::vector<PagedSeq> untagged;
+  cpu::paged_attention_forward(s.operand(out), s.operand(lse), s.operand(q), s.operand(k_pool),
+                               s.operand(v_pool), t, host_seqs(s, seqs, n_seqs, untagged), n_seqs,
+                               d, scale, path);
+}
+
+void paged_kv_write(const Stream& s, uint16_t* pool, cpu::LowpType t, int64_t num_blocks,
+                    int64_t block_size, int64_t row_elems, const int32_t* blocks, int64_t n_blocks,
+                    int64_t pos0, int64_t n, const float* src) {
+  require_cpu_for_lowp_pool(s, t, "paged_kv_write");
+  cpu::paged_kv_write(s.operand(pool), t, num_blocks, block_size, row_elems, s.operand(blocks),
+                      n_blocks, pos0, n, s.operand(src));
 }
 
 void paged_kv_write(const Stream& s, float* pool, int64_t num_blocks, int64_t block_size,

@@ -40,6 +40,16 @@ void paged_attention_forward(const Stream& s, float* out, float* lse, const floa
 void paged_kv_write(const Stream& s, float* pool, int64_t num_blocks, int64_t block_size,
                     int64_t row_elems, const int32_t* blocks, int64_t n_blocks, int64_t pos0,
                     int64_t n, const float* src);
+// The same over pools of 16-bit values of type t (bf16 or f16 bits):
+// written rounded to nearest even, read widened to f32 exactly. CPU kernels
+// only (the host and the test device); a GPU stream throws, naming the type.
+void paged_attention_forward(const Stream& s, float* out, float* lse, const float* q,
+                             const uint16_t* k_pool, const uint16_t* v_pool, cpu::LowpType t,
+                             const PagedSeq* seqs, int64_t n_seqs, const PagedAttnDims& d,
+                             double scale, PagedAttnPath path = PagedAttnPath::Auto);
+void paged_kv_write(const Stream& s, uint16_t* pool, cpu::LowpType t, int64_t num_blocks,
+                    int64_t block_size, int64_t row_elems, const int32_t* blocks, int64_t n_blocks,
+                    int64_t pos0, int64_t n, const float* src);
 
 // Merges one chunk pair's (part_out, part_lse) into query chunk i of the
 // running (out, lse) (kernels/cpu/attention_merge.h has the layouts).

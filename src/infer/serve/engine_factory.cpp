@@ -24,7 +24,7 @@ std::unique_ptr<Engine> make_engine(const std::string& kind, Transformer& model,
   if (kind == "static" || kind == "static-padded")
     return std::make_unique<StaticBatchEngine>(
         model, StaticBatchEngine::Options{s.max_running, s.max_waiting, s.eos_ids, s.decode,
-                                          kind == "static-padded"});
+                                          kind == "static-padded", s.kv_dtype});
   std::string known;  // joined by hand: fmt::join of strings trips a gcc 12 warning
   for (const std::string& k : kEngineKinds) known += (known.empty() ? "" : ", ") + k;
   PX_FAIL("unknown engine '{}' (known: {})", kind, known);

@@ -11,6 +11,7 @@
 
 #include "infer/serve/engine.h"
 #include "infer/serve/step_runner.h"
+#include "model/kv_cache/kv_dtype.h"
 #include "model/transformer.h"
 
 namespace parallm::serve {
@@ -25,6 +26,7 @@ struct EngineSettings {
   int64_t max_batched_tokens = 512;  // continuous: tokens per step
   bool prefix_cache = true;          // continuous: reuse full blocks by hash
   std::vector<int32_t> eos_ids;
+  KvDType kv_dtype = KvDType::F32;  // static engines' caches (continuous: the runner's)
   std::function<std::string(std::span<const int32_t>)> decode;  // stop strings
 };
 

@@ -20,16 +20,18 @@ namespace parallm::serve {
 namespace {
 
 // Blocks of the paged cache: --kv-cache-memory bytes on each rank (its
-// layers, its share of the kv heads), else room for max_running sequences
-// of the whole context. The smallest count over the ranks, so every rank's
-// pools hold the same block ids.
+// layers, its share of the kv heads, --kv-dtype's bytes per value), else
+// room for max_running sequences of the whole context. The smallest count
+// over the ranks, so every rank's pools hold the same block ids.
 int64_t kv_cache_blocks(const ServeJobOptions& o, const ModelConfig& cfg, int tp, LayerRange layers,
                         comm::Communicator* world) {
   int64_t blocks = o.max_running * ((cfg.max_positions + o.block_size - 1) / o.block_size);
   if (o.kv_cache_bytes > 0) {
-    blocks = PagedKvCache::blocks_for_bytes(cfg, tp, o.block_size, o.kv_cache_bytes, layers);
+    blocks = PagedKvCache::blocks_for_bytes(cfg, tp, o.block_size, o.kv_cache_bytes, layers,
+                                            o.kv_dtype);
     PX_CHECK(blocks >= 1, "--kv-cache-memory ({} bytes) holds no KV block ({} bytes each)",
-             o.kv_cache_bytes, PagedKvCache::bytes_per_block(cfg, tp, o.block_size, layers));
+             o.kv_cache_bytes,
+             PagedKvCache::bytes_per_block(cfg, tp, o.block_size, layers, o.kv_dtype));
   }
   if (world && world->size() > 1) {
     int64_t least = 0;
@@ -76,7 +78,8 @@ int run_serve_job(const ServeJobOptions& opts, comm::Communicator* world, Shutdo
     const LayerRange layers = im.model().cached_layers();
     cache = std::make_unique<PagedKvCache>(cfg, tp,
                                            kv_cache_blocks(opts, cfg, tp.size(), layers, world),
-                                           opts.block_size, im.model().allocator(), layers);
+                                           opts.block_size, im.model().allocator(), layers,
+                                           opts.kv_dtype);
     runner = std::make_unique<StepRunner>(im.model(), *cache, world,
                                           opts.pp > 1 ? groups.pp.get() : nullptr,
                                           opts.pp_microbatches > 0 ? opts.pp_microbatches : opts.pp,
@@ -98,6 +101,7 @@ int run_serve_job(const ServeJobOptions& opts, comm::Communicator* world, Shutdo
   es.max_running = opts.max_running;
   es.max_waiting = opts.max_waiting;
   es.eos_ids = end_of_sequence_ids(im.eos_ids(), *tok, dir);
+  es.kv_dtype = opts.kv_dtype;
   es.max_batched_tokens = opts.max_batched_tokens;
   es.prefix_cache = opts.prefix_cache;
   es.decode = [&tok](std::span<const int32_t> ids) { return tok->decode_bytes(ids, true); };

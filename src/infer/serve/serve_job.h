@@ -14,6 +14,7 @@
 #include "infer/inference_model.h"
 #include "infer/serve/api_server.h"
 #include "infer/serve/shutdown_signals.h"
+#include "model/kv_cache/kv_dtype.h"
 
 namespace parallm::serve {
 
@@ -22,6 +23,7 @@ struct ServeJobOptions {
   std::string tokenizer;          // directory with tokenizer.json; "": see model_text.h
   std::string served_model_name;  // "": the --model / --checkpoint path as given
   std::string dtype = "fp32";
+  KvDType kv_dtype = KvDType::F32;  // the paged cache's storage (--kv-dtype)
   int threads = 0;  // CPU threads of the model (0: all)
   std::string engine = "continuous";
   int64_t max_running = 8;

@@ -175,6 +175,7 @@ void StaticBatchEngine::run_batch(const std::vector<SequencePtr>& batch) {
   GenerateOptions o;
   o.eos_ids = opts_.eos_ids;
   o.hold_finished_rows = opts_.hold_finished_rows;
+  o.kv_dtype = opts_.kv_dtype;
   for (const SequencePtr& s : batch) {
     prompts.push_back(s->req.prompt);
     o.sequence_sampling.push_back(s->req.sampling);

@@ -23,6 +23,7 @@
 
 #include "infer/serve/engine.h"
 #include "infer/stop_strings.h"
+#include "model/kv_cache/kv_dtype.h"
 #include "model/transformer.h"
 
 namespace parallm {
@@ -36,6 +37,7 @@ class StaticBatchEngine : public Engine {
     // ids -> the bytes stop strings are found in (and SequenceUpdate::text_end counts).
     std::function<std::string(std::span<const int32_t>)> decode;
     bool hold_finished_rows = false;  // GenerateOptions::hold_finished_rows
+    KvDType kv_dtype = KvDType::F32;  // GenerateOptions::kv_dtype
   };
 
   // model must outlive the engine; only the engine's thread runs it.

@@ -8,7 +8,9 @@
 // running max m, a running sum l and an unnormalised output, rescaled when m
 // grows. Invariant: a query row's result depends only on its own sequence's
 // data, position and Tq (never on the rest of the batch, the thread count or
-// how heads were split into tasks).
+// how heads were split into tasks). 16-bit pools: the Gemm path widens the
+// tile it copies anyway, the Direct path each token row it reaches
+// (paged_attention_direct.cpp); the rest is the f32 code.
 #include "kernels/cpu/paged_attention.h"
 
 #include <omp.h>
@@ -98,9 +100,9 @@ std::pair<int64_t, int64_t> tile_rows(const Task& t, const PagedSeq& s, const Ge
 // Gemm path: copy the tile's keys and values of kv head g that some row
 // sees into contiguous (kn, D) buffers, then per query head one GEMM for the
 // scores and one for P.V into the running output.
-template <class T>
-void task_gemm(const Task& t, const PagedSeq& s, const Geometry& G, const T* q, const T* kp,
-               const T* vp, T scale, int64_t kbeg, int64_t kend, Workspace<T>& w) {
+template <class T, class KV>
+void task_gemm(const Task& t, const PagedSeq& s, const Geometry& G, const T* q, const KV* kp,
+               const KV* vp, T scale, int64_t kbeg, int64_t kend, Workspace<T>& w) {
   const int64_t D = G.d.D, nq = t.i1 - t.i0;
   for (int64_t j0 = kbeg; j0 < kend; j0 += G.tile) {
     const int64_t tk = std::min(G.tile, kend - j0);
@@ -111,8 +113,8 @@ void task_gemm(const Task& t, const PagedSeq& s, const Geometry& G, const T* q, 
     const int64_t kn = hi - lo;
     for (int64_t j = 0; j < kn; ++j) {
       const int64_t off = G.k_off(s, j0 + lo + j, t.g);
-      std::copy_n(kp + off, D, &w.kt[j * D]);
-      std::copy_n(vp + off, D, &w.vt[j * D]);
+      paged::load_row(&w.kt[j * D], kp + off, D, G.lowp);
+      paged::load_row(&w.vt[j * D], vp + off, D, G.lowp);
     }
     for (int64_t h = t.h0; h < t.h1; ++h) {
       const int64_t r0 = (h - t.h0) * nq;
@@ -134,9 +136,9 @@ void task_gemm(const Task& t, const PagedSeq& s, const Geometry& G, const T* q, 
   }
 }
 
-template <class T>
+template <class T, class KV>
 void run_task(const Task& t, const PagedSeq& s, const Geometry& G, T* out, T* lse, const T* q,
-              const T* kp, const T* vp, T scale, Workspace<T>& w) {
+              const KV* kp, const KV* vp, T scale, Workspace<T>& w) {
   const int64_t D = G.d.D, nq = t.i1 - t.i0, R = (t.h1 - t.h0) * nq;
   const int64_t kend = s.q_pos0 + t.i1;  // the last row sees the latest keys
   // ... and the first the earliest; tiles stay at multiples of G.tile, so a
@@ -198,12 +200,11 @@ void check_inputs(const PagedSeq* seqs, int64_t n_seqs, const PagedAttnDims& d) 
   }
 }
 
-}  // namespace
-
-template <class T>
-void paged_attention_forward(T* out, T* lse, const T* q, const T* k_pool, const T* v_pool,
-                             const PagedSeq* seqs, int64_t n_seqs, const PagedAttnDims& d,
-                             double scale, PagedAttnPath path) {
+// The forward over pools of KV (T, or 16-bit values of type lowp).
+template <class T, class KV>
+void forward(T* out, T* lse, const T* q, const KV* k_pool, const KV* v_pool, LowpType lowp,
+             const PagedSeq* seqs, int64_t n_seqs, const PagedAttnDims& d, double scale,
+             PagedAttnPath path) {
   check_inputs(seqs, n_seqs, d);
   const int64_t group = d.Hq / d.Hkv;
   // Tiles are whole blocks.
@@ -211,7 +212,7 @@ void paged_attention_forward(T* out, T* lse, const T* q, const T* k_pool, const 
     return std::max<int64_t>(1, keys / d.block_size) * d.block_size;
   };
   const Geometry G{
-      d, group, d.Hq * d.D, d.Hkv * d.D, whole_blocks(kKeyTile), whole_blocks(kSplitKeys)};
+      d, group, d.Hq * d.D, d.Hkv * d.D, whole_blocks(kKeyTile), whole_blocks(kSplitKeys), lowp};
 
   // Direct sequences: one task per key tile, all heads. Gemm sequences: whole
   // GQA groups share each key load; when that leaves threads idle, one task
@@ -225,7 +226,7 @@ void paged_attention_forward(T* out, T* lse, const T* q, const T* k_pool, const 
     const PagedSeq& s = seqs[i];
     const int64_t keys = s.q_pos0 + s.Tq - G.first(s.q_pos0);  // that some row reads
     flops += static_cast<double>(d.Hq) * s.Tq * keys * d.D;
-    kv_bytes += 2.0 * d.Hkv * keys * d.D * sizeof(T);
+    kv_bytes += 2.0 * d.Hkv * keys * d.D * sizeof(KV);
     if (s.Tq == 0 || uses_gemm(path, s)) continue;
     const int64_t p0 = static_cast<int64_t>(splits.size()), kend = s.q_pos0 + s.Tq;
     for (int64_t j0 = G.first(s.q_pos0) / G.split_tile * G.split_tile; j0 < kend;
@@ -268,10 +269,9 @@ void paged_attention_forward(T* out, T* lse, const T* q, const T* k_pool, const 
   }
 }
 
-template <class T>
-void paged_kv_write(T* pool, int64_t num_blocks, int64_t block_size, int64_t row_elems,
-                    const int32_t* blocks, int64_t n_blocks, int64_t pos0, int64_t n,
-                    const T* src) {
+// The rows' bounds against the pool; the caller stores each row.
+void check_write(int64_t num_blocks, int64_t block_size, const int32_t* blocks, int64_t n_blocks,
+                 int64_t pos0, int64_t n) {
   PX_CHECK(pos0 >= 0 && n >= 0 && block_size > 0, "paged kv write: bad range pos0={} n={}", pos0,
            n);
   const int64_t need = (pos0 + n + block_size - 1) / block_size;
@@ -283,8 +283,45 @@ void paged_kv_write(T* pool, int64_t num_blocks, int64_t block_size, int64_t row
     PX_CHECK(phys >= 0 && phys < num_blocks,
              "paged kv write: block {} of the table is {}, outside the pool [0, {})",
              pos / block_size, phys, num_blocks);
+  }
+}
+
+}  // namespace
+
+template <class T>
+void paged_attention_forward(T* out, T* lse, const T* q, const T* k_pool, const T* v_pool,
+                             const PagedSeq* seqs, int64_t n_seqs, const PagedAttnDims& d,
+                             double scale, PagedAttnPath path) {
+  forward(out, lse, q, k_pool, v_pool, LowpType::BF16, seqs, n_seqs, d, scale, path);
+}
+
+void paged_attention_forward(float* out, float* lse, const float* q, const uint16_t* k_pool,
+                             const uint16_t* v_pool, LowpType t, const PagedSeq* seqs,
+                             int64_t n_seqs, const PagedAttnDims& d, double scale,
+                             PagedAttnPath path) {
+  forward(out, lse, q, k_pool, v_pool, t, seqs, n_seqs, d, scale, path);
+}
+
+template <class T>
+void paged_kv_write(T* pool, int64_t num_blocks, int64_t block_size, int64_t row_elems,
+                    const int32_t* blocks, int64_t n_blocks, int64_t pos0, int64_t n,
+                    const T* src) {
+  check_write(num_blocks, block_size, blocks, n_blocks, pos0, n);
+  for (int64_t t = 0; t < n; ++t) {
+    const int64_t pos = pos0 + t, phys = blocks[pos / block_size];
     std::copy_n(src + t * row_elems, row_elems,
                 pool + (phys * block_size + pos % block_size) * row_elems);
+  }
+}
+
+void paged_kv_write(uint16_t* pool, LowpType lowp, int64_t num_blocks, int64_t block_size,
+                    int64_t row_elems, const int32_t* blocks, int64_t n_blocks, int64_t pos0,
+                    int64_t n, const float* src) {
+  check_write(num_blocks, block_size, blocks, n_blocks, pos0, n);
+  for (int64_t t = 0; t < n; ++t) {
+    const int64_t pos = pos0 + t, phys = blocks[pos / block_size];
+    round_to_lowp(pool + (phys * block_size + pos % block_size) * row_elems, src + t * row_elems,
+                  row_elems, lowp);
   }
 }
 

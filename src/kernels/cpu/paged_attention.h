@@ -8,8 +8,13 @@
 // A sliding window (window > 0) hides keys more than window - 1 positions
 // before the query, as there; tasks read no block wholly before it (the
 // blocks stay allocated: freeing them is the cache owner's business).
+// The pools may hold 16-bit keys and values (bf16 or IEEE f16): each is
+// widened to f32 as it is read, exactly, and everything after runs as over
+// an f32 pool holding the widened values (bit for bit the same result).
 #pragma once
 #include <cstdint>
+
+#include "kernels/cpu/gemm_bf16.h"
 
 namespace parallm::cpu {
 
@@ -57,5 +62,17 @@ void paged_attention_forward(T* out, T* lse, const T* q, const T* k_pool, const 
 template <class T>
 void paged_kv_write(T* pool, int64_t num_blocks, int64_t block_size, int64_t row_elems,
                     const int32_t* blocks, int64_t n_blocks, int64_t pos0, int64_t n, const T* src);
+
+// The same over pools of 16-bit values of type t (bf16 or f16 bits): the
+// write rounds src to nearest even (as round_to_lowp), the forward widens
+// keys and values to f32 in registers or a tile buffer; scores, softmax,
+// out and lse are f32.
+void paged_attention_forward(float* out, float* lse, const float* q, const uint16_t* k_pool,
+                             const uint16_t* v_pool, LowpType t, const PagedSeq* seqs,
+                             int64_t n_seqs, const PagedAttnDims& d, double scale,
+                             PagedAttnPath path = PagedAttnPath::Auto);
+void paged_kv_write(uint16_t* pool, LowpType t, int64_t num_blocks, int64_t block_size,
+                    int64_t row_elems, const int32_t* blocks, int64_t n_blocks, int64_t pos0,
+                    int64_t n, const float* src);
 
 }  // namespace parallm::cpu

@@ -4,7 +4,9 @@
 // leaves each row's tile softmax (max, sum, unnormalised output) in its own
 // slots; merge_rows combines a row's tiles in tile order. Invariant: a row's
 // result depends only on its own sequence's keys, values and position (not on
-// the batch, the thread count or how its sequence was chunked).
+// the batch, the thread count or how its sequence was chunked). Over 16-bit
+// pools each token row is widened into a small f32 buffer (L1) as the walk
+// reaches it, once for all heads, and everything after is the f32 code.
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -123,9 +125,9 @@ template <class T>
 // visible keys only, in groups at fixed offsets of the tile whatever the
 // other rows see, so its result does not depend on them, on the thread
 // count or on how its sequence was chunked.
-template <class T>
-void split_task(const SplitTask& t, const PagedSeq& s, const Geometry& G, const T* q, const T* kp,
-                const T* vp, T scale, Partials<T>& P, Workspace<T>& w) {
+template <class T, class KV>
+void split_task(const SplitTask& t, const PagedSeq& s, const Geometry& G, const T* q, const KV* kp,
+                const KV* vp, T scale, Partials<T>& P, Workspace<T>& w) {
   const int64_t D = G.d.D, Hq = G.d.Hq, nq = s.Tq, tile = G.split_tile;
   const int64_t row_elems = G.d.Hkv * D, R = nq * Hq;
   std::fill_n(&P.m[t.slot], R, -std::numeric_limits<T>::infinity());
@@ -150,19 +152,26 @@ void split_task(const SplitTask& t, const PagedSeq& s, const Geometry& G, const 
   auto lanes = [&](int64_t i, int64_t j, int64_t nl) {
     return std::pair<int64_t, int64_t>{std::max<int64_t>(0, w.a[i] - j), std::min(nl, w.c[i] - j)};
   };
-  auto token = [&](const T* pool, int64_t j) { return pool + G.k_off(s, t.j0 + j, 0); };
+  auto token = [&](const KV* pool, int64_t j) { return pool + G.k_off(s, t.j0 + j, 0); };
+  constexpr bool widen = !std::is_same_v<KV, T>;
+  if constexpr (widen) w.wide.resize(static_cast<size_t>(kLanes * row_elems));
   // Walks the tile's keys in groups of kLanes, token rows in pool order
   // (prefetched kPrefetchKeys ahead), and calls visit(i, h, j, lo, hi, rows)
   // for every query row i that sees some of the group at tile key j (lanes
   // [lo, hi)) and every head h, rows[l] pointing at key j + l's values of
   // h's kv head.
-  auto walk = [&](const T* pool, auto&& visit) {
+  auto walk = [&](const KV* pool, auto&& visit) {
     const T* tok[kLanes];
     const T* rows[kLanes];
     for (int64_t j = jstart; j < cmax; j += kLanes) {
       const int64_t nl = std::min(kLanes, cmax - j);
       for (int64_t l = 0; l < nl; ++l) {
-        tok[l] = token(pool, j + l);
+        if constexpr (widen) {
+          load_row(&w.wide[l * row_elems], token(pool, j + l), row_elems, G.lowp);
+          tok[l] = &w.wide[l * row_elems];
+        } else {
+          tok[l] = token(pool, j + l);
+        }
         if (j + l + kPrefetchKeys < cmax)
           prefetch_row(token(pool, j + l + kPrefetchKeys), row_elems);
       }
@@ -237,13 +246,16 @@ void merge_rows(const SplitMerge& mg, const std::vector<SplitTask>& splits, cons
   }
 }
 
-#define PARALLM_INSTANTIATE_DIRECT(T)                                                            \
-  template void split_task<T>(const SplitTask&, const PagedSeq&, const Geometry&, const T*,      \
-                              const T*, const T*, T, Partials<T>&, Workspace<T>&);               \
-  template void merge_rows<T>(const SplitMerge&, const std::vector<SplitTask>&, const Geometry&, \
-                              const Partials<T>&, T*, T*);
-PARALLM_INSTANTIATE_DIRECT(float)
-PARALLM_INSTANTIATE_DIRECT(double)
+#define PARALLM_INSTANTIATE_DIRECT(T, KV)                                                        \
+  template void split_task<T, KV>(const SplitTask&, const PagedSeq&, const Geometry&, const T*,  \
+                                  const KV*, const KV*, T, Partials<T>&, Workspace<T>&);
+PARALLM_INSTANTIATE_DIRECT(float, float)
+PARALLM_INSTANTIATE_DIRECT(double, double)
+PARALLM_INSTANTIATE_DIRECT(float, uint16_t)
 #undef PARALLM_INSTANTIATE_DIRECT
+template void merge_rows<float>(const SplitMerge&, const std::vector<SplitTask>&, const Geometry&,
+                                const Partials<float>&, float*, float*);
+template void merge_rows<double>(const SplitMerge&, const std::vector<SplitTask>&, const Geometry&,
+                                 const Partials<double>&, double*, double*);
 
 }  // namespace parallm::cpu::paged

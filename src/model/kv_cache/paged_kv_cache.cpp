@@ -18,27 +18,28 @@ LayerRange all_if_empty(const ModelConfig& cfg, LayerRange layers) {
 }  // namespace
 
 int64_t PagedKvCache::bytes_per_block(const ModelConfig& cfg, int tp, int64_t block_size,
-                                      LayerRange layers) {
+                                      LayerRange layers, KvDType kv) {
   PX_CHECK(tp >= 1 && block_size >= 1, "KV block geometry needs tp ({}) and block size ({}) >= 1",
            tp, block_size);
   return 2 * all_if_empty(cfg, layers).count * block_size * kv_heads_per_rank(cfg, tp) *
-         cfg.head_dim * static_cast<int64_t>(sizeof(float));
+         cfg.head_dim * kv_dtype_bytes(kv);
 }
 
 int64_t PagedKvCache::blocks_for_bytes(const ModelConfig& cfg, int tp, int64_t block_size,
-                                       int64_t bytes, LayerRange layers) {
+                                       int64_t bytes, LayerRange layers, KvDType kv) {
   PX_CHECK(bytes >= 0, "KV cache memory must not be negative, got {} bytes", bytes);
-  const int64_t per = bytes_per_block(cfg, tp, block_size, layers);
+  const int64_t per = bytes_per_block(cfg, tp, block_size, layers, kv);
   return per > 0 ? bytes / per : 0;
 }
 
 PagedKvCache::PagedKvCache(const ModelConfig& cfg, const TpGroup& tp, int64_t num_blocks,
-                           int64_t block_size, Allocator& alloc, LayerRange layers)
+                           int64_t block_size, Allocator& alloc, LayerRange layers, KvDType kv)
     : num_blocks_(num_blocks),
       block_size_(block_size),
       kv_heads_(kv_heads_per_rank(cfg, tp.size())),
       head_dim_(cfg.head_dim),
-      layers_(all_if_empty(cfg, layers)) {
+      layers_(all_if_empty(cfg, layers)),
+      kv_(kv) {
   PX_CHECK(num_blocks >= 1 && block_size >= 1,
            "the paged KV cache needs at least one block ({}) of at least one token ({})",
            num_blocks, block_size);
@@ -47,12 +48,17 @@ PagedKvCache::PagedKvCache(const ModelConfig& cfg, const TpGroup& tp, int64_t nu
       layers_.first >= 0 && layers_.count >= 1 && layers_.first + layers_.count <= cfg.n_layers,
       "KV cache layers [{}, {}) are outside the model's {} layers", layers_.first,
       layers_.first + layers_.count, cfg.n_layers);
+  // Before the pools are allocated: the GPU's paged attention reads f32 only.
+  PX_CHECK(kv == KvDType::F32 || ops::Stream::of(alloc).backend() == nullptr,
+           "--kv-dtype {}: the GPU's paged attention reads an f32 KV cache only; use --kv-dtype "
+           "f32 with --device cuda (16-bit caches run on the CPU)",
+           kv_dtype_name(kv));
   // Activation: forward state that lives as long as the server (or the generation).
   for (int l = 0; l < layers_.count; ++l) {
-    k_.push_back(Tensor::zeros(alloc, {num_blocks, block_size, kv_heads_, head_dim_}, DType::F32,
-                               MemTag::Activation));
-    v_.push_back(Tensor::zeros(alloc, {num_blocks, block_size, kv_heads_, head_dim_}, DType::F32,
-                               MemTag::Activation));
+    k_.push_back(Tensor::zeros(alloc, {num_blocks, block_size, kv_heads_, head_dim_},
+                               kv_tensor_dtype(kv), MemTag::Activation));
+    v_.push_back(Tensor::zeros(alloc, {num_blocks, block_size, kv_heads_, head_dim_},
+                               kv_tensor_dtype(kv), MemTag::Activation));
   }
 }
 
@@ -63,11 +69,11 @@ int64_t PagedKvCache::bytes() const {
   return b;
 }
 
-float* PagedKvCache::pool(const std::vector<Tensor>& t, int64_t layer) const {
+const Tensor& PagedKvCache::pool(const std::vector<Tensor>& t, int64_t layer) const {
   PX_CHECK(layer >= layers_.first && layer < layers_.first + layers_.count,
            "layer {} is not in this KV cache (layers [{}, {}))", layer, layers_.first,
            layers_.first + layers_.count);
-  return t[static_cast<size_t>(layer - layers_.first)].data<float>();
+  return t[static_cast<size_t>(layer - layers_.first)];
 }
 
 void PagedKvCache::check_spans(const std::vector<PagedSpan>& spans) const {
@@ -104,10 +110,30 @@ PagedTables::PagedTables(const ops::Stream& s, Allocator& a, const std::vector<P
 void PagedKvCache::write(int64_t layer, const ops::PagedSeq& seq, const float* k_rows,
                          const float* v_rows) {
   const int64_t row = kv_heads_ * head_dim_;
-  ops::paged_kv_write(stream(), k(layer), num_blocks_, block_size_, row, seq.blocks, seq.n_blocks,
-                      seq.q_pos0, seq.Tq, k_rows);
-  ops::paged_kv_write(stream(), v(layer), num_blocks_, block_size_, row, seq.blocks, seq.n_blocks,
-                      seq.q_pos0, seq.Tq, v_rows);
+  if (const auto t = kv_lowp(kv_)) {
+    ops::paged_kv_write(stream(), k_pool(layer).half_bits(), *t, num_blocks_, block_size_, row,
+                        seq.blocks, seq.n_blocks, seq.q_pos0, seq.Tq, k_rows);
+    ops::paged_kv_write(stream(), v_pool(layer).half_bits(), *t, num_blocks_, block_size_, row,
+                        seq.blocks, seq.n_blocks, seq.q_pos0, seq.Tq, v_rows);
+    return;
+  }
+  ops::paged_kv_write(stream(), k(layer), num_blocks_, block_size_, row, seq.blocks,
+                      seq.n_blocks, seq.q_pos0, seq.Tq, k_rows);
+  ops::paged_kv_write(stream(), v(layer), num_blocks_, block_size_, row, seq.blocks,
+                      seq.n_blocks, seq.q_pos0, seq.Tq, v_rows);
+}
+
+void PagedKvCache::attention(int64_t layer, float* out, const float* q,
+                             const std::vector<ops::PagedSeq>& seqs, const ops::PagedAttnDims& d,
+                             double scale) const {
+  const int64_t n = static_cast<int64_t>(seqs.size());
+  if (const auto t = kv_lowp(kv_)) {
+    ops::paged_attention_forward(stream(), out, nullptr, q, k_pool(layer).half_bits(),
+                                 v_pool(layer).half_bits(), *t, seqs.data(), n, d, scale);
+    return;
+  }
+  ops::paged_attention_forward(stream(), out, nullptr, q, k(layer),
+                               v(layer), seqs.data(), n, d, scale);
 }
 
 void PagedKvCache::write(int64_t layer, const PagedSpan& s, const float* k_rows,

@@ -1,6 +1,7 @@
 // PagedKvCache: the storage of the paged KV cache that `parallm serve` runs
 // on. Per layer of this rank, k and v pools of (num_blocks, block_size,
-// kv_heads, head_dim) fp32, the layout kernels/cpu/paged_attention.h reads;
+// kv_heads, head_dim) of the cache's KvDType (f32, or bf16 / f16 rounded on
+// write and widened on read), the layout kernels/cpu/paged_attention.h reads;
 // kv_heads is this rank's share under tensor parallelism (its query heads' groups).
 // Which blocks a sequence owns is decided on rank 0 (model/kv_cache/block_pool.h,
 // block_tables.h) and reaches every rank in the step's PagedSpans, so the
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/kv_cache/kv_dtype.h"
 #include "model/model_stage.h"
 #include "nn/op_buffers.h"
 #include "ops/attention.h"
@@ -46,31 +48,37 @@ class PagedTables {
 
 class PagedKvCache {
  public:
-  // Bytes of one block over the given layers (k and v, fp32) on a rank of a
-  // tp-way split; layers.count 0: all of cfg's layers.
+  // Bytes of one block over the given layers (k and v, of kv's size) on a
+  // rank of a tp-way split; layers.count 0: all of cfg's layers.
   static int64_t bytes_per_block(const ModelConfig& cfg, int tp, int64_t block_size,
-                                 LayerRange layers = {});
+                                 LayerRange layers = {}, KvDType kv = KvDType::F32);
   // How many blocks fit in `bytes` (rounded down; 0 when not even one).
   static int64_t blocks_for_bytes(const ModelConfig& cfg, int tp, int64_t block_size, int64_t bytes,
-                                  LayerRange layers = {});
+                                  LayerRange layers = {}, KvDType kv = KvDType::F32);
 
   // Pools for the given global layers (a pipeline stage's; count 0: all of
-  // them), tagged Activation.
+  // them), tagged Activation. A 16-bit kv needs CPU kernels (the host or the
+  // test device): on a GPU it throws, naming --kv-dtype.
   PagedKvCache(const ModelConfig& cfg, const TpGroup& tp, int64_t num_blocks, int64_t block_size,
-               Allocator& alloc, LayerRange layers = {});
+               Allocator& alloc, LayerRange layers = {}, KvDType kv = KvDType::F32);
 
   int64_t num_blocks() const { return num_blocks_; }
   int64_t block_size() const { return block_size_; }
   int64_t kv_heads() const { return kv_heads_; }
   int64_t head_dim() const { return head_dim_; }
   LayerRange layers() const { return layers_; }
+  KvDType kv_dtype() const { return kv_; }
   int64_t bytes() const;  // of all pools
 
-  // The (num_blocks, block_size, kv_heads, head_dim) pools of a (global) layer.
-  float* k(int64_t layer) { return pool(k_, layer); }
-  float* v(int64_t layer) { return pool(v_, layer); }
-  const float* k(int64_t layer) const { return pool(k_, layer); }
-  const float* v(int64_t layer) const { return pool(v_, layer); }
+  // The (num_blocks, block_size, kv_heads, head_dim) pools of a (global)
+  // layer, as stored; k() and v() are an f32 cache's values (they throw on
+  // a 16-bit one).
+  const Tensor& k_pool(int64_t layer) const { return pool(k_, layer); }
+  const Tensor& v_pool(int64_t layer) const { return pool(v_, layer); }
+  float* k(int64_t layer) { return k_pool(layer).data<float>(); }
+  float* v(int64_t layer) { return v_pool(layer).data<float>(); }
+  const float* k(int64_t layer) const { return k_pool(layer).data<float>(); }
+  const float* v(int64_t layer) const { return v_pool(layer).data<float>(); }
 
   // Throws, naming the numbers, unless every span is non-empty and its
   // table covers its positions with blocks of this pool.
@@ -89,11 +97,17 @@ class PagedKvCache {
   Allocator& allocator() const { return *k_.at(0).allocator(); }
   // Kernel dims for q_heads query heads (this rank's) over this pool.
   ops::PagedAttnDims attn_dims(int64_t q_heads) const;
+  // Paged attention of q (N, q_heads, head_dim) over the layer's pools into
+  // out (same shape), for the sequences of the step (PagedTables::seqs()).
+  // d: attn_dims(q_heads), with the layer's window.
+  void attention(int64_t layer, float* out, const float* q, const std::vector<ops::PagedSeq>& seqs,
+                 const ops::PagedAttnDims& d, double scale) const;
 
  private:
-  float* pool(const std::vector<Tensor>& t, int64_t layer) const;
+  const Tensor& pool(const std::vector<Tensor>& t, int64_t layer) const;
   int64_t num_blocks_ = 0, block_size_ = 0, kv_heads_ = 0, head_dim_ = 0;
   LayerRange layers_;
+  KvDType kv_ = KvDType::F32;
   std::vector<Tensor> k_, v_;  // per layer of the range
 };
 

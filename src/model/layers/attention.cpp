@@ -206,10 +206,8 @@ void Attention::forward_cached(const LayerContext& c, float* out, const float* i
   Tensor att = c.workspace({N, qd});
   ops::PagedAttnDims pd = cache.attn_dims(n_heads_);
   pd.window = window_;
-  ops::paged_attention_forward(c.stream(), att.data<float>(), nullptr, q.data<float>(),
-                               cache.k(layer), cache.v(layer), seqs.data(),
-                               static_cast<int64_t>(seqs.size()), pd,
-                               1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  cache.attention(layer, att.data<float>(), q.data<float>(), seqs, pd,
+                  1.0 / std::sqrt(static_cast<double>(head_dim_)));
   o_.forward(c, out, att.data<float>());
 }
 

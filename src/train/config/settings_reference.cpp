@@ -1,9 +1,12 @@
 // settings_reference: one Markdown table per run-file table, a row per
 // setting in declaration order (key, flags, value, whether a checkpoint's
-// run record keeps it, help).
+// run record keeps it, help), then the flags `parallm generate` and `parallm
+// serve` share (train/config/inference_flags.h).
 #include "train/config/settings_reference.h"
 
 #include <fmt/format.h>
+
+#include "train/config/inference_flags.h"
 
 namespace parallm {
 namespace {
@@ -49,6 +52,12 @@ std::string settings_reference(const RunSchema& schema) {
                          code_list(s), value_kind(s), s.recorded ? "yes" : "no", help);
     }
   }
+  out +=
+      "\n## `parallm generate` and `parallm serve`\n\n"
+      "Flags both commands take, declared once (src/train/config/inference_flags.cpp).\n\n"
+      "| flag | value | help |\n|---|---|---|\n";
+  for (const InferenceFlag& f : inference_flags())
+    out += fmt::format("| `{}` | {} | {} |\n", f.flag, f.value, f.help);
   return out;
 }
 
