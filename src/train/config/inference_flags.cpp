@@ -1,6 +1,8 @@
 // The shared inference flags (see inference_flags.h).
 #include "train/config/inference_flags.h"
 
+#include "base/error.h"
+
 namespace parallm {
 namespace {
 
@@ -21,7 +23,15 @@ CLI::Option* add_kv_dtype_flag(CLI::App* sub, KvDType& kv) {
   const InferenceFlag& f = kv_dtype_flag();
   return sub
       ->add_option_function<std::string>(
-          f.flag, [&kv](const std::string& v) { kv = kv_dtype_from_name(v); }, f.help)
+          f.flag,
+          [&kv](const std::string& v) {
+            try {
+              kv = kv_dtype_from_name(v);
+            } catch (const Error& e) {  // a parse error: CLI11 names the flag and exits 109
+              throw CLI::ValidationError(e.what());
+            }
+          },
+          f.help)
       ->default_str(kv_dtype_name(kv))
       ->type_name("f32|bf16|f16");
 }
