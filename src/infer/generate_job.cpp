@@ -10,6 +10,7 @@
 
 #include "data/tokenizer/tokenizer.h"
 #include "data/tokenizer/utf8.h"
+#include "infer/eos_ids.h"
 #include "infer/model_text.h"
 #include "ops/host_runtime.h"
 #include "comm/rank_groups.h"
@@ -107,7 +108,8 @@ int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, 
 
   GenerateOptions gen = opts.gen;
   gen.pp = opts.pp > 1 ? groups.pp.get() : nullptr;
-  gen.eos_ids = end_of_sequence_ids(im.eos_ids(), *tok, dir);
+  gen.eos_ids = generation_eos_ids(opts.source, im.eos_ids(), *tok, dir,
+                                   im.model().config().vocab_size, rank == 0 ? &err : nullptr);
   gen.decode = [&](std::span<const int32_t> ids) { return tok->decode_bytes(ids, true); };
   const bool stream = texts.size() == 1 && !opts.json;
   StopStrings stops(gen.stop_strings);

@@ -26,7 +26,9 @@ namespace parallm {
 struct GenerateOptions {
   SamplingParams sampling;
   int64_t max_new_tokens = 16;
-  std::vector<int32_t> eos_ids;           // generation of a sequence ends after one of these
+  // Generation of a sequence ends after one of these (an id outside the
+  // vocabulary never comes, so it ends nothing).
+  std::vector<int32_t> eos_ids;
   std::vector<std::string> stop_strings;  // ... or once its decoded text contains one
   // ids -> text; needed when stop_strings is not empty.
   std::function<std::string(std::span<const int32_t>)> decode;

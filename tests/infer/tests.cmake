@@ -57,3 +57,20 @@ add_test(NAME infer.test_device_inference
                  test_device_inference $<TARGET_FILE:parallm> ${PARALLM_MPIRUN}
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(infer.test_device_inference PROPERTIES LABELS dist TIMEOUT 240)
+
+# --kv-dtype end to end: generate with an f32, bf16 and f16 KV cache, a bad
+# value refused, memory --inference halving the cache's bytes.
+add_test(NAME cli.generate.kv_dtype
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/kv_dtype_cli.sh $<TARGET_FILE:parallm>)
+set_tests_properties(cli.generate.kv_dtype PROPERTIES LABELS unit TIMEOUT 120
+                     ENVIRONMENT OMP_NUM_THREADS=1)
+
+# An EOS id past the vocabulary (GPT2Config's default 50256 on 600 ids, in
+# config.json and generation_config.json) is one warning line and generation
+# runs without it, giving transformers' greedy tokens.
+add_test(NAME reference.generate.eos_outside_vocab
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/eos_outside_vocab_check.py
+                 eos_outside_vocab $<TARGET_FILE:parallm>
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(reference.generate.eos_outside_vocab PROPERTIES LABELS reference TIMEOUT 120
+                     ENVIRONMENT OMP_NUM_THREADS=1)

@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "base/error.h"
+#include "infer/eos_ids.h"
 #include "infer/model_text.h"
 #include "infer/serve/engine_factory.h"
 #include "infer/serve/metrics.h"
@@ -100,7 +101,7 @@ int run_serve_job(const ServeJobOptions& opts, comm::Communicator* world, Shutdo
   EngineSettings es;
   es.max_running = opts.max_running;
   es.max_waiting = opts.max_waiting;
-  es.eos_ids = end_of_sequence_ids(im.eos_ids(), *tok, dir);
+  es.eos_ids = generation_eos_ids(opts.source, im.eos_ids(), *tok, dir, cfg.vocab_size, &err);
   es.kv_dtype = opts.kv_dtype;
   es.max_batched_tokens = opts.max_batched_tokens;
   es.prefix_cache = opts.prefix_cache;
