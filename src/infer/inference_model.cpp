@@ -9,6 +9,7 @@
 
 #include "data/byte_tokenizer.h"
 #include "infer/huge_pages.h"
+#include "infer/quantize_weights.h"
 #include "io/gguf/gguf_config.h"
 #include "io/gguf/gguf_tokenizer.h"
 #include "io/gguf/gguf_weights.h"
@@ -99,6 +100,15 @@ InferenceModel::InferenceModel(const ModelSource& src, const Placement& where, P
     load_checkpoint_values(ck, model_->params(), ck.state.model.vocab_size);
     restore_expert_bias(*model_, ck.state);
     if (ck.state.model.vocab_size > ByteTokenizer::kEndOfText) eos_ = {ByteTokenizer::kEndOfText};
+  }
+  if (!src.quantize.empty()) {
+    PX_CHECK(!model_->base_params().any_quant(),
+             "--quantize {}: {} is already quantised (its tensors keep the file's types)",
+             src.quantize, src.gguf);
+    PX_CHECK(alloc_->device() == Device::CPU,
+             "--quantize runs on the CPU only: the {} device has no quantised kernels",
+             device_name(alloc_->device()));
+    quantize_weights(*model_, src.quantize);
   }
   if (precision != Precision::FP32) {
     matmul_ = std::make_unique<MatmulPrecision>(precision, model_->base_params(), *alloc_);

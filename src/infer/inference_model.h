@@ -19,6 +19,9 @@ struct ModelSource {
   std::string hf_dir;      // one of: a Hugging Face directory,
   std::string checkpoint;  // a checkpoint directory or a step directory,
   std::string gguf;        // a llama.cpp .gguf file (docs/gguf.md)
+  // --quantize q8_0 | q4_0 | q4_k_m: the f32 weights of a directory or a
+  // checkpoint quantised at load (infer/quantize_weights.h); "" keeps them.
+  std::string quantize;
 };
 // --model PATH: a path ending in .gguf moves from hf_dir to gguf.
 void select_gguf(ModelSource& s);

@@ -10,11 +10,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "base/rng.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quant_dot.h"
+#include "kernels/cpu/quant_packed.h"
 
 namespace parallm::cpu {
 namespace {
@@ -94,21 +96,34 @@ TEST(QuantBlocks, SizesAreGgufs) {
 TEST(QuantDot, EveryPathMatchesTheDoubleSumOfItsCodes) {
   Allocator alloc;
   const int64_t N = 37, K = 768;
+  struct Case {
+    QuantLayout layout;
+    QuantDotPath path;
+  };
+  const Case cases[] = {{QuantLayout::kRows, QuantDotPath::kScalar},
+                        {QuantLayout::kRows, QuantDotPath::kAvx2},
+                        {QuantLayout::kRows, QuantDotPath::kVnni},
+                        {QuantLayout::kPackedAvx2, QuantDotPath::kAvx2},
+                        {QuantLayout::kPackedVnni, QuantDotPath::kVnni}};
   for (QuantType t : kTypes) {
+   for (const Case& c : cases) {
+    if (c.layout != QuantLayout::kRows && !quant_packs(t)) continue;
+    if (!quant_dot_path_available(c.path)) {
+      std::printf("[ skipped ] %s: not on this machine\n", quant_dot_path_name(c.path));
+      continue;
+    }
+    const QuantDotPath p = c.path;
     const std::vector<float> w = normal(N * K, "w", 0.05f);
-    const QuantWeight qw = QuantWeight::quantize(alloc, t, w.data(), N, K);
+    const QuantWeight qw = QuantWeight::quantize(alloc, t, w.data(), N, K, c.layout);
     std::vector<float> wd(static_cast<size_t>(N * K));
     qw.dequantize_rows(0, N, wd.data());
     for (int64_t M : {1, 3, 8, 11}) {
       const std::vector<float> x = normal(M * K, "x");
       std::vector<int8_t> xq(static_cast<size_t>(M * K));
       std::vector<float> xd(static_cast<size_t>(M * K / 32)), xs(xd.size());
-      quantize_rows_q8(x.data(), M, K, xq.data(), xd.data(), xs.data());
-      for (QuantDotPath p : {QuantDotPath::kScalar, QuantDotPath::kAvx2, QuantDotPath::kVnni}) {
-        if (!quant_dot_path_available(p)) {
-          std::printf("[ skipped ] %s: not on this machine\n", quant_dot_path_name(p));
-          continue;
-        }
+      std::vector<int32_t> xsum(xd.size());
+      quantize_rows_q8(x.data(), M, K, xq.data(), xd.data(), xs.data(), xsum.data());
+      {
         std::vector<float> out(static_cast<size_t>(M * N));
         quant_dot_rows(p, alloc, out.data(), x.data(), qw, M);
         for (int64_t m = 0; m < M; ++m)
@@ -121,11 +136,12 @@ TEST(QuantDot, EveryPathMatchesTheDoubleSumOfItsCodes) {
             }
             const double bound = double(K / 32 + 10) * std::ldexp(1.0, -23) * mag;
             ASSERT_NEAR(out[m * N + n], ref, bound)
-                << quant_traits(t).name << " " << quant_dot_path_name(p) << " M " << M << " ("
-                << m << ", " << n << ")";
+                << quant_traits(t).name << " " << quant_dot_path_name(p) << " layout "
+                << static_cast<int>(c.layout) << " M " << M << " (" << m << ", " << n << ")";
           }
       }
     }
+   }
   }
 }
 
@@ -135,13 +151,15 @@ TEST(QuantDot, ActivationRowsQuantiseToHalfAStep) {
   const std::vector<float> x = normal(M * K, "act");
   std::vector<int8_t> q(static_cast<size_t>(M * K));
   std::vector<float> d(static_cast<size_t>(M * K / 32)), s(d.size());
-  quantize_rows_q8(x.data(), M, K, q.data(), d.data(), s.data());
+  std::vector<int32_t> sums(d.size());
+  quantize_rows_q8(x.data(), M, K, q.data(), d.data(), s.data(), sums.data());
   for (int64_t i = 0; i < M * K; ++i)
     ASSERT_LE(std::fabs(q[i] * d[i / 32] - x[i]), d[i / 32] * 0.5f * (1 + 1e-6f)) << i;
   for (int64_t b = 0; b < M * K / 32; ++b) {
     int sum = 0;
     for (int i = 0; i < 32; ++i) sum += q[b * 32 + i];
     EXPECT_FLOAT_EQ(s[b], d[b] * float(sum));
+    EXPECT_EQ(sums[b], sum);
   }
 }
 
@@ -171,6 +189,13 @@ TEST(QuantWeight, SlicesKeepTheFullTensorsValues) {
   for (QuantType t : kTypes) {
     const QuantWeight full = QuantWeight::quantize(alloc, t, w.data(), N, K);
     const QuantWeight s = QuantWeight::slice(alloc, full, 2, 3, 256, 256);
+    // Packing is a permutation of the file's bytes: unpacked rows are the blocks.
+    const QuantWeight rows = QuantWeight::quantize(alloc, t, w.data(), N, K, QuantLayout::kRows);
+    std::vector<uint8_t> blk(static_cast<size_t>(full.row_bytes()));
+    for (int64_t r = 0; r < N; ++r) {
+      full.copy_row_blocks(r, blk.data());
+      ASSERT_EQ(std::memcmp(blk.data(), rows.row(r), blk.size()), 0) << quant_traits(t).name << r;
+    }
     std::vector<float> a(static_cast<size_t>(N * K)), b(3 * 256);
     full.dequantize_rows(0, N, a.data());
     s.dequantize_rows(0, 3, b.data());
@@ -179,7 +204,7 @@ TEST(QuantWeight, SlicesKeepTheFullTensorsValues) {
     if (quant_traits(t).block_elems == 256) {
       EXPECT_THROW(QuantWeight::slice(alloc, full, 0, 1, 32, 256), Error);
     }
-    EXPECT_EQ(full.stored_bytes(), N * quant_row_bytes(t, K));
+    EXPECT_EQ(rows.stored_bytes(), N * quant_row_bytes(t, K));
   }
 }
 

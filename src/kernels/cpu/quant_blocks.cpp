@@ -34,10 +34,12 @@ uint16_t load_u16(const uint8_t* p) {
 void store_u16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); }
 float load_f16(const uint8_t* p) { return f16_to_f32(load_u16(p)); }
 
+}  // namespace
+
 // Q4_K's 12 bytes of 6-bit scales and mins for 8 sub-blocks (gguf's
 // Q4_K.get_scale_min): the low 6 bits of bytes 0-3 / 4-7 for sub-blocks 0-3,
 // for 4-7 a nibble of bytes 8-11 and the top 2 bits of bytes 0-3 / 4-7.
-void q4k_scale_min(const uint8_t* s, uint8_t* sc, uint8_t* m) {
+void q4k_unpack_scales(const uint8_t* s, uint8_t* sc, uint8_t* m) {
   for (int j = 0; j < 4; ++j) {
     sc[j] = s[j] & 63;
     m[j] = s[j + 4] & 63;
@@ -46,13 +48,15 @@ void q4k_scale_min(const uint8_t* s, uint8_t* sc, uint8_t* m) {
   }
 }
 
-void q4k_pack_scale_min(const uint8_t* sc, const uint8_t* m, uint8_t* s) {
+void q4k_pack_scales(const uint8_t* sc, const uint8_t* m, uint8_t* s) {
   for (int j = 0; j < 4; ++j) {
     s[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
     s[j + 4] = static_cast<uint8_t>(m[j] | ((m[j + 4] >> 4) << 6));
     s[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0x0F) | ((m[j + 4] & 0x0F) << 4));
   }
 }
+
+namespace {
 
 void quantize_q8_0(const float* x, uint8_t* b) {
   float amax = 0.0f;
@@ -121,7 +125,7 @@ void quantize_q4_k(const float* x, uint8_t* b) {
   }
   store_u16(b, dh);
   store_u16(b + 2, mh);
-  q4k_pack_scale_min(sc, m, b + 4);
+  q4k_pack_scales(sc, m, b + 4);
   uint8_t* qs = b + 16;
   for (int j = 0; j < 4; ++j) {
     for (int half = 0; half < 2; ++half) {
@@ -141,7 +145,7 @@ void quantize_q4_k(const float* x, uint8_t* b) {
 void dequantize_q4_k(const uint8_t* b, float* y) {
   const float d = load_f16(b), dmin = load_f16(b + 2);
   uint8_t sc[8], m[8];
-  q4k_scale_min(b + 4, sc, m);
+  q4k_unpack_scales(b + 4, sc, m);
   const uint8_t* qs = b + 16;
   for (int j = 0; j < 4; ++j) {
     for (int half = 0; half < 2; ++half) {

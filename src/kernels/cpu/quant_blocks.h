@@ -38,4 +38,8 @@ void quantize_blocks(QuantType t, const float* x, int64_t n, uint8_t* out);
 // n values of the blocks at `in` to f32.
 void dequantize_blocks(QuantType t, const uint8_t* in, int64_t n, float* out);
 
+// Q4_K's 12 bytes of 6-bit scales and mins of its 8 sub-blocks, to and from bytes.
+void q4k_unpack_scales(const uint8_t* packed12, uint8_t* sc, uint8_t* m);
+void q4k_pack_scales(const uint8_t* sc, const uint8_t* m, uint8_t* packed12);
+
 }  // namespace parallm::cpu

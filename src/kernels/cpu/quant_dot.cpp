@@ -34,15 +34,6 @@ float f16_at(const uint8_t* p) {
   return f16_to_f32(h);
 }
 
-// Q4_K's 6-bit sub-block scales and mins (the unpacking of quant_blocks.cpp).
-void q4k_scales(const uint8_t* s, uint8_t* sc, uint8_t* m) {
-  for (int j = 0; j < 4; ++j) {
-    sc[j] = s[j] & 63;
-    m[j] = s[j + 4] & 63;
-    sc[j + 4] = static_cast<uint8_t>((s[j + 8] & 0x0F) | ((s[j] >> 6) << 4));
-    m[j + 4] = static_cast<uint8_t>((s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4));
-  }
-}
 
 // ---- scalar: the codes as ints, block by block, in block order ----------
 
@@ -79,7 +70,7 @@ void scalar_dot(QuantType t, const uint8_t* w, const QuantRows& x, float* res) {
         break;
       case QuantType::Q4_K: {
         uint8_t sc[8], m[8];
-        q4k_scales(blk + 4, sc, m);
+        q4k_unpack_scales(blk + 4, sc, m);
         const float d = f16_at(blk), dmin = f16_at(blk + 2);
         for (int j = 0; j < 4; ++j)
           for (int l = 0; l < 32; ++l) {
@@ -211,7 +202,7 @@ void q4_k_dot(const uint8_t* w, const QuantRows& x, float* res) {
     const uint8_t* blk = w + sb * 144;
     const float d = f16_fast(blk), dmin = f16_fast(blk + 2);
     uint8_t sc[8], mn[8];
-    q4k_scales(blk + 4, sc, mn);
+    q4k_unpack_scales(blk + 4, sc, mn);
     for (int j = 0; j < 4; ++j) {
       const __m256i raw = load32(blk + 16 + 32 * j);
       const __m256i lo = _mm256_and_si256(raw, low4);
@@ -311,7 +302,8 @@ QuantRowDotFn fn_for(int path, QuantType t) {
 }
 }  // namespace
 
-void quantize_rows_q8(const float* x, int64_t M, int64_t K, int8_t* q, float* d, float* s) {
+void quantize_rows_q8(const float* x, int64_t M, int64_t K, int8_t* q, float* d, float* s,
+                      int32_t* isum) {
   const int64_t nb = K / kQK;
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t b = 0; b < nb; ++b) {
@@ -327,6 +319,7 @@ void quantize_rows_q8(const float* x, int64_t M, int64_t K, int8_t* q, float* d,
       }
       d[m * nb + b] = db;
       s[m * nb + b] = db * static_cast<float>(sum);
+      isum[m * nb + b] = sum;
     }
   }
 }

@@ -12,17 +12,19 @@
 namespace parallm::cpu {
 
 // Activation rows in 8 bits: row m's K values in q[m * K ...], per block of
-// 32 its scale d[m * K/32 + b] (value = q * d) and s = d * sum(q) (Q4_K's
-// min term needs it).
+// 32 its scale d[m * K/32 + b] (value = q * d), sum(q) and s = d * sum(q)
+// (what offset codes and Q4_K's mins subtract).
 struct QuantRows {
   const int8_t* q;
   const float* d;
   const float* s;
+  const int32_t* sum;
   int64_t K;
 };
 
-// Quantises x (M, K) row-major into q (M * K), d and s (M * K / 32 each).
-void quantize_rows_q8(const float* x, int64_t M, int64_t K, int8_t* q, float* d, float* s);
+// Quantises x (M, K) row-major into q (M * K), d, s and sum (M * K / 32 each).
+void quantize_rows_q8(const float* x, int64_t M, int64_t K, int8_t* q, float* d, float* s,
+                      int32_t* sum);
 
 // res[m] = sum over the row of dequant(w) x_m, for each of the fn's M rows.
 using QuantRowDotFn = void (*)(const uint8_t* wrow, const QuantRows& x, float* res);

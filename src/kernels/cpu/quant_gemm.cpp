@@ -10,6 +10,8 @@
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quant_dot.h"
+#include "kernels/cpu/quant_packed.h"
+#include "kernels/cpu/quant_packed_dot.h"
 #include "tensor/tensor.h"
 
 namespace parallm::cpu {
@@ -28,28 +30,54 @@ void add_bias(float* out, const float* bias, int64_t M, int64_t N) {
     for (int64_t n = 0; n < N; ++n) out[m * N + n] += bias[n];
 }
 
+// Row layout: each weight row against `rows` activation rows.
+void rows_layout(QuantDotPath p, const QuantWeight& w, const QuantRows& x, int rows, float* o) {
+  const int64_t N = w.rows();
+  const QuantRowDotFn fn = quant_row_dot_fn(static_cast<int>(p), w.type(), rows);
+#pragma omp parallel for schedule(static)
+  for (int64_t n0 = 0; n0 < N; n0 += kRowChunk) {
+    float res[kQuantDotMaxRows];
+    for (int64_t n = n0; n < std::min(N, n0 + kRowChunk); ++n) {
+      fn(w.row(n), x, res);
+      for (int m = 0; m < rows; ++m) o[m * N + n] = res[m];
+    }
+  }
+}
+
+// Packed: each group of 8 weight rows against `rows` activation rows.
+void packed_layout(const QuantWeight& w, const QuantRows& x, int rows, float* o) {
+  const int64_t N = w.rows(), groups = (N + kPackRows - 1) / kPackRows;
+  const PackedGroupFn fn =
+      packed_group_fn(w.layout() == QuantLayout::kPackedVnni, w.type(), rows);
+#pragma omp parallel for schedule(static)
+  for (int64_t g = 0; g < groups; ++g)
+    fn(w.group(g), x, o + g * kPackRows, N,
+       static_cast<int>(std::min(kPackRows, N - g * kPackRows)));
+}
+
 void dot_rows(QuantDotPath p, Allocator& a, float* out, const float* inp, const QuantWeight& w,
               int64_t M) {
   const int64_t N = w.rows(), K = w.cols(), nb = K / 32;
   Tensor xq = Tensor::zeros(a, Shape{std::max<int64_t>(M * K, 1)}, DType::I8, MemTag::Workspace);
   Tensor xs = Tensor::zeros(a, Shape{std::max<int64_t>(2 * M * nb, 1)}, DType::F32,
                             MemTag::Workspace);
-  quantize_rows_q8(inp, M, K, xq.data<int8_t>(), xs.data<float>(), xs.data<float>() + M * nb);
+  Tensor xi = Tensor::zeros(a, Shape{std::max<int64_t>(M * nb, 1)}, DType::I32, MemTag::Workspace);
+  float* d = xs.data<float>();
+  float* s = d + M * nb;
+  int32_t* sum = xi.data<int32_t>();
+  quantize_rows_q8(inp, M, K, xq.data<int8_t>(), d, s, sum);
   for (int64_t m0 = 0; m0 < M; m0 += kQuantDotMaxRows) {
     const int rows = static_cast<int>(std::min(kQuantDotMaxRows, M - m0));
-    const QuantRows x{xq.data<int8_t>() + m0 * K, xs.data<float>() + m0 * nb,
-                      xs.data<float>() + M * nb + m0 * nb, K};
-    const QuantRowDotFn fn = quant_row_dot_fn(static_cast<int>(p), w.type(), rows);
-    float* o = out + m0 * N;
-#pragma omp parallel for schedule(static)
-    for (int64_t n0 = 0; n0 < N; n0 += kRowChunk) {
-      float res[kQuantDotMaxRows];
-      for (int64_t n = n0; n < std::min(N, n0 + kRowChunk); ++n) {
-        fn(w.row(n), x, res);
-        for (int m = 0; m < rows; ++m) o[m * N + n] = res[m];
-      }
-    }
+    const QuantRows x{xq.data<int8_t>() + m0 * K, d + m0 * nb, s + m0 * nb, sum + m0 * nb, K};
+    if (w.layout() == QuantLayout::kRows)
+      rows_layout(p, w, x, rows, out + m0 * N);
+    else
+      packed_layout(w, x, rows, out + m0 * N);
   }
+}
+
+QuantDotPath layout_path(QuantLayout l) {
+  return l == QuantLayout::kPackedVnni ? QuantDotPath::kVnni : QuantDotPath::kAvx2;
 }
 
 // Prompts: tiles of W dequantised (rows split over the threads) into the
@@ -108,10 +136,24 @@ const char* quant_dot_path_name(QuantDotPath p) {
   return "?";
 }
 
+QuantLayout resolve_quant_layout(QuantLayout l, QuantType t) {
+  if (l != QuantLayout::kAuto) return l;
+  if (!quant_packs(t)) return QuantLayout::kRows;
+  switch (quant_dot_path()) {
+    case QuantDotPath::kVnni: return QuantLayout::kPackedVnni;
+    case QuantDotPath::kAvx2: return QuantLayout::kPackedAvx2;
+    case QuantDotPath::kScalar: break;
+  }
+  return QuantLayout::kRows;
+}
+
 void quant_dot_rows(QuantDotPath p, Allocator& a, float* out, const float* inp,
                     const QuantWeight& w, int64_t M) {
   PX_CHECK(quant_dot_path_available(p), "the {} dot-product path cannot run here",
            quant_dot_path_name(p));
+  PX_CHECK(w.layout() == QuantLayout::kRows || layout_path(w.layout()) == p,
+           "a weight packed for {} runs on that path, not {}",
+           quant_dot_path_name(layout_path(w.layout())), quant_dot_path_name(p));
   PX_CHECK(w.cols() % 32 == 0, "quantised weight columns ({}) must be a multiple of 32",
            w.cols());
   dot_rows(p, a, out, inp, w, M);
