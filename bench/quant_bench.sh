@@ -98,14 +98,18 @@ print(json.dumps({"impl": "llamacpp", "model": sys.argv[1], "type": sys.argv[2],
     [ -n "$ppl" ] || ppl="null null"  # no "Final estimate" line: the run failed
     echo "{\"impl\": \"llamacpp\", \"perplexity\": \"tiny-$t\", \"ppl\": ${ppl%% *}, \"ppl_err\": ${ppl##* }}"
   done
-  # PARALLM HOOK (perplexity): no GGUF perplexity in parallm yet. When `parallm eval`
-  # takes a GGUF file, score the same text the same way (128-token chunks, second halves).
-  [ -f "$qb/data/held_out_train.bin" ] || "$build/parallm" tokenize "$qb/held_out.txt" \
-    --out "$qb/data/held_out" --val-fraction 0 >/dev/null 2>&1
-  "$build/parallm" eval --model "$gg/tiny-q4_k_m.gguf" --data "$qb/data/held_out_train.bin" \
-    --seq-len 128 --threads "$threads" >/dev/null 2>&1 &&
-    echo '{"impl": "parallm", "perplexity": "tiny-q4_k_m", "note": "eval ran; wire its figure here"}' ||
-    echo '{"impl": "parallm", "perplexity": "tiny-q4_k_m", "unavailable": true}'
+  # PARALLM HOOK (perplexity): `parallm perplexity` scores the same file and text the
+  # same way (docs/gguf.md); --quantize q4_k_m on the HF directory is parallm's own mix.
+  for t in f32 q4_k_m; do
+    r=$("$build/parallm" perplexity --model "$gg/tiny-$t.gguf" --text "$qb/held_out.txt" \
+      --ctx 128 --threads "$threads" 2>/dev/null | grep '^{')
+    [ -n "$r" ] && echo "${r/#\{/{\"impl\": \"parallm\", \"perplexity\": \"tiny-$t\", }" ||
+      echo "{\"impl\": \"parallm\", \"perplexity\": \"tiny-$t\", \"unavailable\": true}"
+  done
+  r=$("$build/parallm" perplexity --model "$qb/hf/tiny" --quantize q4_k_m \
+    --text "$qb/held_out.txt" --ctx 128 --threads "$threads" 2>/dev/null | grep '^{')
+  [ -n "$r" ] && echo "${r/#\{/{\"impl\": \"parallm\", \"perplexity\": \"tiny-hf-quantize-q4_k_m\", }" ||
+    echo '{"impl": "parallm", "perplexity": "tiny-hf-quantize-q4_k_m", "unavailable": true}'
 
   # Serving: 8 clients x 64 tokens, 2 requests each, on the q8_0 LLaMA file.
   serve_model="$gg/llama-q8_0.gguf"

@@ -24,6 +24,7 @@ void add_plan_command(CLI::App& app, CommandRegistry& reg);
 void add_schedule_command(CLI::App& app, CommandRegistry& reg);
 void add_export_command(CLI::App& app, CommandRegistry& reg);
 void add_generate_command(CLI::App& app, CommandRegistry& reg);
+void add_perplexity_command(CLI::App& app, CommandRegistry& reg);
 void add_serve_command(CLI::App& app, CommandRegistry& reg);
 void add_verify_command(CLI::App& app, CommandRegistry& reg);
 void add_calibrate_command(CLI::App& app, CommandRegistry& reg);

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   parallm::cli::add_schedule_command(app, reg);
   parallm::cli::add_export_command(app, reg);
   parallm::cli::add_generate_command(app, reg);
+  parallm::cli::add_perplexity_command(app, reg);
   parallm::cli::add_serve_command(app, reg);
   parallm::cli::add_verify_command(app, reg);
   parallm::cli::add_calibrate_command(app, reg);

@@ -74,3 +74,14 @@ add_test(NAME reference.generate.eos_outside_vocab
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(reference.generate.eos_outside_vocab PROPERTIES LABELS reference TIMEOUT 120
                      ENVIRONMENT OMP_NUM_THREADS=1)
+
+# `parallm perplexity` scores a text as llama-perplexity does (chunks, second
+# halves, BOS first when the tokenizer adds one), equal to the same score
+# computed with transformers: a tiny GPT-2 from its directory and from GGUF,
+# a tiny LLaMA whose tokenizer adds a BOS.
+add_test(NAME reference.perplexity
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/perplexity_check.py
+                 perplexity $<TARGET_FILE:parallm>
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(reference.perplexity PROPERTIES LABELS reference TIMEOUT 120
+                     ENVIRONMENT OMP_NUM_THREADS=1)
