@@ -30,6 +30,7 @@ namespace {
 struct Opts {
   std::string model, dtype = "fp32", device = "cpu";
   std::string kv_dtype = "f32";  // the KV cache's storage (f32, bf16, f16)
+  std::string quantize;          // q8_0 | q4_0 | q4_k_m at load, or "" (as the model is)
   int threads = 2, reps = 3;
   int64_t prompt_len = 128, new_tokens = 128, batch = 1;
 };
@@ -56,6 +57,8 @@ Opts parse(int argc, char** argv) {
       o.device = v;
     else if (a == "--kv-dtype")
       o.kv_dtype = v;
+    else if (a == "--quantize")
+      o.quantize = v;
     else
       PX_CHECK(false, "infer_bench: unknown flag {}", a);
   }
@@ -85,7 +88,7 @@ int main(int argc, char** argv) {
   const auto dev = open_job_device(device_from_name(o.device), nullptr, 0, false);
   const InferenceModel::Placement where{.tp = {.on = &ops::Stream::of(dev->memory())},
                                        .memory = &dev->memory()};
-  ModelSource src{.hf_dir = o.model};
+  ModelSource src{.hf_dir = o.model, .quantize = o.quantize};
   select_gguf(src);  // a .gguf file (docs/gguf.md)
   InferenceModel im(src, where, p, nullptr);
   const ModelConfig& cfg = im.model().config();

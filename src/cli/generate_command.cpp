@@ -48,6 +48,7 @@ void add_generate_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--stop", j.gen.stop_strings, "stop string (repeatable)");
   sub->add_option("--dtype", j.dtype, "fp32 | bf16 (GEMMs)");
   add_kv_dtype_flag(sub, j.gen.kv_dtype);
+  add_quantize_flag(sub, j.source.quantize);
   sub->add_flag("--json", j.json, "one JSON object per prompt, even for one prompt");
   sub->add_option("--threads", j.threads, "CPU threads");
   sub->add_option("--tp", j.tp, "tensor parallel size");

@@ -73,6 +73,7 @@ void add_serve_command(CLI::App& app, CommandRegistry& reg) {
       ->capture_default_str();
   sub->add_option("--dtype", j.dtype, "fp32 | bf16 (GEMMs)")->capture_default_str();
   add_kv_dtype_flag(sub, j.kv_dtype);
+  add_quantize_flag(sub, j.source.quantize);
   sub->add_option("--threads", j.threads, "CPU threads of the model (0: all)");
   sub->add_option("--log-file", j.log_file, "JSONL request log (ttft, latency, tokens)");
   sub->add_option("--shutdown-grace", j.shutdown_grace_s,

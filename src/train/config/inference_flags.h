@@ -23,5 +23,7 @@ const std::vector<InferenceFlag>& inference_flags();
 
 // --kv-dtype f32|bf16|f16 (fp32, fp16 too) into kv; its default is kv's value.
 CLI::Option* add_kv_dtype_flag(CLI::App* sub, KvDType& kv);
+// --quantize q8_0|q4_0|q4_k_m into preset ("" keeps the model's weights as they are).
+CLI::Option* add_quantize_flag(CLI::App* sub, std::string& preset);
 
 }  // namespace parallm

@@ -231,5 +231,43 @@ def llama_q8():
           "through gguf.quants (q/k un-permuted)")
 
 
-{"blocks": blocks, "gpt2": gpt2, "llama": llama, "llama_q8": llama_q8}[case]()
+def quantize():
+    """--quantize at load: q8_0 equals the Q8_0 file gguf.quants writes (the
+    same blocks through the same kernels: identical tokens and logprobs);
+    q4_k_m (Q4_K with Q6_K where llama.cpp puts it) gives the same tokens
+    over the launcher's ranks (--tp N) as in one process."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    spm = spm_vocab()
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(hidden_size=512, intermediate_size=1024,
+                                         num_hidden_layers=2, num_attention_heads=4,
+                                         num_key_value_heads=2, vocab_size=len(spm[0]),
+                                         max_position_embeddings=128, tie_word_embeddings=False,
+                                         bos_token_id=1, eos_token_id=2)).eval()
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.1)
+    d = os.path.join(work, "hf")
+    model.save_pretrained(d, safe_serialization=True)
+    hf_llama_tokenizer(spm, d)
+    g = os.path.join(work, "q8.gguf")
+    write_gguf(g, model, "llama", spm=spm, qtype="Q8_0")
+    args = ["--prompt", "hello world", "--prompt", "the lazy dog"]
+    a = generate(d, args + ["--quantize", "q8_0"])
+    b = generate(g, args)
+    diff = max(abs(s["logprob"] - t["logprob"]) for x, y in zip(a, b)
+               for s, t in zip(x["logprobs"], y["logprobs"]))
+    check([x["tokens"] for x in a] == [x["tokens"] for x in b] and diff == 0.0,
+          f"--quantize q8_0 generates as the Q8_0 file gguf writes (max |logprob diff| {diff:.1e})")
+    if launcher:
+        ranks = launcher[launcher.index("-np") + 1]
+        one = generate(d, args + ["--quantize", "q4_k_m"])
+        many = [json.loads(l) for l in run(launcher + [
+            parallm, "generate", "--model", d, "--max-new-tokens", "12", "--temperature", "0",
+            "--logprobs", "1", "--tp", ranks, "--quantize", "q4_k_m"] + args).splitlines()]
+        check([x["tokens"] for x in one] == [x["tokens"] for x in many],
+              f"--quantize q4_k_m: the same tokens over tp {ranks} as in one process")
+
+
+{"blocks": blocks, "gpt2": gpt2, "llama": llama, "llama_q8": llama_q8,
+ "quantize": quantize}[case]()
 sys.exit(1 if failed else 0)

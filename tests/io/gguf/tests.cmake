@@ -19,6 +19,14 @@ add_test(NAME reference.gguf.llama_q8.tp2
                  ${PARALLM_MPIRUN} -np 2
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(reference.gguf.llama_q8.tp2 PROPERTIES LABELS "reference;dist" TIMEOUT 300)
+# --quantize at load: q8_0 as the file gguf writes; q4_k_m over tp 2 as in one process.
+add_test(NAME reference.gguf.quantize
+         COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
+                 /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/gguf_reference.py quantize
+                 gguf_quantize $<TARGET_FILE:gguf_dump> $<TARGET_FILE:parallm>
+                 ${PARALLM_MPIRUN} -np 2
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(reference.gguf.quantize PROPERTIES LABELS "reference;dist" TIMEOUT 300)
 # Bad files: one clear error each (truncated, bad magic, version, Q5_K, architecture).
 add_test(NAME cli.gguf.bad_input
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/gguf_bad_input.sh $<TARGET_FILE:parallm> gguf_bad_input
