@@ -32,3 +32,13 @@ add_test(NAME cli.gguf.bad_input
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/gguf_bad_input.sh $<TARGET_FILE:parallm> gguf_bad_input
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(cli.gguf.bad_input PROPERTIES LABELS unit TIMEOUT 120)
+
+# `parallm export --gguf` (f32, --quantize q8_0) of a tiny GPT-2 and LLaMA: read by the
+# gguf package, tensors as gguf_from_hf.py's converter writes them (f32 bit-equal, Q8_0
+# equal to gguf.quants.quantize), greedy tokens from the file as from the HF directory.
+add_test(NAME reference.gguf.export
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/gguf_export_check.py
+                 gguf_export $<TARGET_FILE:parallm>
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(reference.gguf.export PROPERTIES LABELS reference TIMEOUT 120
+                     ENVIRONMENT OMP_NUM_THREADS=1)
