@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "cli/commands.h"
 #include "infer/perplexity.h"
+#include "train/config/inference_flags.h"
 
 namespace parallm::cli {
 
@@ -19,8 +20,7 @@ void add_perplexity_command(CLI::App& app, CommandRegistry& reg) {
                                 "Hugging Face model directory, or a llama.cpp .gguf file");
   sub->add_option("--checkpoint", f->source.checkpoint, "training checkpoint directory")
       ->excludes(model);
-  sub->add_option("--quantize", f->source.quantize,
-                  "q8_0 | q4_0 | q4_k_m: quantise an f32 model's weights at load");
+  add_quantize_flag(sub, f->source.quantize);
   sub->add_option("--text,-f", f->text_path, "text file (one trailing newline is dropped)")
       ->required();
   sub->add_option("--tokenizer", f->tokenizer,
