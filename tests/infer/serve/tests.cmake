@@ -11,7 +11,7 @@ set_tests_properties(reference.serve.openai PROPERTIES LABELS reference TIMEOUT 
 # The CLI says what is missing before loading anything.
 add_test(NAME cli.serve.needs_model COMMAND $<TARGET_FILE:parallm> serve --port 0)
 set_tests_properties(cli.serve.needs_model PROPERTIES LABELS unit
-                     PASS_REGULAR_EXPRESSION "error: give --model HF_DIR or --checkpoint CKPT_DIR")
+                     PASS_REGULAR_EXPRESSION "error: give --model HF_DIR [|] FILE.gguf or --checkpoint CKPT_DIR")
 add_test(NAME cli.serve.bad_log_file
          COMMAND $<TARGET_FILE:parallm> serve --model does-not-exist --log-file /nonexistent/dir/x.jsonl)
 set_tests_properties(cli.serve.bad_log_file PROPERTIES LABELS unit
