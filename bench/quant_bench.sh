@@ -66,9 +66,13 @@ print(json.dumps({"impl": "llamacpp", "model": sys.argv[1], "type": sys.argv[2],
       f="$gg/$m-$t.gguf"
       /usr/bin/python3 bench/llamacpp/gguf_bytes.py "$f" | sed "s/^{/{\"model\": \"$m\", \"type\": \"$t\", /"
       llama_bench "$m" "$t" "$f"
-      # PARALLM HOOK (decode/prefill): infer_bench on the same GGUF file.
+      # PARALLM HOOK (decode/prefill): infer_bench on the same GGUF file. 16-bit
+      # files and blocks run their prompts through the bf16 GEMM (decode reads
+      # the blocks either way); f32 files stay f32, as llama.cpp runs them.
+      dt=bf16
+      [ "$t" = f32 ] && dt=fp32
       "$build/bench/infer_bench" --model "$f" --threads "$threads" --reps "$reps" \
-        --prompt-len 128 --new 128 2>/dev/null | grep '^{' |
+        --dtype "$dt" --prompt-len 128 --new 128 2>/dev/null | grep '^{' |
         sed "s/^{/{\"model\": \"$m\", \"type\": \"$t\", /" ||
         echo "{\"impl\": \"parallm\", \"model\": \"$m\", \"type\": \"$t\", \"unavailable\": true}"
     done

@@ -82,8 +82,7 @@ void matmul_weight(const LayerContext& c, bool trans_a, bool trans_w, int64_t M,
     PX_CHECK(!trans_a && trans_w && beta == 0.0f && lda == K && ldc == N,
              "'{}' is held in {} blocks: it serves C = A W^T only", c.params.spec(w.index).name,
              ops::quant_traits(q->type()).name);
-    return ops::quant_linear_forward(c.stream(), c.alloc, C, A, *q, nullptr, M,
-                                     c.matmul != nullptr ? &c.matmul->gemm() : nullptr);
+    return ops::quant_linear_forward(c.stream(), c.alloc, C, A, *q, nullptr, M);
   }
   if (c.matmul == nullptr)
     return ops::gemm(c.stream(), trans_a, trans_w, M, N, K, 1.0f, A, lda, wvals, ldw, beta, C, ldc);
@@ -119,8 +118,7 @@ void matmul_act(const LayerContext& c, bool trans_a, bool trans_b, int64_t M, in
 void linear_forward(const LayerContext& c, float* out, const float* inp, ParamRef w,
                     const float* bias, int64_t N, int64_t IC, int64_t OC) {
   if (const ops::QuantWeight* q = c.params.quant(w))  // inference: GGUF blocks
-    return ops::quant_linear_forward(c.stream(), c.alloc, out, inp, *q, bias, N,
-                                     c.matmul != nullptr ? &c.matmul->gemm() : nullptr);
+    return ops::quant_linear_forward(c.stream(), c.alloc, out, inp, *q, bias, N);
   if (const ops::Nf4Weight* q = c.params.nf4(w)) {
     Tensor buf;
     const float* x = nf4_operand(c, inp, N * IC, buf);

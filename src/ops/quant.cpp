@@ -6,12 +6,10 @@
 namespace parallm::ops {
 
 void quant_linear_forward(const Stream& s, Allocator& a, float* out, const float* inp,
-                          const QuantWeight& w, const float* bias, int64_t M,
-                          const LowpGemm* lowp) {
+                          const QuantWeight& w, const float* bias, int64_t M) {
   require_cpu_kernels(s, "quant_linear_forward");
   KernelScratch scratch(s, a);
-  cpu::quant_linear_forward(scratch.get(), s.operand(out), s.operand(inp), w, s.operand(bias), M,
-                            lowp);
+  cpu::quant_linear_forward(scratch.get(), s.operand(out), s.operand(inp), w, s.operand(bias), M);
 }
 
 }  // namespace parallm::ops

@@ -1,15 +1,14 @@
 // Inference weights in GGUF's block formats (Q8_0, Q4_0, Q4_K, Q6_K) and the
 // linear layer over one: integer dot products against the activation
-// quantised to 8 bits per block of 32 for a few rows (decode), tiles
-// dequantised into the 16-bit or f32 GEMM for many (prompts). CPU only: a
-// device without these kernels gets a clear error. Kernels:
+// quantised to 8 bits per block of 32, a decode step's few rows and a
+// prompt's many alike. CPU only: a device without these kernels gets a
+// clear error. Kernels:
 // kernels/cpu/quant_blocks.h, quant_weight.h, quant_gemm.h.
 #pragma once
 #include <cstdint>
 
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/quant_weight.h"
-#include "ops/lowp.h"
 #include "ops/stream.h"
 
 namespace parallm::ops {
@@ -25,10 +24,8 @@ using cpu::QuantTraits;
 using cpu::QuantType;
 using cpu::QuantWeight;
 
-// out (M, N) = inp (M, K) W^T + bias (N); bias may be null; lowp: the 16-bit
-// GEMM that prompts' dequantised tiles go through (null: f32).
+// out (M, N) = inp (M, K) W^T + bias (N); bias may be null.
 void quant_linear_forward(const Stream& s, Allocator& a, float* out, const float* inp,
-                          const QuantWeight& w, const float* bias, int64_t M,
-                          const LowpGemm* lowp = nullptr);
+                          const QuantWeight& w, const float* bias, int64_t M);
 
 }  // namespace parallm::ops

@@ -1,10 +1,9 @@
 // GGUF block formats and the quantised linear layer (kernels/cpu/quant_*):
 // quantise -> dequantise stays within each format's step; every dot-product
 // path this machine can run (scalar, AVX2, AVX512-VNNI) against a double
-// sum of the same integer codes and scales; the prompt path (dequantised
-// tiles into the GEMM) against dequantise-everything-then-GEMM; slices keep
-// the full tensor's values. (Bit-equality with the gguf package's own
-// dequantisation: tests/io/gguf_dequant_check.py.)
+// sum of the same integer codes and scales; slices keep the full tensor's
+// values; a row's result is the same in a batch. (Bit-equality with the gguf
+// package's own dequantisation: tests/io/gguf/gguf_reference.py blocks.)
 #include "kernels/cpu/quant_gemm.h"
 
 #include <gtest/gtest.h>
@@ -163,22 +162,24 @@ TEST(QuantDot, ActivationRowsQuantiseToHalfAStep) {
   }
 }
 
-// Prompts: dequantised tiles into the f32 GEMM are dequantise-all-then-GEMM,
-// bit for bit (the same GEMM call per column slice); the bias is added.
-TEST(QuantGemm, PromptPathIsTheDequantisedGemm) {
+// A prompt's rows go through the decode kernel in chunks of 8: each row's
+// result has the bits it has alone (M = 1), in every layout; the bias is added.
+TEST(QuantGemm, ARowGetsTheSameBitsInABatchAsAlone) {
   Allocator alloc;
-  const int64_t N = 70, K = 512, M = 24;
+  const int64_t N = 70, K = 512, M = 21;
   for (QuantType t : kTypes) {
-    const std::vector<float> w = normal(N * K, "wp", 0.05f), x = normal(M * K, "xp");
-    const std::vector<float> bias = normal(N, "bias");
-    const QuantWeight qw = QuantWeight::quantize(alloc, t, w.data(), N, K);
-    std::vector<float> wd(static_cast<size_t>(N * K)), ref(static_cast<size_t>(M * N));
-    std::vector<float> out(ref.size());
-    qw.dequantize_rows(0, N, wd.data());
-    gemm<float>(false, true, M, N, K, 1.0f, x.data(), K, wd.data(), K, 0.0f, ref.data(), N);
-    quant_linear_forward(alloc, out.data(), x.data(), qw, bias.data(), M);
-    for (int64_t i = 0; i < M * N; ++i)
-      ASSERT_EQ(out[i], ref[i] + bias[i % N]) << quant_traits(t).name << " " << i;
+    for (QuantLayout l : {QuantLayout::kRows, QuantLayout::kAuto}) {
+      const std::vector<float> w = normal(N * K, "wp", 0.05f), x = normal(M * K, "xp");
+      const std::vector<float> bias = normal(N, "bias");
+      const QuantWeight qw = QuantWeight::quantize(alloc, t, w.data(), N, K, l);
+      std::vector<float> out(static_cast<size_t>(M * N)), one(static_cast<size_t>(N));
+      quant_linear_forward(alloc, out.data(), x.data(), qw, bias.data(), M);
+      for (int64_t m = 0; m < M; ++m) {
+        quant_linear_forward(alloc, one.data(), x.data() + m * K, qw, bias.data(), 1);
+        for (int64_t n = 0; n < N; ++n)
+          ASSERT_EQ(out[m * N + n], one[n]) << quant_traits(t).name << " row " << m << " " << n;
+      }
+    }
   }
 }
 

@@ -1,5 +1,5 @@
-// quant_linear_forward (see quant_gemm.h): the path chosen per call by the
-// row count, the dot products' instruction set once per process.
+// quant_linear_forward (see quant_gemm.h): the dot products' instruction
+// set chosen once per process, the layout at load.
 #include "kernels/cpu/quant_gemm.h"
 
 #include <omp.h>
@@ -8,7 +8,6 @@
 
 #include "base/error.h"
 #include "kernels/cpu/cpu_isa.h"
-#include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quant_dot.h"
 #include "kernels/cpu/quant_packed.h"
 #include "kernels/cpu/quant_packed_dot.h"
@@ -17,12 +16,9 @@
 namespace parallm::cpu {
 
 namespace {
-// Rows of output a thread takes at a time: whole cache lines of out, and
-// enough weight bytes per task to stream well.
+// Rows of output a thread takes at a time in the row layout: whole cache
+// lines of out, and enough weight bytes per task to stream well.
 constexpr int64_t kRowChunk = 16;
-// Dequantised tile of W for the prompt path: bounded, so the LM head of a
-// large vocabulary never exists in f32 at once.
-constexpr int64_t kTileBytes = 8 << 20;
 
 void add_bias(float* out, const float* bias, int64_t M, int64_t N) {
   if (bias == nullptr) return;
@@ -30,34 +26,61 @@ void add_bias(float* out, const float* bias, int64_t M, int64_t N) {
     for (int64_t n = 0; n < N; ++n) out[m * N + n] += bias[n];
 }
 
-// Row layout: each weight row against `rows` activation rows.
-void rows_layout(QuantDotPath p, const QuantWeight& w, const QuantRows& x, int rows, float* o) {
+// The activation rows [m0, m0 + 8) (or fewer, at the end) of x.
+QuantRows chunk(const QuantRows& x, int64_t m0) {
+  const int64_t nb = x.K / 32;
+  return {x.q + m0 * x.K, x.d + m0 * nb, x.s + m0 * nb, x.sum + m0 * nb, x.K};
+}
+int chunk_rows(int64_t M, int64_t m0) {
+  return static_cast<int>(std::min(kQuantDotMaxRows, M - m0));
+}
+
+// Each task takes a few weight rows (kRowChunk of the row layout, or one
+// packed group of 8) through every chunk of 8 activation rows: W is read
+// from memory once per call, and the chunks after the first find the task's
+// rows in L1. A prompt of many rows is then the decode kernel's work, batched.
+void rows_layout(QuantDotPath p, const QuantWeight& w, const QuantRows& x, int64_t M, float* o) {
   const int64_t N = w.rows();
-  const QuantRowDotFn fn = quant_row_dot_fn(static_cast<int>(p), w.type(), rows);
+  const int tail = static_cast<int>(M % kQuantDotMaxRows);
+  const QuantRowDotFn full = quant_row_dot_fn(static_cast<int>(p), w.type(),
+                                              static_cast<int>(std::min(M, kQuantDotMaxRows)));
+  const QuantRowDotFn last =
+      tail != 0 ? quant_row_dot_fn(static_cast<int>(p), w.type(), tail) : full;
 #pragma omp parallel for schedule(static)
   for (int64_t n0 = 0; n0 < N; n0 += kRowChunk) {
     float res[kQuantDotMaxRows];
-    for (int64_t n = n0; n < std::min(N, n0 + kRowChunk); ++n) {
-      fn(w.row(n), x, res);
-      for (int m = 0; m < rows; ++m) o[m * N + n] = res[m];
+    for (int64_t m0 = 0; m0 < M; m0 += kQuantDotMaxRows) {
+      const int rows = chunk_rows(M, m0);
+      const QuantRows xc = chunk(x, m0);
+      const QuantRowDotFn fn = rows == kQuantDotMaxRows ? full : last;
+      for (int64_t n = n0; n < std::min(N, n0 + kRowChunk); ++n) {
+        fn(w.row(n), xc, res);
+        for (int m = 0; m < rows; ++m) o[(m0 + m) * N + n] = res[m];
+      }
     }
   }
 }
 
-// Packed: each group of 8 weight rows against `rows` activation rows.
-void packed_layout(const QuantWeight& w, const QuantRows& x, int rows, float* o) {
+void packed_layout(const QuantWeight& w, const QuantRows& x, int64_t M, float* o) {
   const int64_t N = w.rows(), groups = (N + kPackRows - 1) / kPackRows;
-  const PackedGroupFn fn =
-      packed_group_fn(w.layout() == QuantLayout::kPackedVnni, w.type(), rows);
+  const bool vnni = w.layout() == QuantLayout::kPackedVnni;
+  const int tail = static_cast<int>(M % kQuantDotMaxRows);
+  const PackedGroupFn full =
+      packed_group_fn(vnni, w.type(), static_cast<int>(std::min(M, kQuantDotMaxRows)));
+  const PackedGroupFn last = tail != 0 ? packed_group_fn(vnni, w.type(), tail) : full;
 #pragma omp parallel for schedule(static)
-  for (int64_t g = 0; g < groups; ++g)
-    fn(w.group(g), x, o + g * kPackRows, N,
-       static_cast<int>(std::min(kPackRows, N - g * kPackRows)));
+  for (int64_t g = 0; g < groups; ++g) {
+    const int valid = static_cast<int>(std::min(kPackRows, N - g * kPackRows));
+    for (int64_t m0 = 0; m0 < M; m0 += kQuantDotMaxRows) {
+      const PackedGroupFn fn = chunk_rows(M, m0) == kQuantDotMaxRows ? full : last;
+      fn(w.group(g), chunk(x, m0), o + m0 * N + g * kPackRows, N, valid);
+    }
+  }
 }
 
 void dot_rows(QuantDotPath p, Allocator& a, float* out, const float* inp, const QuantWeight& w,
               int64_t M) {
-  const int64_t N = w.rows(), K = w.cols(), nb = K / 32;
+  const int64_t K = w.cols(), nb = K / 32;
   Tensor xq = Tensor::zeros(a, Shape{std::max<int64_t>(M * K, 1)}, DType::I8, MemTag::Workspace);
   Tensor xs = Tensor::zeros(a, Shape{std::max<int64_t>(2 * M * nb, 1)}, DType::F32,
                             MemTag::Workspace);
@@ -66,48 +89,15 @@ void dot_rows(QuantDotPath p, Allocator& a, float* out, const float* inp, const 
   float* s = d + M * nb;
   int32_t* sum = xi.data<int32_t>();
   quantize_rows_q8(inp, M, K, xq.data<int8_t>(), d, s, sum);
-  for (int64_t m0 = 0; m0 < M; m0 += kQuantDotMaxRows) {
-    const int rows = static_cast<int>(std::min(kQuantDotMaxRows, M - m0));
-    const QuantRows x{xq.data<int8_t>() + m0 * K, d + m0 * nb, s + m0 * nb, sum + m0 * nb, K};
-    if (w.layout() == QuantLayout::kRows)
-      rows_layout(p, w, x, rows, out + m0 * N);
-    else
-      packed_layout(w, x, rows, out + m0 * N);
-  }
+  const QuantRows x{xq.data<int8_t>(), d, s, sum, K};
+  if (w.layout() == QuantLayout::kRows)
+    rows_layout(p, w, x, M, out);
+  else
+    packed_layout(w, x, M, out);
 }
 
 QuantDotPath layout_path(QuantLayout l) {
   return l == QuantLayout::kPackedVnni ? QuantDotPath::kVnni : QuantDotPath::kAvx2;
-}
-
-// Prompts: tiles of W dequantised (rows split over the threads) into the
-// dense GEMM, 16-bit when `lowp` is given.
-void tiled_gemm(Allocator& a, float* out, const float* inp, const QuantWeight& w, int64_t M,
-                const LowpGemm* lowp) {
-  const int64_t N = w.rows(), K = w.cols();
-  const int64_t tile = std::clamp<int64_t>(kTileBytes / (4 * K), 1, N);
-  Tensor wt = Tensor::zeros(a, Shape{tile * K}, DType::F32, MemTag::Workspace);
-  Tensor w16, x16;
-  if (lowp != nullptr) {
-    const DType dt = lowp->type() == LowpType::BF16 ? DType::BF16 : DType::F16;
-    w16 = Tensor::zeros(a, Shape{tile * K}, dt, MemTag::Workspace);
-    x16 = Tensor::zeros(a, Shape{M * K}, dt, MemTag::Workspace);
-    round_to_lowp(x16.half_bits(), inp, M * K, lowp->type());
-  }
-  for (int64_t n0 = 0; n0 < N; n0 += tile) {
-    const int64_t rows = std::min(tile, N - n0);
-    float* wf = wt.data<float>();
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) w.dequantize_rows(n0 + r, n0 + r + 1, wf + r * K);
-    // out[:, n0:n0+rows] = inp tile^T: a column slice of out, row stride N.
-    if (lowp != nullptr) {
-      round_to_lowp(w16.half_bits(), wf, rows * K, lowp->type());
-      lowp->gemm(false, true, M, rows, K, x16.half_bits(), K, w16.half_bits(), K, 0.0f, out + n0,
-                 N, a);
-    } else {
-      gemm<float>(false, true, M, rows, K, 1.0f, inp, K, wf, K, 0.0f, out + n0, N);
-    }
-  }
 }
 }  // namespace
 
@@ -160,11 +150,8 @@ void quant_dot_rows(QuantDotPath p, Allocator& a, float* out, const float* inp,
 }
 
 void quant_linear_forward(Allocator& a, float* out, const float* inp, const QuantWeight& w,
-                          const float* bias, int64_t M, const LowpGemm* lowp) {
-  if (M <= kQuantDotMaxRows)
-    dot_rows(quant_dot_path(), a, out, inp, w, M);
-  else
-    tiled_gemm(a, out, inp, w, M, lowp);
+                          const float* bias, int64_t M) {
+  dot_rows(quant_dot_path(), a, out, inp, w, M);
   add_bias(out, bias, M, w.rows());
 }
 

@@ -1,16 +1,15 @@
-// The linear layer over a GGUF-block weight (quant_weight.h), for inference.
-// A few rows (decode: kQuantDotMaxRows or fewer) take integer dot products:
-// each activation row is quantised to 8 bits per block of 32 (an f32 scale,
-// round to nearest), each weight block is multiplied with it in int32
-// (AVX512-VNNI vpdpbusd, else AVX2 vpmaddubsw + vpmaddwd, else scalar) and
-// scaled by both blocks' scales into f32 sums; the weight is read once for
-// all rows, split over the threads by output rows. More rows (prompts) take
-// tiles of W dequantised into the dense GEMM (16-bit when a LowpGemm is
-// given, the activations then rounded once; f32 otherwise).
+// The linear layer over a GGUF-block weight (quant_weight.h), for inference:
+// integer dot products. Each activation row is quantised to 8 bits per block
+// of 32 (an f32 scale, round to nearest); each weight block is multiplied
+// with it in int32 (AVX512-VNNI vpdpbusd, else AVX2 vpmaddubsw + vpmaddwd,
+// else scalar) and scaled by both blocks' scales into f32 sums. Rows go in
+// chunks of kQuantDotMaxRows, each weight row (or packed group) taken through
+// every chunk while it is in L1, split over the threads by output rows: a
+// decode step (a row per sequence) reads W once, a prompt batches the same
+// kernel. Invariant: a row's result has the same bits whatever M is.
 #pragma once
 #include <cstdint>
 
-#include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/quant_weight.h"
 #include "tensor/allocator.h"
 
@@ -26,13 +25,12 @@ const char* quant_dot_path_name(QuantDotPath p);
 // Whether path p can run here (built in and allowed).
 bool quant_dot_path_available(QuantDotPath p);
 
-// out (M, N) = inp (M, K) W^T + bias (N); bias may be null; lowp: the
-// prompt path's 16-bit GEMM (null: f32).
+// out (M, N) = inp (M, K) W^T + bias (N); bias may be null.
 void quant_linear_forward(Allocator& a, float* out, const float* inp, const QuantWeight& w,
-                          const float* bias, int64_t M, const LowpGemm* lowp = nullptr);
+                          const float* bias, int64_t M);
 
-// The dot-product kernel alone on path p (any M), out (M, N) = inp W^T: for
-// tests of each path and the benchmark.
+// The same on path p (any M; a packed weight runs on its own path), no
+// bias: for tests of each path.
 void quant_dot_rows(QuantDotPath p, Allocator& a, float* out, const float* inp,
                     const QuantWeight& w, int64_t M);
 
