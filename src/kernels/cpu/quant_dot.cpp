@@ -229,38 +229,48 @@ void q4_k_dot(const uint8_t* w, const QuantRows& x, float* res) {
 
 // Q6_K: a quarter t of chunk c holds values 128c + 32t .. +31, two scale
 // groups of 16: lanes 0-3 of the int32 products cover the first, 4-7 the
-// second, so one vector of the two scales weights them.
+// second, so one vector of the two scales weights them. The 16 scales are
+// widened once per super-block; each quarter's pair is a permute of them,
+// and the quarters are unrolled so every shift is an immediate.
+template <bool kVnni, int M, int T>
+inline void q6_k_quarter(__m256i ql, __m256i qh, __m256 scales8, const QuantRows& x, int64_t e,
+                         __m256* acc) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(0x03);
+  const __m256i lo = T < 2 ? _mm256_and_si256(ql, low4)
+                           : _mm256_and_si256(_mm256_srli_epi16(ql, 4), low4);
+  const __m256i hi = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * T), two), 4);
+  const __m256i q = _mm256_sub_epi8(_mm256_or_si256(lo, hi), _mm256_set1_epi8(32));
+  const __m256 sc = _mm256_permutevar8x32_ps(
+      scales8, _mm256_setr_epi32(2 * T, 2 * T, 2 * T, 2 * T, 2 * T + 1, 2 * T + 1, 2 * T + 1,
+                                 2 * T + 1));
+  const __m256i aq = _mm256_sign_epi8(q, q);
+  for (int m = 0; m < M; ++m) {
+    const __m256i p = dot_us<kVnni>(aq, _mm256_sign_epi8(load32(x.q + m * x.K + e), q));
+    const __m256 s = _mm256_mul_ps(sc, _mm256_set1_ps(x.d[m * (x.K / kQK) + e / kQK]));
+    acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc[m]);
+  }
+}
+
 template <bool kVnni, int M>
 void q6_k_dot(const uint8_t* w, const QuantRows& x, float* res) {
-  const int64_t nsb = x.K / 256, nx = x.K / kQK;
-  const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(0x03);
-  const __m256i bias = _mm256_set1_epi8(32);
+  const int64_t nsb = x.K / 256;
   __m256 acc[M];
   for (int m = 0; m < M; ++m) acc[m] = _mm256_setzero_ps();
   for (int64_t sb = 0; sb < nsb; ++sb) {
     const uint8_t* blk = w + sb * 210;
-    const float d = f16_fast(blk + 208);
-    const auto* scales = reinterpret_cast<const int8_t*>(blk + 192);
+    const __m256 d = _mm256_set1_ps(f16_fast(blk + 208));
     for (int c = 0; c < 2; ++c) {
+      // Scale groups 8c .. 8c + 7, times d.
+      const __m256 scales8 = _mm256_mul_ps(
+          d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                 _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 192 + 8 * c)))));
       const __m256i ql0 = load32(blk + 64 * c), ql1 = load32(blk + 64 * c + 32);
       const __m256i qh = load32(blk + 128 + 32 * c);
-      for (int t = 0; t < 4; ++t) {
-        const __m256i ql = (t % 2) != 0 ? ql1 : ql0;
-        const __m256i lo = t < 2 ? _mm256_and_si256(ql, low4)
-                                 : _mm256_and_si256(_mm256_srli_epi16(ql, 4), low4);
-        const __m256i hi = _mm256_slli_epi16(
-            _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * t)), two), 4);
-        const __m256i q = _mm256_sub_epi8(_mm256_or_si256(lo, hi), bias);
-        const int g = 8 * c + 2 * t;
-        const __m256 sc = _mm256_set_m128(_mm_set1_ps(d * static_cast<float>(scales[g + 1])),
-                                          _mm_set1_ps(d * static_cast<float>(scales[g])));
-        for (int m = 0; m < M; ++m) {
-          const int64_t e = sb * 256 + 128 * c + 32 * t;
-          const __m256i p = dot_ss<kVnni>(q, load32(x.q + m * x.K + e));
-          const __m256 s = _mm256_mul_ps(sc, _mm256_set1_ps(x.d[m * nx + e / kQK]));
-          acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc[m]);
-        }
-      }
+      const int64_t e = sb * 256 + 128 * c;
+      q6_k_quarter<kVnni, M, 0>(ql0, qh, scales8, x, e, acc);
+      q6_k_quarter<kVnni, M, 1>(ql1, qh, scales8, x, e + 32, acc);
+      q6_k_quarter<kVnni, M, 2>(ql0, qh, scales8, x, e + 64, acc);
+      q6_k_quarter<kVnni, M, 3>(ql1, qh, scales8, x, e + 96, acc);
     }
   }
   for (int m = 0; m < M; ++m) res[m] = hsum(acc[m]);
