@@ -12,7 +12,6 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import sys
 
 import torch
@@ -21,20 +20,15 @@ here = os.path.dirname(__file__)
 sys.path.insert(0, here)
 sys.path.insert(0, os.path.join(here, "..", "io", "gguf"))
 from gguf_from_hf import write_gguf  # noqa: E402
+from script_checks import check, failed, run  # noqa: E402,F401
 from tiny_text_model import build  # noqa: E402
 
 work, parallm = sys.argv[1:3]
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
-failed = []
 
 WORDS = "hello world, the quick brown fox jumps over the lazy dog. 你好世界".split()
 
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failed.append(what)
 
 
 def text_file():
@@ -77,12 +71,7 @@ def run_parallm(model, path, ctx, chunks=None):
            "--threads", "1", "--batch-tokens", "64"]
     if chunks is not None:
         cmd += ["--chunks", str(chunks)]
-    r = subprocess.run(cmd, capture_output=True, text=True,
-                       env=dict(os.environ, OMP_NUM_THREADS="1"))
-    if r.returncode != 0:
-        print(" ".join(cmd), "\n", r.stdout, r.stderr)
-        sys.exit(1)
-    lines = r.stdout.splitlines()
+    lines = run(cmd).splitlines()
     check(lines[0].startswith("Final estimate: PPL = "), f"llama.cpp's line: {lines[0]}")
     return json.loads(lines[1])
 

@@ -23,26 +23,14 @@ here = os.path.dirname(__file__)
 sys.path.insert(0, here)
 sys.path.insert(0, os.path.join(here, "..", "..", "infer"))
 from gguf_from_hf import write_gguf  # noqa: E402
+from script_checks import check, failed, run  # noqa: E402,F401
 from tiny_text_model import build  # noqa: E402
 
 work, parallm = sys.argv[1:3]
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
-failed = []
 
 
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failed.append(what)
-
-
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
-    if r.returncode != 0:
-        print(" ".join(cmd), "\n", r.stdout, r.stderr)
-        sys.exit(1)
-    return r.stdout
 
 
 def greedy(model):

@@ -16,7 +16,6 @@ Usage: gguf_reference.py CASE WORK_DIR GGUF_DUMP PARALLM [LAUNCHER...]
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 import gguf
@@ -26,27 +25,14 @@ import torch
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "infer"))
 from gguf_from_hf import write_gguf  # noqa: E402
+from script_checks import check, failed, run  # noqa: E402,F401
 
 case, work, dump, parallm = sys.argv[1:5]
 launcher = sys.argv[5:]
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
-failed = []
 
 
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failed.append(what)
-
-
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True,
-                       env=dict(os.environ, OMP_NUM_THREADS="1"))
-    if r.returncode != 0:
-        print(" ".join(cmd), "\n", r.stdout, r.stderr)
-        sys.exit(1)
-    return r.stdout
 
 
 def blocks():
