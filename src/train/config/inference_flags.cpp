@@ -19,7 +19,7 @@ const std::vector<InferenceFlag>& inference_flags() {
        "stored, widened to f32 exactly when attention reads them; CPU kernels only)"},
       {"--quantize", "q8_0, q4_0 or q4_k_m (default: none)",
        "quantise the linear weights and the LM head of a model directory or checkpoint into "
-       "GGUF blocks at load, as llama.cpp's file types mix them (docs/gguf.md; CPU only)"},
+       "GGUF blocks at load, as llama.cpp's file types mix them (docs/quantized.md; CPU only)"},
   };
   return flags;
 }
