@@ -1,13 +1,10 @@
 // InferenceModel loading (see inference_model.h).
 #include "infer/inference_model.h"
 
-#include <nlohmann/json.hpp>
-
-#include <filesystem>
-#include <fstream>
 #include <utility>
 
 #include "data/byte_tokenizer.h"
+#include "infer/eos_ids.h"
 #include "infer/huge_pages.h"
 #include "infer/quantize_weights.h"
 #include "io/gguf/gguf_config.h"
@@ -21,23 +18,6 @@
 namespace parallm {
 
 namespace {
-std::vector<int32_t> hf_eos_ids(const std::string& dir, int64_t vocab) {
-  std::ifstream f(std::filesystem::path(dir) / "config.json");
-  const nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
-  std::vector<int32_t> ids;
-  if (j.is_discarded() || !j.contains("eos_token_id")) return ids;
-  const nlohmann::json& e = j["eos_token_id"];
-  auto add = [&](const nlohmann::json& v) {
-    if (v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() < vocab)
-      ids.push_back(v.get<int32_t>());
-  };
-  if (e.is_array())
-    for (const auto& v : e) add(v);
-  else
-    add(e);
-  return ids;
-}
-
 // The layers of stage pp_rank of pp, split as training splits them.
 ModelStage generation_stage(const ModelConfig& cfg, int pp_rank, int pp) {
   ModelStage s;
@@ -85,7 +65,8 @@ InferenceModel::InferenceModel(const ModelSource& src, const Placement& where, P
     model_ = std::make_unique<Transformer>(cfg, *alloc_, where.tp,
                                            generation_stage(cfg, where.pp_rank, where.pp));
     load_hf_weights(src.hf_dir, *model_);
-    eos_ = hf_eos_ids(src.hf_dir, cfg.vocab_size);
+    // config.json's ids in the vocabulary (generation_eos_ids warns of the others).
+    eos_ = eos_ids_in_vocab(config_eos_ids(src), cfg.vocab_size, nullptr);
   } else {
     const OpenedCheckpoint ck = open_checkpoint(src.checkpoint, world);
     PX_CHECK(!ck.state.model.lora.enabled(),

@@ -15,13 +15,7 @@
 #include "base/error.h"
 #include "tensor/half.h"
 
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#include <immintrin.h>
-#define PX_QUANT_AVX2 1
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-#define PX_QUANT_VNNI 1
-#endif
-#endif
+#include "kernels/cpu/quant_simd.h"
 
 namespace parallm::cpu {
 
@@ -120,13 +114,13 @@ void scalar_fn(const uint8_t* w, const QuantRows& x, float* res) {
 #ifdef PX_QUANT_AVX2
 // ---- SIMD: 32 values per 256-bit vector --------------------------------
 
+using quant_simd::dpbusd;
+using quant_simd::load32;
+
 // u (unsigned bytes) . s (signed bytes), 4 adjacent products per int32 lane.
 template <bool kVnni>
 inline __m256i dot_us(__m256i u, __m256i s) {
-#ifdef PX_QUANT_VNNI
-  if constexpr (kVnni) return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
-#endif
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+  return dpbusd<kVnni>(_mm256_setzero_si256(), u, s);
 }
 
 // w (signed codes) . x (signed), by the sign trick.
@@ -142,13 +136,6 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-inline float f16_fast(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
-
-inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 template <bool kVnni, int M>
 void q8_0_dot(const uint8_t* w, const QuantRows& x, float* res) {
@@ -157,7 +144,7 @@ void q8_0_dot(const uint8_t* w, const QuantRows& x, float* res) {
   for (int m = 0; m < M; ++m) acc[m] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = w + b * 34;
-    const float dw = f16_fast(blk);
+    const float dw = quant_simd::f16_at(blk);
     const __m256i q = load32(blk + 2);
     for (int m = 0; m < M; ++m) {
       const __m256i p = dot_ss<kVnni>(q, load32(x.q + m * x.K + b * kQK));
@@ -175,7 +162,7 @@ void q4_0_dot(const uint8_t* w, const QuantRows& x, float* res) {
   for (int m = 0; m < M; ++m) acc[m] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = w + b * 18;
-    const float dw = f16_fast(blk);
+    const float dw = quant_simd::f16_at(blk);
     const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
     // Low nibbles are values 0-15, high nibbles 16-31: one vector in order.
     const __m256i codes =
@@ -200,7 +187,7 @@ void q4_k_dot(const uint8_t* w, const QuantRows& x, float* res) {
   for (int m = 0; m < M; ++m) acc[m] = _mm256_setzero_ps();
   for (int64_t sb = 0; sb < nsb; ++sb) {
     const uint8_t* blk = w + sb * 144;
-    const float d = f16_fast(blk), dmin = f16_fast(blk + 2);
+    const float d = quant_simd::f16_at(blk), dmin = quant_simd::f16_at(blk + 2);
     uint8_t sc[8], mn[8];
     q4k_unpack_scales(blk + 4, sc, mn);
     for (int j = 0; j < 4; ++j) {
@@ -258,7 +245,7 @@ void q6_k_dot(const uint8_t* w, const QuantRows& x, float* res) {
   for (int m = 0; m < M; ++m) acc[m] = _mm256_setzero_ps();
   for (int64_t sb = 0; sb < nsb; ++sb) {
     const uint8_t* blk = w + sb * 210;
-    const __m256 d = _mm256_set1_ps(f16_fast(blk + 208));
+    const __m256 d = _mm256_set1_ps(quant_simd::f16_at(blk + 208));
     for (int c = 0; c < 2; ++c) {
       // Scale groups 8c .. 8c + 7, times d.
       const __m256 scales8 = _mm256_mul_ps(

@@ -11,17 +11,11 @@
 
 #include "base/error.h"
 
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#include <immintrin.h>
-#define PX_PACKED_AVX2 1
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-#define PX_PACKED_VNNI 1
-#endif
-#endif
+#include "kernels/cpu/quant_simd.h"
 
 namespace parallm::cpu {
 
-#ifdef PX_PACKED_AVX2
+#ifdef PX_QUANT_AVX2
 namespace {
 
 inline __m256i bcast4(const int8_t* p) {
@@ -30,14 +24,8 @@ inline __m256i bcast4(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// acc + u (unsigned bytes) . s (signed bytes), 4 products per int32 lane.
-template <bool kVnni>
-inline __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
-#ifdef PX_PACKED_VNNI
-  if constexpr (kVnni) return _mm256_dpbusd_epi32(acc, u, s);
-#endif
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
-}
+using quant_simd::dpbusd;
+using quant_simd::load32;
 
 inline __m256 half8(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -45,7 +33,6 @@ inline __m256 half8(const uint8_t* p) {
 inline __m256 u8x8(const uint8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
-inline __m256i load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
 template <int M>
 void store(const __m256* acc, float* out, int64_t ldc, int valid) {
@@ -70,7 +57,7 @@ void q8_0_group(const uint8_t* g, const QuantRows& x, float* out, int64_t ldc, i
     __m256i p[M];
     for (int m = 0; m < M; ++m) p[m] = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
-      const __m256i w = load(g + 16 + 32 * j);
+      const __m256i w = load32(g + 16 + 32 * j);
       if constexpr (kVnni) {  // codes biased by 128: unsigned
         for (int m = 0; m < M; ++m)
           p[m] = dpbusd<true>(p[m], w, bcast4(x.q + m * x.K + b * 32 + 4 * j));
@@ -100,7 +87,7 @@ void q4_0_group(const uint8_t* g, const QuantRows& x, float* out, int64_t ldc, i
     __m256i p[M];
     for (int m = 0; m < M; ++m) p[m] = _mm256_setzero_si256();
     for (int j = 0; j < 4; ++j) {
-      const __m256i v = load(g + 16 + 32 * j);
+      const __m256i v = load32(g + 16 + 32 * j);
       const __m256i lo = _mm256_and_si256(v, low4);
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
       for (int m = 0; m < M; ++m) {
@@ -130,7 +117,7 @@ void q4_k_group(const uint8_t* g, const QuantRows& x, float* out, int64_t ldc, i
       __m256i plo[M], phi[M];
       for (int m = 0; m < M; ++m) plo[m] = phi[m] = _mm256_setzero_si256();
       for (int k = 0; k < 8; ++k) {
-        const __m256i v = load(g + 160 + (8 * j + k) * 32);
+        const __m256i v = load32(g + 160 + (8 * j + k) * 32);
         const __m256i lo = _mm256_and_si256(v, low4);
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
         for (int m = 0; m < M; ++m) {
@@ -184,13 +171,13 @@ PackedGroupFn by_rows(QuantType t, int M) {
   }
 }
 }  // namespace
-#endif  // PX_PACKED_AVX2
+#endif  // PX_QUANT_AVX2
 
 PackedGroupFn packed_group_fn(bool vnni, QuantType t, int M) {
-#ifdef PX_PACKED_VNNI
+#ifdef PX_QUANT_VNNI
   if (vnni) return by_rows<true>(t, M);
 #endif
-#ifdef PX_PACKED_AVX2
+#ifdef PX_QUANT_AVX2
   PX_CHECK(!vnni, "this build has no AVX512-VNNI packed kernels");
   return by_rows<false>(t, M);
 #else
