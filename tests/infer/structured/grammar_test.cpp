@@ -1,0 +1,189 @@
+// The grammar engine on its own: GBNF parsing (and its errors), UTF-8
+// classes, repeats, left recursion refused, the regex and JSON-schema
+// compilers (each output checked by running the automaton over texts that
+// must and must not match).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "infer/structured/byte_grammar.h"
+#include "infer/structured/gbnf_parser.h"
+#include "infer/structured/grammar_automaton.h"
+#include "infer/structured/json_schema_grammar.h"
+#include "infer/structured/regex_grammar.h"
+
+namespace parallm::structured {
+namespace {
+
+// Whether the grammar accepts exactly `text` (the whole of it, then ends).
+bool accepts(const Grammar& g, const std::string& text) {
+  GrammarAutomaton a(compile_grammar(g));
+  const int32_t s = a.next(a.start(), text);
+  return s != GrammarAutomaton::kDead && a.can_end(s);
+}
+
+// Whether `text` is a prefix of something the grammar accepts.
+bool prefix_ok(const Grammar& g, const std::string& text) {
+  GrammarAutomaton a(compile_grammar(g));
+  return a.next(a.start(), text) != GrammarAutomaton::kDead;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Gbnf, LiteralsClassesRepeatsAndRules) {
+  const Grammar g = parse_gbnf(R"(
+    # a comment
+    root ::= greeting " " name{1,2} ("!" | "?")*
+    greeting ::= "hi" | "hello"
+    name ::= [A-Z] [a-z]+
+  )");
+  EXPECT_TRUE(accepts(g, "hi Bob"));
+  EXPECT_TRUE(accepts(g, "hello BobAnn!?!"));
+  EXPECT_FALSE(accepts(g, "hello BobAnnCy"));  // {1,2}
+  EXPECT_FALSE(accepts(g, "hi bob"));
+  EXPECT_FALSE(accepts(g, "hi B"));  // [a-z]+ needs one
+  EXPECT_TRUE(prefix_ok(g, "hel"));
+}
+
+TEST(Gbnf, EscapesNegationDotAndUnicode) {
+  const Grammar g = parse_gbnf(R"(root ::= "\x41\u00e9" [^a-c\n] . "\U0001F600" [α-ω]{2})");
+  EXPECT_TRUE(accepts(g, "Aéd€😀αω"));
+  EXPECT_FALSE(accepts(g, "Aébx😀αω"));  // b is in the negated class
+  EXPECT_FALSE(accepts(g, "Aé\nx😀αω"));
+  // A class never takes a partial or invalid UTF-8 sequence.
+  EXPECT_TRUE(prefix_ok(g, "Aéd\xE2\x82"));      // the first two bytes of €
+  EXPECT_FALSE(prefix_ok(g, "Aéd\xE2\x28"));     // not a continuation byte
+  EXPECT_FALSE(prefix_ok(g, "Aédx\xED\xA0\x80"));  // a surrogate
+}
+
+TEST(Gbnf, BoundedAndUnboundedRepeats) {
+  const Grammar g = parse_gbnf("root ::= \"a\"{2} \"b\"{1,} \"c\"{0,3}");
+  EXPECT_TRUE(accepts(g, "aab"));
+  EXPECT_TRUE(accepts(g, "aabbbbccc"));
+  EXPECT_FALSE(accepts(g, "aabcccc"));
+  EXPECT_FALSE(accepts(g, "ab"));
+}
+
+TEST(Gbnf, RecursionThatConsumesIsFine) {
+  const Grammar g = parse_gbnf("root ::= \"(\" root \")\" | \"x\"");
+  EXPECT_TRUE(accepts(g, "((x))"));
+  EXPECT_FALSE(accepts(g, "((x)"));
+}
+
+TEST(Gbnf, ErrorsNameTheProblemAndWhere) {
+  EXPECT_EQ(error_of([] { parse_gbnf("root ::= \"abc"); }),
+            "grammar line 1 column 14: expected '\"' closing the literal, found the end");
+  EXPECT_EQ(error_of([] { parse_gbnf("root = \"a\""); }),
+            "grammar line 1 column 6: expected '::=' after the rule name 'root', found '= \"a\"'");
+  EXPECT_EQ(error_of([] { compile_grammar(parse_gbnf("root ::= thing")); }),
+            "the rule 'thing' is not defined (used in 'root')");
+  EXPECT_EQ(error_of([] { compile_grammar(parse_gbnf("start ::= \"a\"")); }),
+            "the grammar has no rule 'root' to start from");
+  EXPECT_EQ(error_of([] { compile_grammar(parse_gbnf("root ::= root \"a\" | \"b\"")); }),
+            "the grammar is left-recursive: 'root' -> 'root' (a rule must match a byte before "
+            "it refers to itself)");
+  EXPECT_NE(error_of([] { parse_gbnf("root ::= [a-"); }), "");
+  EXPECT_NE(error_of([] { parse_gbnf("root ::= \"a\"{3,1}"); }), "");
+  EXPECT_NE(error_of([] { parse_gbnf("root ::= ((\"a\")"); }), "");
+  EXPECT_NE(error_of([] { parse_gbnf("root ::= \"\\q\""); }), "");
+}
+
+TEST(Regex, CommonSubset) {
+  const Grammar g = regex_grammar(R"(^(\+\d{1,3} )?\(\d{3}\) [0-9]{3}-\d{4}$)");
+  EXPECT_TRUE(accepts(g, "(555) 123-4567"));
+  EXPECT_TRUE(accepts(g, "+44 (555) 123-4567"));
+  EXPECT_FALSE(accepts(g, "(555) 123-456"));
+  const Grammar e = regex_grammar(R"([\w.]+@(?:[a-z]+\.)+(com|org)|n/a)");
+  EXPECT_TRUE(accepts(e, "a.b_c@mail.example.org"));
+  EXPECT_TRUE(accepts(e, "n/a"));
+  EXPECT_FALSE(accepts(e, "a@b.net"));
+  const Grammar dot = regex_grammar("a.c[^x]?");
+  EXPECT_TRUE(accepts(dot, "aéc"));
+  EXPECT_FALSE(accepts(dot, "a\nc"));
+  EXPECT_TRUE(accepts(dot, "abcy"));
+}
+
+TEST(Regex, UnsupportedConstructsAreNamed) {
+  EXPECT_EQ(error_of([] { regex_grammar("(a)\\1"); }),
+            "regex offset 4: back-references are not supported");
+  EXPECT_EQ(error_of([] { regex_grammar("a(?=b)"); }),
+            "regex offset 2: lookaround and inline flags ('(?') are not supported");
+  EXPECT_EQ(error_of([] { regex_grammar("a^b"); }),
+            "regex offset 1: anchors are supported only at the ends of the pattern");
+  EXPECT_EQ(error_of([] { regex_grammar("*a"); }),
+            "regex offset 0: a repeat with nothing to repeat");
+  EXPECT_NE(error_of([] { regex_grammar("(ab"); }), "");
+  EXPECT_NE(error_of([] { regex_grammar("[ab"); }), "");
+}
+
+using OJson = nlohmann::ordered_json;
+
+TEST(JsonSchema, ObjectsWithRequiredAndOptionalProperties) {
+  const Grammar g = json_schema_grammar(OJson::parse(R"({
+    "type": "object",
+    "properties": {
+      "name": {"type": "string", "maxLength": 5},
+      "age": {"type": "integer"},
+      "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 2},
+      "ok": {"type": ["boolean", "null"]}
+    },
+    "required": ["name", "ok"]
+  })"));
+  EXPECT_TRUE(accepts(g, R"({"name": "Bob", "ok": true})"));
+  EXPECT_TRUE(accepts(g, R"({"name":"Bob","age":-12,"tags":["a", "b"],"ok":null})"));
+  EXPECT_FALSE(accepts(g, R"({"name": "Bob"})"));              // ok is required
+  EXPECT_FALSE(accepts(g, R"({"ok": true, "name": "Bob"})"));  // schema order
+  EXPECT_FALSE(accepts(g, R"({"name": "Bobbie", "ok": true})"));  // maxLength 5
+  EXPECT_FALSE(accepts(g, R"({"name": "B", "tags": ["a","b","a"], "ok": true})"));
+  EXPECT_FALSE(accepts(g, R"({"name": "B", "ok": true, "x": 1})"));  // no extra keys
+  EXPECT_TRUE(accepts(g, R"({"name": "\"\u00e9\n", "ok": false})"));
+  EXPECT_FALSE(accepts(g, "{\"name\": \"a\nb\", \"ok\": false}"));  // raw control character
+}
+
+TEST(JsonSchema, NumbersConstAnyOfAndRefs) {
+  const Grammar g = json_schema_grammar(OJson::parse(R"({
+    "$defs": {"node": {"type": "object", "properties": {
+        "v": {"type": "number"}, "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]}},
+      "required": ["v", "next"]}},
+    "anyOf": [{"$ref": "#/$defs/node"}, {"const": "none"}]
+  })"));
+  EXPECT_TRUE(accepts(g, R"({"v": 1.5e-3, "next": {"v": 0, "next": null}})"));
+  EXPECT_TRUE(accepts(g, R"("none")"));
+  EXPECT_FALSE(accepts(g, R"({"v": 01, "next": null})"));
+  EXPECT_FALSE(accepts(g, R"({"v": 1., "next": null})"));
+}
+
+TEST(JsonSchema, JsonObjectIsAnyObject) {
+  const Grammar g = json_object_grammar();
+  EXPECT_TRUE(accepts(g, R"({"a": [1, {"b": null}], "c": "d"})"));
+  EXPECT_TRUE(accepts(g, "{}"));
+  EXPECT_FALSE(accepts(g, "[1]"));
+  EXPECT_FALSE(accepts(g, R"({"a": 1,})"));
+}
+
+TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
+  EXPECT_EQ(error_of([] {
+              json_schema_grammar(OJson::parse(
+                  R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 3}}})"));
+            }),
+            "JSON schema at #/properties/n: the keyword 'minimum' is not supported");
+  EXPECT_EQ(error_of([] { json_schema_grammar(OJson::parse(R"({"type": "strang"})")); }),
+            "JSON schema at #: unknown type 'strang'");
+  EXPECT_EQ(error_of([] { json_schema_grammar(OJson::parse(R"({"$ref": "#/$defs/x"})")); }),
+            "JSON schema at #: $ref '#/$defs/x' points at nothing");
+  EXPECT_EQ(error_of([] {
+              json_schema_grammar(OJson::parse(R"({"type": "string", "maxLength": -1})"));
+            }),
+            "JSON schema at #: 'maxLength' must be an integer in [0, 10000], got -1");
+}
+
+}  // namespace
+}  // namespace parallm::structured
