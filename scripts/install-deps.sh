@@ -17,6 +17,7 @@ PKGS=(
   python3-yaml python3-requests python3-psutil
   python3-protobuf python3-absl
   python3-httpx python3-pydantic python3-anyio python3-sniffio python3-distro
+  python3-jsonschema
   libonig-dev libpcre2-dev libcpp-httplib-dev
   fortunes
   iproute2 util-linux
@@ -48,7 +49,8 @@ PIP_PKGS=(safetensors==0.8.0 tokenizers==0.19.1 huggingface_hub==0.24.7 transfor
 PY_MODULES=(numpy:python3-numpy torch:python3-torch safetensors:safetensors==0.8.0
   tokenizers:tokenizers==0.19.1 transformers:transformers==4.44.2 jinja2:python3-jinja2
   openai:openai==1.54.4 tensorboard.backend.event_processing.event_accumulator:tensorboard==2.14.0
-  accelerate:accelerate==0.33.0 peft:peft==0.12.0 gguf:gguf==0.19.0)
+  accelerate:accelerate==0.33.0 peft:peft==0.12.0 gguf:gguf==0.19.0
+  jsonschema:python3-jsonschema)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -8,6 +8,7 @@
 
 #include "infer/serve/api_error.h"
 #include "infer/serve/request_fields.h"
+#include "infer/serve/structured_fields.h"
 
 namespace parallm::serve {
 
@@ -161,7 +162,7 @@ std::vector<PromptInput> parse_prompts(const RequestFields& f) {
 
 }  // namespace
 
-ApiRequest parse_chat_request(const nlohmann::json& body) {
+ApiRequest parse_chat_request(const nlohmann::json& body, const nlohmann::ordered_json* ordered) {
   const RequestFields f(body);
   ApiRequest r;
   r.endpoint = Endpoint::Chat;
@@ -174,10 +175,12 @@ ApiRequest parse_chat_request(const nlohmann::json& body) {
   r.sampling.token_logprob = r.logprobs;  // nobody reads it otherwise
   if (const nlohmann::json* tools = f.find("tools"); tools && !tools->empty())
     f.fail("tools", "tool calls are not supported");
+  r.grammar = structured_output_grammar(f, ordered);
   return r;
 }
 
-ApiRequest parse_completion_request(const nlohmann::json& body) {
+ApiRequest parse_completion_request(const nlohmann::json& body,
+                                    const nlohmann::ordered_json* ordered) {
   const RequestFields f(body);
   ApiRequest r;
   r.endpoint = Endpoint::Completion;
@@ -192,6 +195,7 @@ ApiRequest parse_completion_request(const nlohmann::json& body) {
   if (f.boolean("echo").value_or(false)) f.fail("echo", "echo is not supported");
   if (const auto suffix = f.string("suffix"); suffix && !suffix->empty())
     f.fail("suffix", "suffix is not supported");
+  r.grammar = structured_output_grammar(f, ordered);
   return r;
 }
 
@@ -200,7 +204,14 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text) {
   if (body.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
   if (!body.is_object())
     throw ApiError(400, "the request body must be a JSON object, got " + json_type_name(body));
-  return endpoint == Endpoint::Chat ? parse_chat_request(body) : parse_completion_request(body);
+  // Key order matters only to a JSON schema: parse again keeping it then.
+  nlohmann::ordered_json ordered;
+  const bool constrained = body.contains("response_format") || body.contains("structured_outputs") ||
+                           body.contains("guided_json");
+  if (constrained) ordered = nlohmann::ordered_json::parse(text, nullptr, false);
+  const nlohmann::ordered_json* o = constrained ? &ordered : nullptr;
+  return endpoint == Endpoint::Chat ? parse_chat_request(body, o)
+                                    : parse_completion_request(body, o);
 }
 
 }  // namespace parallm::serve

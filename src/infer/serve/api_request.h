@@ -4,17 +4,21 @@
 // or out of range, a missing required field, or a feature the server does
 // not have (echo, best_of != n, images, tools) throws ApiError 400 naming the
 // field. null counts as absent. Nothing here knows the model: the prompt
-// length and the model name are checked where the model is known.
+// length and the model name are checked where the model is known. A
+// structured-output field (structured_fields.h) is compiled here, so a bad
+// schema, regex or grammar is a 400 before anything is queued.
 #pragma once
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "infer/chat/chat_template.h"
 #include "infer/sampling_params.h"
+#include "infer/structured/byte_grammar.h"
 
 namespace parallm::serve {
 
@@ -40,14 +44,20 @@ struct ApiRequest {
   bool logprobs = false;  // report each token's log-probability
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  // The output's grammar (response_format, structured_outputs); null: free.
+  std::shared_ptr<const structured::ByteGrammar> grammar;
 };
 
 inline constexpr int64_t kMaxChoices = 64;     // n
 inline constexpr int kMaxTopLogprobs = 20;     // top_logprobs, logprobs
 inline constexpr size_t kMaxStopStrings = 16;  // stop
 
-ApiRequest parse_chat_request(const nlohmann::json& body);
-ApiRequest parse_completion_request(const nlohmann::json& body);
+// ordered: the same body parsed keeping key order (a JSON schema's
+// properties come out in the order written), or null.
+ApiRequest parse_chat_request(const nlohmann::json& body,
+                              const nlohmann::ordered_json* ordered = nullptr);
+ApiRequest parse_completion_request(const nlohmann::json& body,
+                                    const nlohmann::ordered_json* ordered = nullptr);
 // Parses text first: malformed JSON or a body that is not an object is 400.
 ApiRequest parse_request(Endpoint endpoint, const std::string& text);
 

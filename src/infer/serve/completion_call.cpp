@@ -40,7 +40,7 @@ CompletionCall::CompletionCall(ApiRequest req, const ServedModel& model, Engine&
     for (int64_t j = 0; j < req_.n; ++j) {
       const size_t index = seqs.size();
       seqs.push_back({{p.ids, req_.sampling, p.max_new_tokens, req_.stop,
-                       static_cast<int64_t>(index)},
+                       static_cast<int64_t>(index), req_.grammar},
                       inbox_->sink_for(index)});
       choices_.emplace_back(*model_.tokenizer, req_.stop);
     }

@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <optional>
 
 #include "base/error.h"
+#include "infer/structured/constrained_sequence.h"
 
 namespace parallm::serve {
 
@@ -18,8 +20,12 @@ struct ContinuousEngine::Live {
   SequenceSink sink;
   Sampler sampler;
   StopStrings stops;
-  Live(SequenceRequest r, SequenceSink s)
-      : req(std::move(r)), sink(std::move(s)), sampler(req.sampling), stops(req.stop_strings) {}
+  std::optional<structured::ConstrainedSequence> constraint;
+  Live(SequenceRequest r, SequenceSink s,
+       const std::shared_ptr<const structured::TokenVocabulary>& vocab)
+      : req(std::move(r)), sink(std::move(s)), sampler(req.sampling), stops(req.stop_strings) {
+    if (req.grammar) constraint.emplace(req.grammar, vocab);
+  }
 };
 
 ContinuousEngine::ContinuousEngine(const ModelConfig& cfg, StepRunner& runner,
@@ -60,8 +66,14 @@ std::unique_ptr<ContinuousEngine::Live> ContinuousEngine::admissible(Submission 
     refuse(RefusalKind::TooLong,
            fmt::format("the sequence needs {} KV blocks of {} tokens, the cache holds {}", blocks,
                        bs, pool_.total()));
+  if (req.grammar && !opts_.vocab)
+    refuse(RefusalKind::BadRequest, "this engine has no token vocabulary for structured output");
+  if (req.grammar && opts_.vocab->size() != cfg_.vocab_size)
+    refuse(RefusalKind::BadRequest,
+           fmt::format("structured output: the token vocabulary has {} ids, the model {}",
+                       opts_.vocab->size(), cfg_.vocab_size));
   try {
-    return std::make_unique<Live>(std::move(sub.req), std::move(sub.sink));  // validates sampling
+    return std::make_unique<Live>(std::move(sub.req), std::move(sub.sink), opts_.vocab);  // validates sampling
   } catch (const Error& e) {
     refuse(RefusalKind::BadRequest, e.what());
   }
@@ -148,16 +160,34 @@ bool ContinuousEngine::step() {
   const int64_t V = cfg_.vocab_size;
   std::vector<int32_t> sampled;
   std::vector<std::pair<uint64_t, SampledToken>> picks;
+  std::set<uint64_t> grammar_refused;  // constrained sequences no token could continue
+  int64_t masked = 0, mask_us = 0;
+  std::vector<float> masked_row;
   for (size_t r = 0; r < plan.seqs.size(); ++r) {
     const ScheduledSeq& e = plan.seqs[r];
     if (!e.wants_logits) continue;
-    const Live& s = *live_.at(e.id);
+    Live& s = *live_.at(e.id);
     const std::vector<int32_t>& all = sched_.tokens(e.id);
     const size_t np = static_cast<size_t>(sched_.prompt_tokens(e.id));
     const std::span<const int32_t> prompt(all.data(), np), gen(all.data() + np, all.size() - np);
-    SampledToken t = s.sampler.sample(
-        {logits.data<float>() + static_cast<int64_t>(r) * V, static_cast<size_t>(V)}, prompt, gen,
-        s.req.choice, static_cast<int64_t>(gen.size()));
+    std::span<const float> row(logits.data<float>() + static_cast<int64_t>(r) * V,
+                               static_cast<size_t>(V));
+    if (s.constraint) {
+      // This sequence's row only: the others in the batch sample as they are.
+      const auto t0 = std::chrono::steady_clock::now();
+      const size_t allowed = s.constraint->mask(row, masked_row);
+      mask_us += std::chrono::duration_cast<std::chrono::microseconds>(
+                     std::chrono::steady_clock::now() - t0)
+                     .count();
+      ++masked;
+      if (allowed > 0) row = masked_row;
+      else grammar_refused.insert(e.id);
+    }
+    SampledToken t = s.sampler.sample(row, prompt, gen, s.req.choice,
+                                      static_cast<int64_t>(gen.size()));
+    if (s.constraint && !grammar_refused.count(e.id) && !s.constraint->advance(t.token) &&
+        std::find(opts_.eos_ids.begin(), opts_.eos_ids.end(), t.token) == opts_.eos_ids.end())
+      grammar_refused.insert(e.id);  // not reached: the mask allowed the token
     sampled.push_back(t.token);
     picks.emplace_back(e.id, std::move(t));
   }
@@ -172,13 +202,19 @@ bool ContinuousEngine::step() {
     u.prompt_tokens = static_cast<int64_t>(s.req.prompt.size());
     u.cached_prompt_tokens = sched_.cached_prompt_tokens(id);
     const int32_t token = t.token;
-    u.tokens.push_back(std::move(t));
+    const bool refused = grammar_refused.count(id) > 0;
+    // A token the grammar could not take is not the client's: the sequence
+    // ends without it.
+    if (!refused) u.tokens.push_back(std::move(t));
     const std::vector<int32_t>& all = sched_.tokens(id);
     const std::span<const int32_t> gen(all.data() + u.prompt_tokens,
                                        all.size() - static_cast<size_t>(u.prompt_tokens));
     u.finished = true;
     if (std::find(opts_.eos_ids.begin(), opts_.eos_ids.end(), token) != opts_.eos_ids.end()) {
       u.finish = FinishReason::Eos;
+    } else if (refused || (s.constraint && s.constraint->complete())) {
+      u.finish = FinishReason::Stop;  // the grammar is complete: nothing may follow
+      u.text_end = std::string::npos;  // and all of the text stands
     } else if (StopStrings::Scan sc =
                    s.stops.empty() ? StopStrings::Scan{} : s.stops.scan(opts_.decode(gen));
                sc.stopped) {
@@ -200,6 +236,8 @@ bool ContinuousEngine::step() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     counters_.generated_tokens += static_cast<int64_t>(sampled.size());
+    counters_.structured_steps += masked;
+    counters_.structured_mask_us += mask_us;
     publish_locked();
   }
   for (auto& [s, u] : going) s->sink(u);

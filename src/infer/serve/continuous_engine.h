@@ -22,6 +22,7 @@
 #include "infer/serve/scheduler.h"
 #include "infer/serve/step_runner.h"
 #include "infer/stop_strings.h"
+#include "infer/structured/token_vocabulary.h"
 
 namespace parallm::serve {
 
@@ -31,6 +32,9 @@ struct ContinuousEngineOptions {
   std::vector<int32_t> eos_ids;
   // ids -> text, for stop strings.
   std::function<std::string(std::span<const int32_t>)> decode;
+  // The vocabulary's bytes and trie, for sequences with a grammar (null:
+  // such sequences are refused).
+  std::shared_ptr<const structured::TokenVocabulary> vocab;
 };
 
 class ContinuousEngine : public Engine {

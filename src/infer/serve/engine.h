@@ -14,6 +14,7 @@
 
 #include "infer/generator.h"
 #include "infer/sampler.h"
+#include "infer/structured/byte_grammar.h"
 
 namespace parallm {
 
@@ -26,12 +27,17 @@ struct SequenceRequest {
   int64_t max_new_tokens = 16;
   std::vector<std::string> stop_strings;  // the engine decodes to find them
   int64_t choice = 0;
+  // Structured output: every token keeps the text a prefix the grammar
+  // accepts, and the sequence ends (finish Stop) once the grammar is
+  // complete. null: unconstrained.
+  std::shared_ptr<const structured::ByteGrammar> grammar;
 };
 
 // What happened to one sequence since its last update. Tokens are in order;
 // an EOS id that ended the sequence is among them (finish == Eos). When the
 // sequence ended on a stop string, text_end is the length in bytes of its
-// decoded text before the stop string.
+// decoded text before the stop string; when it ended because its grammar
+// was complete, text_end is npos (all of the text).
 struct SequenceUpdate {
   std::vector<SampledToken> tokens;
   bool finished = false;
@@ -58,6 +64,8 @@ struct EngineCounters {
   int64_t prompt_tokens = 0, generated_tokens = 0;          // totals since start
   int64_t prefix_cache_queries = 0, prefix_cache_hits = 0;  // prompt tokens looked up / found
   int64_t preemptions = 0;
+  int64_t structured_steps = 0;     // tokens sampled under a grammar's mask
+  int64_t structured_mask_us = 0;   // time spent computing those masks
 };
 
 // One sequence to queue and where its updates go.

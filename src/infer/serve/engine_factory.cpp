@@ -19,6 +19,7 @@ std::unique_ptr<Engine> make_engine(const std::string& kind, Transformer& model,
     o.max_waiting = s.max_waiting;
     o.eos_ids = s.eos_ids;
     o.decode = s.decode;
+    o.vocab = s.vocab;
     return std::make_unique<ContinuousEngine>(model.config(), *runner, o);
   }
   if (kind == "static" || kind == "static-padded")

@@ -11,6 +11,7 @@
 
 #include "infer/serve/engine.h"
 #include "infer/serve/step_runner.h"
+#include "infer/structured/token_vocabulary.h"
 #include "model/kv_cache/kv_dtype.h"
 #include "model/transformer.h"
 
@@ -28,6 +29,8 @@ struct EngineSettings {
   std::vector<int32_t> eos_ids;
   KvDType kv_dtype = KvDType::F32;  // static engines' caches (continuous: the runner's)
   std::function<std::string(std::span<const int32_t>)> decode;  // stop strings
+  // continuous: the vocabulary structured output masks (null: refused).
+  std::shared_ptr<const structured::TokenVocabulary> vocab;
 };
 
 // model (and runner) must outlive the engine. runner: the paged cache's

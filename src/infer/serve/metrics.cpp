@@ -95,6 +95,13 @@ std::string ServerMetrics::render(const EngineCounters& e) const {
   out += scalar("counter", "parallm_prefix_cache_hits_total",
                 "prompt tokens found in the prefix cache", e.prefix_cache_hits);
   out += scalar("counter", "parallm_preemptions_total", "sequences preempted", e.preemptions);
+  out += scalar("counter", "parallm_structured_output_masked_steps_total",
+                "tokens sampled under a structured-output grammar's mask", e.structured_steps);
+  out += fmt::format(
+      "# HELP parallm_structured_output_mask_seconds_total time spent computing grammar masks\n"
+      "# TYPE parallm_structured_output_mask_seconds_total counter\n"
+      "parallm_structured_output_mask_seconds_total {}\n",
+      static_cast<double>(e.structured_mask_us) * 1e-6);
   out += ttft_.render("parallm_time_to_first_token_seconds",
                       "time from a request's arrival to its first token");
   out += itl_.render("parallm_inter_token_latency_seconds", "time between a choice's tokens");

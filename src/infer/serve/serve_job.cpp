@@ -106,6 +106,8 @@ int run_serve_job(const ServeJobOptions& opts, comm::Communicator* world, Shutdo
   es.max_batched_tokens = opts.max_batched_tokens;
   es.prefix_cache = opts.prefix_cache;
   es.decode = [&tok](std::span<const int32_t> ids) { return tok->decode_bytes(ids, true); };
+  // Once per tokenizer: every id's bytes in a trie, for structured output.
+  es.vocab = structured::TokenVocabulary::from_tokenizer(*tok, cfg.vocab_size, es.eos_ids);
   std::unique_ptr<Engine> engine = make_engine(opts.engine, im.model(), es, runner.get());
 
   HttpOptions http = opts.http;

@@ -25,6 +25,7 @@ void StaticBatchEngine::check(const SequenceRequest& r) const {
   auto bad = [](const std::string& m) { throw SequenceRefused(RefusalKind::BadRequest, m); };
   const int64_t n = static_cast<int64_t>(r.prompt.size());
   if (n == 0) bad("the prompt is empty");
+  if (r.grammar) bad("structured output needs --engine continuous");
   for (int32_t t : r.prompt)
     if (t < 0 || t >= cfg.vocab_size)
       bad(fmt::format("prompt token {} is outside the vocabulary ({})", t, cfg.vocab_size));

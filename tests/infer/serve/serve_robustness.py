@@ -84,6 +84,25 @@ def run(port, check, name, context, queue_full_n):
          "messages[0].role"),
         ("unknown model", {"model": "gpt-9", "prompt": "hi"}, 404, "model"),
         ("prompt too long", {"prompt": "hello world " * context, "max_tokens": 10}, 400, "prompt"),
+        ("a JSON schema keyword we do not have",
+         {"messages": [{"role": "user", "content": "hi"}], "response_format": {
+             "type": "json_schema", "json_schema": {"name": "x", "schema": {
+                 "type": "object", "properties": {"a": {"type": "string", "format": "email"}}}}}},
+         400, "response_format.json_schema.schema"),
+        ("a schema that is not an object",
+         {"prompt": "hi", "structured_outputs": {"json": [1, 2]}}, 400, "structured_outputs.json"),
+        ("a regex that does not parse", {"prompt": "hi", "structured_outputs": {"regex": "(a|b"}},
+         400, "structured_outputs.regex"),
+        ("a GBNF grammar that does not parse",
+         {"prompt": "hi", "structured_outputs": {"grammar": "root ::= [a-"}}, 400,
+         "structured_outputs.grammar"),
+        ("a left-recursive GBNF grammar",
+         {"prompt": "hi", "guided_grammar": "root ::= root \"a\" | \"b\""}, 400, "guided_grammar"),
+        ("response_format of an unknown type",
+         {"prompt": "hi", "response_format": {"type": "yaml"}}, 400, "response_format.type"),
+        ("two constraints at once",
+         {"prompt": "hi", "guided_regex": "a", "structured_outputs": {"regex": "b"}}, 400,
+         "structured_outputs.regex"),
         ("queue full (n beyond --max-waiting)", {"prompt": "hi", "n": queue_full_n, "max_tokens": 2}, 429,
          None),
     ]
@@ -98,6 +117,15 @@ def run(port, check, name, context, queue_full_n):
     s, raw = post("/v1/completions", {"prompt": "hello world " * context, "max_tokens": 10})
     check(f"maximum context length is {context}" in error_of(s, raw)["message"],
           "prompt too long names the context length")
+    s, raw = post("/v1/completions", {"prompt": "hi", "structured_outputs": {"regex": "(a|b"}})
+    check(error_of(s, raw) is not None and "')' expected" in error_of(s, raw)["message"],
+          f"a bad regex is named: {error_of(s, raw)}")
+    # A constrained request is answered within its grammar.
+    s, raw = post("/v1/completions", {"prompt": HELLO, "max_tokens": 20, "temperature": 0,
+                                      "structured_outputs": {"regex": "[a-z]{2,5} ?\\d{1,3}"}})
+    text = json.loads(raw)["choices"][0]["text"] if s == 200 else None
+    check(text is not None and re.fullmatch(r"[a-z]{2,5} ?\d{1,3}", text) is not None,
+          f"a regex-constrained answer matches it ({text!r})")
 
     s, raw = post("/v1/completions", b'{"prompt": "' + b"a" * (10 << 20) + b'"}')
     check(s == 413 and error_of(s, raw) is not None, f"10 MB body: {s}")

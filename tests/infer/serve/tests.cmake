@@ -39,14 +39,17 @@ foreach(layout tp2 pp2)
 endforeach()
 
 # The robustness cases against a server running under AddressSanitizer. Only
-# the serving code (src/infer/serve, the serve command) is compiled with
+# the serving code (src/infer/serve, src/infer/structured, the serve command) is compiled with
 # ASan, into parallm_serve_asan; the layers below it link uninstrumented (ASan
 # still checks every malloc/free), which keeps the extra build to ~30 files
 # instead of an ASan build of the whole project. -O1 -g1: ASan's usual
 # trade-off between build time and reports with file:line.
 option(PARALLM_SERVE_ASAN "Build parallm_serve_asan and its robustness test" ON)
 if(PARALLM_SERVE_ASAN)
-  file(GLOB PARALLM_SERVE_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/infer/serve/*.cpp)
+  # The structured-output parsers (schema, regex, GBNF) and the mask walk
+  # take request text too, so they are instrumented with the server.
+  file(GLOB PARALLM_SERVE_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/infer/serve/*.cpp
+       ${PROJECT_SOURCE_DIR}/src/infer/structured/*.cpp)
   add_executable(parallm_serve_asan ${CMAKE_CURRENT_LIST_DIR}/serve_asan_main.cpp
                  ${PROJECT_SOURCE_DIR}/src/cli/serve_command.cpp
                  ${PROJECT_SOURCE_DIR}/src/cli/run_command.cpp ${PARALLM_SERVE_SOURCES})
@@ -88,3 +91,14 @@ set_tests_properties(reference.serve.wait_policy PROPERTIES LABELS reference TIM
 # the whole step (bit for bit for decode steps) and of one process.
 parallm_mpi_test_binary(serve_dist_tests ${CMAKE_CURRENT_LIST_DIR}/serve_dist_main.cpp)
 parallm_mpi_test(NAME infer.serve.pipeline_step.np2 NP 2 TARGET serve_dist_tests TIMEOUT 240)
+
+# Structured output with the official openai client: 100 seeded random JSON
+# schemas (half streamed) each answered with JSON that validates
+# (jsonschema), json_object, regex, GBNF and choice constraints, constrained
+# and free requests in one batch (the free ones equal to their answers
+# alone), a bad schema refused with 400 and the server serving after it.
+add_test(NAME reference.serve.structured
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/serve_structured_check.py
+                 serve_structured $<TARGET_FILE:parallm>
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(reference.serve.structured PROPERTIES LABELS reference TIMEOUT 180)
