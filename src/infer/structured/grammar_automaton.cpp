@@ -33,7 +33,9 @@ uint32_t GrammarAutomaton::node(uint32_t pos, uint32_t parent) {
 
 void GrammarAutomaton::close(uint32_t pos, uint32_t parent) {
   // Seen already in this step: a nullable loop, or two paths to one place.
-  if (!visited_.emplace((static_cast<uint64_t>(pos) << 32) | parent, 1).second) return;
+  const uint64_t key = (static_cast<uint64_t>(pos) << 32) | parent;
+  if (std::find(visited_.begin(), visited_.end(), key) != visited_.end()) return;
+  visited_.push_back(key);
   const ByteElem& e = g_->elem(pos);
   switch (e.kind) {
     case ByteElem::Kind::Bytes:
@@ -83,16 +85,29 @@ int32_t* GrammarAutomaton::table(int32_t state) {
 }
 
 int32_t GrammarAutomaton::compute(int32_t state, uint8_t byte) {
+  const std::vector<uint32_t>& nodes = states_[static_cast<size_t>(state)].nodes;
+  const bool patterned = nodes.size() <= 64;
+  uint64_t pattern = 0;
+  if (patterned) {
+    for (size_t i = 0; i < nodes.size(); ++i)
+      if (nodes[i] != 0 && byte_set_has(g_->set(g_->elem(nodes_[nodes[i]].pos).arg), byte))
+        pattern |= uint64_t{1} << i;
+    if (pattern == 0) return kDead;
+    for (const auto& [p, to] : states_[static_cast<size_t>(state)].by_pattern)
+      if (p == pattern) return to;
+  }
   scratch_.clear();
   visited_.clear();
   // states_ may grow below: copy the node list first.
-  const std::vector<uint32_t> from = states_[static_cast<size_t>(state)].nodes;
+  const std::vector<uint32_t> from = nodes;
   for (uint32_t id : from) {
     if (id == 0) continue;
     const Node n = nodes_[id];
     if (byte_set_has(g_->set(g_->elem(n.pos).arg), byte)) close(n.pos + 1, n.parent);
   }
-  return intern(scratch_);
+  const int32_t to = intern(scratch_);
+  if (patterned) states_[static_cast<size_t>(state)].by_pattern.emplace_back(pattern, to);
+  return to;
 }
 
 int32_t GrammarAutomaton::next(int32_t state, std::string_view bytes) {

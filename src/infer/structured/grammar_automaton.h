@@ -6,7 +6,8 @@
 // again (node 0, the empty stack, means the grammar may end here). Each set
 // of stacks is interned as a state id and each (state, byte) step is
 // remembered, so a mask walk over the vocabulary costs a table lookup per
-// trie edge once the states it meets have been seen.
+// trie edge once the states it meets have been seen, and a new state's
+// bytes cost one expansion per pattern of the stacks that take them.
 // Invariant: a tail reference (the last element of an alternative) pushes
 // no node, so x* and x{0,n} run in constant stack depth and a finite
 // grammar without nesting recursion has finitely many states.
@@ -50,6 +51,10 @@ class GrammarAutomaton {
     std::vector<uint32_t> nodes;  // sorted node ids; 0: the grammar may end
     bool can_end = false, any_byte = false;
     std::unique_ptr<int32_t[]> next;  // 256 entries once asked
+    // Bytes that every node's set treats alike lead to one state: the
+    // result per membership pattern (bit i: node i takes the byte), so a
+    // class of 90 bytes costs one expansion, not 90.
+    std::vector<std::pair<uint64_t, int32_t>> by_pattern;
   };
   struct VecHash {
     size_t operator()(const std::vector<uint32_t>& v) const;
@@ -68,7 +73,7 @@ class GrammarAutomaton {
   std::vector<State> states_;
   std::unordered_map<std::vector<uint32_t>, int32_t, VecHash> state_ids_;
   std::vector<uint32_t> scratch_;
-  std::unordered_map<uint64_t, char> visited_;
+  std::vector<uint64_t> visited_;  // (pos, parent) expanded in this step; few
 };
 
 }  // namespace parallm::structured
