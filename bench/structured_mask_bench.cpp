@@ -2,9 +2,10 @@
 // ~50k-token vocabulary (bench/structured_bench_vocab.py) at each step of
 // constrained generations, against the step's forward, which
 // bench/structured_bench.sh measures with infer_bench on GPT-2 124M.
-// Generations are random walks: each step masks the vocabulary (trie walk
-// + the -inf row) and takes a random allowed token, so strings, numbers and
-// punctuation come in GPT-2-like pieces. Per grammar: mean, p50, p99 and
+// Generations are random walks: each step masks the vocabulary as the
+// engine does (ConstrainedSequence: the trie walk, or a kept list when the
+// state repeats, + the -inf row) and takes a random allowed token, so
+// strings, numbers and punctuation come in GPT-2-like pieces. Per grammar: mean, p50, p99 and
 // max of the mask time per step, the mean allowed count, and the same
 // masks by brute force (every token run through the automaton) once, as a
 // check and for scale. Prints one JSON line per grammar.
@@ -19,6 +20,7 @@
 
 #include "data/tokenizer/tokenizer.h"
 #include "infer/structured/byte_grammar.h"
+#include "infer/structured/constrained_sequence.h"
 #include "infer/structured/gbnf_parser.h"
 #include "infer/structured/json_schema_grammar.h"
 #include "infer/structured/regex_grammar.h"
@@ -97,13 +99,14 @@ int main(int argc, char** argv) {
     std::mt19937 rng(45);
     std::vector<int32_t> allowed, brute;
     for (int run = 0; run < runs; ++run) {
-      GrammarAutomaton a(g);  // each generation starts cold, as a request does
+      ConstrainedSequence seq(g, vocab);  // each generation starts cold, as a request does
+      GrammarAutomaton a(g);              // the same walk, for the brute-force check
       int32_t s = a.start();
       for (int step = 0; step < steps; ++step) {
         const auto m0 = Clock::now();
-        allowed_tokens(*vocab, a, s, allowed);
-        mask_logits(logits, allowed, masked);
+        seq.mask(logits, masked);
         times.push_back(us_since(m0));
+        allowed = seq.allowed();
         allowed_sum += static_cast<double>(allowed.size());
         if (run == 0 && step % 10 == 0) {  // brute force, warm states
           const auto b0 = Clock::now();
@@ -124,7 +127,9 @@ int main(int argc, char** argv) {
         for (int32_t id : allowed)
           if (!vocab->bytes(id).empty()) choices.push_back(id);
         if (choices.empty()) break;
-        s = a.next(s, vocab->bytes(choices[rng() % choices.size()]));
+        const int32_t pick = choices[rng() % choices.size()];
+        s = a.next(s, vocab->bytes(pick));
+        seq.advance(pick);
         ++tokens;
       }
     }

@@ -1,6 +1,8 @@
 // ConstrainedSequence (see constrained_sequence.h).
 #include "infer/structured/constrained_sequence.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "infer/structured/token_mask.h"
 
@@ -15,9 +17,26 @@ ConstrainedSequence::ConstrainedSequence(std::shared_ptr<const ByteGrammar> g,
 size_t ConstrainedSequence::mask(std::span<const float> logits, std::vector<float>& out) {
   PX_CHECK(static_cast<int64_t>(logits.size()) == vocab_->size(),
            "the logits have {} entries, the vocabulary {}", logits.size(), vocab_->size());
-  allowed_tokens(*vocab_, a_, state_, allowed_);
-  mask_logits(logits, allowed_, out);
-  return allowed_.size();
+  auto hit = std::find_if(kept_.begin(), kept_.end(),
+                         [&](const auto& k) { return k.first == state_; });
+  if (hit == kept_.end()) {
+    std::vector<int32_t> ids;
+    if (kept_.size() == kKeptMasks) {  // reuse the oldest list's memory
+      ids = std::move(kept_.front().second);
+      kept_.erase(kept_.begin());
+    }
+    allowed_tokens(*vocab_, a_, state_, ids);
+    kept_.emplace_back(state_, std::move(ids));
+    hit = kept_.end() - 1;
+  }
+  last_ = static_cast<int>(hit - kept_.begin());
+  mask_logits(logits, hit->second, out);
+  return hit->second.size();
+}
+
+const std::vector<int32_t>& ConstrainedSequence::allowed() const {
+  static const std::vector<int32_t> none;
+  return last_ < 0 ? none : kept_[static_cast<size_t>(last_)].second;
 }
 
 bool ConstrainedSequence::advance(int32_t token) {

@@ -111,6 +111,29 @@ TEST(TokenMask, ConstrainedSequenceMasksAndEnds) {
   EXPECT_TRUE(seq.complete());
 }
 
+TEST(TokenMask, RepeatedStatesReuseTheirList) {
+  const std::vector<std::string> bytes = test_vocab();
+  const auto vocab = vocab_of(bytes);
+  const auto g = compile_grammar(parse_gbnf(R"(root ::= [a-c]* "!")"));
+  ConstrainedSequence seq(g, vocab);
+  GrammarAutomaton a(g);
+  std::vector<float> logits(bytes.size(), 0.0f), masked;
+  seq.mask(logits, masked);
+  const std::vector<int32_t> first = seq.allowed();
+  EXPECT_EQ(std::vector<int32_t>(first.begin(), first.end()), [&] {
+    std::vector<int32_t> w;
+    allowed_tokens(*vocab, a, a.start(), w);
+    return w;
+  }());
+  for (const char* t : {"a", "abc", "ab", "c"}) {  // the state comes back each time
+    ASSERT_TRUE(seq.advance(id_of(bytes, t)));
+    EXPECT_EQ(seq.mask(logits, masked), first.size());
+    EXPECT_EQ(seq.allowed(), first);
+  }
+  ASSERT_TRUE(seq.advance(id_of(bytes, "!")));
+  EXPECT_TRUE(seq.complete());
+}
+
 // Random walks through a JSON schema's grammar, comparing the trie walk
 // with every token tried one by one at every state on the way.
 TEST(TokenMask, TrieWalkEqualsBruteForce) {
