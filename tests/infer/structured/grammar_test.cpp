@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <random>
+
 #include "base/error.h"
 #include "common/test_util.h"
 #include "infer/structured/byte_grammar.h"
@@ -177,6 +179,52 @@ TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
               json_schema_grammar(OJson::parse(R"({"type": "string", "maxLength": -1})"));
             }),
             "JSON schema at #: 'maxLength' must be an integer in [0, 10000], got -1");
+}
+
+// Random bytes and mutated valid inputs: each front end either compiles or
+// throws Error; nothing crashes, hangs or throws anything else.
+TEST(GrammarFuzz, BadInputsThrowErrorOnly) {
+  std::mt19937 rng(45);
+  const std::vector<std::string> seeds = {
+      R"(root ::= "a" [b-d]* (x | "y"){1,3} x ::= [^"\n] .)",
+      R"((\+\d{1,3} )?[a-z.]+@(?:[a-z]+\.)+(com|org)$)",
+      R"({"type":"object","properties":{"a":{"type":"array","items":{"$ref":"#"},"maxItems":2}}})"};
+  const std::string alphabet = "()[]{}|*+?.^$\\\"':,-0123456789ab#\n \xE4\xBD\xA0\xFF";
+  int compiled = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string s = seeds[static_cast<size_t>(i) % seeds.size()];
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits && !s.empty(); ++e) {
+      const size_t at = rng() % s.size();
+      const char c = alphabet[rng() % alphabet.size()];
+      switch (rng() % 3) {
+        case 0: s[at] = c; break;
+        case 1: s.insert(s.begin() + static_cast<std::ptrdiff_t>(at), c); break;
+        default: s.erase(at, 1 + rng() % 3); break;
+      }
+    }
+    try {
+      std::shared_ptr<const ByteGrammar> g;
+      switch (i % 3) {
+        case 0: g = compile_grammar(parse_gbnf(s)); break;
+        case 1: g = compile_grammar(regex_grammar(s)); break;
+        default: {
+          const OJson j = OJson::parse(s, nullptr, false);
+          if (j.is_discarded()) continue;
+          g = compile_grammar(json_schema_grammar(j));
+        }
+      }
+      ++compiled;
+      GrammarAutomaton a(g);  // and the automaton takes any bytes
+      int32_t st = a.start();
+      for (int k = 0; k < 64; ++k) {
+        const int32_t n = a.next(st, static_cast<uint8_t>(rng() % 256));
+        if (n != GrammarAutomaton::kDead) st = n;
+      }
+    } catch (const Error&) {
+    }
+  }
+  EXPECT_GT(compiled, 100);  // the mutations leave some inputs valid
 }
 
 }  // namespace
