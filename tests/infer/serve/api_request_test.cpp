@@ -1,10 +1,12 @@
 // Parsing and checking OpenAI requests: every field of both endpoints, their
 // defaults, the forms a prompt, stop and message content may take, unknown
-// fields ignored, and a 400 naming the field for each wrong type or value.
+// fields ignored, and a 400 naming the field for each wrong type or value;
+// structured-output fields compiled to a grammar (schema key order kept).
 #include <gtest/gtest.h>
 
 #include "infer/serve/api_error.h"
 #include "infer/serve/api_request.h"
+#include "infer/structured/grammar_automaton.h"
 
 namespace parallm::serve {
 namespace {
@@ -228,6 +230,67 @@ TEST(ApiError, BodyShapeAndTypes) {
   EXPECT_EQ(error_type_for_status(429), "rate_limit_error");
   EXPECT_EQ(error_type_for_status(503), "server_error");
   EXPECT_EQ(error_type_for_status(400), "invalid_request_error");
+}
+
+// Whether the request's grammar accepts exactly `text`.
+bool grammar_accepts(const ApiRequest& r, const std::string& text) {
+  structured::GrammarAutomaton a(r.grammar);
+  const int32_t s = a.next(a.start(), text);
+  return s != structured::GrammarAutomaton::kDead && a.can_end(s);
+}
+
+TEST(ApiRequest, StructuredOutputFields) {
+  EXPECT_EQ(parse_request(Endpoint::Chat, R"({"messages": [{"role": "user", "content": "a"}],
+                                             "response_format": {"type": "text"}})")
+                .grammar,
+            nullptr);
+  // The schema's properties come out in the order written, not sorted.
+  const ApiRequest r = parse_request(Endpoint::Chat, R"({
+    "messages": [{"role": "user", "content": "a"}],
+    "response_format": {"type": "json_schema", "json_schema": {"name": "x", "strict": true,
+      "schema": {"type": "object", "properties": {"zeta": {"type": "integer"},
+                                                  "alpha": {"type": "boolean"}},
+                 "required": ["zeta", "alpha"]}}}})");
+  ASSERT_NE(r.grammar, nullptr);
+  EXPECT_TRUE(grammar_accepts(r, R"({"zeta": 1, "alpha": true})"));
+  EXPECT_FALSE(grammar_accepts(r, R"({"alpha": true, "zeta": 1})"));
+  const ApiRequest o = parse_request(Endpoint::Completion,
+                                     R"({"prompt": "a", "response_format": {"type": "json_object"}})");
+  EXPECT_TRUE(grammar_accepts(o, R"({"k": [1, "v"]})"));
+  const ApiRequest g = parse_request(
+      Endpoint::Completion, R"({"prompt": "a", "guided_json": "{\"enum\": [\"x\", 2]}"})");
+  EXPECT_TRUE(grammar_accepts(g, "2"));
+  const ApiRequest c = parse_request(
+      Endpoint::Chat, R"({"messages": [{"role": "user", "content": "a"}],
+                          "structured_outputs": {"choice": ["yes", "no"]}})");
+  EXPECT_TRUE(grammar_accepts(c, "no"));
+  EXPECT_FALSE(grammar_accepts(c, "maybe"));
+  const ApiRequest re = parse_request(
+      Endpoint::Completion, R"({"prompt": "a", "structured_outputs": {"regex": "[0-9]{2}"}})");
+  EXPECT_TRUE(grammar_accepts(re, "42"));
+}
+
+TEST(ApiRequest, StructuredOutputErrorsNameTheField) {
+  const ApiError e = error_of(Endpoint::Completion,
+                              R"({"prompt": "a", "structured_outputs": {"grammar": "root ::= x"}})");
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "structured_outputs.grammar");
+  EXPECT_EQ(std::string(e.what()),
+            "invalid structured_outputs.grammar: the rule 'x' is not defined (used in 'root')");
+  EXPECT_EQ(error_of(Endpoint::Completion,
+                     R"({"prompt": "a", "response_format": {"type": "json_schema"}})")
+                .param,
+            "response_format.json_schema");
+  EXPECT_EQ(error_of(Endpoint::Completion, R"({"prompt": "a", "response_format":
+      {"type": "json_schema", "json_schema": {"schema": {}}}})")
+                .param,
+            "response_format.json_schema.name");
+  EXPECT_EQ(error_of(Endpoint::Completion, R"({"prompt": "a", "guided_regex": 5})").param,
+            "guided_regex");
+  EXPECT_EQ(error_of(Endpoint::Completion, R"({"prompt": "a", "guided_choice": []})").param,
+            "guided_choice");
+  EXPECT_EQ(error_of(Endpoint::Completion, R"({"prompt": "a", "guided_json": "{nope"})").param,
+            "guided_json");
 }
 
 }  // namespace
