@@ -1,7 +1,9 @@
 // The token mask: a token that spans several grammar symbols, a character
 // split across tokens, EOS only where the grammar may end, the constrained
-// sequence ending when nothing more can follow, and the trie walk equal to
-// a brute-force check of every token at every state of random walks.
+// sequence ending when nothing more can follow, the trie walk equal to a
+// brute-force check of every token at every state of random walks, and a
+// real tokenizer.json (SentencePiece style: a decoder that strips the first
+// space, byte-fallback tokens) read into token bytes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include "infer/structured/gbnf_parser.h"
 #include "infer/structured/json_schema_grammar.h"
 #include "infer/structured/token_mask.h"
+#include "data/tokenizer/tokenizer_test_files.h"
 
 namespace parallm::structured {
 namespace {
@@ -41,7 +44,7 @@ std::vector<int32_t> brute_force(const TokenVocabulary& v, GrammarAutomaton& a, 
     const std::string& b = v.bytes(id);
     if (!b.empty() && a.next(state, b) != GrammarAutomaton::kDead) out.push_back(id);
   }
-  if (a.can_end(state)) out.push_back(0);
+  if (a.can_end(state)) out.insert(out.end(), v.eos_ids().begin(), v.eos_ids().end());
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -169,6 +172,28 @@ TEST(TokenMask, TrieWalkEqualsBruteForce) {
     }
   }
   EXPECT_GT(checked, 300);
+}
+
+TEST(TokenMask, VocabularyFromASentencePieceTokenizer) {
+  const TestDir dir("structured_sp");
+  dir.write_tokenizer(sp_tokenizer_json());
+  const std::unique_ptr<Tokenizer> tok = load_tokenizer(dir.path());
+  const auto vocab = TokenVocabulary::from_tokenizer(*tok, 264, tok->eos_ids());
+  EXPECT_EQ(vocab->bytes(262), " a");  // "▁a" keeps its space, first or not
+  EXPECT_EQ(vocab->bytes(259), " ");
+  EXPECT_EQ(vocab->bytes(3 + 0x41), "A");   // <0x41>
+  EXPECT_EQ(vocab->bytes(3 + 0xE4), "\xE4");  // a lone byte of a character
+  for (int32_t special : {0, 1, 2}) EXPECT_EQ(vocab->bytes(special), "");
+  const auto g = compile_grammar(parse_gbnf(R"(root ::= "a" (" " [ab])* "." | "你")"));
+  GrammarAutomaton a(g);
+  for (const char* text : {"", "a", "a b", "a b a", "a b a.", "\xE4", "\xE4\xBD"}) {
+    const int32_t s = a.next(a.start(), text);
+    ASSERT_NE(s, GrammarAutomaton::kDead) << text;
+    EXPECT_EQ(walk(*vocab, a, s), brute_force(*vocab, a, s)) << text;
+  }
+  // EOS (</s>, 2) only once the sentence is complete.
+  const std::vector<int32_t> done = walk(*vocab, a, a.next(a.start(), "a b."));
+  EXPECT_EQ(done, (std::vector<int32_t>{2}));
 }
 
 }  // namespace
