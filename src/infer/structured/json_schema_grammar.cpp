@@ -6,10 +6,13 @@
 
 #include <fmt/core.h>
 
+#include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "base/error.h"
+#include "infer/structured/json_schema_scalars.h"
 
 namespace parallm::structured {
 
@@ -155,7 +158,8 @@ class SchemaCompiler {
     static const std::set<std::string> known = {
         "type",       "enum",      "const",      "anyOf",    "oneOf",    "allOf",
         "$ref",       "properties", "required",  "additionalProperties", "items", "minItems",
-        "maxItems",   "minLength", "maxLength"};
+        "maxItems",   "minLength", "maxLength", "pattern", "format", "minimum", "maximum",
+        "exclusiveMinimum", "exclusiveMaximum"};
     for (const auto& [k, v] : s.items())
       if (!known.count(k) && !ignored_keywords().count(k))
         fail(path, "the keyword '" + k + "' is not supported");
@@ -203,7 +207,8 @@ class SchemaCompiler {
       types.push_back("object");
     } else if (s.contains("items") || s.contains("minItems") || s.contains("maxItems")) {
       types.push_back("array");
-    } else if (s.contains("minLength") || s.contains("maxLength")) {
+    } else if (s.contains("minLength") || s.contains("maxLength") || s.contains("pattern") ||
+               s.contains("format")) {
       types.push_back("string");
     } else {
       return g_ref(common("json-value"));
@@ -214,6 +219,7 @@ class SchemaCompiler {
   }
 
   GrammarExpr typed(const Json& s, const std::string& type, const std::string& path) {
+    if (type == "string" && (s.contains("pattern") || s.contains("format"))) return text(s, path);
     if (type == "string") {
       const int64_t lo = bound(s, "minLength", path, 0);
       const int64_t hi = bound(s, "maxLength", path, kUnbounded);
@@ -224,13 +230,58 @@ class SchemaCompiler {
                              static_cast<int>(hi)),
                     g_lit("\"")});
     }
-    if (type == "integer") return g_ref(common("json-int"));
-    if (type == "number") return g_ref(common("json-number"));
+    const bool bounded = s.contains("minimum") || s.contains("maximum") ||
+                         s.contains("exclusiveMinimum") || s.contains("exclusiveMaximum");
+    if (type == "integer") return bounded ? integer_range(s, path) : g_ref(common("json-int"));
+    if (type == "number") {
+      if (bounded) fail(path, "minimum and maximum are supported on integers, not on numbers");
+      return g_ref(common("json-number"));
+    }
     if (type == "boolean") return g_alt({g_lit("true"), g_lit("false")});
     if (type == "null") return g_lit("null");
     if (type == "array") return array(s, path);
     if (type == "object") return object(s, path);
     fail(path, "unknown type '" + type + "'");
+  }
+
+  // A string held to its pattern or format.
+  GrammarExpr text(const Json& s, const std::string& path) {
+    if (s.contains("minLength") || s.contains("maxLength"))
+      fail(path, "'pattern' or 'format' together with minLength/maxLength is not supported");
+    if (s.contains("pattern") && s.contains("format"))
+      fail(path, "'pattern' together with 'format' is not supported");
+    const char* key = s.contains("pattern") ? "pattern" : "format";
+    if (!s[key].is_string()) fail(path, fmt::format("'{}' must be a string", key));
+    try {
+      return s.contains("pattern") ? json_string_pattern(s[key].get<std::string>())
+                                   : json_string_format(s[key].get<std::string>());
+    } catch (const Error& e) {
+      fail(path, e.what());
+    }
+  }
+
+  // minimum, maximum and their exclusive forms, as one integer range.
+  GrammarExpr integer_range(const Json& s, const std::string& path) {
+    std::optional<int64_t> lo, hi;
+    auto number = [&](const char* key) {
+      if (!s[key].is_number()) fail(path, fmt::format("'{}' must be a number", key));
+      const double v = s[key].get<double>();
+      if (!(std::abs(v) < 1e15)) fail(path, fmt::format("'{}' must be below 1e15 in size", key));
+      return v;
+    };
+    auto tighten_lo = [&](int64_t v) { lo = lo ? std::max(*lo, v) : v; };
+    auto tighten_hi = [&](int64_t v) { hi = hi ? std::min(*hi, v) : v; };
+    if (s.contains("minimum")) tighten_lo(static_cast<int64_t>(std::ceil(number("minimum"))));
+    if (s.contains("exclusiveMinimum"))
+      tighten_lo(static_cast<int64_t>(std::floor(number("exclusiveMinimum"))) + 1);
+    if (s.contains("maximum")) tighten_hi(static_cast<int64_t>(std::floor(number("maximum"))));
+    if (s.contains("exclusiveMaximum"))
+      tighten_hi(static_cast<int64_t>(std::ceil(number("exclusiveMaximum"))) - 1);
+    try {
+      return json_integer_range(lo, hi);
+    } catch (const Error& e) {
+      fail(path, e.what());
+    }
   }
 
   GrammarExpr array(const Json& s, const std::string& path) {

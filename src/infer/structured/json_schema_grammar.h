@@ -2,8 +2,10 @@
 // Supported: type (one or a list), object (properties in schema order,
 // required, additionalProperties: false by default as in OpenAI's strict
 // mode, or a schema when there are no properties), array (items, minItems,
-// maxItems), string (minLength, maxLength; the JSON escapes), integer,
-// number, boolean, null, enum, const, anyOf, oneOf (as anyOf), a one-item
+// maxItems), string (minLength, maxLength, or pattern, or format; the JSON
+// escapes), integer (minimum, maximum and the exclusive ones, as
+// json_schema_scalars.h can), number, boolean, null, enum, const, anyOf,
+// oneOf (as anyOf), a one-item
 // allOf, and local $ref (#, #/$defs/.., #/definitions/.., recursive ones
 // too). Annotations (title, description, default, examples...) are ignored;
 // any other keyword is an Error naming it and where it is.

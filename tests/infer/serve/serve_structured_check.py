@@ -40,12 +40,18 @@ MAX_TOKENS = 900
 
 def random_schema(rng, depth=0):
     """A schema whose every answer is bounded (strings, arrays, numbers)."""
-    kinds = ["string", "integer", "number", "boolean", "enum", "null", "array", "anyOf"]
+    kinds = ["string", "integer", "number", "boolean", "enum", "null", "array", "anyOf",
+             "pattern", "range"]
     if depth < 2:
         kinds += ["object"] * 3
     kind = rng.choice(kinds)
     if kind == "string":
         return {"type": "string", "maxLength": rng.randint(0, 8)}
+    if kind == "pattern":
+        return {"type": "string", "pattern": r"^[a-z]{2,5}-\d{1,3}(\.[A-Z])?$"}
+    if kind == "range":
+        lo = rng.randint(-50, 50)
+        return {"type": "integer", "minimum": lo, "maximum": lo + rng.randint(0, 300)}
     if kind in ("integer", "number", "boolean", "null"):
         return {"type": kind}
     if kind == "enum":

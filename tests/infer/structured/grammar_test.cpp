@@ -157,6 +157,27 @@ TEST(JsonSchema, NumbersConstAnyOfAndRefs) {
   EXPECT_FALSE(accepts(g, R"({"v": 1., "next": null})"));
 }
 
+TEST(JsonSchema, PatternFormatAndIntegerBounds) {
+  const Grammar g = json_schema_grammar(OJson::parse(R"({"type": "object", "properties": {
+      "code": {"type": "string", "pattern": "^[A-Z]{2}-\\d+$"},
+      "has": {"type": "string", "pattern": "a\"b"},
+      "day": {"type": "string", "format": "date"},
+      "n": {"type": "integer", "minimum": -3, "exclusiveMaximum": 12},
+      "big": {"type": "integer", "minimum": 95}},
+    "required": ["code", "has", "day", "n", "big"]})"));
+  const std::string ok = R"({"code": "AB-12", "has": "xa\"by", "day": "2026-12-07", )";
+  EXPECT_TRUE(accepts(g, ok + R"("n": -3, "big": 95})"));
+  EXPECT_TRUE(accepts(g, ok + R"("n": 11, "big": 123456})"));
+  EXPECT_FALSE(accepts(g, ok + R"("n": 12, "big": 95})"));   // exclusive maximum
+  EXPECT_FALSE(accepts(g, ok + R"("n": -4, "big": 95})"));
+  EXPECT_FALSE(accepts(g, ok + R"("n": 0, "big": 94})"));
+  EXPECT_FALSE(accepts(g, ok + R"("n": 0, "big": 095})"));
+  EXPECT_FALSE(accepts(g, R"({"code": "AB-", "has": "ab", "day": "2026-12-07", "n": 0, "big": 99})"));
+  EXPECT_FALSE(accepts(g, R"({"code": "AB-1", "has": "ab", "day": "2026-13-07", "n": 0, "big": 99})"));
+  // The pattern's quote is written escaped; a raw one would end the string.
+  EXPECT_FALSE(accepts(g, R"({"code": "AB-1", "has": "a"b", "day": "2026-12-07", "n": 0, "big": 99})"));
+}
+
 TEST(JsonSchema, JsonObjectIsAnyObject) {
   const Grammar g = json_object_grammar();
   EXPECT_TRUE(accepts(g, R"({"a": [1, {"b": null}], "c": "d"})"));
@@ -168,9 +189,19 @@ TEST(JsonSchema, JsonObjectIsAnyObject) {
 TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
   EXPECT_EQ(error_of([] {
               json_schema_grammar(OJson::parse(
-                  R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 3}}})"));
+                  R"({"type": "object", "properties": {"n": {"type": "integer", "multipleOf": 3}}})"));
             }),
-            "JSON schema at #/properties/n: the keyword 'minimum' is not supported");
+            "JSON schema at #/properties/n: the keyword 'multipleOf' is not supported");
+  EXPECT_EQ(error_of([] {
+              json_schema_grammar(OJson::parse(R"({"type": "integer", "maximum": 3})"));
+            }),
+            "JSON schema at #: an integer bound is supported with both minimum and maximum (at "
+            "most 10000 values apart) or as a minimum in [0, 10000] alone");
+  EXPECT_EQ(error_of([] {
+              json_schema_grammar(OJson::parse(R"({"type": "string", "format": "color"})"));
+            }),
+            "JSON schema at #: the format 'color' is not supported (supported: date, date-time, "
+            "email, ipv4, time, uuid)");
   EXPECT_EQ(error_of([] { json_schema_grammar(OJson::parse(R"({"type": "strang"})")); }),
             "JSON schema at #: unknown type 'strang'");
   EXPECT_EQ(error_of([] { json_schema_grammar(OJson::parse(R"({"$ref": "#/$defs/x"})")); }),
