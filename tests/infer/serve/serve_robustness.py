@@ -87,7 +87,7 @@ def run(port, check, name, context, queue_full_n):
         ("a JSON schema keyword we do not have",
          {"messages": [{"role": "user", "content": "hi"}], "response_format": {
              "type": "json_schema", "json_schema": {"name": "x", "schema": {
-                 "type": "object", "properties": {"a": {"type": "string", "format": "email"}}}}}},
+                 "type": "object", "properties": {"a": {"type": "integer", "multipleOf": 2}}}}}},
          400, "response_format.json_schema.schema"),
         ("a schema that is not an object",
          {"prompt": "hi", "structured_outputs": {"json": [1, 2]}}, 400, "structured_outputs.json"),
