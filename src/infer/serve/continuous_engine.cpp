@@ -175,7 +175,12 @@ bool ContinuousEngine::step() {
     if (s.constraint) {
       // This sequence's row only: the others in the batch sample as they are.
       const auto t0 = std::chrono::steady_clock::now();
-      const size_t allowed = s.constraint->mask(row, masked_row);
+      size_t allowed = 0;
+      try {
+        allowed = s.constraint->mask(row, masked_row);
+      } catch (const Error& err) {  // its automaton outgrew its memory: end it alone
+        std::cerr << "serve: sequence " << e.id << " ended: " << err.what() << std::endl;
+      }
       mask_us += std::chrono::duration_cast<std::chrono::microseconds>(
                      std::chrono::steady_clock::now() - t0)
                      .count();
@@ -185,9 +190,16 @@ bool ContinuousEngine::step() {
     }
     SampledToken t = s.sampler.sample(row, prompt, gen, s.req.choice,
                                       static_cast<int64_t>(gen.size()));
-    if (s.constraint && !grammar_refused.count(e.id) && !s.constraint->advance(t.token) &&
-        std::find(opts_.eos_ids.begin(), opts_.eos_ids.end(), t.token) == opts_.eos_ids.end())
-      grammar_refused.insert(e.id);  // not reached: the mask allowed the token
+    if (s.constraint && !grammar_refused.count(e.id)) {
+      bool took = false;
+      try {
+        took = s.constraint->advance(t.token);
+      } catch (const Error&) {
+      }
+      if (!took &&
+          std::find(opts_.eos_ids.begin(), opts_.eos_ids.end(), t.token) == opts_.eos_ids.end())
+        grammar_refused.insert(e.id);  // the mask allowed it: only memory stops it
+    }
     sampled.push_back(t.token);
     picks.emplace_back(e.id, std::move(t));
   }

@@ -27,7 +27,10 @@ GrammarAutomaton::GrammarAutomaton(std::shared_ptr<const ByteGrammar> g) : g_(st
 uint32_t GrammarAutomaton::node(uint32_t pos, uint32_t parent) {
   const uint64_t key = (static_cast<uint64_t>(pos) << 32) | parent;
   auto [it, fresh] = node_ids_.emplace(key, static_cast<uint32_t>(nodes_.size()));
-  if (fresh) nodes_.push_back({pos, parent});
+  if (fresh) {
+    nodes_.push_back({pos, parent});
+    charge(32);
+  }
   return it->second;
 }
 
@@ -65,6 +68,7 @@ int32_t GrammarAutomaton::intern(std::vector<uint32_t>& nodes) {
   if (nodes.empty()) return kDead;
   auto it = state_ids_.find(nodes);
   if (it != state_ids_.end()) return it->second;
+  charge(nodes.size() * 2 * sizeof(uint32_t) + sizeof(State) + 64);
   const int32_t id = static_cast<int32_t>(states_.size());
   State s;
   s.nodes = nodes;
@@ -75,9 +79,18 @@ int32_t GrammarAutomaton::intern(std::vector<uint32_t>& nodes) {
   return id;
 }
 
+void GrammarAutomaton::charge(size_t bytes) {
+  bytes_ += bytes;
+  PX_CHECK(bytes_ <= kMaxAutomatonBytes,
+           "the grammar's automaton outgrew {} MiB ({} states): a grammar whose states multiply "
+           "(as the regex (a|b)*a(a|b){{20}} does) is not supported",
+           kMaxAutomatonBytes >> 20, states_.size());
+}
+
 int32_t* GrammarAutomaton::table(int32_t state) {
   State& s = states_[static_cast<size_t>(state)];
   if (!s.next) {
+    charge(256 * sizeof(int32_t));
     s.next = std::make_unique<int32_t[]>(256);
     std::fill(s.next.get(), s.next.get() + 256, kUnknown);
   }

@@ -22,6 +22,11 @@
 
 namespace parallm::structured {
 
+// The memory one automaton may hold (states, their tables, nodes): a
+// grammar whose states multiply (a regex like (a|b)*a(a|b){20}) stops with
+// an Error instead of taking the server's memory.
+inline constexpr size_t kMaxAutomatonBytes = size_t{64} << 20;
+
 class GrammarAutomaton {
  public:
   static constexpr int32_t kDead = -1;  // no stack takes the byte
@@ -74,6 +79,8 @@ class GrammarAutomaton {
   std::unordered_map<std::vector<uint32_t>, int32_t, VecHash> state_ids_;
   std::vector<uint32_t> scratch_;
   std::vector<uint64_t> visited_;  // (pos, parent) expanded in this step; few
+  size_t bytes_ = 0;               // held, against kMaxAutomatonBytes
+  void charge(size_t bytes);
 };
 
 }  // namespace parallm::structured

@@ -212,6 +212,22 @@ TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
             "JSON schema at #: 'maxLength' must be an integer in [0, 10000], got -1");
 }
 
+// A grammar whose states multiply stops with an Error at the memory cap,
+// not by taking the machine's memory.
+TEST(GrammarAutomatonLimit, StatesThatMultiplyStopAtTheCap) {
+  GrammarAutomaton a(compile_grammar(regex_grammar("(a|b)*a(a|b){20}")));
+  std::mt19937 rng(1);
+  int32_t s = a.start();
+  EXPECT_THROW(
+      for (int i = 0; i < 2000000; ++i) {
+        const int32_t n = a.next(s, static_cast<uint8_t>(rng() % 2 ? 'a' : 'b'));
+        ASSERT_NE(n, GrammarAutomaton::kDead);
+        s = n;
+      },
+      Error);
+  EXPECT_GT(a.num_states(), 10000u);
+}
+
 // Random bytes and mutated valid inputs: each front end either compiles or
 // throws Error; nothing crashes, hangs or throws anything else.
 TEST(GrammarFuzz, BadInputsThrowErrorOnly) {
