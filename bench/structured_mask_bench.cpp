@@ -58,7 +58,9 @@ std::vector<Case> cases() {
       "active": {"type": "boolean"}},
     "required": ["name", "age", "email", "tags", "role", "address", "active"]})"))});
   out.push_back({"json_object", json_object_grammar()});
-  out.push_back({"regex", regex_grammar(R"([A-Z][a-z]{2,12}( [A-Z][a-z]{2,12}){0,3}, \d{1,5} [A-Za-z ]{3,30}\.)")});
+  out.push_back(
+      {"regex",
+       regex_grammar(R"([A-Z][a-z]{2,12}( [A-Z][a-z]{2,12}){0,3}, \d{1,5} [A-Za-z ]{3,30}\.)")});
   out.push_back({"gbnf", parse_gbnf(R"(
     root ::= "SELECT " cols " FROM " name (" WHERE " cond (" AND " cond)*)? ";"
     cols ::= "*" | name (", " name)*
@@ -76,9 +78,12 @@ int main(int argc, char** argv) {
   int steps = 200, runs = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--tokenizer") dir = v;
-    else if (a == "--steps") steps = std::stoi(v);
-    else if (a == "--runs") runs = std::stoi(v);
+    if (a == "--tokenizer")
+      dir = v;
+    else if (a == "--steps")
+      steps = std::stoi(v);
+    else if (a == "--runs")
+      runs = std::stoi(v);
   }
   if (dir.empty()) {
     fmt::print(stderr, "usage: structured_mask_bench --tokenizer DIR [--steps N] [--runs R]\n");
@@ -86,8 +91,7 @@ int main(int argc, char** argv) {
   }
   const std::unique_ptr<Tokenizer> tok = load_tokenizer(dir);
   const auto t0 = Clock::now();
-  const auto vocab =
-      TokenVocabulary::from_tokenizer(*tok, tok->vocab_size(), tok->eos_ids());
+  const auto vocab = TokenVocabulary::from_tokenizer(*tok, tok->vocab_size(), tok->eos_ids());
   fmt::print("{{\"vocab\": {}, \"trie_nodes\": {}, \"vocab_build_ms\": {:.1f}}}\n", vocab->size(),
              vocab->trie().num_nodes(), us_since(t0) / 1000);
   std::vector<float> logits(static_cast<size_t>(vocab->size()), 0.0f), masked;

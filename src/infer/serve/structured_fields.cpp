@@ -46,8 +46,7 @@ std::string text_field(const RequestFields& f, const nlohmann::json& v, const ch
 void response_format(const RequestFields& f, const OJson* ordered, std::vector<Constraint>& out) {
   const nlohmann::json* rf = f.find("response_format");
   if (!rf) return;
-  if (!rf->is_object())
-    f.fail("response_format", "expected an object, got " + json_type_name(*rf));
+  if (!rf->is_object()) f.fail("response_format", "expected an object, got " + json_type_name(*rf));
   const RequestFields r(*rf, "response_format.");
   const std::string type = r.string("type").value_or("");
   if (type == "text") return;
@@ -56,9 +55,9 @@ void response_format(const RequestFields& f, const OJson* ordered, std::vector<C
     return;
   }
   if (type != "json_schema")
-    r.fail("type", type.empty() ? "is required ('text', 'json_object' or 'json_schema')"
-                                : "must be 'text', 'json_object' or 'json_schema', got '" + type +
-                                      "'");
+    r.fail("type", type.empty()
+                       ? "is required ('text', 'json_object' or 'json_schema')"
+                       : "must be 'text', 'json_object' or 'json_schema', got '" + type + "'");
   const nlohmann::json* js = r.find("json_schema");
   if (!js) r.fail("json_schema", "is required when type is 'json_schema'");
   if (!js->is_object()) r.fail("json_schema", "expected an object, got " + json_type_name(*js));
@@ -66,9 +65,10 @@ void response_format(const RequestFields& f, const OJson* ordered, std::vector<C
   if (!j.string("name")) j.fail("name", "is required");
   j.boolean("strict");  // its type is checked; the grammar is strict either way
   const nlohmann::json* schema = j.find("schema");
-  OJson s = schema ? in_order(*schema, child(child(child(ordered, "response_format"), "json_schema"),
-                                             "schema"))
-                   : OJson::object();  // no schema: any JSON value
+  OJson s = schema
+                ? in_order(*schema, child(child(child(ordered, "response_format"), "json_schema"),
+                                          "schema"))
+                : OJson::object();  // no schema: any JSON value
   out.push_back(
       {"response_format.json_schema.schema", Constraint::Kind::JsonSchema, std::move(s), {}});
 }
@@ -137,8 +137,8 @@ std::shared_ptr<const structured::ByteGrammar> structured_output_grammar(
   if (found.empty()) return nullptr;
   if (found.size() > 1)
     throw ApiError(400,
-                   fmt::format("'{}' and '{}' both constrain the output; give one",
-                               found[0].param, found[1].param),
+                   fmt::format("'{}' and '{}' both constrain the output; give one", found[0].param,
+                               found[1].param),
                    found[1].param);
   const Constraint& c = found.front();
   try {

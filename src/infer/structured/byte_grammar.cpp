@@ -163,8 +163,7 @@ class ByteGrammarBuilder {
     for (int i = 0; i < m; ++i) out.insert(out.end(), unit.begin(), unit.end());
     if (n == m) return;
     std::vector<uint32_t> key;
-    for (const ByteElem& x : unit)
-      key.push_back((static_cast<uint32_t>(x.kind) << 28) ^ x.arg);
+    for (const ByteElem& x : unit) key.push_back((static_cast<uint32_t>(x.kind) << 28) ^ x.arg);
     if (n == kUnbounded) {
       key.push_back(0xFFFFFFFFu);
       auto it = repeat_rules_.find(key);
@@ -244,9 +243,10 @@ class ByteGrammarBuilder {
             on = on || q == s;
             if (on) cycle += "'" + g.rule_name(q) + "' -> ";
           }
-          PX_FAIL("the grammar is left-recursive: {}'{}' (a rule must match a byte before "
-                  "it refers to itself)",
-                  cycle, g.rule_name(s));
+          PX_FAIL(
+              "the grammar is left-recursive: {}'{}' (a rule must match a byte before "
+              "it refers to itself)",
+              cycle, g.rule_name(s));
         }
         if (mark[s] == 0) visit(s);
       }

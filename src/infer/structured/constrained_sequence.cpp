@@ -17,8 +17,8 @@ ConstrainedSequence::ConstrainedSequence(std::shared_ptr<const ByteGrammar> g,
 size_t ConstrainedSequence::mask(std::span<const float> logits, std::vector<float>& out) {
   PX_CHECK(static_cast<int64_t>(logits.size()) == vocab_->size(),
            "the logits have {} entries, the vocabulary {}", logits.size(), vocab_->size());
-  auto hit = std::find_if(kept_.begin(), kept_.end(),
-                         [&](const auto& k) { return k.first == state_; });
+  auto hit =
+      std::find_if(kept_.begin(), kept_.end(), [&](const auto& k) { return k.first == state_; });
   if (hit == kept_.end()) {
     std::vector<int32_t> ids;
     if (kept_.size() == kKeptMasks) {  // reuse the oldest list's memory

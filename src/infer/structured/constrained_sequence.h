@@ -42,8 +42,7 @@ class ConstrainedSequence {
   int32_t state_ = 0;
   static constexpr size_t kKeptMasks = 4;
   std::vector<std::pair<int32_t, std::vector<int32_t>>> kept_;  // (state, allowed), newest last
-  int last_ = -1;  // kept_ index of the last mask
-
+  int last_ = -1;                                               // kept_ index of the last mask
 };
 
 }  // namespace parallm::structured

@@ -199,12 +199,24 @@ class GbnfParser {
     if (pos_ >= s_.size()) fail("an escaped character");
     const char e = s_[pos_++];
     switch (e) {
-      case 'n': return '\n';
-      case 'r': return '\r';
-      case 't': return '\t';
-      case '\\': case '"': case '[': case ']': case '-': case '^': case '/': return static_cast<uint8_t>(e);
-      case 'x': return hex(2);
-      case 'u': return hex(4);
+      case 'n':
+        return '\n';
+      case 'r':
+        return '\r';
+      case 't':
+        return '\t';
+      case '\\':
+      case '"':
+      case '[':
+      case ']':
+      case '-':
+      case '^':
+      case '/':
+        return static_cast<uint8_t>(e);
+      case 'x':
+        return hex(2);
+      case 'u':
+        return hex(4);
       case 'U': {
         const uint32_t v = hex(8);
         if (v > 0x10FFFF) fail("a code point of at most U+10FFFF");

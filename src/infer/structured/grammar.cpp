@@ -72,7 +72,8 @@ bool Grammar::has(const std::string& name) const {
 std::vector<uint32_t> utf8_code_points(const std::string& s, const std::string& what) {
   PX_CHECK(utf8_valid(s), "{} is not valid UTF-8", what);
   std::vector<uint32_t> out;
-  for (size_t pos = 0; pos < s.size();) out.push_back(static_cast<uint32_t>(next_code_point(s, pos)));
+  for (size_t pos = 0; pos < s.size();)
+    out.push_back(static_cast<uint32_t>(next_code_point(s, pos)));
   return out;
 }
 

@@ -23,10 +23,10 @@ inline constexpr int kUnbounded = -1;  // GrammarExpr::max_repeat: no upper boun
 struct GrammarExpr {
   enum class Kind { Empty, Literal, Class, Seq, Alt, Repeat, Ref };
   Kind kind = Kind::Empty;
-  std::string text;               // Literal: UTF-8; Ref: the rule's name
-  std::vector<CodeRange> ranges;  // Class
-  bool negated = false;           // Class: every code point outside ranges
-  std::vector<GrammarExpr> items;  // Seq, Alt; Repeat: the one repeated
+  std::string text;                             // Literal: UTF-8; Ref: the rule's name
+  std::vector<CodeRange> ranges;                // Class
+  bool negated = false;                         // Class: every code point outside ranges
+  std::vector<GrammarExpr> items;               // Seq, Alt; Repeat: the one repeated
   int min_repeat = 0, max_repeat = kUnbounded;  // Repeat
 };
 

@@ -22,8 +22,8 @@ using Json = nlohmann::ordered_json;
 
 const std::set<std::string>& ignored_keywords() {
   static const std::set<std::string> k = {
-      "title",    "description", "default",  "examples", "$schema", "$id",   "$comment",
-      "deprecated", "readOnly",  "writeOnly", "$defs",   "definitions", "strict", "name"};
+      "title",      "description", "default",   "examples", "$schema",     "$id",    "$comment",
+      "deprecated", "readOnly",    "writeOnly", "$defs",    "definitions", "strict", "name"};
   return k;
 }
 
@@ -61,14 +61,20 @@ class SchemaCompiler {
     common_.insert(name);
     const GrammarExpr sp = g_opt(g_lit(" "));
     if (name == "json-char") {
-      g_.add(name, g_alt({g_class({{'"', '"'}, {'\\', '\\'}, {0, 0x1F}}, true),
-                          g_seq({g_lit("\\"),
-                                 g_alt({g_class({{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 'b'},
-                                                 {'f', 'f'}, {'n', 'n'}, {'r', 'r'}, {'t', 't'}}),
-                                        g_seq({g_lit("u"), g_repeat(g_class({{'0', '9'},
-                                                                            {'a', 'f'},
-                                                                            {'A', 'F'}}),
-                                                                    4, 4)})})})}));
+      g_.add(name,
+             g_alt({g_class({{'"', '"'}, {'\\', '\\'}, {0, 0x1F}}, true),
+                    g_seq({g_lit("\\"),
+                           g_alt({g_class({{'"', '"'},
+                                           {'\\', '\\'},
+                                           {'/', '/'},
+                                           {'b', 'b'},
+                                           {'f', 'f'},
+                                           {'n', 'n'},
+                                           {'r', 'r'},
+                                           {'t', 't'}}),
+                                  g_seq({g_lit("u"),
+                                         g_repeat(g_class({{'0', '9'}, {'a', 'f'}, {'A', 'F'}}), 4,
+                                                  4)})})})}));
     } else if (name == "json-string") {
       g_.add(name, g_seq({g_lit("\""), g_star(g_ref(common("json-char"))), g_lit("\"")}));
     } else if (name == "json-int") {
@@ -83,14 +89,14 @@ class SchemaCompiler {
                                        g_repeat(g_class({{'0', '9'}}), 1, 3)}))}));
     } else if (name == "json-value") {
       g_.add(name, g_alt({g_ref(common("json-object")), g_ref(common("json-array")),
-                          g_ref(common("json-string")), g_ref(common("json-number")),
-                          g_lit("true"), g_lit("false"), g_lit("null")}));
+                          g_ref(common("json-string")), g_ref(common("json-number")), g_lit("true"),
+                          g_lit("false"), g_lit("null")}));
     } else if (name == "json-object") {
-      const GrammarExpr member = g_seq({g_ref(common("json-string")), g_lit(":"), sp,
-                                        g_ref(common("json-value"))});
-      g_.add(name, g_seq({g_lit("{"),
-                          g_opt(g_seq({member, g_star(g_seq({g_lit(","), sp, member}))})),
-                          g_lit("}")}));
+      const GrammarExpr member =
+          g_seq({g_ref(common("json-string")), g_lit(":"), sp, g_ref(common("json-value"))});
+      g_.add(name,
+             g_seq({g_lit("{"), g_opt(g_seq({member, g_star(g_seq({g_lit(","), sp, member}))})),
+                    g_lit("}")}));
     } else if (name == "json-array") {
       const GrammarExpr item = g_ref(common("json-value"));
       g_.add(name, g_seq({g_lit("["), g_opt(g_seq({item, g_star(g_seq({g_lit(","), sp, item}))})),
@@ -155,11 +161,27 @@ class SchemaCompiler {
   }
 
   GrammarExpr value_of_object(const Json& s, const std::string& path) {
-    static const std::set<std::string> known = {
-        "type",       "enum",      "const",      "anyOf",    "oneOf",    "allOf",
-        "$ref",       "properties", "required",  "additionalProperties", "items", "minItems",
-        "maxItems",   "minLength", "maxLength", "pattern", "format", "minimum", "maximum",
-        "exclusiveMinimum", "exclusiveMaximum"};
+    static const std::set<std::string> known = {"type",
+                                                "enum",
+                                                "const",
+                                                "anyOf",
+                                                "oneOf",
+                                                "allOf",
+                                                "$ref",
+                                                "properties",
+                                                "required",
+                                                "additionalProperties",
+                                                "items",
+                                                "minItems",
+                                                "maxItems",
+                                                "minLength",
+                                                "maxLength",
+                                                "pattern",
+                                                "format",
+                                                "minimum",
+                                                "maximum",
+                                                "exclusiveMinimum",
+                                                "exclusiveMaximum"};
     for (const auto& [k, v] : s.items())
       if (!known.count(k) && !ignored_keywords().count(k))
         fail(path, "the keyword '" + k + "' is not supported");
@@ -178,7 +200,8 @@ class SchemaCompiler {
     for (const char* key : {"anyOf", "oneOf"}) {
       if (!s.contains(key)) continue;
       const Json& list = s[key];
-      if (!list.is_array() || list.empty()) fail(path, fmt::format("'{}' must be a non-empty array", key));
+      if (!list.is_array() || list.empty())
+        fail(path, fmt::format("'{}' must be a non-empty array", key));
       std::vector<GrammarExpr> alts;
       for (size_t i = 0; i < list.size(); ++i)
         alts.push_back(placed(list[i], fmt::format("{}/{}/{}", path, key, i)));
@@ -225,10 +248,10 @@ class SchemaCompiler {
       const int64_t hi = bound(s, "maxLength", path, kUnbounded);
       if (hi != kUnbounded && hi < lo)
         fail(path, fmt::format("maxLength {} is below minLength {}", hi, lo));
-      return g_seq({g_lit("\""),
-                    g_repeat(g_ref(common("json-char")), static_cast<int>(lo),
-                             static_cast<int>(hi)),
-                    g_lit("\"")});
+      return g_seq(
+          {g_lit("\""),
+           g_repeat(g_ref(common("json-char")), static_cast<int>(lo), static_cast<int>(hi)),
+           g_lit("\"")});
     }
     const bool bounded = s.contains("minimum") || s.contains("maximum") ||
                          s.contains("exclusiveMinimum") || s.contains("exclusiveMaximum");
@@ -319,8 +342,8 @@ class SchemaCompiler {
       if (!extra) return g_ref(common("json-object"));
       if (!extra_allowed) return g_lit("{}");
       const GrammarExpr v = placed(*extra, path + "/additionalProperties");
-      const GrammarExpr member = g_seq({g_ref(common("json-string")), g_lit(":"),
-                                        g_opt(g_lit(" ")), v});
+      const GrammarExpr member =
+          g_seq({g_ref(common("json-string")), g_lit(":"), g_opt(g_lit(" ")), v});
       return g_seq({g_lit("{"),
                     g_opt(g_seq({member, g_star(g_seq({g_lit(","), g_opt(g_lit(" ")), member}))})),
                     g_lit("}")});

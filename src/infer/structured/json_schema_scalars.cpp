@@ -121,8 +121,8 @@ GrammarExpr json_integer_range(std::optional<int64_t> lo, std::optional<int64_t>
   if (lo && hi) {
     PX_CHECK(*lo <= *hi, "the integer range [{}, {}] is empty", *lo, *hi);
     PX_CHECK(*hi - *lo < kMaxIntegerChoices,
-             "an integer range of at most {} values is supported, got [{}, {}]",
-             kMaxIntegerChoices, *lo, *hi);
+             "an integer range of at most {} values is supported, got [{}, {}]", kMaxIntegerChoices,
+             *lo, *hi);
     std::vector<std::string> words;
     for (int64_t v = *lo; v <= *hi; ++v) words.push_back(digits_of(v));
     return literal_trie(std::move(words));

@@ -96,7 +96,8 @@ class RegexParser {
         }
         if (!at('}')) fail("'}' expected closing the repeat");
         ++pos_;
-        if (hi != kUnbounded && hi < lo) fail(fmt::format("a repeat {{{},{}}} with max < min", lo, hi));
+        if (hi != kUnbounded && hi < lo)
+          fail(fmt::format("a repeat {{{},{}}} with max < min", lo, hi));
       } else {
         return e;
       }
@@ -156,7 +157,7 @@ class RegexParser {
     for (int i = 0; i < digits; ++i, ++pos_) {
       if (pos_ >= cps_.size()) fail(fmt::format("{} hex digits expected", digits));
       const uint32_t h = cps_[pos_];
-      int d = h >= '0' && h <= '9' ? static_cast<int>(h - '0')
+      int d = h >= '0' && h <= '9'   ? static_cast<int>(h - '0')
               : h >= 'a' && h <= 'f' ? static_cast<int>(h - 'a' + 10)
               : h >= 'A' && h <= 'F' ? static_cast<int>(h - 'A' + 10)
                                      : -1;
@@ -172,24 +173,50 @@ class RegexParser {
     if (pos_ >= cps_.size()) fail("a character expected after '\\'");
     const uint32_t e = cps_[pos_++];
     switch (e) {
-      case 'd': ranges = digit(); return 0;
-      case 'D': ranges = digit(); negated = true; return 0;
-      case 'w': ranges = word(); return 0;
-      case 'W': ranges = word(); negated = true; return 0;
-      case 's': ranges = space(); return 0;
-      case 'S': ranges = space(); negated = true; return 0;
-      case 'n': return '\n';
-      case 'r': return '\r';
-      case 't': return '\t';
-      case 'f': return '\f';
-      case 'v': return '\v';
-      case '0': return 0;
-      case 'x': return hex(2);
-      case 'u': return hex(4);
+      case 'd':
+        ranges = digit();
+        return 0;
+      case 'D':
+        ranges = digit();
+        negated = true;
+        return 0;
+      case 'w':
+        ranges = word();
+        return 0;
+      case 'W':
+        ranges = word();
+        negated = true;
+        return 0;
+      case 's':
+        ranges = space();
+        return 0;
+      case 'S':
+        ranges = space();
+        negated = true;
+        return 0;
+      case 'n':
+        return '\n';
+      case 'r':
+        return '\r';
+      case 't':
+        return '\t';
+      case 'f':
+        return '\f';
+      case 'v':
+        return '\v';
+      case '0':
+        return 0;
+      case 'x':
+        return hex(2);
+      case 'u':
+        return hex(4);
       default:
         break;
     }
-    if ((e >= '1' && e <= '9') || e == 'k') { --pos_; fail("back-references are not supported"); }
+    if ((e >= '1' && e <= '9') || e == 'k') {
+      --pos_;
+      fail("back-references are not supported");
+    }
     if (e == 'b' || e == 'B' || e == 'A' || e == 'z' || e == 'Z' || e == 'G') {
       --pos_;
       fail("anchors (\\b \\B \\A \\z) are not supported");

@@ -15,7 +15,7 @@ TokenTrie::TokenTrie(const std::vector<std::string>& bytes) {
   std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
     return bytes[static_cast<size_t>(a)] < bytes[static_cast<size_t>(b)];
   });
-  std::vector<uint32_t> path;  // node index per depth - 1 of the current string
+  std::vector<uint32_t> path;   // node index per depth - 1 of the current string
   std::vector<uint32_t> count;  // tokens per node
   const std::string* prev = nullptr;
   for (int32_t id : order) {
@@ -23,7 +23,8 @@ TokenTrie::TokenTrie(const std::vector<std::string>& bytes) {
     size_t common = 0;
     if (prev)
       while (common < s.size() && common < prev->size() && s[common] == (*prev)[common]) ++common;
-    for (size_t d = path.size(); d > common; --d) end_[path[d - 1]] = static_cast<uint32_t>(byte_.size());
+    for (size_t d = path.size(); d > common; --d)
+      end_[path[d - 1]] = static_cast<uint32_t>(byte_.size());
     path.resize(common);
     for (size_t d = common; d < s.size(); ++d) {
       path.push_back(static_cast<uint32_t>(byte_.size()));

@@ -55,8 +55,8 @@ TEST(Gbnf, EscapesNegationDotAndUnicode) {
   EXPECT_FALSE(accepts(g, "Aébx😀αω"));  // b is in the negated class
   EXPECT_FALSE(accepts(g, "Aé\nx😀αω"));
   // A class never takes a partial or invalid UTF-8 sequence.
-  EXPECT_TRUE(prefix_ok(g, "Aéd\xE2\x82"));      // the first two bytes of €
-  EXPECT_FALSE(prefix_ok(g, "Aéd\xE2\x28"));     // not a continuation byte
+  EXPECT_TRUE(prefix_ok(g, "Aéd\xE2\x82"));        // the first two bytes of €
+  EXPECT_FALSE(prefix_ok(g, "Aéd\xE2\x28"));       // not a continuation byte
   EXPECT_FALSE(prefix_ok(g, "Aédx\xED\xA0\x80"));  // a surrogate
 }
 
@@ -135,8 +135,8 @@ TEST(JsonSchema, ObjectsWithRequiredAndOptionalProperties) {
   })"));
   EXPECT_TRUE(accepts(g, R"({"name": "Bob", "ok": true})"));
   EXPECT_TRUE(accepts(g, R"({"name":"Bob","age":-12,"tags":["a", "b"],"ok":null})"));
-  EXPECT_FALSE(accepts(g, R"({"name": "Bob"})"));              // ok is required
-  EXPECT_FALSE(accepts(g, R"({"ok": true, "name": "Bob"})"));  // schema order
+  EXPECT_FALSE(accepts(g, R"({"name": "Bob"})"));                 // ok is required
+  EXPECT_FALSE(accepts(g, R"({"ok": true, "name": "Bob"})"));     // schema order
   EXPECT_FALSE(accepts(g, R"({"name": "Bobbie", "ok": true})"));  // maxLength 5
   EXPECT_FALSE(accepts(g, R"({"name": "B", "tags": ["a","b","a"], "ok": true})"));
   EXPECT_FALSE(accepts(g, R"({"name": "B", "ok": true, "x": 1})"));  // no extra keys
@@ -168,14 +168,17 @@ TEST(JsonSchema, PatternFormatAndIntegerBounds) {
   const std::string ok = R"({"code": "AB-12", "has": "xa\"by", "day": "2026-12-07", )";
   EXPECT_TRUE(accepts(g, ok + R"("n": -3, "big": 95})"));
   EXPECT_TRUE(accepts(g, ok + R"("n": 11, "big": 123456})"));
-  EXPECT_FALSE(accepts(g, ok + R"("n": 12, "big": 95})"));   // exclusive maximum
+  EXPECT_FALSE(accepts(g, ok + R"("n": 12, "big": 95})"));  // exclusive maximum
   EXPECT_FALSE(accepts(g, ok + R"("n": -4, "big": 95})"));
   EXPECT_FALSE(accepts(g, ok + R"("n": 0, "big": 94})"));
   EXPECT_FALSE(accepts(g, ok + R"("n": 0, "big": 095})"));
-  EXPECT_FALSE(accepts(g, R"({"code": "AB-", "has": "ab", "day": "2026-12-07", "n": 0, "big": 99})"));
-  EXPECT_FALSE(accepts(g, R"({"code": "AB-1", "has": "ab", "day": "2026-13-07", "n": 0, "big": 99})"));
+  EXPECT_FALSE(
+      accepts(g, R"({"code": "AB-", "has": "ab", "day": "2026-12-07", "n": 0, "big": 99})"));
+  EXPECT_FALSE(
+      accepts(g, R"({"code": "AB-1", "has": "ab", "day": "2026-13-07", "n": 0, "big": 99})"));
   // The pattern's quote is written escaped; a raw one would end the string.
-  EXPECT_FALSE(accepts(g, R"({"code": "AB-1", "has": "a"b", "day": "2026-12-07", "n": 0, "big": 99})"));
+  EXPECT_FALSE(
+      accepts(g, R"({"code": "AB-1", "has": "a"b", "day": "2026-12-07", "n": 0, "big": 99})"));
 }
 
 TEST(JsonSchema, JsonObjectIsAnyObject) {
@@ -187,16 +190,16 @@ TEST(JsonSchema, JsonObjectIsAnyObject) {
 }
 
 TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
-  EXPECT_EQ(error_of([] {
-              json_schema_grammar(OJson::parse(
-                  R"({"type": "object", "properties": {"n": {"type": "integer", "multipleOf": 3}}})"));
-            }),
-            "JSON schema at #/properties/n: the keyword 'multipleOf' is not supported");
-  EXPECT_EQ(error_of([] {
-              json_schema_grammar(OJson::parse(R"({"type": "integer", "maximum": 3})"));
-            }),
-            "JSON schema at #: an integer bound is supported with both minimum and maximum (at "
-            "most 10000 values apart) or as a minimum in [0, 10000] alone");
+  EXPECT_EQ(
+      error_of([] {
+        json_schema_grammar(OJson::parse(
+            R"({"type": "object", "properties": {"n": {"type": "integer", "multipleOf": 3}}})"));
+      }),
+      "JSON schema at #/properties/n: the keyword 'multipleOf' is not supported");
+  EXPECT_EQ(
+      error_of([] { json_schema_grammar(OJson::parse(R"({"type": "integer", "maximum": 3})")); }),
+      "JSON schema at #: an integer bound is supported with both minimum and maximum (at "
+      "most 10000 values apart) or as a minimum in [0, 10000] alone");
   EXPECT_EQ(error_of([] {
               json_schema_grammar(OJson::parse(R"({"type": "string", "format": "color"})"));
             }),
@@ -206,10 +209,9 @@ TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
             "JSON schema at #: unknown type 'strang'");
   EXPECT_EQ(error_of([] { json_schema_grammar(OJson::parse(R"({"$ref": "#/$defs/x"})")); }),
             "JSON schema at #: $ref '#/$defs/x' points at nothing");
-  EXPECT_EQ(error_of([] {
-              json_schema_grammar(OJson::parse(R"({"type": "string", "maxLength": -1})"));
-            }),
-            "JSON schema at #: 'maxLength' must be an integer in [0, 10000], got -1");
+  EXPECT_EQ(
+      error_of([] { json_schema_grammar(OJson::parse(R"({"type": "string", "maxLength": -1})")); }),
+      "JSON schema at #: 'maxLength' must be an integer in [0, 10000], got -1");
 }
 
 // A grammar whose states multiply stops with an Error at the memory cap,
@@ -245,16 +247,26 @@ TEST(GrammarFuzz, BadInputsThrowErrorOnly) {
       const size_t at = rng() % s.size();
       const char c = alphabet[rng() % alphabet.size()];
       switch (rng() % 3) {
-        case 0: s[at] = c; break;
-        case 1: s.insert(s.begin() + static_cast<std::ptrdiff_t>(at), c); break;
-        default: s.erase(at, 1 + rng() % 3); break;
+        case 0:
+          s[at] = c;
+          break;
+        case 1:
+          s.insert(s.begin() + static_cast<std::ptrdiff_t>(at), c);
+          break;
+        default:
+          s.erase(at, 1 + rng() % 3);
+          break;
       }
     }
     try {
       std::shared_ptr<const ByteGrammar> g;
       switch (i % 3) {
-        case 0: g = compile_grammar(parse_gbnf(s)); break;
-        case 1: g = compile_grammar(regex_grammar(s)); break;
+        case 0:
+          g = compile_grammar(parse_gbnf(s));
+          break;
+        case 1:
+          g = compile_grammar(regex_grammar(s));
+          break;
         default: {
           const OJson j = OJson::parse(s, nullptr, false);
           if (j.is_discarded()) continue;

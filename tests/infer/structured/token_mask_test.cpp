@@ -10,12 +10,12 @@
 #include <cmath>
 #include <random>
 
+#include "data/tokenizer/tokenizer_test_files.h"
 #include "infer/structured/byte_grammar.h"
 #include "infer/structured/constrained_sequence.h"
 #include "infer/structured/gbnf_parser.h"
 #include "infer/structured/json_schema_grammar.h"
 #include "infer/structured/token_mask.h"
-#include "data/tokenizer/tokenizer_test_files.h"
 
 namespace parallm::structured {
 namespace {
@@ -26,10 +26,11 @@ namespace {
 std::vector<std::string> test_vocab() {
   std::vector<std::string> v = {""};
   for (int b = 0; b < 256; ++b) v.push_back(std::string(1, static_cast<char>(b)));
-  for (const char* s : {"{\"", "\":", "\": ", "\",", "\", \"", "\"}", "}", "[\"", "\"]", ", ",
-                        "true", "false", "null", " true", "name", "age", "12", "123", "0.",
-                        "\xE4\xBD", "\xA0", "\xE4\xBD\xA0", "\xC3", "\xA9\"", "hello",
-                        " world", "\"hello\"", "ab", "abc", "\\n", "\\u00", "\"\n"})
+  for (const char* s :
+       {"{\"",   "\":",    "\": ",      "\",",      "\", \"", "\"}",          "}",     "[\"",
+        "\"]",   ", ",     "true",      "false",    "null",   " true",        "name",  "age",
+        "12",    "123",    "0.",        "\xE4\xBD", "\xA0",   "\xE4\xBD\xA0", "\xC3",  "\xA9\"",
+        "hello", " world", "\"hello\"", "ab",       "abc",    "\\n",          "\\u00", "\"\n"})
     v.push_back(s);
   return v;
 }
@@ -63,7 +64,8 @@ int32_t id_of(const std::vector<std::string>& v, const std::string& s) {
 TEST(TokenMask, TokensSpanSymbolsAndSplitCharacters) {
   const std::vector<std::string> bytes = test_vocab();
   const auto vocab = vocab_of(bytes);
-  GrammarAutomaton a(compile_grammar(parse_gbnf(R"(root ::= "{\"" [a-z]+ "\": \"" [^"]{1,3} "\"}")")));
+  GrammarAutomaton a(
+      compile_grammar(parse_gbnf(R"(root ::= "{\"" [a-z]+ "\": \"" [^"]{1,3} "\"}")")));
   const std::vector<int32_t> at_start = walk(*vocab, a, a.start());
   // `{"` spans the brace and the quote; `{` alone is a prefix too.
   EXPECT_EQ(at_start, (std::vector<int32_t>{id_of(bytes, "{"), id_of(bytes, "{\"")}));
@@ -79,9 +81,9 @@ TEST(TokenMask, TokensSpanSymbolsAndSplitCharacters) {
   EXPECT_FALSE(std::count(in_value.begin(), in_value.end(), id_of(bytes, "\xA0")));
   const int32_t mid = a.next(s, "\xE4\xBD");
   const std::vector<int32_t> in_char = walk(*vocab, a, mid);
-  const int32_t piece = static_cast<int32_t>(bytes.size()) - 1 -
-                        static_cast<int32_t>(std::find(bytes.rbegin(), bytes.rend(), "\xA0") -
-                                             bytes.rbegin());
+  const int32_t piece =
+      static_cast<int32_t>(bytes.size()) - 1 -
+      static_cast<int32_t>(std::find(bytes.rbegin(), bytes.rend(), "\xA0") - bytes.rbegin());
   // Only continuation bytes 80-BF may follow E4 BD: the 64 bytes, the A0
   // piece, and A9 + quote (it ends the character and the string).
   EXPECT_EQ(in_char.size(), 64u + 2);
@@ -181,7 +183,7 @@ TEST(TokenMask, VocabularyFromASentencePieceTokenizer) {
   const auto vocab = TokenVocabulary::from_tokenizer(*tok, 264, tok->eos_ids());
   EXPECT_EQ(vocab->bytes(262), " a");  // "▁a" keeps its space, first or not
   EXPECT_EQ(vocab->bytes(259), " ");
-  EXPECT_EQ(vocab->bytes(3 + 0x41), "A");   // <0x41>
+  EXPECT_EQ(vocab->bytes(3 + 0x41), "A");     // <0x41>
   EXPECT_EQ(vocab->bytes(3 + 0xE4), "\xE4");  // a lone byte of a character
   for (int32_t special : {0, 1, 2}) EXPECT_EQ(vocab->bytes(special), "");
   const auto g = compile_grammar(parse_gbnf(R"(root ::= "a" (" " [ab])* "." | "你")"));
