@@ -206,8 +206,8 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text) {
     throw ApiError(400, "the request body must be a JSON object, got " + json_type_name(body));
   // Key order matters only to a JSON schema: parse again keeping it then.
   nlohmann::ordered_json ordered;
-  const bool constrained = body.contains("response_format") || body.contains("structured_outputs") ||
-                           body.contains("guided_json");
+  const bool constrained = body.contains("response_format") ||
+                           body.contains("structured_outputs") || body.contains("guided_json");
   if (constrained) ordered = nlohmann::ordered_json::parse(text, nullptr, false);
   const nlohmann::ordered_json* o = constrained ? &ordered : nullptr;
   return endpoint == Endpoint::Chat ? parse_chat_request(body, o)

@@ -73,7 +73,8 @@ std::unique_ptr<ContinuousEngine::Live> ContinuousEngine::admissible(Submission 
            fmt::format("structured output: the token vocabulary has {} ids, the model {}",
                        opts_.vocab->size(), cfg_.vocab_size));
   try {
-    return std::make_unique<Live>(std::move(sub.req), std::move(sub.sink), opts_.vocab);  // validates sampling
+    return std::make_unique<Live>(std::move(sub.req), std::move(sub.sink),
+                                  opts_.vocab);  // validates sampling
   } catch (const Error& e) {
     refuse(RefusalKind::BadRequest, e.what());
   }
@@ -185,11 +186,13 @@ bool ContinuousEngine::step() {
                      std::chrono::steady_clock::now() - t0)
                      .count();
       ++masked;
-      if (allowed > 0) row = masked_row;
-      else grammar_refused.insert(e.id);
+      if (allowed > 0)
+        row = masked_row;
+      else
+        grammar_refused.insert(e.id);
     }
-    SampledToken t = s.sampler.sample(row, prompt, gen, s.req.choice,
-                                      static_cast<int64_t>(gen.size()));
+    SampledToken t =
+        s.sampler.sample(row, prompt, gen, s.req.choice, static_cast<int64_t>(gen.size()));
     if (s.constraint && !grammar_refused.count(e.id)) {
       bool took = false;
       try {
@@ -225,7 +228,7 @@ bool ContinuousEngine::step() {
     if (std::find(opts_.eos_ids.begin(), opts_.eos_ids.end(), token) != opts_.eos_ids.end()) {
       u.finish = FinishReason::Eos;
     } else if (refused || (s.constraint && s.constraint->complete())) {
-      u.finish = FinishReason::Stop;  // the grammar is complete: nothing may follow
+      u.finish = FinishReason::Stop;   // the grammar is complete: nothing may follow
       u.text_end = std::string::npos;  // and all of the text stands
     } else if (StopStrings::Scan sc =
                    s.stops.empty() ? StopStrings::Scan{} : s.stops.scan(opts_.decode(gen));

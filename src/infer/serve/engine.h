@@ -64,8 +64,8 @@ struct EngineCounters {
   int64_t prompt_tokens = 0, generated_tokens = 0;          // totals since start
   int64_t prefix_cache_queries = 0, prefix_cache_hits = 0;  // prompt tokens looked up / found
   int64_t preemptions = 0;
-  int64_t structured_steps = 0;     // tokens sampled under a grammar's mask
-  int64_t structured_mask_us = 0;   // time spent computing those masks
+  int64_t structured_steps = 0;    // tokens sampled under a grammar's mask
+  int64_t structured_mask_us = 0;  // time spent computing those masks
 };
 
 // One sequence to queue and where its updates go.
