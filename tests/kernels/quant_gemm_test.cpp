@@ -116,7 +116,7 @@ TEST(QuantDot, EveryPathMatchesTheDoubleSumOfItsCodes) {
     const QuantWeight qw = QuantWeight::quantize(alloc, t, w.data(), N, K, c.layout);
     std::vector<float> wd(static_cast<size_t>(N * K));
     qw.dequantize_rows(0, N, wd.data());
-    for (int64_t M : {1, 3, 8, 11}) {
+    for (int64_t M : {1, 2, 3, 8, 11}) {
       const std::vector<float> x = normal(M * K, "x");
       std::vector<int8_t> xq(static_cast<size_t>(M * K));
       std::vector<float> xd(static_cast<size_t>(M * K / 32)), xs(xd.size());

@@ -34,6 +34,25 @@ inline __m256 u8x8(const uint8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
 
+// Independent int32 accumulators per activation row: with one or two rows
+// a single chain of vpdpbusd waits on its own latency (about 4 cycles each)
+// instead of issuing two a cycle, so the block's products are spread over
+// chains(M) chains and added at the end. Integer sums are exact, so the
+// result is the same bits for every M.
+constexpr int chains(int M) { return M == 1 ? 4 : M == 2 ? 2 : 1; }
+
+template <int M, int C>
+inline void zero(__m256i (&p)[M][C]) {
+  for (int m = 0; m < M; ++m)
+    for (int c = 0; c < C; ++c) p[m][c] = _mm256_setzero_si256();
+}
+template <int C>
+inline __m256i total(const __m256i (&p)[C]) {
+  __m256i t = p[0];
+  for (int c = 1; c < C; ++c) t = _mm256_add_epi32(t, p[c]);
+  return t;
+}
+
 template <int M>
 void store(const __m256* acc, float* out, int64_t ldc, int valid) {
   for (int m = 0; m < M; ++m) {
@@ -54,22 +73,25 @@ void q8_0_group(const uint8_t* g, const QuantRows& x, float* out, int64_t ldc, i
   for (int m = 0; m < M; ++m) acc[m] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b, g += 16 + 256) {
     const __m256 dw = half8(g);
-    __m256i p[M];
-    for (int m = 0; m < M; ++m) p[m] = _mm256_setzero_si256();
+    constexpr int C = chains(M);
+    __m256i pc[M][C];
+    zero(pc);
     for (int j = 0; j < 8; ++j) {
       const __m256i w = load32(g + 16 + 32 * j);
       if constexpr (kVnni) {  // codes biased by 128: unsigned
         for (int m = 0; m < M; ++m)
-          p[m] = dpbusd<true>(p[m], w, bcast4(x.q + m * x.K + b * 32 + 4 * j));
+          pc[m][j % C] = dpbusd<true>(pc[m][j % C], w, bcast4(x.q + m * x.K + b * 32 + 4 * j));
       } else {
         const __m256i aw = _mm256_sign_epi8(w, w);
         for (int m = 0; m < M; ++m)
-          p[m] = dpbusd<false>(p[m], aw, _mm256_sign_epi8(bcast4(x.q + m * x.K + b * 32 + 4 * j), w));
+          pc[m][j % C] = dpbusd<false>(pc[m][j % C], aw,
+                                       _mm256_sign_epi8(bcast4(x.q + m * x.K + b * 32 + 4 * j), w));
       }
     }
     for (int m = 0; m < M; ++m) {
-      if constexpr (kVnni) p[m] = _mm256_sub_epi32(p[m], _mm256_set1_epi32(128 * x.sum[m * nb + b]));
-      acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p[m]),
+      __m256i p = total(pc[m]);
+      if constexpr (kVnni) p = _mm256_sub_epi32(p, _mm256_set1_epi32(128 * x.sum[m * nb + b]));
+      acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
                                _mm256_mul_ps(dw, _mm256_set1_ps(x.d[m * nb + b])), acc[m]);
     }
   }
@@ -84,21 +106,24 @@ void q4_0_group(const uint8_t* g, const QuantRows& x, float* out, int64_t ldc, i
   for (int m = 0; m < M; ++m) acc[m] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b, g += 16 + 128) {
     const __m256 dw = half8(g);
-    __m256i p[M];
-    for (int m = 0; m < M; ++m) p[m] = _mm256_setzero_si256();
+    constexpr int C = chains(M);
+    __m256i pc[M][C];
+    zero(pc);
     for (int j = 0; j < 4; ++j) {
       const __m256i v = load32(g + 16 + 32 * j);
       const __m256i lo = _mm256_and_si256(v, low4);
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
       for (int m = 0; m < M; ++m) {
         const int8_t* xq = x.q + m * x.K + b * 32 + 8 * j;
-        p[m] = dpbusd<kVnni>(p[m], lo, bcast4(xq));
-        p[m] = dpbusd<kVnni>(p[m], hi, bcast4(xq + 4));
+        __m256i& p0 = pc[m][(2 * j) % C];
+        p0 = dpbusd<kVnni>(p0, lo, bcast4(xq));
+        __m256i& p1 = pc[m][(2 * j + 1) % C];
+        p1 = dpbusd<kVnni>(p1, hi, bcast4(xq + 4));
       }
     }
     for (int m = 0; m < M; ++m) {
-      p[m] = _mm256_sub_epi32(p[m], _mm256_set1_epi32(8 * x.sum[m * nb + b]));
-      acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p[m]),
+      const __m256i p = _mm256_sub_epi32(total(pc[m]), _mm256_set1_epi32(8 * x.sum[m * nb + b]));
+      acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
                                _mm256_mul_ps(dw, _mm256_set1_ps(x.d[m * nb + b])), acc[m]);
     }
   }
@@ -114,17 +139,24 @@ void q4_k_group(const uint8_t* g, const QuantRows& x, float* out, int64_t ldc, i
   for (int64_t sb = 0; sb < nsb; ++sb, g += 1184) {
     const __m256 d = half8(g), dmin = half8(g + 16);
     for (int j = 0; j < 4; ++j) {
-      __m256i plo[M], phi[M];
-      for (int m = 0; m < M; ++m) plo[m] = phi[m] = _mm256_setzero_si256();
+      constexpr int C = chains(M);
+      __m256i lc[M][C], hc[M][C];
+      zero(lc);
+      zero(hc);
       for (int k = 0; k < 8; ++k) {
         const __m256i v = load32(g + 160 + (8 * j + k) * 32);
         const __m256i lo = _mm256_and_si256(v, low4);
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
         for (int m = 0; m < M; ++m) {
           const int8_t* xq = x.q + m * x.K + sb * 256 + 64 * j + 4 * k;
-          plo[m] = dpbusd<kVnni>(plo[m], lo, bcast4(xq));
-          phi[m] = dpbusd<kVnni>(phi[m], hi, bcast4(xq + 32));
+          lc[m][k % C] = dpbusd<kVnni>(lc[m][k % C], lo, bcast4(xq));
+          hc[m][k % C] = dpbusd<kVnni>(hc[m][k % C], hi, bcast4(xq + 32));
         }
+      }
+      __m256i plo[M], phi[M];
+      for (int m = 0; m < M; ++m) {
+        plo[m] = total(lc[m]);
+        phi[m] = total(hc[m]);
       }
       const int s = 2 * j;
       const __m256 s0 = _mm256_mul_ps(d, u8x8(g + 32 + 8 * s));
