@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "infer/chat/template_json.h"
 #include "infer/chat/template_parser.h"
 #include "infer/chat/template_renderer.h"
 
@@ -120,19 +121,42 @@ ChatTemplate ChatTemplate::plain(SpecialTokens special_tokens) {
   return ChatTemplate(std::string(kPlainSource), std::move(special_tokens));
 }
 
+namespace {
+// A message as the template sees it: role, content, then tool_calls
+// ({id, type, function: {name, arguments}}) or tool_call_id when set.
+chat::Value message_value(const ChatMessage& m) {
+  using chat::Value;
+  chat::Dict d = {{"role", Value::string(m.role)}, {"content", Value::string(m.content)}};
+  if (!m.tool_calls.empty()) {
+    chat::List calls;
+    for (const ChatToolCall& c : m.tool_calls) {
+      const json args = json::parse(c.arguments, nullptr, false);
+      Value a =
+          args.is_object() ? chat::value_from_json_text(c.arguments) : Value::string(c.arguments);
+      calls.push_back(Value::dict(
+          {{"id", Value::string(c.id)},
+           {"type", Value::string("function")},
+           {"function", Value::dict({{"name", Value::string(c.name)}, {"arguments", a}})}}));
+    }
+    d.emplace_back("tool_calls", Value::list(std::move(calls)));
+  }
+  if (!m.tool_call_id.empty()) d.emplace_back("tool_call_id", Value::string(m.tool_call_id));
+  return Value::dict(std::move(d));
+}
+}  // namespace
+
 ChatPrompt ChatTemplate::render(const std::vector<ChatMessage>& messages,
-                                bool add_generation_prompt) const {
+                                bool add_generation_prompt, std::string_view tools_json) const {
   // transformers fails on an empty conversation too (it reads conversation[0]).
   PX_CHECK(!messages.empty(), "chat template: the conversation is empty (no messages to render)");
   using chat::Value;
   chat::List list;
-  for (const ChatMessage& m : messages)
-    list.push_back(
-        Value::dict({{"role", Value::string(m.role)}, {"content", Value::string(m.content)}}));
-  chat::Dict globals = {{"messages", Value::list(std::move(list))},
-                        {"tools", Value::none()},
-                        {"documents", Value::none()},
-                        {"add_generation_prompt", Value::boolean(add_generation_prompt)}};
+  for (const ChatMessage& m : messages) list.push_back(message_value(m));
+  chat::Dict globals = {
+      {"messages", Value::list(std::move(list))},
+      {"tools", tools_json.empty() ? Value::none() : chat::value_from_json_text(tools_json)},
+      {"documents", Value::none()},
+      {"add_generation_prompt", Value::boolean(add_generation_prompt)}};
   for (const auto& [k, v] : special_tokens_.tokens) globals.emplace_back(k, Value::string(v));
   if (!special_tokens_.additional.empty()) {
     chat::List extra;

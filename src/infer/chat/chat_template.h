@@ -3,9 +3,9 @@
 // subset chat templates use, docs/chat_templates.md) and rendered over a
 // conversation exactly as transformers' apply_chat_template(tokenize=False).
 // Invariant: render() sees the variables transformers passes (messages,
-// tools=None, documents=None, add_generation_prompt, and each non-empty
-// special token of the config); a ChatPrompt that starts_with_bos must be
-// tokenized without adding another BOS.
+// tools (None without tools), documents=None, add_generation_prompt, and each
+// non-empty special token of the config); a ChatPrompt that starts_with_bos
+// must be tokenized without adding another BOS.
 #pragma once
 #include <memory>
 #include <string>
@@ -17,9 +17,18 @@
 
 namespace parallm {
 
+// One call an assistant turn made; arguments is JSON text (OpenAI's shape).
+struct ChatToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;
+};
+
 struct ChatMessage {
-  std::string role;  // "system", "user", "assistant", ...
+  std::string role;  // "system", "user", "assistant", "tool", ...
   std::string content;
+  std::vector<ChatToolCall> tool_calls;  // assistant
+  std::string tool_call_id;              // tool: the call it answers ("" when not given)
 };
 
 // The rendered prompt. When starts_with_bos is true the template already put
@@ -61,7 +70,12 @@ class ChatTemplate {
 
   // Throws chat::TemplateRaised when the template calls raise_exception (bad
   // role order, an unsupported role), parallm::Error on other failures.
-  ChatPrompt render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+  // tools_json: the JSON text of the request's tool list (each
+  // {"type": "function", "function": {...}}, key order kept), or "" for
+  // tools=None. A tool call's arguments reach the template as a dict when
+  // they are a JSON object (as vLLM passes them), else as the text.
+  ChatPrompt render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                    std::string_view tools_json = {}) const;
 
   const std::string& source() const { return source_; }
   const SpecialTokens& special_tokens() const { return special_tokens_; }

@@ -14,6 +14,21 @@
 #include "infer/chat/template_renderer.h"
 
 using nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+// A conversation message: role, content, and tool_calls / tool_call_id when given.
+parallm::ChatMessage message_of(const ojson& m) {
+  parallm::ChatMessage out{m["role"].get<std::string>(), m["content"].get<std::string>(), {}, {}};
+  if (m.contains("tool_calls"))
+    for (const ojson& c : m["tool_calls"])
+      out.tool_calls.push_back({c["id"].get<std::string>(),
+                                c["function"]["name"].get<std::string>(),
+                                c["function"]["arguments"].dump()});
+  if (m.contains("tool_call_id")) out.tool_call_id = m["tool_call_id"].get<std::string>();
+  return out;
+}
+}  // namespace
 namespace fs = std::filesystem;
 
 int main(int argc, char** argv) {
@@ -26,7 +41,8 @@ int main(int argc, char** argv) {
     if (entry.path().extension() == ".json") configs.push_back(entry.path());
   std::sort(configs.begin(), configs.end());
   std::ifstream conv_in(argv[2]);
-  const json conversations = json::parse(conv_in);
+  // Ordered: a tool list and a call's arguments reach the template in the key order written.
+  const ojson conversations = ojson::parse(conv_in);
 
   json fixtures = json::object();
   json renderings = json::array();
@@ -36,16 +52,16 @@ int main(int argc, char** argv) {
         parallm::ChatTemplate::from_config_file_or_plain(path.string());
     fixtures[name] = {{"source", tmpl.source()},
                       {"plain", tmpl.source() == parallm::ChatTemplate::kPlainSource}};
-    for (const json& conv : conversations) {
+    for (const ojson& conv : conversations) {
       std::vector<parallm::ChatMessage> messages;
-      for (const json& m : conv["messages"])
-        messages.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+      for (const ojson& m : conv["messages"]) messages.push_back(message_of(m));
+      const std::string tools = conv.contains("tools") ? conv["tools"].dump() : "";
       for (bool add_generation_prompt : {false, true}) {
         json r = {{"fixture", name},
-                  {"conversation", conv["name"]},
+                  {"conversation", conv["name"].get<std::string>()},
                   {"add_generation_prompt", add_generation_prompt}};
         try {
-          const parallm::ChatPrompt prompt = tmpl.render(messages, add_generation_prompt);
+          const parallm::ChatPrompt prompt = tmpl.render(messages, add_generation_prompt, tools);
           r["text"] = prompt.text;
           r["starts_with_bos"] = prompt.starts_with_bos;
         } catch (const parallm::chat::TemplateRaised& e) {

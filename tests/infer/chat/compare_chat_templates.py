@@ -4,7 +4,8 @@
 For each fixture tokenizer_config.json, loads a PreTrainedTokenizerFast from a
 temporary folder holding that config and a one-word tokenizer.json, so that
 transformers itself reads the template and the special tokens, and renders every
-conversation with apply_chat_template(tokenize=False). A rendering matches when
+conversation with apply_chat_template(tokenize=False), passing tools= for the
+conversations that carry a tool list. A rendering matches when
 the text is byte-identical, or when both sides raised from the template's
 raise_exception with the same message. A config without chat_template must be
 refused by transformers too; parallm's plain format is then compared by passing
@@ -35,9 +36,9 @@ def load_tokenizer(config_path, folder):
     return PreTrainedTokenizerFast.from_pretrained(folder), config
 
 
-def render(tok, messages, add_generation_prompt, chat_template):
+def render(tok, messages, add_generation_prompt, chat_template, tools=None):
     try:
-        text = tok.apply_chat_template(messages, tokenize=False,
+        text = tok.apply_chat_template(messages, tools=tools, tokenize=False,
                                        add_generation_prompt=add_generation_prompt,
                                        chat_template=chat_template)
         return {"text": text}
@@ -72,7 +73,7 @@ def main():
 
 
 def compare(fixtures_dir, dump, quiet):
-    conversations = {c["name"]: c["messages"] for c in
+    conversations = {c["name"]: (c["messages"], c.get("tools")) for c in
                      json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                  "conversations.json"), encoding="utf-8"))}
     tokenizers = {}
@@ -96,8 +97,8 @@ def compare(fixtures_dir, dump, quiet):
                 tokenizers[name] = (tok, None)
         for r in dump["renderings"]:
             tok, chat_template = tokenizers[r["fixture"]]
-            want = render(tok, conversations[r["conversation"]], r["add_generation_prompt"],
-                          chat_template)
+            messages, tools = conversations[r["conversation"]]
+            want = render(tok, messages, r["add_generation_prompt"], chat_template, tools)
             got = {k: r[k] for k in ("text", "raised", "error") if k in r}
             where = f"{r['fixture']} / {r['conversation']} / add_generation_prompt={r['add_generation_prompt']}"
             ok = False
