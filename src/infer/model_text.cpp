@@ -53,8 +53,9 @@ ChatTemplate load_chat_template(const std::string& dir) {
 }
 
 std::vector<int32_t> encode_chat(const Tokenizer& tok, const ChatTemplate& tmpl,
-                                 const std::vector<ChatMessage>& conversation) {
-  const ChatPrompt p = tmpl.render(conversation, true);
+                                 const std::vector<ChatMessage>& conversation,
+                                 std::string_view tools_json) {
+  const ChatPrompt p = tmpl.render(conversation, true, tools_json);
   return tok.encode(p.text, !p.starts_with_bos);
 }
 

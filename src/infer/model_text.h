@@ -28,9 +28,11 @@ std::unique_ptr<Tokenizer> load_tokenizer_or_bytes(const std::string& dir);
 // dir's tokenizer_config.json chat template, else ChatTemplate::plain().
 ChatTemplate load_chat_template(const std::string& dir);
 
-// A conversation through the template, with the assistant's turn opened.
+// A conversation through the template, with the assistant's turn opened;
+// tools_json: the tool list the template renders ("" for none).
 std::vector<int32_t> encode_chat(const Tokenizer& tok, const ChatTemplate& tmpl,
-                                 const std::vector<ChatMessage>& conversation);
+                                 const std::vector<ChatMessage>& conversation,
+                                 std::string_view tools_json = {});
 
 // The model's EOS ids, then those of dir's tokenizer (none for bytes).
 std::vector<int32_t> end_of_sequence_ids(const std::vector<int32_t>& model_eos,

@@ -114,9 +114,16 @@ std::vector<ChatMessage> parse_messages(const RequestFields& f) {
     std::optional<std::string> role = mf.string("role");
     if (!role) mf.fail("role", "is required");
     if (*role == "developer") role = "system";  // OpenAI's newer name for it
-    if (*role != "system" && *role != "user" && *role != "assistant")
-      mf.fail("role", "must be 'system', 'user' or 'assistant', got '" + *role + "'");
-    out.push_back({*role, message_content(mf, *role)});
+    if (*role != "system" && *role != "user" && *role != "assistant" && *role != "tool")
+      mf.fail("role", "must be 'system', 'user', 'assistant' or 'tool', got '" + *role + "'");
+    ChatMessage msg{*role, message_content(mf, *role), {}, {}};
+    if (*role == "assistant") msg.tool_calls = parse_message_tool_calls(mf);
+    if (*role == "tool") {
+      const std::optional<std::string> id = mf.string("tool_call_id");
+      if (!id) mf.fail("tool_call_id", "is required in a 'tool' message");
+      msg.tool_call_id = *id;
+    }
+    out.push_back(std::move(msg));
   }
   return out;
 }
@@ -173,9 +180,13 @@ ApiRequest parse_chat_request(const nlohmann::json& body, const nlohmann::ordere
   if (top > 0 && !r.logprobs) f.fail("top_logprobs", "needs logprobs to be true");
   r.sampling.logprobs = static_cast<int>(top);
   r.sampling.token_logprob = r.logprobs;  // nobody reads it otherwise
-  if (const nlohmann::json* tools = f.find("tools"); tools && !tools->empty())
-    f.fail("tools", "tool calls are not supported");
+  r.tools =
+      parse_tool_fields(f, ordered && ordered->contains("tools") ? &(*ordered)["tools"] : nullptr);
   r.grammar = structured_output_grammar(f, ordered);
+  if (r.grammar && r.tools.constrained())
+    f.fail("tool_choice",
+           "a required tool call and a structured-output field both constrain "
+           "the output; give one");
   return r;
 }
 
@@ -207,7 +218,8 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text) {
   // Key order matters only to a JSON schema: parse again keeping it then.
   nlohmann::ordered_json ordered;
   const bool constrained = body.contains("response_format") ||
-                           body.contains("structured_outputs") || body.contains("guided_json");
+                           body.contains("structured_outputs") || body.contains("guided_json") ||
+                           body.contains("tools");
   if (constrained) ordered = nlohmann::ordered_json::parse(text, nullptr, false);
   const nlohmann::ordered_json* o = constrained ? &ordered : nullptr;
   return endpoint == Endpoint::Chat ? parse_chat_request(body, o)

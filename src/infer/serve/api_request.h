@@ -2,9 +2,9 @@
 // /v1/completions) read from its JSON body and checked. Unknown fields are
 // ignored, as OpenAI-compatible servers do; a known field of the wrong type
 // or out of range, a missing required field, or a feature the server does
-// not have (echo, best_of != n, images, tools) throws ApiError 400 naming the
-// field. null counts as absent. Nothing here knows the model: the prompt
-// length and the model name are checked where the model is known. A
+// not have (echo, best_of != n, images) throws ApiError 400 naming the
+// field. Tools and tool_choice are read by tool_fields.h. null counts as absent. Nothing here knows
+// the model: the prompt length and the model name are checked where the model is known. A
 // structured-output field (structured_fields.h) is compiled here, so a bad
 // schema, regex or grammar is a 400 before anything is queued.
 #pragma once
@@ -18,6 +18,7 @@
 
 #include "infer/chat/chat_template.h"
 #include "infer/sampling_params.h"
+#include "infer/serve/tool_fields.h"
 #include "infer/structured/byte_grammar.h"
 
 namespace parallm::serve {
@@ -46,6 +47,7 @@ struct ApiRequest {
   bool include_usage = false;  // stream_options.include_usage
   // The output's grammar (response_format, structured_outputs); null: free.
   std::shared_ptr<const structured::ByteGrammar> grammar;
+  ToolRequest tools;  // chat: tools, tool_choice
 };
 
 inline constexpr int64_t kMaxChoices = 64;     // n

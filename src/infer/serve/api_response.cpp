@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "data/tokenizer/utf8.h"
+#include "infer/serve/tool_call_output.h"
 
 namespace parallm::serve {
 
@@ -107,7 +108,15 @@ nlohmann::json chat_completion_body(const ResponseMeta& meta, const Tokenizer& t
                                     const Usage& usage) {
   return final_body(
       meta, "chat.completion", choices, usage, [&](const ChoiceText& c, nlohmann::json& out) {
-        out["message"] = {{"role", "assistant"}, {"content", c.final_text()}};
+        const ToolCallOutput t =
+            tool_call_output(req, c.final_text(), c.finish() == FinishReason::Length, meta.id,
+                             out["index"].get<size_t>());
+        out["message"] = {{"role", "assistant"},
+                          {"content", t.content ? nlohmann::json(*t.content) : nlohmann::json()}};
+        if (!t.calls.empty()) {
+          out["message"]["tool_calls"] = t.calls;
+          out["finish_reason"] = "tool_calls";
+        }
         out["logprobs"] =
             req.logprobs ? chat_logprobs(tok, c.tokens(), 0, c.tokens().size()) : nlohmann::json();
       });

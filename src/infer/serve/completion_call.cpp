@@ -7,6 +7,8 @@
 #include "infer/serve/api_error.h"
 #include "infer/serve/request_prompts.h"
 #include "infer/serve/stream_chunks.h"
+#include "infer/serve/tool_call_output.h"
+#include "infer/serve/tool_call_text.h"
 
 namespace parallm::serve {
 
@@ -33,6 +35,10 @@ CompletionCall::CompletionCall(ApiRequest req, const ServedModel& model, Engine&
       meta_{std::move(id), static_cast<int64_t>(std::time(nullptr)), model.name},
       arrival_(arrival),
       inbox_(std::make_shared<SequenceInbox>()) {
+  if (req_.tools.active()) {  // the format is the model's: known only now
+    req_.tools.format = tool_format_of(model_.chat_template->source());
+    if (req_.tools.constrained()) req_.grammar = compile_tool_call_grammar(req_.tools);
+  }
   const std::vector<PromptPlan> plans = plan_prompts(req_, model_);
   std::vector<Submission> seqs;
   for (const PromptPlan& p : plans) {
@@ -110,7 +116,9 @@ std::string CompletionCall::choice_events(size_t i) {
         chat_chunk(meta_, {i, true, std::string(), nullptr, std::nullopt}, req_.include_usage));
     role_sent_[i] = true;
   }
-  const std::string delta = c.take_delta();
+  // With tools offered the text may be a call: it is sent whole at the end.
+  const bool held = chat && req_.tools.active();
+  const std::string delta = held ? std::string() : c.take_delta();
   const size_t to = c.tokens().size();
   nlohmann::json lp;
   if (req_.logprobs && to > sent_tokens_[i])
@@ -122,13 +130,36 @@ std::string CompletionCall::choice_events(size_t i) {
   if (chat) {
     if (!delta.empty() || !lp.is_null())
       out += sse_event(chat_chunk(meta_, {i, false, delta, lp, std::nullopt}, req_.include_usage));
-    if (finish)
-      out += sse_event(
-          chat_chunk(meta_, {i, false, std::nullopt, nullptr, finish}, req_.include_usage));
+    bool tool_calls = false;
+    if (held && finish) out += held_tool_events(i, tool_calls);
+    if (finish) {
+      ChunkChoice last{i, false, std::nullopt, nullptr, finish};
+      last.finish_tool_calls = tool_calls;
+      out += sse_event(chat_chunk(meta_, last, req_.include_usage));
+    }
   } else if (!delta.empty() || !lp.is_null() || finish) {
     out += sse_event(completion_chunk(meta_, {i, false, delta, lp, finish}, req_.include_usage));
   }
   finish_sent_[i] = finish.has_value();
+  return out;
+}
+
+std::string CompletionCall::held_tool_events(size_t i, bool& tool_calls) {
+  const ChoiceText& c = choices_[i];
+  const ToolCallOutput t =
+      tool_call_output(req_, c.final_text(), c.finish() == FinishReason::Length, meta_.id, i);
+  std::string out;
+  if (t.content && !t.content->empty())
+    out += sse_event(
+        chat_chunk(meta_, {i, false, *t.content, nullptr, std::nullopt}, req_.include_usage));
+  for (size_t k = 0; k < t.calls.size(); ++k)
+    for (const nlohmann::json& d :
+         {tool_call_header_delta(t.calls[k], k), tool_call_arguments_delta(t.calls[k], k)}) {
+      ChunkChoice piece{i, false, std::nullopt, nullptr, std::nullopt};
+      piece.tool_calls = nlohmann::json::array({d});
+      out += sse_event(chat_chunk(meta_, piece, req_.include_usage));
+    }
+  tool_calls = !t.calls.empty();
   return out;
 }
 

@@ -60,6 +60,9 @@ class CompletionCall {
  private:
   // Takes one update into its choice (and the timings).
   void apply(SequenceInbox::Arrival& a);
+  // A held chat choice's text at its end: content, then each tool call's
+  // delta.tool_calls chunks; tool_calls says whether any call was made.
+  std::string held_tool_events(size_t i, bool& tool_calls);
   std::string choice_events(size_t i);
 
   ApiRequest req_;

@@ -16,7 +16,7 @@ namespace {
 
 std::vector<int32_t> chat_ids(const ApiRequest& req, const ServedModel& m) {
   try {
-    return encode_chat(*m.tokenizer, *m.chat_template, req.messages);
+    return encode_chat(*m.tokenizer, *m.chat_template, req.messages, req.tools.tools_json);
   } catch (const std::exception& e) {  // the template refused the conversation
     throw ApiError(400, fmt::format("the chat template refused the messages: {}", e.what()),
                    "messages");

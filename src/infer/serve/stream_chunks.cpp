@@ -20,6 +20,7 @@ nlohmann::json chunk(const ResponseMeta& meta, const char* object, nlohmann::jso
 }
 
 nlohmann::json finish_json(const ChunkChoice& c) {
+  if (c.finish && c.finish_tool_calls) return "tool_calls";
   return c.finish ? nlohmann::json(api_finish_reason(*c.finish)) : nlohmann::json();
 }
 }  // namespace
@@ -28,6 +29,7 @@ nlohmann::json chat_chunk(const ResponseMeta& meta, const ChunkChoice& c, bool i
   nlohmann::json delta = nlohmann::json::object();
   if (c.role) delta["role"] = "assistant";
   if (c.text) delta["content"] = *c.text;
+  if (!c.tool_calls.is_null()) delta["tool_calls"] = c.tool_calls;
   return chunk(meta, "chat.completion.chunk",
                {{"index", c.index},
                 {"delta", std::move(delta)},

@@ -102,3 +102,13 @@ add_test(NAME reference.serve.structured
                  serve_structured $<TARGET_FILE:parallm>
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(reference.serve.structured PROPERTIES LABELS reference TIMEOUT 180)
+# Tool calls with the official openai client: tools with tool_choice
+# required / a named function answered as tool_calls whose arguments validate
+# (jsonschema), streamed and not, through Qwen2.5's template; auto, a
+# follow-up turn with the tool's result, and bad tools refused with 400s
+# naming the field while the server keeps serving.
+add_test(NAME reference.serve.tools
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/serve_tools_check.py
+                 serve_tools $<TARGET_FILE:parallm>
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(reference.serve.tools PROPERTIES LABELS reference TIMEOUT 120)
