@@ -12,12 +12,13 @@
 namespace parallm::chat {
 namespace {
 
-constexpr std::array<std::string_view, 16> kFilters = {
-    "trim", "length",  "count", "upper", "lower", "capitalize", "tojson", "string",
-    "join", "default", "d",     "first", "last",  "list",       "items",  "safe"};
-constexpr std::array<std::string_view, 16> kTests = {
-    "defined", "undefined", "none",    "string",   "number",   "integer", "float", "boolean",
-    "true",    "false",     "mapping", "sequence", "iterable", "odd",     "even",  "divisibleby"};
+constexpr std::array<std::string_view, 18> kFilters = {
+    "trim",    "length", "count", "upper", "lower", "capitalize", "tojson", "string", "join",
+    "default", "d",      "first", "last",  "list",  "items",      "safe",   "select", "reject"};
+constexpr std::array<std::string_view, 18> kTests = {
+    "defined",  "undefined", "none", "string",      "number",  "integer",
+    "float",    "boolean",   "true", "false",       "mapping", "sequence",
+    "iterable", "odd",       "even", "divisibleby", "equalto", "eq"};
 constexpr std::array<std::string_view, 14> kMethods = {
     "strip",    "lstrip", "rstrip",  "upper", "lower", "capitalize", "startswith",
     "endswith", "split",  "replace", "get",   "items", "keys",       "values"};
@@ -168,6 +169,21 @@ Value apply_filter(const std::string& name, const Value& input, const std::vecto
              input.type_name(), line);
     return Value::list(items_of(input));
   }
+  if (name == "select" || name == "reject") {
+    // Jinja's select(test, args...) / reject(...): no test keeps the truthy ones.
+    const bool keep = name == "select";
+    List out;
+    for (const Value& item : to_list(input, name, line)) {
+      bool pass = item.truthy();
+      if (!args.empty()) {
+        PX_CHECK(args[0].is_string() && has_test(args[0].as_string()),
+                 "chat template: {} needs the name of a supported test at line {}", name, line);
+        pass = apply_test(args[0].as_string(), item, {args.begin() + 1, args.end()}, line);
+      }
+      if (pass == keep) out.push_back(item);
+    }
+    return Value::list(std::move(out));
+  }
   PX_FAIL("chat template: unsupported filter '{}' at line {}", name, line);
 }
 
@@ -187,6 +203,11 @@ bool apply_test(const std::string& name, const Value& v, const std::vector<Value
   if (name == "sequence" || name == "iterable")
     return k == ValueKind::String || k == ValueKind::List || k == ValueKind::Dict ||
            (name == "iterable" && k == ValueKind::Undefined);
+  if (name == "equalto" || name == "eq") {
+    PX_CHECK(args.size() == 1, "chat template: test '{}' needs one argument at line {}", name,
+             line);
+    return values_equal(v, args[0]);
+  }
   if (name == "odd" || name == "even" || name == "divisibleby") {
     PX_CHECK(k == ValueKind::Int || k == ValueKind::Bool,
              "chat template: test '{}' needs an integer, got {} at line {}", name, v.type_name(),

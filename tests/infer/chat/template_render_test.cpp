@@ -27,6 +27,13 @@ TEST(ChatTemplateRender, TextAndTrailingNewline) {
   EXPECT_EQ(render("a\r\nb"), "a\nb");  // newlines normalised as Jinja does
 }
 
+TEST(ChatTemplateRender, SelectAndReject) {
+  const Dict g = {{"xs", strings({"a", "code_interpreter", "", "b"})}};
+  EXPECT_EQ(render("{{ xs | reject('equalto', 'code_interpreter') | join(', ') }}", g), "a, , b");
+  EXPECT_EQ(render("{{ xs | select | join(',') }}", g), "a,code_interpreter,b");
+  EXPECT_EQ(render("{{ xs | select('eq', 'b') | list }}", g), "['b']");
+}
+
 TEST(ChatTemplateRender, TrimAndLstripBlocks) {
   EXPECT_EQ(render("  {% if true %}\n  x\n  {% endif %}\n"), "  x\n");
   EXPECT_EQ(render("a\n{# c #}\nb"), "a\nb");
