@@ -46,6 +46,10 @@ void add_generate_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--seed", s.seed, "sampling seed");
   sub->add_option("--logprobs", s.logprobs, "report the N most likely tokens per step (JSON)");
   sub->add_option("--stop", j.gen.stop_strings, "stop string (repeatable)");
+  sub->add_option("--ngram-draft", j.gen.ngram_draft_tokens,
+                  "speculative decoding: up to N tokens drafted by prompt lookup, verified in one "
+                  "forward; greedy only (0: off; docs/inference.md)")
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--dtype", j.dtype, "fp32 | bf16 (GEMMs)");
   add_kv_dtype_flag(sub, j.gen.kv_dtype);
   add_quantize_flag(sub, j.source.quantize);

@@ -149,8 +149,12 @@ int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, 
              prompts.size(), tp.size(), opts.pp, opts.dtype, kv_dtype_name(gen.kv_dtype),
              st.prefill_tokens, st.prefill_s,
              rate(st.prefill_tokens, st.prefill_s), st.decode_tokens, st.decode_s,
-             rate(st.decode_tokens, st.decode_s))
-      << std::endl;
+             rate(st.decode_tokens, st.decode_s));
+  if (gen.ngram_draft_tokens > 0)
+    err << fmt::format(", ngram drafts {} tokens, {} accepted ({:.0f}%)", st.draft_tokens,
+                       st.accepted_draft_tokens,
+                       100.0 * rate(st.accepted_draft_tokens, static_cast<double>(st.draft_tokens)));
+  err << std::endl;
   return 0;
 }
 

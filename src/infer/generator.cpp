@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "base/error.h"
+#include "infer/ngram_draft.h"
 #include "infer/stage_forward.h"
 #include "model/layers/rope_frequencies.h"
 
@@ -47,6 +48,16 @@ void check_request(const ModelConfig& cfg, const std::vector<std::vector<int32_t
            "sequence_max_new_tokens has {} entries for {} prompts",
            o.sequence_max_new_tokens.size(), prompts.size());
   PX_CHECK(!prompts.empty(), "no prompts to generate from");
+  PX_CHECK(o.ngram_draft_tokens >= 0, "ngram_draft_tokens must be >= 0, got {}",
+           o.ngram_draft_tokens);
+  if (o.ngram_draft_tokens > 0) {
+    PX_CHECK(!o.hold_finished_rows, "speculative decoding does not hold finished rows");
+    auto greedy = [](const SamplingParams& p) { return p.temperature == 0.0; };
+    PX_CHECK(o.sequence_sampling.empty() ? greedy(o.sampling)
+                                         : std::all_of(o.sequence_sampling.begin(),
+                                                       o.sequence_sampling.end(), greedy),
+             "speculative decoding (ngram drafts) needs greedy sampling (temperature 0)");
+  }
   PX_CHECK(o.stop_strings.empty() || o.decode, "stop strings need a decode function");
   StopStrings check(o.stop_strings);  // rejects empty stop strings
   // An EOS id outside the vocabulary is never chosen, so it never ends a
@@ -117,12 +128,17 @@ std::vector<Generation> generate(Transformer& model,
   const bool sampler_rank = is_sampling_rank(model);
 
   std::vector<Generation> out(static_cast<size_t>(S));
-  std::vector<int> active(static_cast<size_t>(S));  // the rows of the next forward
+  std::vector<int> active(static_cast<size_t>(S));  // the sequences of the next forward
   for (int i = 0; i < S; ++i) active[static_cast<size_t>(i)] = i;
   std::vector<char> ended(static_cast<size_t>(S), 0);  // an active row that ended is held
   int unfinished = S;
   std::vector<int32_t> tokens;
   std::vector<PagedSpan> spans;
+  // Per active sequence: its first logits row and the tokens drafted after
+  // its last one (each drafted token is a span, and so a row, of its own).
+  std::vector<int64_t> first_row;
+  std::vector<std::vector<int32_t>> drafts;
+  std::vector<int> row_seq;  // each logits row's sequence
   auto add_span = [&](int seq, int64_t count) {
     spans.push_back({cached[static_cast<size_t>(seq)], count, tables[static_cast<size_t>(seq)]});
     cached[static_cast<size_t>(seq)] += count;
@@ -130,40 +146,76 @@ std::vector<Generation> generate(Transformer& model,
   for (int i = 0; i < S; ++i) {
     tokens.insert(tokens.end(), prompts[static_cast<size_t>(i)].begin(),
                   prompts[static_cast<size_t>(i)].end());
+    first_row.push_back(i);
+    drafts.emplace_back();
+    row_seq.push_back(i);
     add_span(i, static_cast<int64_t>(prompts[static_cast<size_t>(i)].size()));
   }
   Allocator host;  // the logits the sampler reads, copied from a device
   GenerationStats st;
   st.prefill_tokens = static_cast<int64_t>(tokens.size());
   bool prefill = true;
+  std::vector<int32_t> context;  // a sequence's prompt and tokens, for its drafts
   while (unfinished > 0) {
     const auto t0 = std::chrono::steady_clock::now();
     const Tensor logits = on_host(stage_forward(model, tokens, spans, cache, o.pp), host);
-    if (o.on_logits && model.stage().head) o.on_logits(active, logits);
+    if (o.on_logits && model.stage().head) o.on_logits(row_seq, logits);
     const int64_t V = cfg.vocab_size;
-    // tp rank 0 of the last stage chooses; the others take its ids.
-    std::vector<int32_t> chosen(active.size());
-    std::vector<SampledToken> samples(active.size());
+    // tp rank 0 of the last stage chooses, row by row while the drafts
+    // agree (-1: a row not chosen from); the others take its ids.
+    std::vector<int32_t> chosen(row_seq.size(), -1);
+    std::vector<SampledToken> samples(row_seq.size());
     if (sampler_rank)
       for (size_t r = 0; r < active.size(); ++r) {
         const size_t seq = static_cast<size_t>(active[r]);
         if (ended[seq]) continue;
-        const Generation& g = out[seq];
-        samples[r] = samplers[samplers.size() == 1 ? 0 : seq].sample(
-            {logits.data<float>() + static_cast<int64_t>(r) * V, static_cast<size_t>(V)},
-            prompts[seq], g.tokens, o.draw_ids.empty() ? active[r] : o.draw_ids[seq],
-            static_cast<int64_t>(g.tokens.size()));
-        chosen[r] = samples[r].token;
+        std::vector<int32_t> gen = out[seq].tokens;
+        for (size_t j = 0; j <= drafts[r].size(); ++j) {
+          const int64_t row = first_row[r] + static_cast<int64_t>(j);
+          SampledToken& t = samples[static_cast<size_t>(row)];
+          t = samplers[samplers.size() == 1 ? 0 : seq].sample(
+              {logits.data<float>() + row * V, static_cast<size_t>(V)}, prompts[seq], gen,
+              o.draw_ids.empty() ? active[r] : o.draw_ids[seq], static_cast<int64_t>(gen.size()));
+          chosen[static_cast<size_t>(row)] = t.token;
+          if (j == drafts[r].size() || t.token != drafts[r][j]) break;
+          gen.push_back(t.token);
+        }
       }
     if (tp.active()) tp.comm->broadcast(chosen.data(), chosen.size(), DType::I32, 0);
     if (o.pp) o.pp->broadcast(chosen.data(), chosen.size(), DType::I32, pp_last);
     std::vector<int> still;
+    std::vector<int64_t> still_first;
+    std::vector<std::vector<int32_t>> still_drafts;
+    const std::vector<PagedSpan> fed = std::move(spans);
     tokens.clear();
     spans.clear();
+    row_seq.clear();
     auto keep = [&](int seq, int32_t token) {
       still.push_back(seq);
+      still_first.push_back(static_cast<int64_t>(row_seq.size()));
       tokens.push_back(token);
+      row_seq.push_back(seq);
       add_span(seq, 1);
+      std::vector<int32_t> d;
+      const Generation& g = out[static_cast<size_t>(seq)];
+      // Room for drafts: the sequence's blocks, and its tokens still to come
+      // less the one the target adds after them.
+      const int64_t room = std::min(
+          {o.ngram_draft_tokens, limit[static_cast<size_t>(seq)] - cached[static_cast<size_t>(seq)],
+           max_new_of(o, static_cast<size_t>(seq)) - static_cast<int64_t>(g.tokens.size()) - 1});
+      if (room > 0) {
+        context.assign(prompts[static_cast<size_t>(seq)].begin(),
+                       prompts[static_cast<size_t>(seq)].end());
+        context.insert(context.end(), g.tokens.begin(), g.tokens.end());
+        d = ngram_draft(context, room);
+      }
+      for (int32_t t : d) {
+        tokens.push_back(t);
+        row_seq.push_back(seq);
+        add_span(seq, 1);  // its own span: its own logits row
+      }
+      st.draft_tokens += static_cast<int64_t>(d.size());
+      still_drafts.push_back(std::move(d));
     };
     auto hold = [&](int seq) {  // a held row goes on while its blocks have room
       if (cached[static_cast<size_t>(seq)] < limit[static_cast<size_t>(seq)])
@@ -181,34 +233,49 @@ std::vector<Generation> generate(Transformer& model,
         hold(seq);
         continue;
       }
-      ++generated;
       Generation& g = out[static_cast<size_t>(seq)];
-      samples[r].token = chosen[r];
-      g.tokens.push_back(chosen[r]);
-      g.samples.push_back(samples[r]);
-      if (o.on_token) o.on_token(seq, samples[r]);
-      if (std::find(o.eos_ids.begin(), o.eos_ids.end(), chosen[r]) != o.eos_ids.end()) {
-        g.finish = FinishReason::Eos;
-        end_row(seq);
-        continue;
-      }
-      if (!stops.empty()) {
-        const StopStrings::Scan sc = stops.scan(o.decode(g.tokens));
-        if (sc.stopped) {
+      // The chosen rows in order: the drafts they confirm, then the target's own.
+      bool ends = false;
+      int64_t taken = 0;
+      for (size_t j = 0; j <= drafts[r].size() && !ends; ++j) {
+        const size_t row = static_cast<size_t>(first_row[r]) + j;
+        if (chosen[row] < 0) break;
+        ++taken;
+        ++generated;
+        if (j > 0) ++st.accepted_draft_tokens;
+        samples[row].token = chosen[row];
+        g.tokens.push_back(chosen[row]);
+        g.samples.push_back(samples[row]);
+        if (o.on_token) o.on_token(seq, samples[row]);
+        if (std::find(o.eos_ids.begin(), o.eos_ids.end(), chosen[row]) != o.eos_ids.end()) {
+          g.finish = FinishReason::Eos;
+          ends = true;
+        } else if (StopStrings::Scan sc =
+                       stops.empty() ? StopStrings::Scan{} : stops.scan(o.decode(g.tokens));
+                   sc.stopped) {
           g.finish = FinishReason::Stop;
           g.text_end = sc.end;
-          end_row(seq);
-          continue;
+          ends = true;
+        } else if (static_cast<int64_t>(g.tokens.size()) >=
+                       max_new_of(o, static_cast<size_t>(seq)) ||
+                   (o.should_stop && o.should_stop(seq))) {  // finish stays Length
+          ends = true;
         }
+        if (j == drafts[r].size() || chosen[row] != drafts[r][j]) break;
       }
-      if (static_cast<int64_t>(g.tokens.size()) >= max_new_of(o, static_cast<size_t>(seq)) ||
-          (o.should_stop && o.should_stop(seq))) {  // finish stays Length
+      // The cache holds the fed tokens up to the last confirmed draft; the
+      // positions past it are written over by the next tokens.
+      const PagedSpan& first = fed[static_cast<size_t>(first_row[r])];
+      cached[static_cast<size_t>(seq)] = first.pos0 + first.count + taken - 1;
+      if (ends) {
         end_row(seq);
         continue;
       }
-      keep(seq, chosen[r]);
+      keep(seq, g.tokens.back());
     }
     active = std::move(still);
+    first_row = std::move(still_first);
+    drafts = std::move(still_drafts);
     const double dt = seconds_since(t0);
     if (prefill) {
       st.prefill_s += dt;

@@ -57,6 +57,13 @@ struct GenerateOptions {
   bool hold_finished_rows = false;
   // What the KV cache stores keys and values in (f32, or 16 bits widened on read).
   KvDType kv_dtype = KvDType::F32;
+  // Speculative decoding with prompt-lookup drafts (ngram_draft.h): each
+  // decode step feeds a sequence's last token and up to this many drafted
+  // ones, one position each, in one forward; the longest prefix of drafts
+  // the target itself chooses is kept, with the target's next token, and
+  // the cache of the rest is written over later. Greedy sampling only (the
+  // tokens are then exactly those of plain decoding). 0: off.
+  int64_t ngram_draft_tokens = 0;
 };
 
 enum class FinishReason { Eos, Stop, Length };
@@ -71,6 +78,7 @@ struct Generation {
 
 struct GenerationStats {
   int64_t prefill_tokens = 0, decode_tokens = 0;
+  int64_t draft_tokens = 0, accepted_draft_tokens = 0;  // speculative decoding
   double prefill_s = 0.0, decode_s = 0.0;
 };
 
