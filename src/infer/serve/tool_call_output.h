@@ -21,7 +21,8 @@ struct ToolCallOutput {
 // Reads calls only when the request offered tools (tool_choice not "none")
 // and the choice ended on its own (a length cut-off leaves a call unfinished);
 // otherwise the text is all content. Ids: "call_" + the response id's tail +
-// the choice and call numbers, unique within the response and stable.
+// the choice and call numbers, unique within the response and stable (for
+// Mistral's format 9 alphanumerics hashed from the same, as its template needs).
 ToolCallOutput tool_call_output(const ApiRequest& req, const std::string& text, bool cut_by_length,
                                 const std::string& response_id, size_t choice);
 

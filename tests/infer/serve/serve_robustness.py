@@ -103,6 +103,22 @@ def run(port, check, name, context, queue_full_n):
         ("two constraints at once",
          {"prompt": "hi", "guided_regex": "a", "structured_outputs": {"regex": "b"}}, 400,
          "structured_outputs.regex"),
+        ("tools that are not a list",
+         {"messages": [{"role": "user", "content": "hi"}], "tools": {"type": "function"}}, 400,
+         "tools"),
+        ("a tool's parameters schema we do not have",
+         {"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function",
+             "function": {"name": "f", "parameters": {"type": "number", "multipleOf": 2}}}]},
+         400, "tools[0].function.parameters"),
+        ("tool_choice naming no tool",
+         {"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function",
+             "function": {"name": "f"}}], "tool_choice": {"type": "function",
+                                                          "function": {"name": "g"}}},
+         400, "tool_choice.function.name"),
+        ("a tool call whose arguments are not JSON",
+         {"messages": [{"role": "assistant", "tool_calls": [{"id": "c", "function": {
+             "name": "f", "arguments": "{oops"}}]}]}, 400,
+         "messages[0].tool_calls[0].function.arguments"),
         ("queue full (n beyond --max-waiting)", {"prompt": "hi", "n": queue_full_n, "max_tokens": 2}, 429,
          None),
     ]
@@ -126,6 +142,18 @@ def run(port, check, name, context, queue_full_n):
     text = json.loads(raw)["choices"][0]["text"] if s == 200 else None
     check(text is not None and re.fullmatch(r"[a-z]{2,5} ?\d{1,3}", text) is not None,
           f"a regex-constrained answer matches it ({text!r})")
+    # A required tool call comes back as tool_calls (the model's template, or plain JSON).
+    s, raw = post("/v1/chat/completions", {
+        "messages": [{"role": "user", "content": "hi"}], "max_tokens": 60, "temperature": 0,
+        "tool_choice": "required", "tools": [{"type": "function", "function": {
+            "name": "pick", "parameters": {"type": "object", "properties": {
+                "n": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["n"]}}}]})
+    choice = json.loads(raw)["choices"][0] if s == 200 else {}
+    calls = choice.get("message", {}).get("tool_calls") or [{}]
+    check(choice.get("finish_reason") == "tool_calls" and
+          calls[0].get("function", {}).get("name") == "pick" and
+          0 <= json.loads(calls[0]["function"]["arguments"])["n"] <= 9,
+          f"a required tool call comes back as tool_calls ({calls})")
 
     s, raw = post("/v1/completions", b'{"prompt": "' + b"a" * (10 << 20) + b'"}')
     check(s == 413 and error_of(s, raw) is not None, f"10 MB body: {s}")

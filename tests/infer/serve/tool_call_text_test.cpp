@@ -92,6 +92,11 @@ TEST(ToolCallText, OutputInOpenAIShape) {
   EXPECT_FALSE(o.content.has_value());
   EXPECT_EQ(tool_call_header_delta(o.calls[0], 0)["function"]["arguments"], "");
   EXPECT_EQ(tool_call_arguments_delta(o.calls[0], 0)["function"]["arguments"], "{}");
+  req.tools.format = ToolFormat::Mistral;  // its template wants 9 alphanumerics
+  const std::string mistral_id =
+      tool_call_output(req, "[TOOL_CALLS] " + text, false, "chatcmpl-abc", 0).calls[0]["id"];
+  EXPECT_EQ(mistral_id.size(), 9u);
+  req.tools.format = ToolFormat::Json;
   // Cut by length, or tool_choice none: the text is content.
   EXPECT_TRUE(tool_call_output(req, text, true, "chatcmpl-abc", 0).calls.empty());
   req.tools.choice = ToolChoice::None;
