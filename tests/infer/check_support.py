@@ -1,7 +1,9 @@
 """Shared pieces of the inference and serving checks (Python scripts run by
-ctest): a check that prints ok/FAIL and remembers the failures, and the port
-a `parallm serve --port 0` prints in its listening line."""
+ctest): a check that prints ok/FAIL and remembers the failures, the port
+a `parallm serve --port 0` prints in its listening line, and an openai client
+for such a server."""
 import re
+import sys
 
 failures = []
 
@@ -23,3 +25,15 @@ def listening_port(server, seen=None):
             print(line.strip(), flush=True)
             return int(m.group(1))
     return None
+
+
+def openai_client(server):
+    """(client, port): the official openai client for a `parallm serve --port 0`
+    started with stdout piped, once it listens; exits 1 when it never does."""
+    port = listening_port(server)
+    if port is None:
+        print("no listening line")
+        sys.exit(1)
+    import openai
+    return openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none",
+                         max_retries=0, timeout=120), port

@@ -23,7 +23,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from check_support import check, failures, listening_port  # noqa: E402
+from check_support import check, failures, openai_client  # noqa: E402
 from tiny_text_model import build  # noqa: E402
 import serve_robustness  # noqa: E402
 
@@ -85,12 +85,7 @@ server = subprocess.Popen([parallm, "serve", "--model", model_dir, "--port", "0"
                           stdout=subprocess.PIPE, text=True,
                           env=dict(os.environ, OMP_NUM_THREADS="1"))
 try:
-    port = listening_port(server)
-    if port is None:
-        print("no listening line")
-        sys.exit(1)
-    client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none",
-                           max_retries=0, timeout=120)
+    client, port = openai_client(server)
     msgs = [{"role": "user", "content": "give me json"}]
 
     def free(i):
