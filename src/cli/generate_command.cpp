@@ -48,7 +48,7 @@ void add_generate_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--stop", j.gen.stop_strings, "stop string (repeatable)");
   sub->add_option("--ngram-draft", j.gen.ngram_draft_tokens,
                   "speculative decoding: up to N tokens drafted by prompt lookup, verified in one "
-                  "forward; greedy only (0: off; docs/inference.md)")
+                  "forward; sampled drafts are accepted with the target's probability (0: off; docs/inference.md)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--dtype", j.dtype, "fp32 | bf16 (GEMMs)");
   add_kv_dtype_flag(sub, j.gen.kv_dtype);

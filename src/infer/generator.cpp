@@ -50,14 +50,8 @@ void check_request(const ModelConfig& cfg, const std::vector<std::vector<int32_t
   PX_CHECK(!prompts.empty(), "no prompts to generate from");
   PX_CHECK(o.ngram_draft_tokens >= 0, "ngram_draft_tokens must be >= 0, got {}",
            o.ngram_draft_tokens);
-  if (o.ngram_draft_tokens > 0) {
-    PX_CHECK(!o.hold_finished_rows, "speculative decoding does not hold finished rows");
-    auto greedy = [](const SamplingParams& p) { return p.temperature == 0.0; };
-    PX_CHECK(o.sequence_sampling.empty() ? greedy(o.sampling)
-                                         : std::all_of(o.sequence_sampling.begin(),
-                                                       o.sequence_sampling.end(), greedy),
-             "speculative decoding (ngram drafts) needs greedy sampling (temperature 0)");
-  }
+  PX_CHECK(o.ngram_draft_tokens == 0 || !o.hold_finished_rows,
+           "speculative decoding does not hold finished rows");
   PX_CHECK(o.stop_strings.empty() || o.decode, "stop strings need a decode function");
   StopStrings check(o.stop_strings);  // rejects empty stop strings
   // An EOS id outside the vocabulary is never chosen, so it never ends a
@@ -175,7 +169,8 @@ std::vector<Generation> generate(Transformer& model,
           SampledToken& t = samples[static_cast<size_t>(row)];
           t = samplers[samplers.size() == 1 ? 0 : seq].sample(
               {logits.data<float>() + row * V, static_cast<size_t>(V)}, prompts[seq], gen,
-              o.draw_ids.empty() ? active[r] : o.draw_ids[seq], static_cast<int64_t>(gen.size()));
+              o.draw_ids.empty() ? active[r] : o.draw_ids[seq], static_cast<int64_t>(gen.size()),
+              j < drafts[r].size() ? drafts[r][j] : -1);
           chosen[static_cast<size_t>(row)] = t.token;
           if (j == drafts[r].size() || t.token != drafts[r][j]) break;
           gen.push_back(t.token);

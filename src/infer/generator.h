@@ -61,8 +61,10 @@ struct GenerateOptions {
   // decode step feeds a sequence's last token and up to this many drafted
   // ones, one position each, in one forward; the longest prefix of drafts
   // the target itself chooses is kept, with the target's next token, and
-  // the cache of the rest is written over later. Greedy sampling only (the
-  // tokens are then exactly those of plain decoding). 0: off.
+  // the cache of the rest is written over later. Greedy: the tokens of
+  // plain decoding exactly; sampled: each draft accepted with its
+  // probability (Sampler::sample), so the tokens' law is plain decoding's
+  // (their draws differ). 0: off.
   int64_t ngram_draft_tokens = 0;
 };
 

@@ -2,6 +2,7 @@
 #include "infer/sampler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 
@@ -10,13 +11,14 @@
 
 namespace parallm {
 
-Sampler::Sampler(const SamplingParams& p) : p_(p), key_(stream_key(p.seed, "sampling")) {
+Sampler::Sampler(const SamplingParams& p)
+    : p_(p), key_(stream_key(p.seed, "sampling")), accept_key_(stream_key(p.seed, "draft")) {
   p_.validate();
 }
 
 SampledToken Sampler::sample(std::span<const float> logits, std::span<const int32_t> prompt,
                              std::span<const int32_t> generated, int64_t sequence,
-                             int64_t step) const {
+                             int64_t step, int32_t draft) const {
   SampledToken out;
   const bool penalties =
       p_.repetition_penalty != 1.0 || p_.presence_penalty != 0.0 || p_.frequency_penalty != 0.0;
@@ -39,7 +41,19 @@ SampledToken Sampler::sample(std::span<const float> logits, std::span<const int3
       mask_top_p(l, p_.top_p);
       mask_min_p(l, p_.min_p);
       const uint64_t index = (static_cast<uint64_t>(sequence) << 32) ^ static_cast<uint64_t>(step);
-      out.token = sample_inverse_cdf(l, uniform_at(key_, index));
+      if (draft >= 0 && static_cast<size_t>(draft) < l.size()) {
+        const size_t d = static_cast<size_t>(draft);
+        const double p_draft =
+            std::isinf(l[d]) ? 0.0 : std::exp(static_cast<double>(l[d]) - log_sum_exp(l));
+        if (uniform_at(accept_key_, index) < p_draft) {
+          out.token = draft;
+        } else {  // the residual max(0, p - q) with q one point: p without the draft
+          l[d] = -std::numeric_limits<float>::infinity();
+          out.token = sample_inverse_cdf(l, uniform_at(key_, index));
+        }
+      } else {
+        out.token = sample_inverse_cdf(l, uniform_at(key_, index));
+      }
     }
   }
   // The same value as log_softmax(logits)[token], without the (V) vector.

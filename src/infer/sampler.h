@@ -29,12 +29,19 @@ class Sampler {
   explicit Sampler(const SamplingParams& p);  // validates p
   const SamplingParams& params() const { return p_; }
   // logits: (V) of one sequence; prompt and generated: its tokens so far.
+  // draft >= 0: a speculative draft token proposed with certainty (a
+  // prompt-lookup draft). Sampled decoding accepts it with its probability
+  // p(draft) under the transformed distribution, else draws from the rest
+  // renormalised, so the token's law is still p (speculative sampling,
+  // Leviathan et al. 2023, with a one-point draft distribution); the token
+  // is the draft exactly when it was accepted. Greedy ignores it.
   SampledToken sample(std::span<const float> logits, std::span<const int32_t> prompt,
-                      std::span<const int32_t> generated, int64_t sequence, int64_t step) const;
+                      std::span<const int32_t> generated, int64_t sequence, int64_t step,
+                      int32_t draft = -1) const;
 
  private:
   SamplingParams p_;
-  uint64_t key_ = 0;
+  uint64_t key_ = 0, accept_key_ = 0;  // the draw's stream, the draft test's
 };
 
 }  // namespace parallm

@@ -2,16 +2,21 @@
 // GenerateOptions::ngram_draft_tokens): the drafts a context gives, and
 // greedy generation with drafts verified in one forward equal to plain
 // decoding token for token, in a batch (sequences ending at EOS mid-step
-// among them) and alone, for GPT-2, LLaMA and a sliding-window LLaMA.
+// among them) and alone, for GPT-2, LLaMA and a sliding-window LLaMA;
+// sampled, the tokens' law equal to plain decoding's.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "base/error.h"
 #include "common/random_tokens.h"
 #include "common/test_models.h"
 #include "infer/generator.h"
 #include "infer/ngram_draft.h"
+#include "infer/sampler.h"
 #include "model/transformer.h"
 
 namespace parallm {
@@ -89,19 +94,102 @@ INSTANTIATE_TEST_SUITE_P(Arch, SpeculativeBoth, ::testing::Values(0, 1, 2),
                                                                 : "mistral");
                          });
 
-TEST(SpeculativeNgram, SampledDecodingIsRefusedByName) {
-  Allocator a;
-  Transformer m(testing::tiny_gpt2(), a);
-  m.params().init_random(5);
-  GenerateOptions o;
-  o.sampling.temperature = 0.8;
-  o.ngram_draft_tokens = 3;
-  try {
-    generate(m, {{1, 2, 3}}, o);
-    FAIL() << "sampled speculative decoding ran";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("greedy"), std::string::npos) << e.what();
+// The 1 - 1e-4 quantile of chi-square with df degrees of freedom (Wilson and
+// Hilferty's cube-root normal approximation, z = 3.719): a statistic above
+// it is a distribution mismatch, not chance (draws are seeded, so each run
+// of the test sees the same numbers).
+double chi2_bound(int df) {
+  const double a = 2.0 / (9.0 * df), z = 3.719;
+  return df * std::pow(1.0 - a + z * std::sqrt(a), 3.0);
+}
+
+// Sampled: a one-point draft accepted with its probability, else a draw
+// from the rest, gives each id its probability under the transforms.
+TEST(SpeculativeNgram, DraftAcceptanceKeepsTheTargetsLaw) {
+  const std::vector<float> logits = {0.3f, 1.2f, -0.4f, 0.9f, 2.0f, -1.0f};
+  const Sampler s({.temperature = 0.8, .seed = 3});
+  std::vector<double> p(logits.size());
+  double z = 0;
+  for (size_t i = 0; i < p.size(); ++i) z += p[i] = std::exp(logits[i] / 0.8);
+  for (double& v : p) v /= z;
+  const int n = 40000;
+  for (int32_t draft : {1, 4, 5}) {
+    std::vector<int> count(logits.size(), 0);
+    for (int step = 0; step < n; ++step) ++count[s.sample(logits, {}, {}, 0, step, draft).token];
+    double chi2 = 0;
+    for (size_t i = 0; i < p.size(); ++i) chi2 += std::pow(count[i] - n * p[i], 2) / (n * p[i]);
+    EXPECT_LT(chi2, chi2_bound(static_cast<int>(p.size()) - 1)) << "draft " << draft;
   }
+  // A draft the transforms rule out (top-k 2 keeps ids 4 and 1) is never taken.
+  const Sampler k2({.temperature = 0.8, .top_k = 2, .seed = 3});
+  for (int step = 0; step < 2000; ++step) {
+    const int32_t t = k2.sample(logits, {}, {}, 0, step, 5).token;
+    ASSERT_TRUE(t == 4 || t == 1) << t;
+  }
+}
+
+// Two-sample chi-square of counts n[id] = {run a, run b} of equal sizes,
+// over the ids seen at least 10 times in both together (the rest pooled):
+// the statistic and its degrees of freedom.
+std::pair<double, int> two_sample_chi2(const std::map<int32_t, std::array<int, 2>>& seen) {
+  double chi2 = 0;
+  int bins = 0;
+  std::array<int, 2> pooled = {0, 0};
+  auto add = [&](const std::array<int, 2>& n) {
+    chi2 += std::pow(n[0] - n[1], 2) / (n[0] + n[1]);
+    ++bins;
+  };
+  for (const auto& [id, n] : seen) {
+    if (n[0] + n[1] >= 10) {
+      add(n);
+    } else {
+      pooled[0] += n[0];
+      pooled[1] += n[1];
+    }
+  }
+  if (pooled[0] + pooled[1] > 0) add(pooled);
+  return {chi2, bins - 1};
+}
+
+// Sampled generation with drafts over many seeds: the second to fifth
+// tokens (drafts apply from the second; the later ones follow steps whose
+// drafts were kept or cut) have plain decoding's law. A vocabulary of 12
+// makes tokens recur, so most steps have drafts.
+TEST(SpeculativeNgram, SampledGenerationKeepsPlainDecodingsLaw) {
+  Allocator a;
+  ModelConfig c = testing::tiny_gpt2();
+  c.vocab_size = 12;
+  c.init_std = 0.2;
+  Transformer m(c, a);
+  m.params().init_random(5);
+  const std::vector<int32_t> prompt = repeated(random_tokens(8, c.vocab_size, 2), 2);
+  std::vector<std::map<int32_t, std::array<int, 2>>> at(4);  // tokens 2 to 5
+  GenerationStats total;
+  const int runs = 400;
+  for (int draft = 0; draft < 2; ++draft)
+    for (int seed = 0; seed < runs; ++seed) {
+      GenerateOptions o;
+      o.max_new_tokens = 6;
+      o.sampling = {.temperature = 1.0, .seed = static_cast<uint64_t>(seed)};
+      o.ngram_draft_tokens = draft ? 3 : 0;
+      GenerationStats st;
+      const std::vector<Generation> g = generate(m, {prompt}, o, &st);
+      for (size_t i = 0; i < at.size(); ++i) ++at[i][g[0].tokens.at(i + 1)][draft];
+      total.draft_tokens += st.draft_tokens;
+      total.accepted_draft_tokens += st.accepted_draft_tokens;
+    }
+  for (const auto& seen : at) {
+    const auto [chi2, df] = two_sample_chi2(seen);
+    ASSERT_GE(df, 1);
+    EXPECT_LT(chi2, chi2_bound(df)) << df << " degrees of freedom";
+    std::printf("chi2 %.2f, df %d (bound %.2f)\n", chi2, df, chi2_bound(df));
+  }
+  // Most runs drafted, and drafts were both kept and cut.
+  EXPECT_GT(total.draft_tokens, runs);
+  EXPECT_GT(total.accepted_draft_tokens, 0);
+  EXPECT_LT(total.accepted_draft_tokens, total.draft_tokens);
+  std::printf("drafts %lld, accepted %lld\n", static_cast<long long>(total.draft_tokens),
+              static_cast<long long>(total.accepted_draft_tokens));
 }
 
 }  // namespace
