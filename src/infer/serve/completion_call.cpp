@@ -9,6 +9,7 @@
 #include "infer/serve/stream_chunks.h"
 #include "infer/serve/tool_call_output.h"
 #include "infer/serve/tool_call_text.h"
+#include "infer/serve/tool_stream_hold.h"
 
 namespace parallm::serve {
 
@@ -49,6 +50,7 @@ CompletionCall::CompletionCall(ApiRequest req, const ServedModel& model, Engine&
                        static_cast<int64_t>(index), req_.grammar},
                       inbox_->sink_for(index)});
       choices_.emplace_back(*model_.tokenizer, req_.stop);
+      holds_.emplace_back(req_.tools.format, req_.tools.constrained());
     }
   }
   const size_t n = choices_.size();
@@ -116,9 +118,9 @@ std::string CompletionCall::choice_events(size_t i) {
         chat_chunk(meta_, {i, true, std::string(), nullptr, std::nullopt}, req_.include_usage));
     role_sent_[i] = true;
   }
-  // With tools offered the text may be a call: it is sent whole at the end.
+  // With tools offered, text that may be a call is held to the end.
   const bool held = chat && req_.tools.active();
-  const std::string delta = held ? std::string() : c.take_delta();
+  const std::string delta = held ? holds_[i].feed(c.take_delta()) : c.take_delta();
   const size_t to = c.tokens().size();
   nlohmann::json lp;
   if (req_.logprobs && to > sent_tokens_[i])
@@ -147,11 +149,12 @@ std::string CompletionCall::choice_events(size_t i) {
 std::string CompletionCall::held_tool_events(size_t i, bool& tool_calls) {
   const ChoiceText& c = choices_[i];
   const ToolCallOutput t =
-      tool_call_output(req_, c.final_text(), c.finish() == FinishReason::Length, meta_.id, i);
+      tool_call_output(req_, holds_[i].held(), c.finish() == FinishReason::Length, meta_.id, i);
+  const std::string content = holds_[i].flush() + t.content.value_or("");
   std::string out;
-  if (t.content && !t.content->empty())
+  if (!content.empty())
     out += sse_event(
-        chat_chunk(meta_, {i, false, *t.content, nullptr, std::nullopt}, req_.include_usage));
+        chat_chunk(meta_, {i, false, content, nullptr, std::nullopt}, req_.include_usage));
   for (size_t k = 0; k < t.calls.size(); ++k)
     for (const nlohmann::json& d :
          {tool_call_header_delta(t.calls[k], k), tool_call_arguments_delta(t.calls[k], k)}) {

@@ -19,6 +19,7 @@
 #include "infer/serve/engine.h"
 #include "infer/serve/sequence_inbox.h"
 #include "infer/serve/served_model.h"
+#include "infer/serve/tool_stream_hold.h"
 
 namespace parallm::serve {
 
@@ -60,8 +61,9 @@ class CompletionCall {
  private:
   // Takes one update into its choice (and the timings).
   void apply(SequenceInbox::Arrival& a);
-  // A held chat choice's text at its end: content, then each tool call's
-  // delta.tool_calls chunks; tool_calls says whether any call was made.
+  // A chat choice's end when tools are offered: the content not yet sent,
+  // then each call read from the held text as delta.tool_calls chunks;
+  // tool_calls says whether any call was made.
   std::string held_tool_events(size_t i, bool& tool_calls);
   std::string choice_events(size_t i);
 
@@ -73,6 +75,7 @@ class CompletionCall {
   std::shared_ptr<SequenceInbox> inbox_;
   std::vector<uint64_t> seq_ids_;
   std::vector<ChoiceText> choices_;
+  std::vector<ToolStreamHold> holds_;   // per choice: text held as a possible tool call
   std::vector<int64_t> prompt_tokens_;  // per prompt (usage counts each prompt once)
   std::vector<Clock::time_point> last_token_at_;
   std::vector<size_t> sent_tokens_;  // per choice: tokens whose logprobs were sent

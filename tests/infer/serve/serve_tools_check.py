@@ -113,7 +113,8 @@ try:
           "tool_choice auto: free text without markers comes back as content")
     _, s_content, s_finish = streamed(client, **dict(base, max_tokens=12))
     check(s_content == r.choices[0].message.content and s_finish == r.choices[0].finish_reason,
-          "tool_choice auto streamed: the same content")
+          f"tool_choice auto streamed: the same content ({s_content!r} vs "
+          f"{r.choices[0].message.content!r})")
 
     follow = MSGS + [
         {"role": "assistant", "content": None,
