@@ -3,10 +3,11 @@
 // ignored, as OpenAI-compatible servers do; a known field of the wrong type
 // or out of range, a missing required field, or a feature the server does
 // not have (echo, best_of != n, images) throws ApiError 400 naming the
-// field. Tools and tool_choice are read by tool_fields.h. null counts as absent. Nothing here knows
-// the model: the prompt length and the model name are checked where the model is known. A
-// structured-output field (structured_fields.h) is compiled here, so a bad
-// schema, regex or grammar is a 400 before anything is queued.
+// field; tools and tool_choice are read by tool_fields.h. null counts as
+// absent. Nothing here knows the model: the prompt length and the model name
+// are checked where the model is known. A structured-output field
+// (structured_fields.h) is compiled here, so a bad schema, regex or grammar
+// is a 400 before anything is queued.
 #pragma once
 #include <nlohmann/json.hpp>
 
