@@ -29,6 +29,20 @@ inline ModelConfig tiny_llama() {
   return c;
 }
 
+// The three decoder shapes the generation tests run: 0 GPT-2, 1 LLaMA,
+// 2 LLaMA with a sliding window (5) shorter than the sequences (Mistral);
+// weights spread (init_std 0.2) so logits are far apart and greedy
+// choices are not near ties. decoder_name names each for test names.
+inline ModelConfig decoder_for_generation(int which) {
+  ModelConfig c = which > 0 ? tiny_llama() : tiny_gpt2();
+  if (which == 2) c.sliding_window = 5;
+  c.init_std = 0.2;
+  return c;
+}
+inline const char* decoder_name(int which) {
+  return which == 0 ? "gpt2" : which == 1 ? "llama" : "mistral";
+}
+
 // 4 heads, hidden 64, tied embeddings.
 inline ModelConfig tp_gpt2() {
   ModelConfig c;

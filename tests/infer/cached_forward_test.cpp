@@ -25,12 +25,7 @@ using testing::random_tokens;
 // Param: 0 GPT-2, 1 LLaMA, 2 LLaMA with a sliding window (Mistral).
 class CachedBoth : public ::testing::TestWithParam<int> {
  protected:
-  ModelConfig cfg() const {
-    ModelConfig c = GetParam() > 0 ? testing::tiny_llama() : testing::tiny_gpt2();
-    if (GetParam() == 2) c.sliding_window = 5;
-    c.init_std = 0.2;  // logits far apart, so greedy choices are not near ties
-    return c;
-  }
+  ModelConfig cfg() const { return testing::decoder_for_generation(GetParam()); }
 };
 
 TEST_P(CachedBoth, DecodeLogitsEqualFullForward) {
@@ -71,7 +66,7 @@ TEST_P(CachedBoth, BatchOfDifferentLengthsEqualsEachAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Arch, CachedBoth, ::testing::Values(0, 1, 2), [](const auto& info) {
-  return std::string(info.param == 0 ? "gpt2" : info.param == 1 ? "llama" : "mistral");
+  return std::string(testing::decoder_name(info.param));
 });
 
 // A pipeline stage caches only its own layers, by global index.

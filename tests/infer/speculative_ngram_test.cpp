@@ -30,8 +30,7 @@ TEST(NgramDraft, TheLatestEarlierMatchOfTheLongestSuffix) {
   EXPECT_EQ(ngram_draft(c, 3), (std::vector<int32_t>{3, 4, 1}));
   EXPECT_EQ(ngram_draft(c, 1), (std::vector<int32_t>{3}));
   // The latest occurrence wins: 5 came after 9 last.
-  EXPECT_EQ(ngram_draft(std::vector<int32_t>{9, 6, 9, 5, 7, 9}, 2),
-            (std::vector<int32_t>{5, 7}));
+  EXPECT_EQ(ngram_draft(std::vector<int32_t>{9, 6, 9, 5, 7, 9}, 2), (std::vector<int32_t>{5, 7}));
   // In a loop the latest match has one token after it: the latest with k wins.
   EXPECT_EQ(ngram_draft(std::vector<int32_t>{4, 3, 3, 3, 3, 3, 3, 3}, 3),
             (std::vector<int32_t>{3, 3, 3}));
@@ -44,12 +43,7 @@ TEST(NgramDraft, TheLatestEarlierMatchOfTheLongestSuffix) {
 
 class SpeculativeBoth : public ::testing::TestWithParam<int> {
  protected:
-  ModelConfig cfg() const {
-    ModelConfig c = GetParam() > 0 ? testing::tiny_llama() : testing::tiny_gpt2();
-    if (GetParam() == 2) c.sliding_window = 5;
-    c.init_std = 0.2;  // logits far apart, so greedy choices are not near ties
-    return c;
-  }
+  ModelConfig cfg() const { return testing::decoder_for_generation(GetParam()); }
 };
 
 std::vector<int32_t> repeated(const std::vector<int32_t>& unit, int times) {
@@ -63,9 +57,9 @@ TEST_P(SpeculativeBoth, GreedyTokensEqualPlainDecoding) {
   Transformer m(cfg(), a);
   m.params().init_random(5);
   const int64_t V = m.config().vocab_size;
-  const std::vector<std::vector<int32_t>> prompts = {
-      repeated(random_tokens(4, V, 2), 3), random_tokens(9, V, 3), random_tokens(1, V, 4),
-      repeated(random_tokens(3, V, 5), 4)};
+  const std::vector<std::vector<int32_t>> prompts = {repeated(random_tokens(4, V, 2), 3),
+                                                     random_tokens(9, V, 3), random_tokens(1, V, 4),
+                                                     repeated(random_tokens(3, V, 5), 4)};
   GenerateOptions o;
   o.max_new_tokens = 24;
   o.sampling.temperature = 0.0;
@@ -87,12 +81,9 @@ TEST_P(SpeculativeBoth, GreedyTokensEqualPlainDecoding) {
               static_cast<long long>(st.accepted_draft_tokens));
 }
 
-INSTANTIATE_TEST_SUITE_P(Arch, SpeculativeBoth, ::testing::Values(0, 1, 2),
-                         [](const auto& info) {
-                           return std::string(info.param == 0   ? "gpt2"
-                                              : info.param == 1 ? "llama"
-                                                                : "mistral");
-                         });
+INSTANTIATE_TEST_SUITE_P(Arch, SpeculativeBoth, ::testing::Values(0, 1, 2), [](const auto& info) {
+  return std::string(testing::decoder_name(info.param));
+});
 
 // The 1 - 1e-4 quantile of chi-square with df degrees of freedom (Wilson and
 // Hilferty's cube-root normal approximation, z = 3.719): a statistic above
