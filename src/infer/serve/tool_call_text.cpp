@@ -6,6 +6,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -22,20 +24,22 @@ namespace st = parallm::structured;
 struct Markers {
   std::string prefix, suffix;
   const char* args_key;
+  std::string between;     // between two calls; "" when the form holds one call
+  bool wrap_each = false;  // prefix and suffix around each call, not around all
 };
 
 Markers markers_of(ToolFormat f) {
   switch (f) {
     case ToolFormat::Hermes:
-      return {"<tool_call>\n", "\n</tool_call>", "arguments"};
+      return {"<tool_call>\n", "\n</tool_call>", "arguments", "\n", true};
     case ToolFormat::Llama3:
-      return {"", "", "parameters"};
+      return {"", "", "parameters", "", false};
     case ToolFormat::Mistral:
-      return {"[TOOL_CALLS] [", "]", "arguments"};
+      return {"[TOOL_CALLS] [", "]", "arguments", ", ", false};
     case ToolFormat::Json:
       break;
   }
-  return {"", "", "arguments"};
+  return {"", "", "arguments", "", false};
 }
 
 std::string trim(std::string_view s) {
@@ -116,7 +120,7 @@ ToolFormat tool_format_of(std::string_view src) {
 }
 
 st::Grammar tool_call_grammar(ToolFormat format, const std::vector<ToolSpec>& tools,
-                              const std::string& only) {
+                              const std::string& only, int max_calls) {
   const Markers m = markers_of(format);
   OJson alts = OJson::array();
   for (const ToolSpec& t : tools) {
@@ -128,14 +132,24 @@ st::Grammar tool_call_grammar(ToolFormat format, const std::vector<ToolSpec>& to
   PX_CHECK(!alts.empty(), "tool call grammar: no function named '{}' among the tools", only);
   st::Grammar g = st::json_schema_grammar(alts.size() == 1 ? alts[0] : OJson{{"anyOf", alts}});
   const std::string inner = g.root;
-  g.add("tool_call", st::g_seq({st::g_lit(m.prefix), st::g_ref(inner), st::g_lit(m.suffix)}));
+  auto wrapped = [&](st::GrammarExpr e) {
+    return st::g_seq({st::g_lit(m.prefix), std::move(e), st::g_lit(m.suffix)});
+  };
+  const st::GrammarExpr one = m.wrap_each ? wrapped(st::g_ref(inner)) : st::g_ref(inner);
+  // "required" may make several calls where the form can hold them; a named
+  // function is called once.
+  const int more = only.empty() && !m.between.empty() ? std::max(max_calls, 1) - 1 : 0;
+  st::GrammarExpr calls =
+      st::g_seq({one, st::g_repeat(st::g_seq({st::g_lit(m.between), one}), 0, more)});
+  g.add("tool_call", m.wrap_each ? std::move(calls) : wrapped(std::move(calls)));
   g.root = "tool_call";
   return g;
 }
 
 std::shared_ptr<const st::ByteGrammar> compile_tool_call_grammar(const ToolRequest& r) {
   try {
-    return st::compile_grammar(tool_call_grammar(r.format, r.tools, r.forced));
+    return st::compile_grammar(
+        tool_call_grammar(r.format, r.tools, r.forced, r.parallel ? kMaxForcedCalls : 1));
   } catch (const Error& e) {
     throw ApiError(400, fmt::format("invalid tools: {}", e.what()), "tools");
   }

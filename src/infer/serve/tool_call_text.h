@@ -22,10 +22,12 @@ namespace parallm::serve {
 // -> Llama3, else Json.
 ToolFormat tool_format_of(std::string_view template_source);
 
-// One call in `format` to the named function (or any of `tools` when
-// only == ""), before compilation.
+// Calls in `format`, before compilation: one to the named function, or, when
+// only == "", 1 to max_calls to any of `tools` (several only where the form
+// holds several: Hermes blocks, Mistral's list).
+inline constexpr int kMaxForcedCalls = 4;
 structured::Grammar tool_call_grammar(ToolFormat format, const std::vector<ToolSpec>& tools,
-                                      const std::string& only);
+                                      const std::string& only, int max_calls = kMaxForcedCalls);
 // Compiled for the request's choice; throws ApiError 400 naming "tools".
 std::shared_ptr<const structured::ByteGrammar> compile_tool_call_grammar(const ToolRequest& r);
 

@@ -110,6 +110,7 @@ ToolRequest parse_tool_fields(const RequestFields& f, const nlohmann::ordered_js
     if (!r.tools.empty()) r.tools_json = ordered.dump();
   }
   parse_tool_choice(f, r);
+  r.parallel = f.boolean("parallel_tool_calls").value_or(true);
   return r;
 }
 

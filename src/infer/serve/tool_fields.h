@@ -36,6 +36,7 @@ struct ToolRequest {
   ToolChoice choice = ToolChoice::None;
   std::string forced;                    // Named: the function's name
   ToolFormat format = ToolFormat::Json;  // set once the model's template is known
+  bool parallel = true;                  // parallel_tool_calls: false forces one call
   // Whether the output is read for tool calls / must be one.
   bool active() const { return choice != ToolChoice::None && !tools.empty(); }
   bool constrained() const { return choice == ToolChoice::Required || choice == ToolChoice::Named; }

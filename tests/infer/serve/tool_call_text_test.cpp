@@ -1,7 +1,7 @@
 // Tool-call text: the format each template asks for, the grammar that forces
-// one call (accepting the family's form with valid arguments, refusing other
-// names and bad arguments), the calls parsed back out of text in every
-// format, and the OpenAI output built from them.
+// calls (one named, up to four under required; the family's form with valid
+// arguments, other names and bad arguments refused), the calls parsed back
+// out of text in every format, and the OpenAI output built from them.
 #include <gtest/gtest.h>
 
 #include "infer/serve/api_request.h"
@@ -19,8 +19,10 @@ std::vector<ToolSpec> tools() {
           {"now", nlohmann::ordered_json::parse(R"({"type": "object"})")}};
 }
 
-bool accepts(ToolFormat f, const std::string& only, const std::string& text) {
-  structured::GrammarAutomaton a(structured::compile_grammar(tool_call_grammar(f, tools(), only)));
+bool accepts(ToolFormat f, const std::string& only, const std::string& text,
+             int max_calls = kMaxForcedCalls) {
+  structured::GrammarAutomaton a(
+      structured::compile_grammar(tool_call_grammar(f, tools(), only, max_calls)));
   const int32_t s = a.next(a.start(), text);
   return s != structured::GrammarAutomaton::kDead && a.can_end(s);
 }
@@ -32,7 +34,7 @@ TEST(ToolCallText, FormatOfTemplate) {
   EXPECT_EQ(tool_format_of("{{ message['content'] }}"), ToolFormat::Json);
 }
 
-TEST(ToolCallText, GrammarForcesOneValidCall) {
+TEST(ToolCallText, GrammarForcesValidCalls) {
   EXPECT_TRUE(accepts(ToolFormat::Hermes, "",
                       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
                       "{\"city\": \"Oslo\", \"days\": 2}}\n</tool_call>"));
@@ -45,6 +47,18 @@ TEST(ToolCallText, GrammarForcesOneValidCall) {
   EXPECT_FALSE(accepts(ToolFormat::Json, "", R"({"name": "get_weather", "arguments": {}})"));
   EXPECT_FALSE(accepts(ToolFormat::Json, "", R"({"name": "other", "arguments": {}})"));
   EXPECT_FALSE(accepts(ToolFormat::Hermes, "", R"({"name": "now", "arguments": {}})"));
+  // "required" may call several where the form holds them; a named function once.
+  const std::string two =
+      "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
+  EXPECT_TRUE(accepts(ToolFormat::Hermes, "", two));
+  EXPECT_FALSE(accepts(ToolFormat::Hermes, "now", two));
+  EXPECT_FALSE(accepts(ToolFormat::Hermes, "", two, 1));  // parallel_tool_calls: false
+  EXPECT_TRUE(accepts(
+      ToolFormat::Mistral, "",
+      R"([TOOL_CALLS] [{"name": "now", "arguments": {}}, {"name": "now", "arguments": {}}])"));
+  EXPECT_FALSE(accepts(ToolFormat::Json, "",
+                       R"({"name": "now", "arguments": {}}{"name": "now", "arguments": {}})"));
 }
 
 TEST(ToolCallText, ParsesEachFormat) {

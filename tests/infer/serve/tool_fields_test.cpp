@@ -50,6 +50,8 @@ TEST(ToolFields, ToolsAndChoices) {
   EXPECT_EQ(n.tools.choice, ToolChoice::Named);
   EXPECT_EQ(n.tools.forced, "now");
   EXPECT_EQ(chat(R"("tools": [])").tools.choice, ToolChoice::None);
+  EXPECT_TRUE(r.tools.parallel);
+  EXPECT_FALSE(chat(std::string(kTools) + R"(, "parallel_tool_calls": false)").tools.parallel);
   EXPECT_FALSE(chat(R"("tool_choice": "auto")").tools.active());
 }
 
