@@ -163,7 +163,11 @@ std::vector<Generation> generate(Transformer& model,
       for (size_t r = 0; r < active.size(); ++r) {
         const size_t seq = static_cast<size_t>(active[r]);
         if (ended[seq]) continue;
-        std::vector<int32_t> gen = out[seq].tokens;
+        // The tokens so far, and each confirmed draft after them (a copy
+        // only when there are drafts).
+        std::vector<int32_t> with_drafts;
+        if (!drafts[r].empty()) with_drafts = out[seq].tokens;
+        const std::vector<int32_t>& gen = drafts[r].empty() ? out[seq].tokens : with_drafts;
         for (size_t j = 0; j <= drafts[r].size(); ++j) {
           const int64_t row = first_row[r] + static_cast<int64_t>(j);
           SampledToken& t = samples[static_cast<size_t>(row)];
@@ -173,7 +177,7 @@ std::vector<Generation> generate(Transformer& model,
               j < drafts[r].size() ? drafts[r][j] : -1);
           chosen[static_cast<size_t>(row)] = t.token;
           if (j == drafts[r].size() || t.token != drafts[r][j]) break;
-          gen.push_back(t.token);
+          with_drafts.push_back(t.token);
         }
       }
     if (tp.active()) tp.comm->broadcast(chosen.data(), chosen.size(), DType::I32, 0);
