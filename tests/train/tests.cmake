@@ -29,7 +29,7 @@ add_test(NAME train.dp_inferred
                  bash ${CMAKE_CURRENT_LIST_DIR}/dp_inferred.sh $<TARGET_FILE:parallm>)
 set_tests_properties(train.dp_inferred PROPERTIES LABELS dist TIMEOUT 300)
 
-# straggler: 4 ranks, a planted slow rank named for compute and the ranks
+# straggler: 2 ranks, a planted slow rank named for compute and the rank
 # waiting for it not named; a run without one names nobody (docs/resilience.md).
 # Serial: its verdicts are timings, which a test beside it on 2 cores would turn.
 add_test(NAME train.straggler
