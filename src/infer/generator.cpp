@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "base/error.h"
+#include "infer/draft_model.h"
 #include "infer/ngram_draft.h"
 #include "infer/stage_forward.h"
 #include "model/layers/rope_frequencies.h"
@@ -50,8 +52,15 @@ void check_request(const ModelConfig& cfg, const std::vector<std::vector<int32_t
   PX_CHECK(!prompts.empty(), "no prompts to generate from");
   PX_CHECK(o.ngram_draft_tokens >= 0, "ngram_draft_tokens must be >= 0, got {}",
            o.ngram_draft_tokens);
-  PX_CHECK(o.ngram_draft_tokens == 0 || !o.hold_finished_rows,
+  PX_CHECK(o.draft_model_tokens >= 0, "draft_model_tokens must be >= 0, got {}",
+           o.draft_model_tokens);
+  PX_CHECK(o.ngram_draft_tokens == 0 || o.draft_model_tokens == 0,
+           "speculative decoding drafts by prompt lookup or by a draft model, not both");
+  PX_CHECK(o.draft_model_tokens == 0 || o.draft_model != nullptr,
+           "draft_model_tokens ({}) needs a draft model", o.draft_model_tokens);
+  PX_CHECK((o.ngram_draft_tokens == 0 && o.draft_model_tokens == 0) || !o.hold_finished_rows,
            "speculative decoding does not hold finished rows");
+  if (o.draft_model) check_draft_vocab(cfg.vocab_size, o.draft_model->config().vocab_size);
   PX_CHECK(o.stop_strings.empty() || o.decode, "stop strings need a decode function");
   StopStrings check(o.stop_strings);  // rejects empty stop strings
   // An EOS id outside the vocabulary is never chosen, so it never ends a
@@ -120,6 +129,14 @@ std::vector<Generation> generate(Transformer& model,
   PX_CHECK(model.whole() || o.pp != nullptr, "a pipeline stage generates only with its pp group");
   const int pp_last = o.pp ? o.pp->size() - 1 : 0;
   const bool sampler_rank = is_sampling_rank(model);
+  const int64_t draft_k = std::max(o.ngram_draft_tokens, o.draft_model_tokens);
+  std::optional<DraftModel> drafter;
+  if (o.draft_model && o.draft_model_tokens > 0) {
+    PX_CHECK(model.whole() && !tp.active(),
+             "speculative decoding with a draft model runs the target whole in one process (no tp "
+             "or pp)");
+    drafter.emplace(*o.draft_model, next_block, kBlockSize, o.kv_dtype);
+  }
 
   std::vector<Generation> out(static_cast<size_t>(S));
   std::vector<int> active(static_cast<size_t>(S));  // the sequences of the next forward
@@ -132,6 +149,7 @@ std::vector<Generation> generate(Transformer& model,
   // its last one (each drafted token is a span, and so a row, of its own).
   std::vector<int64_t> first_row;
   std::vector<std::vector<int32_t>> drafts;
+  std::vector<std::vector<std::vector<float>>> draft_q;  // a draft model's q per draft (sampled)
   std::vector<int> row_seq;  // each logits row's sequence
   auto add_span = [&](int seq, int64_t count) {
     spans.push_back({cached[static_cast<size_t>(seq)], count, tables[static_cast<size_t>(seq)]});
@@ -142,6 +160,7 @@ std::vector<Generation> generate(Transformer& model,
                   prompts[static_cast<size_t>(i)].end());
     first_row.push_back(i);
     drafts.emplace_back();
+    draft_q.emplace_back();
     row_seq.push_back(i);
     add_span(i, static_cast<int64_t>(prompts[static_cast<size_t>(i)].size()));
   }
@@ -174,7 +193,9 @@ std::vector<Generation> generate(Transformer& model,
           t = samplers[samplers.size() == 1 ? 0 : seq].sample(
               {logits.data<float>() + row * V, static_cast<size_t>(V)}, prompts[seq], gen,
               o.draw_ids.empty() ? active[r] : o.draw_ids[seq], static_cast<int64_t>(gen.size()),
-              j < drafts[r].size() ? drafts[r][j] : -1);
+              j < drafts[r].size() ? drafts[r][j] : -1,
+              j < draft_q[r].size() ? std::span<const float>(draft_q[r][j])
+                                    : std::span<const float>());
           chosen[static_cast<size_t>(row)] = t.token;
           if (j == drafts[r].size() || t.token != drafts[r][j]) break;
           with_drafts.push_back(t.token);
@@ -185,37 +206,15 @@ std::vector<Generation> generate(Transformer& model,
     std::vector<int> still;
     std::vector<int64_t> still_first;
     std::vector<std::vector<int32_t>> still_drafts;
+    std::vector<std::vector<std::vector<float>>> still_q;
     const std::vector<PagedSpan> fed = std::move(spans);
     tokens.clear();
     spans.clear();
     row_seq.clear();
-    auto keep = [&](int seq, int32_t token) {
-      still.push_back(seq);
-      still_first.push_back(static_cast<int64_t>(row_seq.size()));
-      tokens.push_back(token);
-      row_seq.push_back(seq);
-      add_span(seq, 1);
-      std::vector<int32_t> d;
-      const Generation& g = out[static_cast<size_t>(seq)];
-      // Room for drafts: the sequence's blocks, and its tokens still to come
-      // less the one the target adds after them.
-      const int64_t room = std::min(
-          {o.ngram_draft_tokens, limit[static_cast<size_t>(seq)] - cached[static_cast<size_t>(seq)],
-           max_new_of(o, static_cast<size_t>(seq)) - static_cast<int64_t>(g.tokens.size()) - 1});
-      if (room > 0) {
-        context.assign(prompts[static_cast<size_t>(seq)].begin(),
-                       prompts[static_cast<size_t>(seq)].end());
-        context.insert(context.end(), g.tokens.begin(), g.tokens.end());
-        d = ngram_draft(context, room);
-      }
-      for (int32_t t : d) {
-        tokens.push_back(t);
-        row_seq.push_back(seq);
-        add_span(seq, 1);  // its own span: its own logits row
-      }
-      st.draft_tokens += static_cast<int64_t>(d.size());
-      still_drafts.push_back(std::move(d));
-    };
+    // The sequences of the next forward and their last tokens; drafts are
+    // proposed for all of them together (a draft model batches them).
+    std::vector<std::pair<int, int32_t>> kept;
+    auto keep = [&](int seq, int32_t token) { kept.emplace_back(seq, token); };
     auto hold = [&](int seq) {  // a held row goes on while its blocks have room
       if (cached[static_cast<size_t>(seq)] < limit[static_cast<size_t>(seq)])
         keep(seq, out[static_cast<size_t>(seq)].tokens.back());
@@ -223,6 +222,7 @@ std::vector<Generation> generate(Transformer& model,
     auto end_row = [&](int seq) {
       ended[static_cast<size_t>(seq)] = 1;
       --unfinished;
+      if (drafter) drafter->release(static_cast<uint64_t>(seq));
       if (o.hold_finished_rows) hold(seq);
     };
     int64_t generated = 0;
@@ -272,9 +272,59 @@ std::vector<Generation> generate(Transformer& model,
       }
       keep(seq, g.tokens.back());
     }
+    // Drafts where there is room: the sequence's blocks, and its tokens
+    // still to come less the one the target adds after them.
+    std::vector<DraftModel::Request> asks;
+    std::vector<size_t> ask_of;  // kept index of each request
+    std::vector<std::vector<int32_t>> proposed(kept.size());
+    std::vector<std::vector<std::vector<float>>> proposed_q(kept.size());
+    for (size_t i = 0; i < kept.size(); ++i) {
+      const size_t seq = static_cast<size_t>(kept[i].first);
+      const Generation& g = out[seq];
+      const int64_t room = std::min({draft_k, limit[seq] - cached[seq] - 1,
+                                     max_new_of(o, seq) - static_cast<int64_t>(g.tokens.size()) - 1});
+      if (room <= 0 || ended[seq]) continue;
+      if (drafter) {
+        asks.push_back({.id = seq,
+                        .prompt = prompts[seq],
+                        .generated = g.tokens,
+                        .k = room,
+                        .sampler = &samplers[samplers.size() == 1 ? 0 : seq],
+                        .draw_id = o.draw_ids.empty() ? static_cast<int64_t>(seq) : o.draw_ids[seq]});
+        ask_of.push_back(i);
+      } else {
+        context.assign(prompts[seq].begin(), prompts[seq].end());
+        context.insert(context.end(), g.tokens.begin(), g.tokens.end());
+        proposed[i] = ngram_draft(context, room);
+      }
+    }
+    if (drafter && !asks.empty()) {
+      std::vector<DraftModel::Proposal> props = drafter->propose(asks);
+      for (size_t a = 0; a < asks.size(); ++a) {
+        proposed[ask_of[a]] = std::move(props[a].tokens);
+        proposed_q[ask_of[a]] = std::move(props[a].q);
+      }
+    }
+    for (size_t i = 0; i < kept.size(); ++i) {
+      const int seq = kept[i].first;
+      still.push_back(seq);
+      still_first.push_back(static_cast<int64_t>(row_seq.size()));
+      tokens.push_back(kept[i].second);
+      row_seq.push_back(seq);
+      add_span(seq, 1);
+      for (int32_t t : proposed[i]) {
+        tokens.push_back(t);
+        row_seq.push_back(seq);
+        add_span(seq, 1);  // its own span: its own logits row
+      }
+      st.draft_tokens += static_cast<int64_t>(proposed[i].size());
+      still_drafts.push_back(std::move(proposed[i]));
+      still_q.push_back(std::move(proposed_q[i]));
+    }
     active = std::move(still);
     first_row = std::move(still_first);
     drafts = std::move(still_drafts);
+    draft_q = std::move(still_q);
     const double dt = seconds_since(t0);
     if (prefill) {
       st.prefill_s += dt;

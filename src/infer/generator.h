@@ -66,6 +66,15 @@ struct GenerateOptions {
   // probability (Sampler::sample), so the tokens' law is plain decoding's
   // (their draws differ). 0: off.
   int64_t ngram_draft_tokens = 0;
+  // Speculative decoding with a draft model (draft_model.h) of the same
+  // vocabulary, whole in one process (the target too: no tp or pp): each
+  // step it proposes up to draft_model_tokens tokens per sequence, greedy
+  // or drawn from its own transformed distribution q, verified as above;
+  // sampled, a draft is accepted with min(1, p/q), else the token is drawn
+  // from max(0, p - q), so the tokens' law is still plain decoding's.
+  // Null or 0 tokens: off. Not with ngram_draft_tokens.
+  Transformer* draft_model = nullptr;
+  int64_t draft_model_tokens = 0;
 };
 
 enum class FinishReason { Eos, Stop, Length };
