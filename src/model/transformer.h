@@ -102,14 +102,16 @@ class Transformer final : public StagedModel {
   // at positions s.pos0 .. and reads its sequence's earlier keys and values
   // from its blocks. Returns the full logits (spans.size(), V) of each
   // span's last token, the same on every tp rank. Whole model, no sequence
-  // parallel. The caller tracks what each sequence has cached.
+  // parallel. The caller tracks what each sequence has cached. loras: the
+  // rows' served adapters (nn/row_lora.h; null: the base model for all).
   Tensor forward_cached(const int32_t* tokens, const std::vector<PagedSpan>& spans,
-                        PagedKvCache& cache);
+                        PagedKvCache& cache, const RowLoras* loras = nullptr);
   // The same on a pipeline stage (one chunk): the first stage reads tokens,
   // a later one hidden (N, C) from the stage before; returns the hidden
   // (N, C) for the next stage, or on the last stage the logits (S, V).
   Tensor forward_cached_stage(const int32_t* tokens, const float* hidden,
-                              const std::vector<PagedSpan>& spans, PagedKvCache& cache);
+                              const std::vector<PagedSpan>& spans, PagedKvCache& cache,
+                              const RowLoras* loras = nullptr);
   // The global layers this process caches (its one chunk, or all).
   LayerRange cached_layers() const;
 

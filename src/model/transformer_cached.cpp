@@ -23,15 +23,16 @@ LayerRange Transformer::cached_layers() const {
 }
 
 Tensor Transformer::forward_cached(const int32_t* tokens, const std::vector<PagedSpan>& spans,
-                                   PagedKvCache& cache) {
+                                   PagedKvCache& cache, const RowLoras* loras) {
   PX_CHECK(whole(),
            "forward_cached needs the whole model; a pipeline stage uses "
            "forward_cached_stage");
-  return forward_cached_stage(tokens, nullptr, spans, cache);
+  return forward_cached_stage(tokens, nullptr, spans, cache, loras);
 }
 
 Tensor Transformer::forward_cached_stage(const int32_t* tokens, const float* hidden,
-                                         const std::vector<PagedSpan>& spans, PagedKvCache& cache) {
+                                         const std::vector<PagedSpan>& spans, PagedKvCache& cache,
+                                         const RowLoras* loras) {
   cached_layers();  // one chunk
   PX_CHECK(!tp_.sp(), "generation runs without sequence parallelism");
   PX_CHECK(!spans.empty(), "forward_cached needs at least one span");
@@ -52,6 +53,7 @@ Tensor Transformer::forward_cached_stage(const int32_t* tokens, const float* hid
   }
   LayerContext c = context(1, N, pos);
   c.saved_tag = MemTag::Workspace;  // nothing outlives the call
+  c.row_loras = loras;
   const int64_t C = cfg_.hidden;
   Tensor x = c.workspace({N, C}), y = c.workspace({N, C});
   const size_t row_bytes = static_cast<size_t>(C) * sizeof(float);

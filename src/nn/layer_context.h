@@ -17,6 +17,7 @@ class WeightGradQueue;
 class MatmulPrecision;  // nn/matmul_precision.h
 struct MoeStats;        // model/moe/moe_stats.h
 class ExpertBias;       // model/moe/moe_expert_bias.h
+struct RowLoras;        // nn/row_lora.h
 
 struct LayerContext {
   Allocator& alloc;
@@ -57,6 +58,9 @@ struct LayerContext {
   // Under LoRA (docs/lora.md): params is the frozen base (no gradients) and
   // the trained adapters live here (null: no LoRA).
   const ParameterSet* adapters = nullptr;
+  // Serving many adapters in one batch (nn/row_lora.h): which rows use which
+  // adapter (null: every row is the base model's).
+  const RowLoras* row_loras = nullptr;
   // `parallm verify` only (nn/verify_hooks.h): where layers record their
   // outputs (null: off), the global layer a block sets for its ops, and the
   // hooks of a planted bug (null outside verify's tests).

@@ -22,6 +22,10 @@
 #include "infer/serve/tool_fields.h"
 #include "infer/structured/byte_grammar.h"
 
+namespace parallm {
+struct LoraFactorTable;  // nn/row_lora.h
+}
+
 namespace parallm::serve {
 
 enum class Endpoint { Chat, Completion };
@@ -49,6 +53,9 @@ struct ApiRequest {
   // The output's grammar (response_format, structured_outputs); null: free.
   std::shared_ptr<const structured::ByteGrammar> grammar;
   ToolRequest tools;  // chat: tools, tool_choice
+  // Set by the server when `model` names a served LoRA adapter (lora_registry.h).
+  std::shared_ptr<const LoraFactorTable> lora;
+  uint64_t lora_salt = 0;
 };
 
 inline constexpr int64_t kMaxChoices = 64;     // n

@@ -21,6 +21,7 @@
 #include "infer/serve/api_error.h"
 #include "infer/serve/api_request.h"
 #include "infer/serve/completion_call.h"
+#include "infer/serve/lora_routes.h"
 #include "infer/serve/peer_socket.h"
 
 namespace parallm::serve {
@@ -41,21 +42,30 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 // A label for /metrics: known paths as they are, anything else "other".
 std::string endpoint_label(const std::string& path) {
   for (const char* p :
-       {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics"})
+       {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics",
+        "/v1/load_lora_adapter", "/v1/unload_lora_adapter"})
     if (path == p) return path;
   return "other";
 }
 }  // namespace
 
 struct ApiServer::Impl {
-  Impl(Engine& e, const ServedModel& m, HttpOptions o, ServerMetrics& me, RequestLog& l)
-      : engine(e), model(m), opts(std::move(o)), metrics(me), log(l), rng(std::random_device{}()) {}
+  Impl(Engine& e, const ServedModel& m, HttpOptions o, ServerMetrics& me, RequestLog& l,
+       LoraRegistry* lr)
+      : engine(e),
+        model(m),
+        opts(std::move(o)),
+        metrics(me),
+        log(l),
+        loras(lr),
+        rng(std::random_device{}()) {}
 
   Engine& engine;
   const ServedModel& model;
   HttpOptions opts;
   ServerMetrics& metrics;
   RequestLog& log;
+  LoraRegistry* loras;
   httplib::Server http;
   std::atomic<bool> draining{false};
   std::atomic<bool> served{false};  // serve() has returned
@@ -167,14 +177,11 @@ void ApiServer::Impl::completion(Endpoint endpoint, const std::string& body,
   try {
     if (draining) throw ApiError(503, "the server is shutting down", "", "server_error");
     ApiRequest r = parse_request(endpoint, body);
-    if (!r.model.empty() && r.model != model.name)
-      throw ApiError(404,
-                     fmt::format("The model `{}` does not exist (this server serves `{}`).",
-                                 r.model, model.name),
-                     "model", "invalid_request_error", "model_not_found");
+    const std::string adapter = resolve_model(r, loras, model);  // "": the base model
     if (!r.seed_given) r.sampling.seed = random64();  // OpenAI: unseeded requests differ
     id = new_id(endpoint);
     call = std::make_shared<CompletionCall>(std::move(r), model, engine, id, arrival);
+    if (!adapter.empty()) metrics.record_lora_request(adapter);
   } catch (const std::exception& e) {
     // ApiError: a refusal; anything else is a bug, answered 500 all the same
     // so the call is counted out (shutdown waits for every call).
@@ -250,8 +257,25 @@ void ApiServer::Impl::routes() {
                            {"created", model.created},
                            {"owned_by", "parallm"},
                            {"max_model_len", model.context}};
-    s.set_content(dump_body({{"object", "list"}, {"data", nlohmann::json::array({m})}}), kJson);
+    nlohmann::json data = nlohmann::json::array({m});
+    for (nlohmann::json& card : lora_model_cards(loras, model)) data.push_back(std::move(card));
+    s.set_content(dump_body({{"object", "list"}, {"data", data}}), kJson);
   });
+  for (const bool load : {true, false})
+    http.Post(load ? "/v1/load_lora_adapter" : "/v1/unload_lora_adapter",
+              [this, load](const httplib::Request&, httplib::Response& s,
+                           const httplib::ContentReader& reader) {
+                std::string body;
+                if (!read_body(reader, body, s)) return;
+                try {
+                  s.set_content(load ? load_lora_adapter(loras, body)
+                                     : unload_lora_adapter(loras, body),
+                                "text/plain");
+                } catch (const ApiError& err) {
+                  s.status = err.status;
+                  s.set_content(dump_body(error_body(err)), kJson);
+                }
+              });
   http.Get("/health", [this](const httplib::Request&, httplib::Response& s) {
     s.status = draining ? 503 : 200;
     s.set_content(dump_body({{"status", draining ? "shutting down" : "ok"}}), kJson);
@@ -295,8 +319,8 @@ void ApiServer::Impl::routes() {
 }
 
 ApiServer::ApiServer(Engine& engine, const ServedModel& model, HttpOptions opts,
-                     ServerMetrics& metrics, RequestLog& log)
-    : impl_(std::make_unique<Impl>(engine, model, std::move(opts), metrics, log)) {
+                     ServerMetrics& metrics, RequestLog& log, LoraRegistry* loras)
+    : impl_(std::make_unique<Impl>(engine, model, std::move(opts), metrics, log, loras)) {
   Impl& s = *impl_;
   PX_CHECK(s.opts.threads >= 1, "the HTTP server needs at least 1 thread, got {}", s.opts.threads);
   const size_t threads = static_cast<size_t>(s.opts.threads);

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "infer/serve/engine.h"
+#include "infer/serve/lora_registry.h"
 #include "infer/serve/metrics.h"
 #include "infer/serve/request_log.h"
 #include "infer/serve/served_model.h"
@@ -29,8 +30,9 @@ struct HttpOptions {
 
 class ApiServer {
  public:
+  // loras: the served LoRA adapters (lora_routes.h; null: off).
   ApiServer(Engine& engine, const ServedModel& model, HttpOptions opts, ServerMetrics& metrics,
-            RequestLog& log);
+            RequestLog& log, LoraRegistry* loras = nullptr);
   ~ApiServer();
 
   // Binds the listening socket; returns the port. Throws when it cannot.

@@ -33,7 +33,8 @@ CompletionCall::CompletionCall(ApiRequest req, const ServedModel& model, Engine&
     : req_(std::move(req)),
       model_(model),
       engine_(engine),
-      meta_{std::move(id), static_cast<int64_t>(std::time(nullptr)), model.name},
+      meta_{std::move(id), static_cast<int64_t>(std::time(nullptr)),
+            req_.lora ? req_.model : model.name},
       arrival_(arrival),
       inbox_(std::make_shared<SequenceInbox>()) {
   if (req_.tools.active()) {  // the format is the model's: known only now
@@ -47,7 +48,7 @@ CompletionCall::CompletionCall(ApiRequest req, const ServedModel& model, Engine&
     for (int64_t j = 0; j < req_.n; ++j) {
       const size_t index = seqs.size();
       seqs.push_back({{p.ids, req_.sampling, p.max_new_tokens, req_.stop,
-                       static_cast<int64_t>(index), req_.grammar},
+                       static_cast<int64_t>(index), req_.grammar, req_.lora, req_.lora_salt},
                       inbox_->sink_for(index)});
       choices_.emplace_back(*model_.tokenizer, req_.stop);
       holds_.emplace_back(req_.tools.format, req_.tools.constrained());

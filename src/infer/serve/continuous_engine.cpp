@@ -131,7 +131,7 @@ void ContinuousEngine::shutdown(bool drain) {
 
 void ContinuousEngine::admit_incoming() {
   for (auto& [id, live] : incoming_) {
-    sched_.add(id, live->req.prompt, live->req.max_new_tokens);
+    sched_.add(id, live->req.prompt, live->req.max_new_tokens, live->req.prefix_salt);
     counters_.prompt_tokens += static_cast<int64_t>(live->req.prompt.size());
     live_.emplace(id, std::move(live));
   }
@@ -151,13 +151,27 @@ void ContinuousEngine::publish_locked() {
   counters_.preemptions = sched_.counters().preemptions;
 }
 
+std::optional<RowLoras> ContinuousEngine::step_loras(const StepPlan& plan) const {
+  std::vector<const LoraFactorTable*> per_span;
+  std::vector<int64_t> counts;
+  bool any = false;
+  for (const ScheduledSeq& e : plan.seqs) {
+    per_span.push_back(live_.at(e.id)->req.lora.get());
+    counts.push_back(e.count);
+    any = any || per_span.back() != nullptr;
+  }
+  if (!any) return std::nullopt;  // base rows only: the forward takes no adapter path
+  return group_rows_by_adapter(per_span, counts);
+}
+
 bool ContinuousEngine::step() {
   const StepPlan plan = sched_.step();
   if (plan.empty()) return false;
   std::vector<PagedSpan> spans;
   spans.reserve(plan.seqs.size());
   for (const ScheduledSeq& e : plan.seqs) spans.push_back({e.pos0, e.count, e.blocks});
-  const Tensor logits = runner_.run(plan.tokens, spans);
+  const std::optional<RowLoras> loras = step_loras(plan);
+  const Tensor logits = runner_.run(plan.tokens, spans, loras ? &*loras : nullptr);
   const int64_t V = cfg_.vocab_size;
   std::vector<int32_t> sampled;
   std::vector<std::pair<uint64_t, SampledToken>> picks;

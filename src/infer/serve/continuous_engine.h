@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -23,6 +24,7 @@
 #include "infer/serve/step_runner.h"
 #include "infer/stop_strings.h"
 #include "infer/structured/token_vocabulary.h"
+#include "nn/row_lora.h"
 
 namespace parallm::serve {
 
@@ -58,6 +60,8 @@ class ContinuousEngine : public Engine {
   void loop();
   void admit_incoming();  // engine thread; under mu_
   bool step();            // engine thread; false when there was nothing to run
+  // The plan's rows grouped by their sequences' LoRA adapters (none: all base).
+  std::optional<RowLoras> step_loras(const StepPlan& plan) const;
   void publish_locked();  // counters_ <- scheduler and pool; under mu_
 
   const ModelConfig cfg_;

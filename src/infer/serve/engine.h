@@ -18,6 +18,8 @@
 
 namespace parallm {
 
+struct LoraFactorTable;  // nn/row_lora.h
+
 // One sequence to generate. `choice` keys the sampling draws together with
 // sampling.seed (the draw of step s is a function of (seed, choice, s)), so
 // the n choices of one request differ and a seed reproduces each of them.
@@ -31,6 +33,11 @@ struct SequenceRequest {
   // accepts, and the sequence ends (finish Stop) once the grammar is
   // complete. null: unconstrained.
   std::shared_ptr<const structured::ByteGrammar> grammar;
+  // A served LoRA adapter (infer/served_adapter.h; null: the base model),
+  // held until the sequence ends, and the salt that keeps its prefix-cache
+  // blocks apart from other adapters' (non-zero with an adapter).
+  std::shared_ptr<const LoraFactorTable> lora;
+  uint64_t prefix_salt = 0;
 };
 
 // What happened to one sequence since its last update. Tokens are in order;

@@ -60,6 +60,11 @@ void ServerMetrics::record_request(const std::string& endpoint, int status) {
   ++requests_[{endpoint, status}];
 }
 
+void ServerMetrics::record_lora_request(const std::string& adapter) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++lora_requests_[adapter];
+}
+
 void ServerMetrics::add_in_flight(int delta) {
   std::lock_guard<std::mutex> lock(mu_);
   in_flight_ += delta;
@@ -77,6 +82,11 @@ std::string ServerMetrics::render(const EngineCounters& e) const {
                          key.first, key.second, n);
     out += scalar("gauge", "parallm_http_requests_in_flight",
                   "completion requests being answered now", in_flight_);
+    out +=
+        "# HELP parallm_lora_requests_total completion requests accepted, by LoRA adapter\n"
+        "# TYPE parallm_lora_requests_total counter\n";
+    for (const auto& [name, n] : lora_requests_)  // names are checked label-safe at load
+      out += fmt::format("parallm_lora_requests_total{{lora_name=\"{}\"}} {}\n", name, n);
   }
   out +=
       scalar("gauge", "parallm_num_requests_running", "sequences in the engine's batch", e.running);

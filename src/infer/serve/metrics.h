@@ -41,6 +41,8 @@ class ServerMetrics {
   void record_inter_token(double s) { itl_.observe(s); }
   void record_latency(double s) { e2e_.observe(s); }
   void add_in_flight(int delta);
+  // A completion request accepted for a served LoRA adapter (by its name).
+  void record_lora_request(const std::string& adapter);
 
   std::string render(const EngineCounters& engine) const;
 
@@ -48,6 +50,7 @@ class ServerMetrics {
   mutable std::mutex mu_;
   std::map<std::pair<std::string, int>, int64_t> requests_;  // (endpoint, status) -> count
   int64_t in_flight_ = 0;
+  std::map<std::string, int64_t> lora_requests_;  // adapter name -> requests
   Histogram ttft_, itl_, e2e_;
 };
 

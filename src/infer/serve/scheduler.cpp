@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "base/rng.h"
 
 namespace parallm {
 
@@ -46,7 +47,8 @@ int64_t Scheduler::generated_tokens(uint64_t id) const {
   return static_cast<int64_t>(s.tokens.size()) - s.prompt_len;
 }
 
-void Scheduler::add(uint64_t id, std::vector<int32_t> prompt, int64_t max_new_tokens) {
+void Scheduler::add(uint64_t id, std::vector<int32_t> prompt, int64_t max_new_tokens,
+                    uint64_t prefix_salt) {
   PX_CHECK(!seqs_.contains(id), "sequence {} is already scheduled", id);
   PX_CHECK(!prompt.empty(), "sequence {} has an empty prompt", id);
   PX_CHECK(max_new_tokens >= 1, "sequence {}: max_new_tokens must be at least 1, got {}", id,
@@ -64,6 +66,7 @@ void Scheduler::add(uint64_t id, std::vector<int32_t> prompt, int64_t max_new_to
   s.tokens = std::move(prompt);
   s.prompt_len = n;
   s.max_len = n + max_new_tokens;
+  if (prefix_salt != 0) s.root = mix64(BlockPool::kRootHash ^ mix64(prefix_salt));
   seqs_.emplace(id, std::move(s));
   waiting_.push_back(id);
 }
@@ -115,7 +118,7 @@ bool Scheduler::admit(uint64_t id, Planning& p) {
   const int64_t bs = pool.block_size(), len = static_cast<int64_t>(s.tokens.size());
   PrefixHit hit;
   // At least the last token is computed, so the step yields its logits.
-  if (cfg_.prefix_cache) hit = pool.lookup(s.tokens, (len - 1) / bs);
+  if (cfg_.prefix_cache) hit = pool.lookup(s.tokens, (len - 1) / bs, s.root);
   const int64_t cached = static_cast<int64_t>(hit.blocks.size()) * bs;
   const int64_t n = std::min(len - cached, p.budget);
   // Cached blocks nobody holds count as free until this sequence takes them.
@@ -179,7 +182,7 @@ void Scheduler::register_full_blocks(uint64_t id, Seq& s) {
   const int64_t bs = pool.block_size();
   const std::vector<BlockId>& table = tables_.table(id);
   for (int64_t i = static_cast<int64_t>(s.hashes.size()); i < s.computed / bs; ++i) {
-    const uint64_t parent = i == 0 ? BlockPool::kRootHash : s.hashes.back();
+    const uint64_t parent = i == 0 ? s.root : s.hashes.back();
     s.hashes.push_back(
         pool.register_block(table[static_cast<size_t>(i)], parent,
                             std::span<const int32_t>(s.tokens).subspan(static_cast<size_t>(i * bs),

@@ -66,7 +66,10 @@ class Scheduler {
   // Queues a sequence behind the waiting ones. Throws (queueing nothing) for
   // a known id, an empty prompt, max_new_tokens < 1, or a sequence whose
   // longest run, prompt + max_new_tokens - 1 positions, exceeds the pool.
-  void add(uint64_t id, std::vector<int32_t> prompt, int64_t max_new_tokens);
+  // prefix_salt (non-zero: a LoRA adapter's) keys its prefix-cache blocks
+  // apart from every other salt's, whose keys and values differ.
+  void add(uint64_t id, std::vector<int32_t> prompt, int64_t max_new_tokens,
+           uint64_t prefix_salt = 0);
   // Plans the next forward and reserves its blocks. An empty plan means
   // nothing can run (nothing is queued).
   StepPlan step();
@@ -100,6 +103,7 @@ class Scheduler {
     int64_t prompt_len = 0, max_len = 0;
     int64_t computed = 0;          // positions whose keys are in the cache
     std::vector<uint64_t> hashes;  // chain hashes of its first full blocks
+    uint64_t root = BlockPool::kRootHash;  // its first block's parent (salted)
     bool running = false, admitted_before = false;
     int64_t first_hit = 0;
   };

@@ -42,6 +42,27 @@ int64_t kv_cache_blocks(const ServeJobOptions& o, const ModelConfig& cfg, int tp
   return blocks;
 }
 
+// The served LoRA adapters (null: LoRA off), --lora-modules loaded now.
+std::unique_ptr<LoraRegistry> lora_registry(const ServeJobOptions& o, Transformer& model,
+                                            const std::string& base_name, int ranks) {
+  if (!o.enable_lora && o.lora_modules.empty()) return nullptr;
+  PX_CHECK(ranks == 1,
+           "LoRA adapters are served by one process only, not under --tp/--pp ({} ranks): merge "
+           "one into the base (parallm export --merge-lora) to serve it on several ranks",
+           ranks);
+  PX_CHECK(o.engine == "continuous", "LoRA adapters need --engine continuous, got {}", o.engine);
+  auto reg = std::make_unique<LoraRegistry>(model, base_name, o.max_loras, o.max_lora_rank);
+  for (const std::string& item : o.lora_modules) {
+    const auto [name, path] = parse_lora_module(item);
+    try {
+      reg->load(name, path);
+    } catch (const LoraRegistryError& e) {
+      PX_FAIL("--lora-modules {}: {}", item, e.what());
+    }
+  }
+  return reg;
+}
+
 }  // namespace
 
 int run_serve_job(const ServeJobOptions& opts, comm::Communicator* world, ShutdownSignals& signals,
@@ -98,6 +119,7 @@ int run_serve_job(const ServeJobOptions& opts, comm::Communicator* world, Shutdo
   const ServedModel model{name,           cfg.max_positions,
                           cfg.vocab_size, tok.get(),
                           &chat,          static_cast<int64_t>(std::time(nullptr))};
+  std::unique_ptr<LoraRegistry> loras = lora_registry(opts, im.model(), name, ranks);
   EngineSettings es;
   es.max_running = opts.max_running;
   es.max_waiting = opts.max_waiting;
@@ -113,7 +135,7 @@ int run_serve_job(const ServeJobOptions& opts, comm::Communicator* world, Shutdo
   HttpOptions http = opts.http;
   if (http.threads == 0) http.threads = static_cast<int>(opts.max_running + opts.max_waiting + 16);
   ServerMetrics metrics;
-  ApiServer server(*engine, model, http, metrics, log);
+  ApiServer server(*engine, model, http, metrics, log, loras.get());
   const int port = server.bind();
   out << fmt::format(
              "parallm serve: listening on http://{}:{} (model '{}', engine {}, tp {}, pp {}, "

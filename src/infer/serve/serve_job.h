@@ -8,6 +8,7 @@
 #pragma once
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "device/job_device.h"
@@ -37,6 +38,13 @@ struct ServeJobOptions {
   int pp_microbatches = 0;           // continuous, pp > 1: per step at most; 0: pp, >= 16 rows each
   HttpOptions http;                  // http.threads 0: max_running + max_waiting + 16
   std::string log_file;              // JSONL request log ("": none)
+  // Served LoRA adapters (docs/serving.md, "Many LoRA adapters"): "name=path"
+  // loaded at start (--lora-modules); --enable-lora allows loading at run
+  // time without any; at most max_loras loaded, each of r <= max_lora_rank.
+  std::vector<std::string> lora_modules;
+  bool enable_lora = false;
+  int max_loras = 8;
+  int64_t max_lora_rank = 16;
   double shutdown_grace_s = 10.0;
 };
 

@@ -32,14 +32,18 @@ StepRunner::StepRunner(Transformer& model, PagedKvCache& cache, comm::Communicat
 }
 
 Tensor StepRunner::forward(const std::vector<int32_t>& tokens,
-                           const std::vector<PagedSpan>& spans) {
-  if (!pp_) return model_.forward_cached(tokens.data(), spans, cache_);
+                           const std::vector<PagedSpan>& spans, const RowLoras* loras) {
+  if (!pp_) return model_.forward_cached(tokens.data(), spans, cache_, loras);
+  PX_CHECK(loras == nullptr, "LoRA adapters are not served under pipeline parallelism");
   return pipeline_forward(model_, tokens, spans,
                           split_micro_batches(spans, micro_batches_, min_tokens_), cache_, *pp_);
 }
 
-Tensor StepRunner::run(const std::vector<int32_t>& tokens, const std::vector<PagedSpan>& spans) {
+Tensor StepRunner::run(const std::vector<int32_t>& tokens, const std::vector<PagedSpan>& spans,
+                       const RowLoras* loras) {
   PX_CHECK(leader(), "only rank 0 plans the server's steps");
+  PX_CHECK(loras == nullptr || !world_ || world_->size() == 1,
+           "LoRA adapters are served by one process only");
   if (world_ && world_->size() > 1) {
     int64_t entries = 0;
     for (const PagedSpan& s : spans) entries += static_cast<int64_t>(s.blocks.size());
@@ -55,7 +59,7 @@ Tensor StepRunner::run(const std::vector<int32_t>& tokens, const std::vector<Pag
     for (const PagedSpan& s : spans) body.insert(body.end(), s.blocks.begin(), s.blocks.end());
     world_->broadcast(body.data(), body.size(), DType::I64, 0);
   }
-  Tensor logits = forward(tokens, spans);
+  Tensor logits = forward(tokens, spans, loras);
   if (sampler_ != 0) {
     const int64_t V = model_.config().vocab_size;
     logits = Tensor::zeros(model_.allocator(), {static_cast<int64_t>(spans.size()), V}, DType::F32,

@@ -28,14 +28,17 @@ class StepRunner {
   bool leader() const { return rank_ == 0; }
   const PagedKvCache& cache() const { return cache_; }
   // Rank 0: the logits (spans.size(), V) of each span's last token, on the host.
-  Tensor run(const std::vector<int32_t>& tokens, const std::vector<PagedSpan>& spans);
+  // loras: the rows' served adapters (nn/row_lora.h; one process only).
+  Tensor run(const std::vector<int32_t>& tokens, const std::vector<PagedSpan>& spans,
+             const RowLoras* loras = nullptr);
   // Other ranks: runs every step rank 0 sends, returns after stop().
   void follow();
   // Rank 0: ends the followers' loops (once; later calls do nothing).
   void stop();
 
  private:
-  Tensor forward(const std::vector<int32_t>& tokens, const std::vector<PagedSpan>& spans);
+  Tensor forward(const std::vector<int32_t>& tokens, const std::vector<PagedSpan>& spans,
+                 const RowLoras* loras = nullptr);
   Transformer& model_;
   PagedKvCache& cache_;
   comm::Communicator* world_;

@@ -119,11 +119,12 @@ uint64_t BlockPool::register_block(BlockId b, uint64_t parent, std::span<const i
   return h;
 }
 
-PrefixHit BlockPool::lookup(std::span<const int32_t> tokens, int64_t max_blocks) const {
+PrefixHit BlockPool::lookup(std::span<const int32_t> tokens, int64_t max_blocks,
+                            uint64_t root) const {
   PrefixHit hit;
   const int64_t n =
       std::min<int64_t>(max_blocks, static_cast<int64_t>(tokens.size()) / block_size_);
-  uint64_t parent = kRootHash;
+  uint64_t parent = root;
   for (int64_t i = 0; i < n; ++i) {
     const std::span<const int32_t> blk =
         tokens.subspan(static_cast<size_t>(i * block_size_), static_cast<size_t>(block_size_));

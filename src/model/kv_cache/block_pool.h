@@ -57,8 +57,11 @@ class BlockPool {
   // b stays unregistered (a duplicate; it becomes blank when released).
   uint64_t register_block(BlockId b, uint64_t parent, std::span<const int32_t> tokens);
   // The longest run of cached blocks holding tokens[0, n * block_size) with
-  // n <= max_blocks. Retains nothing.
-  PrefixHit lookup(std::span<const int32_t> tokens, int64_t max_blocks) const;
+  // n <= max_blocks, its first block's parent being `root` (kRootHash, or a
+  // salt mixed in so that prefixes computed under another LoRA adapter are
+  // never shared). Retains nothing.
+  PrefixHit lookup(std::span<const int32_t> tokens, int64_t max_blocks,
+                   uint64_t root = kRootHash) const;
 
   // Throws, naming the broken rule, unless the counts, lists and hash index
   // agree with every block's state. For tests and debug checks.

@@ -12,7 +12,7 @@ namespace parallm {
 ColumnParallelLinear::ColumnParallelLinear(ParameterSet& ps, const std::string& name, int64_t in,
                                            int64_t out_features, bool bias, double init_std,
                                            const TpGroup& tp, int replicas)
-    : in_(in) {
+    : in_(in), site_(lora_site(name)) {
   PX_CHECK(replicas >= 1 && tp.size() % replicas == 0, "{}: {} replicas do not divide tp ({})",
            name, replicas, tp.size());
   const int shards = tp.size() / replicas;
@@ -51,6 +51,7 @@ void ColumnParallelLinear::forward(const LayerContext& c, float* out, const floa
   const float* b = b_.index >= 0 ? c.params.value(b_) : nullptr;
   linear_forward(c, out, inp, w_, b, c.N(), in_, out_);
   lora_.forward_add(c, out, inp);
+  add_row_loras(c, site_, out, inp, in_, out_);
 }
 
 LinearPart ColumnParallelLinear::part(const LayerContext& c, float* out) const {
@@ -73,7 +74,7 @@ void ColumnParallelLinear::backward(const LayerContext& c, float* dinp, const fl
 
 RowParallelLinear::RowParallelLinear(ParameterSet& ps, const std::string& name, int64_t in_features,
                                      int64_t out, bool bias, double init_std, const TpGroup& tp)
-    : in_(in_features / tp.size()), out_(out), tp_(tp) {
+    : in_(in_features / tp.size()), out_(out), tp_(tp), site_(lora_site(name)) {
   PX_CHECK(in_features % tp.size() == 0, "{}: input features ({}) are not divisible by tp ({})",
            name, in_features, tp.size());
   w_ = ps.add({.name = name + ".weight",
@@ -99,11 +100,13 @@ void RowParallelLinear::forward(const LayerContext& c, float* stream, const floa
   const float* b = b_.index >= 0 ? c.params.value(b_) : nullptr;
   if (!tp_.active()) {
     linear_forward(c, stream, inp, w_, b, c.N(), in_, out_);
-    return lora_.forward_add(c, stream, inp);
+    lora_.forward_add(c, stream, inp);
+    return add_row_loras(c, site_, stream, inp, in_, out_);
   }
   Tensor partial = c.workspace({c.N(), out_});
   linear_forward(c, partial.data<float>(), inp, w_, nullptr, c.N(), in_, out_);
   lora_.forward_add(c, partial.data<float>(), inp);  // inside the one tp sum
+  add_row_loras(c, site_, partial.data<float>(), inp, in_, out_);
   leave_tp_region(tp_, stream, partial.data<float>(), c.N(), out_);
   if (b == nullptr) return;
   const int64_t rows = tp_local_rows(tp_, c.N());

@@ -14,6 +14,7 @@
 
 #include "nn/layer_context.h"
 #include "nn/matmul_precision.h"
+#include "nn/row_lora.h"
 #include "parallel/tensor/lora_adapter.h"
 #include "parallel/tensor/tp_group.h"
 
@@ -42,6 +43,7 @@ class ColumnParallelLinear {
   // out += the adapter's term (nothing without one): after a part() pass.
   void adapt(const LayerContext& c, float* out, const float* inp) const {
     lora_.forward_add(c, out, inp);
+    add_row_loras(c, site_, out, inp, in_, out_);
   }
 
  private:
@@ -49,6 +51,7 @@ class ColumnParallelLinear {
   int replicas_ = 1;
   ParamRef w_, b_;
   LoraAdapter lora_;
+  uint64_t site_ = 0;  // lora_site of the name: served adapters' factors (nn/row_lora.h)
 };
 
 class RowParallelLinear {
@@ -73,6 +76,7 @@ class RowParallelLinear {
   ParamRef w_, b_;
   TpGroup tp_;
   LoraAdapter lora_;
+  uint64_t site_ = 0;  // lora_site of the name: served adapters' factors (nn/row_lora.h)
 };
 
 }  // namespace parallm

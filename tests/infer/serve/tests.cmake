@@ -112,3 +112,14 @@ add_test(NAME reference.serve.tools
                  serve_tools $<TARGET_FILE:parallm>
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(reference.serve.tools PROPERTIES LABELS reference TIMEOUT 120)
+
+# Many LoRA adapters with the official openai client: eight peft-made
+# adapters and the base in one batch, each answer equal to peft's greedy
+# tokens and logprobs, one adapter loaded and unloaded at run time,
+# /v1/models with parents, unknown and malformed adapters refused, /metrics
+# counting requests per adapter.
+add_test(NAME reference.serve.lora
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/serve_lora_check.py
+                 serve_lora $<TARGET_FILE:parallm>
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(reference.serve.lora PROPERTIES LABELS reference TIMEOUT 240)
