@@ -12,12 +12,14 @@
 #include "train/config/training_config.h"
 #include "infer/generate_job.h"
 #include "train/config/inference_flags.h"
+#include "train/config/speculative_flags.h"
 
 namespace parallm::cli {
 
 void add_generate_command(CLI::App& app, CommandRegistry& reg) {
   struct Flags {
     GenerateJobOptions job;
+    SpeculativeFlags speculative;
   };
   auto f = std::make_shared<Flags>();
   GenerateJobOptions& j = f->job;
@@ -46,10 +48,7 @@ void add_generate_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--seed", s.seed, "sampling seed");
   sub->add_option("--logprobs", s.logprobs, "report the N most likely tokens per step (JSON)");
   sub->add_option("--stop", j.gen.stop_strings, "stop string (repeatable)");
-  sub->add_option("--ngram-draft", j.gen.ngram_draft_tokens,
-                  "speculative decoding: up to N tokens drafted by prompt lookup, verified in one "
-                  "forward; sampled drafts are accepted with the target's probability (0: off; docs/inference.md)")
-      ->check(CLI::NonNegativeNumber);
+  add_speculative_flags(sub, f->speculative);
   sub->add_option("--dtype", j.dtype, "fp32 | bf16 (GEMMs)");
   add_kv_dtype_flag(sub, j.gen.kv_dtype);
   add_quantize_flag(sub, j.source.quantize);
@@ -66,6 +65,11 @@ void add_generate_command(CLI::App& app, CommandRegistry& reg) {
       PX_CHECK(!f->job.source.hf_dir.empty() || !f->job.source.checkpoint.empty(),
                "give --model HF_DIR | FILE.gguf or --checkpoint CKPT_DIR");
       select_gguf(f->job.source);
+      const SpeculativeFlags::Resolved spec = f->speculative.resolve();
+      f->job.gen.ngram_draft_tokens = spec.ngram;
+      f->job.gen.draft_model_tokens = spec.draft_model;
+      f->job.draft.hf_dir = f->speculative.draft_model;
+      select_gguf(f->job.draft);
       PX_CHECK(f->job.tp * f->job.pp == env.world_size,
                "--tp ({}) x --pp ({}) must equal the number of ranks ({})", f->job.tp, f->job.pp,
                env.world_size);

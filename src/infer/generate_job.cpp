@@ -10,6 +10,7 @@
 
 #include "data/tokenizer/tokenizer.h"
 #include "data/tokenizer/utf8.h"
+#include "infer/draft_model.h"
 #include "infer/eos_ids.h"
 #include "infer/model_text.h"
 #include "ops/host_runtime.h"
@@ -98,6 +99,12 @@ int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, 
   const int ranks = world ? world->size() : 1, rank = world ? world->rank() : 0;
   PX_CHECK(opts.tp >= 1 && opts.pp >= 1 && opts.tp * opts.pp == ranks,
            "tp ({}) x pp ({}) must equal the number of ranks ({})", opts.tp, opts.pp, ranks);
+  const bool drafting = opts.gen.draft_model_tokens > 0;
+  PX_CHECK(!drafting || !opts.draft.hf_dir.empty() || !opts.draft.gguf.empty(),
+           "--num-speculative-tokens with a draft model needs --draft-model DIR");
+  PX_CHECK(!drafting || ranks == 1,
+           "--draft-model runs in one process; this job has {} ranks (tp {}, pp {})", ranks,
+           opts.tp, opts.pp);
   const RankGrid grid(GridSizes{.tp = opts.tp, .pp = opts.pp}, ranks);
   const RankGroups groups = split_groups(grid, world, rank);
   InferenceModel im(opts.source, inference_placement(grid, groups, rank, device->memory()),
@@ -105,8 +112,15 @@ int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, 
   const TpGroup& tp = im.model().tp();
   const bool writer = is_sampling_rank(im.model());
   check_tokenizer_fits(*tok, dir, im.model().config().vocab_size);
+  std::optional<InferenceModel> draft;
+  if (drafting) {
+    draft.emplace(opts.draft, inference_placement(grid, groups, rank, device->memory()),
+                  precision, world);
+    check_draft_vocab(im.model().config().vocab_size, draft->model().config().vocab_size);
+  }
 
   GenerateOptions gen = opts.gen;
+  gen.draft_model = draft ? &draft->model() : nullptr;
   gen.pp = opts.pp > 1 ? groups.pp.get() : nullptr;
   gen.eos_ids = generation_eos_ids(opts.source, im.eos_ids(), *tok, dir,
                                    im.model().config().vocab_size, rank == 0 ? &err : nullptr);
@@ -150,8 +164,9 @@ int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, 
              st.prefill_tokens, st.prefill_s,
              rate(st.prefill_tokens, st.prefill_s), st.decode_tokens, st.decode_s,
              rate(st.decode_tokens, st.decode_s));
-  if (gen.ngram_draft_tokens > 0)
-    err << fmt::format(", ngram drafts {} tokens, {} accepted ({:.0f}%)", st.draft_tokens,
+  if (gen.ngram_draft_tokens > 0 || gen.draft_model_tokens > 0)
+    err << fmt::format(", {} drafts {} tokens, {} accepted ({:.0f}%)",
+                       gen.draft_model_tokens > 0 ? "draft-model" : "ngram", st.draft_tokens,
                        st.accepted_draft_tokens,
                        100.0 * rate(st.accepted_draft_tokens, static_cast<double>(st.draft_tokens)));
   err << std::endl;

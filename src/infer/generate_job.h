@@ -25,7 +25,10 @@ struct GenerateJobOptions {
   std::string tokenizer;     // directory with tokenizer.json; empty: see above
   bool chat = false;         // each prompt is a user message through the chat template
   std::string system;        // chat: a system message before each prompt
-  GenerateOptions gen;       // decode/stop/eos filled in by the job
+  GenerateOptions gen;       // decode/stop/eos (and draft_model) filled in by the job
+  // --draft-model: loaded beside the model when gen.draft_model_tokens > 0
+  // (same vocabulary; one process only).
+  ModelSource draft;
   std::string dtype = "fp32";
   bool json = false;
   int threads = 0;

@@ -65,6 +65,14 @@ add_test(NAME cli.generate.kv_dtype
 set_tests_properties(cli.generate.kv_dtype PROPERTIES LABELS unit TIMEOUT 120
                      ENVIRONMENT OMP_NUM_THREADS=1)
 
+# Speculative decoding flags end to end: --draft-model (the model itself),
+# --ngram-draft and --num-speculative-tokens give plain decoding's greedy
+# tokens; contradicting flags refused.
+add_test(NAME cli.generate.speculative
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/speculative_cli.sh $<TARGET_FILE:parallm>)
+set_tests_properties(cli.generate.speculative PROPERTIES LABELS unit TIMEOUT 120
+                     ENVIRONMENT OMP_NUM_THREADS=1)
+
 # An EOS id past the vocabulary (GPT2Config's default 50256 on 600 ids, in
 # config.json and generation_config.json) is one warning line and generation
 # runs without it, giving transformers' greedy tokens.

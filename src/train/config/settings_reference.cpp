@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "train/config/inference_flags.h"
+#include "train/config/speculative_flags.h"
 
 namespace parallm {
 namespace {
@@ -57,6 +58,12 @@ std::string settings_reference(const RunSchema& schema) {
       "Flags both commands take, declared once (src/train/config/inference_flags.cpp).\n\n"
       "| flag | value | help |\n|---|---|---|\n";
   for (const InferenceFlag& f : inference_flags())
+    out += fmt::format("| `{}` | {} | {} |\n", f.flag, f.value, f.help);
+  out +=
+      "\n## Speculative decoding: `parallm generate`\n\n"
+      "Declared once (src/train/config/speculative_flags.cpp); docs/inference.md.\n\n"
+      "| flag | value | help |\n|---|---|---|\n";
+  for (const InferenceFlag& f : speculative_flags())
     out += fmt::format("| `{}` | {} | {} |\n", f.flag, f.value, f.help);
   return out;
 }
