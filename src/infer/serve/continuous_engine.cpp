@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <optional>
 
 #include "base/error.h"
+#include "infer/draft_verify.h"
 #include "infer/structured/constrained_sequence.h"
 
 namespace parallm::serve {
@@ -138,6 +140,7 @@ void ContinuousEngine::admit_incoming() {
   incoming_.clear();
   for (uint64_t id : cancels_) {
     if (live_.erase(id) > 0) sched_.remove(id);
+    if (opts_.speculative.draft) opts_.speculative.draft->release(id);
   }
   cancels_.clear();
 }
@@ -157,7 +160,7 @@ std::optional<RowLoras> ContinuousEngine::step_loras(const StepPlan& plan) const
   bool any = false;
   for (const ScheduledSeq& e : plan.seqs) {
     per_span.push_back(live_.at(e.id)->req.lora.get());
-    counts.push_back(e.count);
+    counts.push_back(e.count + static_cast<int64_t>(e.drafts.size()));  // its rows
     any = any || per_span.back() != nullptr;
   }
   if (!any) return std::nullopt;  // base rows only: the forward takes no adapter path
@@ -165,15 +168,22 @@ std::optional<RowLoras> ContinuousEngine::step_loras(const StepPlan& plan) const
 }
 
 bool ContinuousEngine::step() {
-  const StepPlan plan = sched_.step();
+  StepPlan plan = sched_.step();
   if (plan.empty()) return false;
-  std::vector<PagedSpan> spans;
-  spans.reserve(plan.seqs.size());
-  for (const ScheduledSeq& e : plan.seqs) spans.push_back({e.pos0, e.count, e.blocks});
+  // Speculative decoding: drafts after each unconstrained sequence's token.
+  const std::vector<std::vector<std::vector<float>>> draft_q =
+      add_step_drafts(opts_.speculative, sched_, plan, [&](uint64_t id) {
+        const Live& s = *live_.at(id);
+        return s.constraint ? DraftSeat{} : DraftSeat{&s.sampler, s.req.choice};
+      });
+  const StepRows rows = step_rows(plan);
   const std::optional<RowLoras> loras = step_loras(plan);
-  const Tensor logits = runner_.run(plan.tokens, spans, loras ? &*loras : nullptr);
+  const Tensor logits = runner_.run(rows.tokens, rows.spans, loras ? &*loras : nullptr);
   const int64_t V = cfg_.vocab_size;
   std::vector<int32_t> sampled;
+  std::vector<int64_t> accepted;                           // per logits entry: drafts kept
+  std::map<uint64_t, std::vector<SampledToken>> drafts_kept;  // the tokens before its pick
+  int64_t drafted = 0, kept_drafts = 0;
   std::vector<std::pair<uint64_t, SampledToken>> picks;
   std::set<uint64_t> grammar_refused;  // constrained sequences no token could continue
   int64_t masked = 0, mask_us = 0;
@@ -185,8 +195,23 @@ bool ContinuousEngine::step() {
     const std::vector<int32_t>& all = sched_.tokens(e.id);
     const size_t np = static_cast<size_t>(sched_.prompt_tokens(e.id));
     const std::span<const int32_t> prompt(all.data(), np), gen(all.data() + np, all.size() - np);
-    std::span<const float> row(logits.data<float>() + static_cast<int64_t>(r) * V,
+    std::span<const float> row(logits.data<float>() + rows.first_row[r] * V,
                                static_cast<size_t>(V));
+    if (!e.drafts.empty()) {
+      std::vector<SampledToken> toks = verify_drafts(s.sampler, row.data(), V, prompt, gen,
+                                                     e.drafts, draft_q[r], s.req.choice);
+      cut_at_end(toks, gen, s.req.max_new_tokens, opts_.eos_ids, s.stops, opts_.decode);
+      drafted += static_cast<int64_t>(e.drafts.size());
+      kept_drafts += static_cast<int64_t>(toks.size()) - 1;
+      accepted.push_back(static_cast<int64_t>(toks.size()) - 1);
+      SampledToken t = std::move(toks.back());
+      toks.pop_back();
+      sampled.push_back(t.token);
+      if (!toks.empty()) drafts_kept[e.id] = std::move(toks);
+      picks.emplace_back(e.id, std::move(t));
+      continue;
+    }
+    accepted.push_back(0);
     if (s.constraint) {
       // This sequence's row only: the others in the batch sample as they are.
       const auto t0 = std::chrono::steady_clock::now();
@@ -220,7 +245,7 @@ bool ContinuousEngine::step() {
     sampled.push_back(t.token);
     picks.emplace_back(e.id, std::move(t));
   }
-  sched_.complete(plan, sampled);
+  sched_.complete(plan, sampled, accepted);
   // Updates are delivered after the scheduler, the pool and the counters
   // agree, so a client that hears its sequence ended sees its blocks freed.
   std::vector<std::pair<std::unique_ptr<Live>, SequenceUpdate>> ended;
@@ -234,6 +259,8 @@ bool ContinuousEngine::step() {
     const bool refused = grammar_refused.count(id) > 0;
     // A token the grammar could not take is not the client's: the sequence
     // ends without it.
+    if (const auto kept = drafts_kept.find(id); kept != drafts_kept.end())
+      u.tokens = std::move(kept->second);  // speculative decoding's accepted drafts
     if (!refused) u.tokens.push_back(std::move(t));
     const std::vector<int32_t>& all = sched_.tokens(id);
     const std::span<const int32_t> gen(all.data() + u.prompt_tokens,
@@ -259,12 +286,15 @@ bool ContinuousEngine::step() {
       continue;
     }
     sched_.remove(id);
+    if (opts_.speculative.draft) opts_.speculative.draft->release(id);
     ended.emplace_back(std::move(live_.at(id)), std::move(u));
     live_.erase(id);
   }
   {
     std::lock_guard<std::mutex> lk(mu_);
-    counters_.generated_tokens += static_cast<int64_t>(sampled.size());
+    counters_.generated_tokens += static_cast<int64_t>(sampled.size()) + kept_drafts;
+    counters_.spec_draft_tokens += drafted;
+    counters_.spec_accepted_tokens += kept_drafts;
     counters_.structured_steps += masked;
     counters_.structured_mask_us += mask_us;
     publish_locked();
@@ -290,6 +320,7 @@ void ContinuousEngine::loop() {
           u.prompt_tokens = static_cast<int64_t>(live->req.prompt.size());
           live->sink(u);
           sched_.remove(id);
+          if (opts_.speculative.draft) opts_.speculative.draft->release(id);
         }
         live_.clear();
       }

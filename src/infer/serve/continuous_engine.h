@@ -21,6 +21,7 @@
 
 #include "infer/serve/engine.h"
 #include "infer/serve/scheduler.h"
+#include "infer/serve/speculative_step.h"
 #include "infer/serve/step_runner.h"
 #include "infer/stop_strings.h"
 #include "infer/structured/token_vocabulary.h"
@@ -37,6 +38,9 @@ struct ContinuousEngineOptions {
   // The vocabulary's bytes and trie, for sequences with a grammar (null:
   // such sequences are refused).
   std::shared_ptr<const structured::TokenVocabulary> vocab;
+  // Speculative decoding (speculative_step.h); sequences with a grammar
+  // decode one token a step.
+  SpeculativeConfig speculative;
 };
 
 class ContinuousEngine : public Engine {

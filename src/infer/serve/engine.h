@@ -73,6 +73,8 @@ struct EngineCounters {
   int64_t preemptions = 0;
   int64_t structured_steps = 0;    // tokens sampled under a grammar's mask
   int64_t structured_mask_us = 0;  // time spent computing those masks
+  int64_t spec_draft_tokens = 0;     // speculative decoding: drafts verified
+  int64_t spec_accepted_tokens = 0;  // of them, accepted (and kept)
 };
 
 // One sequence to queue and where its updates go.

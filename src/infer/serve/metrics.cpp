@@ -107,6 +107,12 @@ std::string ServerMetrics::render(const EngineCounters& e) const {
   out += scalar("counter", "parallm_preemptions_total", "sequences preempted", e.preemptions);
   out += scalar("counter", "parallm_structured_output_masked_steps_total",
                 "tokens sampled under a structured-output grammar's mask", e.structured_steps);
+  // vLLM's spec_decode_num_draft_tokens / _num_accepted_tokens, in this
+  // file's naming (parallm_ prefix, counters end in _total).
+  out += scalar("counter", "parallm_spec_decode_num_draft_tokens_total",
+                "speculative decoding: draft tokens proposed and verified", e.spec_draft_tokens);
+  out += scalar("counter", "parallm_spec_decode_num_accepted_tokens_total",
+                "speculative decoding: draft tokens accepted", e.spec_accepted_tokens);
   out += fmt::format(
       "# HELP parallm_structured_output_mask_seconds_total time spent computing grammar masks\n"
       "# TYPE parallm_structured_output_mask_seconds_total counter\n"

@@ -190,12 +190,41 @@ void Scheduler::register_full_blocks(uint64_t id, Seq& s) {
   }
 }
 
+int64_t Scheduler::add_drafts(StepPlan& plan, size_t entry, std::span<const int32_t> drafts) {
+  ScheduledSeq& e = plan.seqs.at(entry);
+  const Seq& s = seq(e.id);
+  PX_CHECK(e.wants_logits && e.drafts.empty(),
+           "sequence {}: drafts follow a step's last token, once", e.id);
+  int64_t planned = static_cast<int64_t>(plan.tokens.size());
+  for (const ScheduledSeq& x : plan.seqs) planned += static_cast<int64_t>(x.drafts.size());
+  const int64_t end = e.pos0 + e.count;
+  int64_t n = std::min({static_cast<int64_t>(drafts.size()),
+                        s.max_len - static_cast<int64_t>(s.tokens.size()) - 1,
+                        cfg_.max_batched_tokens - planned});
+  while (n > 0 && !tables_.append_slots(e.id, n)) --n;  // what the free blocks hold
+  if (n <= 0) return 0;
+  e.drafts.assign(drafts.begin(), drafts.begin() + n);
+  const std::vector<BlockId>& t = tables_.table(e.id);
+  const int64_t bs = tables_.pool().block_size();
+  e.blocks.assign(t.begin(), t.begin() + (end + n + bs - 1) / bs);
+  return n;
+}
+
 void Scheduler::complete(const StepPlan& plan, std::span<const int32_t> sampled) {
+  complete(plan, sampled, {});
+}
+
+void Scheduler::complete(const StepPlan& plan, std::span<const int32_t> sampled,
+                         std::span<const int64_t> accepted) {
   PX_CHECK(static_cast<int64_t>(sampled.size()) == plan.logits_rows(),
            "step completed with {} sampled tokens for {} sequences that wanted logits",
            sampled.size(), plan.logits_rows());
+  PX_CHECK(accepted.empty() || accepted.size() == sampled.size(),
+           "step completed with {} accepted-draft counts for {} sampled tokens", accepted.size(),
+           sampled.size());
   size_t k = 0;
   for (const ScheduledSeq& e : plan.seqs) {
+    const int64_t taken = e.wants_logits && !accepted.empty() ? accepted[k] : 0;
     const int32_t token = e.wants_logits ? sampled[k++] : -1;
     const auto it = seqs_.find(e.id);
     if (it == seqs_.end() || !it->second.running) continue;  // removed since the plan
@@ -203,8 +232,14 @@ void Scheduler::complete(const StepPlan& plan, std::span<const int32_t> sampled)
     PX_CHECK(s.computed == e.pos0 && tables_.slots(e.id) >= e.pos0 + e.count,
              "sequence {}: completing positions from {} but {} are computed (a stale plan?)", e.id,
              e.pos0, s.computed);
-    s.computed += e.count;
-    counters_.computed_tokens += e.count;
+    PX_CHECK(taken >= 0 && taken <= static_cast<int64_t>(e.drafts.size()),
+             "sequence {}: {} of its {} drafts accepted", e.id, taken, e.drafts.size());
+    // Accepted drafts are tokens whose keys this step wrote; the rest of
+    // the drafts' slots go back (their keys are written over later).
+    s.tokens.insert(s.tokens.end(), e.drafts.begin(), e.drafts.begin() + taken);
+    s.computed += e.count + taken;
+    counters_.computed_tokens += e.count + taken;
+    if (!e.drafts.empty()) tables_.truncate_slots(e.id, s.computed);
     if (cfg_.prefix_cache) register_full_blocks(e.id, s);
     if (e.wants_logits) {
       PX_CHECK(static_cast<int64_t>(s.tokens.size()) < s.max_len,

@@ -39,7 +39,10 @@ struct ScheduledSeq {
   // Set when the sequence was admitted this step: positions read from the
   // prefix cache instead of being computed.
   int64_t cached_tokens = 0;
-  std::vector<BlockId> blocks;  // its block table, covering pos0 + count
+  std::vector<BlockId> blocks;  // its block table, covering pos0 + count (+ drafts)
+  // Speculative decoding (Scheduler::add_drafts): tokens drafted after the
+  // last one, each computed at a position and a logits row of its own.
+  std::vector<int32_t> drafts;
 };
 
 struct StepPlan {
@@ -78,6 +81,16 @@ class Scheduler {
   // logits gets its sampled token appended (sampled holds one token per such
   // entry, in plan order). Entries of sequences removed since are skipped.
   void complete(const StepPlan& plan, std::span<const int32_t> sampled);
+  // Speculative decoding. add_drafts: drafts to verify after the tokens of
+  // plan.seqs[entry] (an entry that wants logits), at the next positions;
+  // keeps as many as the sequence may still generate less one, the step's
+  // token budget and the free blocks allow (it never preempts) and returns
+  // that count. complete() with accepted[k]: how many of the k-th logits
+  // entry's drafts the target accepted; they become computed positions and
+  // tokens before sampled[k], and the slots of the rest are given back.
+  int64_t add_drafts(StepPlan& plan, size_t entry, std::span<const int32_t> drafts);
+  void complete(const StepPlan& plan, std::span<const int32_t> sampled,
+                std::span<const int64_t> accepted);
   // The sequence leaves (finished or cancelled), waiting or running, and
   // its blocks are released. Returns whether it was known. Call it between
   // complete() and the next step().
@@ -90,6 +103,8 @@ class Scheduler {
   // A sequence's tokens: its prompt, then what it generated.
   const std::vector<int32_t>& tokens(uint64_t id) const { return seq(id).tokens; }
   int64_t prompt_tokens(uint64_t id) const { return seq(id).prompt_len; }
+  // Its prompt and every token it may generate: the most tokens it can hold.
+  int64_t max_tokens(uint64_t id) const { return seq(id).max_len; }
   int64_t generated_tokens(uint64_t id) const;
   // Prompt positions read from the prefix cache at its first admission.
   int64_t cached_prompt_tokens(uint64_t id) const { return seq(id).first_hit; }

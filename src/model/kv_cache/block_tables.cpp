@@ -43,6 +43,18 @@ bool BlockTables::append_slots(uint64_t seq, int64_t n) {
   return true;
 }
 
+void BlockTables::truncate_slots(uint64_t seq, int64_t slots) {
+  Entry& e = tables_.at(seq);
+  PX_CHECK(slots >= 0 && slots <= e.slots, "sequence {}: truncating {} slots to {}", seq, e.slots,
+           slots);
+  const size_t keep = static_cast<size_t>((slots + pool_.block_size() - 1) / pool_.block_size());
+  while (e.blocks.size() > keep) {
+    pool_.release(e.blocks.back());
+    e.blocks.pop_back();
+  }
+  e.slots = slots;
+}
+
 void BlockTables::release(uint64_t seq) {
   const auto it = tables_.find(seq);
   if (it == tables_.end()) return;

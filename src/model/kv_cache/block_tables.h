@@ -36,6 +36,9 @@ class BlockTables {
   // Reserves the next n positions, allocating blocks. Returns false and
   // changes nothing when the pool has fewer free blocks than needed.
   bool append_slots(uint64_t seq, int64_t n);
+  // Gives back the positions from `slots` on (speculative decoding's
+  // rejected drafts), releasing the blocks no position below it uses.
+  void truncate_slots(uint64_t seq, int64_t slots);
   // Releases the sequence's blocks, last first (so among blocks freed
   // together the eviction order drops a prefix's tail before its head, which
   // later prompts could still reuse), and forgets it. Unknown ids: no-op.
