@@ -28,8 +28,8 @@ void add_schedule_command(CLI::App& app, CommandRegistry& reg) {
   CLI::App* sub = app.add_subcommand("schedule", "print and draw a pipeline schedule (simulated)");
   sub->add_option("--pp,--pipeline-model-parallel-size", f->pp, "pipeline stages");
   sub->add_option("--micro-batches,-m", f->micro_batches, "micro-batches per step");
-  sub->add_option("--schedule", f->schedule, "gpipe | 1f1b | interleaved | zb");
-  sub->add_option("--virtual-stages,-v", f->virtual_stages, "model chunks per stage (interleaved)");
+  sub->add_option("--schedule", f->schedule, "gpipe | 1f1b | interleaved | zb | dualpipev");
+  sub->add_option("--virtual-stages,-v", f->virtual_stages, "model chunks per stage (interleaved; dualpipev: 2)");
   sub->add_option("--svg", f->svg, "write the simulated timeline as SVG");
   sub->add_option("--trace", f->trace, "write the simulated timeline as a Chrome trace (JSON)");
   sub->add_flag("--transfers", f->transfers, "list sends and receives too");
@@ -40,7 +40,9 @@ void add_schedule_command(CLI::App& app, CommandRegistry& reg) {
     spec.kind = schedule_kind_from_name(f->schedule);
     spec.pp = f->pp;
     spec.micro_batches = f->micro_batches;
-    spec.virtual_stages = f->virtual_stages;
+    // DualPipeV's two chunks are the schedule's own.
+    const bool v_shape = spec.kind == ScheduleKind::DualPipeV && f->virtual_stages == 1;
+    spec.virtual_stages = v_shape ? 2 : f->virtual_stages;
     const Schedule schedule = make_schedule(spec);
     const Simulation sim = simulate(schedule, default_costs(spec.virtual_stages));
     PX_CHECK(!sim.deadlocked, "schedule deadlocks: {}", sim.deadlock);

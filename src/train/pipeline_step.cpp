@@ -12,9 +12,10 @@ namespace parallm {
 PipelineStep::PipelineStep(Transformer& model, const TrainConfig& t, PipelineGroups groups)
     : model_(model), groups_(groups), runtime_(model, groups.pp, make_schedule(pipeline_spec(t))) {
   const ModelStage& s = model.stage();
-  // (Under LoRA the table is frozen: no gradient to sum.)
+  // (Under LoRA the table is frozen: no gradient to sum. A stage holding
+  // both ends, DualPipeV's stage 0, holds one table, as one process does.)
   if (model.config().tie_embeddings && !model.config().lora.enabled() && t.parallelism.pp > 1 &&
-      (s.embedding || s.head)) {
+      s.embedding != s.head) {
     table_ = model.params().find("embed.weight");
     PX_CHECK(table_ >= 0 && groups.embedding != nullptr && groups.embedding->size() == 2,
              "stage {} holds the tied token table but has no two-rank embedding group", stage());

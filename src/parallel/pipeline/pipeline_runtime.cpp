@@ -49,6 +49,26 @@ StepRecord PipelineRuntime::run_step(const std::function<StagedModel::StageBatch
   const int V = spec.virtual_stages;
   StepRecord rec;
   std::map<std::pair<int, int>, Inbox> acts, grads;  // (micro-batch, chunk) -> receive
+  // Hand-overs between this stage's own neighbouring chunks (the turn of
+  // DualPipeV's V): (micro-batch, receiving chunk) -> activation or gradient.
+  std::map<std::pair<int, int>, Tensor> local_acts, local_grads;
+  const Placement place = schedule_placement(spec.kind);
+  const int last_vs = spec.pp * V - 1;
+  // The chunk of this stage holding virtual stage vs, or -1.
+  auto local_chunk = [&](int vs) {
+    if (vs < 0 || vs > last_vs) return -1;
+    const StageChunk at = place_virtual_stage(place, spec.pp, vs);
+    return at.stage == stage_ ? at.chunk : -1;
+  };
+  auto hand_over = [](std::map<std::pair<int, int>, Tensor>& box, int mb, int chunk, Tensor& t) {
+    if (chunk >= 0) box[{mb, chunk}] = std::move(t);
+  };
+  auto take_local = [](std::map<std::pair<int, int>, Tensor>& box, const Action& a, Tensor& t) {
+    auto it = box.find({a.micro_batch, a.chunk});
+    if (it == box.end()) return;
+    t = std::move(it->second);
+    box.erase(it);
+  };
   std::vector<std::pair<Tensor, comm::Work>> sends;  // buffers stay alive until sent
   Tensor last_output;  // the most recent compute's output, for the send after it
   StagedModel::StageBatch first = batch(0);
@@ -145,19 +165,25 @@ StepRecord PipelineRuntime::run_step(const std::function<StagedModel::StageBatch
       }
       case ActionKind::Forward: {
         Tensor in = take(acts, a, ActionKind::RecvActivation);
+        take_local(local_acts, a, in);
         if (dropped(a)) break;
         const double c0 = now_us();
         last_output =
             model_.chunk_forward(a.chunk, a.micro_batch, batch(a.micro_batch), std::move(in));
         record(a, c0, now_us());
+        hand_over(local_acts, a.micro_batch,
+                  local_chunk(virtual_stage(spec, stage_, a.chunk) + 1), last_output);
         break;
       }
       case ActionKind::Backward:
       case ActionKind::BackwardInput: {
         Tensor dout = take(grads, a, ActionKind::RecvGrad);
+        take_local(local_grads, a, dout);
+        const int below = local_chunk(virtual_stage(spec, stage_, a.chunk) - 1);
         if (dropped(a)) {
           last_output =
               Tensor::zeros(model_.allocator(), {rows, C}, DType::F32, MemTag::Communication);
+          hand_over(local_grads, a.micro_batch, below, last_output);
           break;
         }
         const double c0 = now_us();
@@ -168,6 +194,7 @@ StepRecord PipelineRuntime::run_step(const std::function<StagedModel::StageBatch
         rec.loss.sum += l.sum;
         rec.loss.count += l.count;
         record(a, c0, now_us());
+        hand_over(local_grads, a.micro_batch, below, last_output);
         break;
       }
       case ActionKind::BackwardWeight: {
@@ -181,6 +208,8 @@ StepRecord PipelineRuntime::run_step(const std::function<StagedModel::StageBatch
   for (auto& s : sends) gentle_wait(s.second);
   PX_CHECK(acts.empty() && grads.empty(), "stage {}: {} receives were never used", stage_,
            acts.size() + grads.size());
+  PX_CHECK(local_acts.empty() && local_grads.empty(), "stage {}: {} hand-overs were never used",
+           stage_, local_acts.size() + local_grads.size());
   PX_CHECK(model_.chunks_in_flight() == 0, "stage {}: {} micro-batch chunks still hold state",
            stage_, model_.chunks_in_flight());
   if (!rec.events.empty()) {
@@ -193,19 +222,21 @@ StepRecord PipelineRuntime::run_step(const std::function<StagedModel::StageBatch
 LossSum PipelineRuntime::run_forward_only(const std::vector<StagedModel::StageBatch>& batches) {
   const ScheduleSpec& spec = schedule_.spec;
   const int pp = spec.pp, V = spec.virtual_stages, last = pp * V - 1;
+  const Placement place = schedule_placement(spec.kind);
   LossSum loss;
   std::vector<std::pair<Tensor, comm::Work>> sends;
   for (size_t m = 0; m < batches.size(); ++m) {
     const StagedModel::StageBatch& b = batches[m];
     const int64_t n = model_.stream_rows(b.B, b.T) * model_.stream_width();
-    for (int c = 0; c < V; ++c) {
-      const int vs = virtual_stage(pp, stage_, c);
+    Tensor handed;  // the previous chunk's output when it lives on this stage
+    for (int c = 0; c < V; ++c) {  // in virtual-stage order in both placements
+      const int vs = virtual_stage(spec, stage_, c);
       const int tag = (static_cast<int>(m) * V + c) * 2;  // as run_step's activations
-      Tensor in;
-      if (vs > 0) {
+      Tensor in = std::move(handed);
+      if (vs > 0 && !in.defined()) {
         in = Tensor::zeros(model_.allocator(), {n}, DType::F32, MemTag::Activation);
         comm::Work w = pp_->recv_async(in.data<float>(), static_cast<size_t>(n), DType::F32,
-                                       (vs - 1) % pp, tag);
+                                       place_virtual_stage(place, pp, vs - 1).stage, tag);
         gentle_wait(w);
       }
       Tensor out = model_.chunk_forward(c, static_cast<int>(m), b, std::move(in));
@@ -216,9 +247,13 @@ LossSum PipelineRuntime::run_forward_only(const std::vector<StagedModel::StageBa
         continue;
       }
       model_.drop_chunk(c, static_cast<int>(m));
-      const int next_chunk = (vs + 1) / pp;
+      const StageChunk next = place_virtual_stage(place, pp, vs + 1);
+      if (next.stage == stage_) {
+        handed = std::move(out);
+        continue;
+      }
       comm::Work w = pp_->send_async(out.data<float>(), static_cast<size_t>(n), DType::F32,
-                                     (vs + 1) % pp, (static_cast<int>(m) * V + next_chunk) * 2);
+                                     next.stage, (static_cast<int>(m) * V + next.chunk) * 2);
       sends.emplace_back(std::move(out), std::move(w));
     }
   }

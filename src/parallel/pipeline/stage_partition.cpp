@@ -10,7 +10,8 @@
 
 namespace parallm::pipeline {
 
-StagePartition partition_layers(int num_layers, int pp, int v, const std::vector<int>& counts) {
+StagePartition partition_layers(int num_layers, int pp, int v, const std::vector<int>& counts,
+                                Placement placement) {
   PX_CHECK(pp >= 1 && v >= 1, "pp ({}) and virtual stages ({}) must be at least 1", pp, v);
   const int parts = pp * v;
   std::vector<int> sizes = counts;
@@ -33,11 +34,13 @@ StagePartition partition_layers(int num_layers, int pp, int v, const std::vector
   p.pp = pp;
   p.virtual_stages = v;
   p.num_layers = num_layers;
+  p.placement = placement;
   int first = 0;
   for (int vs = 0; vs < parts; ++vs) {
     ChunkLayers c;
-    c.stage = vs % pp;
-    c.chunk = vs / pp;
+    const StageChunk where = place_virtual_stage(placement, pp, vs);
+    c.stage = where.stage;
+    c.chunk = where.chunk;
     c.virtual_stage = vs;
     c.first_layer = first;
     c.num_layers = sizes[vs];

@@ -6,17 +6,22 @@ namespace parallm {
 
 pipeline::ScheduleSpec pipeline_spec(const TrainConfig& t) {
   const ParallelismConfig& p = t.parallelism;
-  return pipeline::ScheduleSpec{.kind = pipeline::schedule_kind_from_name(p.schedule),
+  const pipeline::ScheduleKind kind = pipeline::schedule_kind_from_name(p.schedule);
+  // DualPipeV's two chunks per stage are the schedule's, not a setting.
+  const bool v_shape = kind == pipeline::ScheduleKind::DualPipeV && p.virtual_stages == 1;
+  return pipeline::ScheduleSpec{.kind = kind,
                                 .pp = p.pp,
                                 .micro_batches = static_cast<int>(t.grad_accum_steps()),
-                                .virtual_stages = p.virtual_stages};
+                                .virtual_stages = v_shape ? 2 : p.virtual_stages};
 }
 
 pipeline::StagePartition pipeline_partition(const TrainConfig& t, const ModelConfig& m) {
   const ParallelismConfig& p = t.parallelism;
   std::vector<int> counts;
   if (!p.pp_layers.empty()) counts = pipeline::parse_layer_counts(p.pp_layers);
-  return pipeline::partition_layers(static_cast<int>(m.n_layers), p.pp, p.virtual_stages, counts);
+  const pipeline::ScheduleSpec spec = pipeline_spec(t);
+  return pipeline::partition_layers(static_cast<int>(m.n_layers), p.pp, spec.virtual_stages, counts,
+                                    pipeline::schedule_placement(spec.kind));
 }
 
 void validate_pipeline(const TrainConfig& t, const ModelConfig& m) {
@@ -30,9 +35,9 @@ ModelStage pipeline_stage(const TrainConfig& t, const ModelConfig& m, int pp_ran
   const int pp = t.parallelism.pp;
   if (pp == 1) return s;
   const pipeline::StagePartition p = pipeline_partition(t, m);
-  s.embedding = pp_rank == 0;
-  s.head = pp_rank == pp - 1;
-  for (int c = 0; c < t.parallelism.virtual_stages; ++c) {
+  s.embedding = p.chunks.front().stage == pp_rank;
+  s.head = p.chunks.back().stage == pp_rank;
+  for (int c = 0; c < p.virtual_stages; ++c) {
     const pipeline::ChunkLayers& cl = p.at(pp_rank, c);
     s.chunks.push_back({cl.first_layer, cl.num_layers});
   }

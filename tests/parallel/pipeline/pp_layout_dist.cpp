@@ -1,6 +1,7 @@
 // Layout invariance of pipeline parallelism (DESIGN principle 1): for pp in
 // {2, 4}, every schedule (GPipe, 1F1B, interleaved with 2 virtual stages,
-// ZB-H1) and micro-batches m in {1, pp, 2pp+1}, alone and combined with tp 2
+// ZB-H1, DualPipeV at m = 2pp+1, its least m being 2pp) and micro-batches
+// m in {1, pp, 2pp+1}, alone and combined with tp 2
 // (sequence parallel on) and dp 2 up to the world size, 10 training steps
 // follow the one-process run on the same global batch: per-step losses and
 // gradient norms, the evaluation loss after training (forwards only through
@@ -71,13 +72,15 @@ void expect_same_trajectory(const std::string& family, const PpLayout& l) {
 }
 
 // Every (schedule, m) a pipeline of pp stages runs: m in {1, pp, 2pp+1},
-// interleaved (V = 2) only at m = pp.
+// interleaved (V = 2) only at m = pp, DualPipeV (its own 2 chunks) only at
+// 2pp+1.
 std::vector<PpLayout> schedules_for(PpLayout base) {
   std::vector<PpLayout> out;
-  for (const char* s : {"gpipe", "1f1b", "zb", "interleaved"})
+  for (const char* s : {"gpipe", "1f1b", "zb", "interleaved", "dualpipev"})
     for (int m : {1, base.pp, 2 * base.pp + 1}) {
       const bool interleaved = std::string(s) == "interleaved";
       if (interleaved && m % base.pp != 0) continue;
+      if (std::string(s) == "dualpipev" && m < 2 * base.pp) continue;
       PpLayout l = base;
       l.schedule = s;
       l.micro_batches = m;

@@ -18,7 +18,7 @@ namespace parallm::pipeline {
 namespace {
 
 // Every spec the tests sweep: pp 1..6, m 1..12 (m % pp == 0 for interleaved,
-// with V 2..3).
+// with V 2..3; m >= 2 pp for DualPipeV).
 std::vector<ScheduleSpec> all_specs() {
   std::vector<ScheduleSpec> out;
   for (int pp = 1; pp <= 6; ++pp)
@@ -28,6 +28,7 @@ std::vector<ScheduleSpec> all_specs() {
       out.push_back({ScheduleKind::ZeroBubbleH1, pp, m, 1});
       if (pp >= 2 && m % pp == 0)
         for (int v = 2; v <= 3; ++v) out.push_back({ScheduleKind::Interleaved, pp, m, v});
+      if (m >= 2 * pp) out.push_back({ScheduleKind::DualPipeV, pp, m, 2});
     }
   return out;
 }
@@ -82,6 +83,12 @@ TEST(PipelineSchedule, InFlightBoundedAsPromised) {
           EXPECT_LE(held[st], std::min(interleaved_warmup(spec.pp, st, m, spec.virtual_stages) + 1,
                                        m * spec.virtual_stages))
               << name(spec) << " stage " << st;
+          break;
+        case ScheduleKind::DualPipeV:
+          // DeepSeek's "PP + 1" chunk activations (PP = 2 pp virtual stages):
+          // 2 pp filling the V, one more in the steady F0 B1 F1 B0 pairs.
+          EXPECT_EQ(held[st], 2 * spec.pp + 1) << name(spec) << " stage " << st;
+          EXPECT_LE(held_w[st], 2 * spec.pp + 1) << name(spec) << " stage " << st;
           break;
       }
     }
@@ -154,6 +161,49 @@ TEST(PipelineSchedule, ZeroBubbleBelow1F1B) {
     }
 }
 
+// DeepSeek's picture of DualPipeV (4 ranks, 10 micro-batches, the DualPipe
+// repository's README): device 0 fills the V with seven chunk-0 forwards,
+// turns with F/B/W triples, and ends with B/W pairs; device 3 alternates
+// chunks from the start.
+TEST(PipelineSchedule, DualPipeVListsMatchDeepSeeksPicture) {
+  const std::string text = format_schedule(make_schedule({ScheduleKind::DualPipeV, 4, 10, 2}), false);
+  EXPECT_NE(text.find("stage 0: F0c0 F1c0 F2c0 F3c0 F4c0 F5c0 F6c0 F0c1 B0c1 W0c1 F1c1 B1c1 W1c1 "
+                      "F2c1 B2c1 W2c1 F3c1 F7c0 B3c1 F4c1 B0c0 "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("B6c0 W6c0 B7c0 W7c0 B8c0 W8c0 B9c0 W9c0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("stage 3: F0c0 F0c1 F1c0 F1c1 F2c0 F2c1 F3c0 F3c1 F4c0 B0c1 F4c1 B0c0 "),
+            std::string::npos)
+      << text;
+  // The turn of the V on the last stage is in memory: it sends to stage 2 only.
+  const Schedule s = make_schedule({ScheduleKind::DualPipeV, 4, 10, 2});
+  for (const Action& a : s.stages[3])
+    if (!is_compute(a.kind)) EXPECT_EQ(a.peer, 2) << format_action(a, true);
+  // Stage 0 holds the first virtual stage and the last: it receives chunk 1's
+  // activations and sends chunk 0's, both with stage 1.
+  EXPECT_EQ(virtual_stage(s.spec, 0, 1), 7);
+  EXPECT_EQ(virtual_stage(s.spec, 3, 1), 4);
+}
+
+// With F = 1/2, B = 1, W = 1/2 a chunk (a stage's F = 1, B = 2), passes not
+// waiting for the other of their pair, DualPipeV's bubble is below
+// DeepSeek's (p-1)(F&B + B - 3W) and below ZB-H1's and 1F1B's at the same
+// pp and micro-batches: its chunks are half a stage, as interleaved's are.
+TEST(PipelineSchedule, DualPipeVBelowZeroBubbleAnd1F1B) {
+  for (int pp = 2; pp <= 6; ++pp)
+    for (int m = 2 * pp; m <= 4 * pp; ++m) {
+      const ScheduleSpec spec{ScheduleKind::DualPipeV, pp, m, 2};
+      const double dpv = simulate(make_schedule(spec)).bubble_fraction;
+      const double zb =
+          simulate(make_schedule({ScheduleKind::ZeroBubbleH1, pp, m, 1})).bubble_fraction;
+      const double one =
+          simulate(make_schedule({ScheduleKind::OneFOneB, pp, m, 1})).bubble_fraction;
+      EXPECT_LE(dpv, ideal_bubble_fraction(spec) + 1e-12) << name(spec);
+      EXPECT_LT(dpv, zb) << name(spec);
+      EXPECT_LT(dpv, one) << name(spec);
+    }
+}
+
 TEST(PipelineSchedule, ClearErrors) {
   EXPECT_EQ(testing::error_of([] {
               make_schedule({ScheduleKind::Interleaved, 4, 6, 2});
@@ -164,7 +214,16 @@ TEST(PipelineSchedule, ClearErrors) {
             }),
             "virtual stages (2) need the interleaved schedule, not 1f1b");
   EXPECT_EQ(testing::error_of([] { schedule_kind_from_name("pipedream"); }),
-            "unknown pipeline schedule 'pipedream' (expected gpipe, 1f1b, interleaved or zb)");
+            "unknown pipeline schedule 'pipedream' (expected gpipe, 1f1b, interleaved, zb or "
+            "dualpipev)");
+  EXPECT_EQ(testing::error_of([] {
+              make_schedule({ScheduleKind::DualPipeV, 4, 6, 2});
+            }),
+            "DualPipeV needs micro-batches (6) of at least 2 x pp (4)");
+  EXPECT_EQ(testing::error_of([] {
+              make_schedule({ScheduleKind::DualPipeV, 2, 8, 3});
+            }),
+            "DualPipeV holds 2 model chunks per stage, not 3");
   EXPECT_EQ(schedule_kind_from_name("zb"), ScheduleKind::ZeroBubbleH1);
   EXPECT_NE(testing::error_of([] { make_schedule({ScheduleKind::GPipe, 0, 8, 1}); }), "(no error)");
 }

@@ -40,6 +40,26 @@ TEST(StagePartition, ChunksAreVirtualStagesCTimesPpPlusS) {
   EXPECT_FALSE(p.at(3, 0).has_head);
 }
 
+// DualPipeV's V: chunk 0 goes down the stages, chunk 1 comes back, so stage
+// 0 holds the first and the last layers (embedding and head) and stage 3 the
+// two middle ranges.
+TEST(StagePartition, VPlacementFoldsTheModel) {
+  const StagePartition p = partition_layers(16, 4, 2, {}, Placement::V);
+  EXPECT_EQ(p.at(0, 0).first_layer, 0);
+  EXPECT_EQ(p.at(0, 1).virtual_stage, 7);
+  EXPECT_EQ(p.at(0, 1).first_layer, 14);
+  EXPECT_EQ(p.at(3, 0).first_layer, 6);
+  EXPECT_EQ(p.at(3, 1).virtual_stage, 4);
+  EXPECT_EQ(p.at(3, 1).first_layer, 8);
+  EXPECT_TRUE(p.at(0, 0).has_embedding);
+  EXPECT_TRUE(p.at(0, 1).has_head);
+  for (int vs = 0; vs < 8; ++vs) {
+    const StageChunk at = place_virtual_stage(Placement::V, 4, vs);
+    EXPECT_EQ(placed_virtual_stage(Placement::V, 4, at.stage, at.chunk), vs);
+    EXPECT_EQ(p.chunks[vs].stage, at.stage);
+  }
+}
+
 TEST(StagePartition, UserCounts) {
   const StagePartition p = partition_layers(16, 4, 1, parse_layer_counts("3,5,5,3"));
   EXPECT_EQ(p.at(1, 0).first_layer, 3);
