@@ -18,12 +18,14 @@
 #include "infer/serve/serve_job.h"
 #include "plan/memory_model.h"
 #include "train/config/inference_flags.h"
+#include "train/config/speculative_flags.h"
 
 namespace parallm::cli {
 
 void add_serve_command(CLI::App& app, CommandRegistry& reg) {
   auto job = std::make_shared<serve::ServeJobOptions>();
   serve::ServeJobOptions& j = *job;
+  auto spec = std::make_shared<SpeculativeFlags>();
   CLI::App* sub = app.add_subcommand("serve", "serve a model over the OpenAI HTTP API");
   auto* model = sub->add_option("--model", j.source.hf_dir,
                                "Hugging Face model directory, or a llama.cpp .gguf file (docs/gguf.md)");
@@ -87,13 +89,19 @@ void add_serve_command(CLI::App& app, CommandRegistry& reg) {
   sub->add_option("--max-lora-rank", j.max_lora_rank, "largest LoRA rank r an adapter may have")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  add_speculative_flags(sub, *spec);
   sub->add_option("--shutdown-grace", j.shutdown_grace_s,
                   "seconds responses under way may take to end after SIGTERM")
       ->capture_default_str();
-  reg.actions.emplace_back(sub, [job]() {
+  reg.actions.emplace_back(sub, [job, spec]() {
     PX_CHECK(!job->source.hf_dir.empty() || !job->source.checkpoint.empty(),
              "give --model HF_DIR | FILE.gguf or --checkpoint CKPT_DIR");
     select_gguf(job->source);
+    const SpeculativeFlags::Resolved k = spec->resolve();
+    job->ngram_draft_tokens = k.ngram;
+    job->draft_model_tokens = k.draft_model;
+    job->draft.hf_dir = spec->draft_model;
+    select_gguf(job->draft);
     // libgomp reads its wait policy once, when it is loaded: a server not
     // told otherwise starts again with passive waiting, since spinning
     // workers made decode 4-50x slower on a shared CPU (docs/serving.md).

@@ -20,8 +20,11 @@ std::unique_ptr<Engine> make_engine(const std::string& kind, Transformer& model,
     o.eos_ids = s.eos_ids;
     o.decode = s.decode;
     o.vocab = s.vocab;
+    o.speculative = s.speculative;
     return std::make_unique<ContinuousEngine>(model.config(), *runner, o);
   }
+  PX_CHECK(!s.speculative.on() || (kind != "static" && kind != "static-padded"),
+           "speculative decoding needs --engine continuous, got {}", kind);
   if (kind == "static" || kind == "static-padded")
     return std::make_unique<StaticBatchEngine>(
         model, StaticBatchEngine::Options{s.max_running, s.max_waiting, s.eos_ids, s.decode,

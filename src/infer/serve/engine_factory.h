@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "infer/serve/engine.h"
+#include "infer/serve/speculative_step.h"
 #include "infer/serve/step_runner.h"
 #include "infer/structured/token_vocabulary.h"
 #include "model/kv_cache/kv_dtype.h"
@@ -31,6 +32,7 @@ struct EngineSettings {
   std::function<std::string(std::span<const int32_t>)> decode;  // stop strings
   // continuous: the vocabulary structured output masks (null: refused).
   std::shared_ptr<const structured::TokenVocabulary> vocab;
+  SpeculativeConfig speculative;  // continuous only
 };
 
 // model (and runner) must outlive the engine. runner: the paged cache's

@@ -6,8 +6,10 @@
 
 #include <csignal>
 #include <ctime>
+#include <optional>
 
 #include "base/error.h"
+#include "infer/draft_model.h"
 #include "infer/eos_ids.h"
 #include "infer/model_text.h"
 #include "infer/serve/engine_factory.h"
@@ -130,6 +132,21 @@ int run_serve_job(const ServeJobOptions& opts, comm::Communicator* world, Shutdo
   es.decode = [&tok](std::span<const int32_t> ids) { return tok->decode_bytes(ids, true); };
   // Once per tokenizer: every id's bytes in a trie, for structured output.
   es.vocab = structured::TokenVocabulary::from_tokenizer(*tok, cfg.vocab_size, es.eos_ids);
+  // A draft model runs whole on rank 0 alone: only rank 0 plans steps, and
+  // its drafts reach the other ranks as the step's tokens.
+  std::optional<InferenceModel> draft_im;
+  std::optional<DraftModel> drafter;
+  if (opts.draft_model_tokens > 0) {
+    PX_CHECK(cache, "speculative decoding needs --engine continuous, got {}", opts.engine);
+    PX_CHECK(!opts.draft.hf_dir.empty() || !opts.draft.gguf.empty(),
+             "--num-speculative-tokens with a draft model needs --draft-model DIR");
+    draft_im.emplace(opts.draft, InferenceModel::Placement{.memory = &device->memory()}, precision,
+                     nullptr);
+    check_draft_vocab(cfg.vocab_size, draft_im->model().config().vocab_size);
+    drafter.emplace(draft_im->model(), cache->num_blocks(), opts.block_size, opts.kv_dtype);
+    es.speculative = {.draft = &*drafter, .draft_tokens = opts.draft_model_tokens};
+  }
+  es.speculative.ngram_tokens = opts.ngram_draft_tokens;
   std::unique_ptr<Engine> engine = make_engine(opts.engine, im.model(), es, runner.get());
 
   HttpOptions http = opts.http;

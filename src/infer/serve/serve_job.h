@@ -46,6 +46,11 @@ struct ServeJobOptions {
   int max_loras = 8;
   int64_t max_lora_rank = 16;
   double shutdown_grace_s = 10.0;
+  // Speculative decoding (continuous engine): prompt-lookup drafts, or a
+  // draft model loaded whole on rank 0 (docs/serving.md).
+  int64_t ngram_draft_tokens = 0;
+  ModelSource draft;
+  int64_t draft_model_tokens = 0;
 };
 
 // signals: created by the caller before any thread (shutdown_signals.h).

@@ -60,7 +60,7 @@ std::string settings_reference(const RunSchema& schema) {
   for (const InferenceFlag& f : inference_flags())
     out += fmt::format("| `{}` | {} | {} |\n", f.flag, f.value, f.help);
   out +=
-      "\n## Speculative decoding: `parallm generate`\n\n"
+      "\n## Speculative decoding: `parallm generate` and `parallm serve`\n\n"
       "Declared once (src/train/config/speculative_flags.cpp); docs/inference.md.\n\n"
       "| flag | value | help |\n|---|---|---|\n";
   for (const InferenceFlag& f : speculative_flags())

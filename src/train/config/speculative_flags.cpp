@@ -18,7 +18,8 @@ const std::vector<InferenceFlag>& speculative_flags() {
       {"--draft-model", "a model directory or .gguf file (default: none)",
        "speculative decoding with a smaller draft model of the same vocabulary, proposing "
        "--num-speculative-tokens tokens a step (greedy, or drawn from its own distribution and "
-       "accepted with min(1, p/q)); one process only (docs/inference.md)"},
+       "accepted with min(1, p/q)); generate: one process; serve: loaded whole on rank 0 "
+       "(docs/inference.md, docs/serving.md)"},
       {"--num-speculative-tokens", "K (default 4 with --draft-model)",
        "tokens drafted a step: the draft model's, or without --draft-model prompt lookup's (the "
        "same as --ngram-draft K)"},

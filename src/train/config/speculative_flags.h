@@ -1,5 +1,5 @@
-// The speculative-decoding flags of `parallm generate` (and `parallm
-// serve`), declared once: the commands add them with add_speculative_flags
+// The speculative-decoding flags of `parallm generate` and `parallm
+// serve`, declared once: the commands add them with add_speculative_flags
 // and `parallm settings` lists them from the same table (docs/settings.md).
 // --num-speculative-tokens is vLLM's name for k, for either kind of draft;
 // --ngram-draft N is the older spelling of prompt lookup with k = N.

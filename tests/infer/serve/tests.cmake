@@ -123,3 +123,27 @@ add_test(NAME reference.serve.lora
                  serve_lora $<TARGET_FILE:parallm>
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(reference.serve.lora PROPERTIES LABELS reference TIMEOUT 240)
+
+# Speculative decoding in the server: 16 concurrent greedy requests get the
+# plain server's tokens, with prompt-lookup drafts and with a draft model
+# (the model itself), and /metrics counts drafts proposed and accepted; one
+# process, and under tp 2 / pp 2 (a draft model runs on rank 0 alone).
+foreach(draft ngram model)
+  add_test(NAME reference.serve.speculative.${draft}
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/serve_speculative_check.py
+                   serve_speculative_${draft} $<TARGET_FILE:parallm> tp1 ${draft}
+           WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(reference.serve.speculative.${draft} PROPERTIES LABELS reference
+                       TIMEOUT 240)
+endforeach()
+foreach(case "tp2;model" "pp2;ngram")
+  list(GET case 0 layout)
+  list(GET case 1 draft)
+  add_test(NAME reference.serve.speculative.${layout}_${draft}
+           COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
+                   /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/serve_speculative_check.py
+                   serve_speculative_${layout} $<TARGET_FILE:parallm> ${layout} ${draft}
+                   ${PARALLM_MPIRUN} -np 2)
+  set_tests_properties(reference.serve.speculative.${layout}_${draft} PROPERTIES
+                       LABELS "reference;dist" TIMEOUT 300)
+endforeach()
