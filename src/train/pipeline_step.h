@@ -45,6 +45,8 @@ class PipelineStep {
   PipelineStep(Transformer& model, const TrainConfig& t, PipelineGroups groups);
   int stage() const { return runtime_.stage(); }
   int stages() const { return runtime_.schedule().spec.pp; }
+  // Model chunks per stage as the schedule runs them (DualPipeV: 2).
+  int chunks() const { return runtime_.schedule().spec.virtual_stages; }
   // batches[m]: micro-batch m (its token pointers valid during the call).
   // Call after the gradients are zeroed and before the optimizer.
   PipelineStepStats run(const std::vector<Transformer::StageBatch>& batches, int64_t step);

@@ -333,7 +333,7 @@ void Trainer::run(const std::function<void(const StepStats&)>& on_step,
     if (pipe_)
       rec["pipeline"] = {{"schedule", cfg_.parallelism.schedule},
                          {"pp", cfg_.parallelism.pp},
-                         {"virtual_stages", cfg_.parallelism.virtual_stages},
+                         {"virtual_stages", pipe_->chunks()},
                          {"micro_batches", cfg_.grad_accum_steps()},
                          {"bubble_fraction", s.bubble_fraction},
                          {"bubble_fraction_replayed", s.bubble_fraction_replayed},
