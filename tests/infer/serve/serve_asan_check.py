@@ -52,10 +52,51 @@ probe = subprocess.run([binary, "serve", "--help"], capture_output=True, text=Tr
                        env=dict(ENV, ASAN_OPTIONS="help=1"), timeout=60)
 check("AddressSanitizer" in probe.stdout + probe.stderr, "the binary runs under ASan")
 
+
+
+def lora_cases(port):
+    """The LoRA endpoints' parsers (lora_routes.cpp, lora_registry.cpp): every
+    bad body or directory is a 4xx and the server keeps answering."""
+    import http.client
+    import json
+
+    def post(path, raw):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        conn.request("POST", path, raw, {"Content-Type": "application/json"})
+        r = conn.getresponse()
+        status, body = r.status, r.read().decode(errors="replace")
+        conn.close()
+        return status, body
+
+    junk_dir = os.path.join(work, "junk_adapter")
+    os.makedirs(junk_dir, exist_ok=True)
+    with open(os.path.join(junk_dir, "adapter_config.json"), "w") as f:
+        f.write('{"peft_type": "LORA", "r": [1, 2], "target_modules": 7')
+    load = "/v1/load_lora_adapter"
+    for raw in ["{", "[]", "null", '{"lora_name": 5, "lora_path": "x"}', '{"lora_name": "a"}',
+                '{"lora_name": "a\\"b\\n", "lora_path": "x"}', '{"lora_name": "", "lora_path": "x"}',
+                json.dumps({"lora_name": "a" * 5000, "lora_path": "x"}),
+                json.dumps({"lora_name": "a", "lora_path": os.path.join(work, "nope")}),
+                json.dumps({"lora_name": "a", "lora_path": model_dir}),
+                json.dumps({"lora_name": "a", "lora_path": junk_dir}),
+                json.dumps({"lora_name": "tiny", "lora_path": junk_dir})]:
+        status, body = post(load, raw)
+        check(status == 400 and '"error"' in body, f"load_lora_adapter {raw[:60]!r} is 400 ({status})")
+    status, _ = post("/v1/unload_lora_adapter", '{"lora_name": "a"}')
+    check(status == 404, f"unloading an unknown adapter is 404 ({status})")
+    status, _ = post("/v1/unload_lora_adapter", "{]")
+    check(status == 400, f"a malformed unload body is 400 ({status})")
+    status, _ = post("/v1/completions", '{"model": "a", "prompt": "hi", "max_tokens": 2}')
+    check(status == 404, f"an unknown adapter as model is 404 ({status})")
+    status, _ = post("/v1/completions", '{"model": "tiny", "prompt": "hi", "max_tokens": 2}')
+    check(status == 200, f"the server still answers after the LoRA cases ({status})")
+
+
 t0 = time.time()
 server = subprocess.Popen([binary, "serve", "--model", model_dir, "--port", "0",
                            "--served-model-name", "tiny", "--max-running", "4",
-                           "--max-waiting", "16", "--shutdown-grace", "10"],
+                           "--max-waiting", "16", "--shutdown-grace", "10", "--enable-lora",
+                           "--max-loras", "2"],
                           stdout=subprocess.PIPE, text=True, env=ENV)
 try:
     line = server.stdout.readline()
@@ -64,6 +105,7 @@ try:
     port = int(m.group(1))
     print(line.strip(), flush=True)
     serve_robustness.run(port, check, "tiny", context=1024, queue_full_n=40)
+    lora_cases(port)
     check(serve_robustness.pool_is_whole(port), "every KV block is free after them")
     server.send_signal(signal.SIGTERM)
     code = server.wait(timeout=60)
