@@ -69,6 +69,7 @@ void add_generate_command(CLI::App& app, CommandRegistry& reg) {
       f->job.gen.ngram_draft_tokens = spec.ngram;
       f->job.gen.draft_model_tokens = spec.draft_model;
       f->job.draft.hf_dir = f->speculative.draft_model;
+      f->job.draft.quantize = f->speculative.draft_quantize;
       select_gguf(f->job.draft);
       PX_CHECK(f->job.tp * f->job.pp == env.world_size,
                "--tp ({}) x --pp ({}) must equal the number of ranks ({})", f->job.tp, f->job.pp,

@@ -101,6 +101,7 @@ void add_serve_command(CLI::App& app, CommandRegistry& reg) {
     job->ngram_draft_tokens = k.ngram;
     job->draft_model_tokens = k.draft_model;
     job->draft.hf_dir = spec->draft_model;
+    job->draft.quantize = spec->draft_quantize;
     select_gguf(job->draft);
     // libgomp reads its wait policy once, when it is loaded: a server not
     // told otherwise starts again with passive waiting, since spinning

@@ -2,6 +2,7 @@
 #include "train/config/speculative_flags.h"
 
 #include "base/error.h"
+#include "io/gguf/quant_recipe.h"
 
 namespace parallm {
 
@@ -20,6 +21,10 @@ const std::vector<InferenceFlag>& speculative_flags() {
        "--num-speculative-tokens tokens a step (greedy, or drawn from its own distribution and "
        "accepted with min(1, p/q)); generate: one process; serve: loaded whole on rank 0 "
        "(docs/inference.md, docs/serving.md)"},
+      {"--draft-quantize", "q8_0, q4_0 or q4_k_m (default: none)",
+       "quantise the draft model's linear weights and LM head at load, as --quantize does the "
+       "model's (vLLM's speculative_config quantization): a draft reads its weights k times a "
+       "step, so its bytes bound the speed-up"},
       {"--num-speculative-tokens", "K (default 4 with --draft-model)",
        "tokens drafted a step: the draft model's, or without --draft-model prompt lookup's (the "
        "same as --ngram-draft K)"},
@@ -31,6 +36,8 @@ SpeculativeFlags::Resolved SpeculativeFlags::resolve() const {
   PX_CHECK(ngram_draft >= 0, "--ngram-draft must be >= 0, got {}", ngram_draft);
   PX_CHECK(num_speculative_tokens >= -1, "--num-speculative-tokens must be >= 0, got {}",
            num_speculative_tokens);
+  PX_CHECK(draft_quantize.empty() || !draft_model.empty(),
+           "--draft-quantize {} needs --draft-model DIR", draft_quantize);
   PX_CHECK(draft_model.empty() || ngram_draft == 0,
            "--ngram-draft ({}) and --draft-model ({}) are two kinds of draft; give one",
            ngram_draft, draft_model);
@@ -47,7 +54,18 @@ void add_speculative_flags(CLI::App* sub, SpeculativeFlags& f) {
   const std::vector<InferenceFlag>& d = speculative_flags();
   sub->add_option(d[0].flag, f.ngram_draft, d[0].help)->check(CLI::NonNegativeNumber);
   sub->add_option(d[1].flag, f.draft_model, d[1].help);
-  sub->add_option(d[2].flag, f.num_speculative_tokens, d[2].help)
+  sub->add_option_function<std::string>(
+         d[2].flag,
+         [&f](const std::string& v) {
+           try {
+             f.draft_quantize = quant_preset_name(quant_preset_from_name(v));
+           } catch (const Error& e) {  // a parse error: CLI11 names the flag and exits 109
+             throw CLI::ValidationError(e.what());
+           }
+         },
+         d[2].help)
+      ->type_name("q8_0|q4_0|q4_k_m");
+  sub->add_option(d[3].flag, f.num_speculative_tokens, d[3].help)
       ->check(CLI::NonNegativeNumber);
 }
 

@@ -18,6 +18,7 @@ namespace parallm {
 struct SpeculativeFlags {
   int64_t ngram_draft = 0;             // --ngram-draft N (0: off)
   std::string draft_model;             // --draft-model DIR ("" : none)
+  std::string draft_quantize;          // --draft-quantize PRESET ("": its weights as they are)
   int64_t num_speculative_tokens = -1;  // --num-speculative-tokens K (-1: not given)
 
   // Tokens per step for each kind of draft (0: that kind is off).

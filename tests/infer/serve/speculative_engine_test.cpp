@@ -121,10 +121,11 @@ TEST_P(SpeculativeEngine, GreedyTokensEqualEachSequenceAlone) {
   EXPECT_GT(c.spec_draft_tokens, 0) << k.name;
   EXPECT_GT(c.spec_accepted_tokens, 0) << k.name;
   EXPECT_LE(c.spec_accepted_tokens, c.spec_draft_tokens) << k.name;
-  // The target drafting for itself: every draft accepted, unless an EOS
-  // or the length cut the step short.
+  // The target drafting for itself proposes what it then chooses: only the
+  // step that ends a sequence (an EOS or the length inside its drafts) can
+  // leave drafts unkept, at most k = 3 per sequence (docs/testing.md).
   if (k.draft == 1) {
-    EXPECT_GE(c.spec_accepted_tokens * 10, c.spec_draft_tokens * 9) << k.name;
+    EXPECT_LE(c.spec_draft_tokens - c.spec_accepted_tokens, 3 * 24) << k.name;
   }
   std::printf("%s: drafts %lld, accepted %lld, preemptions %lld\n", k.name,
               static_cast<long long>(c.spec_draft_tokens),
