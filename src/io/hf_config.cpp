@@ -141,7 +141,10 @@ nlohmann::json hf_config_json(const ModelConfig& c, const std::string& torch_dty
                         {"layer_pattern", m.layer_pattern},
                         {"score_function", score_function_name(m.score)},
                         {"expert_bias", m.expert_bias},
-                        {"bias_update_rate", m.bias_update_rate}};
+                        {"bias_update_rate", m.bias_update_rate},
+                        {"num_groups", m.num_groups},
+                        {"group_topk", m.group_topk},
+                        {"topk_scaling_factor", m.topk_scaling_factor}};
   }
   j["torch_dtype"] = torch_dtype;
   return j;
@@ -338,6 +341,9 @@ ModelConfig model_config_from_hf(const nlohmann::json& j, const std::string& src
     c.moe.score = score_function_from_name(m.opt<std::string>("score_function", "softmax"));
     c.moe.expert_bias = m.opt<bool>("expert_bias", false);
     c.moe.bias_update_rate = m.opt<double>("bias_update_rate", 1e-3);
+    c.moe.num_groups = static_cast<int>(m.opt<int64_t>("num_groups", 1));
+    c.moe.group_topk = static_cast<int>(m.opt<int64_t>("group_topk", 1));
+    c.moe.topk_scaling_factor = m.opt<double>("topk_scaling_factor", 1.0);
   }
   try {
     c.validate();

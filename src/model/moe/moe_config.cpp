@@ -74,6 +74,33 @@ void MoeConfig::validate() const {
            bias_update_rate);
   // Megatron refuses it too: with softmax the bias would shift probabilities
   // that sum to 1 (DeepSeek-V3 defines it on independent sigmoid scores).
+  PX_CHECK(num_groups >= 1, "moe router groups (--moe-router-num-groups) must be at least 1, got {}",
+           num_groups);
+  if (num_groups > 1) {
+    PX_CHECK(score == ScoreFunction::Sigmoid,
+             "group-limited routing (--moe-router-num-groups {}) needs sigmoid scores "
+             "(--moe-router-score-function sigmoid, DeepSeek-V3's); the score function is {}",
+             num_groups, score_function_name(score));
+    PX_CHECK(num_experts % num_groups == 0,
+             "moe experts ({}) are not divisible into --moe-router-num-groups ({}) groups",
+             num_experts, num_groups);
+    PX_CHECK(num_experts / num_groups >= 2,
+             "moe router groups need at least 2 experts each (a group scores its best two): {} "
+             "experts in {} groups",
+             num_experts, num_groups);
+    PX_CHECK(group_topk >= 1 && group_topk <= num_groups,
+             "--moe-router-group-topk ({}) must be in [1, --moe-router-num-groups ({})]", group_topk,
+             num_groups);
+    PX_CHECK(group_topk * (num_experts / num_groups) >= topk,
+             "--moe-router-group-topk ({}) groups of {} experts hold fewer than top-k ({})",
+             group_topk, num_experts / num_groups, topk);
+  }
+  PX_CHECK(topk_scaling_factor > 0 && std::isfinite(topk_scaling_factor),
+           "--moe-router-topk-scaling-factor must be positive, got {}", topk_scaling_factor);
+  PX_CHECK(topk_scaling_factor == 1.0 || score == ScoreFunction::Sigmoid,
+           "--moe-router-topk-scaling-factor ({}) needs sigmoid scores (DeepSeek-V3's "
+           "routed_scaling_factor); the score function is {}",
+           topk_scaling_factor, score_function_name(score));
   PX_CHECK(!expert_bias || score == ScoreFunction::Sigmoid,
            "the moe expert bias (--moe-router-enable-expert-bias) needs sigmoid scores "
            "(--moe-router-score-function sigmoid); the score function is {}",

@@ -55,6 +55,16 @@ struct MoeConfig {
   // step by bias_update_rate * sign(mean load - load_i).
   bool expert_bias = false;
   double bias_update_rate = 1e-3;
+  // Group-limited routing (DeepSeek-V3's n_group / topk_group; Megatron's
+  // --moe-router-num-groups / --moe-router-group-topk; sigmoid scores): the
+  // E experts form num_groups equal groups (a node's experts each), a
+  // group's score is the sum of its two best choice scores, and a token's
+  // top-k is taken within its group_topk best groups only. 1: no groups.
+  int num_groups = 1;
+  int group_topk = 1;
+  // DeepSeek-V3's routed_scaling_factor (Megatron's
+  // --moe-router-topk-scaling-factor; sigmoid scores): the gates times this.
+  double topk_scaling_factor = 1.0;
   // Shared expert (Qwen2-MoE, DeepSeek): an always-on MLP of this many
   // features beside the routed experts (0: none), optionally scaled per token
   // by Qwen2-MoE's sigmoid gate (model/moe/moe_shared_expert.h).

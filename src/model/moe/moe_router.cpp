@@ -21,6 +21,35 @@ void top_k(const float* z, int64_t E, int64_t k, int32_t* out) {
   std::copy(idx.begin(), idx.begin() + k, out);
 }
 
+// DeepSeek-V3's group-limited choice: choice (E) holds the scores the top-k
+// is taken on; the experts outside the group_topk groups of the highest
+// (best + second best choice) are set to 0, as transformers' DeepseekV3
+// router masks them (sigmoid scores are positive; a negative expert bias
+// could rank a masked expert above an allowed one, as there).
+void limit_to_groups(const MoeConfig& cfg, float* choice, int64_t E) {
+  const int G = cfg.num_groups;
+  const int64_t per = E / G;
+  std::vector<float> group_score(G);
+  for (int g = 0; g < G; ++g) {
+    float best = -INFINITY, second = -INFINITY;
+    for (int64_t i = g * per; i < (g + 1) * per; ++i) {
+      if (choice[i] > best) {
+        second = best;
+        best = choice[i];
+      } else if (choice[i] > second) {
+        second = choice[i];
+      }
+    }
+    group_score[g] = best + second;
+  }
+  std::vector<int32_t> keep(cfg.group_topk);
+  top_k(group_score.data(), G, cfg.group_topk, keep.data());
+  std::vector<uint8_t> allowed(G, 0);
+  for (int32_t g : keep) allowed[g] = 1;
+  for (int64_t i = 0; i < E; ++i)
+    if (!allowed[i / per]) choice[i] = 0.0f;
+}
+
 // Marks the assignments of sequence rows [t0, t0 + T) that exceed capacity.
 void apply_capacity(const MoeConfig& cfg, Routing& r, int64_t t0) {
   const int64_t cap = cfg.capacity(r.T), k = r.k;
@@ -60,10 +89,10 @@ void aux_probs(const MoeConfig& cfg, const Routing& r, int64_t t, double* q) {
 }
 
 // route_backward under sigmoid scores: d loss / d s from the gates (g_j =
-// s_j / sum of the chosen s when k > 1) and the aux loss (q_i = s_i / sum of
+// c s_j / sum of the chosen s when k > 1, c the topk scaling factor) and the aux loss (q_i = s_i / sum of
 // all s when k > 1), then through the sigmoid; the z-loss acts on the
 // logits through softmax as under softmax scores.
-void sigmoid_backward(const Routing& r, const float* dgate, double aux_w, double z_w,
+void sigmoid_backward(const Routing& r, const float* dgate, double aux_w, double z_w, double c,
                       float* dlogits) {
   const int64_t E = r.E, k = r.k;
   std::vector<double> ds(E);
@@ -82,8 +111,9 @@ void sigmoid_backward(const Routing& r, const float* dgate, double aux_w, double
     double qdq = 0.0;  // sum_i q_i dq_i with dq_i = aux_w f_i
     for (int64_t i = 0; i < E; ++i) qdq += s[i] / all * aux_w * f[i];
     for (int64_t i = 0; i < E; ++i) ds[i] = k > 1 ? (aux_w * f[i] - qdq) / all : aux_w * f[i];
+    // g_j = c s_j / chosen: d/ds_j = (c dg_j - sum_l g_l dg_l) / chosen.
     for (int64_t j = 0; j < k; ++j) {
-      const double dg = r.kept[t * k + j] ? dgate[t * k + j] : 0.0;
+      const double dg = r.kept[t * k + j] ? c * dgate[t * k + j] : 0.0;
       ds[e[j]] += k > 1 ? (dg - gdg) / chosen : dg;
     }
     float* dz = dlogits + t * E;
@@ -125,16 +155,15 @@ Routing route(const MoeConfig& cfg, const float* logits, int64_t N, int64_t T, c
       float* sc = &r.scores[t * E];
       for (int64_t i = 0; i < E; ++i)
         sc[i] = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(z[i]))));
-      if (bias != nullptr) {
-        for (int64_t i = 0; i < E; ++i) biased[i] = sc[i] + bias[i];
-        top_k(biased.data(), E, k, e);
-        top_k(sc, E, k, &aux_expert[t * k]);
-      } else {
-        top_k(sc, E, k, e);
-      }
+      for (int64_t i = 0; i < E; ++i) biased[i] = bias != nullptr ? sc[i] + bias[i] : sc[i];
+      if (cfg.num_groups > 1) limit_to_groups(cfg, biased.data(), E);
+      top_k(biased.data(), E, k, e);
+      if (bias != nullptr) top_k(sc, E, k, &aux_expert[t * k]);
       double sk = 0.0;  // Megatron normalises whenever k > 1
       for (int64_t j = 0; j < k; ++j) sk += sc[e[j]];
-      for (int64_t j = 0; j < k; ++j) g[j] = k > 1 ? static_cast<float>(sc[e[j]] / sk) : sc[e[j]];
+      const double c = cfg.topk_scaling_factor;
+      for (int64_t j = 0; j < k; ++j)
+        g[j] = static_cast<float>(c * (k > 1 ? sc[e[j]] / sk : sc[e[j]]));
       continue;
     }
     top_k(z, E, k, e);
@@ -191,7 +220,7 @@ void route_backward(const MoeConfig& cfg, const Routing& r, const float* dgate, 
   const double z_w = grad_scale * cfg.z_loss_coeff * 2.0;
   std::vector<double> dp(E);
   if (cfg.score == ScoreFunction::Sigmoid) {
-    sigmoid_backward(r, dgate, aux_w, z_w, dlogits);
+    sigmoid_backward(r, dgate, aux_w, z_w, cfg.topk_scaling_factor, dlogits);
     return;
   }
   for (int64_t t = 0; t < r.N; ++t) {

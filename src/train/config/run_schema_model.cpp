@@ -196,6 +196,19 @@ void declare_moe(std::vector<Setting>& m) {
   m.push_back(field_setting("model", "moe_router_bias_update_rate", "--moe-router-bias-update-rate",
                             "the expert bias's step per update (default 1e-3)",
                             PX_FIELD(model.moe.bias_update_rate)));
+  m.push_back(field_setting("model", "moe_router_num_groups", "--moe-router-num-groups",
+                            "group-limited routing (DeepSeek-V3's n_group, sigmoid scores): the "
+                            "experts in this many equal groups (default 1: none)",
+                            PX_FIELD(model.moe.num_groups)));
+  m.push_back(field_setting("model", "moe_router_group_topk", "--moe-router-group-topk",
+                            "the groups a token's top-k is taken from, those of the highest sum "
+                            "of their two best scores (DeepSeek-V3's topk_group)",
+                            PX_FIELD(model.moe.group_topk)));
+  m.push_back(field_setting("model", "moe_router_topk_scaling_factor",
+                            "--moe-router-topk-scaling-factor",
+                            "the gates times this (DeepSeek-V3's routed_scaling_factor, sigmoid "
+                            "scores; default 1)",
+                            PX_FIELD(model.moe.topk_scaling_factor)));
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 # and 6 with the same losses and grad norms (1e-5 relative) and expert
 # loads. The saved train_state.json must hold a moved bias, and a resume
 # that drops it (the key removed) must route differently: the check bites.
+# The router is DeepSeek-V3's whole: 8 experts in 4 groups of 2, the top-2
+# from the best 2 groups only, gates times 2.5 (routed_scaling_factor).
 # usage: ep_sigmoid_checkpoint.sh PARALLM   (the MPI environment comes from ctest)
 set -euo pipefail
 source "$(dirname "$0")/ep_script_setup.sh" "$1"
@@ -19,12 +21,15 @@ num_layers = 2
 num_heads = 4
 num_kv_heads = 2
 intermediate_size = 64
-num_experts = 4
+num_experts = 8
 moe_router_topk = 2
 moe_layer_freq = "[1]*2"
 moe_router_score_function = "sigmoid"
 moe_router_enable_expert_bias = true
 moe_router_bias_update_rate = 0.01
+moe_router_num_groups = 4
+moe_router_group_topk = 2
+moe_router_topk_scaling_factor = 2.5
 moe_aux_loss_coeff = 0.01
 moe_z_loss_coeff = 0.001
 [data]

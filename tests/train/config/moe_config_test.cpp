@@ -4,12 +4,14 @@
 // the parameter server with ep, experts split over tp; tp (+ sp) and
 // ZeRO-1/2/3 accepted;
 // the layer pattern (a list moe_layer_freq, --moe-layer-freq text) and the
-// experts' own width.
+// experts' own width; DeepSeek-V3's group-limited routing keys, kept by a
+// checkpoint's config.json.
 #include <gtest/gtest.h>
 
 #include "base/error.h"
 #include "common/run_config_file.h"
 #include "common/test_util.h"
+#include "io/hf_config.h"
 #include "train/config/train_config.h"
 
 namespace parallm {
@@ -172,6 +174,26 @@ TEST(MoeRunConfig, SigmoidRouterKeys) {
             "moe router bias update rate must be non-negative, got -1");
   EXPECT_EQ(error_after("moe_layer_freq = 2", "moe_router_score_function = \"tanh\""),
             "unknown moe router score function 'tanh' (expected softmax or sigmoid)");
+}
+
+TEST(MoeRunConfig, GroupRouterKeysAndTheirRecord) {
+  std::string body = kBase;
+  body.replace(body.find("num_experts = 4"), 15, "num_experts = 8");
+  body.replace(body.find("moe_layer_freq = 2"), 18,
+               "moe_layer_freq = 1\nmoe_router_score_function = \"sigmoid\"\n"
+               "moe_router_num_groups = 4\nmoe_router_group_topk = 2\n"
+               "moe_router_topk_scaling_factor = 2.5");
+  const RunConfig rc = load_run_config(testing::write_toml(body));
+  const MoeConfig& m = rc.model.moe;
+  EXPECT_EQ(m.num_groups, 4);
+  EXPECT_EQ(m.group_topk, 2);
+  EXPECT_EQ(m.topk_scaling_factor, 2.5);
+  EXPECT_NO_THROW(rc.train.validate(rc.model, 4));
+  // A checkpoint's config.json keeps them: generate and serve route alike.
+  const ModelConfig back = model_config_from_hf(hf_config_json(rc.model, "float32"), "test");
+  EXPECT_EQ(back.moe.num_groups, 4);
+  EXPECT_EQ(back.moe.group_topk, 2);
+  EXPECT_EQ(back.moe.topk_scaling_factor, 2.5);
 }
 
 }  // namespace
