@@ -15,7 +15,9 @@ with `--lora-modules a0=DIR ... a7=DIR`. Then:
   - an unknown model is 404 (openai.NotFoundError); a malformed adapter
     directory is a 400 naming the file, a duplicate name a 400, and the
     server keeps serving; /metrics counts the requests per adapter.
-Usage: serve_lora_check.py WORKDIR PARALLM"""
+Extra arguments go to the server (e.g. --ngram-draft 2: adapters and
+speculative drafts together, the answers still peft's).
+Usage: serve_lora_check.py WORKDIR PARALLM [SERVE_FLAG ...]"""
 import concurrent.futures
 import copy
 import json
@@ -36,7 +38,7 @@ from peft import LoraConfig, get_peft_model  # noqa: E402
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast  # noqa: E402
 
-work, parallm = sys.argv[1], sys.argv[2]
+work, parallm, extra = sys.argv[1], sys.argv[2], sys.argv[3:]
 os.makedirs(work, exist_ok=True)
 NAME = "tiny-llama"
 MAX_TOKENS = 8
@@ -137,7 +139,7 @@ check(differ >= 16, f"the adapters change the greedy tokens ({differ} of 32 (ada
 modules = [f"a{i}={d}" for i, d in enumerate(dirs)]
 server = subprocess.Popen([parallm, "serve", "--model", os.path.join(work, "model"), "--port", "0",
                            "--served-model-name", NAME, "--max-running", "16", "--threads", "2",
-                           "--max-loras", "10", "--lora-modules", *modules],
+                           "--max-loras", "10", *extra, "--lora-modules", *modules],
                           stdout=subprocess.PIPE, text=True)
 try:
     client, port = openai_client(server)
@@ -217,6 +219,10 @@ try:
     want["a3"] = 5.0
     want["late"] = 2.0
     check(counts == want, f"/metrics counts requests per adapter ({counts})")
+    if "--ngram-draft" in extra:
+        drafted = float(re.search(r"^parallm_spec_decode_num_draft_tokens_total (\S+)$", metrics,
+                                  re.M).group(1))
+        check(drafted > 0, f"drafts were verified under adapters ({drafted:.0f})")
 finally:
     server.terminate()
     server.wait(timeout=30)
