@@ -44,15 +44,22 @@ int64_t kv_cache_blocks(const ServeJobOptions& o, const ModelConfig& cfg, int tp
   return blocks;
 }
 
-// The served LoRA adapters (null: LoRA off), --lora-modules loaded now.
-std::unique_ptr<LoraRegistry> lora_registry(const ServeJobOptions& o, Transformer& model,
-                                            const std::string& base_name, int ranks) {
-  if (!o.enable_lora && o.lora_modules.empty()) return nullptr;
+// LoRA adapters are served by one process of the continuous engine: checked
+// on every rank before the model loads, so a tp/pp job stops at once.
+void check_lora_layout(const ServeJobOptions& o, int ranks) {
+  if (!o.enable_lora && o.lora_modules.empty()) return;
   PX_CHECK(ranks == 1,
            "LoRA adapters are served by one process only, not under --tp/--pp ({} ranks): merge "
            "one into the base (parallm export --merge-lora) to serve it on several ranks",
            ranks);
   PX_CHECK(o.engine == "continuous", "LoRA adapters need --engine continuous, got {}", o.engine);
+}
+
+// The served LoRA adapters (null: LoRA off), --lora-modules loaded now.
+std::unique_ptr<LoraRegistry> lora_registry(const ServeJobOptions& o, Transformer& model,
+                                            const std::string& base_name, int ranks) {
+  if (!o.enable_lora && o.lora_modules.empty()) return nullptr;
+  check_lora_layout(o, ranks);
   auto reg = std::make_unique<LoraRegistry>(model, base_name, o.max_loras, o.max_lora_rank);
   for (const std::string& item : o.lora_modules) {
     const auto [name, path] = parse_lora_module(item);
@@ -82,6 +89,7 @@ int run_serve_job(const ServeJobOptions& opts, comm::Communicator* world, Shutdo
   PX_CHECK(precision != Precision::FP16, "--dtype must be fp32 or bf16, got {}", opts.dtype);
   PX_CHECK(opts.max_running >= 1, "--max-running must be >= 1, got {}", opts.max_running);
   PX_CHECK(opts.max_waiting >= 1, "--max-waiting must be >= 1, got {}", opts.max_waiting);
+  check_lora_layout(opts, ranks);
   // Rank 0 owns HTTP; an unwritable log fails before the model loads.
   RequestLog log(rank == 0 ? opts.log_file : "");
 

@@ -152,3 +152,12 @@ foreach(case "tp2;model" "pp2;ngram")
   set_tests_properties(reference.serve.speculative.${layout}_${draft} PROPERTIES
                        LABELS "reference;dist" TIMEOUT 300)
 endforeach()
+
+# LoRA serving under tp is refused on every rank before anything loads.
+add_test(NAME infer.serve.lora_tp_refused.np2
+         COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV}
+                 ${PARALLM_MPIRUN} -np 2 $<TARGET_FILE:parallm> serve --model no_model_needed
+                 --tp 2 --port 0 --lora-modules a=no_adapter_needed)
+set_tests_properties(infer.serve.lora_tp_refused.np2 PROPERTIES LABELS dist TIMEOUT 60
+                     PASS_REGULAR_EXPRESSION
+                     "rank 1 of 2: error: LoRA adapters are served by one process only")
