@@ -18,6 +18,7 @@
 #include "infer/serve/serve_job.h"
 #include "plan/memory_model.h"
 #include "train/config/inference_flags.h"
+#include "train/config/lora_serving_flags.h"
 #include "train/config/speculative_flags.h"
 
 namespace parallm::cli {
@@ -78,17 +79,7 @@ void add_serve_command(CLI::App& app, CommandRegistry& reg) {
   add_quantize_flag(sub, j.source.quantize);
   sub->add_option("--threads", j.threads, "CPU threads of the model (0: all)");
   sub->add_option("--log-file", j.log_file, "JSONL request log (ttft, latency, tokens)");
-  sub->add_option("--lora-modules", j.lora_modules,
-                  "LoRA adapters (PEFT directories) served beside the model, as name=path ...; a "
-                  "request whose model is a name uses that adapter (docs/serving.md)");
-  sub->add_flag("--enable-lora", j.enable_lora,
-                "allow LoRA adapters (POST /v1/load_lora_adapter) without --lora-modules");
-  sub->add_option("--max-loras", j.max_loras, "LoRA adapters loaded at once")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub->add_option("--max-lora-rank", j.max_lora_rank, "largest LoRA rank r an adapter may have")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  add_lora_serving_flags(sub, j.lora);
   add_speculative_flags(sub, *spec);
   sub->add_option("--shutdown-grace", j.shutdown_grace_s,
                   "seconds responses under way may take to end after SIGTERM")

@@ -47,7 +47,7 @@ int64_t kv_cache_blocks(const ServeJobOptions& o, const ModelConfig& cfg, int tp
 // LoRA adapters are served by one process of the continuous engine: checked
 // on every rank before the model loads, so a tp/pp job stops at once.
 void check_lora_layout(const ServeJobOptions& o, int ranks) {
-  if (!o.enable_lora && o.lora_modules.empty()) return;
+  if (!o.lora.enable && o.lora.modules.empty()) return;
   PX_CHECK(ranks == 1,
            "LoRA adapters are served by one process only, not under --tp/--pp ({} ranks): merge "
            "one into the base (parallm export --merge-lora) to serve it on several ranks",
@@ -58,10 +58,11 @@ void check_lora_layout(const ServeJobOptions& o, int ranks) {
 // The served LoRA adapters (null: LoRA off), --lora-modules loaded now.
 std::unique_ptr<LoraRegistry> lora_registry(const ServeJobOptions& o, Transformer& model,
                                             const std::string& base_name, int ranks) {
-  if (!o.enable_lora && o.lora_modules.empty()) return nullptr;
+  if (!o.lora.enable && o.lora.modules.empty()) return nullptr;
   check_lora_layout(o, ranks);
-  auto reg = std::make_unique<LoraRegistry>(model, base_name, o.max_loras, o.max_lora_rank);
-  for (const std::string& item : o.lora_modules) {
+  auto reg = std::make_unique<LoraRegistry>(model, base_name, o.lora.max_loras,
+                                            o.lora.max_lora_rank);
+  for (const std::string& item : o.lora.modules) {
     const auto [name, path] = parse_lora_module(item);
     try {
       reg->load(name, path);

@@ -16,6 +16,7 @@
 #include "infer/serve/api_server.h"
 #include "infer/serve/shutdown_signals.h"
 #include "model/kv_cache/kv_dtype.h"
+#include "train/config/lora_serving_flags.h"
 
 namespace parallm::serve {
 
@@ -41,10 +42,7 @@ struct ServeJobOptions {
   // Served LoRA adapters (docs/serving.md, "Many LoRA adapters"): "name=path"
   // loaded at start (--lora-modules); --enable-lora allows loading at run
   // time without any; at most max_loras loaded, each of r <= max_lora_rank.
-  std::vector<std::string> lora_modules;
-  bool enable_lora = false;
-  int max_loras = 8;
-  int64_t max_lora_rank = 16;
+  LoraServingFlags lora;
   double shutdown_grace_s = 10.0;
   // Speculative decoding (continuous engine): prompt-lookup drafts, or a
   // draft model loaded whole on rank 0 (docs/serving.md).

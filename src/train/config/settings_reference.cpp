@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "train/config/inference_flags.h"
+#include "train/config/lora_serving_flags.h"
 #include "train/config/speculative_flags.h"
 
 namespace parallm {
@@ -64,6 +65,12 @@ std::string settings_reference(const RunSchema& schema) {
       "Declared once (src/train/config/speculative_flags.cpp); docs/inference.md.\n\n"
       "| flag | value | help |\n|---|---|---|\n";
   for (const InferenceFlag& f : speculative_flags())
+    out += fmt::format("| `{}` | {} | {} |\n", f.flag, f.value, f.help);
+  out +=
+      "\n## Many LoRA adapters: `parallm serve`\n\n"
+      "Declared once (src/train/config/lora_serving_flags.cpp); docs/serving.md.\n\n"
+      "| flag | value | help |\n|---|---|---|\n";
+  for (const InferenceFlag& f : lora_serving_flags())
     out += fmt::format("| `{}` | {} | {} |\n", f.flag, f.value, f.help);
   return out;
 }
