@@ -2,10 +2,12 @@
 """transformers' side of bench/speculative_bench.sh: greedy generate() on an HF
 directory from a prompt given as UTF-8 bytes (token id = byte value, as
 parallm's bytes tokenizer reads a model directory without tokenizer.json),
-plain and with prompt lookup (prompt_lookup_num_tokens, transformers' own
-n-gram speculator). Decode time = generate(N) - generate(1), best of reps.
+plain, with prompt lookup (prompt_lookup_num_tokens, transformers' own
+n-gram speculator), or with an assistant model (assisted generation, k tokens a
+step, constant schedule). Decode time = generate(N) - generate(1), best of reps.
 Prints one JSON line: decode tokens/s and the token ids.
-Usage: speculative_peer.py DIR PROMPT NEW THREADS REPS DRAFT (DRAFT 0: plain)."""
+Usage: speculative_peer.py DIR PROMPT NEW THREADS REPS DRAFT [ASSISTANT_DIR]
+  (DRAFT 0: plain; with ASSISTANT_DIR, DRAFT is the assistant's k)."""
 import json
 import os
 import sys
@@ -23,6 +25,14 @@ def main():
     model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float32).eval()
     ids = torch.tensor([list(prompt.encode())])
     extra = {"prompt_lookup_num_tokens": draft} if draft > 0 else {}
+    kind = "ngram"
+    if len(sys.argv) > 7 and draft > 0:
+        kind = "draft_model"
+        assistant = AutoModelForCausalLM.from_pretrained(sys.argv[7],
+                                                         torch_dtype=torch.float32).eval()
+        assistant.generation_config.num_assistant_tokens = draft
+        assistant.generation_config.num_assistant_tokens_schedule = "constant"
+        extra = {"assistant_model": assistant}
 
     def run(n):
         t0 = time.perf_counter()
@@ -33,7 +43,7 @@ def main():
 
     first = min(run(1)[0] for _ in range(reps))
     best, tokens = min(run(new) for _ in range(reps))
-    print(json.dumps({"impl": "transformers", "draft": draft,
+    print(json.dumps({"impl": "transformers", "kind": kind, "draft": draft,
                       "decode_tok_s": (new - 1) / max(best - first, 1e-9), "tokens": tokens}))
 
 
