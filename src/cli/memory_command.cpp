@@ -43,7 +43,7 @@ void add_memory_command(CLI::App& app, CommandRegistry& reg) {
                   "experts' tensor parallel size: 1 (whole on every tp rank) or --tp (each "
                   "expert split over the tp group like a dense MLP)");
   sub->add_option("--virtual-stages", f->q.virtual_stages, "model chunks per pipeline rank");
-  sub->add_option("--schedule", f->schedule, "gpipe, 1f1b, interleaved or zb");
+  sub->add_option("--schedule", f->schedule, "gpipe, 1f1b, interleaved, zb or dualpipev");
   sub->add_flag("--sequence-parallel", f->q.sequence_parallel, "Megatron sequence parallelism");
   sub->add_option("--zero", f->q.zero, "ZeRO stage 0-3");
   sub->add_option("--precision", f->precision, "fp32, bf16 or fp16");

@@ -150,6 +150,8 @@ double in_flight(const MemoryQuery& q) {
       return m;
     case pipeline::ScheduleKind::Interleaved:
       return std::min(p, m) * (1.0 + (p - 1.0) / (p * v));
+    case pipeline::ScheduleKind::DualPipeV:
+      return p + 0.5;  // 2p + 1 half-stage chunks on every stage (m >= 2p)
     default:
       return std::min(p, m);  // 1F1B and ZB-H1 keep at most pp on stage 0
   }

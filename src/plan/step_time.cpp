@@ -260,7 +260,10 @@ void price_pipeline(const StepContext& c, StepTime& r) {
   const double stage_per_micro = (r.compute_s + r.elementwise_s + r.tp_comm_s + r.cp_comm_s +
                                   r.ep_comm_s + r.ep_imbalance_s + r.sync_wait_s) /
                                  micro;
-  const double v = q.schedule == pipeline::ScheduleKind::Interleaved ? q.virtual_stages : 1;
+  const bool v_shape = q.schedule == pipeline::ScheduleKind::DualPipeV;
+  const double v = q.schedule == pipeline::ScheduleKind::Interleaved ? q.virtual_stages
+                   : v_shape                                          ? 2
+                                                                      : 1;
   // ZB-H1 fills the bubble with deferred weight-gradient passes: (p-1)
   // (F + B - W) once there are pp micro-batches to defer (Qi et al.; a
   // third of 1F1B's when F = B = W); with a single micro-batch only each
@@ -269,9 +272,12 @@ void price_pipeline(const StepContext& c, StepTime& r) {
   // calibrated machine W is the share those GEMMs take (an MoE stage's
   // experts keep theirs in B).
   const double deferred = std::min(1.0, (micro - 1.0) / std::max(1, q.pp - 1));
+  // DualPipeV idles (p-1) half-stage forwards per stage (simulated at
+  // F = B = W, docs/pipeline.md): half of ZB-H1's full deferral.
   const double bubble_micro = q.schedule == pipeline::ScheduleKind::ZeroBubbleH1
                                   ? (q.pp - 1) * (c.f_share + c.b_share - deferred * c.w_share)
-                                  : (q.pp - 1) / v;
+                              : v_shape ? (q.pp - 1) * c.f_share / 2
+                                        : (q.pp - 1) / v;
   r.pp_bubble_s = bubble_micro * stage_per_micro;
   const bool across = q.tp * q.cp * q.dp >= d.devices_per_node;
   const LinkCost& link = across ? d.inter_node : d.intra_node;

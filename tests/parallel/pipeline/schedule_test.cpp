@@ -186,9 +186,10 @@ TEST(PipelineSchedule, DualPipeVListsMatchDeepSeeksPicture) {
 }
 
 // With F = 1/2, B = 1, W = 1/2 a chunk (a stage's F = 1, B = 2), passes not
-// waiting for the other of their pair, DualPipeV's bubble is below
-// DeepSeek's (p-1)(F&B + B - 3W) and below ZB-H1's and 1F1B's at the same
-// pp and micro-batches: its chunks are half a stage, as interleaved's are.
+// waiting for the other of their pair, DualPipeV idles (p-1) F per stage:
+// exactly DeepSeek's (p-1)(F&B + B - 3W) with the pair costing only its B,
+// below the formula with F&B = F + B (no overlap), and half ZB-H1's (p-1)
+// stage forwards (its chunks are half a stage, as interleaved's are).
 TEST(PipelineSchedule, DualPipeVBelowZeroBubbleAnd1F1B) {
   for (int pp = 2; pp <= 6; ++pp)
     for (int m = 2 * pp; m <= 4 * pp; ++m) {
@@ -198,6 +199,8 @@ TEST(PipelineSchedule, DualPipeVBelowZeroBubbleAnd1F1B) {
           simulate(make_schedule({ScheduleKind::ZeroBubbleH1, pp, m, 1})).bubble_fraction;
       const double one =
           simulate(make_schedule({ScheduleKind::OneFOneB, pp, m, 1})).bubble_fraction;
+      const double idle = (pp - 1) * 0.5, busy = 3.0 * m;  // per stage, stage-F units
+      EXPECT_NEAR(dpv, idle / (busy + idle), 1e-12) << name(spec);
       EXPECT_LE(dpv, ideal_bubble_fraction(spec) + 1e-12) << name(spec);
       EXPECT_LT(dpv, zb) << name(spec);
       EXPECT_LT(dpv, one) << name(spec);
