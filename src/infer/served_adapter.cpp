@@ -19,6 +19,7 @@ std::shared_ptr<const ServedAdapter> ServedAdapter::load(const std::string& dir,
   PX_CHECK(model.whole() && !model.tp().active(),
            "LoRA adapters are served by one process only (tp 1, pp 1), not yet under tp or pp");
   PX_CHECK(fs::is_directory(dir), "adapter directory '{}' does not exist", dir);
+  if (model.config().arch == Arch::GPT2) return load_gpt2(dir, model, max_rank);
   std::shared_ptr<ServedAdapter> a(new ServedAdapter());
   a->dir_ = dir;
   ModelConfig cfg = model.config();

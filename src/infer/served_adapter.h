@@ -4,8 +4,10 @@
 // (nn/row_lora.h), so a batch may mix it with other adapters and the base.
 // Read with training's checks (io/peft_adapter.h: family, targets, every
 // tensor present with its shape, nothing else), each failure naming the file
-// and the key. Immutable once loaded; shared by the sequences that use it,
-// so unloading while one runs frees it when that sequence ends.
+// and the key; GPT-2's Conv1D modules too (served_adapter_gpt2.cpp: c_attn's
+// one A shared by q, k and v, its B cut by rows). Immutable once loaded;
+// shared by the sequences that use it, so unloading while one runs frees it
+// when that sequence ends.
 #pragma once
 #include <memory>
 #include <string>
@@ -28,6 +30,9 @@ class ServedAdapter {
 
  private:
   ServedAdapter() = default;
+  // GPT-2 (served_adapter_gpt2.cpp): c_attn, c_proj, c_fc onto q/k/v, o, fc, proj.
+  static std::shared_ptr<const ServedAdapter> load_gpt2(const std::string& dir,
+                                                        Transformer& model, int64_t max_rank);
   std::string dir_;
   LoraConfig cfg_;
   std::unique_ptr<ParameterSet> factors_;  // "<stem>.lora_A" / ".lora_B", whole

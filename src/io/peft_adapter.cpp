@@ -65,8 +65,7 @@ std::vector<HfTensor> peft_layout(const ModelConfig& cfg) {
   return out;
 }
 
-LoraConfig read_peft_config(const std::string& dir, const ModelConfig& base) {
-  check_family(base);
+PeftConfigFile read_peft_config_file(const std::string& dir) {
   const fs::path p = fs::path(dir) / "adapter_config.json";
   PX_CHECK(fs::exists(p), "adapter directory '{}' has no adapter_config.json", dir);
   nlohmann::json j;
@@ -93,12 +92,27 @@ LoraConfig read_peft_config(const std::string& dir, const ModelConfig& base) {
              "{}: per-module {} is not supported", p.string(), key);
   PX_CHECK(!j.contains("layers_to_transform") || j["layers_to_transform"].is_null(),
            "{}: layers_to_transform is not supported (adapters on every layer only)", p.string());
+  PX_CHECK(j.contains("target_modules") &&
+               (j["target_modules"].is_string() || j["target_modules"].is_array()),
+           "{}: target_modules must be a string or a list of strings", p.string());
   std::vector<std::string> modules;
-  const nlohmann::json& tm = j.at("target_modules");
+  const nlohmann::json& tm = j["target_modules"];
   if (tm.is_string())
     modules.push_back(tm.get<std::string>());
   else
-    for (const auto& m : tm) modules.push_back(m.get<std::string>());
+    for (const auto& m : tm) {
+      PX_CHECK(m.is_string(), "{}: target_modules must be a list of strings", p.string());
+      modules.push_back(m.get<std::string>());
+    }
+  return {p.string(), l, modules};
+}
+
+LoraConfig read_peft_config(const std::string& dir, const ModelConfig& base) {
+  check_family(base);
+  PeftConfigFile f = read_peft_config_file(dir);
+  const fs::path p = f.path;
+  LoraConfig l = f.lora;
+  const std::vector<std::string>& modules = f.modules;
   std::vector<std::string> known;
   for (const auto& [kind, module] : module_of_kind()) known.push_back(module);
   for (const std::string& m : modules) {

@@ -14,6 +14,15 @@
 
 namespace parallm {
 
+// adapter_config.json as written, with the checks that do not depend on the
+// model (peft_type LORA, integer r > 0, bias none, no DoRA, no per-module
+// patterns, every layer): each failure names the file and key.
+struct PeftConfigFile {
+  std::string path;  // dir/adapter_config.json
+  LoraConfig lora;   // rank, alpha, dropout, rslora; targets empty
+  std::vector<std::string> modules;  // target_modules as written (HF module names)
+};
+PeftConfigFile read_peft_config_file(const std::string& dir);
 // The adapter tensors of cfg (cfg.lora), HF names to internal names.
 std::vector<HfTensor> peft_layout(const ModelConfig& cfg);
 // The LoRA settings of dir/adapter_config.json, checked against the model

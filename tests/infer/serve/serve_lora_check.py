@@ -15,9 +15,11 @@ with `--lora-modules a0=DIR ... a7=DIR`. Then:
   - an unknown model is 404 (openai.NotFoundError); a malformed adapter
     directory is a 400 naming the file, a duplicate name a 400, and the
     server keeps serving; /metrics counts the requests per adapter.
+FAMILY gpt2 serves a tiny GPT-2 (tiny_text_model.py) with adapters on its
+Conv1D modules (c_attn's one A shared by q, k and v; c_proj; c_fc) instead.
 Extra arguments go to the server (e.g. --ngram-draft 2: adapters and
 speculative drafts together, the answers still peft's).
-Usage: serve_lora_check.py WORKDIR PARALLM [SERVE_FLAG ...]"""
+Usage: serve_lora_check.py WORKDIR PARALLM [llama|gpt2] [SERVE_FLAG ...]"""
 import concurrent.futures
 import copy
 import json
@@ -39,11 +41,12 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # 
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast  # noqa: E402
 
 work, parallm, extra = sys.argv[1], sys.argv[2], sys.argv[3:]
+family = extra.pop(0) if extra and not extra[0].startswith("--") else "llama"
 os.makedirs(work, exist_ok=True)
-NAME = "tiny-llama"
+NAME = "tiny-" + family
 MAX_TOKENS = 8
 PROMPTS = ["hello world", "the quick brown fox", "jumps over the lazy dog", "你好世界 hello"]
-ADAPTERS = [  # (rank, alpha, target modules, rslora)
+LLAMA_ADAPTERS = [  # (rank, alpha, target modules, rslora)
     (4, 8, ["q_proj", "v_proj"], False),
     (8, 16, ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"], False),
     (2, 4, ["o_proj", "down_proj"], False),
@@ -55,7 +58,26 @@ ADAPTERS = [  # (rank, alpha, target modules, rslora)
 ]
 
 
+GPT2_ADAPTERS = [
+    (4, 8, ["c_attn"], False),
+    (8, 16, ["c_attn", "c_proj", "c_fc"], False),
+    (2, 4, ["c_proj"], False),
+    (6, 6, ["c_fc"], False),
+    (4, 16, ["c_attn"], True),
+    (8, 8, ["c_attn", "c_fc"], False),
+    (2, 2, ["c_proj", "c_fc"], False),
+    (16, 32, ["c_attn", "c_proj", "c_fc"], True),
+]
+ADAPTERS = GPT2_ADAPTERS if family == "gpt2" else LLAMA_ADAPTERS
+LATE = (4, 8, ["c_attn", "c_fc"] if family == "gpt2" else ["q_proj", "down_proj"], False)
+# A module adapter 0 does not have: the config lists it, the file lacks its tensors.
+MISSING = "c_fc" if family == "gpt2" else "o_proj"
+
+
 def build_base(model_dir):
+    if family == "gpt2":
+        from tiny_text_model import build
+        return build(model_dir, n_positions=256, seed=3)
     corpus = "hello world, the quick brown fox jumps over the lazy dog. 你好世界"
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -117,11 +139,11 @@ for i, spec in enumerate(ADAPTERS):
     peft_models.append(build_adapter(base, i, spec, d))
     dirs.append(d)
 late_dir = os.path.join(work, "late")
-late = build_adapter(base, 9, (4, 8, ["q_proj", "down_proj"], False), late_dir)
+late = build_adapter(base, 9, LATE, late_dir)
 bad_dir = os.path.join(work, "bad")
 os.makedirs(bad_dir, exist_ok=True)
 cfg = json.load(open(os.path.join(dirs[0], "adapter_config.json")))
-cfg["target_modules"] = ["q_proj", "v_proj", "o_proj"]  # o_proj's tensors are not in the file
+cfg["target_modules"] = ADAPTERS[0][2] + [MISSING]
 json.dump(cfg, open(os.path.join(bad_dir, "adapter_config.json"), "w"))
 shutil.copy(os.path.join(dirs[0], "adapter_model.safetensors"), bad_dir)
 
@@ -190,7 +212,7 @@ try:
     st, body = post("/v1/load_lora_adapter", {"lora_name": "late", "lora_path": late_dir})
     check(st == 400 and "already loaded" in body, f"a duplicate name is 400 ({st} {body})")
     st, body = post("/v1/load_lora_adapter", {"lora_name": "bad", "lora_path": bad_dir})
-    check(st == 400 and "adapter_model.safetensors" in body and "o_proj.lora_A.weight" in body,
+    check(st == 400 and "adapter_model.safetensors" in body and f"{MISSING}.lora_A.weight" in body,
           f"a malformed adapter is 400 naming the file and key ({st} {body})")
     st, body = post("/v1/load_lora_adapter", {"lora_name": "extra", "lora_path": dirs[0]})
     check(st == 200, f"a tenth adapter loads ({st} {body})")

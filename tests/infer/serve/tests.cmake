@@ -117,7 +117,8 @@ set_tests_properties(reference.serve.tools PROPERTIES LABELS reference TIMEOUT 1
 # adapters and the base in one batch, each answer equal to peft's greedy
 # tokens and logprobs, one adapter loaded and unloaded at run time,
 # /v1/models with parents, unknown and malformed adapters refused, /metrics
-# counting requests per adapter; .ngram: the same with prompt-lookup drafts.
+# counting requests per adapter; .ngram: the same with prompt-lookup drafts;
+# .gpt2: a GPT-2 with adapters on c_attn (one A for q, k, v), c_proj, c_fc.
 add_test(NAME reference.serve.lora
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/serve_lora_check.py
                  serve_lora $<TARGET_FILE:parallm>
@@ -126,8 +127,12 @@ add_test(NAME reference.serve.lora.ngram
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/serve_lora_check.py
                  serve_lora_ngram $<TARGET_FILE:parallm> --ngram-draft 2
          WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
-set_tests_properties(reference.serve.lora reference.serve.lora.ngram PROPERTIES
-                     LABELS reference TIMEOUT 240)
+add_test(NAME reference.serve.lora.gpt2
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/serve_lora_check.py
+                 serve_lora_gpt2 $<TARGET_FILE:parallm> gpt2
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(reference.serve.lora reference.serve.lora.ngram reference.serve.lora.gpt2
+                     PROPERTIES LABELS reference TIMEOUT 240)
 
 # Speculative decoding in the server: 16 concurrent greedy requests get the
 # plain server's tokens, with prompt-lookup drafts and with a draft model
