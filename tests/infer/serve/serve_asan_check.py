@@ -91,6 +91,36 @@ def lora_cases(port):
     status, _ = post("/v1/completions", '{"model": "tiny", "prompt": "hi", "max_tokens": 2}')
     check(status == 200, f"the server still answers after the LoRA cases ({status})")
 
+    # A real adapter (peft, on c_attn and c_fc), unloaded while a request of
+    # it streams: the request ends whole (it holds the factors), later ones 404.
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import GPT2LMHeadModel
+    torch.manual_seed(1)
+    pm = get_peft_model(GPT2LMHeadModel.from_pretrained(model_dir),
+                        LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn", "c_fc"]))
+    for n, p in pm.named_parameters():
+        if "lora_B" in n:
+            torch.nn.init.normal_(p, std=0.3)
+    adapter_dir = os.path.join(work, "adapter")
+    pm.save_pretrained(adapter_dir, safe_serialization=True)
+    status, body = post(load, json.dumps({"lora_name": "ad", "lora_path": adapter_dir}))
+    check(status == 200, f"a peft adapter loads ({status} {body})")
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    conn.request("POST", "/v1/completions", json.dumps(
+        {"model": "ad", "prompt": "hello", "max_tokens": 200, "stream": True,
+         "temperature": 0}), {"Content-Type": "application/json"})
+    stream = conn.getresponse()
+    first = stream.readline()
+    status, _ = post("/v1/unload_lora_adapter", '{"lora_name": "ad"}')
+    check(status == 200, f"unloaded while its request streams ({status})")
+    rest = stream.read().decode(errors="replace")
+    conn.close()
+    check(first.startswith(b"data: ") and rest.rstrip().endswith("data: [DONE]"),
+          "the streaming request of the unloaded adapter ends whole")
+    status, _ = post("/v1/completions", '{"model": "ad", "prompt": "hi", "max_tokens": 2}')
+    check(status == 404, f"after the unload its name is a 404 ({status})")
+
 
 t0 = time.time()
 server = subprocess.Popen([binary, "serve", "--model", model_dir, "--port", "0",
