@@ -142,5 +142,45 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"model_small_pool", 20, 4, 64, 12, 2}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// Sampled, with the target drafting for itself: q is p, so min(1, p/q) = 1
+// and every draft is kept but those an end cuts (the q path of
+// verify_drafts under the engine); each sequence ends with its tokens.
+TEST(SpeculativeEngineSampled, ADraftWithTheTargetsLawIsAlwaysAccepted) {
+  const ModelConfig cfg = testing::decoder_for_generation(0);
+  Allocator a;
+  Transformer m(cfg, a);
+  m.params().init_random(3);
+  PagedKvCache cache(cfg, m.tp(), 256, 16, a);
+  StepRunner runner(m, cache, nullptr, nullptr);
+  DraftModel draft(m, 256, 16);
+  ContinuousEngineOptions o;
+  o.scheduler = {.max_batched_tokens = 256, .max_running = 8};
+  o.speculative = {.draft = &draft, .draft_tokens = 3};
+  ContinuousEngine engine(cfg, runner, o);
+  const int n = 8;
+  const int64_t max_new = 12;
+  std::vector<Collected> got(n);
+  for (int i = 0; i < n; ++i) {
+    SequenceRequest r{.prompt = random_tokens(3 + i, cfg.vocab_size, 200 + i),
+                      .max_new_tokens = max_new};
+    r.sampling = {.temperature = 0.9, .top_k = 50, .seed = static_cast<uint64_t>(i)};
+    engine.submit(r, [&got, i](const SequenceUpdate& u) {
+      Collected& c = got[static_cast<size_t>(i)];
+      std::lock_guard<std::mutex> lk(c.mu);
+      for (const SampledToken& t : u.tokens) c.tokens.push_back(t.token);
+      if (u.finished) c.done.set_value();
+    });
+  }
+  for (Collected& c : got) c.done.get_future().wait();
+  for (const Collected& c : got) EXPECT_EQ(static_cast<int64_t>(c.tokens.size()), max_new);
+  engine.shutdown(true);
+  EXPECT_TRUE(engine.pool_whole());
+  const EngineCounters c = engine.counters();
+  EXPECT_GT(c.spec_draft_tokens, 0);
+  EXPECT_LE(c.spec_draft_tokens - c.spec_accepted_tokens, 3 * n);
+  std::printf("sampled: drafts %lld, accepted %lld\n", static_cast<long long>(c.spec_draft_tokens),
+              static_cast<long long>(c.spec_accepted_tokens));
+}
+
 }  // namespace
 }  // namespace parallm::serve
