@@ -39,10 +39,12 @@ PY=/usr/bin/python3
 # multi-GB torch 2.x, so they too come without (psutil, pyyaml, tqdm,
 # packaging are Debian's). gguf 0.19 (llama.cpp's own reader and writer:
 # the reference for GGUF files and the dequantisation of every block type,
-# docs/quantized.md) needs numpy and pyyaml, both Debian's.
+# docs/quantized.md) needs numpy and pyyaml, both Debian's. ml_dtypes 0.5.4
+# (the reference for the FP8 casts, docs/fp8.md) needs numpy only (its wheel
+# runs on Debian's numpy 1.24).
 PIP_PKGS=(safetensors==0.8.0 tokenizers==0.19.1 huggingface_hub==0.24.7 transformers==4.44.2
   typing_extensions==4.12.2 jiter==0.5.0 openai==1.54.4 tensorboard==2.14.0 accelerate==0.33.0
-  peft==0.12.0 gguf==0.19.0)
+  peft==0.12.0 gguf==0.19.0 ml_dtypes==0.5.4)
 # Every Python module a test imports -> the package that provides it
 # (tests/reference/*.py, tests/checkpoint/read_export.py,
 # tests/infer/serve/serve_openai_check.py).
@@ -50,7 +52,7 @@ PY_MODULES=(numpy:python3-numpy torch:python3-torch safetensors:safetensors==0.8
   tokenizers:tokenizers==0.19.1 transformers:transformers==4.44.2 jinja2:python3-jinja2
   openai:openai==1.54.4 tensorboard.backend.event_processing.event_accumulator:tensorboard==2.14.0
   accelerate:accelerate==0.33.0 peft:peft==0.12.0 gguf:gguf==0.19.0
-  jsonschema:python3-jsonschema)
+  jsonschema:python3-jsonschema ml_dtypes:ml_dtypes==0.5.4)
 
 missing=()
 for p in "${PKGS[@]}"; do

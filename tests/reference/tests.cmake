@@ -105,3 +105,13 @@ foreach(family llama3 llama_linear llama_dynamic qwen2 mistral gemma)
            WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   set_tests_properties(reference.family.${family} PROPERTIES LABELS reference TIMEOUT 300)
 endforeach()
+
+# FP8 casts (docs/fp8.md): parallm's E4M3 / E5M2 casts of 7.3M f32 bit
+# patterns (every value class, both overflow rules) and the decoding of all
+# 256 codes, bit for bit against ml_dtypes (scripts/install-deps.sh).
+add_executable(fp8_dump ${CMAKE_CURRENT_LIST_DIR}/fp8_dump.cpp)
+target_link_libraries(fp8_dump PRIVATE parallm_core)
+add_test(NAME reference.fp8_ml_dtypes
+         COMMAND sh -c "rm -rf ref_fp8 && mkdir ref_fp8 && /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/fp8_compare.py $<TARGET_FILE:fp8_dump> ref_fp8"
+         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(reference.fp8_ml_dtypes PROPERTIES LABELS reference TIMEOUT 300)
