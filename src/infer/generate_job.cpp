@@ -102,9 +102,6 @@ int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, 
   const bool drafting = opts.gen.draft_model_tokens > 0;
   PX_CHECK(!drafting || !opts.draft.hf_dir.empty() || !opts.draft.gguf.empty(),
            "--num-speculative-tokens with a draft model needs --draft-model DIR");
-  PX_CHECK(!drafting || ranks == 1,
-           "--draft-model runs in one process; this job has {} ranks (tp {}, pp {})", ranks,
-           opts.tp, opts.pp);
   const RankGrid grid(GridSizes{.tp = opts.tp, .pp = opts.pp}, ranks);
   const RankGroups groups = split_groups(grid, world, rank);
   InferenceModel im(opts.source, inference_placement(grid, groups, rank, device->memory()),
@@ -112,10 +109,11 @@ int run_generate_job(const GenerateJobOptions& opts, comm::Communicator* world, 
   const TpGroup& tp = im.model().tp();
   const bool writer = is_sampling_rank(im.model());
   check_tokenizer_fits(*tok, dir, im.model().config().vocab_size);
+  // The draft runs whole on the sampling rank alone (generator.h).
   std::optional<InferenceModel> draft;
-  if (drafting) {
-    draft.emplace(opts.draft, inference_placement(grid, groups, rank, device->memory()),
-                  precision, world);
+  if (drafting && writer) {
+    draft.emplace(opts.draft, InferenceModel::Placement{.memory = &device->memory()}, precision,
+                  nullptr);
     check_draft_vocab(im.model().config().vocab_size, draft->model().config().vocab_size);
   }
 

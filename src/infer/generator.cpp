@@ -56,8 +56,6 @@ void check_request(const ModelConfig& cfg, const std::vector<std::vector<int32_t
            o.draft_model_tokens);
   PX_CHECK(o.ngram_draft_tokens == 0 || o.draft_model_tokens == 0,
            "speculative decoding drafts by prompt lookup or by a draft model, not both");
-  PX_CHECK(o.draft_model_tokens == 0 || o.draft_model != nullptr,
-           "draft_model_tokens ({}) needs a draft model", o.draft_model_tokens);
   PX_CHECK((o.ngram_draft_tokens == 0 && o.draft_model_tokens == 0) || !o.hold_finished_rows,
            "speculative decoding does not hold finished rows");
   if (o.draft_model) check_draft_vocab(cfg.vocab_size, o.draft_model->config().vocab_size);
@@ -130,13 +128,15 @@ std::vector<Generation> generate(Transformer& model,
   const int pp_last = o.pp ? o.pp->size() - 1 : 0;
   const bool sampler_rank = is_sampling_rank(model);
   const int64_t draft_k = std::max(o.ngram_draft_tokens, o.draft_model_tokens);
+  // A draft model runs on the sampling rank alone; its drafts reach the
+  // other ranks as the chosen ids do.
+  const bool model_drafts = o.draft_model_tokens > 0;
+  PX_CHECK(!model_drafts || !sampler_rank || o.draft_model != nullptr,
+           "draft_model_tokens ({}) needs a draft model on the sampling rank",
+           o.draft_model_tokens);
   std::optional<DraftModel> drafter;
-  if (o.draft_model && o.draft_model_tokens > 0) {
-    PX_CHECK(model.whole() && !tp.active(),
-             "speculative decoding with a draft model runs the target whole in one process (no tp "
-             "or pp)");
+  if (model_drafts && sampler_rank)
     drafter.emplace(*o.draft_model, next_block, kBlockSize, o.kv_dtype);
-  }
 
   std::vector<Generation> out(static_cast<size_t>(S));
   std::vector<int> active(static_cast<size_t>(S));  // the sequences of the next forward
@@ -284,7 +284,7 @@ std::vector<Generation> generate(Transformer& model,
       const int64_t room = std::min({draft_k, limit[seq] - cached[seq] - 1,
                                      max_new_of(o, seq) - static_cast<int64_t>(g.tokens.size()) - 1});
       if (room <= 0 || ended[seq]) continue;
-      if (drafter) {
+      if (model_drafts) {
         asks.push_back({.id = seq,
                         .prompt = prompts[seq],
                         .generated = g.tokens,
@@ -303,6 +303,30 @@ std::vector<Generation> generate(Transformer& model,
       for (size_t a = 0; a < asks.size(); ++a) {
         proposed[ask_of[a]] = std::move(props[a].tokens);
         proposed_q[ask_of[a]] = std::move(props[a].q);
+      }
+    }
+    if (model_drafts && !asks.empty() && (tp.active() || o.pp)) {
+      // Counts, then tokens, from the sampling rank (tp rank 0 of the last stage).
+      std::vector<int32_t> counts(asks.size());
+      for (size_t a = 0; a < asks.size(); ++a)
+        counts[a] = static_cast<int32_t>(proposed[ask_of[a]].size());
+      auto share = [&](std::vector<int32_t>& v) {
+        if (tp.active()) tp.comm->broadcast(v.data(), v.size(), DType::I32, 0);
+        if (o.pp) o.pp->broadcast(v.data(), v.size(), DType::I32, pp_last);
+      };
+      share(counts);
+      std::vector<int32_t> flat;
+      for (size_t a = 0; a < asks.size(); ++a)
+        if (sampler_rank) flat.insert(flat.end(), proposed[ask_of[a]].begin(), proposed[ask_of[a]].end());
+      int64_t total = 0;
+      for (int32_t c : counts) total += c;
+      flat.resize(static_cast<size_t>(total));
+      if (total > 0) share(flat);
+      size_t at = 0;
+      for (size_t a = 0; a < asks.size(); ++a) {
+        proposed[ask_of[a]].assign(flat.begin() + static_cast<std::ptrdiff_t>(at),
+                                   flat.begin() + static_cast<std::ptrdiff_t>(at + counts[a]));
+        at += static_cast<size_t>(counts[a]);
       }
     }
     for (size_t i = 0; i < kept.size(); ++i) {

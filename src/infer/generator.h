@@ -67,7 +67,8 @@ struct GenerateOptions {
   // (their draws differ). 0: off.
   int64_t ngram_draft_tokens = 0;
   // Speculative decoding with a draft model (draft_model.h) of the same
-  // vocabulary, whole in one process (the target too: no tp or pp): each
+  // vocabulary, whole, needed on the sampling rank only (under tp/pp its
+  // drafts reach the other ranks as the chosen ids do): each
   // step it proposes up to draft_model_tokens tokens per sequence, greedy
   // or drawn from its own transformed distribution q, verified as above;
   // sampled, a draft is accepted with min(1, p/q), else the token is drawn

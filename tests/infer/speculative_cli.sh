@@ -3,10 +3,14 @@
 # model greedy, plain and with --draft-model (the model itself: every draft
 # accepted), --ngram-draft and --num-speculative-tokens (its alias without a
 # draft model), all giving the plain tokens; contradicting flags refused
-# with their names. The numerics: tests/infer/speculative_*_test.cpp.
-# Usage: speculative_cli.sh PATH_TO_PARALLM
+# with their names. With a launcher (mpirun -np 2), --draft-model under
+# --tp 2 and --pp 2 too (the draft runs on the sampling rank alone).
+# The numerics: tests/infer/speculative_*_test.cpp.
+# Usage: speculative_cli.sh PATH_TO_PARALLM [LAUNCHER...]
 set -u
 bin="$1"
+shift
+launcher=("$@")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # fail, expect_error, tiny_corpus
@@ -44,3 +48,16 @@ expect_error "are two kinds of draft; give one" \
 expect_error "--ngram-draft (2) and --num-speculative-tokens (3) disagree" \
   "${gen[@]}" --ngram-draft 2 --num-speculative-tokens 3
 echo "contradicting flags refused"
+
+if [ ${#launcher[@]} -gt 0 ]; then
+  for grid in "--tp 2" "--pp 2"; do
+    # shellcheck disable=SC2086
+    "${launcher[@]}" "${gen[@]}" $grid --draft-model "$work/hf" > "$work/dist" 2> "$work/dist.log" ||
+      { cat "$work/dist.log"; fail "generate $grid --draft-model"; }
+    [ "$(tokens "$work/dist")" = "$(tokens "$work/plain")" ] ||
+      fail "generate $grid --draft-model gave $(tokens "$work/dist"), plain $(tokens "$work/plain")"
+    grep -qE 'draft-model drafts ([1-9][0-9]*) tokens, \1 accepted' "$work/dist.log" ||
+      { cat "$work/dist.log"; fail "$grid: the model drafting for itself lost drafts"; }
+  done
+  echo "generate --tp 2 and --pp 2 with --draft-model: the plain tokens"
+fi

@@ -72,6 +72,12 @@ add_test(NAME cli.generate.speculative
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/speculative_cli.sh $<TARGET_FILE:parallm>)
 set_tests_properties(cli.generate.speculative PROPERTIES LABELS unit TIMEOUT 120
                      ENVIRONMENT OMP_NUM_THREADS=1)
+# ... and with a draft model under --tp 2 and --pp 2.
+add_test(NAME cli.generate.speculative.dist
+         COMMAND ${CMAKE_COMMAND} -E env ${PARALLM_MPI_ENV} OMP_NUM_THREADS=1
+                 ${CMAKE_CURRENT_LIST_DIR}/speculative_cli.sh $<TARGET_FILE:parallm>
+                 ${PARALLM_MPIRUN} -np 2)
+set_tests_properties(cli.generate.speculative.dist PROPERTIES LABELS dist TIMEOUT 180)
 
 # An EOS id past the vocabulary (GPT2Config's default 50256 on 600 ids, in
 # config.json and generation_config.json) is one warning line and generation

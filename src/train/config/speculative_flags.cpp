@@ -19,8 +19,8 @@ const std::vector<InferenceFlag>& speculative_flags() {
       {"--draft-model", "a model directory or .gguf file (default: none)",
        "speculative decoding with a smaller draft model of the same vocabulary, proposing "
        "--num-speculative-tokens tokens a step (greedy, or drawn from its own distribution and "
-       "accepted with min(1, p/q)); generate: one process; serve: loaded whole on rank 0 "
-       "(docs/inference.md, docs/serving.md)"},
+       "accepted with min(1, p/q)); loaded whole on one rank (generate: the sampling rank; "
+       "serve: rank 0) beside any tp/pp layout (docs/inference.md, docs/serving.md)"},
       {"--draft-quantize", "q8_0, q4_0 or q4_k_m (default: none)",
        "quantise the draft model's linear weights and LM head at load, as --quantize does the "
        "model's (vLLM's speculative_config quantization): a draft reads its weights k times a "
