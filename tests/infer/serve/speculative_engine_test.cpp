@@ -6,7 +6,8 @@
 // the prefix cache, chunked prefill, and a pool so small that sequences are
 // preempted and drafts go without blocks; EOS ends sequences mid-step.
 // Afterwards every block is free, and the counters say drafts were
-// proposed and accepted.
+// proposed and accepted. Sampled, a draft model with the target's law has
+// every draft accepted.
 #include <gtest/gtest.h>
 
 #include <future>
