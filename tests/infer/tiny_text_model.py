@@ -12,24 +12,37 @@ CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n
                  "{% if add_generation_prompt %}<|assistant|>{% endif %}")
 
 
-def build(model_dir, n_positions=128, seed=0):
-    """Saves the model and tokenizer in model_dir; returns (model, tokenizer)."""
+def train_tokenizer():
+    """The 400-token byte-level BPE of CORPUS, <|endoftext|> its id 0."""
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator([CORPUS] * 50, trainer)
-    torch.manual_seed(seed)
-    model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=64, n_head=4, n_positions=n_positions,
-                                       vocab_size=tok.get_vocab_size(), eos_token_id=0,
-                                       bos_token_id=0))
+    return tok
+
+
+def save(model, tok, model_dir, chat_template=CHAT_TEMPLATE):
+    """Weights drawn wide (well-separated logits: no near-ties), then the model
+    and its tokenizer saved in model_dir; returns (model, tokenizer)."""
     for p in model.parameters():
-        torch.nn.init.normal_(p, std=0.3)  # well-separated logits: no near-ties
+        torch.nn.init.normal_(p, std=0.3)
     model.eval()
     model.save_pretrained(model_dir, safe_serialization=True)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>",
                                    bos_token="<|endoftext|>")
-    fast.chat_template = CHAT_TEMPLATE
+    if chat_template is not None:
+        fast.chat_template = chat_template
     fast.save_pretrained(model_dir)
     return model, fast
+
+
+def build(model_dir, n_positions=128, seed=0):
+    """Saves the model and tokenizer in model_dir; returns (model, tokenizer)."""
+    tok = train_tokenizer()
+    torch.manual_seed(seed)
+    model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=64, n_head=4, n_positions=n_positions,
+                                       vocab_size=tok.get_vocab_size(), eos_token_id=0,
+                                       bos_token_id=0))
+    return save(model, tok, model_dir)

@@ -37,8 +37,7 @@ from check_support import check, failures, openai_client  # noqa: E402
 import openai  # noqa: E402
 import torch  # noqa: E402
 from peft import LoraConfig, get_peft_model  # noqa: E402
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast  # noqa: E402
+from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
 work, parallm, extra = sys.argv[1], sys.argv[2], sys.argv[3:]
 family = extra.pop(0) if extra and not extra[0].startswith("--") else "llama"
@@ -75,29 +74,16 @@ MISSING = "c_fc" if family == "gpt2" else "o_proj"
 
 
 def build_base(model_dir):
+    from tiny_text_model import build, save, train_tokenizer
     if family == "gpt2":
-        from tiny_text_model import build
         return build(model_dir, n_positions=256, seed=3)
-    corpus = "hello world, the quick brown fox jumps over the lazy dog. 你好世界"
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator([corpus] * 50, trainer)
+    tok = train_tokenizer()
     torch.manual_seed(3)
     model = LlamaForCausalLM(LlamaConfig(
         vocab_size=tok.get_vocab_size(), hidden_size=64, intermediate_size=160,
         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         max_position_embeddings=256, tie_word_embeddings=False, eos_token_id=0, bos_token_id=0))
-    for p in model.parameters():
-        torch.nn.init.normal_(p, std=0.3)  # well-separated logits: no near-ties
-    model.eval()
-    model.save_pretrained(model_dir, safe_serialization=True)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>",
-                                   bos_token="<|endoftext|>")
-    fast.save_pretrained(model_dir)
-    return model, fast
+    return save(model, tok, model_dir, chat_template=None)
 
 
 def build_adapter(base, i, spec, out_dir):
