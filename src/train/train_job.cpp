@@ -30,6 +30,7 @@
 #include "train/resilience/planted_slow_rank.h"
 #include "train/resilience/straggler_monitor.h"
 #include "train/checkpoint_cadence.h"
+#include "train/config/pipeline_config.h"
 #include "train/gemm_peak_cache.h"
 #include "train/pipeline_trace.h"
 #include "train/progress_log.h"
@@ -172,7 +173,8 @@ void print_banner(std::ostream& log, const RunConfig& rc, const Trainer& trainer
                                          : std::string());
   if (par.pp > 1)
     fmt::print(log, "pipeline parallel: pp {}, schedule {}, virtual stages {}, micro-batches {}\n",
-               par.pp, par.schedule, par.virtual_stages, rc.train.grad_accum_steps());
+               par.pp, par.schedule, pipeline_spec(rc.train).virtual_stages,
+               rc.train.grad_accum_steps());
 }
 
 // After the loop: the measured pipeline pictures (pp > 1), the validation
@@ -187,8 +189,9 @@ void finish(const RunConfig& rc, const TrainJobOptions& opts, const RankGrid& gr
         *world, grid, *trainer.pipeline(),
         fmt::format("measured {} schedule, pp {}, {} micro-batches{}", par.schedule, par.pp,
                     rc.train.grad_accum_steps(),
-                    par.virtual_stages > 1 ? fmt::format(", {} virtual stages", par.virtual_stages)
-                                           : std::string()),
+                    trainer.pipeline()->chunks() > 1
+                        ? fmt::format(", {} virtual stages", trainer.pipeline()->chunks())
+                        : std::string()),
         lg.trace_path, lg.timeline_path);
   double val = trainer.evaluate();
   fmt::print(log, "done: loss {:.4f} -> {:.4f}{}\n", progress.first_loss(), progress.last_loss(),
