@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "base/error.h"
 
@@ -10,6 +11,13 @@ namespace parallm {
 namespace {
 
 float scaled_max(Fp8Format f, int margin) { return std::ldexp(fp8_max(f), -margin); }
+
+// fp8_max 2^-margin / amax, held finite: an amax below ~1e-36 would give
+// infinity (and a zero scale_inv), so the largest float stands in, as
+// Transformer Engine clamps it.
+float scale_from_amax(float amax, Fp8Format f, int margin) {
+  return std::min(scaled_max(f, margin) / amax, std::numeric_limits<float>::max());
+}
 
 }  // namespace
 
@@ -48,7 +56,7 @@ void DelayedScale::update() {
   std::rotate(history_.begin(), history_.begin() + 1, history_.end());
   history_[0] = 0.0f;
   const float amax = cfg_.algo == AmaxAlgo::MostRecent ? last : window;
-  if (std::isfinite(amax) && amax > 0.0f) scale_ = scaled_max(cfg_.format, cfg_.margin) / amax;
+  if (std::isfinite(amax) && amax > 0.0f) scale_ = scale_from_amax(amax, cfg_.format, cfg_.margin);
 }
 
 void DelayedScale::restore(std::vector<float> history, float scale) {
@@ -62,7 +70,7 @@ void DelayedScale::restore(std::vector<float> history, float scale) {
 
 float current_scale(float amax, Fp8Format f, int margin) {
   if (!(std::isfinite(amax) && amax > 0.0f)) return 1.0f;
-  return scaled_max(f, margin) / amax;
+  return scale_from_amax(amax, f, margin);
 }
 
 }  // namespace parallm

@@ -31,9 +31,10 @@ struct FaultHooks {
   // After a row-parallel reduce (the MLP's output projection under tp) of
   // layer `layer`: its n output values on stream s.
   std::function<void(const ops::Stream& s, int layer, float* out, int64_t n)> after_tp_reduce;
-  // Whether pipeline stage `stage` of pp skips chunk `chunk` (of `chunks`)
-  // of micro-batch `micro_batch` (forward, and a zero gradient sent back).
-  std::function<bool(int stage, int pp, int chunk, int chunks, int micro_batch)> skip_micro_batch;
+  // Whether the chunk holding virtual stage `virtual_stage` (of
+  // `virtual_stages` along the model, wherever the schedule places it) skips
+  // micro-batch `micro_batch` (forward, and a zero gradient sent back).
+  std::function<bool(int virtual_stage, int virtual_stages, int micro_batch)> skip_micro_batch;
   // Elements ZeRO-3's gather shifts the first owner's piece of unit
   // `segment` by (0: none).
   std::function<int64_t(int segment)> zero3_piece_shift;

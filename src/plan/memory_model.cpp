@@ -202,7 +202,7 @@ int64_t padded_numel(const std::vector<LayerTensor>& tensors, int64_t align, boo
 }
 
 // The first pipeline stage's tensors in ParameterSet order (embedding,
-// positions; its blocks; final norm and untied head with pp 1): elements on
+// positions; its blocks; final norm and untied head with pp 1 or DualPipeV): elements on
 // a tp rank, whether Muon treats it as a matrix (optim/muon.h) and whether it
 // is an expert's.
 std::vector<LayerTensor> stage_tensors(const MemoryQuery& q) {
@@ -216,7 +216,9 @@ std::vector<LayerTensor> stage_tensors(const MemoryQuery& q) {
     const std::vector<LayerTensor> b = block_tensors(q, l);
     out.insert(out.end(), b.begin(), b.end());
   }
-  if (q.pp == 1) {
+  // The tail (final norm, untied head) is on the embedding's stage with one
+  // stage, and with DualPipeV's V (stage 0 holds the first and last layers).
+  if (q.pp == 1 || q.schedule == pipeline::ScheduleKind::DualPipeV) {
     for (int i = 0; i < (m.uses_layernorm() ? 2 : 1); ++i) out.push_back({.numel = C});
     if (!m.tie_embeddings) out.push_back({.numel = vocab_rows * C});
   }

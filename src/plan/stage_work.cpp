@@ -111,7 +111,9 @@ std::vector<StageWork> end_stage_works(const MemoryQuery& q) {
   StageWork first, last;
   add_blocks(first, q, 0, per_stage);
   first.elements["embedding"] += rows_sp * m.hidden;
-  StageWork& tail = q.pp == 1 ? first : last;
+  // DualPipeV's V puts the head on stage 0 with the embedding.
+  const bool v_shape = q.schedule == pipeline::ScheduleKind::DualPipeV;
+  StageWork& tail = q.pp == 1 || v_shape ? first : last;
   if (q.pp > 1) add_blocks(last, q, m.n_layers - per_stage, per_stage);
   tail.elements[m.uses_layernorm() ? "layernorm" : "rmsnorm"] += rows_sp * m.hidden;
   add_linear(tail.linears, n, m.hidden, vocab_rows, 1, false);  // the LM head

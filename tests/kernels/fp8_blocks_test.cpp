@@ -75,6 +75,15 @@ TEST(Fp8Blocks, PowerOfTwoScalesAsMx) {
   const Fp8Blocks qz = fp8_quantize_blocks(z.data(), 1, 64, 64, 1, 32, Fp8Format::E5M2, true);
   EXPECT_EQ(qz.scales, (std::vector<float>{1.0f, 1.0f}));
   for (uint8_t c : qz.codes) EXPECT_EQ(c, 0);
+  // A block of f32 subnormals (amax / 448 would be 0): scale 1, zero codes, no NaN.
+  for (bool pow2 : {false, true}) {
+    const std::vector<float> sub = {1e-44f, 0.0f, -3e-45f, 0.0f};
+    const Fp8Blocks qs = fp8_quantize_blocks(sub.data(), 1, 4, 4, 1, 4, Fp8Format::E4M3, pow2);
+    EXPECT_EQ(qs.scales, (std::vector<float>{1.0f}));
+    std::vector<float> back(4);
+    fp8_dequantize_blocks(qs, back.data());
+    for (float v : back) EXPECT_EQ(v, 0.0f);
+  }
 }
 
 TEST(Fp8Blocks, GemmEqualsTheBlocksInDouble) {

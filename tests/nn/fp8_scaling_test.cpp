@@ -78,6 +78,13 @@ TEST(Fp8DelayedScaling, CurrentScalingRestoreAndErrors) {
   EXPECT_EQ(current_scale(2.0f, Fp8Format::E4M3, 1), 112.0f);
   EXPECT_EQ(current_scale(0.0f, Fp8Format::E4M3), 1.0f);
   EXPECT_EQ(current_scale(std::numeric_limits<float>::infinity(), Fp8Format::E5M2), 1.0f);
+  // A tiny amax would overflow the scale: held at the largest float, finite.
+  EXPECT_EQ(current_scale(1e-38f, Fp8Format::E4M3), std::numeric_limits<float>::max());
+  DelayedScale tiny(config(1, AmaxAlgo::Max));
+  tiny.record(1e-40f);
+  tiny.update();
+  EXPECT_EQ(tiny.scale(), std::numeric_limits<float>::max());
+  EXPECT_GT(tiny.scale_inv(), 0.0f);
   DelayedScale s(config(2, AmaxAlgo::Max));
   s.restore({0.0f, 7.0f}, 64.0f);
   EXPECT_EQ(s.scale(), 64.0f);

@@ -16,8 +16,11 @@ int emax(Fp8Format f) { return f == Fp8Format::E4M3 ? 8 : 15; }
 
 float block_scale(float amax, Fp8Format f, bool pow2) {
   if (!(amax > 0.0f) || !std::isfinite(amax)) return 1.0f;
-  if (!pow2) return amax / fp8_max(f);
-  return std::ldexp(1.0f, static_cast<int>(std::floor(std::log2(amax))) - emax(f));
+  const float s = pow2 ? std::ldexp(1.0f, static_cast<int>(std::floor(std::log2(amax))) - emax(f))
+                       : amax / fp8_max(f);
+  // A block of f32 subnormals would get a scale of 0 (or itself subnormal):
+  // scale 1 casts its values to zero codes, as for an all-zero block.
+  return std::isnormal(s) ? s : 1.0f;
 }
 
 }  // namespace

@@ -120,7 +120,8 @@ StepRecord PipelineRuntime::run_step(const std::function<StagedModel::StageBatch
   const FaultHooks* faults = model_.fault_hooks();
   auto dropped = [&](const Action& a) {
     return faults != nullptr && faults->skip_micro_batch &&
-           faults->skip_micro_batch(stage_, spec.pp, a.chunk, V, a.micro_batch);
+           faults->skip_micro_batch(virtual_stage(spec, stage_, a.chunk), spec.pp * V,
+                                    a.micro_batch);
   };
   const std::vector<Action>& list = schedule_.stages[stage_];
   std::vector<bool> posted(list.size(), false);

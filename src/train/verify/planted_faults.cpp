@@ -16,8 +16,10 @@ FaultHooks plant_fault(InjectedFault f, const Transformer& model) {
       };
       break;
     case InjectedFault::PpDropMicroBatch:
-      h.skip_micro_batch = [](int stage, int pp, int chunk, int chunks, int micro_batch) {
-        return pp > 1 && stage == pp - 1 && chunk == chunks - 1 && micro_batch == kFaultMicroBatch;
+      // The head's chunk (the last virtual stage, wherever the schedule places it).
+      h.skip_micro_batch = [](int virtual_stage, int virtual_stages, int micro_batch) {
+        return virtual_stages > 1 && virtual_stage == virtual_stages - 1 &&
+               micro_batch == kFaultMicroBatch;
       };
       break;
     case InjectedFault::Zero3ShardOffset:

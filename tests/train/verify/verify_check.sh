@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # `parallm verify` (docs/verify.md) passes correct layouts (tp 2 with
-# sequence parallelism, pp 2 under 1F1B, dp 2 with ZeRO-3) of a tiny GPT-2
+# sequence parallelism, pp 2 under 1F1B and DualPipeV, dp 2 with ZeRO-3) of a tiny GPT-2
 # and catches three planted bugs, each named at the right layer and op and
 # each beyond the derived bounds (docs/testing.md) by a factor of 100 or
 # more, under plain SGD (verify's default) and under AdamW:
 #   tp-reduce-scale     layer 1's MLP row-parallel reduce x 1.01 -> layer 1, mlp.proj, forward
-#   pp-drop-microbatch  the last stage skips micro-batch 1        -> layer 2 (its first layer),
-#                                                                    norm1, missing
+#   pp-drop-microbatch  the head's chunk skips micro-batch 1      -> layer 2 (its first layer),
+#                                                                    norm1, missing (DualPipeV:
+#                                                                    layer 3, on stage 0)
 #   zero3-shard-offset  layer 1's gather, a piece one element late -> layer 1, norm1, forward
 # Usage: verify_check.sh PARALLM
 set -u
@@ -69,6 +70,12 @@ verify "pp=2 schedule=1f1b" 1 pp_fault --inject-fault pp-drop-microbatch
 expect pp_fault 2 norm1 forward missing
 far_over pp_fault
 [ "$(field pp_fault sample_offset)" = 1 ] || fail "pp_fault: not micro-batch 1"
+# DualPipeV's V puts the head's chunk (layer 3 of 4) on stage 0: the fault
+# follows it there, and the correct schedule passes.
+verify "pp=2 schedule=dualpipev" 0 pp_v
+verify "pp=2 schedule=dualpipev" 1 pp_v_fault --inject-fault pp-drop-microbatch
+expect pp_v_fault 3 norm1 forward missing
+far_over pp_v_fault
 verify "dp=2 zero=3" 1 zero3_fault --inject-fault zero3-shard-offset
 expect zero3_fault 1 norm1 forward differs
 far_over zero3_fault
