@@ -13,6 +13,7 @@
 #include <map>
 
 #include "base/error.h"
+#include "common/chi_square.h"
 #include "common/random_tokens.h"
 #include "common/test_models.h"
 #include "infer/draft_model.h"
@@ -23,19 +24,15 @@
 namespace parallm {
 namespace {
 
+using testing::chi2_bound;
+using testing::two_sample_chi2;
+
 using testing::random_tokens;
 
 std::vector<int32_t> repeated(const std::vector<int32_t>& unit, int times) {
   std::vector<int32_t> out;
   for (int i = 0; i < times; ++i) out.insert(out.end(), unit.begin(), unit.end());
   return out;
-}
-
-// As in speculative_ngram_test.cpp: the 1 - 1e-4 quantile of chi-square
-// (Wilson-Hilferty), docs/testing.md.
-double chi2_bound(int df) {
-  const double a = 2.0 / (9.0 * df), z = 3.719;
-  return df * std::pow(1.0 - a + z * std::sqrt(a), 3.0);
 }
 
 TEST(SpeculativeDraftModel, AVocabularyOfAnotherSizeIsRefusedNamingBoth) {
@@ -160,27 +157,6 @@ TEST(SpeculativeDraftModel, DraftDistributionAcceptanceKeepsTheTargetsLaw) {
   }
 }
 
-// Two-sample chi-square over ids seen at least 10 times in both runs
-// together (the rest pooled): the statistic and its degrees of freedom.
-std::pair<double, int> two_sample_chi2(const std::map<int32_t, std::array<int, 2>>& seen) {
-  double chi2 = 0;
-  int bins = 0;
-  std::array<int, 2> pooled = {0, 0};
-  auto add = [&](const std::array<int, 2>& n) {
-    chi2 += std::pow(n[0] - n[1], 2) / (n[0] + n[1]);
-    ++bins;
-  };
-  for (const auto& [id, n] : seen) {
-    if (n[0] + n[1] >= 10) {
-      add(n);
-    } else {
-      pooled[0] += n[0];
-      pooled[1] += n[1];
-    }
-  }
-  if (pooled[0] + pooled[1] > 0) add(pooled);
-  return {chi2, bins - 1};
-}
 
 // Sampled generation over many seeds with a draft model of one layer
 // (another seed: its q differs from the target's p, so drafts are both

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "base/error.h"
+#include "common/chi_square.h"
 #include "common/random_tokens.h"
 #include "common/test_models.h"
 #include "infer/generator.h"
@@ -21,6 +22,9 @@
 
 namespace parallm {
 namespace {
+
+using testing::chi2_bound;
+using testing::two_sample_chi2;
 
 using testing::random_tokens;
 
@@ -85,15 +89,6 @@ INSTANTIATE_TEST_SUITE_P(Arch, SpeculativeBoth, ::testing::Values(0, 1, 2), [](c
   return std::string(testing::decoder_name(info.param));
 });
 
-// The 1 - 1e-4 quantile of chi-square with df degrees of freedom (Wilson and
-// Hilferty's cube-root normal approximation, z = 3.719): a statistic above
-// it is a distribution mismatch, not chance (draws are seeded, so each run
-// of the test sees the same numbers).
-double chi2_bound(int df) {
-  const double a = 2.0 / (9.0 * df), z = 3.719;
-  return df * std::pow(1.0 - a + z * std::sqrt(a), 3.0);
-}
-
 // Sampled: a one-point draft accepted with its probability, else a draw
 // from the rest, gives each id its probability under the transforms.
 TEST(SpeculativeNgram, DraftAcceptanceKeepsTheTargetsLaw) {
@@ -119,28 +114,6 @@ TEST(SpeculativeNgram, DraftAcceptanceKeepsTheTargetsLaw) {
   }
 }
 
-// Two-sample chi-square of counts n[id] = {run a, run b} of equal sizes,
-// over the ids seen at least 10 times in both together (the rest pooled):
-// the statistic and its degrees of freedom.
-std::pair<double, int> two_sample_chi2(const std::map<int32_t, std::array<int, 2>>& seen) {
-  double chi2 = 0;
-  int bins = 0;
-  std::array<int, 2> pooled = {0, 0};
-  auto add = [&](const std::array<int, 2>& n) {
-    chi2 += std::pow(n[0] - n[1], 2) / (n[0] + n[1]);
-    ++bins;
-  };
-  for (const auto& [id, n] : seen) {
-    if (n[0] + n[1] >= 10) {
-      add(n);
-    } else {
-      pooled[0] += n[0];
-      pooled[1] += n[1];
-    }
-  }
-  if (pooled[0] + pooled[1] > 0) add(pooled);
-  return {chi2, bins - 1};
-}
 
 // Sampled generation with drafts over many seeds: the second to fifth
 // tokens (drafts apply from the second; the later ones follow steps whose
