@@ -1,7 +1,8 @@
 """Shared pieces of the inference and serving checks (Python scripts run by
 ctest): a check that prints ok/FAIL and remembers the failures, the port
-a `parallm serve --port 0` prints in its listening line, and an openai client
-for such a server."""
+a `parallm serve --port 0` prints in its listening line, an openai client
+for such a server, and the rank-0 process of a server run under mpirun."""
+import os
 import re
 import sys
 
@@ -37,3 +38,20 @@ def openai_client(server):
     import openai
     return openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none",
                          max_retries=0, timeout=120), port
+
+
+def rank0_pid(launcher_pid):
+    """The pid of the launcher's descendant with OMPI_COMM_WORLD_RANK=0."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                environ = f.read().split(b"\0")
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"OMPI_COMM_WORLD_RANK=0" in environ and b"serve" in argv and int(pid) != launcher_pid:
+            return int(pid)
+    raise RuntimeError("no rank 0 process found")

@@ -21,7 +21,7 @@ import threading
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from check_support import check, failures, listening_port  # noqa: E402,F401
+from check_support import check, failures, listening_port, rank0_pid  # noqa: E402,F401
 from tiny_text_model import build  # noqa: E402
 
 work, parallm, layout, prefix = sys.argv[1:5]
@@ -38,23 +38,6 @@ cmd = launcher + [parallm, "serve", "--model", model_dir, "--port", "0", "--tp",
 if prefix == "off":
     cmd.append("--no-prefix-cache")
 server = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
-
-
-def rank0_pid(launcher_pid):
-    """The pid of the launcher's descendant with OMPI_COMM_WORLD_RANK=0."""
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                environ = f.read().split(b"\0")
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if b"OMPI_COMM_WORLD_RANK=0" in environ and b"serve" in argv and int(pid) != launcher_pid:
-            return int(pid)
-    raise RuntimeError("no rank 0 process found")
 
 
 try:
