@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "common/chi_square.h"
+#include "common/sampled_law.h"
 #include "common/random_tokens.h"
 #include "common/test_models.h"
 #include "infer/draft_model.h"
@@ -25,7 +26,6 @@ namespace parallm {
 namespace {
 
 using testing::chi2_bound;
-using testing::two_sample_chi2;
 
 using testing::random_tokens;
 
@@ -157,7 +157,6 @@ TEST(SpeculativeDraftModel, DraftDistributionAcceptanceKeepsTheTargetsLaw) {
   }
 }
 
-
 // Sampled generation over many seeds with a draft model of one layer
 // (another seed: its q differs from the target's p, so drafts are both
 // kept and cut): tokens 1 to 5 have plain decoding's law.
@@ -173,35 +172,10 @@ TEST(SpeculativeDraftModel, SampledGenerationKeepsPlainDecodingsLaw) {
   Transformer draft(dc, a);
   draft.params().init_random(9);
   const std::vector<int32_t> prompt = repeated(random_tokens(8, c.vocab_size, 2), 2);
-  std::vector<std::map<int32_t, std::array<int, 2>>> at(5);
-  GenerationStats total;
-  const int runs = 400;
-  for (int spec = 0; spec < 2; ++spec)
-    for (int seed = 0; seed < runs; ++seed) {
-      GenerateOptions o;
-      o.max_new_tokens = 6;
-      o.sampling = {.temperature = 1.0, .seed = static_cast<uint64_t>(seed)};
-      if (spec) {
-        o.draft_model = &draft;
-        o.draft_model_tokens = 3;
-      }
-      GenerationStats st;
-      const std::vector<Generation> g = generate(m, {prompt}, o, &st);
-      for (size_t i = 0; i < at.size(); ++i) ++at[i][g[0].tokens.at(i + 1)][spec];
-      total.draft_tokens += st.draft_tokens;
-      total.accepted_draft_tokens += st.accepted_draft_tokens;
-    }
-  for (const auto& seen : at) {
-    const auto [chi2, df] = two_sample_chi2(seen);
-    ASSERT_GE(df, 1);
-    EXPECT_LT(chi2, chi2_bound(df)) << df << " degrees of freedom";
-    std::printf("chi2 %.2f, df %d (bound %.2f)\n", chi2, df, chi2_bound(df));
-  }
-  EXPECT_GT(total.draft_tokens, runs);
-  EXPECT_GT(total.accepted_draft_tokens, 0);
-  EXPECT_LT(total.accepted_draft_tokens, total.draft_tokens);
-  std::printf("drafts %lld, accepted %lld\n", static_cast<long long>(total.draft_tokens),
-              static_cast<long long>(total.accepted_draft_tokens));
+  testing::expect_drafts_keep_the_law(m, prompt, 5, [&](GenerateOptions& o) {
+    o.draft_model = &draft;
+    o.draft_model_tokens = 3;
+  });
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "common/chi_square.h"
+#include "common/sampled_law.h"
 #include "common/random_tokens.h"
 #include "common/test_models.h"
 #include "infer/generator.h"
@@ -24,7 +25,6 @@ namespace parallm {
 namespace {
 
 using testing::chi2_bound;
-using testing::two_sample_chi2;
 
 using testing::random_tokens;
 
@@ -127,33 +127,8 @@ TEST(SpeculativeNgram, SampledGenerationKeepsPlainDecodingsLaw) {
   Transformer m(c, a);
   m.params().init_random(5);
   const std::vector<int32_t> prompt = repeated(random_tokens(8, c.vocab_size, 2), 2);
-  std::vector<std::map<int32_t, std::array<int, 2>>> at(4);  // tokens 2 to 5
-  GenerationStats total;
-  const int runs = 400;
-  for (int draft = 0; draft < 2; ++draft)
-    for (int seed = 0; seed < runs; ++seed) {
-      GenerateOptions o;
-      o.max_new_tokens = 6;
-      o.sampling = {.temperature = 1.0, .seed = static_cast<uint64_t>(seed)};
-      o.ngram_draft_tokens = draft ? 3 : 0;
-      GenerationStats st;
-      const std::vector<Generation> g = generate(m, {prompt}, o, &st);
-      for (size_t i = 0; i < at.size(); ++i) ++at[i][g[0].tokens.at(i + 1)][draft];
-      total.draft_tokens += st.draft_tokens;
-      total.accepted_draft_tokens += st.accepted_draft_tokens;
-    }
-  for (const auto& seen : at) {
-    const auto [chi2, df] = two_sample_chi2(seen);
-    ASSERT_GE(df, 1);
-    EXPECT_LT(chi2, chi2_bound(df)) << df << " degrees of freedom";
-    std::printf("chi2 %.2f, df %d (bound %.2f)\n", chi2, df, chi2_bound(df));
-  }
-  // Most runs drafted, and drafts were both kept and cut.
-  EXPECT_GT(total.draft_tokens, runs);
-  EXPECT_GT(total.accepted_draft_tokens, 0);
-  EXPECT_LT(total.accepted_draft_tokens, total.draft_tokens);
-  std::printf("drafts %lld, accepted %lld\n", static_cast<long long>(total.draft_tokens),
-              static_cast<long long>(total.accepted_draft_tokens));
+  testing::expect_drafts_keep_the_law(m, prompt, 4,
+                                      [](GenerateOptions& o) { o.ngram_draft_tokens = 3; });
 }
 
 }  // namespace
