@@ -40,11 +40,28 @@ def openai_client(server):
                          max_retries=0, timeout=120), port
 
 
-def rank0_pid(launcher_pid):
-    """The pid of the launcher's descendant with OMPI_COMM_WORLD_RANK=0."""
+def descendants(root):
+    """Pids of root's descendants (children by /proc/PID/stat's ppid)."""
+    parent = {}
     for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    parent[int(pid)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    out, todo = [], [root]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p]
+        out += kids
+        todo += kids
+    return out
+
+
+def rank_pid(root, rank):
+    """The descendant of the launcher that runs parallm with this rank."""
+    for pid in descendants(root):
         try:
             with open(f"/proc/{pid}/environ", "rb") as f:
                 environ = f.read().split(b"\0")
@@ -52,6 +69,14 @@ def rank0_pid(launcher_pid):
                 argv = f.read().split(b"\0")
         except OSError:
             continue
-        if b"OMPI_COMM_WORLD_RANK=0" in environ and b"serve" in argv and int(pid) != launcher_pid:
-            return int(pid)
-    raise RuntimeError("no rank 0 process found")
+        if f"OMPI_COMM_WORLD_RANK={rank}".encode() in environ and b"serve" in argv:
+            return pid
+    return None
+
+
+def rank0_pid(launcher_pid):
+    """The pid of the launcher's descendant that runs rank 0."""
+    pid = rank_pid(launcher_pid, 0)
+    if pid is None:
+        raise RuntimeError("no rank 0 process found")
+    return pid

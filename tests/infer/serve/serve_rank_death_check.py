@@ -18,7 +18,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from check_support import check, failures, listening_port  # noqa: E402,F401
+from check_support import check, descendants, failures, listening_port, rank_pid  # noqa: E402,F401
 from tiny_text_model import build  # noqa: E402
 
 work, parallm, victim = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -27,40 +27,6 @@ os.makedirs(work, exist_ok=True)
 model_dir = os.path.join(work, "model")
 build(model_dir, n_positions=1024, seed=5)
 TIMEOUT = 30
-
-
-def descendants(root):
-    """Pids of root's descendants (children by /proc/PID/stat's ppid)."""
-    parent = {}
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    parent[int(pid)] = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
-    out, todo = [], [root]
-    while todo:
-        p = todo.pop()
-        kids = [c for c, pp in parent.items() if pp == p]
-        out += kids
-        todo += kids
-    return out
-
-
-def rank_pid(root, rank):
-    """The descendant of the launcher that runs parallm with this rank."""
-    for pid in descendants(root):
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                environ = f.read().split(b"\0")
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if f"OMPI_COMM_WORLD_RANK={rank}".encode() in environ and b"serve" in argv:
-            return pid
-    return None
 
 
 cmd = launcher + [parallm, "serve", "--model", model_dir, "--port", "0", "--tp", "2",
